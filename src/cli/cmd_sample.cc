@@ -1,0 +1,114 @@
+// rkdeploy sample grid | deform-attn: run the sampling kernels on .npy files.
+#include <cmath>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "core/npy.h"
+#include "core/thread_pool.h"
+#include "kernels/deform_attn.h"
+#include "kernels/grid_sample.h"
+
+namespace rkd::cli {
+
+void fail(const Error& e) {
+  std::cerr << "rkdeploy: " << e.to_string() << "\n";
+  throw CommandFailed(e.kind == ErrorKind::invalid || e.kind == ErrorKind::unsupported ? 2 : 1);
+}
+
+namespace {
+
+struct GridArgs {
+  std::string input, grid, output, mode = "bilinear", padding = "zeros", convention = "pytorch", impl = "fast";
+  int align_corners = 0;
+  int threads = 0;
+};
+
+struct DeformArgs {
+  std::string value, locations, weights, output, shapes, points, method = "default", impl = "fast";
+  int threads = 0;
+};
+
+KernelImpl parse_impl(const std::string& s) {
+  if (s == "fast") return KernelImpl::fast;
+  if (s == "reference") return KernelImpl::reference;
+  fail(invalid("impl: '" + s + "' is not one of fast, reference"));
+}
+
+void run_grid(const GridArgs& a) {
+  GridSampleOptions opt;
+  opt.mode = take(parse_grid_sample_mode(a.mode));
+  opt.padding = take(parse_grid_sample_padding(a.padding));
+  opt.convention = take(parse_grid_sample_convention(a.convention));
+  opt.align_corners = a.align_corners != 0;
+  const KernelImpl impl = parse_impl(a.impl);
+  set_global_thread_count(a.threads);
+  const Tensor x = take(read_npy(a.input));
+  const Tensor g = take(read_npy(a.grid));
+  auto y = grid_sample(x, g, opt, impl);
+  if (!y.ok()) fail(y.error().with_context("sample grid (" + a.input + ", " + a.grid + ")"));
+  check(write_npy(a.output, *y));
+  std::cout << "wrote " << a.output << " " << shape_to_string(y->shape()) << " " << dtype_name(y->dtype()) << "\n";
+}
+
+void run_deform(const DeformArgs& a) {
+  MsdaOptions opt;
+  opt.method = take(parse_msda_method(a.method));
+  opt.impl = parse_impl(a.impl);
+  opt.require_finite_weights = true;
+  set_global_thread_count(a.threads);
+  const auto shapes = take(parse_level_shapes(a.shapes));
+  const auto points = take(parse_points(a.points));
+  const Tensor v = take(read_npy(a.value));
+  const Tensor loc = take(read_npy(a.locations));
+  const Tensor w = take(read_npy(a.weights));
+  auto prepared = msda_prepare_from_tokens(v, shapes);
+  if (!prepared.ok()) fail(prepared.error().with_context(a.value));
+  auto y = msda(*prepared, loc, w, points, opt);
+  if (!y.ok()) fail(y.error().with_context("sample deform-attn (" + a.locations + ", " + a.weights + ")"));
+  check(write_npy(a.output, *y));
+  std::cout << "wrote " << a.output << " " << shape_to_string(y->shape()) << " float32\n";
+}
+
+}  // namespace
+
+void add_sample_commands(CLI::App& app) {
+  CLI::App* sample = app.add_subcommand("sample", "Run the CPU sampling kernels (GridSample, deformable attention) on .npy files");
+  sample->require_subcommand(1);
+
+  auto ga = std::make_shared<GridArgs>();
+  CLI::App* grid = sample->add_subcommand(
+      "grid",
+      "GridSample (ONNX GridSample-16/20/22, PyTorch grid_sample) on X (N,C,H,W) or (N,C,D,H,W) with grid "
+      "(N,Ho,Wo,2) or (N,Do,Ho,Wo,3). float32/float16 .npy; output has the input's dtype.");
+  grid->add_option("--input", ga->input, "input tensor X (.npy)")->required();
+  grid->add_option("--grid", ga->grid, "sampling grid G (.npy), last axis (x, y[, z]) in [-1, 1]")->required();
+  grid->add_option("--mode", ga->mode, "bilinear|linear, nearest, bicubic|cubic")->capture_default_str();
+  grid->add_option("--padding", ga->padding, "zeros, border, reflection")->capture_default_str();
+  grid->add_option("--align-corners", ga->align_corners, "0 or 1")->capture_default_str()->check(CLI::IsMember({0, 1}));
+  grid->add_option("--convention", ga->convention,
+                   "pytorch (default; bit-exact with PyTorch's CPU kernel) or onnx (ONNX Runtime's order and "
+                   "nearest/reflection rules)")->capture_default_str();
+  grid->add_option("--impl", ga->impl, "fast or reference")->capture_default_str();
+  grid->add_option("--threads", ga->threads, "worker threads (0 = all cores)")->capture_default_str();
+  grid->add_option("-o,--output", ga->output, "output .npy (written atomically)")->required();
+  grid->callback([ga] { run_grid(*ga); });
+
+  auto da = std::make_shared<DeformArgs>();
+  CLI::App* deform = sample->add_subcommand(
+      "deform-attn",
+      "Fused multi-scale deformable attention core (DEIM/D-FINE/RT-DETR decoders): value [B, sum(HW), heads, "
+      "head_dim], locations [B, Lq, heads, points, 2] in [0,1], weights [B, Lq, heads, points] -> [B, Lq, "
+      "heads*head_dim]");
+  deform->add_option("--value", da->value, "value tensor (.npy)")->required();
+  deform->add_option("--shapes", da->shapes, "level shapes HxW, e.g. 80x80,40x40,20x20")->required();
+  deform->add_option("--points", da->points, "points per level, e.g. 3,6,3")->required();
+  deform->add_option("--locations", da->locations, "sampling locations (.npy)")->required();
+  deform->add_option("--weights", da->weights, "attention weights (.npy); must be finite")->required();
+  deform->add_option("--method", da->method, "default, discrete, discrete_fixed")->capture_default_str();
+  deform->add_option("--impl", da->impl, "fast or reference")->capture_default_str();
+  deform->add_option("--threads", da->threads, "worker threads (0 = all cores)")->capture_default_str();
+  deform->add_option("-o,--output", da->output, "output .npy (written atomically)")->required();
+  deform->callback([da] { run_deform(*da); });
+}
+
+}  // namespace rkd::cli

@@ -1,0 +1,36 @@
+// Subcommand registration for the rkdeploy binary. Each add_* function attaches its
+// subcommands to the app; their callbacks throw CommandFailed after printing an error.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <stdexcept>
+#include <string>
+
+#include "core/result.h"
+
+namespace rkd::cli {
+
+// Thrown by a command callback to end the process with `code` (message already printed).
+struct CommandFailed : std::runtime_error {
+  explicit CommandFailed(int c) : std::runtime_error("command failed"), code(c) {}
+  int code;
+};
+
+// Prints "rkdeploy: <kind>: <message>" to stderr and throws CommandFailed(2 for invalid
+// or unsupported input, 1 otherwise).
+[[noreturn]] void fail(const Error& e);
+
+template <typename T>
+T take(Result<T> r) {
+  if (!r.ok()) fail(r.error());
+  return std::move(r).value();
+}
+inline void check(const Status& s) {
+  if (!s.ok()) fail(s.error());
+}
+
+void add_sample_commands(CLI::App& app);
+void add_demo_command(CLI::App& app);
+
+}  // namespace rkd::cli

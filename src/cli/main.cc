@@ -1,0 +1,41 @@
+// rkdeploy: one binary, subcommands. `rkdeploy help [SUBCOMMAND...]` documents each.
+#include <iostream>
+#include <vector>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"rkdeploy: take detection models to Rockchip NPUs and prove, on any host, that what "
+               "runs there computes the right thing."};
+  app.name("rkdeploy");
+  app.require_subcommand(1);
+  rkd::cli::add_sample_commands(app);
+  rkd::cli::add_demo_command(app);
+
+  std::vector<std::string> help_path;
+  CLI::App* help = app.add_subcommand("help", "Show help for rkdeploy or for a subcommand, e.g. 'rkdeploy help sample grid'");
+  help->add_option("subcommand", help_path, "subcommand path");
+  help->callback([&] {
+    CLI::App* target = &app;
+    for (const auto& name : help_path) {
+      CLI::App* next = nullptr;
+      try {
+        next = target->get_subcommand(name);
+      } catch (const CLI::OptionNotFound&) {
+        std::cerr << "rkdeploy: invalid: help: no subcommand '" << name << "'\n";
+        throw rkd::cli::CommandFailed(2);
+      }
+      target = next;
+    }
+    std::cout << target->help();
+  });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const rkd::cli::CommandFailed& e) {
+    return e.code;
+  }
+  return 0;
+}

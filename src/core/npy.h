@@ -1,0 +1,47 @@
+// NumPy .npy and .npz files.
+//
+// Reading accepts format versions 1.0, 2.0 and 3.0, little-endian ('<', '=' or '|')
+// descriptors of the dtypes rkdeploy has (f4 f2 i1 u1 i2 i4 i8 b1), C order, any rank,
+// and rejects everything else (big-endian, Fortran order, object arrays, structured
+// dtypes, truncated data, trailing garbage in the header) with an Error naming the file
+// and the field. A file's declared shape is checked against kMaxTensorBytes and against
+// the bytes actually present before anything is allocated.
+//
+// Writing produces version 1.0 (or 2.0 when the header needs it), C order, and goes
+// through a temporary file in the destination folder that is renamed over the target,
+// so a failed write never leaves a partial file behind and never damages an existing one.
+//
+// .npz: a zip archive of NAME.npy members, stored or deflated (numpy.savez and
+// savez_compressed); read and written with libzip.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+
+#include "core/result.h"
+#include "core/tensor.h"
+
+namespace rkd {
+
+// Parses .npy bytes; `what` names the source in error messages (a file name).
+Result<Tensor> parse_npy(std::span<const uint8_t> bytes, const std::string& what);
+// Serialises a tensor (any view; written in C order). bfloat16 has no NumPy descriptor
+// and is refused as unsupported.
+Result<std::string> serialize_npy(const Tensor& t);
+
+Result<Tensor> read_npy(const std::string& path);
+Status write_npy(const std::string& path, const Tensor& t);
+
+using TensorMap = std::map<std::string, Tensor>;
+Result<TensorMap> parse_npz(std::span<const uint8_t> bytes, const std::string& what);
+Result<TensorMap> read_npz(const std::string& path);
+Status write_npz(const std::string& path, const TensorMap& tensors, bool compress = false);
+
+// File helpers shared by every writer in rkdeploy.
+Result<std::string> read_file_bytes(const std::string& path);
+// Writes `bytes` to `path` via a temporary file + rename (atomic on POSIX file systems).
+Status write_file_atomic(const std::string& path, std::span<const uint8_t> bytes);
+
+}  // namespace rkd
