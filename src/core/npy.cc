@@ -337,8 +337,11 @@ Result<TensorMap> parse_npz(std::span<const uint8_t> bytes, const std::string& w
     if (name.size() < 5 || name.substr(name.size() - 4) != ".npy") {
       return invalid(member + ": .npz member is not a .npy file");
     }
-    if (!(st.valid & ZIP_STAT_SIZE) || st.size > kMaxTensorBytes + (1u << 20)) {
-      return invalid(member + ": .npz member size is missing or too large");
+    // Deflate expands at most ~1032:1, so a declared size beyond that ratio is a lie (or a
+    // zip bomb): refuse it before allocating.
+    if (!(st.valid & ZIP_STAT_SIZE) || !(st.valid & ZIP_STAT_COMP_SIZE) || st.size > kMaxTensorBytes + (1u << 20) ||
+        st.size > st.comp_size * 1032 + 1024 || st.comp_size > bytes.size()) {
+      return invalid(member + ": .npz member size is missing, inconsistent or too large");
     }
     zip_file_t* f = zip_fopen_index(z.get(), static_cast<zip_uint64_t>(i), 0);
     if (!f) return invalid(member + ": cannot open .npz member: " + zip_strerror(z.get()));

@@ -1,0 +1,52 @@
+# Thin wrapper over scripts/setup.sh, CMake and CTest. The two commands that matter:
+#   make demo   install what is missing, build, run the showcase on the simulator back end
+#   make test   install what is missing, build (warnings are errors), run every test
+JOBS ?= $(shell nproc)
+BUILD ?= build
+CMAKE_FLAGS ?=
+
+.PHONY: deps build demo test test-sanitize test-aarch64 bench fuzz clean
+
+deps:
+	bash scripts/setup.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DRKD_WERROR=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	./$(BUILD)/src/cli/rkdeploy demo
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-sanitize: deps
+	cmake -S . -B build-san -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRKD_WERROR=ON \
+	  -DRKD_ASAN=ON -DRKD_UBSAN=ON -DRKD_ENABLE_BENCH=OFF
+	cmake --build build-san -j $(JOBS)
+	cd build-san && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L unit
+
+# Cross-build core + kernels for aarch64 and run their tests under qemu-user (the NEON
+# paths the boards run).
+test-aarch64:
+	bash scripts/setup.sh --cross
+	cmake -S . -B build-aarch64 -G Ninja -DCMAKE_BUILD_TYPE=Release -DRKD_WERROR=ON \
+	  -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DRKD_KERNEL_TESTS_ONLY=ON -DRKD_ENABLE_BENCH=OFF
+	cmake --build build-aarch64 -j $(JOBS)
+	cd build-aarch64 && ctest --output-on-failure -j $(JOBS)
+
+# Google Benchmark + peers (PyTorch, ONNX Runtime) in the same run; see BENCHMARKS.md.
+bench: build
+	bash scripts/setup.sh --bench
+	bash bench/run_bench.sh $(BUILD)
+
+fuzz:
+	bash scripts/setup.sh --fuzz
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRKD_ENABLE_FUZZ=ON \
+	  -DRKD_ENABLE_TESTS=OFF -DRKD_ENABLE_BENCH=OFF -DRKD_ENABLE_CLI=OFF
+	cmake --build build-fuzz -j $(JOBS)
+	./build-fuzz/fuzz/fuzz_npy -max_total_time=60 fuzz/corpus/npy
+
+clean:
+	rm -rf build build-san build-aarch64 build-fuzz

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs the Debian packages rkdeploy needs; idempotent (skips what is present).
+#   scripts/setup.sh            build + tests (compiler, CMake, libraries, ONNX test data)
+#   scripts/setup.sh --cross    + aarch64 cross toolchain, qemu-user and arm64 libraries
+#   scripts/setup.sh --bench    + benchmark peers (python3-torch, python3-onnx, Node.js + npm)
+#   scripts/setup.sh --fuzz     + clang for the libFuzzer targets
+# Debian 12 (bookworm), run as root (or with sudo available).
+set -euo pipefail
+
+want_cross=0 want_bench=0 want_fuzz=0
+for a in "$@"; do
+  case "$a" in
+    --cross) want_cross=1 ;;
+    --bench) want_bench=1 ;;
+    --fuzz) want_fuzz=1 ;;
+    *) echo "setup.sh: unknown option '$a'" >&2; exit 2 ;;
+  esac
+done
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+pkgs=(build-essential cmake ninja-build pkg-config git
+      libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libfmt-dev
+      libhwy-dev libzip-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata)
+[ "$want_cross" = 1 ] && pkgs+=(g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64 libgtest-dev:arm64 libzip-dev:arm64)
+[ "$want_bench" = 1 ] && pkgs+=(python3-torch python3-onnx python3-numpy nodejs npm)
+[ "$want_fuzz" = 1 ] && pkgs+=(clang libclang-rt-14-dev)
+
+if [ "$want_cross" = 1 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  $SUDO dpkg --add-architecture arm64
+  need_update=1
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    # Node.js may come from outside Debian's packages (node + npm on PATH): accept it.
+    if { [ "$p" = nodejs ] || [ "$p" = npm ]; } && command -v "${p/nodejs/node}" >/dev/null 2>&1; then continue; fi
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ] && [ "${need_update:-0}" = 0 ]; then
+  echo "setup: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
