@@ -80,7 +80,7 @@ Result<MsdaValue> make_value(int64_t batch, int64_t heads, int64_t hd, const std
     v.level_start.push_back(t);
     t += l.h * l.w;
   }
-  RKD_ASSIGN(v.data, Tensor::zeros(DType::f32, {batch, heads, t, v.head_dim_padded}));
+  RKD_ASSIGN(v.data, Tensor::zeros(DType::f32, {batch, heads, t + 1, v.head_dim_padded}));
   return v;
 }
 }  // namespace
@@ -116,7 +116,7 @@ Result<MsdaValue> msda_prepare_from_tokens(const Tensor& value, const std::vecto
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t t = 0; t < tokens; ++t) {
       for (int64_t m = 0; m < nH; ++m) {
-        std::memcpy(dst + ((b * nH + m) * tokens + t) * hdp, src + ((b * tokens + t) * nH + m) * hd,
+        std::memcpy(dst + ((b * nH + m) * (tokens + 1) + t) * hdp, src + ((b * tokens + t) * nH + m) * hd,
                     static_cast<size_t>(hd) * sizeof(float));
       }
     }
@@ -162,7 +162,7 @@ Result<MsdaValue> msda_prepare_from_levels(const std::vector<Tensor>& levels, in
     for (int64_t bm = 0; bm < bnh; ++bm) {
       for (int64_t c = 0; c < hd; ++c) {
         const float* plane = src + (bm * hd + c) * HW;
-        float* d = dst + (bm * T + out.level_start[l]) * hdp + c;
+        float* d = dst + (bm * (T + 1) + out.level_start[l]) * hdp + c;
         for (int64_t t = 0; t < HW; ++t) d[t * hdp] = plane[t];
       }
     }

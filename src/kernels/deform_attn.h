@@ -76,14 +76,16 @@ struct MsdaLevelShape {
 Result<std::vector<MsdaLevelShape>> parse_level_shapes(const std::string& s);
 Result<std::vector<int64_t>> parse_points(const std::string& s);
 
-// The value in the layout the kernels read: float32 [B, nH, T, hd_pad] with T = sum H_l W_l
-// and hd_pad = hd rounded up to a multiple of 8 (pad lanes are zero).
+// The value in the layout the kernels read: float32 [B, nH, T + 1, hd_pad] with
+// T = sum H_l W_l, hd_pad = hd rounded up to a multiple of 8 (pad lanes are zero), and one
+// extra all-zero token per head at index T, which out-of-map corners read.
 struct MsdaValue {
   int64_t batch = 0, heads = 0, head_dim = 0, head_dim_padded = 0;
   std::vector<MsdaLevelShape> levels;
   std::vector<int64_t> level_start;  // token offset of each level
   Tensor data;
   int64_t tokens() const { return level_start.empty() ? 0 : level_start.back() + levels.back().h * levels.back().w; }
+  int64_t head_stride() const { return (tokens() + 1) * head_dim_padded; }  // floats per head
 };
 
 // value [B, sum(HW), nH, hd] (float32/16, bfloat16) with the level shapes.

@@ -8,12 +8,12 @@ namespace rkd {
 void msda_reference_f32(const MsdaProblem& p, MsdaMethod method) {
   const MsdaValue& v = *p.value;
   const int64_t B = v.batch, nH = v.heads, hd = v.head_dim, hdp = v.head_dim_padded;
-  const int64_t T = v.tokens(), P = p.total_points;
+  const int64_t P = p.total_points;
   const float* data = v.data.data<float>();
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t q = 0; q < p.queries; ++q) {
       for (int64_t m = 0; m < nH; ++m) {
-        const float* head = data + (b * nH + m) * T * hdp;
+        const float* head = data + (b * nH + m) * v.head_stride();
         const float* loc = p.locations + ((b * p.queries + q) * nH + m) * P * 2;
         const float* wt = p.weights + ((b * p.queries + q) * nH + m) * P;
         float* out = p.out + (b * p.queries + q) * nH * hd + m * hd;
