@@ -4,7 +4,13 @@
 // bench/run_bench.sh, which writes the comparison table of BENCHMARKS.md.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cmath>
+#include <chrono>
+#include <cstring>
 #include <random>
+#include <unordered_set>
+#include <vector>
 
 #include "core/thread_pool.h"
 #include "kernels/deform_attn.h"
@@ -25,6 +31,57 @@ Tensor uniform(const Shape& s, float lo, float hi, uint32_t seed) {
   return t;
 }
 
+// Sustained read bandwidth of this machine (bytes/s), measured once per process by
+// summing a 512 MiB buffer (best of 5): the denominator of the physical bounds below.
+double read_bandwidth() {
+  static const double bw = [] {
+    const size_t n = (size_t{512} << 20) / sizeof(float);
+    std::vector<float> buf(n, 1.0f);
+    double best = 0;
+    for (int rep = 0; rep < 5; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      float acc[16] = {};
+      for (size_t i = 0; i < n; i += 16)
+        for (int k = 0; k < 16; ++k) acc[k] += buf[i + static_cast<size_t>(k)];
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      float total = 0;
+      for (float a : acc) total += a;
+      benchmark::DoNotOptimize(total);
+      best = std::max(best, static_cast<double>(n * sizeof(float)) / s);
+    }
+    return best;
+  }();
+  return bw;
+}
+
+// Distinct 64-byte lines of `base` that bilinear sampling at these (x, y) grid points reads
+// in every channel plane, times the channel count: the input bytes a kernel must touch.
+double touched_input_bytes(const Tensor& grid, int64_t n_items, int64_t channels, int64_t H, int64_t W) {
+  double lines = 0;
+  const int64_t pts = grid.numel() / 2 / n_items;
+  for (int64_t n = 0; n < n_items; ++n) {
+    std::unordered_set<int64_t> seen;
+    for (int64_t p = 0; p < pts; ++p) {
+      const float gx = grid.data<float>()[(n * pts + p) * 2], gy = grid.data<float>()[(n * pts + p) * 2 + 1];
+      const int64_t x0 = static_cast<int64_t>(std::floor((gx + 1) * W / 2 - 0.5f));
+      const int64_t y0 = static_cast<int64_t>(std::floor((gy + 1) * H / 2 - 0.5f));
+      for (int64_t dy = 0; dy < 2; ++dy)
+        for (int64_t dx = 0; dx < 2; ++dx) {
+          const int64_t x = x0 + dx, y = y0 + dy;
+          if (x >= 0 && x < W && y >= 0 && y < H) seen.insert((y * W + x) * 4 / 64);
+        }
+    }
+    lines += static_cast<double>(seen.size());
+  }
+  return lines * 64.0 * static_cast<double>(channels);
+}
+
+void report_bound(benchmark::State& state, double bytes) {
+  state.counters["bytes_touched"] = bytes;
+  state.counters["bound_us"] = bytes / read_bandwidth() * 1e6;
+  state.counters["read_GBps"] = read_bandwidth() / 1e9;
+}
+
 // GridSample, one decoder call per level: value [8, 24, H, W], grid [8, 300, P_l, 2].
 void BM_GridSample(benchmark::State& state) {
   const int level = static_cast<int>(state.range(0));
@@ -40,6 +97,8 @@ void BM_GridSample(benchmark::State& state) {
     auto y = grid_sample(x, g, opt, KernelImpl::fast, &pool);
     benchmark::DoNotOptimize(y->raw());
   }
+  const double out_bytes = static_cast<double>(kHeads * kHeadDim * kQueries * kPoints[static_cast<size_t>(level)]) * 4;
+  report_bound(state, touched_input_bytes(g, kHeads, kHeadDim, lv.h, lv.w) + static_cast<double>(g.nbytes()) + out_bytes);
 }
 BENCHMARK(BM_GridSample)
     ->ArgNames({"level", "threads", "mode"})
@@ -64,6 +123,28 @@ void BM_DeformAttnLayer(benchmark::State& state) {
     auto y = msda(pv, loc, w, kPoints, opt, &pool);
     benchmark::DoNotOptimize(y->raw());
   }
+  // Each sampled corner reads one head_dim row (96 bytes for hd = 24) of the prepared
+  // value; distinct rows are counted per head, plus locations, weights and the output.
+  double value_bytes = 0;
+  const int64_t P = 12;
+  for (int64_t m = 0; m < kHeads; ++m) {
+    std::unordered_set<int64_t> rows;
+    for (int64_t q = 0; q < kQueries; ++q)
+      for (int64_t k = 0; k < P; ++k) {
+        const int64_t l = k < 3 ? 0 : (k < 9 ? 1 : 2);
+        const auto& lv = kLevels[static_cast<size_t>(l)];
+        const int64_t start = l == 0 ? 0 : (l == 1 ? 6400 : 8000);
+        const float* lp = loc.data<float>() + ((q * kHeads + m) * P + k) * 2;
+        const int64_t x0 = static_cast<int64_t>(std::floor(lp[0] * lv.w - 0.5f));
+        const int64_t y0 = static_cast<int64_t>(std::floor(lp[1] * lv.h - 0.5f));
+        for (int64_t c = 0; c < (method == MsdaMethod::bilinear ? 4 : 1); ++c) {
+          const int64_t x = std::clamp<int64_t>(x0 + (c & 1), 0, lv.w - 1), y = std::clamp<int64_t>(y0 + (c >> 1), 0, lv.h - 1);
+          rows.insert(start + y * lv.w + x);
+        }
+      }
+    value_bytes += static_cast<double>(rows.size()) * kHeadDim * 4;
+  }
+  report_bound(state, value_bytes + static_cast<double>(loc.nbytes() + w.nbytes()) + kQueries * kHeads * kHeadDim * 4.0);
 }
 BENCHMARK(BM_DeformAttnLayer)
     ->ArgNames({"threads", "method"})

@@ -11,4 +11,7 @@ set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 set(ENV{PKG_CONFIG_LIBDIR} /usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig)
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64;-L;/usr/aarch64-linux-gnu)
+# The arm64 multiarch libc (libc6:arm64, pulled in by the :arm64 -dev packages) is found
+# through the host loader cache; passing -L /usr/aarch64-linux-gnu instead mixes two
+# glibc installations and deadlocks threaded programs under qemu-user 7.2.
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64)
