@@ -1,5 +1,6 @@
 #include "core/thread_pool.h"
 
+#include <chrono>
 #include <memory>
 
 namespace rkd {
@@ -10,6 +11,25 @@ int resolve(int threads) {
   if (threads > 0) return threads;
   const unsigned hc = std::thread::hardware_concurrency();
   return hc == 0 ? 1 : static_cast<int>(hc);
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Polls `ready` for about `micros` microseconds; true if it became true.
+template <typename Pred>
+bool poll_for(Pred ready, int micros) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
+  for (int i = 1;; ++i) {
+    if (ready()) return true;
+    cpu_relax();
+    if (i % 64 == 0 && std::chrono::steady_clock::now() > until) return ready();
+  }
 }
 
 std::mutex g_mu;
@@ -50,6 +70,8 @@ void ThreadPool::worker_loop() {
   t_inside_pool = true;
   uint64_t seen = 0;
   while (true) {
+    poll_for([&] { return stop_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_relaxed) != seen; },
+             kSpinMicros);
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_work_.wait(lock, [&] { return stop_ || generation_ != seen; });
@@ -84,6 +106,8 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t)>& fn)
   t_inside_pool = true;
   run_tasks();
   t_inside_pool = false;
+  poll_for([&] { return finished_.load(std::memory_order_relaxed) == n && active_workers_.load(std::memory_order_relaxed) == 0; },
+           kSpinMicros);
   std::unique_lock<std::mutex> lock(mu_);
   // Wait until every index has run and no worker still holds a reference to fn.
   cv_done_.wait(lock, [&] { return finished_ == n_ && active_workers_ == 0; });
