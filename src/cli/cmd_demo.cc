@@ -12,6 +12,7 @@
 #include <random>
 
 #include "cli/commands.h"
+#include "core/npy.h"
 #include "core/thread_pool.h"
 #include "kernels/deform_attn.h"
 #include "kernels/grid_sample.h"
@@ -23,6 +24,7 @@ struct DemoArgs {
   int threads = 0;
   int runs = 20;
   uint32_t seed = 1;
+  std::string save_dir;
 };
 
 // A smooth value field (what trained features look like at this scale), so that the
@@ -170,6 +172,18 @@ void run_demo(const DemoArgs& a) {
                 tr / tf, identical(yr, yf) ? "yes" : "NO");
   }
   std::printf("\n   Peer ratios (PyTorch, ONNX Runtime) are measured by 'make bench'; see BENCHMARKS.md.\n");
+
+  if (!a.save_dir.empty()) {
+    const std::string d = a.save_dir + "/";
+    check(write_npy(d + "value.npy", vs));
+    check(write_npy(d + "locations.npy", loc));
+    check(write_npy(d + "weights.npy", w));
+    check(write_npy(d + "gs_input.npy", gin));
+    check(write_npy(d + "gs_grid.npy", grid));
+    std::printf("\nwrote the DEIMv2-S example inputs to %s: value.npy [1, 8400, 8, 24], locations.npy "
+                "[1, 300, 8, 12, 2], weights.npy [1, 300, 8, 12], gs_input.npy [8, 24, 80, 80], gs_grid.npy [8, 300, 3, 2]\n",
+                a.save_dir.c_str());
+  }
 }
 
 }  // namespace
@@ -181,6 +195,8 @@ void add_demo_command(CLI::App& app) {
   demo->add_option("--threads", a->threads, "worker threads (0 = all cores)")->capture_default_str();
   demo->add_option("--runs", a->runs, "timed runs per kernel")->capture_default_str()->check(CLI::Range(1, 100000));
   demo->add_option("--seed", a->seed, "random seed for locations and weights")->capture_default_str();
+  demo->add_option("--save", a->save_dir, "also write the example inputs (.npy) into this existing folder")
+      ->check(CLI::ExistingDirectory);
   demo->callback([a] { run_demo(*a); });
 }
 

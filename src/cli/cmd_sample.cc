@@ -1,5 +1,7 @@
 // rkdeploy sample grid | deform-attn: run the sampling kernels on .npy files.
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -21,12 +23,40 @@ struct GridArgs {
   std::string input, grid, output, mode = "bilinear", padding = "zeros", convention = "pytorch", impl = "fast";
   int align_corners = 0;
   int threads = 0;
+  bool json = false;
 };
 
 struct DeformArgs {
   std::string value, locations, weights, output, shapes, points, method = "default", impl = "fast";
   int threads = 0;
+  bool json = false;
 };
+
+// One line of human output, or the JSON object documented in docs/cli-json.md.
+void report(bool json, const std::string& command, const std::string& output, const Tensor& y, double elapsed_us,
+            const std::string& options_json) {
+  if (!json) {
+    std::printf("wrote %s %s %s (%.1f us)\n", output.c_str(), shape_to_string(y.shape()).c_str(), dtype_name(y.dtype()),
+                elapsed_us);
+    return;
+  }
+  std::string shape = "[";
+  for (int i = 0; i < y.rank(); ++i) shape += (i ? ", " : "") + std::to_string(y.dim(i));
+  shape += "]";
+  std::string escaped;
+  for (char ch : output) {
+    if (ch == '"' || ch == '\\') escaped += '\\';
+    escaped += ch;
+  }
+  std::printf("{\"command\": \"%s\", \"output\": \"%s\", \"shape\": %s, \"dtype\": \"%s\", \"elapsed_us\": %.1f, "
+              "\"threads\": %d, \"options\": %s}\n",
+              command.c_str(), escaped.c_str(), shape.c_str(), dtype_name(y.dtype()), elapsed_us, global_thread_count(),
+              options_json.c_str());
+}
+
+double micros_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
 
 KernelImpl parse_impl(const std::string& s) {
   if (s == "fast") return KernelImpl::fast;
@@ -44,10 +74,15 @@ void run_grid(const GridArgs& a) {
   set_global_thread_count(a.threads);
   const Tensor x = take(read_npy(a.input));
   const Tensor g = take(read_npy(a.grid));
+  const auto t0 = std::chrono::steady_clock::now();
   auto y = grid_sample(x, g, opt, impl);
+  const double us = micros_since(t0);
   if (!y.ok()) fail(y.error().with_context("sample grid (" + a.input + ", " + a.grid + ")"));
   check(write_npy(a.output, *y));
-  std::cout << "wrote " << a.output << " " << shape_to_string(y->shape()) << " " << dtype_name(y->dtype()) << "\n";
+  report(a.json, "sample grid", a.output, *y, us,
+         std::string("{\"mode\": \"") + to_string(opt.mode) + "\", \"padding\": \"" + to_string(opt.padding) +
+             "\", \"align_corners\": " + (opt.align_corners ? "1" : "0") + ", \"convention\": \"" +
+             to_string(opt.convention) + "\", \"impl\": \"" + a.impl + "\"}");
 }
 
 void run_deform(const DeformArgs& a) {
@@ -63,10 +98,14 @@ void run_deform(const DeformArgs& a) {
   const Tensor w = take(read_npy(a.weights));
   auto prepared = msda_prepare_from_tokens(v, shapes);
   if (!prepared.ok()) fail(prepared.error().with_context(a.value));
+  const auto t0 = std::chrono::steady_clock::now();
   auto y = msda(*prepared, loc, w, points, opt);
+  const double us = micros_since(t0);
   if (!y.ok()) fail(y.error().with_context("sample deform-attn (" + a.locations + ", " + a.weights + ")"));
   check(write_npy(a.output, *y));
-  std::cout << "wrote " << a.output << " " << shape_to_string(y->shape()) << " float32\n";
+  report(a.json, "sample deform-attn", a.output, *y, us,
+         std::string("{\"method\": \"") + to_string(opt.method) + "\", \"shapes\": \"" + a.shapes + "\", \"points\": \"" +
+             a.points + "\", \"impl\": \"" + a.impl + "\"}");
 }
 
 }  // namespace
@@ -91,6 +130,7 @@ void add_sample_commands(CLI::App& app) {
   grid->add_option("--impl", ga->impl, "fast or reference")->capture_default_str();
   grid->add_option("--threads", ga->threads, "worker threads (0 = all cores)")->capture_default_str();
   grid->add_option("-o,--output", ga->output, "output .npy (written atomically)")->required();
+  grid->add_flag("--json", ga->json, "print a JSON object (docs/cli-json.md) instead of a line");
   grid->callback([ga] { run_grid(*ga); });
 
   auto da = std::make_shared<DeformArgs>();
@@ -108,6 +148,7 @@ void add_sample_commands(CLI::App& app) {
   deform->add_option("--impl", da->impl, "fast or reference")->capture_default_str();
   deform->add_option("--threads", da->threads, "worker threads (0 = all cores)")->capture_default_str();
   deform->add_option("-o,--output", da->output, "output .npy (written atomically)")->required();
+  deform->add_flag("--json", da->json, "print a JSON object (docs/cli-json.md) instead of a line");
   deform->callback([da] { run_deform(*da); });
 }
 
