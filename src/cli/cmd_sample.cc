@@ -131,6 +131,10 @@ void add_sample_commands(CLI::App& app) {
   grid->add_option("--threads", ga->threads, "worker threads (0 = all cores)")->capture_default_str();
   grid->add_option("-o,--output", ga->output, "output .npy (written atomically)")->required();
   grid->add_flag("--json", ga->json, "print a JSON object (docs/cli-json.md) instead of a line");
+  grid->footer(
+      "Semantics (docs/sampling.md): pytorch convention = PyTorch's CPU kernel bit for bit in 2-D bilinear/nearest "
+      "(fused multiply-adds included); onnx convention = ONNX Runtime's order, and nearest rounds before padding. "
+      "Non-finite coordinates behave as in PyTorch.");
   grid->callback([ga] { run_grid(*ga); });
 
   auto da = std::make_shared<DeformArgs>();
@@ -149,6 +153,11 @@ void add_sample_commands(CLI::App& app) {
   deform->add_option("--threads", da->threads, "worker threads (0 = all cores)")->capture_default_str();
   deform->add_option("-o,--output", da->output, "output .npy (written atomically)")->required();
   deform->add_flag("--json", da->json, "print a JSON object (docs/cli-json.md) instead of a line");
+  deform->footer(
+      "Methods (docs/sampling.md): default = GridSample(bilinear, zeros, align_corners=0) on 2*loc-1 per level, "
+      "weighted sum; discrete = the historical integer path int(loc*size+0.5) with BOTH coordinates clamped to H-1 "
+      "(reproduced bit for bit; refused where PyTorch raises IndexError); discrete_fixed = x clamped to W-1. "
+      "Discrete methods are different models, not approximations.");
   deform->callback([da] { run_deform(*da); });
 }
 

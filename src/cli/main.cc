@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
       }
       target = next;
     }
-    std::cout << target->help();
+    // App::help() would describe the selected subcommand (this one); format the target.
+    std::cout << target->get_formatter()->make_help(target, target->get_name(), CLI::AppFormatMode::Normal);
   });
 
   try {
