@@ -118,7 +118,7 @@ void sample_point_pt3(const float* in, float* out, int64_t C, int64_t D, int64_t
     const float* plane = in + c * in_plane;
     float acc = 0.0f;
     for (int k = 0; k < 8; ++k) {
-      if (ok[k]) acc = std::fma(plane[off[k]], wt[k], acc);
+      if (ok[k]) acc = acc + plane[off[k]] * wt[k];
     }
     out[c * out_plane] = acc;
   }

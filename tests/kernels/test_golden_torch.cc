@@ -1,11 +1,11 @@
 // Golden cases from PyTorch 1.13 (Debian python3-torch), written by scripts/gen_golden.py
 // and committed; PyTorch is not needed at test time.
 //
-// Expectations: 2-D bilinear and nearest GridSample equal PyTorch bit for bit (our PyTorch
-// convention reproduces its rounding, fused multiply-adds included). 2-D bicubic and the
-// 3-D kernels agree within the float tolerance policy (tests/common/tolerance.h): the
-// order in which PyTorch's compiled kernels fuse their bicubic polynomials and trilinear
-// sums is not documented. The deformable-attention core agrees within the tolerance
+// Expectations: 2-D and 3-D bilinear and nearest GridSample equal PyTorch bit for bit (our
+// PyTorch convention reproduces its rounding, fused multiply-adds included, NaN and
+// infinite coordinates included). 2-D bicubic agrees within the float tolerance policy
+// (tests/common/tolerance.h): how PyTorch's compiled kernel fuses the cubic polynomials
+// could not be pinned down (60% of values agree bit for bit). The deformable-attention core agrees within the tolerance
 // (PyTorch's sum(-1) reduces in a different order); discrete methods read the same pixels.
 #include <gtest/gtest.h>
 
@@ -50,7 +50,7 @@ TEST(GoldenTorch, GridSample) {
     auto got = grid_sample(x, c["grid"], opt);
     ASSERT_TRUE(got.ok()) << name << ": " << got.error().to_string();
     ASSERT_EQ(got->shape(), want.shape()) << name;
-    const bool exact = x.rank() == 4 && opt.mode != GridSampleMode::bicubic;
+    const bool exact = opt.mode != GridSampleMode::bicubic;
     // Magnitude for the tolerance: the largest |input| times the sum of |weights| (<= 1.6
     // for bicubic's negative lobes, 1 otherwise).
     double max_in = 0;
@@ -66,7 +66,7 @@ TEST(GoldenTorch, GridSample) {
       if (exact) {
         ASSERT_TRUE(test::exact_equal(g, w)) << at << ": got " << g << " want " << w;
       } else {
-        ASSERT_TRUE(test::float_agree(g, w, 1.6 * max_in, x.rank() == 5 ? 8 : 16)) << at << ": got " << g << " want " << w;
+        ASSERT_TRUE(test::float_agree(g, w, 1.6 * max_in, 16)) << at << ": got " << g << " want " << w;
       }
     }
     (exact ? exact_cases : tolerance_cases)++;
@@ -74,8 +74,8 @@ TEST(GoldenTorch, GridSample) {
   for (const auto& [cat, n] : bitwise) {
     std::cout << "[ golden   ] " << cat << ": " << n.first << "/" << n.second << " values bit-identical to PyTorch\n";
   }
-  EXPECT_GE(exact_cases, 80);
-  EXPECT_GE(tolerance_cases, 50);
+  EXPECT_GE(exact_cases, 100);
+  EXPECT_GE(tolerance_cases, 40);
 }
 
 TEST(GoldenTorch, FastAndReferenceAgreeOnEveryGoldenInput) {
