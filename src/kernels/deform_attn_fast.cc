@@ -41,6 +41,7 @@ namespace rkd {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 #include "kernels/simd_fma-inl.h"
+#include "kernels/bilinear_lanes-inl.h"
 
 using msda_detail::kMaxHeadDimPadded;
 using msda_detail::kMaxPoints;
@@ -70,24 +71,11 @@ void PlanQuery(const float* loc, int64_t P, int32_t zero_token, MsdaMethod metho
       const auto gx = lx * hn::Set(d, 2.0f) - one, gy = ly * hn::Set(d, 2.0f) - one;
       const auto x = FusedMulAdd(d, gx + one, hn::Load(d, t.half_w + k), hn::Set(d, -0.5f));
       const auto y = FusedMulAdd(d, gy + one, hn::Load(d, t.half_h + k), hn::Set(d, -0.5f));
-      const auto x0 = hn::Floor(x), y0 = hn::Floor(y);
-      const auto w = x - x0, e = one - w, n = y - y0, s = one - n;
-      hn::Store(s * e, d, plan.weight[0] + k);
-      hn::Store(s * w, d, plan.weight[1] + k);
-      hn::Store(n * e, d, plan.weight[2] + k);
-      hn::Store(n * w, d, plan.weight[3] + k);
-      const auto xw_ok = hn::And(x0 >= zero, x0 < W);
-      const auto xe_ok = hn::And(x0 >= hn::Set(d, -1.0f), x0 < W - one);
-      const auto yn_ok = hn::And(y0 >= zero, y0 < H);
-      const auto ys_ok = hn::And(y0 >= hn::Set(d, -1.0f), y0 < H - one);
-      const auto xi = hn::ConvertTo(di, hn::IfThenElseZero(hn::Or(xw_ok, xe_ok), x0));
-      const auto yi = hn::ConvertTo(di, hn::IfThenElseZero(hn::Or(yn_ok, ys_ok), y0));
-      const auto base = start + yi * stride + xi;
-      const decltype(xw_ok) ok[4] = {hn::And(yn_ok, xw_ok), hn::And(yn_ok, xe_ok), hn::And(ys_ok, xw_ok),
-                                     hn::And(ys_ok, xe_ok)};
-      const hn::Vec<decltype(di)> tok[4] = {base, base + hn::Set(di, 1), base + stride, base + stride + hn::Set(di, 1)};
+      const auto lanes = ComputeBilinearLanes(d, x, y, W, H, stride);
       for (int c = 0; c < 4; ++c) {
-        hn::Store(hn::IfThenElse(hn::RebindMask(di, ok[c]), tok[c], vzero_token), di, plan.token[c] + k);
+        hn::Store(lanes.weight[c], d, plan.weight[c] + k);
+        hn::Store(hn::IfThenElse(hn::RebindMask(di, lanes.ok[c]), start + lanes.offset[c], vzero_token), di,
+                  plan.token[c] + k);
       }
     } else {
       // int64(loc * size + 0.5) with x86 conversion of unrepresentable values (-> INT64_MIN,

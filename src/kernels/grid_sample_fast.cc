@@ -25,6 +25,7 @@ namespace rkd {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 #include "kernels/simd_fma-inl.h"
+#include "kernels/bilinear_lanes-inl.h"
 
 constexpr int64_t kBlock = 1024;  // output points per task; a multiple of every lane count
 
@@ -85,7 +86,7 @@ void PlanBlock(const float* grid_pts, int64_t count, int64_t H, int64_t W,
   std::memcpy(gbuf, grid_pts, static_cast<size_t>(2 * count) * sizeof(float));
   std::fill(gbuf + 2 * count, gbuf + 2 * kBlock, 0.0f);
   const auto fW = hn::Set(d, static_cast<float>(W)), fH = hn::Set(d, static_cast<float>(H));
-  const auto one = hn::Set(d, 1.0f), zero = hn::Zero(d);
+  const auto zero = hn::Zero(d);
   const auto vW = hn::Set(di, static_cast<int32_t>(W));
   for (int64_t i = 0; i < count; i += static_cast<int64_t>(N)) {
     hn::Vec<decltype(d)> gx, gy;
@@ -101,29 +102,11 @@ void PlanBlock(const float* grid_pts, int64_t count, int64_t H, int64_t W,
       hn::Store(hn::BitCast(di, hn::VecFromMask(d, ok)), di, reinterpret_cast<int32_t*>(plan.mask[0] + i));
       continue;
     }
-    const auto x0 = hn::Floor(x), y0 = hn::Floor(y);
-    const auto w = x - x0, e = one - w;
-    const auto n = y - y0, s = one - n;
-    hn::Store(s * e, d, plan.weight[0] + i);
-    hn::Store(s * w, d, plan.weight[1] + i);
-    hn::Store(n * e, d, plan.weight[2] + i);
-    hn::Store(n * w, d, plan.weight[3] + i);
-    const auto xw_ok = hn::And(x0 >= zero, x0 < fW);
-    const auto xe_ok = hn::And(x0 >= hn::Set(d, -1.0f), x0 < fW - one);
-    const auto yn_ok = hn::And(y0 >= zero, y0 < fH);
-    const auto ys_ok = hn::And(y0 >= hn::Set(d, -1.0f), y0 < fH - one);
-    // Any usable corner implies x0 in [-1, W) and y0 in [-1, H): safe to convert.
-    const auto xi = hn::ConvertTo(di, hn::IfThenElseZero(hn::Or(xw_ok, xe_ok), x0));
-    const auto yi = hn::ConvertTo(di, hn::IfThenElseZero(hn::Or(yn_ok, ys_ok), y0));
-    const auto base = yi * vW + xi;
-    const decltype(xw_ok) ok[4] = {hn::And(yn_ok, xw_ok), hn::And(yn_ok, xe_ok),
-                                   hn::And(ys_ok, xw_ok), hn::And(ys_ok, xe_ok)};
-    const hn::Vec<decltype(di)> off[4] = {base, base + hn::Set(di, 1), base + vW,
-                                          base + vW + hn::Set(di, 1)};
+    const auto lanes = ComputeBilinearLanes(d, x, y, fW, fH, vW);
     for (int k = 0; k < 4; ++k) {
-      const auto mi = hn::RebindMask(di, ok[k]);
-      hn::Store(hn::IfThenElseZero(mi, off[k]), di, plan.idx[k] + i);
-      hn::Store(hn::BitCast(di, hn::VecFromMask(d, ok[k])), di, reinterpret_cast<int32_t*>(plan.mask[k] + i));
+      hn::Store(lanes.weight[k], d, plan.weight[k] + i);
+      hn::Store(lanes.offset[k], di, plan.idx[k] + i);
+      hn::Store(hn::BitCast(di, hn::VecFromMask(d, lanes.ok[k])), di, reinterpret_cast<int32_t*>(plan.mask[k] + i));
     }
   }
 }
