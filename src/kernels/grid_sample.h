@@ -36,7 +36,7 @@
 //                  [-0.5, S-0.5] for align_corners = 0. Example (ONNX spec, S = 2,
 //                  align_corners = 0): -3.5 reflects to 1.5 and then to 0.5.
 //                  Arithmetic (2-D PyTorch): with L = low bound, span = high - low,
-//                  a = |p - L|, k = trunc(a / (2 span)), e = a - k * 2 span,
+//                  a = |p - L|, k = trunc(a / (2 span)), e = fma(-k, 2 span, a) (one rounding),
 //                  p' = min(e, 2 span - e) + L. For S = 1 with align_corners = 1 the span
 //                  is 0 and p' = 0. NaN and +-inf give NaN here, which the final clip
 //                  turns into 0.
