@@ -53,7 +53,11 @@ Shape contiguous_strides(const Shape& shape) {
   return strides;
 }
 
-Result<Tensor> Tensor::zeros(DType dtype, const Shape& shape) {
+Result<Tensor> Tensor::zeros(DType dtype, const Shape& shape) { return allocate(dtype, shape, true); }
+
+Result<Tensor> Tensor::uninitialized(DType dtype, const Shape& shape) { return allocate(dtype, shape, false); }
+
+Result<Tensor> Tensor::allocate(DType dtype, const Shape& shape, bool zero) {
   RKD_ASSIGN(uint64_t bytes, checked_shape_bytes(shape, dtype, "tensor"));
   Tensor t;
   // Allocate at least one byte so that raw() is valid for empty tensors, plus 64 bytes of
@@ -67,7 +71,11 @@ Result<Tensor> Tensor::zeros(DType dtype, const Shape& shape) {
   uint8_t* p = static_cast<uint8_t*>(std::aligned_alloc(align, alloc));
   if (p == nullptr) return io_error("out of memory allocating " + std::to_string(bytes) + " bytes");
   if (huge) ::madvise(p, alloc, MADV_HUGEPAGE);
-  std::memset(p, 0, alloc);
+  if (zero) {
+    std::memset(p, 0, alloc);
+  } else {
+    std::memset(p + bytes, 0, alloc - static_cast<size_t>(bytes));  // the slack stays defined
+  }
   t.storage_ = std::shared_ptr<uint8_t[]>(p, [](uint8_t* q) { std::free(q); });
   t.dtype_ = dtype;
   t.shape_ = shape;

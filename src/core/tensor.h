@@ -41,6 +41,9 @@ class Tensor {
 
   // A dense, zero-filled tensor. Fails on shapes that checked_shape_bytes refuses.
   static Result<Tensor> zeros(DType dtype, const Shape& shape);
+  // As zeros() but the elements are left uninitialised: for outputs a kernel overwrites
+  // completely (saves a pass over memory on every call).
+  static Result<Tensor> uninitialized(DType dtype, const Shape& shape);
   // As zeros(), for shapes the caller has already validated; aborts on failure.
   static Tensor empty(DType dtype, const Shape& shape);
   // Copies `values` into a new float32 tensor; values.size() must equal numel(shape).
@@ -84,6 +87,8 @@ class Tensor {
   double get_as_double(int64_t flat_index) const;
 
  private:
+  static Result<Tensor> allocate(DType dtype, const Shape& shape, bool zero);
+
   std::shared_ptr<uint8_t[]> storage_;
   size_t offset_bytes_ = 0;
   DType dtype_ = DType::f32;

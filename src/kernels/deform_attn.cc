@@ -249,7 +249,7 @@ Result<Tensor> msda(const MsdaValue& value, const Tensor& locations, const Tenso
       }
     }
   }
-  RKD_ASSIGN(Tensor out, Tensor::zeros(DType::f32, {B, Lq, nH * value.head_dim}));
+  RKD_ASSIGN(Tensor out, Tensor::uninitialized(DType::f32, {B, Lq, nH * value.head_dim}));
   MsdaProblem prob;
   prob.value = &value;
   prob.locations = loc;

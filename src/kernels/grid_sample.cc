@@ -100,7 +100,7 @@ Result<Tensor> grid_sample(const Tensor& input, const Tensor& grid, const GridSa
   RKD_ASSIGN(Tensor g32, grid.to(DType::f32));
   in32 = in32.contiguous();
   g32 = g32.contiguous();
-  RKD_ASSIGN(Tensor out, Tensor::zeros(DType::f32, out_shape));
+  RKD_ASSIGN(Tensor out, Tensor::uninitialized(DType::f32, out_shape));
 
   GridSampleGeometry geo;
   geo.spatial_rank = input.rank() - 2;
