@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 CMAKE_FLAGS ?=
 
-.PHONY: deps build demo test test-sanitize test-aarch64 bench fuzz clean
+.PHONY: deps build demo test test-sanitize test-aarch64 bench fuzz models clean
 
 deps:
 	bash scripts/setup.sh
@@ -47,6 +47,15 @@ fuzz:
 	  -DRKD_ENABLE_TESTS=OFF -DRKD_ENABLE_BENCH=OFF -DRKD_ENABLE_CLI=OFF
 	cmake --build build-fuzz -j $(JOBS)
 	./build-fuzz/fuzz/fuzz_npy -max_total_time=60 fuzz/corpus/npy
+
+# Reference models (docs/models.md): DEIMv2-S and YOLOv8n architectures, random weights,
+# exported to ONNX with PyTorch goldens; checked against ONNX Runtime.
+models:
+	bash scripts/setup.sh --bench
+	/usr/bin/python3 scripts/models/make_models.py $(BUILD)/models
+	/usr/bin/python3 scripts/models/make_models.py $(BUILD)/models --scale tiny
+	@[ -d bench/peers/node_modules/onnxruntime-node ] || (cd bench/peers && npm install --ignore-scripts --no-audit --no-fund)
+	node scripts/models/check_with_ort.js $(BUILD)/models
 
 clean:
 	rm -rf build build-san build-aarch64 build-fuzz
