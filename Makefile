@@ -47,6 +47,7 @@ fuzz:
 	  -DRKD_ENABLE_TESTS=OFF -DRKD_ENABLE_BENCH=OFF -DRKD_ENABLE_CLI=OFF
 	cmake --build build-fuzz -j $(JOBS)
 	./build-fuzz/fuzz/fuzz_npy -max_total_time=60 fuzz/corpus/npy
+	./build-fuzz/fuzz/fuzz_onnx -max_total_time=60 -rss_limit_mb=4096 fuzz/corpus/onnx
 
 # Reference models (docs/models.md): DEIMv2-S and YOLOv8n architectures, random weights,
 # exported to ONNX with PyTorch goldens; checked against ONNX Runtime.

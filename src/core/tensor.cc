@@ -2,6 +2,8 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -9,16 +11,20 @@
 namespace rkd {
 
 Result<uint64_t> checked_numel(const Shape& shape, const std::string& what) {
-  uint64_t n = 1;
+  // The product of the non-zero dimensions must fit too: strides are computed from it even
+  // when another dimension is zero.
+  uint64_t n = 1, strides_product = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] < 0) {
       return invalid(what + ": dimension " + std::to_string(i) + " is negative (" +
                      std::to_string(shape[i]) + ")");
     }
     const uint64_t d = static_cast<uint64_t>(shape[i]);
-    if (d != 0 && n > UINT64_MAX / d) {
+    const uint64_t nz = std::max<uint64_t>(d, 1);
+    if (strides_product > static_cast<uint64_t>(INT64_MAX) / nz) {
       return invalid(what + ": shape " + shape_to_string(shape) + " has too many elements");
     }
+    strides_product *= nz;
     n *= d;
   }
   return n;

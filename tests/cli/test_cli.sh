@@ -84,5 +84,17 @@ expect_error "deform tokens" "value: dimension 1 has 5 tokens but the level shap
 expect_error "deform shapes syntax" "shapes: width: '' is not a positive integer" -- "$bin" sample deform-attn --value "$dir/v.npy" --shapes 2x --points 1,1 --locations "$dir/l.npy" --weights "$dir/w.npy" -o "$dir/out.npy"
 expect_error "deform method" "method: 'nearest'" -- "$bin" sample deform-attn --value "$dir/v.npy" --shapes 2x2,1x1 --points 1,1 --locations "$dir/l.npy" --weights "$dir/w.npy" --method nearest -o "$dir/out.npy"
 
+# inspect: a conformance model from libonnx-testdata, text and JSON; bad files.
+gs_model=/usr/share/libonnx-testdata/data/node/test_gridsample/model.onnx
+if [ -f "$gs_model" ]; then
+  "$bin" inspect "$gs_model" | grep -q "GridSample 1" && ok || bad "inspect text"
+  "$bin" inspect "$gs_model" --json | grep -q '"GridSample": 1' && ok || bad "inspect json"
+else
+  bad "libonnx-testdata missing ($gs_model)"
+fi
+printf 'not a model' >"$dir/junk.onnx"
+expect_error "inspect junk" "junk.onnx: not an ONNX model" -- "$bin" inspect "$dir/junk.onnx"
+expect_error "inspect missing" "nope.onnx: cannot open" -- "$bin" inspect "$dir/nope.onnx"
+
 echo "$pass passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -18,6 +18,8 @@ TEST(CheckedSize, RefusesNegativeAndOverflowingShapes) {
   EXPECT_NE(b.error().message.find("grid"), std::string::npos);
   EXPECT_EQ(*checked_shape_bytes({2, 3}, DType::i64, "x"), 48u);
   EXPECT_EQ(*checked_shape_bytes({0, 3}, DType::f32, "x"), 0u);
+  // Empty, but the other dimensions' product (which strides are built from) overflows.
+  EXPECT_FALSE(checked_numel({0, int64_t{3304799966952}, 33411111}, "x").ok());
   EXPECT_FALSE(Tensor::zeros(DType::f32, {int64_t{1} << 62, 4}).ok());
 }
 

@@ -1,0 +1,179 @@
+#include "ir/ir.h"
+
+#include <set>
+#include <sstream>
+
+namespace rkd::ir {
+
+std::string dims_to_string(const Dims& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + d[i].to_string();
+  return s + "]";
+}
+
+std::optional<int64_t> Value::static_numel() const {
+  if (!shape) return std::nullopt;
+  int64_t n = 1;
+  for (const Dim& d : *shape) {
+    if (!d.is_static()) return std::nullopt;
+    n *= d.value;
+  }
+  return n;
+}
+
+std::string Node::describe() const { return "node '" + name + "' (" + op_type + ")"; }
+
+namespace {
+template <typename T>
+Result<T> get_attr(const Node& n, const std::string& key, const T& fallback, const char* kind) {
+  auto it = n.attrs.find(key);
+  if (it == n.attrs.end()) return fallback;
+  if (const T* v = std::get_if<T>(&it->second)) return *v;
+  return invalid(n.describe() + ": attribute '" + key + "' must be " + kind);
+}
+}  // namespace
+
+Result<int64_t> Node::attr_int(const std::string& key, int64_t fallback) const {
+  return get_attr<int64_t>(*this, key, fallback, "an int");
+}
+Result<float> Node::attr_float(const std::string& key, float fallback) const {
+  return get_attr<float>(*this, key, fallback, "a float");
+}
+Result<std::string> Node::attr_string(const std::string& key, const std::string& fallback) const {
+  return get_attr<std::string>(*this, key, fallback, "a string");
+}
+Result<std::vector<int64_t>> Node::attr_ints(const std::string& key, const std::vector<int64_t>& fallback) const {
+  return get_attr<std::vector<int64_t>>(*this, key, fallback, "a list of ints");
+}
+
+Result<Value*> Graph::add_value(const std::string& value_name) {
+  if (value_name.empty()) return invalid("value: empty name");
+  if (by_name_.count(value_name)) return invalid("value '" + value_name + "' is defined twice");
+  values_.push_back(std::make_unique<Value>());
+  Value* v = values_.back().get();
+  v->name = value_name;
+  by_name_[value_name] = v;
+  return v;
+}
+
+Value* Graph::find(const std::string& value_name) const {
+  auto it = by_name_.find(value_name);
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+Result<Node*> Graph::add_node(const std::string& node_name, const std::string& op_type, const std::string& domain,
+                              const std::vector<Value*>& ins, const std::vector<std::string>& output_names) {
+  nodes_.push_back(std::make_unique<Node>());
+  Node* n = nodes_.back().get();
+  n->name = node_name;
+  n->op_type = op_type;
+  n->domain = domain;
+  n->inputs = ins;
+  for (Value* v : ins) {
+    if (v) v->consumers.push_back(n);
+  }
+  for (const std::string& o : output_names) {
+    if (o.empty()) {
+      n->outputs.push_back(nullptr);
+      continue;
+    }
+    auto v = add_value(o);
+    if (!v.ok()) {
+      return invalid(n->describe() + ": output '" + o + "' is already defined (by a graph input, an initializer "
+                     "or another node)");
+    }
+    (*v)->producer = n;
+    n->outputs.push_back(*v);
+  }
+  return n;
+}
+
+Status Graph::validate() const {
+  std::set<const Value*> defined;
+  for (const Value* v : inputs) defined.insert(v);
+  for (const auto& v : values_) {
+    if (v->is_constant()) defined.insert(v.get());
+  }
+  for (const auto& n : nodes_) {
+    for (size_t i = 0; i < n->inputs.size(); ++i) {
+      const Value* v = n->inputs[i];
+      if (v && !defined.count(v)) {
+        return invalid(n->describe() + ": input " + std::to_string(i) + " '" + v->name +
+                       "' is not a graph input, a constant or an output of an earlier node");
+      }
+    }
+    for (const Value* v : n->outputs) {
+      if (!v) continue;
+      if (v->producer != n.get()) return invalid(n->describe() + ": output '" + v->name + "' has another producer");
+      defined.insert(v);
+    }
+  }
+  for (const Value* v : outputs) {
+    if (!defined.count(v)) return invalid("graph output '" + v->name + "' is never produced");
+  }
+  return {};
+}
+
+namespace {
+std::string value_text(const Value* v) {
+  if (!v) return "<omitted>";
+  std::string s = "%" + v->name;
+  if (v->dtype || v->shape) {
+    s += ":";
+    s += v->dtype ? dtype_name(*v->dtype) : "?";
+    if (v->shape) s += dims_to_string(*v->shape);
+  }
+  return s;
+}
+
+std::string attr_text(const Attribute& a) {
+  std::ostringstream o;
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, float>) {
+          o << x;
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          o << '"' << x << '"';
+        } else if constexpr (std::is_same_v<T, Tensor>) {
+          o << "tensor<" << dtype_name(x.dtype()) << shape_to_string(x.shape()) << ">";
+        } else {
+          o << "[";
+          for (size_t i = 0; i < x.size(); ++i) o << (i ? ", " : "") << x[i];
+          o << "]";
+        }
+      },
+      a);
+  return o.str();
+}
+}  // namespace
+
+std::string Graph::dump() const {
+  std::ostringstream o;
+  o << "graph " << name << " (opset " << opset << ")\n";
+  for (const Value* v : inputs) o << "  input  " << value_text(v) << "\n";
+  for (const auto& v : values_) {
+    if (v->is_constant()) o << "  const  " << value_text(v.get()) << "\n";
+  }
+  for (const auto& n : nodes_) {
+    o << "  ";
+    for (size_t i = 0; i < n->outputs.size(); ++i) o << (i ? ", " : "") << value_text(n->outputs[i]);
+    o << " = " << (n->domain.empty() ? "" : n->domain + ".") << n->op_type << "(";
+    for (size_t i = 0; i < n->inputs.size(); ++i) o << (i ? ", " : "") << value_text(n->inputs[i]);
+    o << ")";
+    if (!n->attrs.empty()) {
+      o << " {";
+      bool first = true;
+      for (const auto& [k, a] : n->attrs) {
+        o << (first ? "" : ", ") << k << "=" << attr_text(a);
+        first = false;
+      }
+      o << "}";
+    }
+    o << "  # " << n->name << "\n";
+  }
+  for (const Value* v : outputs) o << "  output " << value_text(v) << "\n";
+  return o.str();
+}
+
+}  // namespace rkd::ir

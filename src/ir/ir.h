@@ -1,0 +1,110 @@
+// The model IR: a graph of nodes and values.
+//
+// Contract:
+//  - A Graph owns its Values and Nodes; Value* and Node* stay valid until the graph is
+//    destroyed (they are never moved). nodes() is in topological order (every input of a
+//    node is a graph input, a constant or an output of an earlier node); validate() checks it.
+//  - A Value has a name unique in the graph, a dtype and a shape when known (dims are
+//    static sizes or named symbols, e.g. "N" for a dynamic batch), an optional constant
+//    (initializers), one producer (or none: graph inputs and constants) and its consumers.
+//  - Optional inputs and outputs of a node that are omitted are nullptr in inputs/outputs,
+//    at their position (ONNX's empty names).
+//  - Attributes keep ONNX's kinds: int, float, string, ints, floats, strings, tensor.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/result.h"
+#include "core/tensor.h"
+
+namespace rkd::ir {
+
+struct Dim {
+  int64_t value = -1;  // >= 0: static size
+  std::string symbol;  // when value < 0: the symbol ("" = unknown)
+  bool is_static() const { return value >= 0; }
+  std::string to_string() const { return is_static() ? std::to_string(value) : (symbol.empty() ? "?" : symbol); }
+};
+using Dims = std::vector<Dim>;
+std::string dims_to_string(const Dims& d);  // "[N, 3, 640, 640]"
+
+class Node;
+
+class Value {
+ public:
+  std::string name;
+  std::optional<DType> dtype;         // nullopt: unknown
+  std::optional<Dims> shape;          // nullopt: unknown rank
+  std::optional<Tensor> constant;     // initializers (and folded constants)
+  Node* producer = nullptr;
+  std::vector<Node*> consumers;
+
+  bool is_constant() const { return constant.has_value(); }
+  // Static element count, or nullopt when any dim is unknown.
+  std::optional<int64_t> static_numel() const;
+};
+
+using Attribute = std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>,
+                               std::vector<std::string>, Tensor>;
+
+class Node {
+ public:
+  std::string name;
+  std::string op_type;
+  std::string domain;                  // "" = the default ONNX domain
+  std::vector<Value*> inputs;          // nullptr = omitted optional input
+  std::vector<Value*> outputs;         // nullptr = omitted optional output
+  std::map<std::string, Attribute> attrs;
+
+  // Typed attribute access: the default when absent; an Error when present with another kind.
+  Result<int64_t> attr_int(const std::string& key, int64_t fallback) const;
+  Result<float> attr_float(const std::string& key, float fallback) const;
+  Result<std::string> attr_string(const std::string& key, const std::string& fallback) const;
+  Result<std::vector<int64_t>> attr_ints(const std::string& key, const std::vector<int64_t>& fallback) const;
+  // "node 'name' (OpType)" for error messages.
+  std::string describe() const;
+};
+
+class Graph {
+ public:
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  Graph(Graph&&) = default;
+  Graph& operator=(Graph&&) = default;
+
+  // Creates a value; fails if the name is taken.
+  Result<Value*> add_value(const std::string& name);
+  Value* find(const std::string& name) const;
+  // Appends a node (inputs must exist already; outputs are created and must be new).
+  Result<Node*> add_node(const std::string& name, const std::string& op_type, const std::string& domain,
+                         const std::vector<Value*>& inputs, const std::vector<std::string>& output_names);
+
+  const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
+  const std::vector<std::unique_ptr<Value>>& values() const { return values_; }
+  std::vector<Value*> inputs;   // graph inputs (not constants)
+  std::vector<Value*> outputs;  // graph outputs
+
+  int64_t opset = 0;            // default-domain opset
+  std::string producer;         // producer_name + version of the file
+  std::string name;
+
+  // Checks topological order, producer/consumer links, unique names, and that every graph
+  // output is defined. Errors name the node and value.
+  Status validate() const;
+  // Human-readable text form of the whole graph (for --dump-after and tests).
+  std::string dump() const;
+
+ private:
+  std::vector<std::unique_ptr<Value>> values_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::map<std::string, Value*> by_name_;
+};
+
+}  // namespace rkd::ir
