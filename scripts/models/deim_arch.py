@@ -13,11 +13,15 @@ attention (points 3,6,3 per level; no value and no output projection; the sampli
 with `default` or `discrete` method), 300 queries, 80 classes, and the post-processor
 taking `orig_target_sizes` ([w, h] of the original image) exactly as DEIM/D-FINE export it.
 """
-import math
+import os
+import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from deim_sampling import msda_decoder as deformable_attention_core  # noqa: E402
 
 
 class Cfg:
@@ -151,34 +155,6 @@ def mlp(din, dh, dout, n):
         if i < n - 1:
             layers += [nn.ReLU()]
     return nn.Sequential(*layers)
-
-
-def deformable_attention_core(value, shapes, locations, weights, points, method):
-    """D-FINE/DEIM deformable_attention_core_func_v2 (the sampling core rkdeploy fuses)."""
-    bs, _, n_head, c = value.shape
-    _, len_q, _, _, _ = locations.shape
-    split = [h * w for h, w in shapes]
-    value_list = value.permute(0, 2, 3, 1).flatten(0, 1).split(split, dim=-1)
-    grids = 2 * locations - 1 if method == "default" else locations
-    grids = grids.permute(0, 2, 1, 3, 4).flatten(0, 1)
-    grid_list = grids.split(points, dim=-2)
-    out = []
-    for lvl, (h, w) in enumerate(shapes):
-        v = value_list[lvl].reshape(bs * n_head, c, h, w)
-        g = grid_list[lvl]
-        if method == "default":
-            s = F.grid_sample(v, g, mode="bilinear", padding_mode="zeros", align_corners=False)
-        else:
-            coord = (g * torch.tensor([[w, h]], device=value.device) + 0.5).to(torch.int64)
-            coord = coord.clamp(0, h - 1)  # FIX ME? for rectangle input (kept: the historical form)
-            coord = coord.reshape(bs * n_head, len_q * points[lvl], 2)
-            sidx = torch.arange(coord.shape[0], device=value.device).unsqueeze(-1).repeat(1, coord.shape[1])
-            s = v[sidx, :, coord[..., 1], coord[..., 0]]
-            s = s.permute(0, 2, 1).reshape(bs * n_head, c, len_q, points[lvl])
-        out.append(s)
-    aw = weights.permute(0, 2, 1, 3).reshape(bs * n_head, 1, len_q, sum(points))
-    o = (torch.concat(out, dim=-1) * aw).sum(-1).reshape(bs, n_head * c, len_q)
-    return o.permute(0, 2, 1)
 
 
 class MSDeformableAttention(nn.Module):
