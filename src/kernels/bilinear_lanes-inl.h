@@ -22,25 +22,23 @@ HWY_INLINE BilinearLanes<D> ComputeBilinearLanes(D d, hn::Vec<D> x, hn::Vec<D> y
   const auto x0 = hn::Floor(x), y0 = hn::Floor(y);
   const auto w = x - x0, e = one - w;
   const auto n = y - y0, s = one - n;
-  BilinearLanes<D> r;
-  r.weight[0] = s * e;
-  r.weight[1] = s * w;
-  r.weight[2] = n * e;
-  r.weight[3] = n * w;
   const auto xw_ok = hn::And(x0 >= zero, x0 < fW);
   const auto xe_ok = hn::And(x0 >= minus_one, x0 < fW - one);
   const auto yn_ok = hn::And(y0 >= zero, y0 < fH);
   const auto ys_ok = hn::And(y0 >= minus_one, y0 < fH - one);
-  r.ok[0] = hn::And(yn_ok, xw_ok);
-  r.ok[1] = hn::And(yn_ok, xe_ok);
-  r.ok[2] = hn::And(ys_ok, xw_ok);
-  r.ok[3] = hn::And(ys_ok, xe_ok);
+  const auto ok_nw = hn::And(yn_ok, xw_ok), ok_ne = hn::And(yn_ok, xe_ok);
+  const auto ok_sw = hn::And(ys_ok, xw_ok), ok_se = hn::And(ys_ok, xe_ok);
   // Any usable corner implies x0 in [-1, W) and y0 in [-1, H): safe to convert.
   const auto xi = hn::ConvertTo(di, hn::IfThenElseZero(hn::Or(xw_ok, xe_ok), x0));
   const auto yi = hn::ConvertTo(di, hn::IfThenElseZero(hn::Or(yn_ok, ys_ok), y0));
   const auto base = yi * stride + xi;
   const auto one_i = hn::Set(di, 1);
-  const hn::Vec<decltype(di)> off[4] = {base, base + one_i, base + stride, base + stride + one_i};
-  for (int k = 0; k < 4; ++k) r.offset[k] = hn::IfThenElseZero(hn::RebindMask(di, r.ok[k]), off[k]);
-  return r;
+  // Aggregate initialisation, no lambdas: NEON vector types must not be default-constructed
+  // or handled in functions outside Highway's target attributes.
+  return BilinearLanes<D>{{s * e, s * w, n * e, n * w},
+                          {ok_nw, ok_ne, ok_sw, ok_se},
+                          {hn::IfThenElseZero(hn::RebindMask(di, ok_nw), base),
+                           hn::IfThenElseZero(hn::RebindMask(di, ok_ne), base + one_i),
+                           hn::IfThenElseZero(hn::RebindMask(di, ok_sw), base + stride),
+                           hn::IfThenElseZero(hn::RebindMask(di, ok_se), base + stride + one_i)}};
 }
