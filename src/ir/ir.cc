@@ -1,5 +1,6 @@
 #include "ir/ir.h"
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -88,6 +89,50 @@ Result<Node*> Graph::add_node(const std::string& node_name, const std::string& o
   return n;
 }
 
+void Graph::remove_nodes(const std::function<bool(const Node&)>& dead) {
+  std::set<const Node*> gone;
+  for (const auto& n : nodes_) {
+    if (dead(*n)) gone.insert(n.get());
+  }
+  if (gone.empty()) return;
+  std::set<const Value*> gone_values;
+  for (const Node* n : gone) {
+    for (Value* in : n->inputs) {
+      if (!in) continue;
+      auto& c = in->consumers;
+      c.erase(std::remove(c.begin(), c.end(), n), c.end());
+    }
+  }
+  // Outputs of removed nodes disappear unless something still reads them (or they are graph
+  // outputs): those stay, without a producer, so that validate() reports the dangling use
+  // instead of a pointer to freed memory.
+  std::set<const Value*> graph_outputs(outputs.begin(), outputs.end());
+  for (const Node* n : gone) {
+    for (Value* o : n->outputs) {
+      if (!o) continue;
+      o->producer = nullptr;
+      if (o->consumers.empty() && !graph_outputs.count(o)) gone_values.insert(o);
+    }
+  }
+  nodes_.erase(std::remove_if(nodes_.begin(), nodes_.end(), [&](const auto& n) { return gone.count(n.get()) > 0; }),
+               nodes_.end());
+  for (const Value* v : gone_values) by_name_.erase(v->name);
+  values_.erase(std::remove_if(values_.begin(), values_.end(),
+                               [&](const auto& v) { return gone_values.count(v.get()) > 0; }),
+                values_.end());
+}
+
+void Graph::remove_unused_constants() {
+  std::set<const Value*> outs(outputs.begin(), outputs.end());
+  std::set<const Value*> gone;
+  for (const auto& v : values_) {
+    if (v->is_constant() && !v->producer && v->consumers.empty() && !outs.count(v.get())) gone.insert(v.get());
+  }
+  for (const Value* v : gone) by_name_.erase(v->name);
+  values_.erase(std::remove_if(values_.begin(), values_.end(), [&](const auto& v) { return gone.count(v.get()) > 0; }),
+                values_.end());
+}
+
 Status Graph::validate() const {
   std::set<const Value*> defined;
   for (const Value* v : inputs) defined.insert(v);
@@ -106,6 +151,13 @@ Status Graph::validate() const {
       if (!v) continue;
       if (v->producer != n.get()) return invalid(n->describe() + ": output '" + v->name + "' has another producer");
       defined.insert(v);
+    }
+  }
+  std::set<const Node*> present;
+  for (const auto& n : nodes_) present.insert(n.get());
+  for (const auto& v : values_) {
+    for (const Node* c : v->consumers) {
+      if (!present.count(c)) return invalid("value '" + v->name + "' lists a consumer that is not in the graph");
     }
   }
   for (const Value* v : outputs) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -94,6 +95,14 @@ class Graph {
   int64_t opset = 0;            // default-domain opset
   std::string producer;         // producer_name + version of the file
   std::string name;
+
+  // Removes the nodes for which `dead` is true and their entries in the consumer lists of
+  // their inputs. Their output values are removed too, except those still read by another
+  // node or listed as graph outputs: those remain without a producer, and validate()
+  // reports them.
+  void remove_nodes(const std::function<bool(const Node&)>& dead);
+  // Removes constant values that no node reads and that are not graph outputs.
+  void remove_unused_constants();
 
   // Checks topological order, producer/consumer links, unique names, and that every graph
   // output is defined. Errors name the node and value.
