@@ -152,15 +152,42 @@ BENCHMARK(BM_DeformAttnLayer)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+// The decoder's whole sampling work per forward: prepare the value once, then the fused
+// core for each of the 4 decoder layers (each with its own locations and weights) - the
+// 12 GridSample calls of a DEIMv2-S forward.
+void BM_DecoderSamplingForward(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const Tensor v = uniform({1, 8400, kHeads, kHeadDim}, -1, 1, 3);
+  std::vector<Tensor> locs, ws;
+  for (uint32_t l = 0; l < 4; ++l) {
+    locs.push_back(uniform({1, kQueries, kHeads, 12, 2}, 0, 1, 10 + l));
+    ws.push_back(uniform({1, kQueries, kHeads, 12}, 0, 1.0f / 6, 20 + l));
+  }
+  ThreadPool pool(threads);
+  MsdaValue pv;  // reused across forwards, as a runtime would
+  for (auto _ : state) {
+    (void)msda_prepare_from_tokens(v, kLevels, &pv, &pool);
+    for (size_t l = 0; l < 4; ++l) {
+      auto y = msda(pv, locs[l], ws[l], kPoints, MsdaOptions{}, &pool);
+      benchmark::DoNotOptimize(y->raw());
+    }
+  }
+}
+BENCHMARK(BM_DecoderSamplingForward)->ArgNames({"threads"})->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
 // Value preparation (once per forward, shared by all decoder layers).
 void BM_DeformAttnPrepare(benchmark::State& state) {
   const Tensor v = uniform({1, 8400, kHeads, kHeadDim}, -1, 1, 3);
+  ThreadPool pool(static_cast<int>(state.range(0)));
+  MsdaValue pv;
+  const bool reuse = state.range(1) != 0;
   for (auto _ : state) {
-    auto pv = msda_prepare_from_tokens(v, kLevels);
-    benchmark::DoNotOptimize(pv->data.raw());
+    if (!reuse) pv = MsdaValue{};
+    (void)msda_prepare_from_tokens(v, kLevels, &pv, &pool);
+    benchmark::DoNotOptimize(pv.data.raw());
   }
 }
-BENCHMARK(BM_DeformAttnPrepare)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_DeformAttnPrepare)->ArgNames({"threads", "reuse"})->ArgsProduct({{1, 2}, {0, 1}})->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 

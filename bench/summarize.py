@@ -46,6 +46,9 @@ def main():
                       "fused decoder layer, default (vs three-call path)"))
         cases.append((f"BM_DeformAttnLayer/threads:{t}/method:1/real_time", "deform_attn_layer/discrete", t,
                       "fused decoder layer, discrete"))
+    for t in (1, 2):
+        cases.append((f"BM_DecoderSamplingForward/threads:{t}/real_time", "decoder_sampling_forward/default", t,
+                      "decoder sampling per forward (prepare + 4 fused layers vs 4 three-call paths = 12 GridSample)"))
     for gname, pcase, t, label in cases:
         if gname not in a or gname not in b:
             continue

@@ -22,6 +22,7 @@ function uniform(n, lo, hi, seed) {
 }
 
 async function timeit(session, feeds, minMs = 500, minRuns = 20) {
+  // `session` is an InferenceSession or any object whose run(feeds) returns a promise.
   for (let i = 0; i < 5; i++) await session.run(feeds);
   const times = [];
   const start = process.hrtime.bigint();
@@ -58,11 +59,16 @@ async function main() {
     const tokens = SHAPES.reduce((a, [h, w]) => a + h * w, 0);
     const core = await ort.InferenceSession.create(path.join(dir, 'deform_attn_default.onnx'), opts);
     const wts = uniform(LQ * HEADS * 12, 0, 1 / 6, 13);
-    emit('deform_attn_layer/default', threads, await timeit(core, {
+    const layerFeeds = (seed) => ({
       value: new ort.Tensor('float32', uniform(tokens * HEADS * HD, -1, 1, 11), [1, tokens, HEADS, HD]),
-      locations: new ort.Tensor('float32', uniform(LQ * HEADS * 12 * 2, 0, 1, 12), [1, LQ, HEADS, 12, 2]),
+      locations: new ort.Tensor('float32', uniform(LQ * HEADS * 12 * 2, 0, 1, seed), [1, LQ, HEADS, 12, 2]),
       weights: new ort.Tensor('float32', wts, [1, LQ, HEADS, 12]),
-    }));
+    });
+    emit('deform_attn_layer/default', threads, await timeit(core, layerFeeds(12)));
+    // A forward's sampling: the subgraph run once per decoder layer (4 layers).
+    const feeds4 = [12, 13, 14, 15].map(layerFeeds);
+    const forward = {run: async () => { for (const f of feeds4) await core.run(f); }};
+    emit('decoder_sampling_forward/default', threads, await timeit(forward, null));
   }
 }
 

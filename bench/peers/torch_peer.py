@@ -56,6 +56,14 @@ def main():
             for method in ("default", "discrete"):
                 med, p95 = timeit(lambda: msda_decoder(value, SHAPES, loc, wts, POINTS, method))
                 emit(f"deform_attn_layer/{method}", threads, med, p95)
+            # A forward's sampling: 4 decoder layers, each with its own locations and weights.
+            locs = [torch.from_numpy(rng.uniform(0, 1, (1, LQ, HEADS, 12, 2)).astype(np.float32)) for _ in range(4)]
+
+            def forward():
+                for lo in locs:
+                    msda_decoder(value, SHAPES, lo, wts, POINTS, "default")
+            med, p95 = timeit(forward)
+            emit("decoder_sampling_forward/default", threads, med, p95)
 
 
 if __name__ == "__main__":

@@ -68,8 +68,11 @@ Result<std::vector<int64_t>> parse_points(const std::string& s) {
 }
 
 namespace {
-Result<MsdaValue> make_value(int64_t batch, int64_t heads, int64_t hd, const std::vector<MsdaLevelShape>& levels) {
-  MsdaValue v;
+// Sets the geometry of `v` and gives it storage: its existing storage when the size matches
+// (a runtime preparing every frame reuses one buffer), else a new one - zero-filled only
+// when asked (the token path writes every element itself).
+Status shape_value(MsdaValue& v, int64_t batch, int64_t heads, int64_t hd, const std::vector<MsdaLevelShape>& levels,
+                   bool zeroed) {
   v.batch = batch;
   v.heads = heads;
   v.head_dim = hd;
@@ -80,12 +83,15 @@ Result<MsdaValue> make_value(int64_t batch, int64_t heads, int64_t hd, const std
     v.level_start.push_back(t);
     t += l.h * l.w;
   }
-  RKD_ASSIGN(v.data, Tensor::zeros(DType::f32, {batch, heads, t + 1, v.head_dim_padded}));
-  return v;
+  const Shape shape = {batch, heads, t + 1, v.head_dim_padded};
+  if (v.data.defined() && v.data.shape() == shape && v.data.dtype() == DType::f32 && !zeroed) return {};
+  RKD_ASSIGN(v.data, zeroed ? Tensor::zeros(DType::f32, shape) : Tensor::uninitialized(DType::f32, shape));
+  return {};
 }
 }  // namespace
 
-Result<MsdaValue> msda_prepare_from_tokens(const Tensor& value, const std::vector<MsdaLevelShape>& levels) {
+Status msda_prepare_from_tokens(const Tensor& value, const std::vector<MsdaLevelShape>& levels, MsdaValue* into,
+                                ThreadPool* pool) {
   if (!value.defined()) return invalid("value: tensor is missing");
   if (!dtype_is_float(value.dtype())) {
     return unsupported(std::string("value: dtype ") + dtype_name(value.dtype()) + " (float32, float16 or bfloat16)");
@@ -109,18 +115,29 @@ Result<MsdaValue> msda_prepare_from_tokens(const Tensor& value, const std::vecto
   RKD_ASSIGN(Tensor v32, value.to(DType::f32));
   v32 = v32.contiguous();
   const int64_t B = value.dim(0), nH = value.dim(2), hd = value.dim(3);
-  RKD_ASSIGN(MsdaValue out, make_value(B, nH, hd, levels));
+  MsdaValue& out = *into;
+  RKD_TRY(shape_value(out, B, nH, hd, levels, false));
   const float* src = v32.data<float>();
   float* dst = out.data.data<float>();
   const int64_t hdp = out.head_dim_padded;
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t t = 0; t < tokens; ++t) {
-      for (int64_t m = 0; m < nH; ++m) {
-        std::memcpy(dst + ((b * nH + m) * (tokens + 1) + t) * hdp, src + ((b * tokens + t) * nH + m) * hd,
-                    static_cast<size_t>(hd) * sizeof(float));
-      }
+  // One task per (batch, head): the head's rows are written sequentially (pad lanes and the
+  // trailing zero token included), the source is read with a stride of heads * hd.
+  (pool ? *pool : ThreadPool::global()).parallel_for(B * nH, [&](int64_t bm) {
+    const int64_t b = bm / nH, m = bm % nH;
+    float* d = dst + bm * (tokens + 1) * hdp;
+    const float* s0 = src + (b * tokens * nH + m) * hd;
+    for (int64_t t = 0; t < tokens; ++t, d += hdp) {
+      std::memcpy(d, s0 + t * nH * hd, static_cast<size_t>(hd) * sizeof(float));
+      std::fill(d + hd, d + hdp, 0.0f);
     }
-  }
+    std::fill(d, d + hdp, 0.0f);  // the zero token
+  });
+  return {};
+}
+
+Result<MsdaValue> msda_prepare_from_tokens(const Tensor& value, const std::vector<MsdaLevelShape>& levels) {
+  MsdaValue out;
+  RKD_TRY(msda_prepare_from_tokens(value, levels, &out));
   return out;
 }
 
@@ -151,7 +168,8 @@ Result<MsdaValue> msda_prepare_from_levels(const std::vector<Tensor>& levels, in
                    std::to_string(heads) + ")");
   }
   const int64_t B = bnh / heads;
-  RKD_ASSIGN(MsdaValue out, make_value(B, heads, hd, shapes));
+  MsdaValue out;
+  RKD_TRY(shape_value(out, B, heads, hd, shapes, true));
   float* dst = out.data.data<float>();
   const int64_t hdp = out.head_dim_padded, T = out.tokens();
   for (size_t l = 0; l < levels.size(); ++l) {

@@ -90,6 +90,10 @@ struct MsdaValue {
 
 // value [B, sum(HW), nH, hd] (float32/16, bfloat16) with the level shapes.
 Result<MsdaValue> msda_prepare_from_tokens(const Tensor& value, const std::vector<MsdaLevelShape>& levels);
+// The same into an existing MsdaValue, reusing its storage when the geometry is unchanged
+// (a runtime preparing every frame allocates once); threaded over (batch, head).
+Status msda_prepare_from_tokens(const Tensor& value, const std::vector<MsdaLevelShape>& levels, MsdaValue* into,
+                                ThreadPool* pool = nullptr);
 // per-level values [B*nH, hd, H_l, W_l]; `heads` splits the first dimension.
 Result<MsdaValue> msda_prepare_from_levels(const std::vector<Tensor>& levels, int64_t heads);
 
