@@ -58,7 +58,8 @@ def main():
         pt_s = f"{pt['median_us']:.0f} | {pt['median_us'] / us:.1f}x" if pt else "- | -"
         ort_s = f"{ort['median_us']:.0f} | {ort['median_us'] / us:.1f}x" if ort else "- | -"
         bound = row.get("bound_us", 0)
-        print(f"| {label} | {t} | {us:.0f} | {drift * 100:.0f}% | {pt_s} | {ort_s} | {row.get('bytes_touched', 0) / 1e6:.2f} MB | {bound:.0f} |")
+        traffic = f"{row['bytes_touched'] / 1e6:.2f} MB | {bound:.0f}" if row.get("bytes_touched") else "- | -"
+        print(f"| {label} | {t} | {us:.0f} | {drift * 100:.0f}% | {pt_s} | {ort_s} | {traffic} |")
     print()
     bw = next(iter(a.values())).get("read_GBps", 0)
     print(f"DRAM bound = bytes touched / {bw:.1f} GB/s (read bandwidth measured by the benchmark binary on a 512 MiB buffer).")
