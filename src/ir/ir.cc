@@ -64,6 +64,16 @@ Value* Graph::find(const std::string& value_name) const {
 
 Result<Node*> Graph::add_node(const std::string& node_name, const std::string& op_type, const std::string& domain,
                               const std::vector<Value*>& ins, const std::vector<std::string>& output_names) {
+  // Check every output name first so that a failure leaves the graph unchanged.
+  for (size_t i = 0; i < output_names.size(); ++i) {
+    const std::string& o = output_names[i];
+    bool repeated = false;
+    for (size_t j = 0; j < i; ++j) repeated = repeated || (!o.empty() && output_names[j] == o);
+    if (!o.empty() && (by_name_.count(o) || repeated)) {
+      return invalid("node '" + node_name + "' (" + op_type + "): output '" + o +
+                     "' is already defined (by a graph input, an initializer or another node)");
+    }
+  }
   nodes_.push_back(std::make_unique<Node>());
   Node* n = nodes_.back().get();
   n->name = node_name;
@@ -78,11 +88,7 @@ Result<Node*> Graph::add_node(const std::string& node_name, const std::string& o
       n->outputs.push_back(nullptr);
       continue;
     }
-    auto v = add_value(o);
-    if (!v.ok()) {
-      return invalid(n->describe() + ": output '" + o + "' is already defined (by a graph input, an initializer "
-                     "or another node)");
-    }
+    auto v = add_value(o);  // cannot fail: checked above
     (*v)->producer = n;
     n->outputs.push_back(*v);
   }

@@ -83,7 +83,8 @@ class Graph {
   // Creates a value; fails if the name is taken.
   Result<Value*> add_value(const std::string& name);
   Value* find(const std::string& name) const;
-  // Appends a node (inputs must exist already; outputs are created and must be new).
+  // Appends a node (inputs must exist already; outputs are created and must be new). On
+  // failure the graph is unchanged.
   Result<Node*> add_node(const std::string& name, const std::string& op_type, const std::string& domain,
                          const std::vector<Value*>& inputs, const std::vector<std::string>& output_names);
 

@@ -39,7 +39,11 @@ TEST(Graph, ValidatesAndDumps) {
   EXPECT_NE(d.find("%y = Add(%a, %c:float32[4])  # add"), std::string::npos) << d;
   EXPECT_NE(d.find("const  %c:float32[4]"), std::string::npos) << d;
   EXPECT_FALSE(g.add_value("x").ok());                           // names are unique
-  EXPECT_FALSE(g.add_node("dup", "Relu", "", {g.find("x")}, {"a"}).ok());  // output already defined
+  const size_t nodes_before = g.nodes().size();
+  EXPECT_FALSE(g.add_node("dup", "Relu", "", {g.find("x")}, {"fresh", "a"}).ok());  // output already defined
+  EXPECT_EQ(g.nodes().size(), nodes_before);  // unchanged on failure
+  EXPECT_EQ(g.find("fresh"), nullptr);
+  EXPECT_EQ(g.find("x")->consumers.size(), 2u);
 }
 
 TEST(Graph, ValidateNamesTheNodeThatBreaksTopologicalOrder) {
