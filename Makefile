@@ -46,8 +46,10 @@ fuzz:
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRKD_ENABLE_FUZZ=ON \
 	  -DRKD_ENABLE_TESTS=OFF -DRKD_ENABLE_BENCH=OFF -DRKD_ENABLE_CLI=OFF
 	cmake --build build-fuzz -j $(JOBS)
-	./build-fuzz/fuzz/fuzz_npy -max_total_time=60 fuzz/corpus/npy
-	./build-fuzz/fuzz/fuzz_onnx -max_total_time=60 -rss_limit_mb=4096 fuzz/corpus/onnx
+	# New inputs go to build-fuzz/corpus-*; fuzz/corpus holds the committed seeds only.
+	mkdir -p build-fuzz/corpus-npy build-fuzz/corpus-onnx
+	./build-fuzz/fuzz/fuzz_npy -max_total_time=60 build-fuzz/corpus-npy fuzz/corpus/npy
+	./build-fuzz/fuzz/fuzz_onnx -max_total_time=60 -rss_limit_mb=4096 build-fuzz/corpus-onnx fuzz/corpus/onnx
 
 # Reference models (docs/models.md): DEIMv2-S and YOLOv8n architectures, random weights,
 # exported to ONNX with PyTorch goldens; checked against ONNX Runtime.
