@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
-#include <iostream>
 #include <random>
 
 #include "cli/commands.h"
@@ -110,8 +109,10 @@ void run_demo(const DemoArgs& a) {
   // Fraction of sampled points whose column the historical H-1 clamp moves.
   int64_t clamped = 0;
   const float* lp = loc.data<float>();
+  std::vector<size_t> level_of;  // level of each of the P points
+  for (size_t l = 0; l < points.size(); ++l) level_of.insert(level_of.end(), static_cast<size_t>(points[l]), l);
   for (int64_t i = 0; i < loc.numel() / 2; ++i) {
-    const auto& lv = rect[static_cast<size_t>(i % P < 3 ? 0 : (i % P < 9 ? 1 : 2))];
+    const auto& lv = rect[level_of[static_cast<size_t>(i % P)]];
     const int64_t ix = static_cast<int64_t>(lp[2 * i] * static_cast<float>(lv.w) + 0.5f);
     if (ix > lv.h - 1) ++clamped;
   }

@@ -12,11 +12,6 @@
 
 namespace rkd::cli {
 
-void fail(const Error& e) {
-  std::cerr << "rkdeploy: " << e.to_string() << "\n";
-  throw CommandFailed(e.kind == ErrorKind::invalid || e.kind == ErrorKind::unsupported ? 2 : 1);
-}
-
 namespace {
 
 struct GridArgs {

@@ -4,6 +4,14 @@
 
 #include "cli/commands.h"
 
+namespace rkd::cli {
+void fail(const Error& e) {
+  std::cerr << "rkdeploy: " << e.to_string() << "\n";
+  throw CommandFailed(e.kind == ErrorKind::invalid || e.kind == ErrorKind::unsupported ? 2 : 1);
+}
+
+}  // namespace rkd::cli
+
 int main(int argc, char** argv) {
   CLI::App app{"rkdeploy: take detection models to Rockchip NPUs and prove, on any host, that what "
                "runs there computes the right thing."};

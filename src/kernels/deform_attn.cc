@@ -274,7 +274,6 @@ Result<Tensor> msda(const MsdaValue& value, const Tensor& locations, const Tenso
   prob.weights = wt;
   prob.out = out.data<float>();
   prob.queries = Lq;
-  prob.points = points;
   prob.point_level = std::move(point_level);
   prob.total_points = P;
   if (opt.impl == KernelImpl::reference) {

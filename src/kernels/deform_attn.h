@@ -117,7 +117,6 @@ struct MsdaProblem {
   const float* weights = nullptr;    // [B, Lq, nH, P]
   float* out = nullptr;              // [B, Lq, nH*hd]
   int64_t queries = 0;
-  std::vector<int64_t> points;       // per level
   std::vector<int64_t> point_level;  // level of each of the P points
   int64_t total_points = 0;
 };

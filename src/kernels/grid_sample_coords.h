@@ -18,6 +18,9 @@ namespace rkd::gs {
 // become INT_MIN and therefore fail every bounds check).
 inline constexpr int64_t kOutside = INT64_MIN / 2;
 
+// Largest block of output points one fast-kernel task plans at once (stack arrays).
+inline constexpr int64_t kMaxBlockPoints = 1024;
+
 inline int64_t to_index(float integral_value) {
   if (!(integral_value >= -2147483648.0f && integral_value < 2147483648.0f)) return kOutside;
   return static_cast<int64_t>(integral_value);

@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "kernels/grid_sample.h"
+#include "kernels/grid_sample_coords.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace rkd {
@@ -27,7 +28,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 #include "kernels/simd_fma-inl.h"
 #include "kernels/bilinear_lanes-inl.h"
 
-constexpr int64_t kBlock = 1024;  // output points per task; a multiple of every lane count
+constexpr int64_t kBlock = gs::kMaxBlockPoints;  // a multiple of every lane count
 
 struct BlockPlan {
   // Per point and corner (nw, ne, sw, se): gather index (0 when invalid), validity mask
@@ -213,13 +214,13 @@ void grid_sample_fast_f32(const float* input, const float* grid, float* output,
                           const GridSampleGeometry& g, const GridSampleOptions& opt,
                           ThreadPool& pool) {
   // Tasks are (batch item, block of output points): enough blocks that every thread gets
-  // about four tasks even for a single batch item, blocks of at most 1024 points (phase 1
+  // about four tasks even for a single batch item, blocks of at most gs::kMaxBlockPoints (phase 1
   // plans live on the stack), multiples of 16 (every lane count).
   const int64_t points = g.out_points();
   const int64_t wanted_tasks = 4 * pool.thread_count();
   const int64_t blocks_per_item = std::max<int64_t>(1, (wanted_tasks + g.n - 1) / g.n);
   int64_t block = (points + blocks_per_item - 1) / blocks_per_item;
-  block = std::clamp<int64_t>((block + 15) / 16 * 16, 16, 1024);
+  block = std::clamp<int64_t>((block + 15) / 16 * 16, 16, gs::kMaxBlockPoints);
   const int64_t blocks = (points + block - 1) / block;
   const bool simd = g.spatial_rank == 2 && opt.convention == GridSampleConvention::pytorch &&
                     opt.mode != GridSampleMode::bicubic &&
