@@ -33,5 +33,6 @@ inline void check(const Status& s) {
 void add_sample_commands(CLI::App& app);
 void add_demo_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
+void add_run_command(CLI::App& app);
 
 }  // namespace rkd::cli

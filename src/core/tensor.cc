@@ -95,6 +95,16 @@ Tensor Tensor::empty(DType dtype, const Shape& shape) {
   return std::move(r).value();
 }
 
+Tensor Tensor::wrap(std::shared_ptr<uint8_t[]> owner, size_t offset_bytes, DType dtype, const Shape& shape) {
+  Tensor t;
+  t.storage_ = std::move(owner);
+  t.offset_bytes_ = offset_bytes;
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  t.strides_ = contiguous_strides(shape);
+  return t;
+}
+
 Tensor Tensor::from_floats(const Shape& shape, std::span<const float> values) {
   Tensor t = empty(DType::f32, shape);
   if (static_cast<size_t>(t.numel()) != values.size()) std::abort();

@@ -48,6 +48,10 @@ class Tensor {
   static Tensor empty(DType dtype, const Shape& shape);
   // Copies `values` into a new float32 tensor; values.size() must equal numel(shape).
   static Tensor from_floats(const Shape& shape, std::span<const float> values);
+  // A dense tensor over memory owned by `owner` (e.g. an executor's arena), starting
+  // `offset_bytes` into it. The caller guarantees the bytes exist and outlive `owner`'s
+  // last copy; shape must be valid (checked_shape_bytes).
+  static Tensor wrap(std::shared_ptr<uint8_t[]> owner, size_t offset_bytes, DType dtype, const Shape& shape);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
@@ -75,6 +79,17 @@ class Tensor {
   Result<Tensor> reshape(const Shape& shape) const;  // requires a contiguous view
   Result<Tensor> slice(int dim, int64_t begin, int64_t end) const;
   Result<Tensor> permute(const std::vector<int>& order) const;
+  // The same storage seen from element `offset` (relative to this view's element 0) with
+  // another shape and strides (elements; 0 = broadcast, negative = reversed). Unchecked:
+  // the caller guarantees every addressed element lies inside this view's storage.
+  Tensor with_layout(const Shape& shape, const Shape& strides, int64_t offset = 0) const {
+    Tensor t = *this;
+    t.offset_bytes_ = static_cast<size_t>(static_cast<int64_t>(offset_bytes_) +
+                                          offset * static_cast<int64_t>(dtype_size(dtype_)));
+    t.shape_ = shape;
+    t.strides_ = strides;
+    return t;
+  }
 
   // A dense C-order tensor with the same values (this tensor itself if already dense).
   Tensor contiguous() const;

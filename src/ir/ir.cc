@@ -95,6 +95,43 @@ Result<Node*> Graph::add_node(const std::string& node_name, const std::string& o
   return n;
 }
 
+void Graph::set_input(Node* n, size_t i, Value* v) {
+  if (i >= n->inputs.size()) n->inputs.resize(i + 1, nullptr);
+  Value* old = n->inputs[i];
+  n->inputs[i] = v;
+  if (old) {
+    // Drop one occurrence of n unless n still reads old through another input.
+    bool still = false;
+    for (Value* x : n->inputs) still = still || x == old;
+    if (!still) old->consumers.erase(std::remove(old->consumers.begin(), old->consumers.end(), n), old->consumers.end());
+  }
+  if (v && std::find(v->consumers.begin(), v->consumers.end(), n) == v->consumers.end()) v->consumers.push_back(n);
+}
+
+void Graph::replace_uses(Value* from, Value* to) {
+  const std::vector<Node*> readers = from->consumers;
+  for (Node* n : readers) {
+    for (size_t i = 0; i < n->inputs.size(); ++i) {
+      if (n->inputs[i] == from) set_input(n, i, to);
+    }
+  }
+  for (Value*& o : outputs) {
+    if (o == from) o = to;
+  }
+}
+
+Value* Graph::add_constant(const std::string& base, Tensor t) {
+  std::string fresh = base;
+  for (int k = 1; by_name_.count(fresh); ++k) fresh = base + "_" + std::to_string(k);
+  Value* v = *add_value(fresh);
+  v->dtype = t.dtype();
+  Dims d;
+  for (int64_t x : t.shape()) d.push_back(Dim{x, ""});
+  v->shape = d;
+  v->constant = std::move(t);
+  return v;
+}
+
 void Graph::remove_nodes(const std::function<bool(const Node&)>& dead) {
   std::set<const Node*> gone;
   for (const auto& n : nodes_) {

@@ -97,6 +97,13 @@ class Graph {
   std::string producer;         // producer_name + version of the file
   std::string name;
 
+  // Points input i of n at v (nullptr = omitted), keeping consumer lists right.
+  void set_input(Node* n, size_t i, Value* v);
+  // Makes every reader of `from` (node inputs and graph outputs) read `to` instead.
+  void replace_uses(Value* from, Value* to);
+  // Creates a constant value with a fresh name derived from `base`.
+  Value* add_constant(const std::string& base, Tensor t);
+
   // Removes the nodes for which `dead` is true and their entries in the consumer lists of
   // their inputs. Their output values are removed too, except those still read by another
   // node or listed as graph outputs: those remain without a producer, and validate()

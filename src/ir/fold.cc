@@ -1,0 +1,129 @@
+// constant-folding and conv-bn-folding passes (pass.h).
+#include <cmath>
+#include <set>
+
+#include "ir/pass.h"
+#include "ir/shape_inference.h"
+
+namespace rkd::ir {
+
+Pass constant_folding_pass(NodeEvaluator eval) {
+  return Pass{"constant-folding", [eval](Graph& g) -> Status {
+                std::set<const Node*> folded;
+                for (const auto& np : g.nodes()) {
+                  Node& n = *np;
+                  RKD_TRY(infer_node(n, g.opset));
+                  bool all_const = !n.inputs.empty() || n.op_type == "Constant" || n.op_type == "ConstantOfShape";
+                  std::vector<const Tensor*> in;
+                  for (const Value* v : n.inputs) {
+                    if (v && !v->constant) all_const = false;
+                    in.push_back(v && v->constant ? &*v->constant : nullptr);
+                  }
+                  const bool shape_only = (n.op_type == "Shape" || n.op_type == "Size") && !n.inputs.empty() &&
+                                          static_shape(n.inputs[0]).has_value();
+                  if (!all_const && !shape_only) continue;
+                  bool small = true;
+                  for (const Value* o : n.outputs) {
+                    if (!o) continue;
+                    auto s = static_shape(o);
+                    if (!s || !o->dtype) {
+                      small = false;
+                      break;
+                    }
+                    auto bytes = checked_shape_bytes(*s, *o->dtype, o->name);
+                    small = small && bytes.ok() && static_cast<int64_t>(*bytes) <= kMaxFoldedBytes;
+                  }
+                  if (!small) continue;
+                  Tensor shape_dummy;
+                  if (shape_only) {
+                    // Shape/Size read only the input's shape: evaluate on an empty stand-in.
+                    shape_dummy = Tensor::wrap(nullptr, 0, n.inputs[0]->dtype.value_or(DType::f32), *static_shape(n.inputs[0]));
+                    in[0] = &shape_dummy;
+                  }
+                  auto out = eval(n, g.opset, in);
+                  if (!out.ok()) {
+                    if (out.error().kind == ErrorKind::unsupported) continue;  // left for the executor to report
+                    return out.error().with_context(n.describe());
+                  }
+                  for (size_t i = 0; i < n.outputs.size(); ++i) {
+                    if (n.outputs[i]) n.outputs[i]->constant = (*out)[i];
+                  }
+                  folded.insert(&n);
+                }
+                // Detach the folded outputs (they are constants now) and drop the nodes.
+                for (const auto& np : g.nodes()) {
+                  if (!folded.count(np.get())) continue;
+                  for (Value*& o : np->outputs) {
+                    if (o) o->producer = nullptr;
+                    o = nullptr;
+                  }
+                }
+                g.remove_nodes([&](const Node& n) { return folded.count(&n) > 0; });
+                g.remove_unused_constants();
+                return {};
+              }};
+}
+
+Pass conv_bn_folding_pass() {
+  return Pass{"conv-bn-folding", [](Graph& g) -> Status {
+                std::set<const Node*> gone;
+                for (const auto& np : g.nodes()) {
+                  Node& bn = *np;
+                  if (bn.op_type != "BatchNormalization" || !bn.domain.empty() || bn.inputs.size() < 5) continue;
+                  Value* x = bn.inputs[0];
+                  Node* conv = x ? x->producer : nullptr;
+                  if (!conv || conv->op_type != "Conv" || x->consumers.size() != 1) continue;
+                  if (std::find(g.outputs.begin(), g.outputs.end(), x) != g.outputs.end()) continue;
+                  bool consts = conv->inputs.size() >= 2 && conv->inputs[1] && conv->inputs[1]->constant;
+                  if (conv->inputs.size() > 2 && conv->inputs[2]) consts = consts && conv->inputs[2]->constant;
+                  for (size_t i = 1; i < 5; ++i) consts = consts && bn.inputs[i] && bn.inputs[i]->constant;
+                  auto training = bn.attr_int("training_mode", 0);
+                  if (!consts || !training.ok() || *training != 0) continue;
+                  if (bn.outputs.size() > 1) {
+                    bool extra = false;
+                    for (size_t i = 1; i < bn.outputs.size(); ++i) extra = extra || bn.outputs[i];
+                    if (extra) continue;
+                  }
+                  RKD_ASSIGN(float eps, bn.attr_float("epsilon", 1e-5f));
+                  const Tensor w = conv->inputs[1]->constant->contiguous();
+                  if (w.dtype() != DType::f32) continue;
+                  const int64_t oc = w.shape()[0];
+                  const int64_t per = w.numel() / std::max<int64_t>(oc, 1);
+                  auto vec = [&](const Value* v) {
+                    std::vector<double> r(static_cast<size_t>(oc));
+                    for (int64_t i = 0; i < oc; ++i) r[static_cast<size_t>(i)] = v->constant->get_as_double(i);
+                    return r;
+                  };
+                  bool sizes_ok = true;
+                  for (size_t i = 1; i < 5; ++i) sizes_ok = sizes_ok && bn.inputs[i]->constant->numel() == oc;
+                  if (!sizes_ok) return invalid(bn.describe() + ": parameters must have one value per channel (" + std::to_string(oc) + ")");
+                  const auto scale = vec(bn.inputs[1]), beta = vec(bn.inputs[2]), mean = vec(bn.inputs[3]), var = vec(bn.inputs[4]);
+                  std::vector<double> bias(static_cast<size_t>(oc), 0.0);
+                  if (conv->inputs.size() > 2 && conv->inputs[2]) bias = vec(conv->inputs[2]);
+                  Tensor nw = Tensor::empty(DType::f32, w.shape());
+                  Tensor nb = Tensor::empty(DType::f32, {oc});
+                  for (int64_t o = 0; o < oc; ++o) {
+                    const size_t u = static_cast<size_t>(o);
+                    const double k = scale[u] / std::sqrt(var[u] + static_cast<double>(eps));
+                    for (int64_t i = 0; i < per; ++i) {
+                      nw.data<float>()[o * per + i] = static_cast<float>(static_cast<double>(w.data<float>()[o * per + i]) * k);
+                    }
+                    nb.data<float>()[o] = static_cast<float>((bias[u] - mean[u]) * k + beta[u]);
+                  }
+                  g.set_input(conv, 1, g.add_constant(conv->inputs[1]->name + "_bn", std::move(nw)));
+                  g.set_input(conv, 2, g.add_constant(conv->name + "_bias_bn", std::move(nb)));
+                  // The conv now produces the BN's output value (its name stays).
+                  Value* y = bn.outputs[0];
+                  bn.outputs[0] = nullptr;
+                  x->producer = nullptr;
+                  conv->outputs[0] = y;
+                  y->producer = conv;
+                  gone.insert(&bn);
+                }
+                g.remove_nodes([&](const Node& n) { return gone.count(&n) > 0; });
+                g.remove_unused_constants();
+                return {};
+              }};
+}
+
+}  // namespace rkd::ir

@@ -1,0 +1,43 @@
+// Shape and dtype inference for the ONNX operators rkdeploy executes.
+//
+// Contract:
+//  - infer_node() sets the dtype and shape of every present output of one node from its
+//    inputs' dtypes, shapes and (where the op reads them: Reshape's shape, Slice's starts,
+//    TopK's k, ...) constant values. Static dims are computed exactly; a symbolic dim
+//    (e.g. the batch "N") passes through ops that keep it (elementwise, Conv, ...);
+//    anything not determinable leaves the output's shape unset (nullopt), never guessed.
+//  - A shape that breaks the op's rules (broadcast of 3 with 4, a Reshape whose element
+//    counts differ, an axis out of range) is an "invalid" Error naming the node.
+//  - If the output already carries a static shape (from the file or from ONNX's own
+//    inference) that contradicts the inferred one, that is an "invalid" Error too.
+//  - has_shape_function() is the list of op types covered; the executor's op registry is
+//    checked against it by a test.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "ir/ir.h"
+#include "ir/pass.h"
+
+namespace rkd::ir {
+
+Status infer_node(Node& n, int64_t opset);
+bool has_shape_function(const std::string& op_type);
+
+// ONNX TensorProto.DataType code (Cast's `to`) to a DType; nullopt for types rkdeploy
+// does not hold (string, complex, double, uint16..uint64).
+std::optional<DType> dtype_from_onnx_code(int64_t code);
+
+// A constant integer tensor's values (int64 or int32), or nullopt if `v` is not constant
+// or not integer.
+std::optional<std::vector<int64_t>> constant_ints(const Value* v);
+// Every dim static: the shape as sizes.
+std::optional<Shape> static_shape(const Value* v);
+
+// shape-inference: infer_node() over the graph in topological order.
+Pass shape_inference_pass();
+
+}  // namespace rkd::ir

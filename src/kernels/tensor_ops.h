@@ -1,0 +1,161 @@
+// Tensor-level CPU kernels for the ONNX operators the executor runs (float32 graphs plus
+// the integer/bool tensors that shape arithmetic, indices and masks need).
+//
+// Contract (all functions):
+//  - Semantics are ONNX's (opset 11-22) for the operator of the same name; where ONNX
+//    leaves freedom the choice is written next to the function.
+//  - Inputs may be any view (strided, broadcast with stride 0); outputs are dense,
+//    preallocated by the caller with exactly the shape and dtype the operator defines
+//    (src/ir/shape_inference.cc computes them). Kernels check what would make them read
+//    or write out of bounds (index values, dtype support) and return an Error naming the
+//    operand; shape agreement is the caller's job and only asserted.
+//  - Arithmetic: float32 throughout, no fused multiply-add (the build uses
+//    -ffp-contract=off); reductions accumulate in float32 in index order unless stated.
+//    Convolution and matrix products run on oneDNN (its own summation order: results
+//    agree with a double reference within the tolerance of tests/common/tolerance.h).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "core/tensor.h"
+
+namespace rkd::ops {
+
+// ---- copies and views ----
+// dst (dense) = src, element by element; src may be strided or broadcast (stride 0).
+void copy_into(const Tensor& src, Tensor& dst);
+// A view of t broadcast (numpy rules) to `shape`: size-1 dims get stride 0.
+Tensor broadcast_view(const Tensor& t, const Shape& shape);
+
+// ---- elementwise ----
+enum class Binary {
+  add, sub, mul, div, pow, min, max, mod, fmod, prelu,
+  equal, less, greater, less_equal, greater_equal,  // -> bool
+  logical_and, logical_or, logical_xor,              // bool -> bool
+};
+// float32, int32 and int64 operands of one dtype (bool for the logical ops); integer
+// div truncates toward zero and refuses a zero divisor (an Error naming `what`); integer
+// mod follows the divisor's sign (ONNX fmod=0), fmod the dividend's.
+Status binary(Binary op, const Tensor& a, const Tensor& b, Tensor& out, const std::string& what);
+
+enum class Unary {
+  relu, leaky_relu, sigmoid, hard_sigmoid, hard_swish, tanh, erf, gelu_erf, gelu_tanh, sqrt, exp, log, abs, neg,
+  reciprocal, clip, floor, ceil, round, sign, sin, cos, softplus, elu, selu, logical_not, identity,
+};
+struct UnaryParams {
+  float alpha = 0.f, beta = 0.f, gamma = 0.f;  // LeakyRelu/Elu alpha; HardSigmoid alpha, beta; Selu alpha, gamma
+  float lo = -INFINITY, hi = INFINITY;         // Clip bounds
+};
+// float32 for the math; abs/neg/clip/sign/identity also int32/int64; not: bool.
+Status unary(Unary op, const Tensor& x, Tensor& out, const UnaryParams& p = {});
+
+Status where(const Tensor& cond, const Tensor& x, const Tensor& y, Tensor& out);
+// Any dtype to any dtype: float -> int truncates toward zero (out-of-range values are
+// undefined in ONNX; here saturated), -> bool is x != 0, float -> f16/bf16 rounds to
+// nearest even.
+Status cast(const Tensor& x, Tensor& out);
+
+// ---- normalisation and activations over an axis ----
+// Softmax / LogSoftmax over one axis (opset >= 13): max-subtracted, sum in float32.
+void softmax(const Tensor& x, int axis, bool log, Tensor& out);
+// LayerNormalization over axes [axis, rank): mean and variance in float32 (two passes);
+// mean/inv_std outputs optional (nullptr).
+void layer_norm(const Tensor& x, const Tensor& scale, const Tensor* bias, int axis, float eps, Tensor& out,
+                Tensor* mean, Tensor* inv_std);
+// Inference BatchNormalization: y = (x - mean) / sqrt(var + eps) * scale + bias, channel axis 1.
+void batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& mean, const Tensor& var,
+                float eps, Tensor& out);
+
+// ---- reductions ----
+enum class Reduce { sum, mean, max, min, prod, l2, sum_square };
+// reduce_axis[i]: whether axis i is reduced; out has the keepdims or squeezed shape (same
+// element order). float32, and int64 for sum/max/min/prod.
+Status reduce(Reduce op, const Tensor& x, const std::vector<bool>& reduce_axis, Tensor& out);
+// ArgMax/ArgMin: first occurrence unless select_last; NaN counts as the largest (as numpy).
+void arg_reduce(const Tensor& x, int axis, bool max, bool select_last, Tensor& out);
+// TopK: ties ordered by lower index first (ONNX); sorted output always (sorted=0 allows any order).
+void topk(const Tensor& x, int64_t k, int axis, bool largest, Tensor& values, Tensor& indices);
+Status cumsum(const Tensor& x, int axis, bool exclusive, bool reverse, Tensor& out);
+
+// ---- layout ----
+void concat(const std::vector<const Tensor*>& inputs, int axis, Tensor& out);
+// Gather along axis; negative indices count from the end; an index out of [-d, d) is an Error.
+Status gather(const Tensor& data, const Tensor& indices, int axis, Tensor& out);
+Status gather_elements(const Tensor& data, const Tensor& indices, int axis, Tensor& out);
+// ScatterND / ScatterElements with reduction none|add|mul|max|min.
+Status scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updates, const std::string& reduction,
+                  Tensor& out);
+Status scatter_elements(const Tensor& data, const Tensor& indices, const Tensor& updates, int axis,
+                        const std::string& reduction, Tensor& out);
+void tile(const Tensor& x, Tensor& out);
+enum class PadMode { constant, reflect, edge, wrap };
+// pads: begin values for every axis then end values (negative = crop).
+Status pad(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode, double value, Tensor& out);
+// Slice with per-axis (start, step) already clamped; out's shape gives the counts.
+void slice(const Tensor& x, const std::vector<int64_t>& start, const std::vector<int64_t>& step, Tensor& out);
+void transpose(const Tensor& x, const std::vector<int64_t>& perm, Tensor& out);
+void range(double start, double delta, Tensor& out);
+void fill(Tensor& out, const Tensor& scalar);  // ConstantOfShape
+
+// ---- spatial ----
+struct PoolParams {
+  std::vector<int64_t> kernel, strides, dilations, pads;  // pads: begins then ends
+  bool count_include_pad = false;
+};
+void max_pool(const Tensor& x, const PoolParams& p, Tensor& out);
+void average_pool(const Tensor& x, const PoolParams& p, Tensor& out);
+void global_pool(const Tensor& x, bool max, Tensor& out);
+
+struct ResizeParams {
+  enum class Mode { nearest, linear, cubic } mode = Mode::nearest;
+  // half_pixel, half_pixel_symmetric, pytorch_half_pixel, align_corners, asymmetric, tf_crop_and_resize
+  std::string coordinate_transformation = "half_pixel";
+  // round_prefer_floor, round_prefer_ceil, floor, ceil
+  std::string nearest_mode = "round_prefer_floor";
+  float cubic_coeff_a = -0.75f;
+  bool exclude_outside = false;
+  float extrapolation_value = 0.f;
+  std::vector<float> scales;  // per axis (output/input when given by sizes)
+  std::vector<float> roi;     // tf_crop_and_resize: starts then ends, per axis
+};
+// Nearest over any rank; linear and cubic over any set of axes (separable).
+Status resize(const Tensor& x, const ResizeParams& p, Tensor& out);
+
+// ---- products (oneDNN) ----
+struct ConvParams {
+  std::vector<int64_t> strides, dilations, pads;  // pads: begins then ends; dilations as ONNX (1 = dense)
+  int64_t group = 1;
+  std::vector<int64_t> output_padding;            // ConvTranspose
+};
+// A prepared convolution: the primitive and the weights in oneDNN's preferred layout
+// are made once (weights are constant in detectors) and reused by every run().
+class ConvPrimitive {
+ public:
+  virtual ~ConvPrimitive() = default;
+  // x: [N, C, spatial...] float32 dense; out preallocated.
+  virtual Status run(const Tensor& x, Tensor& out) = 0;
+  virtual std::string implementation() const = 0;  // oneDNN's implementation name
+};
+// bias may be nullptr. transposed: ConvTranspose (weights [C, M/group, k...]).
+// fused_activation: "" or "relu" or "silu" (x * sigmoid(x), applied after the bias).
+Result<std::unique_ptr<ConvPrimitive>> make_conv(const Shape& x_shape, const Tensor& weights, const Tensor* bias,
+                                                 const ConvParams& p, bool transposed, const Shape& out_shape,
+                                                 const std::string& fused_activation = "");
+// numpy matmul (broadcast batch dims, 1-D operands promoted); float32.
+Status matmul(const Tensor& a, const Tensor& b, Tensor& out);
+// Gemm: out = alpha * op(A) op(B) + beta * C (C broadcast to [M, N], may be nullptr).
+Status gemm(const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a, bool trans_b, float alpha, float beta,
+            Tensor& out);
+// Einsum with explicit output ("ij,jk->ik"; no ellipsis): contraction in double.
+Status einsum(const std::string& equation, const std::vector<const Tensor*>& inputs, Tensor& out);
+
+// Sets the thread count of the oneDNN/OpenMP side (the kernels' own pool is core's global pool).
+void set_math_threads(int threads);
+
+}  // namespace rkd::ops

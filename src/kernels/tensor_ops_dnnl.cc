@@ -1,0 +1,287 @@
+// Convolution, transposed convolution and matrix products on oneDNN (tensor_ops.h).
+//
+// oneDNN is Debian's libdnnl (2.6, OpenMP runtime). Tensors stay in NCHW; the weights of
+// a convolution are reordered once into the layout oneDNN prefers for the shape
+// (format_tag::any) when the primitive is prepared.
+#include <omp.h>
+
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "kernels/tensor_ops.h"
+
+namespace rkd::ops {
+
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+memory::dims dims_of(const Shape& s) { return memory::dims(s.begin(), s.end()); }
+
+tag plain_tag(size_t rank) {
+  switch (rank) {
+    case 1: return tag::a;
+    case 2: return tag::ab;
+    case 3: return tag::abc;
+    case 4: return tag::abcd;
+    case 5: return tag::abcde;
+    default: return tag::abcdef;
+  }
+}
+
+Error dnnl_error(const std::string& what, const dnnl::error& e) {
+  return unsupported(what + ": oneDNN: " + e.what());
+}
+
+class DnnlConv final : public ConvPrimitive {
+ public:
+  Status init(const Shape& x_shape, const Tensor& weights0, const Tensor* bias, const ConvParams& p, bool transposed,
+              const Shape& out_shape, const std::string& act) {
+    try {
+      const size_t sp = x_shape.size() - 2;
+      const Tensor weights = weights0.is_contiguous() ? weights0 : weights0.contiguous();
+      const int64_t g = p.group;
+      memory::dims wd;
+      memory::desc w_user;
+      if (!transposed) {
+        // ONNX [M, C/g, k...] = oihw (g = 1) or goihw with o = M/g.
+        if (g == 1) {
+          wd = dims_of(weights.shape());
+          w_user = memory::desc(wd, dt::f32, plain_tag(wd.size()));
+        } else {
+          wd = {g, weights.shape()[0] / g};
+          for (size_t i = 1; i < weights.shape().size(); ++i) wd.push_back(weights.shape()[i]);
+          w_user = memory::desc(wd, dt::f32, plain_tag(wd.size()));
+        }
+      } else {
+        // ONNX [C, M/g, k...]: oneDNN wants (g,) o, i, k... with o = output channels.
+        const int64_t c = weights.shape()[0], mg = weights.shape()[1];
+        if (g == 1) {
+          wd = {mg, c};
+        } else {
+          wd = {g, mg, c / g};
+        }
+        for (size_t i = 2; i < weights.shape().size(); ++i) wd.push_back(weights.shape()[i]);
+        // Strides of the ONNX buffer seen in oneDNN's dim order (o and i swapped).
+        memory::dims st(wd.size());
+        int64_t ksz = 1;
+        for (size_t i = 2; i < weights.shape().size(); ++i) ksz *= weights.shape()[i];
+        const memory::dims kst = [&] {
+          memory::dims s(sp);
+          int64_t acc = 1;
+          for (size_t i = sp; i-- > 0;) {
+            s[i] = acc;
+            acc *= weights.shape()[i + 2];
+          }
+          return s;
+        }();
+        if (g == 1) {
+          st = {ksz, mg * ksz};
+        } else {
+          st = {(c / g) * mg * ksz, ksz, mg * ksz};
+        }
+        st.insert(st.end(), kst.begin(), kst.end());
+        w_user = memory::desc(wd, dt::f32, st);
+      }
+      const memory::desc src_md(dims_of(x_shape), dt::f32, plain_tag(x_shape.size()));
+      const memory::desc dst_md(dims_of(out_shape), dt::f32, plain_tag(out_shape.size()));
+      const memory::desc w_any(wd, dt::f32, tag::any);
+      memory::dims strides(p.strides.begin(), p.strides.end()), dil, pl, pr;
+      for (size_t i = 0; i < sp; ++i) {
+        dil.push_back(p.dilations[i] - 1);
+        pl.push_back(p.pads[i]);
+        pr.push_back(p.pads[i + sp]);
+      }
+      if (transposed) {
+        // The padded output of ConvTranspose: output_padding adds rows at the end, which
+        // oneDNN expresses as less right padding.
+        for (size_t i = 0; i < sp; ++i) {
+          const int64_t full = (x_shape[i + 2] - 1) * p.strides[i] + (weights.shape()[i + 2] - 1) * p.dilations[i] + 1;
+          pr[i] = full - pl[i] - out_shape[i + 2];
+        }
+      }
+      dnnl::primitive_attr attr;
+      if (!act.empty()) {
+        dnnl::post_ops po;
+        po.append_eltwise(1.f, act == "relu" ? dnnl::algorithm::eltwise_relu : dnnl::algorithm::eltwise_swish,
+                          act == "relu" ? 0.f : 1.f, 0.f);
+        attr.set_post_ops(po);
+      }
+      const int64_t oc = out_shape[1];
+      memory::desc b_md;
+      if (bias) b_md = memory::desc({oc}, dt::f32, tag::a);
+      memory::desc w_pref;
+      if (!transposed) {
+        auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                        dnnl::algorithm::convolution_direct, src_md, w_any, b_md,
+                                                        dst_md, strides, dil, pl, pr)
+                      : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                        dnnl::algorithm::convolution_direct, src_md, w_any, dst_md,
+                                                        strides, dil, pl, pr);
+        auto pd = dnnl::convolution_forward::primitive_desc(d, attr, engine());
+        w_pref = pd.weights_desc();
+        impl_ = pd.impl_info_str();
+        prim_ = dnnl::convolution_forward(pd);
+      } else {
+        auto d = bias ? dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                          dnnl::algorithm::deconvolution_direct, src_md, w_any, b_md,
+                                                          dst_md, strides, dil, pl, pr)
+                      : dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                          dnnl::algorithm::deconvolution_direct, src_md, w_any,
+                                                          dst_md, strides, dil, pl, pr);
+        auto pd = dnnl::deconvolution_forward::primitive_desc(d, attr, engine());
+        w_pref = pd.weights_desc();
+        impl_ = pd.impl_info_str();
+        prim_ = dnnl::deconvolution_forward(pd);
+      }
+      src_md_ = src_md;
+      dst_md_ = dst_md;
+      // Reorder the weights once into the primitive's layout (the user memory is only read).
+      weights_ = memory(w_pref, engine());
+      memory w_src(w_user, engine(), const_cast<void*>(weights.raw()));
+      dnnl::stream s(engine());
+      dnnl::reorder(w_src, weights_).execute(s, w_src, weights_);
+      if (bias) {
+        bias_copy_ = bias->is_contiguous() ? bias->clone() : bias->contiguous();
+        bias_ = memory(b_md, engine(), bias_copy_.raw());
+        has_bias_ = true;
+      }
+      s.wait();
+    } catch (const dnnl::error& e) {
+      return dnnl_error("convolution", e);
+    }
+    return {};
+  }
+
+  Status run(const Tensor& x, Tensor& out) override {
+    try {
+      const Tensor xd = x.is_contiguous() ? x : x.contiguous();
+      memory src(src_md_, engine(), const_cast<void*>(xd.raw()));
+      memory dst(dst_md_, engine(), out.raw());
+      dnnl::stream s(engine());
+      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, dst}};
+      if (has_bias_) args[DNNL_ARG_BIAS] = bias_;
+      prim_.execute(s, args);
+      s.wait();
+    } catch (const dnnl::error& e) {
+      return dnnl_error("convolution", e);
+    }
+    return {};
+  }
+  std::string implementation() const override { return impl_; }
+
+ private:
+  dnnl::primitive prim_;
+  memory::desc src_md_, dst_md_;
+  memory weights_, bias_;
+  Tensor bias_copy_;
+  bool has_bias_ = false;
+  std::string impl_;
+};
+
+// A matrix product out[b] = a[b] x w[b] (+ bias [1.., N]) on strided operands of equal
+// rank >= 2 (batch dims broadcast when 1).
+Status dnnl_matmul(const Shape& as, const Shape& ast, const void* a, const Shape& bs, const Shape& bst, const void* b,
+                   const Tensor* bias, Tensor& out) {
+  try {
+    const memory::desc a_md(dims_of(as), dt::f32, dims_of(ast));
+    const memory::desc b_md(dims_of(bs), dt::f32, dims_of(bst));
+    const memory::desc o_md(dims_of(out.shape()), dt::f32, plain_tag(out.shape().size()));
+    memory::desc bias_md;
+    Shape bias_shape(out.shape().size(), 1);
+    if (bias) {
+      bias_shape.back() = out.shape().back();
+      bias_md = memory::desc(dims_of(bias_shape), dt::f32, plain_tag(bias_shape.size()));
+    }
+    auto d = bias ? dnnl::matmul::desc(a_md, b_md, bias_md, o_md) : dnnl::matmul::desc(a_md, b_md, o_md);
+    auto pd = dnnl::matmul::primitive_desc(d, engine());
+    dnnl::matmul prim(pd);
+    memory am(a_md, engine(), const_cast<void*>(a)), bm(b_md, engine(), const_cast<void*>(b)),
+        om(o_md, engine(), out.raw());
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, om}};
+    if (bias) args[DNNL_ARG_BIAS] = memory(bias_md, engine(), const_cast<void*>(bias->raw()));
+    dnnl::stream s(engine());
+    prim.execute(s, args);
+    s.wait();
+  } catch (const dnnl::error& e) {
+    return dnnl_error("matmul", e);
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ConvPrimitive>> make_conv(const Shape& x_shape, const Tensor& weights, const Tensor* bias,
+                                                 const ConvParams& p, bool transposed, const Shape& out_shape,
+                                                 const std::string& fused_activation) {
+  if (weights.dtype() != DType::f32 || (bias && bias->dtype() != DType::f32)) {
+    return unsupported("convolution: only float32 weights and bias");
+  }
+  if (x_shape.size() < 3 || x_shape.size() > 5) return unsupported("convolution: 1-D, 2-D or 3-D only");
+  auto c = std::make_unique<DnnlConv>();
+  RKD_TRY(c->init(x_shape, weights, bias, p, transposed, out_shape, fused_activation));
+  return std::unique_ptr<ConvPrimitive>(std::move(c));
+}
+
+Status matmul(const Tensor& a0, const Tensor& b0, Tensor& out) {
+  const Tensor a = a0.is_contiguous() ? a0 : a0.contiguous();
+  const Tensor b = b0.is_contiguous() ? b0 : b0.contiguous();
+  Shape as = a.shape(), bs = b.shape();
+  if (as.size() == 1) as.insert(as.begin(), 1);
+  if (bs.size() == 1) bs.push_back(1);
+  const size_t r = std::max<size_t>(std::max(as.size(), bs.size()), 2);
+  while (as.size() < r) as.insert(as.begin(), 1);
+  while (bs.size() < r) bs.insert(bs.begin(), 1);
+  Shape os(r);
+  for (size_t i = 0; i + 2 < r; ++i) os[i] = std::max(as[i], bs[i]);
+  os[r - 2] = as[r - 2];
+  os[r - 1] = bs[r - 1];
+  if (as[r - 1] == 0 || out.numel() == 0) {
+    std::fill_n(out.data<float>(), out.numel(), 0.f);
+    return {};
+  }
+  Tensor o = out.with_layout(os, contiguous_strides(os));
+  // oneDNN 2.6 broadcasts batch dims of src and weights only up to 12-D and asks
+  // consistent ranks; operands keep dense strides, broadcast dims have size 1.
+  return dnnl_matmul(as, contiguous_strides(as), a.raw(), bs, contiguous_strides(bs), b.raw(), nullptr, o);
+}
+
+Status gemm(const Tensor& a0, const Tensor& b0, const Tensor* c, bool trans_a, bool trans_b, float alpha, float beta,
+            Tensor& out) {
+  const Tensor a = a0.is_contiguous() ? a0 : a0.contiguous();
+  const Tensor b = b0.is_contiguous() ? b0 : b0.contiguous();
+  const int64_t m = out.shape()[0], n = out.shape()[1];
+  const int64_t k = trans_a ? a.shape()[0] : a.shape()[1];
+  Shape as{m, k}, ast = trans_a ? Shape{1, m} : Shape{k, 1};
+  Shape bs{k, n}, bst = trans_b ? Shape{1, k} : Shape{n, 1};
+  const bool bias_fused = c && alpha == 1.f && beta == 1.f && c->dtype() == DType::f32 && c->is_contiguous() &&
+                          (c->numel() == n && (c->rank() == 1 || (c->rank() == 2 && c->shape()[0] == 1)));
+  if (k == 0) {
+    std::fill_n(out.data<float>(), out.numel(), 0.f);
+  } else {
+    RKD_TRY(dnnl_matmul(as, ast, a.raw(), bs, bst, b.raw(), bias_fused ? c : nullptr, out));
+  }
+  if (bias_fused) return {};
+  float* po = out.data<float>();
+  if (alpha != 1.f) {
+    for (int64_t i = 0; i < m * n; ++i) po[i] *= alpha;
+  }
+  if (c && beta != 0.f) {
+    Tensor cb = broadcast_view(*c, out.shape());
+    Tensor cd = Tensor::empty(DType::f32, out.shape());
+    copy_into(cb, cd);
+    for (int64_t i = 0; i < m * n; ++i) po[i] += beta * cd.data<float>()[i];
+  }
+  return {};
+}
+
+void set_math_threads(int threads) { omp_set_num_threads(threads > 0 ? threads : omp_get_num_procs()); }
+
+}  // namespace rkd::ops

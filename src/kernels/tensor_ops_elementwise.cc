@@ -1,0 +1,417 @@
+// Elementwise, cast and copy kernels (tensor_ops.h).
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <cstring>
+
+#include "core/thread_pool.h"
+#include "kernels/tensor_ops.h"
+
+namespace rkd::ops {
+
+namespace {
+
+// Iterates over a dense output of `shape` in C order, calling fn(out_offset, in_offsets,
+// inner_count, inner_strides) for every run of the innermost dimension. Strides are in
+// elements per input.
+template <size_t K, typename Fn>
+void for_each_row(const Shape& shape, const std::array<const Shape*, K>& strides, Fn&& fn) {
+  const size_t r = shape.size();
+  if (r == 0) {
+    std::array<int64_t, K> off{};
+    std::array<int64_t, K> inner{};
+    fn(int64_t{0}, off, int64_t{1}, inner);
+    return;
+  }
+  int64_t total = 1;
+  for (int64_t d : shape) total *= d;
+  if (total == 0) return;
+  const int64_t inner_n = shape[r - 1];
+  std::array<int64_t, K> inner{};
+  for (size_t k = 0; k < K; ++k) inner[k] = (*strides[k])[r - 1];
+  std::vector<int64_t> idx(r, 0);
+  std::array<int64_t, K> off{};
+  for (int64_t row = 0; row < total / inner_n; ++row) {
+    fn(row * inner_n, off, inner_n, inner);
+    for (size_t d = r - 1; d-- > 0;) {
+      ++idx[d];
+      for (size_t k = 0; k < K; ++k) off[k] += (*strides[k])[d];
+      if (idx[d] < shape[d]) break;
+      for (size_t k = 0; k < K; ++k) off[k] -= (*strides[k])[d] * shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+template <typename T>
+T int_pow(T base, T e) {
+  if (e < 0) return base == 1 ? 1 : 0;
+  T r = 1;
+  while (e) {
+    if (e & 1) r *= base;
+    base *= base;
+    e >>= 1;
+  }
+  return r;
+}
+
+template <typename T, typename R>
+Status binary_typed(Binary op, const Tensor& a0, const Tensor& b0, Tensor& out, const std::string& what) {
+  const Tensor a = broadcast_view(a0, out.shape()), b = broadcast_view(b0, out.shape());
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  R* po = out.data<R>();
+  bool div_zero = false;
+  auto kernel = [&](auto f) {
+    for_each_row<2>(out.shape(), {&a.strides(), &b.strides()}, [&](int64_t o, const auto& off, int64_t n, const auto& st) {
+      const T* x = pa + off[0];
+      const T* y = pb + off[1];
+      R* z = po + o;
+      if (st[0] == 1 && st[1] == 1) {
+        for (int64_t i = 0; i < n; ++i) z[i] = f(x[i], y[i]);
+      } else if (st[0] == 1 && st[1] == 0) {
+        const T yy = y[0];
+        for (int64_t i = 0; i < n; ++i) z[i] = f(x[i], yy);
+      } else if (st[0] == 0 && st[1] == 1) {
+        const T xx = x[0];
+        for (int64_t i = 0; i < n; ++i) z[i] = f(xx, y[i]);
+      } else {
+        for (int64_t i = 0; i < n; ++i) z[i] = f(x[i * st[0]], y[i * st[1]]);
+      }
+    });
+  };
+  constexpr bool is_float = std::is_same_v<T, float>;
+  if constexpr (std::is_same_v<T, bool>) {
+    switch (op) {
+      case Binary::equal: kernel([](T x, T y) -> R { return x == y; }); break;
+      case Binary::logical_and: kernel([](T x, T y) -> R { return x && y; }); break;
+      case Binary::logical_or: kernel([](T x, T y) -> R { return x || y; }); break;
+      case Binary::logical_xor: kernel([](T x, T y) -> R { return x != y; }); break;
+      default: return unsupported(what + ": arithmetic on bool");
+    }
+    return {};
+  } else {
+  switch (op) {
+    case Binary::add: kernel([](T x, T y) -> R { return static_cast<R>(x + y); }); break;
+    case Binary::sub: kernel([](T x, T y) -> R { return static_cast<R>(x - y); }); break;
+    case Binary::mul: kernel([](T x, T y) -> R { return static_cast<R>(x * y); }); break;
+    case Binary::div:
+      if constexpr (is_float) {
+        kernel([](T x, T y) -> R { return x / y; });
+      } else {
+        kernel([&](T x, T y) -> R {
+          if (y == 0) {
+            div_zero = true;
+            return 0;
+          }
+          return static_cast<R>(x / y);
+        });
+      }
+      break;
+    case Binary::pow:
+      if constexpr (is_float) {
+        kernel([](T x, T y) -> R { return y == 2.f ? x * x : std::pow(x, y); });
+      } else {
+        kernel([](T x, T y) -> R { return static_cast<R>(int_pow<T>(x, y)); });
+      }
+      break;
+    case Binary::min:
+      if constexpr (is_float) kernel([](T x, T y) -> R { return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y); });
+      else kernel([](T x, T y) -> R { return std::min(x, y); });
+      break;
+    case Binary::max:
+      if constexpr (is_float) kernel([](T x, T y) -> R { return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); });
+      else kernel([](T x, T y) -> R { return std::max(x, y); });
+      break;
+    case Binary::fmod:
+      if constexpr (is_float) {
+        kernel([](T x, T y) -> R { return std::fmod(x, y); });
+      } else {
+        kernel([&](T x, T y) -> R {
+          if (y == 0) {
+            div_zero = true;
+            return 0;
+          }
+          return static_cast<R>(x % y);
+        });
+      }
+      break;
+    case Binary::mod:
+      if constexpr (is_float) {
+        kernel([](T x, T y) -> R {
+          T m = std::fmod(x, y);
+          if (m != 0 && ((m < 0) != (y < 0))) m += y;
+          return m;
+        });
+      } else {
+        kernel([&](T x, T y) -> R {
+          if (y == 0) {
+            div_zero = true;
+            return 0;
+          }
+          T m = x % y;
+          if (m != 0 && ((m < 0) != (y < 0))) m += y;
+          return static_cast<R>(m);
+        });
+      }
+      break;
+    case Binary::prelu: kernel([](T x, T y) -> R { return static_cast<R>(x < 0 ? x * y : x); }); break;
+    case Binary::equal: kernel([](T x, T y) -> R { return x == y; }); break;
+    case Binary::less: kernel([](T x, T y) -> R { return x < y; }); break;
+    case Binary::greater: kernel([](T x, T y) -> R { return x > y; }); break;
+    case Binary::less_equal: kernel([](T x, T y) -> R { return x <= y; }); break;
+    case Binary::greater_equal: kernel([](T x, T y) -> R { return x >= y; }); break;
+    case Binary::logical_and: kernel([](T x, T y) -> R { return (x != 0) && (y != 0); }); break;
+    case Binary::logical_or: kernel([](T x, T y) -> R { return (x != 0) || (y != 0); }); break;
+    case Binary::logical_xor: kernel([](T x, T y) -> R { return (x != 0) != (y != 0); }); break;
+  }
+  }
+  if (div_zero) return invalid(what + ": integer division by zero");
+  return {};
+}
+
+bool is_comparison(Binary op) {
+  return op == Binary::equal || op == Binary::less || op == Binary::greater || op == Binary::less_equal ||
+         op == Binary::greater_equal || op == Binary::logical_and || op == Binary::logical_or ||
+         op == Binary::logical_xor;
+}
+
+float erf_gelu(float x) { return 0.5f * x * (1.f + std::erf(x * 0.70710678118654752f)); }
+float tanh_gelu(float x) {
+  return 0.5f * x * (1.f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
+template <typename T, typename F>
+void map_unary(const Tensor& x0, Tensor& out, F f) {
+  const Tensor x = x0.is_contiguous() ? x0 : x0.contiguous();
+  const T* p = x.data<T>();
+  T* o = out.data<T>();
+  const int64_t n = x.numel();
+  constexpr int64_t kChunk = 1 << 16;
+  if (n >= 4 * kChunk && global_thread_count() > 1) {
+    ThreadPool::global().parallel_for((n + kChunk - 1) / kChunk, [&](int64_t c) {
+      const int64_t e = std::min(n, (c + 1) * kChunk);
+      for (int64_t i = c * kChunk; i < e; ++i) o[i] = f(p[i]);
+    });
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) o[i] = f(p[i]);
+}
+
+template <typename T>
+Status unary_int(Unary op, const Tensor& x, Tensor& out, const UnaryParams& p) {
+  switch (op) {
+    case Unary::abs: map_unary<T>(x, out, [](T v) { return v < 0 ? static_cast<T>(-v) : v; }); return {};
+    case Unary::neg: map_unary<T>(x, out, [](T v) { return static_cast<T>(-v); }); return {};
+    case Unary::sign: map_unary<T>(x, out, [](T v) { return static_cast<T>((v > 0) - (v < 0)); }); return {};
+    case Unary::identity: map_unary<T>(x, out, [](T v) { return v; }); return {};
+    case Unary::relu: map_unary<T>(x, out, [](T v) { return v < 0 ? T{0} : v; }); return {};
+    case Unary::clip: {
+      const T lo = std::isinf(p.lo) ? std::numeric_limits<T>::lowest() : static_cast<T>(p.lo);
+      const T hi = std::isinf(p.hi) ? std::numeric_limits<T>::max() : static_cast<T>(p.hi);
+      map_unary<T>(x, out, [=](T v) { return std::min(std::max(v, lo), hi); });
+      return {};
+    }
+    default: return unsupported(std::string("unary op on ") + dtype_name(x.dtype()));
+  }
+}
+
+template <typename From, typename To>
+void cast_loop(const From* s, To* d, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<To, bool>) {
+      d[i] = s[i] != From{};
+    } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+      const From v = s[i];
+      if (std::isnan(v)) d[i] = 0;
+      else if (v <= static_cast<From>(std::numeric_limits<To>::lowest())) d[i] = std::numeric_limits<To>::lowest();
+      else if (v >= static_cast<From>(std::numeric_limits<To>::max())) d[i] = std::numeric_limits<To>::max();
+      else d[i] = static_cast<To>(v);
+    } else {
+      d[i] = static_cast<To>(s[i]);
+    }
+  }
+}
+
+template <typename F>
+bool visit_plain(DType t, F&& f) {
+  switch (t) {
+    case DType::f32: f(float{}); return true;
+    case DType::i8: f(int8_t{}); return true;
+    case DType::u8: f(uint8_t{}); return true;
+    case DType::i16: f(int16_t{}); return true;
+    case DType::i32: f(int32_t{}); return true;
+    case DType::i64: f(int64_t{}); return true;
+    case DType::b8: f(bool{}); return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+Tensor broadcast_view(const Tensor& t, const Shape& shape) {
+  if (t.shape() == shape) return t;
+  const size_t r = shape.size();
+  const size_t tr = t.shape().size();
+  Shape strides(r, 0);
+  for (size_t i = 0; i < tr; ++i) {
+    const size_t o = r - tr + i;
+    strides[o] = t.shape()[i] == 1 ? 0 : t.strides()[i];
+  }
+  return t.with_layout(shape, strides);
+}
+
+void copy_into(const Tensor& src, Tensor& dst) {
+  if (src.is_contiguous() && src.shape() == dst.shape()) {
+    if (src.raw() != dst.raw()) std::memcpy(dst.raw(), src.raw(), dst.nbytes());
+    return;
+  }
+  const Tensor s = broadcast_view(src, dst.shape());
+  const size_t es = dtype_size(dst.dtype());
+  const uint8_t* ps = static_cast<const uint8_t*>(s.raw());
+  uint8_t* pd = static_cast<uint8_t*>(dst.raw());
+  for_each_row<1>(dst.shape(), {&s.strides()}, [&](int64_t o, const auto& off, int64_t n, const auto& st) {
+    const uint8_t* a = ps + off[0] * static_cast<int64_t>(es);
+    uint8_t* z = pd + o * static_cast<int64_t>(es);
+    if (st[0] == 1) {
+      std::memcpy(z, a, static_cast<size_t>(n) * es);
+      return;
+    }
+    switch (es) {
+      case 4: for (int64_t i = 0; i < n; ++i) std::memcpy(z + i * 4, a + i * st[0] * 4, 4); break;
+      case 8: for (int64_t i = 0; i < n; ++i) std::memcpy(z + i * 8, a + i * st[0] * 8, 8); break;
+      default:
+        for (int64_t i = 0; i < n; ++i) std::memcpy(z + i * static_cast<int64_t>(es), a + i * st[0] * static_cast<int64_t>(es), es);
+    }
+  });
+}
+
+Status binary(Binary op, const Tensor& a, const Tensor& b, Tensor& out, const std::string& what) {
+  if (a.dtype() != b.dtype()) {
+    return invalid(what + ": operands have different dtypes (" + dtype_name(a.dtype()) + ", " + dtype_name(b.dtype()) + ")");
+  }
+  const bool cmp = is_comparison(op);
+  switch (a.dtype()) {
+    case DType::f32: return cmp ? binary_typed<float, bool>(op, a, b, out, what) : binary_typed<float, float>(op, a, b, out, what);
+    case DType::i64: return cmp ? binary_typed<int64_t, bool>(op, a, b, out, what) : binary_typed<int64_t, int64_t>(op, a, b, out, what);
+    case DType::i32: return cmp ? binary_typed<int32_t, bool>(op, a, b, out, what) : binary_typed<int32_t, int32_t>(op, a, b, out, what);
+    case DType::b8:
+      if (cmp) return binary_typed<bool, bool>(op, a, b, out, what);
+      break;
+    default: break;
+  }
+  return unsupported(what + ": elementwise op on " + dtype_name(a.dtype()));
+}
+
+Status unary(Unary op, const Tensor& x, Tensor& out, const UnaryParams& p) {
+  if (x.dtype() == DType::b8 && (op == Unary::logical_not || op == Unary::identity)) {
+    map_unary<bool>(x, out, [op](bool v) { return op == Unary::logical_not ? !v : v; });
+    return {};
+  }
+  if (x.dtype() == DType::i64) return unary_int<int64_t>(op, x, out, p);
+  if (x.dtype() == DType::i32) return unary_int<int32_t>(op, x, out, p);
+  if (x.dtype() != DType::f32) {
+    if (op == Unary::identity) {
+      copy_into(x, out);
+      return {};
+    }
+    return unsupported(std::string("unary op on ") + dtype_name(x.dtype()));
+  }
+  switch (op) {
+    case Unary::relu: map_unary<float>(x, out, [](float v) { return v < 0.f ? 0.f : v; }); break;
+    case Unary::leaky_relu: map_unary<float>(x, out, [a = p.alpha](float v) { return v < 0.f ? v * a : v; }); break;
+    case Unary::sigmoid: map_unary<float>(x, out, [](float v) { return 1.f / (1.f + std::exp(-v)); }); break;
+    case Unary::hard_sigmoid:
+      map_unary<float>(x, out, [a = p.alpha, b = p.beta](float v) { return std::max(0.f, std::min(1.f, a * v + b)); });
+      break;
+    case Unary::hard_swish:
+      map_unary<float>(x, out, [](float v) { return v * std::max(0.f, std::min(1.f, v / 6.f + 0.5f)); });
+      break;
+    case Unary::tanh: map_unary<float>(x, out, [](float v) { return std::tanh(v); }); break;
+    case Unary::erf: map_unary<float>(x, out, [](float v) { return std::erf(v); }); break;
+    case Unary::gelu_erf: map_unary<float>(x, out, erf_gelu); break;
+    case Unary::gelu_tanh: map_unary<float>(x, out, tanh_gelu); break;
+    case Unary::sqrt: map_unary<float>(x, out, [](float v) { return std::sqrt(v); }); break;
+    case Unary::exp: map_unary<float>(x, out, [](float v) { return std::exp(v); }); break;
+    case Unary::log: map_unary<float>(x, out, [](float v) { return std::log(v); }); break;
+    case Unary::abs: map_unary<float>(x, out, [](float v) { return std::fabs(v); }); break;
+    case Unary::neg: map_unary<float>(x, out, [](float v) { return -v; }); break;
+    case Unary::reciprocal: map_unary<float>(x, out, [](float v) { return 1.f / v; }); break;
+    case Unary::clip:
+      map_unary<float>(x, out, [lo = p.lo, hi = p.hi](float v) { return std::isnan(v) ? v : std::min(std::max(v, lo), hi); });
+      break;
+    case Unary::floor: map_unary<float>(x, out, [](float v) { return std::floor(v); }); break;
+    case Unary::ceil: map_unary<float>(x, out, [](float v) { return std::ceil(v); }); break;
+    case Unary::round: map_unary<float>(x, out, [](float v) { return std::nearbyint(v); }); break;  // half to even
+    case Unary::sign: map_unary<float>(x, out, [](float v) { return v > 0.f ? 1.f : (v < 0.f ? -1.f : v); }); break;
+    case Unary::sin: map_unary<float>(x, out, [](float v) { return std::sin(v); }); break;
+    case Unary::cos: map_unary<float>(x, out, [](float v) { return std::cos(v); }); break;
+    case Unary::softplus: map_unary<float>(x, out, [](float v) { return std::log1p(std::exp(-std::fabs(v))) + std::max(v, 0.f); }); break;
+    case Unary::elu: map_unary<float>(x, out, [a = p.alpha](float v) { return v < 0.f ? a * (std::exp(v) - 1.f) : v; }); break;
+    case Unary::selu:
+      map_unary<float>(x, out, [a = p.alpha, g = p.gamma](float v) { return v <= 0.f ? g * (a * std::exp(v) - a) : g * v; });
+      break;
+    case Unary::identity: map_unary<float>(x, out, [](float v) { return v; }); break;
+    case Unary::logical_not: return unsupported("Not on float32");
+  }
+  return {};
+}
+
+Status where(const Tensor& cond, const Tensor& x, const Tensor& y, Tensor& out) {
+  if (cond.dtype() != DType::b8) return invalid("Where: condition must be bool");
+  if (x.dtype() != y.dtype()) return invalid("Where: X and Y have different dtypes");
+  const Tensor c = broadcast_view(cond, out.shape()), a = broadcast_view(x, out.shape()), b = broadcast_view(y, out.shape());
+  const size_t es = dtype_size(out.dtype());
+  const uint8_t* pc = c.data<uint8_t>();
+  const uint8_t* pa = static_cast<const uint8_t*>(a.raw());
+  const uint8_t* pb = static_cast<const uint8_t*>(b.raw());
+  uint8_t* po = static_cast<uint8_t*>(out.raw());
+  for_each_row<3>(out.shape(), {&c.strides(), &a.strides(), &b.strides()},
+                  [&](int64_t o, const auto& off, int64_t n, const auto& st) {
+                    for (int64_t i = 0; i < n; ++i) {
+                      const bool t = pc[off[0] + i * st[0]] != 0;
+                      const uint8_t* src = t ? pa + (off[1] + i * st[1]) * static_cast<int64_t>(es)
+                                             : pb + (off[2] + i * st[2]) * static_cast<int64_t>(es);
+                      std::memcpy(po + (o + i) * static_cast<int64_t>(es), src, es);
+                    }
+                  });
+  return {};
+}
+
+Status cast(const Tensor& x0, Tensor& out) {
+  const Tensor x = x0.is_contiguous() ? x0 : x0.contiguous();
+  if (x.dtype() == out.dtype()) {
+    copy_into(x, out);
+    return {};
+  }
+  const int64_t n = x.numel();
+  const bool half_in = x.dtype() == DType::f16 || x.dtype() == DType::bf16;
+  const bool half_out = out.dtype() == DType::f16 || out.dtype() == DType::bf16;
+  if (half_in || half_out) {
+    // Through float32: exact for f16/bf16 -> f32, rounds to nearest even the other way.
+    Tensor f = x;
+    if (half_in) {
+      RKD_ASSIGN(f, x.to(DType::f32));
+    } else if (x.dtype() != DType::f32) {
+      f = Tensor::empty(DType::f32, x.shape());
+      RKD_TRY(cast(x, f));
+    }
+    if (!half_out) return cast(f, out);
+    RKD_ASSIGN(Tensor h, f.to(out.dtype()));
+    std::memcpy(out.raw(), h.raw(), out.nbytes());
+    return {};
+  }
+  bool ok = false;
+  visit_plain(x.dtype(), [&](auto from) {
+    using From = decltype(from);
+    ok = visit_plain(out.dtype(), [&](auto to) {
+      using To = decltype(to);
+      cast_loop<From, To>(x.data<From>(), out.data<To>(), n);
+    });
+  });
+  if (!ok) return unsupported(std::string("Cast from ") + dtype_name(x.dtype()) + " to " + dtype_name(out.dtype()));
+  return {};
+}
+
+}  // namespace rkd::ops

@@ -1,0 +1,96 @@
+// The CPU executor: compiles an IR graph (passes, kernels, memory plan) and runs it.
+//
+// Contract:
+//  - optimize() runs the pass pipeline (names as used by --dump-after):
+//      shape-inference, constant-folding, dead-code-elimination, conv-bn-folding,
+//      deform-attn-fusion (unless CompileOptions::fuse is false), conv-activation-fusion,
+//      dead-code-elimination-2
+//    and then checks that every remaining node has a kernel and static output shapes,
+//    reporting every offending node at once ("unsupported").
+//  - Executor::create() prepares one kernel per node and plans memory: every
+//    intermediate value gets an offset in one arena, values whose lifetimes
+//    (producer .. last reader, in node order) do not overlap may share bytes (greedy by
+//    size, as TFLite's arena planner). View ops (Reshape, Flatten, Squeeze, Unsqueeze,
+//    Identity) alias their input and extend its lifetime. Graph outputs get their own
+//    buffers so that run() can return them.
+//  - run() checks every graph input by name, dtype and shape (errors name the input) and
+//    returns every graph output by name. The Executor reads the graph it was created
+//    from: the graph must outlive it and stay unchanged.
+//  - Threads: ExecutorOptions::threads sets both the kernels' pool and oneDNN's OpenMP
+//    threads (process-wide settings).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "core/tensor.h"
+#include "ir/ir.h"
+
+namespace rkd::runtime {
+
+struct CompileOptions {
+  bool fuse = true;                      // deform-attn-fusion
+  std::set<std::string> dump_after;      // pass names
+  std::function<void(const std::string& pass, const std::string& ir)> dump;
+};
+
+// What the fusion passes found (for inspect): fused sites and near misses with reasons.
+struct FusionReport {
+  int fused_sites = 0;
+  std::vector<std::string> fused;       // one line per fused site
+  std::vector<std::string> not_fused;   // "node X: <reason>"
+};
+
+Status optimize(ir::Graph& g, const CompileOptions& opt = {}, FusionReport* report = nullptr);
+// The pass names optimize() runs, in order.
+std::vector<std::string> pass_names(bool fuse);
+
+struct ExecutorOptions {
+  int threads = 0;       // <= 0: hardware concurrency
+  bool profile = false;  // time every node
+};
+
+struct NodeTime {
+  std::string node, op_type;
+  double micros = 0;
+};
+
+struct MemoryPlan {
+  int64_t arena_bytes = 0;          // bytes of the shared arena
+  int64_t intermediate_bytes = 0;   // sum of every planned value's size (no reuse)
+  int64_t output_bytes = 0;
+  int64_t constant_bytes = 0;
+  int planned_values = 0, aliased_values = 0;
+};
+
+class Executor {
+ public:
+  static Result<std::unique_ptr<Executor>> create(const ir::Graph& g, const ExecutorOptions& opt = {});
+  Result<std::map<std::string, Tensor>> run(const std::map<std::string, Tensor>& inputs);
+
+  const MemoryPlan& memory_plan() const { return plan_; }
+  // Per-node times of the last run() (empty unless profile).
+  const std::vector<NodeTime>& last_profile() const { return profile_; }
+
+ private:
+  struct Step;
+  Executor() = default;
+
+  const ir::Graph* g_ = nullptr;
+  ExecutorOptions opt_;
+  std::vector<std::shared_ptr<Step>> steps_;
+  std::map<const ir::Value*, size_t> slot_of_;   // value -> slot index
+  std::vector<Tensor> slots_;                    // bound tensors per run
+  std::shared_ptr<uint8_t[]> arena_;
+  MemoryPlan plan_;
+  std::vector<NodeTime> profile_;
+  friend struct ExecutorBuilder;
+};
+
+}  // namespace rkd::runtime

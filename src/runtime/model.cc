@@ -1,0 +1,46 @@
+#include "runtime/model.h"
+
+#include "frontends/onnx/onnx_import.h"
+
+namespace rkd::runtime {
+
+Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt) {
+  onnx_frontend::ImportOptions io;
+  io.batch = opt.batch > 0 ? opt.batch : 1;
+  RKD_ASSIGN(onnx_frontend::Imported imp, onnx_frontend::import_onnx_file(path, io));
+  LoadedModel m;
+  m.graph = std::make_unique<ir::Graph>(std::move(imp.graph));
+  m.notes = std::move(imp.notes);
+  Status s = optimize(*m.graph, opt.compile, &m.fusion);
+  if (!s.ok()) return s.error().with_context(path);
+  auto e = Executor::create(*m.graph, opt.exec);
+  if (!e.ok()) return e.error().with_context(path);
+  m.executor = std::move(e).value();
+  return m;
+}
+
+Status check_detector_inputs(const std::map<std::string, Tensor>& inputs) {
+  auto it = inputs.find("orig_target_sizes");
+  if (it == inputs.end()) return {};
+  const Tensor& t = it->second;
+  const std::string what = "input 'orig_target_sizes' ([w, h] of the original image per batch item)";
+  if (t.dtype() != DType::i64 && t.dtype() != DType::i32) {
+    return invalid(what + ": must be int64 or int32, got " + dtype_name(t.dtype()));
+  }
+  if (t.rank() != 2 || t.dim(1) != 2) return invalid(what + ": shape must be [N, 2], got " + shape_to_string(t.shape()));
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double v = t.get_as_double(i);
+    if (v <= 0) {
+      return invalid(what + ": row " + std::to_string(i / 2) + " holds " + std::to_string(static_cast<int64_t>(v)) +
+                     " for the " + (i % 2 ? "height" : "width") +
+                     "; sizes must be positive, otherwise every box would be scaled to zero");
+    }
+    if (v > static_cast<double>(kMaxImageSide)) {
+      return invalid(what + ": row " + std::to_string(i / 2) + " holds " + std::to_string(static_cast<int64_t>(v)) +
+                     ", more than " + std::to_string(kMaxImageSide) + " pixels");
+    }
+  }
+  return {};
+}
+
+}  // namespace rkd::runtime

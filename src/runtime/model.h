@@ -1,0 +1,45 @@
+// Loading a model file into a ready-to-run executor, and the input contracts of the
+// detector families rkdeploy knows.
+//
+// Contract:
+//  - load_model() imports the file (ONNX), binds a symbolic batch dimension to
+//    LoadOptions::batch (1 when 0), runs optimize() (executor.h) and creates the
+//    Executor. Errors name the file.
+//  - check_detector_inputs(): for a DEIM/D-FINE/RT-DETR-style model (an input named
+//    `orig_target_sizes`), that input must be integer [N, 2] holding [width, height] of
+//    the original image, both in [1, kMaxImageSide]; [0, 0] or negatives are refused with
+//    an error saying that every box would be scaled to zero.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "ir/ir.h"
+#include "runtime/executor.h"
+
+namespace rkd::runtime {
+
+inline constexpr int64_t kMaxImageSide = 1 << 16;
+
+struct LoadOptions {
+  int64_t batch = 0;  // 0: 1
+  CompileOptions compile;
+  ExecutorOptions exec;
+};
+
+struct LoadedModel {
+  std::unique_ptr<ir::Graph> graph;  // stable address: the executor reads it
+  FusionReport fusion;
+  std::vector<std::string> notes;
+  std::unique_ptr<Executor> executor;
+};
+
+Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt);
+
+// See the contract above.
+Status check_detector_inputs(const std::map<std::string, Tensor>& inputs);
+
+}  // namespace rkd::runtime
