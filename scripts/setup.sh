@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages rkdeploy needs; idempotent (skips what is present).
-#   scripts/setup.sh            build + tests (compiler, CMake, libraries, ONNX test data)
+#   scripts/setup.sh            build + tests (compiler, CMake, libraries incl. oneDNN, ONNX test
+#                               data, python3-torch for the reference models, skimage photos)
 #   scripts/setup.sh --cross    + aarch64 cross toolchain, qemu-user and arm64 libraries
 #   scripts/setup.sh --bench    + benchmark peers (python3-torch, python3-onnx, Node.js + npm)
 #   scripts/setup.sh --fuzz     + clang for the libFuzzer targets
@@ -22,9 +23,10 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 pkgs=(build-essential cmake ninja-build pkg-config git
       libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libfmt-dev
-      libhwy-dev libzip-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata)
+      libhwy-dev libzip-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
+      libdnnl-dev libstb-dev python3-torch python3-numpy python3-skimage)
 [ "$want_cross" = 1 ] && pkgs+=(g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64 libgtest-dev:arm64 libzip-dev:arm64)
-[ "$want_bench" = 1 ] && pkgs+=(python3-torch python3-onnx python3-numpy nodejs npm)
+[ "$want_bench" = 1 ] && pkgs+=(python3-onnx nodejs npm)
 [ "$want_fuzz" = 1 ] && pkgs+=(clang libclang-rt-14-dev)
 
 if [ "$want_cross" = 1 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then

@@ -78,7 +78,11 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--scale", default="s", choices=["s", "tiny"])
     ap.add_argument("--models", default="deim,deim_discrete,yolo")
+    ap.add_argument("--quiet", action="store_true", help="silence the exporter's warnings")
     a = ap.parse_args()
+    if a.quiet:
+        import warnings
+        warnings.filterwarnings("ignore")
     os.makedirs(a.out, exist_ok=True)
     suffix = "" if a.scale == "s" else "_tiny"
     for m in a.models.split(","):

@@ -90,8 +90,10 @@ class DnnlConv final : public ConvPrimitive {
         st.insert(st.end(), kst.begin(), kst.end());
         w_user = memory::desc(wd, dt::f32, st);
       }
-      const memory::desc src_md(dims_of(x_shape), dt::f32, plain_tag(x_shape.size()));
-      const memory::desc dst_md(dims_of(out_shape), dt::f32, plain_tag(out_shape.size()));
+      const memory::desc src_md(dims_of(x_shape), dt::f32, tag::any);
+      const memory::desc dst_md(dims_of(out_shape), dt::f32, tag::any);
+      src_user_ = memory::desc(dims_of(x_shape), dt::f32, plain_tag(x_shape.size()));
+      dst_user_ = memory::desc(dims_of(out_shape), dt::f32, plain_tag(out_shape.size()));
       const memory::desc w_any(wd, dt::f32, tag::any);
       memory::dims strides(p.strides.begin(), p.strides.end()), dil, pl, pr;
       for (size_t i = 0; i < sp; ++i) {
@@ -127,6 +129,8 @@ class DnnlConv final : public ConvPrimitive {
                                                         strides, dil, pl, pr);
         auto pd = dnnl::convolution_forward::primitive_desc(d, attr, engine());
         w_pref = pd.weights_desc();
+        src_md_ = pd.src_desc();
+        dst_md_ = pd.dst_desc();
         impl_ = pd.impl_info_str();
         prim_ = dnnl::convolution_forward(pd);
       } else {
@@ -138,11 +142,19 @@ class DnnlConv final : public ConvPrimitive {
                                                           dst_md, strides, dil, pl, pr);
         auto pd = dnnl::deconvolution_forward::primitive_desc(d, attr, engine());
         w_pref = pd.weights_desc();
+        src_md_ = pd.src_desc();
+        dst_md_ = pd.dst_desc();
         impl_ = pd.impl_info_str();
         prim_ = dnnl::deconvolution_forward(pd);
       }
-      src_md_ = src_md;
-      dst_md_ = dst_md;
+      if (src_md_ != src_user_) {
+        src_buf_ = memory(src_md_, engine());
+        src_reorder_ = dnnl::reorder(memory(src_user_, engine(), nullptr), src_buf_);
+      }
+      if (dst_md_ != dst_user_) {
+        dst_buf_ = memory(dst_md_, engine());
+        dst_reorder_ = dnnl::reorder(dst_buf_, memory(dst_user_, engine(), nullptr));
+      }
       // Reorder the weights once into the primitive's layout (the user memory is only read).
       weights_ = memory(w_pref, engine());
       memory w_src(w_user, engine(), const_cast<void*>(weights.raw()));
@@ -163,12 +175,21 @@ class DnnlConv final : public ConvPrimitive {
   Status run(const Tensor& x, Tensor& out) override {
     try {
       const Tensor xd = x.is_contiguous() ? x : x.contiguous();
-      memory src(src_md_, engine(), const_cast<void*>(xd.raw()));
-      memory dst(dst_md_, engine(), out.raw());
+      // Activations stay NCHW between ops; when oneDNN's fastest kernel wants a blocked
+      // layout (nChw16c on AVX-512) the input and output are reordered around it.
+      memory src_user(src_user_, engine(), const_cast<void*>(xd.raw()));
+      memory dst_user(dst_user_, engine(), out.raw());
       dnnl::stream s(engine());
+      memory src = src_user, dst = dst_user;
+      if (src_buf_) {
+        src_reorder_.execute(s, src_user, src_buf_);
+        src = src_buf_;
+      }
+      if (dst_buf_) dst = dst_buf_;
       std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, dst}};
       if (has_bias_) args[DNNL_ARG_BIAS] = bias_;
       prim_.execute(s, args);
+      if (dst_buf_) dst_reorder_.execute(s, dst_buf_, dst_user);
       s.wait();
     } catch (const dnnl::error& e) {
       return dnnl_error("convolution", e);
@@ -179,8 +200,9 @@ class DnnlConv final : public ConvPrimitive {
 
  private:
   dnnl::primitive prim_;
-  memory::desc src_md_, dst_md_;
-  memory weights_, bias_;
+  memory::desc src_md_, dst_md_, src_user_, dst_user_;
+  memory weights_, bias_, src_buf_, dst_buf_;
+  dnnl::reorder src_reorder_, dst_reorder_;
   Tensor bias_copy_;
   bool has_bias_ = false;
   std::string impl_;

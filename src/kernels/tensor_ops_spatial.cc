@@ -131,12 +131,15 @@ struct Taps {
 };
 
 float source_coordinate(const ResizeParams& p, size_t axis, int64_t x, int64_t in_len, int64_t out_len, float scale) {
+  // ONNX: length_resized is in_len * scale (not the rounded output size) where it appears.
   const std::string& ct = p.coordinate_transformation;
   const float xf = static_cast<float>(x);
+  const float len_resized = static_cast<float>(in_len) * scale;
   if (ct == "half_pixel") return (xf + 0.5f) / scale - 0.5f;
-  if (ct == "pytorch_half_pixel") return out_len > 1 ? (xf + 0.5f) / scale - 0.5f : 0.f;
+  if (ct == "tf_half_pixel_for_nn") return (xf + 0.5f) / scale;
+  if (ct == "pytorch_half_pixel") return len_resized > 1.f ? (xf + 0.5f) / scale - 0.5f : 0.f;
   if (ct == "align_corners") {
-    return out_len == 1 ? 0.f : xf * static_cast<float>(in_len - 1) / static_cast<float>(out_len - 1);
+    return len_resized == 1.f ? 0.f : xf * static_cast<float>(in_len - 1) / (len_resized - 1.f);
   }
   if (ct == "asymmetric") return xf / scale;
   if (ct == "half_pixel_symmetric") {
@@ -149,9 +152,9 @@ float source_coordinate(const ResizeParams& p, size_t axis, int64_t x, int64_t i
   // tf_crop_and_resize
   const size_t r = p.roi.size() / 2;
   const float start = p.roi[axis], end = p.roi[axis + r];
-  if (out_len > 1) {
+  if (len_resized > 1.f) {
     return start * static_cast<float>(in_len - 1) +
-           xf * (end - start) * static_cast<float>(in_len - 1) / static_cast<float>(out_len - 1);
+           xf * (end - start) * static_cast<float>(in_len - 1) / (len_resized - 1.f);
   }
   return 0.5f * (start + end) * static_cast<float>(in_len - 1);
 }
@@ -246,6 +249,27 @@ Status resize(const Tensor& x0, const ResizeParams& p, Tensor& out) {
   // unchanged N and C).
   const int64_t rows = out.numel() / std::max<int64_t>(out.shape()[r - 1], 1);
   const int64_t ow = out.shape()[r - 1];
+  bool single_tap = true;
+  for (const Taps& t : taps) single_tap = single_tap && t.count == 1;
+  if (single_tap && p.coordinate_transformation != "tf_crop_and_resize") {
+    // Nearest (or unchanged axes): every output element copies one input element.
+    ThreadPool::global().parallel_for(std::max<int64_t>(1, std::min<int64_t>(rows, 64)), [&](int64_t chunk) {
+      const int64_t nch = std::max<int64_t>(1, std::min<int64_t>(rows, 64));
+      const int64_t b = rows * chunk / nch, e = rows * (chunk + 1) / nch;
+      const int64_t* iw = taps[r - 1].index.data();
+      for (int64_t row = b; row < e; ++row) {
+        int64_t rem = row, off = 0;
+        for (size_t a = r - 1; a-- > 0;) {
+          off += taps[a].index[static_cast<size_t>(rem % out.shape()[a])] * xs[a];
+          rem /= out.shape()[a];
+        }
+        const float* src = px + off;
+        float* dst = po + row * ow;
+        for (int64_t xw = 0; xw < ow; ++xw) dst[xw] = src[iw[xw]];
+      }
+    });
+    return {};
+  }
   ThreadPool::global().parallel_for(std::max<int64_t>(1, std::min<int64_t>(rows, 64)), [&](int64_t chunk) {
     const int64_t nch = std::max<int64_t>(1, std::min<int64_t>(rows, 64));
     const int64_t b = rows * chunk / nch, e = rows * (chunk + 1) / nch;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "ir/shape_inference.h"
 #include "kernels/grid_sample.h"
@@ -52,8 +53,21 @@ Factory binary_factory(ops::Binary op) {
   return [op](const Node& n, int64_t) -> Result<Kernel> {
     const std::string what = n.describe();
     return Kernel([op, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-      // Variadic Min/Max/Sum/Mean fold pairwise into the output.
-      RKD_TRY(ops::binary(op, *in[0], in.size() > 1 ? *in[1] : *in[0], out[0], what));
+      // Variadic Min/Max/Sum fold pairwise into the output.
+      if (in.size() == 1) {
+        ops::copy_into(*in[0], out[0]);
+        return {};
+      }
+      if (op == ops::Binary::pow && in[0]->dtype() != in[1]->dtype()) {
+        // Pow allows an exponent of another type: computed in float32, cast to the base's type.
+        Tensor a = Tensor::empty(DType::f32, in[0]->shape()), b = Tensor::empty(DType::f32, in[1]->shape());
+        RKD_TRY(ops::cast(*in[0], a));
+        RKD_TRY(ops::cast(*in[1], b));
+        Tensor f = Tensor::empty(DType::f32, out[0].shape());
+        RKD_TRY(ops::binary(op, a, b, f, what));
+        return ops::cast(f, out[0]);
+      }
+      RKD_TRY(ops::binary(op, *in[0], *in[1], out[0], what));
       for (size_t i = 2; i < in.size(); ++i) {
         Tensor acc = out[0].clone();
         RKD_TRY(ops::binary(op, acc, *in[i], out[0], what));
@@ -162,7 +176,7 @@ Result<Kernel> resize_factory(const Node& n, int64_t opset) {
   if (antialias) return unsupported(n.describe() + ": antialias=1");
   if (n.attrs.count("axes")) return unsupported(n.describe() + ": the axes attribute");
   if (keep != "stretch") return unsupported(n.describe() + ": keep_aspect_ratio_policy=" + keep);
-  static const char* kModes[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+  static const char* kModes[] = {"half_pixel", "tf_half_pixel_for_nn", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
                                  "asymmetric", "tf_crop_and_resize"};
   if (std::find(std::begin(kModes), std::end(kModes), p.coordinate_transformation) == std::end(kModes)) {
     return invalid(n.describe() + ": unknown coordinate_transformation_mode '" + p.coordinate_transformation + "'");
@@ -335,7 +349,13 @@ const std::map<std::string, Factory>& registry() {
     for (const char* v : {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"}) {
       r[v] = [](const Node&, int64_t) { return copy_kernel(); };
     }
-    r["Dropout"] = [](const Node&, int64_t) -> Result<Kernel> {
+    r["Dropout"] = [](const Node& n, int64_t) -> Result<Kernel> {
+      if (n.inputs.size() > 2 && n.inputs[2]) {
+        const ir::Value* tm = n.inputs[2];
+        if (!tm->constant || tm->constant->get_as_double(0) != 0) {
+          return unsupported(n.describe() + ": training-mode Dropout (random) is not an inference op");
+        }
+      }
       return Kernel([](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         ops::copy_into(*in[0], out[0]);
         if (out.size() > 1 && out[1].defined()) std::fill_n(out[1].data<uint8_t>(), out[1].numel(), uint8_t{1});
@@ -658,6 +678,16 @@ std::vector<std::string> kernel_op_types() {
 Result<Kernel> prepare_op(const ir::Node& n, int64_t opset) {
   if (!has_kernel(n.domain, n.op_type)) {
     return unsupported(n.describe() + ": no CPU kernel for " + (n.domain.empty() ? "" : n.domain + ".") + n.op_type);
+  }
+  static const std::set<std::string> kFloatOnly = {
+      "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Resize",
+      "Softmax", "LogSoftmax", "LayerNormalization", "BatchNormalization", "MatMul", "Gemm", "Einsum",
+      "GridSample", "Sigmoid", "Tanh", "Erf", "Gelu", "Sqrt", "Exp", "Log", "Reciprocal", "HardSigmoid",
+      "HardSwish", "LeakyRelu", "Elu", "Selu", "Softplus", "Sin", "Cos", "Floor", "Ceil", "Round", "ArgMax",
+      "ArgMin", "TopK"};
+  if (kFloatOnly.count(n.op_type) && !n.inputs.empty() && n.inputs[0] && n.inputs[0]->dtype &&
+      *n.inputs[0]->dtype != DType::f32) {
+    return unsupported(n.describe() + ": input of type " + dtype_name(*n.inputs[0]->dtype) + " (float32 only)");
   }
   return registry().at(n.op_type)(n, opset);
 }

@@ -1,5 +1,6 @@
 #include "frontends/onnx/onnx_import.h"
 
+#include <limits>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/onnx_pb.h>
@@ -198,6 +199,15 @@ std::string join_problems(const std::vector<std::string>& p) {
 }
 
 }  // namespace
+
+Result<Tensor> import_onnx_tensor(std::span<const uint8_t> bytes, const std::string& what) {
+  onnx::TensorProto t;
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !t.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return invalid(what + ": not a serialized ONNX TensorProto");
+  }
+  return tensor_from_proto(t, "", what);
+}
 
 Result<Imported> import_onnx_bytes(std::span<const uint8_t> bytes, const std::string& what, const std::string& base_dir,
                                    const ImportOptions& opt) {

@@ -42,4 +42,7 @@ Result<Imported> import_onnx_file(const std::string& path, const ImportOptions& 
 Result<Imported> import_onnx_bytes(std::span<const uint8_t> bytes, const std::string& what,
                                    const std::string& base_dir, const ImportOptions& opt = {});
 
+// One serialized TensorProto (the test_data_set_*/input_N.pb files of ONNX test data).
+Result<Tensor> import_onnx_tensor(std::span<const uint8_t> bytes, const std::string& what);
+
 }  // namespace rkd::onnx_frontend
