@@ -62,6 +62,11 @@ void run_model(const RunArgs& a) {
   lo.exec.threads = a.threads;
   lo.exec.profile = a.profile;
   runtime::LoadedModel m = take(runtime::load_model(a.model, lo));
+  if (m.fusion.fused_sites > 0 || !m.fusion.not_fused.empty()) {
+    std::fprintf(stderr, "deform-attn-fusion: %d site(s) fused, %zu similar site(s) left unfused\n", m.fusion.fused_sites,
+                 m.fusion.not_fused.size());
+    for (const auto& r : m.fusion.not_fused) std::fprintf(stderr, "  not fused: %s\n", r.c_str());
+  }
   auto outputs = take(m.executor->run(inputs));
   // Repeats (for --profile on warm caches): the last run is the one reported.
   for (int i = 1; i < a.repeat; ++i) outputs = take(m.executor->run(inputs));

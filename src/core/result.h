@@ -63,6 +63,7 @@ class [[nodiscard]] Result {
     assert(ok());
     return std::get<0>(std::move(v_));
   }
+  T value_or(T fallback) const& { return ok() ? std::get<0>(v_) : fallback; }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }

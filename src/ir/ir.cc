@@ -176,6 +176,39 @@ void Graph::remove_unused_constants() {
                 values_.end());
 }
 
+Status Graph::sort_topologically() {
+  std::set<const Value*> ready;
+  for (const Value* v : inputs) ready.insert(v);
+  for (const auto& v : values_) {
+    if (v->is_constant() || !v->producer) ready.insert(v.get());
+  }
+  std::vector<std::unique_ptr<Node>> pending = std::move(nodes_), sorted;
+  nodes_.clear();
+  while (!pending.empty()) {
+    bool progress = false;
+    for (auto& n : pending) {
+      if (!n) continue;
+      bool ok = true;
+      for (const Value* v : n->inputs) ok = ok && (!v || ready.count(v));
+      if (!ok) continue;
+      for (const Value* v : n->outputs) {
+        if (v) ready.insert(v);
+      }
+      sorted.push_back(std::move(n));
+      progress = true;
+    }
+    pending.erase(std::remove(pending.begin(), pending.end(), nullptr), pending.end());
+    if (!progress) {
+      const std::string who = pending.front()->describe();
+      for (auto& n : pending) sorted.push_back(std::move(n));
+      nodes_ = std::move(sorted);
+      return invalid(who + ": on a cycle (or reads a value nothing produces)");
+    }
+  }
+  nodes_ = std::move(sorted);
+  return {};
+}
+
 Status Graph::validate() const {
   std::set<const Value*> defined;
   for (const Value* v : inputs) defined.insert(v);

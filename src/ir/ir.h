@@ -112,6 +112,10 @@ class Graph {
   // Removes constant values that no node reads and that are not graph outputs.
   void remove_unused_constants();
 
+  // Reorders nodes topologically (stable: keeps the current order where it is valid);
+  // fails naming a node on a cycle.
+  Status sort_topologically();
+
   // Checks topological order, producer/consumer links, unique names, and that every graph
   // output is defined. Errors name the node and value.
   Status validate() const;

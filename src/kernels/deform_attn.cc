@@ -78,6 +78,7 @@ Status shape_value(MsdaValue& v, int64_t batch, int64_t heads, int64_t hd, const
   v.head_dim = hd;
   v.head_dim_padded = (hd + 7) / 8 * 8;
   v.levels = levels;
+  v.level_start.clear();
   int64_t t = 0;
   for (const auto& l : levels) {
     v.level_start.push_back(t);

@@ -17,7 +17,7 @@ namespace rkd::runtime {
 
 std::vector<std::string> pass_names(bool fuse) {
   std::vector<std::string> v{"shape-inference", "constant-folding", "dead-code-elimination", "conv-bn-folding"};
-  (void)fuse;
+  if (fuse) v.push_back("deform-attn-fusion");
   v.push_back("conv-activation-fusion");
   v.push_back("dead-code-elimination-2");
   return v;
@@ -29,7 +29,8 @@ Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
   pm.add(ir::constant_folding_pass(evaluate_node));
   pm.add(ir::dead_code_elimination_pass());
   pm.add(ir::conv_bn_folding_pass());
-  (void)report;
+  FusionReport local;
+  if (opt.fuse) pm.add(deform_attn_fusion_pass(report ? report : &local));
   pm.add(conv_activation_fusion_pass());
   ir::Pass dce2 = ir::dead_code_elimination_pass();
   dce2.name = "dead-code-elimination-2";

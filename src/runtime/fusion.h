@@ -13,6 +13,26 @@ namespace rkd::runtime {
 
 ir::Pass conv_activation_fusion_pass();
 
+// deform-attn-fusion: recognises the sampling subgraph of D-FINE/DEIM decoders
+// (deformable_attention_core_func_v2) as PyTorch exports it and replaces it by
+//   prepared = rkdeploy.MSDAPrepare(value)            - once per distinct value tensor
+//   out      = rkdeploy.MSDeformAttn(prepared, locations, weights)
+// with the kernels of src/kernels/deform_attn.h. Recognised forms, per site:
+//   value      Reshape [B,T,nH,c] -> Transpose(0,2,3,1) -> Reshape [B*nH,c,T] -> one Slice
+//              (or Split) per level, in token order -> Reshape [B*nH,c,h,w];
+//   locations  L [B,Q,nH,P,2] -> (default: Mul 2, Sub 1) -> Transpose(0,2,1,3,4) ->
+//              Reshape [B*nH,Q,P,2] -> Split over the points axis by level;
+//   weights    W [B,Q,nH,P] -> Transpose(0,2,1,3) -> Reshape [B*nH,1,Q,P];
+//   per level  default:  GridSample(bilinear, zeros, align_corners=0);
+//              discrete: Mul [w,h] -> Add 0.5 -> Cast int64 -> Clip(0, h-1) -> (index
+//              arithmetic on constants only) -> Gather from Flatten(Transpose(0,2,3,1)(value_l))
+//              -> Reshape/Transpose/Reshape to [B*nH,c,Q,P_l];
+//   tail       Concat(levels, -1) * weights -> ReduceSum(-1) -> Reshape [B,nH*c,Q] ->
+//              Transpose(0,2,1).
+// A site that looks similar (a Concat of GridSample or Gather samples) but fails a check
+// is left as it is and reported with the check that failed.
+ir::Pass deform_attn_fusion_pass(FusionReport* report);
+
 bool is_fused_op(const ir::Node& n);              // domain "rkdeploy"
 Result<Kernel> prepare_fused_op(const ir::Node& n);
 
