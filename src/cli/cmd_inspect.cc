@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "frontends/onnx/onnx_import.h"
+#include "runtime/executor.h"
 
 namespace rkd::cli {
 namespace {
@@ -83,11 +84,22 @@ void run_inspect(const InspectArgs& a) {
   auto imported = take(onnx_frontend::import_onnx_file(a.model, opt));
   const ir::Graph& g = imported.graph;
 
+  // A second copy, batch bound (1 unless --batch) and run through the executor's passes:
+  // its shapes are static (ONNX's inference cannot see through Shape/Gather/Reshape chains),
+  // and the fusion report says which deformable-attention sites the CPU executor fuses.
+  onnx_frontend::ImportOptions opt2;
+  opt2.batch = a.batch > 0 ? a.batch : 1;
+  auto compiled = take(onnx_frontend::import_onnx_file(a.model, opt2));
+  runtime::FusionReport fusion;
+  const Status compile_status = runtime::optimize(compiled.graph, {}, &fusion);
+  const ir::Graph& shapes_from = compile_status.ok() ? compiled.graph : g;
+  const std::string executor_text = compile_status.ok() ? "ok" : compile_status.error().to_string();
+
   std::map<std::string, int64_t> count;
   std::map<std::string, double> macs;
   std::map<std::string, int64_t> macs_unknown;
-  for (const auto& n : g.nodes()) {
-    count[n->op_type]++;
+  for (const auto& n : g.nodes()) count[n->op_type]++;
+  for (const auto& n : shapes_from.nodes()) {
     if (auto m = node_macs(*n)) {
       macs[n->op_type] += *m;
     } else if (n->op_type == "Conv" || n->op_type == "ConvTranspose" || n->op_type == "MatMul" || n->op_type == "Gemm") {
@@ -148,6 +160,9 @@ void run_inspect(const InspectArgs& a) {
     for (const char* op : kPlacementOps) place[op] = count.count(op) ? count[op] : 0;
     j["placement_ops"] = place;
     j["notes"] = imported.notes;
+    j["macs_batch"] = opt2.batch;
+    j["cpu_executor"] = executor_text;
+    j["fusion"] = {{"fused_sites", fusion.fused_sites}, {"fused", fusion.fused}, {"not_fused", fusion.not_fused}};
     std::cout << j.dump(2) << "\n";
     return;
   }
@@ -157,7 +172,13 @@ void run_inspect(const InspectArgs& a) {
   std::printf("size        %zu nodes, %.2f M parameters in %lld initializers (%.1f MB)\n", g.nodes().size(),
               static_cast<double>(params) / 1e6, static_cast<long long>(initializers),
               static_cast<double>(param_bytes) / 1e6);
-  std::printf("compute     %.2f GMAC in Conv/ConvTranspose/MatMul/Gemm (batch 1)\n", total_macs / 1e9);
+  std::printf("compute     %.2f GMAC in Conv/ConvTranspose/MatMul/Gemm (batch %lld)\n", total_macs / 1e9,
+              static_cast<long long>(opt2.batch));
+  std::printf("executor    %s\n", executor_text.c_str());
+  std::printf("fusion      %d deformable-attention site(s) fused, %zu similar site(s) not fused\n", fusion.fused_sites,
+              fusion.not_fused.size());
+  for (const auto& f : fusion.fused) std::printf("  fused      %s\n", f.c_str());
+  for (const auto& f : fusion.not_fused) std::printf("  not fused  %s\n", f.c_str());
   std::printf("\ninputs\n");
   for (const ir::Value* v : g.inputs) std::printf("  %-24s %s\n", v->name.c_str(), type_text(v).c_str());
   std::printf("outputs\n");
