@@ -14,8 +14,10 @@ build: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DRKD_WERROR=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
+PHOTO ?= /usr/lib/python3/dist-packages/skimage/data/astronaut.png
 demo: build
-	./$(BUILD)/src/cli/rkdeploy demo
+	@[ -f $(BUILD)/models/deimv2_s_arch_discrete.onnx ] || /usr/bin/python3 scripts/models/make_models.py $(BUILD)/models --models deim,deim_discrete --quiet
+	./$(BUILD)/src/cli/rkdeploy demo --models $(BUILD)/models --photo $(PHOTO) --draw $(BUILD)/demo.png
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

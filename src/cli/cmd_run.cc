@@ -8,7 +8,9 @@
 
 #include "cli/commands.h"
 #include "core/npy.h"
+#include "runtime/detect.h"
 #include "runtime/model.h"
+#include <nlohmann/json.hpp>
 
 namespace rkd::cli {
 namespace {
@@ -23,6 +25,8 @@ struct RunArgs {
   int top = 15;
   int repeat = 1;
   std::vector<std::string> dump_after;
+  std::string image, config, draw, classes = "coco";
+  bool json = false;
 };
 
 std::string file_safe(const std::string& name) {
@@ -33,7 +37,64 @@ std::string file_safe(const std::string& name) {
   return s.empty() || s == "." || s == ".." ? "_" + s : s;
 }
 
+void run_on_image(const RunArgs& a, runtime::LoadOptions lo) {
+  const runtime::Image img = take(runtime::load_image(a.image));
+  runtime::LoadedModel m = take(runtime::load_model(a.model, lo));
+  runtime::DetectorConfig cfg = a.config.empty() ? runtime::default_config(*m.graph) : take(runtime::read_config(a.config));
+  bool deim = false;
+  for (const ir::Value* v : m.graph->inputs) deim = deim || v->name == "orig_target_sizes";
+  const runtime::Prepared prep = take(runtime::preprocess(img, cfg, deim));
+  check(runtime::check_detector_inputs(prep.inputs));
+  auto outputs = take(m.executor->run(prep.inputs));
+  for (int i = 1; i < a.repeat; ++i) outputs = take(m.executor->run(prep.inputs));
+  const auto dets = take(runtime::postprocess(outputs, cfg, prep, img));
+  const auto& names = runtime::coco_class_names();
+  auto name_of = [&](int64_t l) {
+    return a.classes == "coco" && l >= 0 && l < static_cast<int64_t>(names.size()) ? names[static_cast<size_t>(l)]
+                                                                                    : std::to_string(l);
+  };
+  if (a.json) {
+    nlohmann::json j;
+    j["command"] = "run";
+    j["model"] = a.model;
+    j["image"] = {{"path", a.image}, {"width", img.width}, {"height", img.height}};
+    j["output_kind"] = cfg.output;
+    j["score_threshold"] = cfg.score_threshold;
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& d : dets) {
+      arr.push_back({{"label", d.label}, {"class", name_of(d.label)}, {"score", d.score}, {"box_xyxy", {d.x0, d.y0, d.x1, d.y1}}});
+    }
+    j["detections"] = arr;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("%s: %lldx%lld, %s output, %zu detection(s) with score >= %.2f\n", a.image.c_str(),
+                static_cast<long long>(img.width), static_cast<long long>(img.height), cfg.output.c_str(), dets.size(),
+                cfg.score_threshold);
+    std::printf("  %-3s %-16s %6s  %8s %8s %8s %8s\n", "#", "class", "score", "x0", "y0", "x1", "y1");
+    for (size_t i = 0; i < dets.size(); ++i) {
+      const auto& d = dets[i];
+      std::printf("  %-3zu %-16s %6.3f  %8.1f %8.1f %8.1f %8.1f\n", i, name_of(d.label).c_str(), d.score, d.x0, d.y0, d.x1, d.y1);
+    }
+  }
+  if (!a.draw.empty()) {
+    runtime::Image out = img;
+    runtime::draw_detections(out, dets);
+    check(runtime::write_png(a.draw, out));
+    if (!a.json) std::printf("wrote %s\n", a.draw.c_str());
+  }
+}
+
 void run_model(const RunArgs& a) {
+  if (!a.image.empty()) {
+    if (!a.inputs.empty()) fail(invalid("--image and --input cannot be combined"));
+    runtime::LoadOptions lo;
+    lo.batch = 1;
+    lo.compile.fuse = !a.no_fuse;
+    lo.exec.threads = a.threads;
+    run_on_image(a, lo);
+    return;
+  }
+  if (!a.draw.empty() || !a.config.empty()) fail(invalid("--draw and --config need --image"));
   std::map<std::string, Tensor> inputs;
   for (const std::string& spec : a.inputs) {
     const auto eq = spec.find('=');
@@ -116,6 +177,11 @@ void add_run_command(CLI::App& app) {
   c->add_option("--top", a->top, "rows of the --profile table");
   c->add_option("--repeat", a->repeat, "run N times; outputs and --profile come from the last run")->check(CLI::Range(1, 100000));
   c->add_option("--dump-after", a->dump_after, "print the IR after this pass to stderr (repeatable)");
+  c->add_option("--image", a->image, "a photo (PNG/JPEG): preprocess, run, decode and print detections");
+  c->add_option("--config", a->config, "detector config JSON (docs/detector-config.md); default from the model's inputs");
+  c->add_option("--classes", a->classes, "label names: coco (default) or ids");
+  c->add_option("--draw", a->draw, "with --image: write the photo with boxes to this PNG");
+  c->add_flag("--json", a->json, "with --image: print detections as JSON");
   c->callback([a] { run_model(*a); });
 }
 

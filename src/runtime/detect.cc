@@ -1,0 +1,264 @@
+#include "runtime/detect.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/npy.h"
+
+#include <stb/stb_image.h>
+#include <stb/stb_image_write.h>
+
+namespace rkd::runtime {
+
+Result<Image> load_image(const std::string& path) {
+  RKD_ASSIGN(std::string bytes, read_file_bytes(path));
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) return invalid(path + ": file too large");
+  int w = 0, h = 0, c = 0;
+  if (!stbi_info_from_memory(reinterpret_cast<const stbi_uc*>(bytes.data()), static_cast<int>(bytes.size()), &w, &h, &c)) {
+    return invalid(path + ": not an image stb_image can read (" + std::string(stbi_failure_reason()) + ")");
+  }
+  if (static_cast<int64_t>(w) * h > (int64_t{1} << 28)) {
+    return invalid(path + ": " + std::to_string(w) + "x" + std::to_string(h) + " pixels is more than this tool accepts");
+  }
+  stbi_uc* p = stbi_load_from_memory(reinterpret_cast<const stbi_uc*>(bytes.data()), static_cast<int>(bytes.size()), &w,
+                                     &h, &c, 3);
+  if (!p) return invalid(path + ": cannot decode (" + std::string(stbi_failure_reason()) + ")");
+  Image img;
+  img.width = w;
+  img.height = h;
+  img.rgb.assign(p, p + static_cast<size_t>(w) * static_cast<size_t>(h) * 3);
+  stbi_image_free(p);
+  return img;
+}
+
+Status write_png(const std::string& path, const Image& img) {
+  std::vector<uint8_t> png;
+  auto sink = [](void* ctx, void* data, int size) {
+    auto* v = static_cast<std::vector<uint8_t>*>(ctx);
+    v->insert(v->end(), static_cast<uint8_t*>(data), static_cast<uint8_t*>(data) + size);
+  };
+  if (!stbi_write_png_to_func(sink, &png, static_cast<int>(img.width), static_cast<int>(img.height), 3, img.rgb.data(),
+                              static_cast<int>(img.width * 3))) {
+    return io_error(path + ": PNG encoding failed");
+  }
+  return write_file_atomic(path, png);
+}
+
+Result<DetectorConfig> read_config(const std::string& path) {
+  RKD_ASSIGN(std::string text, read_file_bytes(path));
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return invalid(path + ": not a JSON object");
+  DetectorConfig c;
+  static const std::set<std::string> known = {"input", "width", "height", "resize", "pad_value", "scale", "mean", "std",
+                                              "channel_order", "output", "score_threshold", "nms_iou", "max_detections"};
+  for (const auto& [k, v] : j.items()) {
+    if (!known.count(k)) return invalid(path + ": unknown field '" + k + "'");
+  }
+  try {
+    c.input = j.value("input", c.input);
+    c.width = j.value("width", c.width);
+    c.height = j.value("height", c.height);
+    c.resize = j.value("resize", c.resize);
+    c.pad_value = j.value("pad_value", c.pad_value);
+    c.scale = j.value("scale", c.scale);
+    for (const char* key : {"mean", "std"}) {
+      if (!j.contains(key)) continue;
+      auto arr = j[key].get<std::vector<float>>();
+      if (arr.size() != 3) return invalid(path + ": field '" + key + "' needs 3 values (R, G, B)");
+      std::copy(arr.begin(), arr.end(), std::string(key) == "mean" ? c.mean : c.std);
+    }
+    c.channel_order = j.value("channel_order", c.channel_order);
+    c.output = j.value("output", c.output);
+    c.score_threshold = j.value("score_threshold", c.score_threshold);
+    c.nms_iou = j.value("nms_iou", c.nms_iou);
+    c.max_detections = j.value("max_detections", c.max_detections);
+  } catch (const nlohmann::json::exception& e) {
+    return invalid(path + ": " + e.what());
+  }
+  if (c.width < 1 || c.height < 1 || c.width > 8192 || c.height > 8192) return invalid(path + ": width/height must be 1..8192");
+  if (c.resize != "stretch" && c.resize != "letterbox") return invalid(path + ": field 'resize' must be stretch or letterbox");
+  if (c.channel_order != "rgb" && c.channel_order != "bgr") return invalid(path + ": field 'channel_order' must be rgb or bgr");
+  if (c.output != "deim" && c.output != "yolo") return invalid(path + ": field 'output' must be deim or yolo");
+  for (float s : c.std) {
+    if (!(s > 0)) return invalid(path + ": field 'std' must be positive");
+  }
+  return c;
+}
+
+DetectorConfig default_config(const ir::Graph& g) {
+  DetectorConfig c;
+  bool deim = false;
+  for (const ir::Value* v : g.inputs) deim = deim || v->name == "orig_target_sizes";
+  for (const ir::Value* v : g.inputs) {
+    if (v->name == "orig_target_sizes" || !v->shape || v->shape->size() != 4) continue;
+    c.input = v->name;
+    if ((*v->shape)[2].is_static()) c.height = (*v->shape)[2].value;
+    if ((*v->shape)[3].is_static()) c.width = (*v->shape)[3].value;
+  }
+  c.output = deim ? "deim" : "yolo";
+  c.resize = deim ? "stretch" : "letterbox";
+  return c;
+}
+
+Result<Prepared> preprocess(const Image& img, const DetectorConfig& cfg, bool with_target_sizes) {
+  Prepared p;
+  const int64_t W = cfg.width, H = cfg.height;
+  Tensor t = Tensor::empty(DType::f32, {1, 3, H, W});
+  float* out = t.data<float>();
+  float gx = static_cast<float>(W) / static_cast<float>(img.width);
+  float gy = static_cast<float>(H) / static_cast<float>(img.height);
+  if (cfg.resize == "letterbox") {
+    const float g = std::min(gx, gy);
+    gx = gy = g;
+    p.gain = g;
+    p.pad_x = (static_cast<float>(W) - static_cast<float>(img.width) * g) / 2.f;
+    p.pad_y = (static_cast<float>(H) - static_cast<float>(img.height) * g) / 2.f;
+  }
+  // Bilinear sampling at pixel centres (half-pixel mapping, edges clamped).
+  for (int64_t y = 0; y < H; ++y) {
+    for (int64_t x = 0; x < W; ++x) {
+      const float sx = (static_cast<float>(x) + 0.5f - p.pad_x) / gx - 0.5f;
+      const float sy = (static_cast<float>(y) + 0.5f - p.pad_y) / gy - 0.5f;
+      float rgb[3];
+      const bool outside = sx < -0.5f || sy < -0.5f || sx > static_cast<float>(img.width) - 0.5f ||
+                           sy > static_cast<float>(img.height) - 0.5f;
+      if (outside) {
+        rgb[0] = rgb[1] = rgb[2] = cfg.pad_value;
+      } else {
+        const float cx = std::clamp(sx, 0.f, static_cast<float>(img.width - 1));
+        const float cy = std::clamp(sy, 0.f, static_cast<float>(img.height - 1));
+        const int64_t x0 = static_cast<int64_t>(cx), y0 = static_cast<int64_t>(cy);
+        const int64_t x1 = std::min(x0 + 1, img.width - 1), y1 = std::min(y0 + 1, img.height - 1);
+        const float fx = cx - static_cast<float>(x0), fy = cy - static_cast<float>(y0);
+        for (int k = 0; k < 3; ++k) {
+          auto px = [&](int64_t xx, int64_t yy) { return static_cast<float>(img.rgb[static_cast<size_t>((yy * img.width + xx) * 3 + k)]); };
+          rgb[k] = (px(x0, y0) * (1 - fx) + px(x1, y0) * fx) * (1 - fy) + (px(x0, y1) * (1 - fx) + px(x1, y1) * fx) * fy;
+        }
+      }
+      for (int k = 0; k < 3; ++k) {
+        const int src = cfg.channel_order == "rgb" ? k : 2 - k;
+        out[(k * H + y) * W + x] = (rgb[src] * cfg.scale - cfg.mean[src]) / cfg.std[src];
+      }
+    }
+  }
+  p.inputs[cfg.input] = t;
+  if (with_target_sizes) {
+    Tensor s = Tensor::empty(DType::i64, {1, 2});
+    s.data<int64_t>()[0] = img.width;
+    s.data<int64_t>()[1] = img.height;
+    p.inputs["orig_target_sizes"] = s;
+  }
+  return p;
+}
+
+namespace {
+float iou(const Detection& a, const Detection& b) {
+  const float ix = std::max(0.f, std::min(a.x1, b.x1) - std::max(a.x0, b.x0));
+  const float iy = std::max(0.f, std::min(a.y1, b.y1) - std::max(a.y0, b.y0));
+  const float inter = ix * iy;
+  const float ua = (a.x1 - a.x0) * (a.y1 - a.y0) + (b.x1 - b.x0) * (b.y1 - b.y0) - inter;
+  return ua > 0 ? inter / ua : 0.f;
+}
+}  // namespace
+
+Result<std::vector<Detection>> postprocess(const std::map<std::string, Tensor>& outputs, const DetectorConfig& cfg,
+                                           const Prepared& prep, const Image& img) {
+  std::vector<Detection> dets;
+  if (cfg.output == "deim") {
+    for (const char* name : {"labels", "boxes", "scores"}) {
+      if (!outputs.count(name)) return invalid(std::string("output kind deim: the model has no output '") + name + "'");
+    }
+    const Tensor& l = outputs.at("labels");
+    const Tensor& b = outputs.at("boxes");
+    const Tensor& s = outputs.at("scores");
+    if (l.rank() != 2 || s.shape() != l.shape() || b.rank() != 3 || b.dim(1) != l.dim(1) || b.dim(2) != 4) {
+      return invalid("output kind deim: expected labels [N,K], boxes [N,K,4], scores [N,K]");
+    }
+    for (int64_t k = 0; k < l.dim(1); ++k) {
+      const float score = static_cast<float>(s.get_as_double(k));
+      if (score < cfg.score_threshold) continue;
+      dets.push_back(Detection{static_cast<int64_t>(l.get_as_double(k)), score,
+                               static_cast<float>(b.get_as_double(k * 4)), static_cast<float>(b.get_as_double(k * 4 + 1)),
+                               static_cast<float>(b.get_as_double(k * 4 + 2)), static_cast<float>(b.get_as_double(k * 4 + 3))});
+    }
+  } else {
+    if (outputs.size() != 1) return invalid("output kind yolo: expected one output [N, 4 + classes, anchors]");
+    const Tensor y = outputs.begin()->second.contiguous();
+    if (y.rank() != 3 || y.dim(1) < 5) return invalid("output kind yolo: expected one output [N, 4 + classes, anchors]");
+    const int64_t C = y.dim(1) - 4, A = y.dim(2);
+    const float* p = y.data<float>();
+    std::vector<Detection> cand;
+    for (int64_t a = 0; a < A; ++a) {
+      int64_t best = 0;
+      float bs = -1;
+      for (int64_t c = 0; c < C; ++c) {
+        const float v = p[(4 + c) * A + a];
+        if (v > bs) {
+          bs = v;
+          best = c;
+        }
+      }
+      if (bs < cfg.score_threshold) continue;
+      const float cx = p[a], cy = p[A + a], w = p[2 * A + a], h = p[3 * A + a];
+      auto unx = [&](float v) { return std::clamp((v - prep.pad_x) / prep.gain, 0.f, static_cast<float>(img.width)); };
+      auto uny = [&](float v) { return std::clamp((v - prep.pad_y) / prep.gain, 0.f, static_cast<float>(img.height)); };
+      cand.push_back(Detection{best, bs, unx(cx - w / 2), uny(cy - h / 2), unx(cx + w / 2), uny(cy + h / 2)});
+    }
+    std::stable_sort(cand.begin(), cand.end(), [](const Detection& a, const Detection& b) { return a.score > b.score; });
+    for (const Detection& d : cand) {
+      bool keep = true;
+      for (const Detection& k : dets) keep = keep && !(k.label == d.label && iou(k, d) > cfg.nms_iou);
+      if (keep) dets.push_back(d);
+      if (static_cast<int64_t>(dets.size()) >= cfg.max_detections) break;
+    }
+  }
+  std::stable_sort(dets.begin(), dets.end(), [](const Detection& a, const Detection& b) { return a.score > b.score; });
+  if (static_cast<int64_t>(dets.size()) > cfg.max_detections) dets.resize(static_cast<size_t>(cfg.max_detections));
+  return dets;
+}
+
+void draw_detections(Image& img, const std::vector<Detection>& dets) {
+  for (const Detection& d : dets) {
+    const uint8_t col[3] = {static_cast<uint8_t>(80 + (d.label * 67) % 176), static_cast<uint8_t>(80 + (d.label * 131) % 176),
+                            static_cast<uint8_t>(80 + (d.label * 199) % 176)};
+    const int64_t x0 = std::clamp<int64_t>(static_cast<int64_t>(d.x0), 0, img.width - 1);
+    const int64_t x1 = std::clamp<int64_t>(static_cast<int64_t>(d.x1), 0, img.width - 1);
+    const int64_t y0 = std::clamp<int64_t>(static_cast<int64_t>(d.y0), 0, img.height - 1);
+    const int64_t y1 = std::clamp<int64_t>(static_cast<int64_t>(d.y1), 0, img.height - 1);
+    auto put = [&](int64_t x, int64_t y) {
+      if (x < 0 || y < 0 || x >= img.width || y >= img.height) return;
+      std::memcpy(&img.rgb[static_cast<size_t>((y * img.width + x) * 3)], col, 3);
+    };
+    for (int t = 0; t < 2; ++t) {
+      for (int64_t x = x0; x <= x1; ++x) {
+        put(x, y0 + t);
+        put(x, y1 - t);
+      }
+      for (int64_t y = y0; y <= y1; ++y) {
+        put(x0 + t, y);
+        put(x1 - t, y);
+      }
+    }
+  }
+}
+
+const std::vector<std::string>& coco_class_names() {
+  static const std::vector<std::string> names = {
+      "person", "bicycle", "car", "motorcycle", "airplane", "bus", "train", "truck", "boat", "traffic light",
+      "fire hydrant", "stop sign", "parking meter", "bench", "bird", "cat", "dog", "horse", "sheep", "cow",
+      "elephant", "bear", "zebra", "giraffe", "backpack", "umbrella", "handbag", "tie", "suitcase", "frisbee",
+      "skis", "snowboard", "sports ball", "kite", "baseball bat", "baseball glove", "skateboard", "surfboard",
+      "tennis racket", "bottle", "wine glass", "cup", "fork", "knife", "spoon", "bowl", "banana", "apple",
+      "sandwich", "orange", "broccoli", "carrot", "hot dog", "pizza", "donut", "cake", "chair", "couch",
+      "potted plant", "bed", "dining table", "toilet", "tv", "laptop", "mouse", "remote", "keyboard", "cell phone",
+      "microwave", "oven", "toaster", "sink", "refrigerator", "book", "clock", "vase", "scissors", "teddy bear",
+      "hair drier", "toothbrush"};
+  return names;
+}
+
+}  // namespace rkd::runtime

@@ -1,0 +1,76 @@
+// Detector pre- and post-processing around the executor: photo in, detections out.
+//
+// Contract:
+//  - load_image(): PNG/JPEG/BMP through stb_image, as 8-bit RGB [H, W, 3]; errors name the file.
+//  - DetectorConfig (docs/detector-config.md) says how to feed and read a model:
+//      input size, resize "stretch" (DEIM/D-FINE/RT-DETR exporters) or "letterbox"
+//      (Ultralytics: aspect kept, padded with pad_value, centred), pixel scale, mean/std
+//      per RGB channel, channel order, and the output kind:
+//        "deim": outputs labels [N,K], boxes [N,K,4] (xyxy in original-image pixels,
+//                already scaled by orig_target_sizes = [w, h] of the photo), scores [N,K]:
+//                already post-processed, only the score threshold applies;
+//        "yolo": one output [N, 4 + classes, anchors], xywh in input pixels and class
+//                scores: best class per anchor, score threshold, per-class NMS, boxes
+//                mapped back through the letterbox to photo pixels.
+//    default_config() picks "deim" when the model has an `orig_target_sizes` input.
+//  - draw_detections() draws 2-pixel boxes in a per-class colour; write_png() is atomic
+//    (temporary file, then rename).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "core/tensor.h"
+#include "ir/ir.h"
+
+namespace rkd::runtime {
+
+struct Image {
+  int64_t width = 0, height = 0;
+  std::vector<uint8_t> rgb;  // row-major, 3 bytes per pixel
+};
+
+Result<Image> load_image(const std::string& path);
+Status write_png(const std::string& path, const Image& img);
+
+struct DetectorConfig {
+  std::string input = "images";
+  int64_t width = 640, height = 640;
+  std::string resize = "stretch";  // stretch | letterbox
+  float pad_value = 114.f;         // letterbox fill, in 0..255 pixel units
+  float scale = 1.f / 255.f;       // pixel * scale, then (x - mean) / std
+  float mean[3] = {0.f, 0.f, 0.f};
+  float std[3] = {1.f, 1.f, 1.f};
+  std::string channel_order = "rgb";  // rgb | bgr
+  std::string output = "deim";        // deim | yolo
+  float score_threshold = 0.25f;
+  float nms_iou = 0.45f;
+  int64_t max_detections = 100;
+};
+
+// Reads a JSON config (fields as above; unknown fields are an error naming them).
+Result<DetectorConfig> read_config(const std::string& path);
+// From the graph's inputs (size of the image input, deim vs yolo).
+DetectorConfig default_config(const ir::Graph& g);
+
+struct Detection {
+  int64_t label = 0;
+  float score = 0.f;
+  float x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // photo pixels
+};
+
+struct Prepared {
+  std::map<std::string, Tensor> inputs;
+  float gain = 1.f, pad_x = 0.f, pad_y = 0.f;  // letterbox: input = photo * gain + pad
+};
+
+Result<Prepared> preprocess(const Image& img, const DetectorConfig& cfg, bool with_target_sizes);
+Result<std::vector<Detection>> postprocess(const std::map<std::string, Tensor>& outputs, const DetectorConfig& cfg,
+                                           const Prepared& prep, const Image& img);
+
+void draw_detections(Image& img, const std::vector<Detection>& dets);
+const std::vector<std::string>& coco_class_names();  // the 80 COCO class names, index = label
+
+}  // namespace rkd::runtime
