@@ -1,6 +1,7 @@
 // rkdeploy run MODEL --input NAME=FILE.npy ... --output-dir DIR: runs a model on the CPU
 // executor and writes DIR/<output name>.npy for every graph output.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -129,8 +130,19 @@ void run_model(const RunArgs& a) {
     for (const auto& r : m.fusion.not_fused) std::fprintf(stderr, "  not fused: %s\n", r.c_str());
   }
   auto outputs = take(m.executor->run(inputs));
-  // Repeats (for --profile on warm caches): the last run is the one reported.
-  for (int i = 1; i < a.repeat; ++i) outputs = take(m.executor->run(inputs));
+  // Repeats (warm caches for --profile and timing): the last run is the one reported; the
+  // first run is a warm-up and not timed.
+  std::vector<double> ms;
+  for (int i = 1; i < a.repeat; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    outputs = take(m.executor->run(inputs));
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  if (!ms.empty()) {
+    std::sort(ms.begin(), ms.end());
+    std::fprintf(stderr, "timing: %zu warm runs, median %.3f ms, min %.3f ms, max %.3f ms\n", ms.size(), ms[ms.size() / 2],
+                 ms.front(), ms.back());
+  }
   if (!a.output_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(a.output_dir, ec);

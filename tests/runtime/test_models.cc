@@ -9,6 +9,7 @@
 
 #include "common/tolerance.h"
 #include "core/npy.h"
+#include "frontends/onnx/onnx_import.h"
 #include "runtime/model.h"
 
 namespace rkd {
@@ -100,6 +101,42 @@ TEST_P(ModelTest, MatchesPyTorch) {
 
 INSTANTIATE_TEST_SUITE_P(Tiny, ModelTest,
                          ::testing::Values("deimv2_s_arch_tiny", "deimv2_s_arch_discrete_tiny", "yolov8n_arch_tiny"));
+
+TEST(Models, FusionFindsEveryDecoderLayerAndReportsNearMisses) {
+  for (const char* name : {"deimv2_s_arch_tiny", "deimv2_s_arch_discrete_tiny"}) {
+    const std::string path = std::string(RKD_MODELS_DIR) + "/" + name + ".onnx";
+    runtime::LoadOptions lo;
+    auto m = runtime::load_model(path, lo);
+    ASSERT_TRUE(m.ok()) << m.error().to_string();
+    EXPECT_EQ(m->fusion.fused_sites, 2) << name;  // the tiny variant has 2 decoder layers
+    EXPECT_TRUE(m->fusion.not_fused.empty()) << name;
+    int prepares = 0, fused = 0, gridsamples = 0;
+    for (const auto& n : m->graph->nodes()) {
+      prepares += n->op_type == "MSDAPrepare";
+      fused += n->op_type == "MSDeformAttn";
+      gridsamples += n->op_type == "GridSample";
+    }
+    EXPECT_EQ(prepares, 1) << name << ": the value is prepared once for all layers";
+    EXPECT_EQ(fused, 2) << name;
+    EXPECT_EQ(gridsamples, 0) << name;
+  }
+  // One GridSample with align_corners=1 is not the decoder's sampling: that site stays, with the reason.
+  onnx_frontend::ImportOptions io;
+  io.batch = 1;
+  auto imp = onnx_frontend::import_onnx_file(std::string(RKD_MODELS_DIR) + "/deimv2_s_arch_tiny.onnx", io);
+  ASSERT_TRUE(imp.ok());
+  for (const auto& n : imp->graph.nodes()) {
+    if (n->op_type == "GridSample") {
+      n->attrs["align_corners"] = int64_t{1};
+      break;
+    }
+  }
+  runtime::FusionReport rep;
+  ASSERT_TRUE(runtime::optimize(imp->graph, {}, &rep).ok());
+  EXPECT_EQ(rep.fused_sites, 1);
+  ASSERT_EQ(rep.not_fused.size(), 1u);
+  EXPECT_NE(rep.not_fused[0].find("align_corners"), std::string::npos) << rep.not_fused[0];
+}
 
 TEST(Models, BatchTwoEqualsTwoBatchOnes) {
   const std::string stem = std::string(RKD_MODELS_DIR) + "/deimv2_s_arch_tiny";

@@ -1,0 +1,48 @@
+// Whole-model ONNX Runtime peer for bench/run_models.sh: runs MODEL.onnx with the inputs
+// MODEL.input_<name>.npy (written by scripts/models/make_models.py) at 1 and 2 intra-op
+// threads and prints one JSON line per thread count: {"peer", "model", "threads",
+// "median_ms", "min_ms", "rss_mb"} (rss after the timed runs).
+// Usage: node ort_model_peer.js MODEL.onnx RUNS
+'use strict';
+const ort = require('onnxruntime-node');
+const fs = require('fs');
+const path = require('path');
+
+function readNpy(file) {
+  const b = fs.readFileSync(file);
+  const hlen = b.readUInt16LE(8);
+  const header = b.slice(10, 10 + hlen).toString('latin1');
+  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
+  const shape = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(',').filter((s) => s.trim()).map((s) => +s);
+  const data = b.slice(10 + hlen);
+  const ab = data.buffer.slice(data.byteOffset, data.byteOffset + data.length);
+  if (descr === '<f4') return new ort.Tensor('float32', new Float32Array(ab), shape);
+  if (descr === '<i8') return new ort.Tensor('int64', new BigInt64Array(ab), shape);
+  throw new Error(file + ': dtype ' + descr);
+}
+
+async function main() {
+  const [model, runsArg] = process.argv.slice(2);
+  const runs = +(runsArg || 10);
+  const stem = model.replace(/\.onnx$/, '');
+  const dir = path.dirname(model), base = path.basename(stem);
+  const feeds = {};
+  for (const f of fs.readdirSync(dir)) {
+    if (f.startsWith(base + '.input_') && f.endsWith('.npy')) feeds[f.slice(base.length + 7, -4)] = readNpy(path.join(dir, f));
+  }
+  for (const threads of [1, 2]) {
+    const s = await ort.InferenceSession.create(model, {intraOpNumThreads: threads, interOpNumThreads: 1});
+    await s.run(feeds);
+    const t = [];
+    for (let i = 0; i < runs; i++) {
+      const t0 = process.hrtime.bigint();
+      await s.run(feeds);
+      t.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    }
+    t.sort((a, b) => a - b);
+    console.log(JSON.stringify({peer: 'onnxruntime-' + require('onnxruntime-node/package.json').version, model: base, threads,
+                                median_ms: +t[Math.floor(t.length / 2)].toFixed(2), min_ms: +t[0].toFixed(2),
+                                rss_mb: +(process.memoryUsage().rss / 1e6).toFixed(1)}));
+  }
+}
+main().catch((e) => { console.error(e); process.exit(1); });

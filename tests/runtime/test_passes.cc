@@ -1,0 +1,218 @@
+// The executor's passes on small hand-built graphs: shape inference (static and symbolic
+// dims, errors naming the node), constant folding, conv-bn-folding and
+// conv-activation-fusion against double-precision references written here.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "common/tolerance.h"
+#include "ir/pass.h"
+#include "ir/shape_inference.h"
+#include "runtime/executor.h"
+#include "runtime/op_registry.h"
+
+namespace rkd {
+namespace {
+
+using ir::Dim;
+using ir::Dims;
+
+ir::Value* input(ir::Graph& g, const std::string& name, Dims d) {
+  ir::Value* v = *g.add_value(name);
+  v->dtype = DType::f32;
+  v->shape = d;
+  g.inputs.push_back(v);
+  return v;
+}
+
+Tensor random_tensor(const Shape& s, uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  Tensor t = Tensor::empty(DType::f32, s);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+Tensor ints(std::vector<int64_t> v) {
+  Tensor t = Tensor::empty(DType::i64, {static_cast<int64_t>(v.size())});
+  std::copy(v.begin(), v.end(), t.data<int64_t>());
+  return t;
+}
+
+TEST(ShapeInference, ConvKeepsSymbolicBatch) {
+  ir::Graph g;
+  g.opset = 17;
+  ir::Value* x = input(g, "x", {Dim{-1, "N"}, Dim{3, ""}, Dim{33, ""}, Dim{20, ""}});
+  ir::Value* w = g.add_constant("w", random_tensor({8, 3, 3, 3}, 1));
+  ir::Node* c = *g.add_node("conv", "Conv", "", {x, w}, {"y"});
+  c->attrs["pads"] = std::vector<int64_t>{1, 1, 1, 1};
+  c->attrs["strides"] = std::vector<int64_t>{2, 2};
+  ASSERT_TRUE(ir::infer_node(*c, 17).ok());
+  EXPECT_EQ(ir::dims_to_string(*c->outputs[0]->shape), "[N, 8, 17, 10]");
+}
+
+TEST(ShapeInference, ErrorsNameTheNode) {
+  ir::Graph g;
+  ir::Value* x = input(g, "x", {Dim{2, ""}, Dim{3, ""}});
+  ir::Node* r = *g.add_node("bad_reshape", "Reshape", "", {x, g.add_constant("s", ints({4, 2}))}, {"y"});
+  auto s = ir::infer_node(*r, 17);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("bad_reshape"), std::string::npos) << s.error().message;
+  ir::Value* y = input(g, "z", {Dim{4, ""}});
+  ir::Node* add = *g.add_node("bad_add", "Add", "", {x, y}, {"w"});
+  auto s2 = ir::infer_node(*add, 17);
+  ASSERT_FALSE(s2.ok());
+  EXPECT_NE(s2.error().message.find("bad_add"), std::string::npos) << s2.error().message;
+  EXPECT_NE(s2.error().message.find("broadcast"), std::string::npos) << s2.error().message;
+}
+
+TEST(ConstantFolding, ShapeChainsBecomeConstants) {
+  // x [2, 3, 4] -> Reshape(x, Concat(Gather(Shape(x), 0), [-1])) == [2, 12]
+  ir::Graph g;
+  g.opset = 17;
+  ir::Value* x = input(g, "x", {Dim{2, ""}, Dim{3, ""}, Dim{4, ""}});
+  ir::Node* sh = *g.add_node("shape", "Shape", "", {x}, {"s"});
+  Tensor zero = Tensor::empty(DType::i64, {});
+  ir::Node* ga = *g.add_node("gather", "Gather", "", {sh->outputs[0], g.add_constant("i0", zero)}, {"n"});
+  ir::Node* un = *g.add_node("unsq", "Unsqueeze", "", {ga->outputs[0], g.add_constant("ax", ints({0}))}, {"n1"});
+  ir::Node* cat = *g.add_node("cat", "Concat", "", {un->outputs[0], g.add_constant("m1", ints({-1}))}, {"spec"});
+  cat->attrs["axis"] = int64_t{0};
+  ir::Node* rs = *g.add_node("reshape", "Reshape", "", {x, cat->outputs[0]}, {"y"});
+  g.outputs.push_back(rs->outputs[0]);
+  ASSERT_TRUE(runtime::optimize(g).ok());
+  ASSERT_EQ(g.nodes().size(), 1u);
+  EXPECT_EQ(g.nodes()[0]->op_type, "Reshape");
+  EXPECT_EQ(ir::dims_to_string(*g.outputs[0]->shape), "[2, 12]");
+}
+
+// Direct convolution in double (stride 1, pad 1, 3x3), the independent reference.
+std::vector<double> conv_ref(const Tensor& x, const Tensor& w, const std::vector<double>& b) {
+  const int64_t C = x.dim(1), H = x.dim(2), W = x.dim(3), M = w.dim(0);
+  std::vector<double> y(static_cast<size_t>(M * H * W));
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t i = 0; i < H; ++i) {
+      for (int64_t j = 0; j < W; ++j) {
+        double acc = b[static_cast<size_t>(m)];
+        for (int64_t c = 0; c < C; ++c) {
+          for (int64_t u = 0; u < 3; ++u) {
+            for (int64_t v = 0; v < 3; ++v) {
+              const int64_t yy = i + u - 1, xx = j + v - 1;
+              if (yy < 0 || xx < 0 || yy >= H || xx >= W) continue;
+              acc += static_cast<double>(x.data<float>()[(c * H + yy) * W + xx]) *
+                     static_cast<double>(w.data<float>()[((m * C + c) * 3 + u) * 3 + v]);
+            }
+          }
+        }
+        y[static_cast<size_t>((m * H + i) * W + j)] = acc;
+      }
+    }
+  }
+  return y;
+}
+
+TEST(ConvBnFolding, FoldsAndMatchesDoubleReference) {
+  const int64_t C = 5, M = 7, H = 9, W = 11;
+  ir::Graph g;
+  g.opset = 17;
+  ir::Value* x = input(g, "x", {Dim{1, ""}, Dim{C, ""}, Dim{H, ""}, Dim{W, ""}});
+  const Tensor w = random_tensor({M, C, 3, 3}, 2), b = random_tensor({M}, 3);
+  const Tensor scale = random_tensor({M}, 4, 0.5f, 2.f), beta = random_tensor({M}, 5), mean = random_tensor({M}, 6),
+               var = random_tensor({M}, 7, 0.1f, 3.f);
+  ir::Node* c = *g.add_node("conv", "Conv", "", {x, g.add_constant("w", w), g.add_constant("b", b)}, {"c"});
+  c->attrs["pads"] = std::vector<int64_t>{1, 1, 1, 1};
+  ir::Node* bn = *g.add_node("bn", "BatchNormalization", "",
+                             {c->outputs[0], g.add_constant("scale", scale), g.add_constant("beta", beta),
+                              g.add_constant("mean", mean), g.add_constant("var", var)},
+                             {"y"});
+  bn->attrs["epsilon"] = 1e-3f;
+  g.outputs.push_back(bn->outputs[0]);
+  ASSERT_TRUE(runtime::optimize(g).ok());
+  ASSERT_EQ(g.nodes().size(), 1u);
+  EXPECT_EQ(g.nodes()[0]->op_type, "Conv");
+  EXPECT_EQ(g.outputs[0]->name, "y");
+  auto ex = runtime::Executor::create(g);
+  ASSERT_TRUE(ex.ok()) << ex.error().to_string();
+  const Tensor xin = random_tensor({1, C, H, W}, 8);
+  auto out = (*ex)->run({{"x", xin}});
+  ASSERT_TRUE(out.ok()) << out.error().to_string();
+  std::vector<double> bias(static_cast<size_t>(M));
+  for (int64_t m = 0; m < M; ++m) bias[static_cast<size_t>(m)] = b.data<float>()[m];
+  const auto ref = conv_ref(xin, w, bias);
+  for (int64_t m = 0; m < M; ++m) {
+    const double k = scale.data<float>()[m] / std::sqrt(static_cast<double>(var.data<float>()[m]) + 1e-3);
+    for (int64_t i = 0; i < H * W; ++i) {
+      const double e = (ref[static_cast<size_t>(m * H * W + i)] - mean.data<float>()[m]) * k + beta.data<float>()[m];
+      const double a = out->at("y").data<float>()[m * H * W + i];
+      // Magnitude: the conv's sum of |terms| is at most C*9 (inputs and weights in [-1, 1]) times k.
+      EXPECT_TRUE(test::float_agree(a, e, static_cast<double>(C * 9) * k, C * 9)) << m << "," << i << ": " << a << " vs " << e;
+    }
+  }
+}
+
+TEST(ConvActivationFusion, SiluPairBecomesOneConv) {
+  const int64_t C = 4, M = 6, H = 8, W = 8;
+  ir::Graph g;
+  g.opset = 17;
+  ir::Value* x = input(g, "x", {Dim{1, ""}, Dim{C, ""}, Dim{H, ""}, Dim{W, ""}});
+  const Tensor w = random_tensor({M, C, 3, 3}, 9), b = random_tensor({M}, 10);
+  ir::Node* c = *g.add_node("conv", "Conv", "", {x, g.add_constant("w", w), g.add_constant("b", b)}, {"c"});
+  c->attrs["pads"] = std::vector<int64_t>{1, 1, 1, 1};
+  ir::Node* s = *g.add_node("sig", "Sigmoid", "", {c->outputs[0]}, {"s"});
+  ir::Node* m = *g.add_node("mul", "Mul", "", {c->outputs[0], s->outputs[0]}, {"y"});
+  g.outputs.push_back(m->outputs[0]);
+  ASSERT_TRUE(runtime::optimize(g).ok());
+  ASSERT_EQ(g.nodes().size(), 1u);
+  EXPECT_EQ(std::get<std::string>(g.nodes()[0]->attrs.at("rkd_activation")), "silu");
+  auto ex = runtime::Executor::create(g);
+  ASSERT_TRUE(ex.ok()) << ex.error().to_string();
+  const Tensor xin = random_tensor({1, C, H, W}, 11);
+  auto out = (*ex)->run({{"x", xin}});
+  ASSERT_TRUE(out.ok());
+  std::vector<double> bias(static_cast<size_t>(M));
+  for (int64_t k = 0; k < M; ++k) bias[static_cast<size_t>(k)] = b.data<float>()[k];
+  const auto ref = conv_ref(xin, w, bias);
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double e = ref[i] / (1.0 + std::exp(-ref[i]));
+    EXPECT_TRUE(test::float_agree(out->at("y").data<float>()[i], e, static_cast<double>(C * 9), C * 9 + 8)) << i;
+  }
+}
+
+TEST(Optimize, ReportsEveryNodeWithoutAKernelAtOnce) {
+  ir::Graph g;
+  g.opset = 17;
+  ir::Value* x = input(g, "x", {Dim{4, ""}});
+  ir::Node* a = *g.add_node("a", "NonZero", "", {x}, {"y"});
+  ir::Node* b = *g.add_node("b", "Unique", "", {a->outputs[0]}, {"z"});
+  g.outputs.push_back(b->outputs[0]);
+  auto s = runtime::optimize(g);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().kind, ErrorKind::unsupported);
+  EXPECT_NE(s.error().message.find("'a' (NonZero)"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("'b' (Unique)"), std::string::npos) << s.error().message;
+}
+
+TEST(Optimize, DumpAfterNamesKnownPasses) {
+  ir::Graph g;
+  g.opset = 17;
+  ir::Value* x = input(g, "x", {Dim{4, ""}});
+  ir::Node* r = *g.add_node("r", "Relu", "", {x}, {"y"});
+  g.outputs.push_back(r->outputs[0]);
+  runtime::CompileOptions o;
+  std::string dumped;
+  o.dump_after = {"constant-folding"};
+  o.dump = [&](const std::string& pass, const std::string& ir) { dumped = pass + "\n" + ir; };
+  ASSERT_TRUE(runtime::optimize(g, o).ok());
+  EXPECT_NE(dumped.find("Relu"), std::string::npos);
+  o.dump_after = {"no-such-pass"};
+  auto s = runtime::optimize(g, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("no-such-pass"), std::string::npos);
+}
+
+TEST(Registry, EveryKernelHasAShapeFunction) {
+  for (const std::string& op : runtime::kernel_op_types()) EXPECT_TRUE(ir::has_shape_function(op)) << op;
+}
+
+}  // namespace
+}  // namespace rkd
