@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CLI contract: good runs write their output; bad input gives a clear error naming the
-# file/tensor/dimension, a non-zero exit, and no output file. Usage: test_cli.sh RKDEPLOY
+# file/tensor/dimension, a non-zero exit, and no output file.
+# Usage: test_cli.sh RKDEPLOY [MODELS_DIR]   (MODELS_DIR: the tiny reference models)
 set -u
 bin="$1"
 dir=$(mktemp -d)
@@ -95,6 +96,49 @@ fi
 printf 'not a model' >"$dir/junk.onnx"
 expect_error "inspect junk" "junk.onnx: not an ONNX model" -- "$bin" inspect "$dir/junk.onnx"
 expect_error "inspect missing" "nope.onnx: cannot open" -- "$bin" inspect "$dir/nope.onnx"
+
+# run: the tiny reference models (ctest fixture models_tiny) on .npy inputs and on a photo.
+models="${2:-}"
+if [ -n "$models" ] && [ -f "$models/deimv2_s_arch_tiny.onnx" ]; then
+  m="$models/deimv2_s_arch_tiny"
+  "$bin" run "$m.onnx" --input images="$m.input_images.npy" --input orig_target_sizes="$m.input_orig_target_sizes.npy" \
+    --output-dir "$dir/run" --profile >"$dir/stdout" 2>"$dir/stderr" && ok || bad "run deim: $(cat "$dir/stderr")"
+  for o in labels boxes scores; do [ -f "$dir/run/$o.npy" ] && ok || bad "run deim: $o.npy missing"; done
+  grep -q "MSDeformAttn" "$dir/stdout" && ok || bad "run --profile lacks the fused op"
+  grep -q "2 site(s) fused" "$dir/stderr" && ok || bad "run: fusion summary missing"
+  "$bin" run "$m.onnx" --input images="$m.input_images.npy" --input orig_target_sizes="$m.input_orig_target_sizes.npy" \
+    --output-dir "$dir/run_nofuse" --no-fuse >/dev/null 2>&1 && ok || bad "run --no-fuse"
+  "$py" - "$dir/run" "$dir/run_nofuse" <<'PY' && ok || bad "fused and unfused runs differ"
+import sys, numpy as np
+a, b = sys.argv[1], sys.argv[2]
+for n in ("labels", "scores", "boxes"):
+    x, y = np.load(f"{a}/{n}.npy"), np.load(f"{b}/{n}.npy")
+    assert x.shape == y.shape, n
+    if n == "labels": assert (x == y).all(), n
+    else: assert np.abs(x - y).max() <= 1e-4 * max(1.0, np.abs(y).max()), (n, np.abs(x - y).max())
+PY
+  # orig_target_sizes [0, 0]: refused before running, naming the input.
+  "$py" -c "import numpy as np; np.save('$dir/zero_sizes.npy', np.zeros((1, 2), np.int64))"
+  expect_error "run zero sizes" "every box would be scaled to zero" -- "$bin" run "$m.onnx" --input images="$m.input_images.npy" --input orig_target_sizes="$dir/zero_sizes.npy" --output-dir "$dir/out.npy"
+  expect_error "run unknown input" "input 'imgs': the model has no such input" -- "$bin" run "$m.onnx" --input imgs="$m.input_images.npy" --input orig_target_sizes="$m.input_orig_target_sizes.npy"
+  expect_error "run missing input" "input 'orig_target_sizes' is missing" -- "$bin" run "$m.onnx" --input images="$m.input_images.npy"
+  expect_error "run bad shape" "input 'images': shape [2, 3, 4]" -- "$bin" run "$m.onnx" --input images="$dir/x3.npy" --input orig_target_sizes="$m.input_orig_target_sizes.npy"
+  expect_error "run dump-after" "no pass named 'nope'" -- "$bin" run "$m.onnx" --input images="$m.input_images.npy" --input orig_target_sizes="$m.input_orig_target_sizes.npy" --dump-after nope
+  photo=/usr/lib/python3/dist-packages/skimage/data/chelsea.png
+  if [ -f "$photo" ]; then
+    "$bin" run "$m.onnx" --image "$photo" --draw "$dir/boxes.png" >"$dir/stdout" 2>&1 && ok || bad "run --image deim: $(cat "$dir/stdout")"
+    grep -q "deim output" "$dir/stdout" && [ -s "$dir/boxes.png" ] && ok || bad "run --image deim output"
+    y="$models/yolov8n_arch_tiny"
+    "$bin" run "$y.onnx" --image "$photo" --json >"$dir/det.json" 2>&1 && ok || bad "run --image yolo"
+    "$py" -c "import json,sys; d=json.load(open('$dir/det.json')); assert d['output_kind']=='yolo' and 'detections' in d" && ok || bad "run --json"
+    expect_error "run image junk" "junk.onnx" -- "$bin" run "$dir/junk.onnx" --image "$photo"
+    expect_error "run photo missing" "nope.png" -- "$bin" run "$m.onnx" --image "$dir/nope.png"
+  else
+    bad "python3-skimage photos missing ($photo)"
+  fi
+else
+  bad "tiny models missing in '$models' (ctest fixture models_tiny)"
+fi
 
 echo "$pass passed, $fails failed"
 [ "$fails" -eq 0 ]
