@@ -3,10 +3,13 @@
 // conv-activation-fusion against double-precision references written here.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
+#include <set>
 #include <random>
 
 #include "common/tolerance.h"
+#include "core/npy.h"
 #include "ir/pass.h"
 #include "ir/shape_inference.h"
 #include "runtime/executor.h"
@@ -210,8 +213,23 @@ TEST(Optimize, DumpAfterNamesKnownPasses) {
   EXPECT_NE(s.error().message.find("no-such-pass"), std::string::npos);
 }
 
-TEST(Registry, EveryKernelHasAShapeFunction) {
-  for (const std::string& op : runtime::kernel_op_types()) EXPECT_TRUE(ir::has_shape_function(op)) << op;
+TEST(Registry, EveryKernelHasAShapeFunctionAndIsDocumented) {
+  auto doc = read_file_bytes(std::string(RKD_SOURCE_DIR) + "/docs/executor.md");
+  ASSERT_TRUE(doc.ok());
+  std::set<std::string> words;
+  std::string w;
+  for (char c : *doc) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      w += c;
+    } else if (!w.empty()) {
+      words.insert(w);
+      w.clear();
+    }
+  }
+  for (const std::string& op : runtime::kernel_op_types()) {
+    EXPECT_TRUE(ir::has_shape_function(op)) << op;
+    EXPECT_TRUE(words.count(op)) << op << " is missing from the operator list in docs/executor.md";
+  }
 }
 
 }  // namespace
