@@ -269,6 +269,18 @@ Status matmul(const Tensor& a0, const Tensor& b0, Tensor& out) {
     std::fill_n(out.data<float>(), out.numel(), 0.f);
     return {};
   }
+  // When b has no batch of its own (a weight matrix), a's batch dims fold into M: one
+  // [prod(batch) * M, K] x [K, N] product instead of prod(batch) small ones (PyTorch's
+  // attention exports [L, 1, E] x [E, 3E] with L = 1600 batches of one row).
+  bool b_unbatched = true;
+  for (size_t i = 0; i + 2 < r; ++i) b_unbatched = b_unbatched && bs[i] == 1;
+  if (b_unbatched && r > 2) {
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < r; ++i) rows *= as[i];
+    const Shape a2{rows, as[r - 1]}, b2{bs[r - 2], bs[r - 1]}, o2{rows, bs[r - 1]};
+    Tensor o = out.with_layout(o2, contiguous_strides(o2));
+    return dnnl_matmul(a2, contiguous_strides(a2), a.raw(), b2, contiguous_strides(b2), b.raw(), nullptr, o);
+  }
   Tensor o = out.with_layout(os, contiguous_strides(os));
   // oneDNN 2.6 broadcasts batch dims of src and weights only up to 12-D and asks
   // consistent ranks; operands keep dense strides, broadcast dims have size 1.

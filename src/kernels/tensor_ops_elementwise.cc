@@ -7,6 +7,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/tensor_ops.h"
+#include "kernels/tensor_ops_simd.h"
 
 namespace rkd::ops {
 
@@ -199,6 +200,23 @@ void map_unary(const Tensor& x0, Tensor& out, F f) {
   for (int64_t i = 0; i < n; ++i) o[i] = f(p[i]);
 }
 
+// Runs a SIMD array loop over x (made dense) in chunks, threaded for large tensors.
+void map_simd(const Tensor& x0, Tensor& out, void (*fn)(const float*, float*, int64_t)) {
+  const Tensor x = x0.is_contiguous() ? x0 : x0.contiguous();
+  const float* p = x.data<float>();
+  float* o = out.data<float>();
+  const int64_t n = x.numel();
+  constexpr int64_t kChunk = 1 << 14;
+  if (n >= 4 * kChunk && global_thread_count() > 1) {
+    ThreadPool::global().parallel_for((n + kChunk - 1) / kChunk, [&](int64_t c) {
+      const int64_t b = c * kChunk;
+      fn(p + b, o + b, std::min(kChunk, n - b));
+    });
+    return;
+  }
+  fn(p, o, n);
+}
+
 template <typename T>
 Status unary_int(Unary op, const Tensor& x, Tensor& out, const UnaryParams& p) {
   switch (op) {
@@ -321,7 +339,7 @@ Status unary(Unary op, const Tensor& x, Tensor& out, const UnaryParams& p) {
   switch (op) {
     case Unary::relu: map_unary<float>(x, out, [](float v) { return v < 0.f ? 0.f : v; }); break;
     case Unary::leaky_relu: map_unary<float>(x, out, [a = p.alpha](float v) { return v < 0.f ? v * a : v; }); break;
-    case Unary::sigmoid: map_unary<float>(x, out, [](float v) { return 1.f / (1.f + std::exp(-v)); }); break;
+    case Unary::sigmoid: map_simd(x, out, simd_sigmoid); break;
     case Unary::hard_sigmoid:
       map_unary<float>(x, out, [a = p.alpha, b = p.beta](float v) { return std::max(0.f, std::min(1.f, a * v + b)); });
       break;
@@ -329,11 +347,11 @@ Status unary(Unary op, const Tensor& x, Tensor& out, const UnaryParams& p) {
       map_unary<float>(x, out, [](float v) { return v * std::max(0.f, std::min(1.f, v / 6.f + 0.5f)); });
       break;
     case Unary::tanh: map_unary<float>(x, out, [](float v) { return std::tanh(v); }); break;
-    case Unary::erf: map_unary<float>(x, out, [](float v) { return std::erf(v); }); break;
+    case Unary::erf: map_simd(x, out, simd_erf); break;
     case Unary::gelu_erf: map_unary<float>(x, out, erf_gelu); break;
     case Unary::gelu_tanh: map_unary<float>(x, out, tanh_gelu); break;
     case Unary::sqrt: map_unary<float>(x, out, [](float v) { return std::sqrt(v); }); break;
-    case Unary::exp: map_unary<float>(x, out, [](float v) { return std::exp(v); }); break;
+    case Unary::exp: map_simd(x, out, simd_exp); break;
     case Unary::log: map_unary<float>(x, out, [](float v) { return std::log(v); }); break;
     case Unary::abs: map_unary<float>(x, out, [](float v) { return std::fabs(v); }); break;
     case Unary::neg: map_unary<float>(x, out, [](float v) { return -v; }); break;

@@ -7,6 +7,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/tensor_ops.h"
+#include "kernels/tensor_ops_simd.h"
 
 namespace rkd::ops {
 
@@ -49,6 +50,12 @@ void softmax(const Tensor& x0, int axis, bool log, Tensor& out) {
   const Split3 s = split3(x.shape(), axis);
   const float* px = x.data<float>();
   float* po = out.data<float>();
+  if (s.inner == 1) {
+    parallel_rows(s.outer, s.n, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) simd_softmax_row(px + r * s.n, po + r * s.n, s.n, log);
+    });
+    return;
+  }
   parallel_rows(s.outer * s.inner, s.n, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const int64_t o = r / s.inner, i = r % s.inner;
