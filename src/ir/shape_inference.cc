@@ -49,6 +49,15 @@ std::optional<Shape> static_shape(const Value* v) {
 
 namespace {
 
+// Dimension products saturate at kHuge instead of overflowing: any shape that large is
+// refused later by checked_shape_bytes (before anything is allocated).
+constexpr int64_t kHuge = int64_t{1} << 62;
+int64_t mul_sat(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r) || r > kHuge || r < -kHuge) return kHuge;
+  return r;
+}
+
 Dims to_dims(const Shape& s) {
   Dims d;
   for (int64_t x : s) d.push_back(Dim{x, ""});
@@ -145,6 +154,7 @@ Status broadcast_op(const Ctx& c, std::optional<DType> out_dtype) {
 // Output spatial size of a convolution / pooling window.
 Result<int64_t> window_out(const Ctx& c, int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t pb, int64_t pe,
                            bool ceil_mode) {
+  if (in > (int64_t{1} << 40)) return c.bad("spatial size beyond 2^40");
   const int64_t eff = dil * (k - 1) + 1;
   const int64_t span = in + pb + pe - eff;
   if (span < 0) {
@@ -175,9 +185,14 @@ Result<WindowAttrs> window_attrs(const Ctx& c, size_t spatial, const std::vector
       w.pads.size() != 2 * spatial) {
     return c.bad("kernel_shape/strides/dilations/pads do not match " + std::to_string(spatial) + " spatial dims");
   }
+  constexpr int64_t kMaxWindow = int64_t{1} << 31;
   for (size_t i = 0; i < spatial; ++i) {
     if (w.kernel[i] < 1 || w.strides[i] < 1 || w.dilations[i] < 1) {
       return c.bad("kernel_shape, strides and dilations must be positive");
+    }
+    if (w.kernel[i] > kMaxWindow || w.strides[i] > kMaxWindow || w.dilations[i] > kMaxWindow ||
+        w.pads[i] > kMaxWindow || w.pads[i + spatial] > kMaxWindow) {
+      return c.bad("kernel_shape, strides, dilations or pads beyond 2^31");
     }
     if (w.pads[i] < 0 || w.pads[i + spatial] < 0) return c.bad("pads must be non-negative");
   }
@@ -268,6 +283,9 @@ Status conv_transpose(const Ctx& c) {
   RKD_ASSIGN(auto out_pad, c.n.attr_ints("output_padding", std::vector<int64_t>(s, 0)));
   RKD_ASSIGN(auto out_shape, c.n.attr_ints("output_shape", {}));
   if (out_pad.size() != s) return c.bad("output_padding must have one value per spatial dim");
+  for (int64_t v : out_pad) {
+    if (v < 0 || v > (int64_t{1} << 31)) return c.bad("output_padding out of range");
+  }
   Dims out{(*x)[0], (*w)[1].is_static() ? Dim{(*w)[1].value * group, ""} : Dim{}};
   for (size_t i = 0; i < s; ++i) {
     if (!out_shape.empty()) {
@@ -276,6 +294,7 @@ Status conv_transpose(const Ctx& c) {
     }
     if (!(*x)[i + 2].is_static()) return c.set(0, c.dtype(0), std::nullopt);
     const int64_t in = (*x)[i + 2].value;
+    if (in > (int64_t{1} << 31)) return c.bad("spatial size beyond 2^31");
     int64_t o;
     if (wa.auto_pad == "SAME_UPPER" || wa.auto_pad == "SAME_LOWER") {
       o = in * wa.strides[i];
@@ -345,7 +364,7 @@ Status concat(const Ctx& c) {
       Dim& o = (*out)[k];
       const Dim& x = (*d)[k];
       if (static_cast<int64_t>(k) == a) {
-        o = (o.is_static() && x.is_static()) ? Dim{o.value + x.value, ""} : Dim{};
+        o = (o.is_static() && x.is_static()) ? Dim{std::min(o.value + x.value, kHuge), ""} : Dim{};
       } else if (o.is_static() && x.is_static() && o.value != x.value) {
         return c.bad("input " + std::to_string(i) + " " + dims_to_string(*d) + " does not match " +
                      dims_to_string(*out) + " outside the concat axis");
@@ -480,19 +499,19 @@ Result<Dims> reshape_dims(const Ctx& c, const Dims& in, const std::vector<int64_
     if (s == 0 && !allowzero) {
       if (i >= in.size()) return c.bad("0 in the target shape at position " + std::to_string(i) + " beyond the input rank");
       out.push_back(in[i]);
-      if (in[i].is_static()) known *= in[i].value;
+      if (in[i].is_static()) known = known < 0 ? known : mul_sat(known, in[i].value);
       else known = -1;
       continue;
     }
     if (s < 0) return c.bad("invalid target dimension " + std::to_string(s));
     out.push_back(Dim{s, ""});
-    if (known >= 0) known *= s;
+    if (known >= 0) known = mul_sat(known, s);
   }
   int64_t total = 1;
   bool total_known = true;
   for (const Dim& d : in) {
     if (!d.is_static()) total_known = false;
-    else total *= d.value;
+    else total = mul_sat(total, d.value);
   }
   if (infer_at >= 0) {
     if (total_known && known > 0) {
@@ -535,7 +554,7 @@ Status flatten(const Ctx& c) {
     int64_t p = 1;
     for (int64_t i = b; i < e; ++i) {
       if (!(*x)[static_cast<size_t>(i)].is_static()) return Dim{};
-      p *= (*x)[static_cast<size_t>(i)].value;
+      p = mul_sat(p, (*x)[static_cast<size_t>(i)].value);
     }
     return Dim{p, ""};
   };
@@ -636,7 +655,7 @@ Status tile(const Ctx& c) {
   Dims out = *x;
   for (size_t i = 0; i < out.size(); ++i) {
     if ((*rep)[i] < 0) return c.bad("negative repeat");
-    out[i] = out[i].is_static() ? Dim{out[i].value * (*rep)[i], ""} : ((*rep)[i] == 1 ? out[i] : Dim{});
+    out[i] = out[i].is_static() ? Dim{mul_sat(out[i].value, (*rep)[i]), ""} : ((*rep)[i] == 1 ? out[i] : Dim{});
   }
   return c.set(0, c.dtype(0), out);
 }
@@ -668,7 +687,9 @@ Status pad(const Ctx& c) {
   for (size_t i = 0; i < axes.size(); ++i) {
     Dim& d = out[static_cast<size_t>(axes[i])];
     if (!d.is_static()) continue;
-    const int64_t v = d.value + (*pads)[i] + (*pads)[i + axes.size()];
+    const int64_t pb = (*pads)[i], pe = (*pads)[i + axes.size()];
+    if (pb > kHuge / 4 || pe > kHuge / 4 || pb < -kHuge / 4 || pe < -kHuge / 4) return c.bad("pads out of range");
+    const int64_t v = d.value + pb + pe;
     if (v < 0) return c.bad("padding makes a dimension negative");
     d = Dim{v, ""};
   }
@@ -840,7 +861,11 @@ Status resize(const Ctx& c) {
   for (size_t i = 0; i < r; ++i) {
     const double s = sv->constant->get_as_double(static_cast<int64_t>(i));
     if (!(s > 0)) return c.bad("scales must be positive");
-    if (out[i].is_static()) out[i] = Dim{static_cast<int64_t>(std::floor(static_cast<double>(out[i].value) * static_cast<float>(s))), ""};
+    if (out[i].is_static()) {
+      const double o = std::floor(static_cast<double>(out[i].value) * static_cast<float>(s));
+      if (!(o < 1e15)) return c.bad("scale " + std::to_string(s) + " makes dimension " + std::to_string(i) + " too large");
+      out[i] = Dim{static_cast<int64_t>(o), ""};
+    }
     else if (s != 1.0) out[i] = Dim{};
   }
   return c.set(0, c.dtype(0), out);
