@@ -61,7 +61,48 @@ void pool_loop(const Tensor& x0, const PoolParams& p, Tensor& out, Body body) {
 
 }  // namespace
 
-void max_pool(const Tensor& x, const PoolParams& p, Tensor& out) {
+void max_pool(const Tensor& x0, const PoolParams& p, Tensor& out) {
+  const bool dense_2d = x0.rank() == 4 && (p.dilations.empty() || (p.dilations[0] == 1 && p.dilations[1] == 1));
+  if (dense_2d) {
+    // Separable: the max over a kh x kw window is the max over kh rows of the max over kw
+    // columns (max is exact, so the order does not matter). Padding cells are skipped.
+    const Tensor x = x0.is_contiguous() ? x0 : x0.contiguous();
+    const int64_t planes = x.shape()[0] * x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+    const int64_t OH = out.shape()[2], OW = out.shape()[3];
+    const int64_t kh = p.kernel[0], kw = p.kernel[1], sh = p.strides[0], sw = p.strides[1], ph = p.pads[0],
+                  pw = p.pads[1];
+    const float* px = x.data<float>();
+    float* po = out.data<float>();
+    ThreadPool::global().parallel_for(planes, [&](int64_t pl) {
+      std::vector<float> rowmax(static_cast<size_t>(H * OW));
+      const float* xp = px + pl * H * W;
+      for (int64_t y = 0; y < H; ++y) {
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          const int64_t x0i = std::max<int64_t>(ox * sw - pw, 0), x1i = std::min<int64_t>(ox * sw - pw + kw, W);
+          float m = -INFINITY;
+          for (int64_t xx = x0i; xx < x1i; ++xx) {
+            const float v = xp[y * W + xx];
+            m = (v > m || std::isnan(v)) ? v : m;
+          }
+          rowmax[static_cast<size_t>(y * OW + ox)] = m;
+        }
+      }
+      float* op = po + pl * OH * OW;
+      for (int64_t oy = 0; oy < OH; ++oy) {
+        const int64_t y0 = std::max<int64_t>(oy * sh - ph, 0), y1 = std::min<int64_t>(oy * sh - ph + kh, H);
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          float m = -INFINITY;
+          for (int64_t yy = y0; yy < y1; ++yy) {
+            const float v = rowmax[static_cast<size_t>(yy * OW + ox)];
+            m = (v > m || std::isnan(v)) ? v : m;
+          }
+          op[oy * OW + ox] = m;
+        }
+      }
+    });
+    return;
+  }
+  const Tensor& x = x0;
   pool_loop(x, p, out, [](const float* xp, const Window3& w, const int64_t* o) {
     float m = -INFINITY;
     for (int64_t a = 0; a < w.k[0]; ++a) {
