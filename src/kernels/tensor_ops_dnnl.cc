@@ -8,6 +8,7 @@
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "core/thread_pool.h"
 #include "kernels/tensor_ops.h"
 
 namespace rkd::ops {
@@ -38,6 +39,24 @@ tag plain_tag(size_t rank) {
 
 Error dnnl_error(const std::string& what, const dnnl::error& e) {
   return unsupported(what + ": oneDNN: " + e.what());
+}
+
+// [n][c][s] -> [n][s][c] in 32x32 tiles (both sides stay in cache lines), threaded over
+// tiles of the global pool.
+void transpose_planes(const float* src, float* dst, int64_t n, int64_t c, int64_t s) {
+  constexpr int64_t T = 32;
+  const int64_t tc = (c + T - 1) / T, ts = (s + T - 1) / T;
+  ThreadPool::global().parallel_for(n * tc, [&](int64_t task) {
+    const int64_t b = task / tc, c0 = (task % tc) * T, c1 = std::min(c, c0 + T);
+    const float* sp = src + b * c * s;
+    float* dp = dst + b * c * s;
+    for (int64_t t = 0; t < ts; ++t) {
+      const int64_t s0 = t * T, s1 = std::min(s, s0 + T);
+      for (int64_t j = s0; j < s1; ++j) {
+        for (int64_t i = c0; i < c1; ++i) dp[j * c + i] = sp[i * s + j];
+      }
+    }
+  });
 }
 
 class DnnlConv final : public ConvPrimitive {
@@ -147,6 +166,21 @@ class DnnlConv final : public ConvPrimitive {
         impl_ = pd.impl_info_str();
         prim_ = dnnl::deconvolution_forward(pd);
       }
+      // brgconv on AVX-512 wants channels-last (acdb...): oneDNN's jit:uni reorder for
+      // NCHW -> NHWC measured 7.5 ms per 10 MB activation (a strided transpose); a tiled
+      // transpose does it at memory speed.
+      {
+        memory::dims strides_cl(x_shape.size());
+        int64_t acc = 1;
+        strides_cl[1] = 1;
+        acc = x_shape[1];
+        for (size_t i = x_shape.size(); i-- > 2;) {
+          strides_cl[i] = acc;
+          acc *= x_shape[i];
+        }
+        strides_cl[0] = acc;
+        src_channels_last_ = src_md_ == memory::desc(dims_of(x_shape), dt::f32, strides_cl);
+      }
       if (src_md_ != src_user_) {
         src_buf_ = memory(src_md_, engine());
         src_reorder_ = dnnl::reorder(memory(src_user_, engine(), nullptr), src_buf_);
@@ -182,7 +216,14 @@ class DnnlConv final : public ConvPrimitive {
       dnnl::stream s(engine());
       memory src = src_user, dst = dst_user;
       if (src_buf_) {
-        src_reorder_.execute(s, src_user, src_buf_);
+        if (src_channels_last_) {
+          const Shape& xs = xd.shape();
+          int64_t spatial = 1;
+          for (size_t i = 2; i < xs.size(); ++i) spatial *= xs[i];
+          transpose_planes(xd.data<float>(), static_cast<float*>(src_buf_.get_data_handle()), xs[0], xs[1], spatial);
+        } else {
+          src_reorder_.execute(s, src_user, src_buf_);
+        }
         src = src_buf_;
       }
       if (dst_buf_) dst = dst_buf_;
@@ -205,6 +246,7 @@ class DnnlConv final : public ConvPrimitive {
   dnnl::reorder src_reorder_, dst_reorder_;
   Tensor bias_copy_;
   bool has_bias_ = false;
+  bool src_channels_last_ = false;
   std::string impl_;
 };
 
