@@ -105,6 +105,7 @@ struct ExecutorBuilder {
       }
     }
     std::map<int, int> root_of;  // alias slot -> root slot
+    std::vector<Error> prepare_errors;  // reported together, unsupported before invalid
     std::map<int, Planned> planned;
     for (const auto& np : g.nodes()) {
       const ir::Node& n = *np;
@@ -116,8 +117,11 @@ struct ExecutorBuilder {
       st->view = is_view_op(n.op_type) && !out_is_graph_output && n.outputs.size() == 1 && n.outputs[0];
       if (!st->view) {
         auto k = is_fused_op(n) ? prepare_fused_op(n) : prepare_op(n, g.opset);
-        if (!k.ok()) return k.error();
-        st->kernel = std::move(k).value();
+        if (!k.ok()) {
+          prepare_errors.push_back(k.error());
+        } else {
+          st->kernel = std::move(k).value();
+        }
       }
       const int idx = static_cast<int>(e->steps_.size());
       // Lifetimes: every read extends the root's life.
@@ -149,6 +153,16 @@ struct ExecutorBuilder {
         planned[s] = p;
       }
       e->steps_.push_back(st);
+    }
+    if (!prepare_errors.empty()) {
+      if (prepare_errors.size() == 1) return prepare_errors[0];
+      bool all_unsupported = true;
+      std::string msg = std::to_string(prepare_errors.size()) + " node(s) cannot be prepared:";
+      for (const Error& err : prepare_errors) {
+        all_unsupported = all_unsupported && err.kind == ErrorKind::unsupported;
+        msg += "\n  " + err.to_string();
+      }
+      return Error{all_unsupported ? ErrorKind::unsupported : ErrorKind::invalid, msg};
     }
     // Greedy by size: place the largest first at the lowest offset that does not overlap
     // any placed value alive at the same time.

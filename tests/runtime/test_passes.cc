@@ -195,6 +195,25 @@ TEST(Optimize, ReportsEveryNodeWithoutAKernelAtOnce) {
   EXPECT_NE(s.error().message.find("'b' (Unique)"), std::string::npos) << s.error().message;
 }
 
+TEST(Executor, ReportsEveryUnsupportedAttributeAtOnce) {
+  ir::Graph g;
+  g.opset = 17;
+  ir::Value* x = input(g, "x", {Dim{1, ""}, Dim{2, ""}, Dim{8, ""}, Dim{8, ""}});
+  ir::Node* mp = *g.add_node("pool", "MaxPool", "", {x}, {"p"});
+  mp->attrs["kernel_shape"] = std::vector<int64_t>{2, 2};
+  mp->attrs["storage_order"] = int64_t{1};
+  Tensor scales = Tensor::from_floats({4}, std::vector<float>{1, 1, 2, 2});
+  ir::Node* rs = *g.add_node("resize", "Resize", "", {mp->outputs[0], nullptr, g.add_constant("scales", scales)}, {"y"});
+  rs->attrs["antialias"] = int64_t{1};
+  g.outputs.push_back(rs->outputs[0]);
+  ASSERT_TRUE(runtime::optimize(g).ok());
+  auto ex = runtime::Executor::create(g);
+  ASSERT_FALSE(ex.ok());
+  EXPECT_EQ(ex.error().kind, ErrorKind::unsupported);
+  EXPECT_NE(ex.error().message.find("storage_order"), std::string::npos) << ex.error().message;
+  EXPECT_NE(ex.error().message.find("antialias"), std::string::npos) << ex.error().message;
+}
+
 TEST(Optimize, DumpAfterNamesKnownPasses) {
   ir::Graph g;
   g.opset = 17;
