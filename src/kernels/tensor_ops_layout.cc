@@ -99,24 +99,8 @@ void layer_norm(const Tensor& x0, const Tensor& scale0, const Tensor* bias0, int
   float* po = out.data<float>();
   parallel_rows(rows, n, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
-      const float* xr = px + r * n;
-      float* yr = po + r * n;
-      float sum = 0.f;
-      for (int64_t k = 0; k < n; ++k) sum += xr[k];
-      const float mu = sum / static_cast<float>(n);
-      float var = 0.f;
-      for (int64_t k = 0; k < n; ++k) {
-        const float d = xr[k] - mu;
-        var += d * d;
-      }
-      var /= static_cast<float>(n);
-      const float inv = 1.f / std::sqrt(var + eps);
-      for (int64_t k = 0; k < n; ++k) {
-        const float v = (xr[k] - mu) * inv * ps[k];
-        yr[k] = pb ? v + pb[k] : v;
-      }
-      if (mean) mean->data<float>()[r] = mu;
-      if (inv_std) inv_std->data<float>()[r] = inv;
+      simd_layer_norm_row(px + r * n, ps, pb, po + r * n, n, eps, mean ? mean->data<float>() + r : nullptr,
+                          inv_std ? inv_std->data<float>() + r : nullptr);
     }
   });
 }

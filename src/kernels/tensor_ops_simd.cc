@@ -108,6 +108,43 @@ void SoftmaxRow(const float* x, float* y, int64_t n, bool log) {
   for (; i < n; ++i) y[i] *= 1.f / sum;
 }
 
+// One row of LayerNormalization: two passes (mean, then the mean of squared deviations).
+void LayerNormRow(const float* x, const float* scale, const float* bias, float* y, int64_t n, float eps, float* mean_out,
+                  float* inv_out) {
+  const hn::ScalableTag<float> d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  auto vs = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + L <= n; i += L) vs = hn::Add(vs, hn::LoadU(d, x + i));
+  float sum = hn::GetLane(hn::SumOfLanes(d, vs));
+  for (; i < n; ++i) sum += x[i];
+  const float mu = sum / static_cast<float>(n);
+  const auto vmu = hn::Set(d, mu);
+  auto vv = hn::Zero(d);
+  i = 0;
+  for (; i + L <= n; i += L) {
+    const auto dv = hn::Sub(hn::LoadU(d, x + i), vmu);
+    vv = hn::MulAdd(dv, dv, vv);
+  }
+  float var = hn::GetLane(hn::SumOfLanes(d, vv));
+  for (; i < n; ++i) var += (x[i] - mu) * (x[i] - mu);
+  var /= static_cast<float>(n);
+  const float inv = 1.f / std::sqrt(var + eps);
+  const auto vinv = hn::Set(d, inv);
+  i = 0;
+  for (; i + L <= n; i += L) {
+    auto v = hn::Mul(hn::Mul(hn::Sub(hn::LoadU(d, x + i), vmu), vinv), hn::LoadU(d, scale + i));
+    if (bias) v = hn::Add(v, hn::LoadU(d, bias + i));
+    hn::StoreU(v, d, y + i);
+  }
+  for (; i < n; ++i) {
+    const float v = (x[i] - mu) * inv * scale[i];
+    y[i] = bias ? v + bias[i] : v;
+  }
+  if (mean_out) *mean_out = mu;
+  if (inv_out) *inv_out = inv;
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace rkd::ops
 HWY_AFTER_NAMESPACE();
@@ -118,10 +155,15 @@ HWY_EXPORT(MapExp);
 HWY_EXPORT(MapSigmoid);
 HWY_EXPORT(MapErf);
 HWY_EXPORT(SoftmaxRow);
+HWY_EXPORT(LayerNormRow);
 
 void simd_exp(const float* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(MapExp)(x, y, n); }
 void simd_sigmoid(const float* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(MapSigmoid)(x, y, n); }
 void simd_erf(const float* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(MapErf)(x, y, n); }
 void simd_softmax_row(const float* x, float* y, int64_t n, bool log) { HWY_DYNAMIC_DISPATCH(SoftmaxRow)(x, y, n, log); }
+void simd_layer_norm_row(const float* x, const float* scale, const float* bias, float* y, int64_t n, float eps,
+                         float* mean, float* inv_std) {
+  HWY_DYNAMIC_DISPATCH(LayerNormRow)(x, scale, bias, y, n, eps, mean, inv_std);
+}
 }  // namespace rkd::ops
 #endif
