@@ -8,8 +8,8 @@
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "core/thread_pool.h"
 #include "kernels/tensor_ops.h"
+#include "kernels/tensor_ops_parallel.h"
 
 namespace rkd::ops {
 
@@ -46,7 +46,7 @@ Error dnnl_error(const std::string& what, const dnnl::error& e) {
 void transpose_planes(const float* src, float* dst, int64_t n, int64_t c, int64_t s) {
   constexpr int64_t T = 32;
   const int64_t tc = (c + T - 1) / T, ts = (s + T - 1) / T;
-  ThreadPool::global().parallel_for(n * tc, [&](int64_t task) {
+  omp_for(n * tc, [&](int64_t task) {
     const int64_t b = task / tc, c0 = (task % tc) * T, c1 = std::min(c, c0 + T);
     const float* sp = src + b * c * s;
     float* dp = dst + b * c * s;

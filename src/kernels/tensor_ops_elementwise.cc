@@ -2,11 +2,12 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <cstring>
 
-#include "core/thread_pool.h"
 #include "kernels/tensor_ops.h"
+#include "kernels/tensor_ops_parallel.h"
 #include "kernels/tensor_ops_simd.h"
 
 namespace rkd::ops {
@@ -190,8 +191,8 @@ void map_unary(const Tensor& x0, Tensor& out, F f) {
   T* o = out.data<T>();
   const int64_t n = x.numel();
   constexpr int64_t kChunk = 1 << 16;
-  if (n >= 4 * kChunk && global_thread_count() > 1) {
-    ThreadPool::global().parallel_for((n + kChunk - 1) / kChunk, [&](int64_t c) {
+  if (n >= 4 * kChunk && omp_threads() > 1) {
+    omp_for((n + kChunk - 1) / kChunk, [&](int64_t c) {
       const int64_t e = std::min(n, (c + 1) * kChunk);
       for (int64_t i = c * kChunk; i < e; ++i) o[i] = f(p[i]);
     });
@@ -207,8 +208,8 @@ void map_simd(const Tensor& x0, Tensor& out, void (*fn)(const float*, float*, in
   float* o = out.data<float>();
   const int64_t n = x.numel();
   constexpr int64_t kChunk = 1 << 14;
-  if (n >= 4 * kChunk && global_thread_count() > 1) {
-    ThreadPool::global().parallel_for((n + kChunk - 1) / kChunk, [&](int64_t c) {
+  if (n >= 4 * kChunk && omp_threads() > 1) {
+    omp_for((n + kChunk - 1) / kChunk, [&](int64_t c) {
       const int64_t b = c * kChunk;
       fn(p + b, o + b, std::min(kChunk, n - b));
     });

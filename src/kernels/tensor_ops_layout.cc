@@ -2,11 +2,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <numeric>
 
-#include "core/thread_pool.h"
 #include "kernels/tensor_ops.h"
+#include "kernels/tensor_ops_parallel.h"
 #include "kernels/tensor_ops_simd.h"
 
 namespace rkd::ops {
@@ -31,12 +32,12 @@ Split3 split3(const Shape& s, int axis) {
 
 void parallel_rows(int64_t rows, int64_t work_per_row, const std::function<void(int64_t, int64_t)>& fn) {
   const int64_t total = rows * work_per_row;
-  if (global_thread_count() <= 1 || total < (1 << 16) || rows < 2) {
+  if (omp_threads() <= 1 || total < (1 << 16) || rows < 2) {
     fn(0, rows);
     return;
   }
-  const int64_t chunks = std::min<int64_t>(rows, 4 * global_thread_count());
-  ThreadPool::global().parallel_for(chunks, [&](int64_t c) {
+  const int64_t chunks = std::min<int64_t>(rows, 4 * omp_threads());
+  omp_for(chunks, [&](int64_t c) {
     fn(rows * c / chunks, rows * (c + 1) / chunks);
   });
 }

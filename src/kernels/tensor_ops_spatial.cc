@@ -1,10 +1,11 @@
 // Pooling, Resize and Einsum kernels (tensor_ops.h).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 
-#include "core/thread_pool.h"
 #include "kernels/tensor_ops.h"
+#include "kernels/tensor_ops_parallel.h"
 
 namespace rkd::ops {
 
@@ -45,7 +46,7 @@ void pool_loop(const Tensor& x0, const PoolParams& p, Tensor& out, Body body) {
   const int64_t out_plane = w.out[0] * w.out[1] * w.out[2];
   const float* px = x.data<float>();
   float* po = out.data<float>();
-  ThreadPool::global().parallel_for(planes, [&](int64_t pl) {
+  omp_for(planes, [&](int64_t pl) {
     const float* xp = px + pl * in_plane;
     float* op = po + pl * out_plane;
     for (int64_t od = 0; od < w.out[0]; ++od) {
@@ -73,7 +74,7 @@ void max_pool(const Tensor& x0, const PoolParams& p, Tensor& out) {
                   pw = p.pads[1];
     const float* px = x.data<float>();
     float* po = out.data<float>();
-    ThreadPool::global().parallel_for(planes, [&](int64_t pl) {
+    omp_for(planes, [&](int64_t pl) {
       std::vector<float> rowmax(static_cast<size_t>(H * OW));
       const float* xp = px + pl * H * W;
       for (int64_t y = 0; y < H; ++y) {
@@ -294,7 +295,7 @@ Status resize(const Tensor& x0, const ResizeParams& p, Tensor& out) {
   for (const Taps& t : taps) single_tap = single_tap && t.count == 1;
   if (single_tap && p.coordinate_transformation != "tf_crop_and_resize") {
     // Nearest (or unchanged axes): every output element copies one input element.
-    ThreadPool::global().parallel_for(std::max<int64_t>(1, std::min<int64_t>(rows, 64)), [&](int64_t chunk) {
+    omp_for(std::max<int64_t>(1, std::min<int64_t>(rows, 64)), [&](int64_t chunk) {
       const int64_t nch = std::max<int64_t>(1, std::min<int64_t>(rows, 64));
       const int64_t b = rows * chunk / nch, e = rows * (chunk + 1) / nch;
       const int64_t* iw = taps[r - 1].index.data();
@@ -311,7 +312,7 @@ Status resize(const Tensor& x0, const ResizeParams& p, Tensor& out) {
     });
     return {};
   }
-  ThreadPool::global().parallel_for(std::max<int64_t>(1, std::min<int64_t>(rows, 64)), [&](int64_t chunk) {
+  omp_for(std::max<int64_t>(1, std::min<int64_t>(rows, 64)), [&](int64_t chunk) {
     const int64_t nch = std::max<int64_t>(1, std::min<int64_t>(rows, 64));
     const int64_t b = rows * chunk / nch, e = rows * (chunk + 1) / nch;
     std::vector<int64_t> pos(r, 0);
