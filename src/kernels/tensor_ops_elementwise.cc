@@ -1,6 +1,7 @@
 // Elementwise, cast and copy kernels (tensor_ops.h).
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -16,7 +17,10 @@ namespace {
 
 // Iterates over a dense output of `shape` in C order, calling fn(out_offset, in_offsets,
 // inner_count, inner_strides) for every run of the innermost dimension. Strides are in
-// elements per input.
+// elements per input. Outputs of at least kParallelElements are split into row ranges run
+// on the OpenMP threads (each range starts from offsets computed by division).
+constexpr int64_t kParallelElements = int64_t{1} << 16;
+
 template <size_t K, typename Fn>
 void for_each_row(const Shape& shape, const std::array<const Shape*, K>& strides, Fn&& fn) {
   const size_t r = shape.size();
@@ -30,20 +34,35 @@ void for_each_row(const Shape& shape, const std::array<const Shape*, K>& strides
   for (int64_t d : shape) total *= d;
   if (total == 0) return;
   const int64_t inner_n = shape[r - 1];
+  const int64_t rows = total / inner_n;
   std::array<int64_t, K> inner{};
   for (size_t k = 0; k < K; ++k) inner[k] = (*strides[k])[r - 1];
-  std::vector<int64_t> idx(r, 0);
-  std::array<int64_t, K> off{};
-  for (int64_t row = 0; row < total / inner_n; ++row) {
-    fn(row * inner_n, off, inner_n, inner);
+  auto run_rows = [&](int64_t row_begin, int64_t row_end) {
+    std::vector<int64_t> idx(r, 0);
+    std::array<int64_t, K> off{};
+    int64_t rem = row_begin;
     for (size_t d = r - 1; d-- > 0;) {
-      ++idx[d];
-      for (size_t k = 0; k < K; ++k) off[k] += (*strides[k])[d];
-      if (idx[d] < shape[d]) break;
-      for (size_t k = 0; k < K; ++k) off[k] -= (*strides[k])[d] * shape[d];
-      idx[d] = 0;
+      idx[d] = rem % shape[d];
+      rem /= shape[d];
+      for (size_t k = 0; k < K; ++k) off[k] += idx[d] * (*strides[k])[d];
     }
+    for (int64_t row = row_begin; row < row_end; ++row) {
+      fn(row * inner_n, off, inner_n, inner);
+      for (size_t d = r - 1; d-- > 0;) {
+        ++idx[d];
+        for (size_t k = 0; k < K; ++k) off[k] += (*strides[k])[d];
+        if (idx[d] < shape[d]) break;
+        for (size_t k = 0; k < K; ++k) off[k] -= (*strides[k])[d] * shape[d];
+        idx[d] = 0;
+      }
+    }
+  };
+  if (total >= kParallelElements && rows >= 2 && omp_threads() > 1) {
+    const int64_t chunks = std::min<int64_t>(rows, 8 * omp_threads());
+    omp_for(chunks, [&](int64_t c) { run_rows(rows * c / chunks, rows * (c + 1) / chunks); });
+    return;
   }
+  run_rows(0, rows);
 }
 
 template <typename T>
@@ -64,7 +83,7 @@ Status binary_typed(Binary op, const Tensor& a0, const Tensor& b0, Tensor& out, 
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
   R* po = out.data<R>();
-  bool div_zero = false;
+  std::atomic<bool> div_zero{false};
   auto kernel = [&](auto f) {
     for_each_row<2>(out.shape(), {&a.strides(), &b.strides()}, [&](int64_t o, const auto& off, int64_t n, const auto& st) {
       const T* x = pa + off[0];
