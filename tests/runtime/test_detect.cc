@@ -1,0 +1,153 @@
+// Detector pre/post-processing (runtime/detect.h) on synthetic images and outputs whose
+// answers are known in closed form.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "runtime/detect.h"
+
+namespace rkd {
+namespace {
+
+runtime::Image gradient(int64_t w, int64_t h) {
+  runtime::Image img;
+  img.width = w;
+  img.height = h;
+  for (int64_t y = 0; y < h; ++y) {
+    for (int64_t x = 0; x < w; ++x) {
+      img.rgb.push_back(static_cast<uint8_t>(10 * x));
+      img.rgb.push_back(static_cast<uint8_t>(10 * y));
+      img.rgb.push_back(200);
+    }
+  }
+  return img;
+}
+
+TEST(Preprocess, LetterboxPadsAndCentres) {
+  runtime::DetectorConfig c;
+  c.width = 8;
+  c.height = 8;
+  c.resize = "letterbox";
+  const auto img = gradient(4, 2);  // gain min(8/4, 8/2) = 2: content 8x4, 2 rows of padding above and below
+  auto p = runtime::preprocess(img, c, false);
+  ASSERT_TRUE(p.ok());
+  EXPECT_FLOAT_EQ(p->gain, 2.f);
+  EXPECT_FLOAT_EQ(p->pad_x, 0.f);
+  EXPECT_FLOAT_EQ(p->pad_y, 2.f);
+  const Tensor& t = p->inputs.at("images");
+  ASSERT_EQ(t.shape(), (Shape{1, 3, 8, 8}));
+  auto at = [&](int ch, int y, int x) { return t.data<float>()[(ch * 8 + y) * 8 + x]; };
+  EXPECT_FLOAT_EQ(at(0, 0, 3), 114.f / 255.f);  // padding
+  EXPECT_FLOAT_EQ(at(2, 7, 0), 114.f / 255.f);
+  // Output pixel (x=0.5+.., y=2..5) maps to source ((x+0.5)/2-0.5, (y-2+0.5)/2-0.5): x=3 -> 1.25.
+  EXPECT_NEAR(at(0, 3, 3), (10.f * 1.25f) / 255.f, 1e-6);
+  EXPECT_NEAR(at(2, 4, 5), 200.f / 255.f, 1e-6);
+}
+
+TEST(Preprocess, StretchFeedsTargetSizesAsWidthHeight) {
+  runtime::DetectorConfig c;
+  c.width = 6;
+  c.height = 6;
+  c.mean[0] = 0.5f;
+  c.std[0] = 0.25f;
+  const auto img = gradient(3, 5);
+  auto p = runtime::preprocess(img, c, true);
+  ASSERT_TRUE(p.ok());
+  const Tensor& s = p->inputs.at("orig_target_sizes");
+  EXPECT_EQ(s.data<int64_t>()[0], 3);
+  EXPECT_EQ(s.data<int64_t>()[1], 5);
+  const Tensor& t = p->inputs.at("images");
+  // Channel 0 normalised: (v/255 - 0.5) / 0.25 at the top-left pixel (source x = -0.25 clamped to 0 -> v = 0).
+  EXPECT_NEAR(t.data<float>()[0], (0.f - 0.5f) / 0.25f, 1e-6);
+}
+
+TEST(Postprocess, YoloDecodeNmsAndLetterboxInverse) {
+  // 3 anchors, 2 classes: anchors 0 and 1 overlap (same class, NMS keeps the higher),
+  // anchor 2 is another class; input 8x8 letterboxed from a 4x2 photo (gain 2, pad_y 2).
+  Tensor y = Tensor::empty(DType::f32, {1, 6, 3});
+  const float v[6][3] = {{4, 4.2f, 2}, {4, 4, 6}, {2, 2, 2}, {2, 2, 2}, {0.9f, 0.8f, 0.1f}, {0.1f, 0.1f, 0.7f}};
+  for (int r = 0; r < 6; ++r) {
+    for (int a = 0; a < 3; ++a) y.data<float>()[r * 3 + a] = v[r][a];
+  }
+  runtime::DetectorConfig c;
+  c.output = "yolo";
+  runtime::Prepared prep;
+  prep.gain = 2.f;
+  prep.pad_y = 2.f;
+  runtime::Image img = gradient(4, 2);
+  auto d = runtime::postprocess({{"output0", y}}, c, prep, img);
+  ASSERT_TRUE(d.ok()) << d.error().to_string();
+  ASSERT_EQ(d->size(), 2u);
+  EXPECT_EQ((*d)[0].label, 0);
+  EXPECT_FLOAT_EQ((*d)[0].score, 0.9f);
+  // Anchor 0: centre (4, 4) size 2x2 in input pixels -> x 3..5, y 3..5 -> photo x 1.5..2.5, y 0.5..1.5.
+  EXPECT_FLOAT_EQ((*d)[0].x0, 1.5f);
+  EXPECT_FLOAT_EQ((*d)[0].x1, 2.5f);
+  EXPECT_FLOAT_EQ((*d)[0].y0, 0.5f);
+  EXPECT_FLOAT_EQ((*d)[0].y1, 1.5f);
+  EXPECT_EQ((*d)[1].label, 1);
+  EXPECT_FLOAT_EQ((*d)[1].score, 0.7f);
+}
+
+TEST(Postprocess, DeimOutputsAreOnlyThresholded) {
+  Tensor labels = Tensor::empty(DType::i64, {1, 3}), boxes = Tensor::empty(DType::f32, {1, 3, 4}),
+         scores = Tensor::empty(DType::f32, {1, 3});
+  for (int i = 0; i < 3; ++i) {
+    labels.data<int64_t>()[i] = 5 + i;
+    scores.data<float>()[i] = 0.9f - 0.4f * static_cast<float>(i);
+    for (int k = 0; k < 4; ++k) boxes.data<float>()[i * 4 + k] = static_cast<float>(10 * i + k);
+  }
+  runtime::DetectorConfig c;
+  auto d = runtime::postprocess({{"labels", labels}, {"boxes", boxes}, {"scores", scores}}, c, {}, gradient(2, 2));
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->size(), 2u);  // 0.9 and 0.5 pass 0.25; 0.1 does not
+  EXPECT_EQ((*d)[1].label, 6);
+  EXPECT_FLOAT_EQ((*d)[1].x0, 10.f);
+  EXPECT_FLOAT_EQ((*d)[1].y1, 13.f);
+  auto missing = runtime::postprocess({{"labels", labels}}, c, {}, gradient(2, 2));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("'boxes'"), std::string::npos);
+}
+
+TEST(Config, UnknownFieldsAndBadValuesAreNamed) {
+  const std::string dir = ::testing::TempDir();
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + name) << text;
+    return dir + name;
+  };
+  auto ok = runtime::read_config(write("ok.json", R"({"width": 320, "height": 256, "resize": "letterbox", "output": "yolo", "mean": [0.1, 0.2, 0.3]})"));
+  ASSERT_TRUE(ok.ok()) << ok.error().to_string();
+  EXPECT_EQ(ok->width, 320);
+  EXPECT_FLOAT_EQ(ok->mean[2], 0.3f);
+  auto unknown = runtime::read_config(write("u.json", R"({"widht": 320})"));
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("'widht'"), std::string::npos);
+  auto bad = runtime::read_config(write("b.json", R"({"resize": "crop"})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("resize"), std::string::npos);
+  auto mean = runtime::read_config(write("m.json", R"({"mean": [1, 2]})"));
+  ASSERT_FALSE(mean.ok());
+  auto notjson = runtime::read_config(write("n.json", "{"));
+  ASSERT_FALSE(notjson.ok());
+  EXPECT_NE(notjson.error().message.find("n.json"), std::string::npos);
+}
+
+TEST(Images, PngRoundTripAndBadFiles) {
+  const std::string dir = ::testing::TempDir();
+  runtime::Image img = gradient(5, 3);
+  ASSERT_TRUE(runtime::write_png(dir + "g.png", img).ok());
+  auto back = runtime::load_image(dir + "g.png");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(back->width, 5);
+  EXPECT_EQ(back->height, 3);
+  EXPECT_EQ(back->rgb, img.rgb);
+  std::ofstream(dir + "junk.png") << "not an image";
+  auto junk = runtime::load_image(dir + "junk.png");
+  ASSERT_FALSE(junk.ok());
+  EXPECT_NE(junk.error().message.find("junk.png"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rkd
