@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 CMAKE_FLAGS ?=
 
-.PHONY: deps build demo test test-sanitize test-aarch64 bench fuzz models clean
+.PHONY: deps build demo test test-sanitize test-aarch64 bench bench-models fuzz models clean
 
 deps:
 	bash scripts/setup.sh
@@ -42,6 +42,14 @@ test-aarch64:
 bench: build
 	bash scripts/setup.sh --bench
 	bash bench/run_bench.sh $(BUILD)
+
+# Whole reference models: rkdeploy's executor vs ONNX Runtime 1.30 on the same files.
+bench-models: build
+	bash scripts/setup.sh --bench
+	@[ -f $(BUILD)/models/yolov8n_arch.onnx ] || /usr/bin/python3 scripts/models/make_models.py $(BUILD)/models --quiet
+	@[ -d bench/peers/node_modules/onnxruntime-node ] || (cd bench/peers && npm install --ignore-scripts --no-audit --no-fund)
+	bash bench/run_models.sh $(BUILD) 15
+	/usr/bin/python3 bench/compare_models.py $(BUILD)
 
 fuzz:
 	bash scripts/setup.sh --fuzz
