@@ -261,7 +261,11 @@ Result<std::map<std::string, Tensor>> Executor::run(const std::map<std::string, 
     }
   }
   std::map<std::string, Tensor> result;
-  for (const ir::Value* v : g_->outputs) result[v->name] = slots_[slot_of_.at(v)];
+  // Constant outputs are copied: the caller may write into what it gets back.
+  for (const ir::Value* v : g_->outputs) {
+    const Tensor& t = slots_[slot_of_.at(v)];
+    result[v->name] = v->constant ? t.clone() : t;
+  }
   // Drop references to caller-owned inputs and returned outputs.
   for (const ir::Value* v : g_->inputs) slots_[slot_of_.at(v)] = Tensor();
   for (const ir::Value* v : g_->outputs) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "ir/shape_inference.h"
 #include "kernels/deform_attn.h"
@@ -178,7 +179,7 @@ Result<Value*> match_locations(Value* grid, bool default_method, Value** split_r
 }
 
 // Discrete per-level sample: returns (value_l, grid_l) and checks the integer coordinate chain.
-Result<std::pair<Value*, Value*>> match_discrete_level(Value* sample, int64_t* clip_hi) {
+Result<std::pair<Value*, Value*>> match_discrete_level(Value* sample, int64_t* clip_hi, std::vector<double>* scale_wh) {
   Node* r1 = made_by(sample, "Reshape");
   Node* t1 = r1 ? made_by(r1->inputs[0], "Transpose") : nullptr;
   Node* r2 = t1 ? made_by(t1->inputs[0], "Reshape") : nullptr;
@@ -231,6 +232,7 @@ Result<std::pair<Value*, Value*>> match_discrete_level(Value* sample, int64_t* c
     }
   }
   if (!wh) return Error{ErrorKind::invalid, "coordinates are not loc * [w, h] + 0.5"};
+  *scale_wh = {wh->constant->get_as_double(0), wh->constant->get_as_double(1)};
   return std::make_pair(tv->inputs[0], grid);
 }
 
@@ -290,11 +292,17 @@ Result<Site> match_site(Node* concat) {
     } else {
       any_gather = true;
       int64_t hi = 0;
-      RKD_ASSIGN(auto pair, match_discrete_level(sample, &hi));
+      std::vector<double> wh;
+      RKD_ASSIGN(auto pair, match_discrete_level(sample, &hi, &wh));
       vl = pair.first;
       grid = pair.second;
       auto ls = ir::static_shape(vl);
       if (!ls || ls->size() != 4) return Error{ErrorKind::invalid, "level value shape unknown"};
+      if (wh[0] != static_cast<double>((*ls)[3]) || wh[1] != static_cast<double>((*ls)[2])) {
+        return Error{ErrorKind::invalid, "coordinates are scaled by [" + std::to_string(wh[0]) + ", " + std::to_string(wh[1]) +
+                                             "], not the level's [w, h] = [" + std::to_string((*ls)[3]) + ", " +
+                                             std::to_string((*ls)[2]) + "]"};
+      }
       if (hi != (*ls)[2] - 1) {
         return Error{ErrorKind::invalid, "coordinates are clamped to " + std::to_string(hi) + ", not H-1 = " +
                                              std::to_string((*ls)[2] - 1) + " (only the historical discrete form is fused)"};
@@ -367,7 +375,8 @@ ir::Pass deform_attn_fusion_pass(FusionReport* report) {
                       }
                       if (sampled) candidates.push_back(n);
                     }
-                    std::map<Value*, Value*> prepared;  // value4 source -> prepared value
+                    // value source + geometry -> prepared value (layers reading the same memory share it)
+                    std::map<std::tuple<Value*, std::vector<int64_t>, std::vector<int64_t>, int64_t>, Value*> prepared;
                     std::vector<std::unique_ptr<Node>> unused;
                     for (Node* c : candidates) {
                       auto site = match_site(c);
@@ -377,8 +386,9 @@ ir::Pass deform_attn_fusion_pass(FusionReport* report) {
                       }
                       const Site& s = *site;
                       // One preparation per value tensor: layers reshaping the same memory share it.
-                      Value* key = s.value4;
-                      if (Node* r = made_by(s.value4, "Reshape")) key = r->inputs[0];
+                      Value* src = s.value4;
+                      if (Node* r = made_by(s.value4, "Reshape")) src = r->inputs[0];
+                      const auto key = std::make_tuple(src, s.hs, s.ws, s.heads);
                       Value* prep = prepared.count(key) ? prepared[key] : nullptr;
                       if (!prep) {
                         RKD_ASSIGN(Node * pn, g.add_node(s.concat->name + "/msda_prepare", "MSDAPrepare", "rkdeploy",
