@@ -5,6 +5,8 @@
 // (format_tag::any) when the primitive is prepared.
 #include <omp.h>
 
+#include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -57,6 +59,21 @@ void transpose_planes(const float* src, float* dst, int64_t n, int64_t c, int64_
       }
     }
   });
+}
+
+// A per-thread buffer that grows to the largest request (64-byte aligned).
+uint8_t* conv_workspace(size_t bytes) {
+  struct Buffer {
+    std::unique_ptr<uint8_t, void (*)(void*)> p{nullptr, std::free};
+    size_t size = 0;
+  };
+  thread_local Buffer b;
+  if (bytes > b.size) {
+    const size_t alloc = (bytes + 4095) / 4096 * 4096;
+    b.p.reset(static_cast<uint8_t*>(std::aligned_alloc(4096, alloc)));
+    b.size = b.p ? alloc : 0;
+  }
+  return b.p.get();
 }
 
 class DnnlConv final : public ConvPrimitive {
@@ -186,11 +203,11 @@ class DnnlConv final : public ConvPrimitive {
         src_channels_last_ = src_md_ == memory::desc(dims_of(x_shape), dt::f32, strides_cl);
       }
       if (src_md_ != src_user_) {
-        src_buf_ = memory(src_md_, engine());
+        src_buf_ = memory(src_md_, engine(), DNNL_MEMORY_NONE);
         src_reorder_ = dnnl::reorder(memory(src_user_, engine(), nullptr), src_buf_);
       }
       if (dst_md_ != dst_user_) {
-        dst_buf_ = memory(dst_md_, engine());
+        dst_buf_ = memory(dst_md_, engine(), DNNL_MEMORY_NONE);
         dst_reorder_ = dnnl::reorder(dst_buf_, memory(dst_user_, engine(), nullptr));
       }
       // Reorder the weights once into the primitive's layout (the user memory is only read).
@@ -219,6 +236,16 @@ class DnnlConv final : public ConvPrimitive {
       memory dst_user(dst_user_, engine(), out.raw());
       dnnl::stream s(engine());
       memory src = src_user, dst = dst_user;
+      // The blocked copies live in one per-thread workspace shared by every convolution
+      // (they run one at a time): a model's convolutions do not each keep their own.
+      const size_t src_bytes = src_buf_ ? (src_md_.get_size() + 63) / 64 * 64 : 0;
+      const size_t dst_bytes = dst_buf_ ? dst_md_.get_size() : 0;
+      if (src_buf_ || dst_buf_) {
+        uint8_t* ws = conv_workspace(src_bytes + dst_bytes);
+        if (!ws) return io_error("convolution: out of memory for a " + std::to_string(src_bytes + dst_bytes) + "-byte workspace");
+        if (src_buf_) src_buf_.set_data_handle(ws);
+        if (dst_buf_) dst_buf_.set_data_handle(ws + src_bytes);
+      }
       if (src_buf_) {
         if (src_channels_last_) {
           const Shape& xs = xd.shape();
