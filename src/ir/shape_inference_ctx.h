@@ -1,0 +1,107 @@
+// Shared machinery of the shape functions (private to src/ir): the per-node context, dim
+// arithmetic and broadcasting. shape_inference.cc holds the elementwise, layout and
+// reduction ops; shape_inference_nn.cc the convolution, pooling, product, resize and
+// sampling ops.
+#pragma once
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "ir/shape_inference.h"
+
+namespace rkd::ir::detail {
+
+// Dimension products saturate at kHuge instead of overflowing: any shape that large is
+// refused later by checked_shape_bytes (before anything is allocated).
+constexpr int64_t kHuge = int64_t{1} << 62;
+inline int64_t mul_sat(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r) || r > kHuge || r < -kHuge) return kHuge;
+  return r;
+}
+
+inline Dims to_dims(const Shape& s) {
+  Dims d;
+  for (int64_t x : s) d.push_back(Dim{x, ""});
+  return d;
+}
+
+struct Ctx {
+  Node& n;
+  int64_t opset;
+
+  const Value* in(size_t i) const { return i < n.inputs.size() ? n.inputs[i] : nullptr; }
+  std::optional<Dims> dims(size_t i) const {
+    const Value* v = in(i);
+    return v ? v->shape : std::nullopt;
+  }
+  std::optional<DType> dtype(size_t i) const {
+    const Value* v = in(i);
+    return v ? v->dtype : std::nullopt;
+  }
+  Error bad(const std::string& msg) const { return invalid(n.describe() + ": " + msg); }
+  Error unsup(const std::string& msg) const { return unsupported(n.describe() + ": " + msg); }
+
+  // Sets output i; checks against a static shape already present.
+  Status set(size_t i, std::optional<DType> dt, std::optional<Dims> shape) const {
+    if (i >= n.outputs.size() || !n.outputs[i]) return {};
+    Value* o = n.outputs[i];
+    if (dt) o->dtype = dt;
+    if (!shape) return {};
+    if (o->shape && o->shape->size() == shape->size()) {
+      for (size_t k = 0; k < shape->size(); ++k) {
+        const Dim& old = (*o->shape)[k];
+        const Dim& now = (*shape)[k];
+        if (old.is_static() && now.is_static() && old.value != now.value) {
+          return bad("inferred shape " + dims_to_string(*shape) + " of output '" + o->name +
+                     "' contradicts the shape " + dims_to_string(*o->shape) + " recorded in the model");
+        }
+        if (old.is_static() && !now.is_static()) (*shape)[k] = old;
+      }
+    } else if (o->shape && !o->shape->empty() && o->shape->size() != shape->size()) {
+      return bad("inferred rank " + std::to_string(shape->size()) + " of output '" + o->name +
+                 "' contradicts the rank " + std::to_string(o->shape->size()) + " recorded in the model");
+    }
+    o->shape = std::move(shape);
+    return {};
+  }
+  Result<int64_t> axis(int64_t a, int64_t rank, const char* what = "axis") const {
+    if (a < -rank || a >= rank) {
+      return bad(std::string(what) + " " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
+    }
+    return a < 0 ? a + rank : a;
+  }
+};
+
+inline Result<Dims> broadcast(const Ctx& c, const Dims& a, const Dims& b) {
+  const size_t r = std::max(a.size(), b.size());
+  Dims out(r);
+  for (size_t i = 0; i < r; ++i) {
+    const Dim one{1, ""};
+    const Dim& x = i + a.size() >= r ? a[i + a.size() - r] : one;
+    const Dim& y = i + b.size() >= r ? b[i + b.size() - r] : one;
+    if (x.is_static() && y.is_static()) {
+      if (x.value != y.value && x.value != 1 && y.value != 1) {
+        return c.bad("cannot broadcast " + dims_to_string(a) + " with " + dims_to_string(b));
+      }
+      out[i] = Dim{x.value == 1 ? y.value : x.value, ""};
+    } else if (x.is_static()) {
+      out[i] = x.value == 1 ? y : x;
+    } else if (y.is_static()) {
+      out[i] = y.value == 1 ? x : y;
+    } else {
+      out[i] = x.symbol == y.symbol ? x : Dim{};
+    }
+  }
+  return out;
+}
+
+using Fn = std::function<Status(const Ctx&)>;
+
+// Registers the shape functions of shape_inference_nn.cc.
+void add_nn_shape_functions(std::map<std::string, Fn>& m);
+
+}  // namespace rkd::ir::detail
