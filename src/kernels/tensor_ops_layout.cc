@@ -309,6 +309,22 @@ Result<std::vector<int64_t>> read_indices(const Tensor& t0, int64_t bound, const
 }
 }  // namespace
 
+namespace {
+// GatherElements/ScatterElements: indices of the data's rank, no larger than the data
+// outside the axis (otherwise the element addressing would leave the data).
+Status check_element_indices_shape(const Tensor& data, const Tensor& indices, int axis, const char* what) {
+  if (indices.rank() != data.rank()) return invalid(std::string(what) + ": indices and data must have the same rank");
+  for (int d = 0; d < data.rank(); ++d) {
+    if (d != axis && indices.shape()[static_cast<size_t>(d)] > data.shape()[static_cast<size_t>(d)]) {
+      return invalid(std::string(what) + ": indices dimension " + std::to_string(d) + " (" +
+                     std::to_string(indices.shape()[static_cast<size_t>(d)]) + ") exceeds the data's (" +
+                     std::to_string(data.shape()[static_cast<size_t>(d)]) + ")");
+    }
+  }
+  return {};
+}
+}  // namespace
+
 Status gather(const Tensor& data0, const Tensor& indices, int axis, Tensor& out) {
   const Tensor data = dense(data0);
   const Split3 s = split3(data.shape(), axis);
@@ -329,6 +345,7 @@ Status gather(const Tensor& data0, const Tensor& indices, int axis, Tensor& out)
 Status gather_elements(const Tensor& data0, const Tensor& indices, int axis, Tensor& out) {
   const Tensor data = dense(data0);
   const int64_t dn = data.shape()[static_cast<size_t>(axis)];
+  RKD_TRY(check_element_indices_shape(data, indices, axis, "GatherElements"));
   RKD_ASSIGN(auto idx, read_indices(indices, dn, "GatherElements"));
   const size_t es = esize(data);
   const Shape& is = indices.shape();
@@ -380,19 +397,26 @@ Status scatter_nd(const Tensor& data, const Tensor& indices0, const Tensor& upda
   const int64_t n = indices.numel() / std::max<int64_t>(q, 1);
   if (indices.dtype() != DType::i64) return invalid("ScatterND: indices must be int64");
   const int64_t* pi = indices.data<int64_t>();
+  // Validate every index (negative ones count from the end) before writing anything.
+  std::vector<int64_t> offsets(static_cast<size_t>(n), 0);
+  for (int64_t k = 0; k < n; ++k) {
+    for (int64_t j = 0; j < q; ++j) {
+      int64_t v = pi[k * q + j];
+      const int64_t dim = data.shape()[static_cast<size_t>(j)];
+      if (v < -dim || v >= dim) {
+        return invalid("ScatterND: index " + std::to_string(v) + " is out of range for dimension " + std::to_string(j) +
+                       " of size " + std::to_string(dim));
+      }
+      if (v < 0) v += dim;
+      offsets[static_cast<size_t>(k)] += v * ds[static_cast<size_t>(j)];
+    }
+  }
   return with_scatter_type(out.dtype(), [&](auto zero) -> void {
     using T = decltype(zero);
     T* po = out.data<T>();
     const T* pu = updates.data<T>();
     for (int64_t k = 0; k < n; ++k) {
-      int64_t off = 0;
-      for (int64_t j = 0; j < q; ++j) {
-        int64_t v = pi[k * q + j];
-        const int64_t dim = data.shape()[static_cast<size_t>(j)];
-        if (v < 0) v += dim;
-        v = std::clamp<int64_t>(v, 0, dim - 1);  // validated below by the runtime's bounds check
-        off += v * ds[static_cast<size_t>(j)];
-      }
+      const int64_t off = offsets[static_cast<size_t>(k)];
       for (int64_t e = 0; e < slice; ++e) apply_reduction(po + off + e, pu + k * slice + e, reduction);
     }
   });
@@ -400,6 +424,8 @@ Status scatter_nd(const Tensor& data, const Tensor& indices0, const Tensor& upda
 
 Status scatter_elements(const Tensor& data, const Tensor& indices, const Tensor& updates0, int axis,
                         const std::string& reduction, Tensor& out) {
+  RKD_TRY(check_element_indices_shape(data, indices, axis, "ScatterElements"));
+  if (updates0.shape() != indices.shape()) return invalid("ScatterElements: updates and indices must have the same shape");
   copy_into(data, out);
   const Tensor updates = dense(updates0);
   RKD_ASSIGN(auto idx, read_indices(indices, data.shape()[static_cast<size_t>(axis)], "ScatterElements"));

@@ -105,7 +105,7 @@ struct ExecutorBuilder {
       }
     }
     std::map<int, int> root_of;  // alias slot -> root slot
-    std::vector<Error> prepare_errors;  // reported together, unsupported before invalid
+    std::vector<Error> prepare_errors;  // reported together after the walk
     std::map<int, Planned> planned;
     for (const auto& np : g.nodes()) {
       const ir::Node& n = *np;
@@ -141,6 +141,9 @@ struct ExecutorBuilder {
           continue;
         }
         auto shape = ir::static_shape(v);
+        if (!shape || !v->dtype) {
+          return unsupported(n.describe() + ": output '" + v->name + "' has no static shape (run optimize() first)");
+        }
         RKD_ASSIGN(uint64_t bytes, checked_shape_bytes(*shape, *v->dtype, v->name));
         if (outputs.count(v)) {
           e->plan_.output_bytes += static_cast<int64_t>(bytes);
@@ -194,11 +197,10 @@ struct ExecutorBuilder {
     if (!mem) return io_error("out of memory allocating the " + std::to_string(arena) + "-byte activation arena");
     ::madvise(mem, alloc, MADV_HUGEPAGE);
     e->arena_ = std::shared_ptr<uint8_t[]>(mem, [](uint8_t* q) { std::free(q); });
+    std::map<int, const ir::Value*> value_of_slot;
+    for (const auto& [val, sl] : e->slot_of_) value_of_slot[static_cast<int>(sl)] = val;
     for (const auto& [s, p] : planned) {
-      const ir::Value* v = nullptr;
-      for (const auto& [val, sl] : e->slot_of_) {
-        if (static_cast<int>(sl) == s) v = val;
-      }
+      const ir::Value* v = value_of_slot.at(s);
       e->slots_[static_cast<size_t>(s)] = Tensor::wrap(e->arena_, static_cast<size_t>(p.offset), *v->dtype, *ir::static_shape(v));
     }
     return e;
