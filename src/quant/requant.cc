@@ -1,0 +1,133 @@
+#include "quant/requant.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace rkd::quant {
+
+const char* to_string(Requant r) {
+  switch (r) {
+    case Requant::tflite_double_rounding: return "tflite_double_rounding";
+    case Requant::tflite_single_rounding: return "tflite_single_rounding";
+    case Requant::onnx_float: return "onnx_float";
+  }
+  return "?";
+}
+
+Result<Requant> parse_requant(const std::string& s) {
+  for (Requant r : {Requant::tflite_double_rounding, Requant::tflite_single_rounding, Requant::onnx_float}) {
+    if (s == to_string(r)) return r;
+  }
+  return invalid("requantization '" + s + "': expected tflite_double_rounding, tflite_single_rounding or onnx_float");
+}
+
+Result<QuantizedMultiplier> quantize_multiplier(double m) {
+  if (!std::isfinite(m) || m < 0) return invalid("real multiplier " + std::to_string(m) + " must be finite and >= 0");
+  QuantizedMultiplier r;
+  if (m == 0) return r;
+  int shift = 0;
+  const double f = std::frexp(m, &shift);  // m = f * 2^shift, f in [0.5, 1)
+  int64_t q = static_cast<int64_t>(std::round(f * static_cast<double>(int64_t{1} << 31)));
+  if (q == (int64_t{1} << 31)) {  // f rounded up to 1.0
+    q /= 2;
+    ++shift;
+  }
+  if (shift < -31) return r;  // below the smallest encodable multiplier: output = zero point
+  if (shift > 30) {
+    r.multiplier = std::numeric_limits<int32_t>::max();
+    r.shift = 30;
+    return r;
+  }
+  r.multiplier = static_cast<int32_t>(q);
+  r.shift = shift;
+  return r;
+}
+
+int32_t saturating_rounding_doubling_high_mul(int32_t a, int32_t b) {
+  if (a == std::numeric_limits<int32_t>::min() && b == std::numeric_limits<int32_t>::min()) {
+    return std::numeric_limits<int32_t>::max();
+  }
+  const int64_t ab = static_cast<int64_t>(a) * static_cast<int64_t>(b);
+  const int64_t nudge = ab >= 0 ? (int64_t{1} << 30) : (1 - (int64_t{1} << 30));
+  return static_cast<int32_t>((ab + nudge) / (int64_t{1} << 31));  // C division truncates toward zero
+}
+
+int32_t rounding_divide_by_pot(int32_t x, int exponent) {
+  const int32_t mask = static_cast<int32_t>((int64_t{1} << exponent) - 1);
+  const int32_t remainder = x & mask;
+  const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return (x >> exponent) + (remainder > threshold ? 1 : 0);
+}
+
+int32_t multiply_by_quantized_multiplier_double_rounding(int32_t x, QuantizedMultiplier m) {
+  const int left = m.shift > 0 ? m.shift : 0;
+  const int right = m.shift > 0 ? 0 : -m.shift;
+  // x * 2^left must fit int32 (the contract); computed in int64 and saturated so that a
+  // contract breach gives a saturated value instead of undefined behaviour.
+  const int64_t shifted = static_cast<int64_t>(x) * (int64_t{1} << left);
+  const int32_t xs = static_cast<int32_t>(std::clamp<int64_t>(shifted, std::numeric_limits<int32_t>::min(),
+                                                              std::numeric_limits<int32_t>::max()));
+  return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(xs, m.multiplier), right);
+}
+
+int32_t multiply_by_quantized_multiplier_single_rounding(int32_t x, QuantizedMultiplier m) {
+  const int total_shift = 31 - m.shift;  // in [1, 62]
+  const int64_t round = int64_t{1} << (total_shift - 1);
+  const int64_t r = (static_cast<int64_t>(x) * m.multiplier + round) >> total_shift;  // arithmetic shift: floor
+  return static_cast<int32_t>(
+      std::clamp<int64_t>(r, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
+}
+
+Result<Requantizer> Requantizer::make(Requant convention, float x_scale, const std::vector<float>& w_scales,
+                                      float y_scale, int32_t y_zero_point, int32_t qmin, int32_t qmax) {
+  if (!(x_scale > 0) || !(y_scale > 0) || !std::isfinite(x_scale) || !std::isfinite(y_scale)) {
+    return invalid("requantization: input and output scales must be positive and finite");
+  }
+  if (w_scales.empty()) return invalid("requantization: no weight scale");
+  if (qmin > qmax || y_zero_point < qmin || y_zero_point > qmax) {
+    return invalid("requantization: output zero point " + std::to_string(y_zero_point) + " outside [" +
+                   std::to_string(qmin) + ", " + std::to_string(qmax) + "]");
+  }
+  Requantizer r;
+  r.conv_ = convention;
+  r.zp_ = y_zero_point;
+  r.qmin_ = qmin;
+  r.qmax_ = qmax;
+  for (size_t c = 0; c < w_scales.size(); ++c) {
+    const float ws = w_scales[c];
+    if (!(ws > 0) || !std::isfinite(ws)) {
+      return invalid("requantization: weight scale " + std::to_string(c) + " must be positive and finite");
+    }
+    if (convention == Requant::onnx_float) {
+      r.scales_.push_back(x_scale * ws / y_scale);  // float32, left to right, as ONNX Runtime
+    } else {
+      RKD_ASSIGN(QuantizedMultiplier m, quantize_multiplier(static_cast<double>(x_scale) * static_cast<double>(ws) /
+                                                            static_cast<double>(y_scale)));
+      r.mults_.push_back(m);
+    }
+  }
+  return r;
+}
+
+int32_t Requantizer::apply(int32_t acc, size_t c) const {
+  int32_t v = 0;
+  switch (conv_) {
+    case Requant::tflite_double_rounding:
+      v = multiply_by_quantized_multiplier_double_rounding(acc, mults_[mults_.size() == 1 ? 0 : c]);
+      break;
+    case Requant::tflite_single_rounding:
+      v = multiply_by_quantized_multiplier_single_rounding(acc, mults_[mults_.size() == 1 ? 0 : c]);
+      break;
+    case Requant::onnx_float: {
+      const float s = scales_[scales_.size() == 1 ? 0 : c];
+      float f = static_cast<float>(acc) * s;
+      f = std::min(std::max(f, static_cast<float>(qmin_ - zp_)), static_cast<float>(qmax_ - zp_));
+      return static_cast<int32_t>(std::nearbyint(f)) + zp_;  // default rounding mode: half to even
+    }
+  }
+  const int64_t y = static_cast<int64_t>(v) + zp_;
+  return static_cast<int32_t>(std::clamp<int64_t>(y, qmin_, qmax_));
+}
+
+}  // namespace rkd::quant

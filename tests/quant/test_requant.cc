@@ -1,0 +1,236 @@
+// Requantization and the int8 reference kernels against references written here from the
+// definitions (exact 128-bit integer arithmetic for the TFLite conventions, an int64
+// convolution with its own loop order), never by calling the code under test.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "quant/int8.h"
+#include "quant/requant.h"
+
+namespace rkd::quant {
+namespace {
+
+__extension__ typedef __int128 i128;  // exact reference arithmetic (GCC/Clang, x86-64 and arm64)
+
+// n / d rounded half away from zero (d > 0).
+i128 div_round_half_away(i128 n, i128 d) {
+  const i128 a = n < 0 ? -n : n;
+  const i128 q = (2 * a + d) / (2 * d);
+  return n < 0 ? -q : q;
+}
+// floor(n / d) (d > 0).
+i128 div_floor(i128 n, i128 d) { return n >= 0 ? n / d : -((-n + d - 1) / d); }
+
+int32_t ref_double_rounding(int32_t x, QuantizedMultiplier m) {
+  const int left = std::max(m.shift, 0), right = std::max(-m.shift, 0);
+  const i128 xs = static_cast<i128>(x) << left;
+  i128 high;
+  if (xs == std::numeric_limits<int32_t>::min() && m.multiplier == std::numeric_limits<int32_t>::min()) {
+    high = std::numeric_limits<int32_t>::max();
+  } else {
+    high = div_floor(xs * m.multiplier + (i128{1} << 30), i128{1} << 31);  // 2*x*q / 2^32, ties toward +inf
+  }
+  return static_cast<int32_t>(div_round_half_away(high, i128{1} << right));
+}
+
+int32_t ref_single_rounding(int32_t x, QuantizedMultiplier m) {
+  const int t = 31 - m.shift;
+  return static_cast<int32_t>(div_floor(static_cast<i128>(x) * m.multiplier + (i128{1} << (t - 1)), i128{1} << t));
+}
+
+TEST(Requant, QuantizeMultiplierEncodesWithinHalfAnUlpOf31Bits) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> e(-40, 12);
+  for (int i = 0; i < 20000; ++i) {
+    const double m = std::pow(2.0, e(rng));
+    auto q = quantize_multiplier(m);
+    ASSERT_TRUE(q.ok());
+    if (m < std::ldexp(0.5, -31)) {
+      EXPECT_EQ(q->multiplier, 0) << m;
+      continue;
+    }
+    if (m >= std::ldexp(1.0, 30)) continue;  // saturated range
+    ASSERT_GE(q->multiplier, 1 << 30) << m;
+    const double back = std::ldexp(static_cast<double>(q->multiplier), q->shift - 31);
+    EXPECT_LE(std::fabs(back - m), std::ldexp(m, -31)) << m;
+  }
+  EXPECT_EQ(quantize_multiplier(0.0)->multiplier, 0);
+  EXPECT_FALSE(quantize_multiplier(-1.0).ok());
+  EXPECT_FALSE(quantize_multiplier(NAN).ok());
+  // 1 - 2^-40 rounds to q = 2^31: renormalised to 2^30 with shift + 1.
+  auto one = quantize_multiplier(1.0 - std::ldexp(1.0, -40));
+  EXPECT_EQ(one->multiplier, 1 << 30);
+  EXPECT_EQ(one->shift, 1);
+}
+
+TEST(Requant, TfliteRoundingsMatchTheExactDefinitions) {
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<int32_t> xs(std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
+  std::uniform_int_distribution<int32_t> small(-70000, 70000);
+  std::uniform_int_distribution<int32_t> qs(1 << 30, std::numeric_limits<int32_t>::max());
+  std::uniform_int_distribution<int> shifts(-31, 0);
+  int64_t checked = 0;
+  for (int i = 0; i < 200000; ++i) {
+    QuantizedMultiplier m{qs(rng), shifts(rng)};
+    const int32_t x = (i % 2) ? xs(rng) : small(rng);
+    ASSERT_EQ(multiply_by_quantized_multiplier_double_rounding(x, m), ref_double_rounding(x, m))
+        << "x=" << x << " q=" << m.multiplier << " shift=" << m.shift;
+    ASSERT_EQ(multiply_by_quantized_multiplier_single_rounding(x, m), ref_single_rounding(x, m))
+        << "x=" << x << " q=" << m.multiplier << " shift=" << m.shift;
+    ++checked;
+  }
+  // Edges: exact halves, the SRDHM overflow, the extreme shifts.
+  for (int32_t x : {std::numeric_limits<int32_t>::min(), -3, -2, -1, 0, 1, 2, 3, std::numeric_limits<int32_t>::max()}) {
+    for (QuantizedMultiplier m : {QuantizedMultiplier{1 << 30, 0}, QuantizedMultiplier{1 << 30, -1},
+                                  QuantizedMultiplier{std::numeric_limits<int32_t>::max(), -31},
+                                  QuantizedMultiplier{1 << 30, -31}}) {
+      EXPECT_EQ(multiply_by_quantized_multiplier_double_rounding(x, m), ref_double_rounding(x, m)) << x;
+      EXPECT_EQ(multiply_by_quantized_multiplier_single_rounding(x, m), ref_single_rounding(x, m)) << x;
+    }
+  }
+  EXPECT_EQ(saturating_rounding_doubling_high_mul(std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::min()),
+            std::numeric_limits<int32_t>::max());
+  // The two TFLite conventions differ exactly where double rounding rounds twice: 0.5 of
+  // 2^-1 at q = 2^30, shift -1 (M = 1/4): x = 2 -> 0.5: double rounding 1 (away), single 1 (up);
+  // x = -2 -> -0.5: double -1 (away from zero), single 0 (toward +inf).
+  const QuantizedMultiplier quarter{1 << 30, -1};
+  EXPECT_EQ(multiply_by_quantized_multiplier_double_rounding(-2, quarter), -1);
+  EXPECT_EQ(multiply_by_quantized_multiplier_single_rounding(-2, quarter), 0);
+  EXPECT_GT(checked, 0);
+}
+
+TEST(Requant, OnnxFloatConventionRoundsHalfToEvenAndClamps) {
+  auto rq = Requantizer::make(Requant::onnx_float, 0.5f, {1.0f}, 1.0f, 3, -128, 127);  // s = 0.5
+  ASSERT_TRUE(rq.ok());
+  EXPECT_EQ(rq->apply(1, 0), 3);    // 0.5 -> 0 (even) + 3
+  EXPECT_EQ(rq->apply(3, 0), 5);    // 1.5 -> 2 + 3
+  EXPECT_EQ(rq->apply(-1, 0), 3);   // -0.5 -> -0
+  EXPECT_EQ(rq->apply(-5, 0), 1);   // -2.5 -> -2
+  EXPECT_EQ(rq->apply(1000, 0), 127);
+  EXPECT_EQ(rq->apply(-1000, 0), -128);
+  EXPECT_FALSE(Requantizer::make(Requant::onnx_float, 0.5f, {0.f}, 1.f, 0, -128, 127).ok());
+  EXPECT_FALSE(Requantizer::make(Requant::onnx_float, 0.5f, {1.f}, 1.f, 200, -128, 127).ok());
+  EXPECT_EQ(parse_requant("tflite_single_rounding").value_or(Requant::onnx_float), Requant::tflite_single_rounding);
+  EXPECT_FALSE(parse_requant("nearest").ok());
+}
+
+// The convolution reference of this test: int64 accumulation, output-channel-innermost
+// loop order, padding by explicit bounds.
+std::vector<int64_t> conv_acc_ref(const Tensor& x, int32_t xz, const Tensor& w, const std::vector<int32_t>& wz,
+                                  const std::vector<int32_t>& bias, const QConvParams& p, int64_t OH, int64_t OW) {
+  const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3), M = w.dim(0), Cg = w.dim(1), KH = w.dim(2),
+                KW = w.dim(3), Mg = M / p.group;
+  auto xv = [&](int64_t i) { return x.dtype() == DType::i8 ? int64_t{x.data<int8_t>()[i]} : int64_t{x.data<uint8_t>()[i]}; };
+  std::vector<int64_t> acc(static_cast<size_t>(N * M * OH * OW));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t oy = 0; oy < OH; ++oy)
+      for (int64_t ox = 0; ox < OW; ++ox)
+        for (int64_t m = 0; m < M; ++m) {
+          int64_t s = bias.empty() ? 0 : bias[static_cast<size_t>(m)];
+          const int64_t g = m / Mg;
+          for (int64_t ky = 0; ky < KH; ++ky)
+            for (int64_t kx = 0; kx < KW; ++kx)
+              for (int64_t c = 0; c < Cg; ++c) {
+                const int64_t iy = oy * p.strides[0] + ky * p.dilations[0] - p.pads[0];
+                const int64_t ix = ox * p.strides[1] + kx * p.dilations[1] - p.pads[1];
+                if (iy < 0 || ix < 0 || iy >= H || ix >= W) continue;
+                s += (xv(((n * C + g * Cg + c) * H + iy) * W + ix) - xz) *
+                     (int64_t{w.data<int8_t>()[((m * Cg + c) * KH + ky) * KW + kx]} - wz[wz.size() == 1 ? 0 : static_cast<size_t>(m)]);
+              }
+          acc[static_cast<size_t>(((n * M + m) * OH + oy) * OW + ox)] = s;
+        }
+  return acc;
+}
+
+TEST(Int8Conv, MatchesTheInt64ReferenceForEveryConvention) {
+  std::mt19937 rng(3);
+  int cases = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    QConvParams p;
+    p.group = pick(0, 2) == 0 ? 2 : 1;
+    const int64_t Cg = pick(1, 5), C = Cg * p.group, Mg = pick(1, 4), M = Mg * p.group;
+    const int64_t KH = pick(1, 3), KW = pick(1, 3), H = pick(KH, 9), W = pick(KW, 10);
+    p.strides = {pick(1, 2), pick(1, 2)};
+    p.dilations = {pick(1, 2), 1};
+    p.pads = {pick(0, 1), pick(0, 1), pick(0, 1), pick(0, 1)};
+    const int64_t OH = (H + p.pads[0] + p.pads[2] - (p.dilations[0] * (KH - 1) + 1)) / p.strides[0] + 1;
+    const int64_t OW = (W + p.pads[1] + p.pads[3] - (p.dilations[1] * (KW - 1) + 1)) / p.strides[1] + 1;
+    if (OH < 1 || OW < 1) continue;
+    const bool u8 = pick(0, 1) == 1;
+    Tensor x = Tensor::empty(u8 ? DType::u8 : DType::i8, {1, C, H, W});
+    Tensor w = Tensor::empty(DType::i8, {M, Cg, KH, KW});
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      if (u8) x.data<uint8_t>()[i] = static_cast<uint8_t>(pick(0, 255));
+      else x.data<int8_t>()[i] = static_cast<int8_t>(pick(-128, 127));
+    }
+    for (int64_t i = 0; i < w.numel(); ++i) w.data<int8_t>()[i] = static_cast<int8_t>(pick(-127, 127));
+    const int32_t xz = u8 ? pick(0, 255) : pick(-128, 127);
+    std::vector<int32_t> wz(static_cast<size_t>(M), 0);
+    std::vector<int32_t> bias(static_cast<size_t>(M));
+    std::vector<float> ws(static_cast<size_t>(M));
+    for (int64_t m = 0; m < M; ++m) {
+      bias[static_cast<size_t>(m)] = pick(-5000, 5000);
+      ws[static_cast<size_t>(m)] = std::ldexp(1.f + static_cast<float>(pick(0, 1000)) / 1000.f, -pick(6, 12));  // spread per channel
+    }
+    Tensor b = Tensor::empty(DType::i32, {M});
+    std::copy(bias.begin(), bias.end(), b.data<int32_t>());
+    const auto acc = conv_acc_ref(x, xz, w, wz, bias, p, OH, OW);
+    const float xs = 0.02f, ys = 0.05f;
+    const int32_t yz = u8 ? 128 : -3;
+    for (Requant conv : {Requant::tflite_double_rounding, Requant::tflite_single_rounding, Requant::onnx_float}) {
+      auto rq = Requantizer::make(conv, xs, ws, ys, yz, u8 ? 0 : -128, u8 ? 255 : 127);
+      ASSERT_TRUE(rq.ok());
+      Tensor out = Tensor::empty(x.dtype(), {1, M, OH, OW});
+      ASSERT_TRUE(qlinear_conv(x, xz, w, wz, b, p, *rq, out).ok());
+      for (int64_t i = 0; i < out.numel(); ++i) {
+        const int64_t m = (i / (OH * OW)) % M;
+        const int64_t a = acc[static_cast<size_t>(i)];
+        int64_t want;
+        if (conv == Requant::onnx_float) {
+          const float s = xs * ws[static_cast<size_t>(m)] / ys;
+          want = static_cast<int64_t>(std::nearbyint(std::clamp(static_cast<float>(a) * s, static_cast<float>((u8 ? 0 : -128) - yz),
+                                                                static_cast<float>((u8 ? 255 : 127) - yz)))) + yz;
+        } else {
+          auto qm = quantize_multiplier(static_cast<double>(xs) * ws[static_cast<size_t>(m)] / ys);
+          const int32_t v = conv == Requant::tflite_double_rounding ? ref_double_rounding(static_cast<int32_t>(a), *qm)
+                                                                     : ref_single_rounding(static_cast<int32_t>(a), *qm);
+          want = std::clamp<int64_t>(int64_t{v} + yz, u8 ? 0 : -128, u8 ? 255 : 127);
+        }
+        const int64_t got = u8 ? int64_t{out.data<uint8_t>()[i]} : int64_t{out.data<int8_t>()[i]};
+        ASSERT_EQ(got, want) << "trial " << trial << " " << to_string(conv) << " element " << i;
+      }
+    }
+    ++cases;
+  }
+  EXPECT_GT(cases, 40);
+}
+
+TEST(Int8Conv, RefusesAccumulatorsThatCouldOverflow) {
+  Tensor x = Tensor::empty(DType::i8, {1, 40000, 1, 1}), w = Tensor::empty(DType::i8, {1, 40000, 1, 1});
+  Tensor out = Tensor::empty(DType::i8, {1, 1, 1, 1});
+  QConvParams p{{1, 1}, {1, 1}, {0, 0, 0, 0}, 1};
+  auto rq = Requantizer::make(Requant::onnx_float, 1.f, {1.f}, 1.f, 0, -128, 127);
+  auto s = qlinear_conv(x, 0, w, {0}, Tensor(), p, *rq, out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("overflow"), std::string::npos);
+}
+
+TEST(Quantize, RoundingConventions) {
+  Tensor x = Tensor::from_floats({6}, std::vector<float>{0.5f, 1.5f, 2.5f, -0.5f, -2.5f, 1000.f});
+  Tensor even = Tensor::empty(DType::i8, {6}), away = Tensor::empty(DType::i8, {6});
+  QuantParams p{{1.f}, {0}, 0};
+  ASSERT_TRUE(quantize(x, p, QuantizeRounding::half_to_even, even).ok());
+  ASSERT_TRUE(quantize(x, p, QuantizeRounding::half_away, away).ok());
+  const int8_t want_even[] = {0, 2, 2, 0, -2, 127}, want_away[] = {1, 2, 3, -1, -3, 127};
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(even.data<int8_t>()[i], want_even[i]) << i;
+    EXPECT_EQ(away.data<int8_t>()[i], want_away[i]) << i;
+  }
+}
+
+}  // namespace
+}  // namespace rkd::quant
