@@ -154,4 +154,90 @@ Status qlinear_matmul(const Tensor& a0, int32_t a_zp, const Tensor& b0, const st
   return {};
 }
 
+namespace {
+int32_t multiply(Requant c, int32_t x, QuantizedMultiplier m) {
+  return c == Requant::tflite_single_rounding ? multiply_by_quantized_multiplier_single_rounding(x, m)
+                                              : multiply_by_quantized_multiplier_double_rounding(x, m);
+}
+
+Status check_binary(const Tensor& a, const Tensor& b, const QBinaryParams& p, const Tensor& out, const char* what) {
+  if (p.convention == Requant::onnx_float) return unsupported(std::string(what) + ": only the TFLite conventions");
+  if (a.dtype() != b.dtype() || a.dtype() != out.dtype()) return invalid(std::string(what) + ": operand types differ");
+  if (auto r = quantized_range(a.dtype()); !r.ok()) return r.error();
+  if (b.numel() != 1 && b.shape() != a.shape()) return unsupported(std::string(what) + ": b must match a or be one element");
+  if (out.shape() != a.shape()) return invalid(std::string(what) + ": output shape differs from a");
+  if (!(p.a_scale > 0) || !(p.b_scale > 0) || !(p.out_scale > 0)) return invalid(std::string(what) + ": scales must be positive");
+  if (p.act_min > p.act_max) return invalid(std::string(what) + ": empty activation range");
+  return {};
+}
+}  // namespace
+
+Status tflite_add(const Tensor& a0, const Tensor& b0, const QBinaryParams& p, bool subtract, Tensor& out) {
+  RKD_TRY(check_binary(a0, b0, p, out, subtract ? "Sub" : "Add"));
+  const Tensor a = a0.contiguous(), b = b0.contiguous();
+  constexpr int kLeftShift = 20;
+  const double twice_max = 2.0 * std::max<double>(p.a_scale, p.b_scale);
+  RKD_ASSIGN(QuantizedMultiplier ma, quantize_multiplier(p.a_scale / twice_max));
+  RKD_ASSIGN(QuantizedMultiplier mb, quantize_multiplier(p.b_scale / twice_max));
+  RKD_ASSIGN(QuantizedMultiplier mo, quantize_multiplier(twice_max / (static_cast<double>(1 << kLeftShift) * p.out_scale)));
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const int32_t va = multiply(p.convention, (load_q(a, i) - p.a_zero_point) * (1 << kLeftShift), ma);
+    const int32_t vb = multiply(p.convention, (load_q(b, b.numel() == 1 ? 0 : i) - p.b_zero_point) * (1 << kLeftShift), mb);
+    const int32_t y = multiply(p.convention, subtract ? va - vb : va + vb, mo) + p.out_zero_point;
+    store_q(out, i, std::clamp(y, p.act_min, p.act_max));
+  }
+  return {};
+}
+
+Status tflite_mul(const Tensor& a0, const Tensor& b0, const QBinaryParams& p, Tensor& out) {
+  RKD_TRY(check_binary(a0, b0, p, out, "Mul"));
+  const Tensor a = a0.contiguous(), b = b0.contiguous();
+  RKD_ASSIGN(QuantizedMultiplier m, quantize_multiplier(static_cast<double>(p.a_scale) * p.b_scale / p.out_scale));
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const int32_t prod = (load_q(a, i) - p.a_zero_point) * (load_q(b, b.numel() == 1 ? 0 : i) - p.b_zero_point);
+    const int32_t y = multiply(p.convention, prod, m) + p.out_zero_point;
+    store_q(out, i, std::clamp(y, p.act_min, p.act_max));
+  }
+  return {};
+}
+
+namespace {
+template <typename Reduce>
+Status pool(const Tensor& x0, const QPoolParams& p, Tensor& out, Reduce reduce) {
+  if (x0.rank() != 4 || out.rank() != 4) return unsupported("pool: 2-D only");
+  if (x0.dtype() != out.dtype()) return invalid("pool: input and output types differ");
+  if (p.kernel.size() != 2 || p.strides.size() != 2 || p.pads.size() != 4) return invalid("pool: kernel/strides/pads sizes");
+  const Tensor x = x0.contiguous();
+  const int64_t planes = x.dim(0) * x.dim(1), H = x.dim(2), W = x.dim(3), OH = out.dim(2), OW = out.dim(3);
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    for (int64_t oy = 0; oy < OH; ++oy) {
+      for (int64_t ox = 0; ox < OW; ++ox) {
+        const int64_t y0 = std::max<int64_t>(oy * p.strides[0] - p.pads[0], 0), y1 = std::min(oy * p.strides[0] - p.pads[0] + p.kernel[0], H);
+        const int64_t x0i = std::max<int64_t>(ox * p.strides[1] - p.pads[1], 0), x1 = std::min(ox * p.strides[1] - p.pads[1] + p.kernel[1], W);
+        std::vector<int32_t> vals;
+        for (int64_t yy = y0; yy < y1; ++yy) {
+          for (int64_t xx = x0i; xx < x1; ++xx) vals.push_back(load_q(x, (pl * H + yy) * W + xx));
+        }
+        if (vals.empty()) return invalid("pool: a window lies entirely in the padding");
+        store_q(out, (pl * OH + oy) * OW + ox, std::clamp(reduce(vals), p.act_min, p.act_max));
+      }
+    }
+  }
+  return {};
+}
+}  // namespace
+
+Status tflite_average_pool(const Tensor& x, const QPoolParams& p, Tensor& out) {
+  return pool(x, p, out, [](const std::vector<int32_t>& v) {
+    int32_t acc = 0;
+    for (int32_t e : v) acc += e;
+    const int32_t n = static_cast<int32_t>(v.size());
+    return acc > 0 ? (acc + n / 2) / n : (acc - n / 2) / n;  // half away from zero
+  });
+}
+
+Status tflite_max_pool(const Tensor& x, const QPoolParams& p, Tensor& out) {
+  return pool(x, p, out, [](const std::vector<int32_t>& v) { return *std::max_element(v.begin(), v.end()); });
+}
+
 }  // namespace rkd::quant

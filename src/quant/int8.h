@@ -49,6 +49,32 @@ Status qlinear_conv(const Tensor& x, int32_t x_zero_point, const Tensor& w, cons
 Status qlinear_matmul(const Tensor& a, int32_t a_zero_point, const Tensor& b, const std::vector<int32_t>& b_zero_points,
                       const Requantizer& rq, Tensor& out);
 
+// TFLite's int8/uint8 Add and Sub (reference_ops / integer_ops): both inputs are brought to
+// a common scale with 20 bits of headroom, summed in int32 and requantized:
+//   m_i = s_i / (2 max(s_1, s_2)), m_out = 2 max(s_1, s_2) / (2^20 s_out)  (each encoded by
+//   quantize_multiplier), v_i = M(((x_i - z_i) * 2^20), m_i), y = clamp(M(v_1 +- v_2, m_out) +
+//   z_out, act_min, act_max), M = the convention's multiply_by_quantized_multiplier.
+// Mul: y = clamp(M((x_1 - z_1)(x_2 - z_2), s_1 s_2 / s_out) + z_out, act_min, act_max).
+// b is either a's shape or a single element (broadcast). convention: a tflite_* one.
+struct QBinaryParams {
+  float a_scale = 1, b_scale = 1, out_scale = 1;
+  int32_t a_zero_point = 0, b_zero_point = 0, out_zero_point = 0;
+  int32_t act_min = -128, act_max = 127;  // the fused activation's range in output units
+  Requant convention = Requant::tflite_double_rounding;
+};
+Status tflite_add(const Tensor& a, const Tensor& b, const QBinaryParams& p, bool subtract, Tensor& out);
+Status tflite_mul(const Tensor& a, const Tensor& b, const QBinaryParams& p, Tensor& out);
+
+// TFLite's int8/uint8 AveragePool (NCHW here): the sum over the window's in-bounds elements
+// divided by their count, rounded half away from zero, clamped to [act_min, act_max].
+// MaxPool: the maximum over in-bounds elements, clamped. Same scale and zero point in and out.
+struct QPoolParams {
+  std::vector<int64_t> kernel, strides, pads;  // 2-D; pads: top, left, bottom, right
+  int32_t act_min = -128, act_max = 127;
+};
+Status tflite_average_pool(const Tensor& x, const QPoolParams& p, Tensor& out);
+Status tflite_max_pool(const Tensor& x, const QPoolParams& p, Tensor& out);
+
 // The representable range of an int8 or uint8 tensor.
 Result<std::pair<int32_t, int32_t>> quantized_range(DType t);
 

@@ -219,6 +219,74 @@ TEST(Int8Conv, RefusesAccumulatorsThatCouldOverflow) {
   EXPECT_NE(s.error().message.find("overflow"), std::string::npos);
 }
 
+TEST(Int8Elementwise, AddSubMulMatchTheDefinitionsAndTheRealValues) {
+  std::mt19937 rng(5);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int trial = 0; trial < 200; ++trial) {
+    QBinaryParams p;
+    p.a_scale = std::ldexp(1.f + static_cast<float>(pick(0, 999)) / 1000.f, -pick(3, 9));
+    p.b_scale = std::ldexp(1.f + static_cast<float>(pick(0, 999)) / 1000.f, -pick(3, 9));
+    p.out_scale = std::ldexp(1.f + static_cast<float>(pick(0, 999)) / 1000.f, -pick(2, 7));
+    p.a_zero_point = pick(-20, 20);
+    p.b_zero_point = pick(-20, 20);
+    p.out_zero_point = pick(-10, 10);
+    p.act_min = pick(0, 1) ? -128 : 0;  // none, or ReLU
+    p.convention = pick(0, 1) ? Requant::tflite_double_rounding : Requant::tflite_single_rounding;
+    Tensor a = Tensor::empty(DType::i8, {64}), b = Tensor::empty(DType::i8, {64});
+    for (int i = 0; i < 64; ++i) {
+      a.data<int8_t>()[i] = static_cast<int8_t>(pick(-128, 127));
+      b.data<int8_t>()[i] = static_cast<int8_t>(pick(-128, 127));
+    }
+    auto mult = [&](int64_t x, double real) {
+      auto m = *quantize_multiplier(real);
+      return p.convention == Requant::tflite_double_rounding ? ref_double_rounding(static_cast<int32_t>(x), m)
+                                                             : ref_single_rounding(static_cast<int32_t>(x), m);
+    };
+    for (int op = 0; op < 3; ++op) {
+      Tensor out = Tensor::empty(DType::i8, {64});
+      ASSERT_TRUE((op == 2 ? tflite_mul(a, b, p, out) : tflite_add(a, b, p, op == 1, out)).ok());
+      const double tm = 2.0 * std::max<double>(p.a_scale, p.b_scale);
+      for (int i = 0; i < 64; ++i) {
+        const int64_t xa = a.data<int8_t>()[i] - p.a_zero_point, xb = b.data<int8_t>()[i] - p.b_zero_point;
+        int64_t y;
+        if (op == 2) {
+          y = mult(xa * xb, static_cast<double>(p.a_scale) * p.b_scale / p.out_scale);
+        } else {
+          const int64_t va = mult(xa << 20, p.a_scale / tm), vb = mult(xb << 20, p.b_scale / tm);
+          y = mult(op == 1 ? va - vb : va + vb, tm / (static_cast<double>(1 << 20) * p.out_scale));
+        }
+        y = std::clamp<int64_t>(y + p.out_zero_point, p.act_min, p.act_max);
+        ASSERT_EQ(out.data<int8_t>()[i], y) << "trial " << trial << " op " << op << " element " << i;
+        // And the integer result is the real result to within one output step (plus the clamp).
+        const double real = op == 2 ? (xa * p.a_scale) * (xb * p.b_scale)
+                                    : xa * static_cast<double>(p.a_scale) + (op == 1 ? -1 : 1) * xb * static_cast<double>(p.b_scale);
+        const double want = std::clamp(real / p.out_scale + p.out_zero_point, static_cast<double>(p.act_min), 127.0);
+        EXPECT_LE(std::fabs(static_cast<double>(y) - want), 1.0) << "trial " << trial << " op " << op;
+      }
+    }
+  }
+}
+
+TEST(Int8Pool, AverageRoundsHalfAwayAndMaxIsExact) {
+  Tensor x = Tensor::empty(DType::i8, {1, 1, 2, 3});
+  const int8_t v[] = {-3, -2, 5, 4, -1, 0};
+  std::copy(std::begin(v), std::end(v), x.data<int8_t>());
+  QPoolParams p{{2, 2}, {1, 1}, {0, 0, 0, 0}, -128, 127};
+  Tensor avg = Tensor::empty(DType::i8, {1, 1, 1, 2}), mx = Tensor::empty(DType::i8, {1, 1, 1, 2});
+  ASSERT_TRUE(tflite_average_pool(x, p, avg).ok());
+  ASSERT_TRUE(tflite_max_pool(x, p, mx).ok());
+  // windows {-3,-2,4,-1} sum -2 -> -0.5 -> -1 (away from zero); {-2,5,-1,0} sum 2 -> 0.5 -> 1
+  EXPECT_EQ(avg.data<int8_t>()[0], -1);
+  EXPECT_EQ(avg.data<int8_t>()[1], 1);
+  EXPECT_EQ(mx.data<int8_t>()[0], 4);
+  EXPECT_EQ(mx.data<int8_t>()[1], 5);
+  // Padding cells are not counted: a 3x3 window at the corner of a 2x3 map with pad 1 averages 4 values.
+  QPoolParams pad{{3, 3}, {1, 1}, {1, 1, 1, 1}, -128, 127};
+  Tensor a2 = Tensor::empty(DType::i8, {1, 1, 2, 3});
+  ASSERT_TRUE(tflite_average_pool(x, pad, a2).ok());
+  EXPECT_EQ(a2.data<int8_t>()[0], -1);  // (-3 - 2 + 4 - 1) / 4 = -0.5 -> -1
+}
+
 TEST(Quantize, RoundingConventions) {
   Tensor x = Tensor::from_floats({6}, std::vector<float>{0.5f, 1.5f, 2.5f, -0.5f, -2.5f, 1000.f});
   Tensor even = Tensor::empty(DType::i8, {6}), away = Tensor::empty(DType::i8, {6});
