@@ -77,7 +77,8 @@ Status resolve_auto_pad(const Ctx& c, WindowAttrs& w, const Shape& in_spatial) {
   return {};
 }
 
-Status window_op(const Ctx& c, bool conv) {
+// w_index: the weight's input (Conv 1, QLinearConv 3); out_dtype: the output's type.
+Status window_op(const Ctx& c, bool conv, size_t w_index = 1, std::optional<DType> out_dtype = std::nullopt) {
   auto x = c.dims(0);
   if (!x) return {};
   if (x->size() < 3) return c.bad("input must have rank >= 3 (N, C, spatial...), got " + dims_to_string(*x));
@@ -85,7 +86,7 @@ Status window_op(const Ctx& c, bool conv) {
   std::vector<int64_t> kernel;
   Dim out_c = (*x)[1];
   if (conv) {
-    auto w = c.dims(1);
+    auto w = c.dims(w_index);
     if (!w) return {};
     if (w->size() != x->size()) return c.bad("weight rank must equal input rank");
     RKD_ASSIGN(kernel, c.n.attr_ints("kernel_shape", {}));
@@ -119,7 +120,7 @@ Status window_op(const Ctx& c, bool conv) {
                                      w.pads[i + spatial], w.ceil_mode));
     out.push_back(Dim{o, ""});
   }
-  RKD_TRY(c.set(0, c.dtype(0), out));
+  RKD_TRY(c.set(0, out_dtype ? out_dtype : c.dtype(0), out));
   if (!conv && c.n.outputs.size() > 1) RKD_TRY(c.set(1, DType::i64, out));  // MaxPool indices
   return {};
 }
@@ -175,9 +176,9 @@ Status global_pool(const Ctx& c) {
   return c.set(0, c.dtype(0), out);
 }
 
-Status matmul(const Ctx& c) {
-  auto a = c.dims(0), b = c.dims(1);
-  if (!a || !b) return c.set(0, c.dtype(0), std::nullopt);
+Status matmul(const Ctx& c, size_t b_index = 1, std::optional<DType> out_dtype = std::nullopt) {
+  auto a = c.dims(0), b = c.dims(b_index);
+  if (!a || !b) return c.set(0, out_dtype ? out_dtype : c.dtype(0), std::nullopt);
   if (a->empty() || b->empty()) return c.bad("MatMul inputs must have rank >= 1");
   Dims A = *a, B = *b;
   const bool a1 = A.size() == 1, b1 = B.size() == 1;
@@ -192,7 +193,7 @@ Status matmul(const Ctx& c) {
   RKD_ASSIGN(Dims out, broadcast(c, ba, bb));
   if (!a1) out.push_back(A[A.size() - 2]);
   if (!b1) out.push_back(B.back());
-  return c.set(0, c.dtype(0), out);
+  return c.set(0, out_dtype ? out_dtype : c.dtype(0), out);
 }
 
 Status gemm(const Ctx& c) {
@@ -306,12 +307,20 @@ void add_nn_shape_functions(std::map<std::string, Fn>& m) {
   m["ConvTranspose"] = conv_transpose;
   m["GlobalAveragePool"] = global_pool;
   m["GlobalMaxPool"] = global_pool;
-  m["MatMul"] = matmul;
+  m["MatMul"] = [](const Ctx& c) { return matmul(c); };
   m["Gemm"] = gemm;
   m["Einsum"] = einsum;
   m["GridSample"] = grid_sample;
   m["Resize"] = resize;
   m["LayerNormalization"] = layer_norm;
+  // Quantized forms: QLinearConv (x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B) and
+  // QLinearMatMul (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp); output type = y_zp's.
+  m["QLinearConv"] = [](const Ctx& c) { return window_op(c, true, 3, c.dtype(7)); };
+  m["QLinearMatMul"] = [](const Ctx& c) { return matmul(c, 3, c.dtype(7)); };
+  m["QuantizeLinear"] = [](const Ctx& c) {
+    return c.set(0, c.in(2) ? c.dtype(2) : std::optional<DType>(DType::u8), c.dims(0));
+  };
+  m["DequantizeLinear"] = [](const Ctx& c) { return c.set(0, DType::f32, c.dims(0)); };
 }
 
 }  // namespace rkd::ir::detail

@@ -9,6 +9,7 @@
 #include "ir/shape_inference.h"
 #include "kernels/grid_sample.h"
 #include "kernels/tensor_ops.h"
+#include "quant/int8.h"
 
 namespace rkd::runtime {
 
@@ -268,6 +269,38 @@ Result<Kernel> grid_sample_factory(const Node& n, int64_t) {
     RKD_ASSIGN(Tensor y, grid_sample(*in[0], *in[1], o));
     ops::copy_into(y, out[0]);
     return {};
+  });
+}
+
+std::vector<float> floats_of(const Tensor* t) {
+  std::vector<float> v;
+  for (int64_t i = 0; t && i < t->numel(); ++i) v.push_back(static_cast<float>(t->get_as_double(i)));
+  return v;
+}
+std::vector<int32_t> zero_points_of(const Tensor* t, size_t n) {
+  std::vector<int32_t> v;
+  for (int64_t i = 0; t && i < t->numel(); ++i) v.push_back(static_cast<int32_t>(t->get_as_double(i)));
+  if (v.empty()) v.assign(std::max<size_t>(n, 1), 0);
+  return v;
+}
+
+// QuantizeLinear / DequantizeLinear (ONNX: per tensor, or per axis when the scale has more
+// than one element): the int8 semantics of src/quant with ONNX's rounding.
+Result<Kernel> quant_linear_factory(const Node& n, bool quantize) {
+  RKD_ASSIGN(int64_t a, n.attr_int("axis", 1));
+  // The axis only matters for a per-axis scale; quant::quantize checks it then.
+  const int axis = norm_axis(a, rank_of(n, 0));
+  RKD_ASSIGN(int64_t block, n.attr_int("block_size", 0));
+  if (block != 0) return unsupported(n.describe() + ": blocked quantization (block_size)");
+  const std::string what = n.describe();
+  return Kernel([=](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+    quant::QuantParams p;
+    p.scales = floats_of(in[1]);
+    p.zero_points = zero_points_of(in.size() > 2 ? in[2] : nullptr, p.scales.size());
+    p.axis = axis;
+    Status st = quantize ? quant::quantize(*in[0], p, quant::QuantizeRounding::half_to_even, out[0])
+                         : quant::dequantize(*in[0], p, out[0]);
+    return st.ok() ? st : st.error().with_context(what);
   });
 }
 
@@ -653,6 +686,40 @@ const std::map<std::string, Factory>& registry() {
       });
     };
     r["GridSample"] = grid_sample_factory;
+    r["QuantizeLinear"] = [](const Node& n, int64_t) { return quant_linear_factory(n, true); };
+    r["DequantizeLinear"] = [](const Node& n, int64_t) { return quant_linear_factory(n, false); };
+    // QOperator forms, requantized with ONNX Runtime's convention (quant::Requant::onnx_float).
+    r["QLinearConv"] = [](const Node& n, int64_t) -> Result<Kernel> {
+      const auto xs = ir::static_shape(n.inputs[0]);
+      const auto ws = n.inputs.size() > 3 ? ir::static_shape(n.inputs[3]) : std::nullopt;
+      if (!xs || !ws || xs->size() != 4) return unsupported(n.describe() + ": 2-D QLinearConv with static shapes only");
+      RKD_ASSIGN(ops::ConvParams cp, conv_params(n, *xs, *ws, false));
+      quant::QConvParams p{cp.strides, cp.dilations, cp.pads, cp.group};
+      const std::string what = n.describe();
+      return Kernel([p, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        RKD_ASSIGN(auto range, quant::quantized_range(out[0].dtype()));
+        const auto w_scales = floats_of(in[4]);
+        auto rq = quant::Requantizer::make(quant::Requant::onnx_float, floats_of(in[1]).at(0), w_scales, floats_of(in[6]).at(0),
+                                           zero_points_of(in[7], 1)[0], range.first, range.second);
+        if (!rq.ok()) return rq.error().with_context(what);
+        const Tensor bias = in.size() > 8 && in[8] ? *in[8] : Tensor();
+        Status st = quant::qlinear_conv(*in[0], zero_points_of(in[2], 1)[0], *in[3], zero_points_of(in[5], w_scales.size()), bias,
+                                        p, *rq, out[0]);
+        return st.ok() ? st : st.error().with_context(what);
+      });
+    };
+    r["QLinearMatMul"] = [](const Node& n, int64_t) -> Result<Kernel> {
+      const std::string what = n.describe();
+      return Kernel([what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        RKD_ASSIGN(auto range, quant::quantized_range(out[0].dtype()));
+        const auto bs = floats_of(in[4]);
+        auto rq = quant::Requantizer::make(quant::Requant::onnx_float, floats_of(in[1]).at(0), bs, floats_of(in[6]).at(0),
+                                           zero_points_of(in[7], 1)[0], range.first, range.second);
+        if (!rq.ok()) return rq.error().with_context(what);
+        Status st = quant::qlinear_matmul(*in[0], zero_points_of(in[2], 1)[0], *in[3], zero_points_of(in[5], bs.size()), *rq, out[0]);
+        return st.ok() ? st : st.error().with_context(what);
+      });
+    };
     return r;
   }();
   return m;
