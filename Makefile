@@ -63,12 +63,14 @@ fuzz:
 
 # Reference models (docs/models.md): DEIMv2-S and YOLOv8n architectures, random weights,
 # exported to ONNX with PyTorch goldens; checked against ONNX Runtime.
-models:
+models: build
 	bash scripts/setup.sh --bench
 	/usr/bin/python3 scripts/models/make_models.py $(BUILD)/models
 	/usr/bin/python3 scripts/models/make_models.py $(BUILD)/models --scale tiny
 	@[ -d bench/peers/node_modules/onnxruntime-node ] || (cd bench/peers && npm install --ignore-scripts --no-audit --no-fund)
 	node scripts/models/check_with_ort.js $(BUILD)/models
+	/usr/bin/python3 scripts/models/make_qlinear_model.py $(BUILD)/models
+	node scripts/models/check_qlinear_with_ort.js $(BUILD)/models $(BUILD)/src/cli/rkdeploy
 
 clean:
 	rm -rf build build-san build-aarch64 build-fuzz
