@@ -1,4 +1,4 @@
-// Runs DIR/qlinear_tiny.onnx (scripts/models/make_qlinear_model.py) with ONNX Runtime and
+// Runs DIR/qlinear_tiny.onnx and DIR/qdq_tiny.onnx (scripts/models/make_qlinear_model.py) with ONNX Runtime and
 // rkdeploy's CPU executor on the stored input and requires bit-identical outputs (the int8
 // path with ONNX Runtime's requantization). Usage: node check_qlinear_with_ort.js DIR RKDEPLOY
 'use strict';
@@ -18,10 +18,9 @@ function readNpyF32(file) {
   return {shape, data: new Float32Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength))};
 }
 
-async function main() {
-  const [dir, rkd] = process.argv.slice(2);
-  const model = path.join(dir, 'qlinear_tiny.onnx');
-  const input = path.join(dir, 'qlinear_tiny.input_x.npy');
+async function check(dir, rkd, name) {
+  const model = path.join(dir, name + '.onnx');
+  const input = path.join(dir, name + '.input_x.npy');
   const x = readNpyF32(input);
   const session = await ort.InferenceSession.create(model);
   const want = (await session.run({x: new ort.Tensor('float32', x.data, x.shape)})).y;
@@ -31,7 +30,14 @@ async function main() {
   if (got.shape.join(',') !== want.dims.join(',')) throw new Error(`shape ${got.shape} vs ${want.dims}`);
   let diff = 0;
   for (let i = 0; i < got.data.length; i++) diff += got.data[i] !== want.data[i] ? 1 : 0;
-  console.log(`qlinear_tiny: ${got.data.length - diff}/${got.data.length} outputs bit-identical to ONNX Runtime ${require(path.join(__dirname, '..', '..', 'bench', 'peers', 'node_modules', 'onnxruntime-node', 'package.json')).version}`);
-  process.exit(diff === 0 ? 0 : 1);
+  console.log(`${name}: ${got.data.length - diff}/${got.data.length} outputs bit-identical to ONNX Runtime ${require(path.join(__dirname, '..', '..', 'bench', 'peers', 'node_modules', 'onnxruntime-node', 'package.json')).version}`);
+  return diff === 0;
+}
+
+async function main() {
+  const [dir, rkd] = process.argv.slice(2);
+  let ok = true;
+  for (const name of ['qlinear_tiny', 'qdq_tiny']) ok = (await check(dir, rkd, name)) && ok;
+  process.exit(ok ? 0 : 1);
 }
 main().catch((e) => { console.error(e); process.exit(1); });

@@ -58,6 +58,36 @@ def main():
     np.save(os.path.join(out, "qlinear_tiny.input_x.npy"), x)
     print(f"wrote {out}/qlinear_tiny.onnx")
 
+    # The same network in QDQ form (float Conv between DequantizeLinear and QuantizeLinear, the
+    # bias an int32 tensor at scale x_s * w_s[c]), which runtimes fuse back into QLinearConv.
+    b_inits = [
+        numpy_helper.from_array((np.float32(0.0078125) * s1).astype(np.float32), "b1_scale"),
+        numpy_helper.from_array(np.zeros(c1, np.int32), "b1_zp"),
+        numpy_helper.from_array((np.float32(0.05) * s2).astype(np.float32), "b2_scale"),
+        numpy_helper.from_array(np.zeros(c2, np.int32), "b2_zp"),
+    ]
+    q = [
+        helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zp"], ["xq"], name="q0"),
+        helper.make_node("DequantizeLinear", ["xq", "x_scale", "x_zp"], ["xd"], name="dq0"),
+        helper.make_node("DequantizeLinear", ["w1", "w1_scale", "w1_zp"], ["w1d"], name="dqw1", axis=0),
+        helper.make_node("DequantizeLinear", ["b1", "b1_scale", "b1_zp"], ["b1d"], name="dqb1", axis=0),
+        helper.make_node("Conv", ["xd", "w1d", "b1d"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("QuantizeLinear", ["c1", "y1_scale", "y1_zp"], ["y1"], name="q1"),
+        helper.make_node("DequantizeLinear", ["y1", "y1_scale", "y1_zp"], ["y1d"], name="dq1"),
+        helper.make_node("DequantizeLinear", ["w2", "w2_scale", "w2_zp"], ["w2d"], name="dqw2", axis=0),
+        helper.make_node("DequantizeLinear", ["b2", "b2_scale", "b2_zp"], ["b2d"], name="dqb2", axis=0),
+        helper.make_node("Conv", ["y1d", "w2d", "b2d"], ["c2"], name="conv2", pads=[1, 1, 1, 1], strides=[2, 2], group=2),
+        helper.make_node("QuantizeLinear", ["c2", "y2_scale", "y2_zp"], ["y2"], name="q2"),
+        helper.make_node("DequantizeLinear", ["y2", "y2_scale", "y2_zp"], ["y"], name="dq2"),
+    ]
+    qdq = helper.make_graph(q, "qdq_tiny", graph.input, graph.output, inits + b_inits)
+    qmodel = helper.make_model(qdq, opset_imports=[helper.make_opsetid("", 13)], producer_name="rkdeploy")
+    qmodel.ir_version = 7
+    onnx.checker.check_model(qmodel)
+    onnx.save(qmodel, os.path.join(out, "qdq_tiny.onnx"))
+    np.save(os.path.join(out, "qdq_tiny.input_x.npy"), x)
+    print(f"wrote {out}/qdq_tiny.onnx")
+
 
 if __name__ == "__main__":
     main()

@@ -46,15 +46,16 @@ std::optional<double> node_macs(const ir::Node& n) {
     }
     return p;
   };
-  if ((n.op_type == "Conv" || n.op_type == "ConvTranspose") && n.inputs.size() >= 2 && n.outputs[0]) {
-    const ir::Value* w = n.inputs[1];
+  const bool qconv = n.op_type == "QLinearConv";
+  if ((n.op_type == "Conv" || n.op_type == "ConvTranspose" || qconv) && n.inputs.size() >= (qconv ? 4u : 2u) && n.outputs[0]) {
+    const ir::Value* w = n.inputs[qconv ? 3 : 1];
     if (!w || !w->shape || w->shape->size() < 3) return std::nullopt;
     double per = 1;  // weight elements per output channel (Conv) / per input channel (ConvTranspose)
     for (size_t i = 1; i < w->shape->size(); ++i) {
       if (!(*w->shape)[i].is_static()) return std::nullopt;
       per *= static_cast<double>((*w->shape)[i].value);
     }
-    if (n.op_type == "Conv") {
+    if (n.op_type == "Conv" || qconv) {
       auto out = numel_batch1(n.outputs[0]);
       return out ? std::optional<double>(*out * per) : std::nullopt;
     }

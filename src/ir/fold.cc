@@ -7,12 +7,13 @@
 
 namespace rkd::ir {
 
-Pass constant_folding_pass(NodeEvaluator eval) {
-  return Pass{"constant-folding", [eval](Graph& g) -> Status {
+Pass constant_folding_pass(NodeEvaluator eval, std::set<std::string> keep, std::string name) {
+  return Pass{std::move(name), [eval, keep](Graph& g) -> Status {
                 std::set<const Node*> folded;
                 for (const auto& np : g.nodes()) {
                   Node& n = *np;
                   RKD_TRY(infer_node(n, g.opset));
+                  if (keep.count(n.op_type)) continue;
                   bool all_const = !n.inputs.empty() || n.op_type == "Constant" || n.op_type == "ConstantOfShape";
                   std::vector<const Tensor*> in;
                   for (const Value* v : n.inputs) {

@@ -52,8 +52,11 @@ using NodeEvaluator =
 // and replaces a node by constants when every present input is constant (Shape and Size
 // also when the input's shape is static), unless one output would exceed
 // kMaxFoldedBytes. Folded values keep their names. Nodes the evaluator cannot run stay.
+// `keep` lists op types never folded (the first folding keeps DequantizeLinear so that
+// QDQ sites stay recognisable); `name` distinguishes repeated runs.
 inline constexpr int64_t kMaxFoldedBytes = int64_t{64} << 20;
-Pass constant_folding_pass(NodeEvaluator eval);
+Pass constant_folding_pass(NodeEvaluator eval, std::set<std::string> keep = {},
+                           std::string name = "constant-folding");
 
 // conv-bn-folding: Conv (constant weights, optional constant bias) followed by an
 // inference BatchNormalization (constant scale, bias, mean, var) that is the conv

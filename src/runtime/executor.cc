@@ -16,7 +16,8 @@
 namespace rkd::runtime {
 
 std::vector<std::string> pass_names(bool fuse) {
-  std::vector<std::string> v{"shape-inference", "constant-folding", "dead-code-elimination", "conv-bn-folding"};
+  std::vector<std::string> v{"shape-inference", "constant-folding", "dead-code-elimination", "conv-bn-folding",
+                             "qdq-to-qlinear", "constant-folding-2"};
   if (fuse) v.push_back("deform-attn-fusion");
   v.push_back("conv-activation-fusion");
   v.push_back("dead-code-elimination-2");
@@ -26,9 +27,11 @@ std::vector<std::string> pass_names(bool fuse) {
 Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
   ir::PassManager pm;
   pm.add(ir::shape_inference_pass());
-  pm.add(ir::constant_folding_pass(evaluate_node));
+  pm.add(ir::constant_folding_pass(evaluate_node, {"DequantizeLinear"}));
   pm.add(ir::dead_code_elimination_pass());
   pm.add(ir::conv_bn_folding_pass());
+  pm.add(qdq_to_qlinear_pass());
+  pm.add(ir::constant_folding_pass(evaluate_node, {}, "constant-folding-2"));
   FusionReport local;
   if (opt.fuse) pm.add(deform_attn_fusion_pass(report ? report : &local));
   pm.add(conv_activation_fusion_pass());

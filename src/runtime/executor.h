@@ -3,7 +3,7 @@
 // Contract:
 //  - optimize() runs the pass pipeline (names as used by --dump-after):
 //      shape-inference, constant-folding, dead-code-elimination, conv-bn-folding,
-//      deform-attn-fusion (unless CompileOptions::fuse is false), conv-activation-fusion,
+//      qdq-to-qlinear, constant-folding-2, deform-attn-fusion (unless CompileOptions::fuse is false), conv-activation-fusion,
 //      dead-code-elimination-2
 //    and then checks that every remaining node has a kernel and static output shapes,
 //    reporting every offending node at once ("unsupported").

@@ -429,6 +429,91 @@ ir::Pass deform_attn_fusion_pass(FusionReport* report) {
                   }};
 }
 
+namespace {
+// x = DequantizeLinear(q, scale, zp) with a per-tensor (or, for weights, per-axis) scale.
+struct Dq {
+  Value* q = nullptr;
+  Value* scale = nullptr;
+  Value* zp = nullptr;
+};
+std::optional<Dq> dequantized(Value* v) {
+  Node* d = made_by(v, "DequantizeLinear");
+  if (!d || d->inputs.size() < 2 || !d->inputs[1] || !d->inputs[1]->constant) return std::nullopt;
+  if (d->inputs.size() > 2 && d->inputs[2] && !d->inputs[2]->constant) return std::nullopt;
+  return Dq{d->inputs[0], d->inputs[1], d->inputs.size() > 2 ? d->inputs[2] : nullptr};
+}
+bool per_tensor(const Value* scale) { return scale && scale->constant && scale->constant->numel() == 1; }
+}  // namespace
+
+ir::Pass qdq_to_qlinear_pass() {
+  return ir::Pass{"qdq-to-qlinear", [](ir::Graph& g) -> Status {
+                    std::set<const Node*> gone;
+                    std::vector<Node*> ops;
+                    for (const auto& np : g.nodes()) {
+                      if ((np->op_type == "Conv" || np->op_type == "MatMul") && np->domain.empty()) ops.push_back(np.get());
+                    }
+                    for (Node* op : ops) {
+                      const bool conv = op->op_type == "Conv";
+                      Value* y = op->outputs[0];
+                      if (!y || y->consumers.size() != 1 || y->consumers[0]->op_type != "QuantizeLinear") continue;
+                      if (std::find(g.outputs.begin(), g.outputs.end(), y) != g.outputs.end()) continue;
+                      Node* qy = y->consumers[0];
+                      if (qy->inputs.size() < 2 || !per_tensor(qy->inputs[1])) continue;
+                      if (qy->inputs.size() < 3 || !qy->inputs[2] || !qy->inputs[2]->constant) continue;  // y_zp gives the type
+                      auto dx = dequantized(op->inputs[0]);
+                      auto dw = op->inputs.size() > 1 ? dequantized(op->inputs[1]) : std::nullopt;
+                      if (!dx || !dw || !per_tensor(dx->scale) || !dx->zp) continue;
+                      if (!dw->q->constant) continue;
+                      Value* bias_q = nullptr;
+                      if (conv && op->inputs.size() > 2 && op->inputs[2]) {
+                        auto db = dequantized(op->inputs[2]);
+                        if (!db || !db->q->constant || db->q->constant->dtype() != DType::i32) continue;
+                        // The bias scale must be x_s * w_s (per channel), zero point 0.
+                        bool ok = true;
+                        const Tensor& bs = *db->scale->constant;
+                        const Tensor& ws = *dw->scale->constant;
+                        const double xs = dx->scale->constant->get_as_double(0);
+                        for (int64_t c = 0; c < bs.numel() && ok; ++c) {
+                          const double want = static_cast<double>(static_cast<float>(xs * ws.get_as_double(ws.numel() == 1 ? 0 : c)));
+                          ok = std::fabs(bs.get_as_double(c) - want) <= 1e-6 * want;
+                        }
+                        if (db->zp) {
+                          for (int64_t c = 0; c < db->zp->constant->numel() && ok; ++c) ok = db->zp->constant->get_as_double(c) == 0;
+                        }
+                        if (!ok) continue;
+                        bias_q = db->q;
+                      }
+                      if (!conv && !per_tensor(dw->scale) && dw->scale->constant->numel() != ir::static_shape(dw->q).value_or(Shape{0}).back()) continue;
+                      Value* w_zp = dw->zp;
+                      if (!w_zp) {
+                        Tensor z = Tensor::empty(dw->q->constant->dtype(), {1});
+                        w_zp = g.add_constant(op->name + "/w_zero_point", z);
+                      }
+                      std::vector<Value*> ins{dx->q, dx->scale, dx->zp, dw->q, dw->scale, w_zp, qy->inputs[1], qy->inputs[2]};
+                      if (bias_q) ins.push_back(bias_q);
+                      RKD_ASSIGN(Node * ql, g.add_node(op->name + "/qlinear", conv ? "QLinearConv" : "QLinearMatMul", "", ins,
+                                                       {qy->outputs[0]->name + "/qlinear"}));
+                      if (conv) {
+                        for (const char* a : {"strides", "dilations", "pads", "group", "auto_pad", "kernel_shape"}) {
+                          if (op->attrs.count(a)) ql->attrs[a] = op->attrs.at(a);
+                        }
+                      }
+                      // The QLinear node produces the QuantizeLinear's output value (its name stays).
+                      Value* out = qy->outputs[0];
+                      Value* tmp = ql->outputs[0];
+                      qy->outputs[0] = nullptr;
+                      ql->outputs[0] = out;
+                      out->producer = ql;
+                      tmp->producer = nullptr;
+                      gone.insert(qy);
+                      gone.insert(op);
+                    }
+                    if (gone.empty()) return {};
+                    g.remove_nodes([&](const Node& n) { return gone.count(&n) > 0; });
+                    return g.sort_topologically();
+                  }};
+}
+
 bool is_fused_op(const ir::Node& n) { return n.domain == "rkdeploy"; }
 
 Result<Kernel> prepare_fused_op(const ir::Node& n) {

@@ -33,6 +33,16 @@ ir::Pass conv_activation_fusion_pass();
 // is left as it is and reported with the check that failed.
 ir::Pass deform_attn_fusion_pass(FusionReport* report);
 
+// qdq-to-qlinear: the QDQ form of a quantized Conv or MatMul -
+//   DequantizeLinear(x_q) and DequantizeLinear(w_q) [and DequantizeLinear(b_q int32)] ->
+//   Conv / MatMul -> QuantizeLinear(y)
+// where the float result is read only by that QuantizeLinear, becomes QLinearConv /
+// QLinearMatMul on the integer tensors, as ONNX Runtime's QDQ transformer does, so that the
+// result is computed in integers (requant.h onnx_float) instead of in float32 between a
+// dequantize and a quantize. The bias must be int32 with zero point 0 and scale x_s * w_s
+// (checked: otherwise the site stays float). Sites that do not match stay as they are.
+ir::Pass qdq_to_qlinear_pass();
+
 bool is_fused_op(const ir::Node& n);              // domain "rkdeploy"
 Result<Kernel> prepare_fused_op(const ir::Node& n);
 
