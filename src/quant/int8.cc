@@ -236,6 +236,45 @@ Status tflite_average_pool(const Tensor& x, const QPoolParams& p, Tensor& out) {
   });
 }
 
+Status tflite_concat(const std::vector<const Tensor*>& inputs, const std::vector<QTensorParams>& in_params,
+                     const QTensorParams& out_params, int axis, Tensor& out) {
+  if (inputs.size() != in_params.size() || inputs.empty()) return invalid("Concatenation: one set of parameters per input");
+  RKD_ASSIGN(auto range, quantized_range(out.dtype()));
+  if (axis < 0 || axis >= out.rank()) return invalid("Concatenation: axis out of range");
+  if (!(out_params.scale > 0)) return invalid("Concatenation: output scale must be positive");
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= out.dim(d);
+  for (int d = axis + 1; d < out.rank(); ++d) inner *= out.dim(d);
+  int64_t total_axis = 0;
+  for (const Tensor* t : inputs) {
+    if (t->dtype() != out.dtype() || t->rank() != out.rank()) return invalid("Concatenation: inputs must match the output's type and rank");
+    total_axis += t->dim(axis);
+  }
+  if (total_axis != out.dim(axis)) return invalid("Concatenation: input sizes do not add up to the output's");
+  const float inverse_out = 1.f / out_params.scale;
+  int64_t at = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor x = inputs[i]->contiguous();
+    const int64_t n = x.dim(axis) * inner;
+    const bool same = in_params[i].scale == out_params.scale && in_params[i].zero_point == out_params.zero_point;
+    const float scale = in_params[i].scale * inverse_out;
+    const float bias = static_cast<float>(-in_params[i].zero_point) * scale;
+    for (int64_t k = 0; k < outer; ++k) {
+      for (int64_t j = 0; j < n; ++j) {
+        const int32_t v = load_q(x, k * n + j);
+        int32_t y = v;
+        if (!same) {
+          const float prod = static_cast<float>(v) * scale;
+          y = static_cast<int32_t>(std::round(prod + bias)) + out_params.zero_point;
+        }
+        store_q(out, k * out.dim(axis) * inner + at * inner + j, std::clamp(y, range.first, range.second));
+      }
+    }
+    at += x.dim(axis);
+  }
+  return {};
+}
+
 Status tflite_max_pool(const Tensor& x, const QPoolParams& p, Tensor& out) {
   return pool(x, p, out, [](const std::vector<int32_t>& v) { return *std::max_element(v.begin(), v.end()); });
 }

@@ -75,6 +75,18 @@ struct QPoolParams {
 Status tflite_average_pool(const Tensor& x, const QPoolParams& p, Tensor& out);
 Status tflite_max_pool(const Tensor& x, const QPoolParams& p, Tensor& out);
 
+// TFLite's quantized Concatenation: an input whose scale and zero point equal the output's
+// is copied; any other is requantized element by element in float32 as
+//   y = round_half_away(x * (s_i * (1 / s_out)) + (-z_i * (s_i * (1 / s_out)))) + z_out,
+// clamped to the type's range, each multiply and add rounded separately (this build never
+// contracts them into a fused multiply-add; a TFLite build that does can differ at ties).
+struct QTensorParams {
+  float scale = 1;
+  int32_t zero_point = 0;
+};
+Status tflite_concat(const std::vector<const Tensor*>& inputs, const std::vector<QTensorParams>& in_params,
+                     const QTensorParams& out_params, int axis, Tensor& out);
+
 // The representable range of an int8 or uint8 tensor.
 Result<std::pair<int32_t, int32_t>> quantized_range(DType t);
 

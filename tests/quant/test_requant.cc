@@ -287,6 +287,23 @@ TEST(Int8Pool, AverageRoundsHalfAwayAndMaxIsExact) {
   EXPECT_EQ(a2.data<int8_t>()[0], -1);  // (-3 - 2 + 4 - 1) / 4 = -0.5 -> -1
 }
 
+TEST(Int8Concat, CopiesMatchingInputsAndRequantizesOthers) {
+  Tensor a = Tensor::empty(DType::u8, {1, 2, 2}), b = Tensor::empty(DType::u8, {1, 1, 2});
+  const uint8_t av[] = {0, 100, 128, 255}, bv[] = {3, 250};
+  std::copy(std::begin(av), std::end(av), a.data<uint8_t>());
+  std::copy(std::begin(bv), std::end(bv), b.data<uint8_t>());
+  const QTensorParams pa{0.5f, 128}, pb{0.25f, 10}, po{0.5f, 128};
+  Tensor out = Tensor::empty(DType::u8, {1, 3, 2});
+  ASSERT_TRUE(tflite_concat({&a, &b}, {pa, pb}, po, 1, out).ok());
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out.data<uint8_t>()[i], av[i]) << i;  // same parameters: copied
+  for (int i = 0; i < 2; ++i) {
+    // real = 0.25 (b - 10); in output units real / 0.5 + 128, rounded half away from zero
+    const double want = std::round((bv[i] - 10) * 0.25 / 0.5) + 128;
+    EXPECT_EQ(out.data<uint8_t>()[4 + i], static_cast<uint8_t>(std::clamp(want, 0.0, 255.0))) << i;
+  }
+  EXPECT_FALSE(tflite_concat({&a}, {pa, pb}, po, 1, out).ok());
+}
+
 TEST(Quantize, RoundingConventions) {
   Tensor x = Tensor::from_floats({6}, std::vector<float>{0.5f, 1.5f, 2.5f, -0.5f, -2.5f, 1000.f});
   Tensor even = Tensor::empty(DType::i8, {6}), away = Tensor::empty(DType::i8, {6});
