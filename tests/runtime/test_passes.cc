@@ -153,6 +153,40 @@ TEST(ConvBnFolding, FoldsAndMatchesDoubleReference) {
   }
 }
 
+TEST(ConvTranspose, KernelEqualsStrideMatchesDoubleReference) {
+  // The 2x2 / stride 2 upsampling of DEIM's adapter takes the GEMM + scatter path.
+  for (int64_t k : {2, 3}) {
+    const int64_t C = 5, M = 4, H = 3, W = 6;
+    ir::Graph g;
+    g.opset = 17;
+    ir::Value* x = input(g, "x", {Dim{2, ""}, Dim{C, ""}, Dim{H, ""}, Dim{W, ""}});
+    const Tensor w = random_tensor({C, M, k, k}, 31), b = random_tensor({M}, 32);
+    ir::Node* n = *g.add_node("up", "ConvTranspose", "", {x, g.add_constant("w", w), g.add_constant("b", b)}, {"y"});
+    n->attrs["strides"] = std::vector<int64_t>{k, k};
+    g.outputs.push_back(n->outputs[0]);
+    ASSERT_TRUE(runtime::optimize(g).ok());
+    auto ex = runtime::Executor::create(g);
+    ASSERT_TRUE(ex.ok()) << ex.error().to_string();
+    const Tensor xin = random_tensor({2, C, H, W}, 33);
+    auto out = (*ex)->run({{"x", xin}});
+    ASSERT_TRUE(out.ok());
+    const Tensor& y = out->at("y");
+    ASSERT_EQ(y.shape(), (Shape{2, M, H * k, W * k}));
+    for (int64_t nb = 0; nb < 2; ++nb)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t oy = 0; oy < H * k; ++oy)
+          for (int64_t ox = 0; ox < W * k; ++ox) {
+            double e = b.data<float>()[m];
+            for (int64_t c = 0; c < C; ++c) {
+              e += static_cast<double>(xin.data<float>()[((nb * C + c) * H + oy / k) * W + ox / k]) *
+                   w.data<float>()[((c * M + m) * k + oy % k) * k + ox % k];
+            }
+            const double a = y.data<float>()[((nb * M + m) * H * k + oy) * W * k + ox];
+            ASSERT_TRUE(test::float_agree(a, e, static_cast<double>(C) + 1, static_cast<int>(C) + 1)) << a << " vs " << e;
+          }
+  }
+}
+
 TEST(ConvActivationFusion, SiluPairBecomesOneConv) {
   const int64_t C = 4, M = 6, H = 8, W = 8;
   ir::Graph g;
