@@ -47,13 +47,6 @@ std::vector<runtime::Detection> detect_deim(const std::string& path, const runti
   return take(runtime::postprocess(out, cfg, prep, img));
 }
 
-float box_iou(const runtime::Detection& a, const runtime::Detection& b) {
-  const float ix = std::max(0.f, std::min(a.x1, b.x1) - std::max(a.x0, b.x0));
-  const float iy = std::max(0.f, std::min(a.y1, b.y1) - std::max(a.y0, b.y0));
-  const float u = (a.x1 - a.x0) * (a.y1 - a.y0) + (b.x1 - b.x0) * (b.y1 - b.y0) - ix * iy;
-  return u > 0 ? ix * iy / u : 0.f;
-}
-
 // The DEIMv2-S-architecture model on a real photo, with default and with discrete sampling.
 void run_model_demo(const DemoArgs& a) {
   const std::string def = a.models_dir + "/deimv2_s_arch.onnx", dis = a.models_dir + "/deimv2_s_arch_discrete.onnx";
@@ -83,7 +76,7 @@ void run_model_demo(const DemoArgs& a) {
     const runtime::Detection* bd = nullptr;
     for (const auto& y : d2) {
       if (y.label != x.label) continue;
-      const double iou = box_iou(x, y);
+      const double iou = runtime::box_iou(x, y);
       if (iou > best) {
         best = iou;
         bd = &y;

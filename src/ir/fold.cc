@@ -114,11 +114,7 @@ Pass conv_bn_folding_pass() {
                   g.set_input(conv, 1, g.add_constant(conv->inputs[1]->name + "_bn", std::move(nw)));
                   g.set_input(conv, 2, g.add_constant(conv->name + "_bias_bn", std::move(nb)));
                   // The conv now produces the BN's output value (its name stays).
-                  Value* y = bn.outputs[0];
-                  bn.outputs[0] = nullptr;
-                  x->producer = nullptr;
-                  conv->outputs[0] = y;
-                  y->producer = conv;
+                  g.move_output(&bn, 0, conv, 0);
                   gone.insert(&bn);
                 }
                 g.remove_nodes([&](const Node& n) { return gone.count(&n) > 0; });

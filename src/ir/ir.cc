@@ -120,6 +120,15 @@ void Graph::replace_uses(Value* from, Value* to) {
   }
 }
 
+void Graph::move_output(Node* from, size_t from_index, Node* to, size_t to_index) {
+  Value* v = from->outputs[from_index];
+  Value* old = to->outputs[to_index];
+  from->outputs[from_index] = nullptr;
+  if (old) old->producer = nullptr;
+  to->outputs[to_index] = v;
+  if (v) v->producer = to;
+}
+
 Value* Graph::add_constant(const std::string& base, Tensor t) {
   std::string fresh = base;
   for (int k = 1; by_name_.count(fresh); ++k) fresh = base + "_" + std::to_string(k);

@@ -101,6 +101,10 @@ class Graph {
   void set_input(Node* n, size_t i, Value* v);
   // Makes every reader of `from` (node inputs and graph outputs) read `to` instead.
   void replace_uses(Value* from, Value* to);
+  // Makes `to` produce the value `from` produces at output `from_index` (its name and its
+  // readers stay); the value `to` produced at `to_index` is detached (no producer). What a
+  // fusion does when node `to` replaces a chain that ended at `from`.
+  void move_output(Node* from, size_t from_index, Node* to, size_t to_index);
   // Creates a constant value with a fresh name derived from `base`.
   Value* add_constant(const std::string& base, Tensor t);
 

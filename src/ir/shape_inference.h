@@ -37,6 +37,14 @@ std::optional<std::vector<int64_t>> constant_ints(const Value* v);
 // Every dim static: the shape as sizes.
 std::optional<Shape> static_shape(const Value* v);
 
+// An Einsum equation with an explicit output ("bij,bjk->bik"): one label string per operand
+// and the output's. Spaces are ignored; implicit outputs and ellipses are "unsupported".
+struct EinsumEquation {
+  std::vector<std::string> operands;
+  std::string output;
+};
+Result<EinsumEquation> parse_einsum(const std::string& equation);
+
 // shape-inference: infer_node() over the graph in topological order.
 Pass shape_inference_pass();
 

@@ -5,6 +5,31 @@
 
 #include "ir/shape_inference_ctx.h"
 
+namespace rkd::ir {
+
+Result<EinsumEquation> parse_einsum(const std::string& equation) {
+  std::string eq;
+  for (char ch : equation) {
+    if (ch != ' ') eq += ch;
+  }
+  const auto arrow = eq.find("->");
+  if (arrow == std::string::npos) return unsupported("Einsum: implicit-output equation '" + equation + "'");
+  if (eq.find("...") != std::string::npos) return unsupported("Einsum: ellipsis in equation '" + equation + "'");
+  EinsumEquation e;
+  const std::string lhs = eq.substr(0, arrow);
+  e.output = eq.substr(arrow + 2);
+  size_t pos = 0;
+  while (true) {
+    const auto comma = lhs.find(',', pos);
+    e.operands.push_back(lhs.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return e;
+}
+
+}  // namespace rkd::ir
+
 namespace rkd::ir::detail {
 
 namespace {
@@ -209,19 +234,10 @@ Status gemm(const Ctx& c) {
 
 Status einsum(const Ctx& c) {
   RKD_ASSIGN(std::string eq, c.n.attr_string("equation", ""));
-  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
-  const auto arrow = eq.find("->");
-  if (arrow == std::string::npos) return c.unsup("implicit-output equations ('" + eq + "') are not supported");
-  if (eq.find("...") != std::string::npos) return c.unsup("ellipsis in equation '" + eq + "' is not supported");
-  std::vector<std::string> terms;
-  std::string lhs = eq.substr(0, arrow), rhs = eq.substr(arrow + 2);
-  size_t pos = 0;
-  while (true) {
-    const auto comma = lhs.find(',', pos);
-    terms.push_back(lhs.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
+  auto parsed = parse_einsum(eq);
+  if (!parsed.ok()) return parsed.error().with_context(c.n.describe());
+  const std::vector<std::string>& terms = parsed->operands;
+  const std::string& rhs = parsed->output;
   if (terms.size() != c.n.inputs.size()) return c.bad("equation '" + eq + "' has " + std::to_string(terms.size()) +
                                                       " operands, the node has " + std::to_string(c.n.inputs.size()));
   std::map<char, Dim> sizes;

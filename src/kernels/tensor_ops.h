@@ -152,8 +152,10 @@ Status matmul(const Tensor& a, const Tensor& b, Tensor& out);
 // Gemm: out = alpha * op(A) op(B) + beta * C (C broadcast to [M, N], may be nullptr).
 Status gemm(const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a, bool trans_b, float alpha, float beta,
             Tensor& out);
-// Einsum with explicit output ("ij,jk->ik"; no ellipsis): contraction in double.
-Status einsum(const std::string& equation, const std::vector<const Tensor*>& inputs, Tensor& out);
+// Einsum, the equation already parsed (ir::parse_einsum): one label string per operand and
+// the output's ("ij", "jk" -> "ik"); contraction in double.
+Status einsum(const std::vector<std::string>& operand_labels, const std::string& output_labels,
+              const std::vector<const Tensor*>& inputs, Tensor& out);
 
 // Sets the thread count of the oneDNN/OpenMP side (the kernels' own pool is core's global pool).
 void set_math_threads(int threads);

@@ -83,7 +83,7 @@ class DnnlConv final : public ConvPrimitive {
               const Shape& out_shape, const std::string& act) {
     try {
       const size_t sp = x_shape.size() - 2;
-      const Tensor weights = weights0.is_contiguous() ? weights0 : weights0.contiguous();
+      const Tensor weights = weights0.contiguous();
       const int64_t g = p.group;
       memory::dims wd;
       memory::desc w_user;
@@ -217,7 +217,7 @@ class DnnlConv final : public ConvPrimitive {
       dnnl::stream s(engine());
       dnnl::reorder(w_src, weights_).execute(s, w_src, weights_);
       if (bias) {
-        bias_copy_ = bias->is_contiguous() ? bias->clone() : bias->contiguous();
+        bias_copy_ = bias->clone();
         bias_ = memory(b_md, engine(), bias_copy_.raw());
         has_bias_ = true;
       }
@@ -230,7 +230,7 @@ class DnnlConv final : public ConvPrimitive {
 
   Status run(const Tensor& x, Tensor& out) override {
     try {
-      const Tensor xd = x.is_contiguous() ? x : x.contiguous();
+      const Tensor xd = x.contiguous();
       // Activations stay NCHW between ops; when oneDNN's fastest kernel wants a blocked
       // layout (nChw16c on AVX-512) the input and output are reordered around it.
       memory src_user(src_user_, engine(), const_cast<void*>(xd.raw()));
@@ -320,11 +320,11 @@ Status dnnl_matmul(const Shape& as, const Shape& ast, const void* a, const Shape
 class PatchDeconv final : public ConvPrimitive {
  public:
   PatchDeconv(const Shape& x_shape, const Tensor& weights, const Tensor* bias, const Shape& out_shape)
-      : xs_(x_shape), os_(out_shape), w_(weights.is_contiguous() ? weights.clone() : weights.contiguous()) {
-    if (bias) bias_ = bias->is_contiguous() ? bias->clone() : bias->contiguous();
+      : xs_(x_shape), os_(out_shape), w_(weights.clone()) {
+    if (bias) bias_ = bias->clone();
   }
   Status run(const Tensor& x0, Tensor& out) override {
-    const Tensor x = x0.is_contiguous() ? x0 : x0.contiguous();
+    const Tensor x = x0.contiguous();
     const int64_t N = xs_[0], C = xs_[1], H = xs_[2], W = xs_[3];
     const int64_t M = w_.shape()[1], kh = w_.shape()[2], kw = w_.shape()[3];
     const int64_t HW = H * W, K = M * kh * kw;
@@ -381,8 +381,8 @@ Result<std::unique_ptr<ConvPrimitive>> make_conv(const Shape& x_shape, const Ten
 }
 
 Status matmul(const Tensor& a0, const Tensor& b0, Tensor& out) {
-  const Tensor a = a0.is_contiguous() ? a0 : a0.contiguous();
-  const Tensor b = b0.is_contiguous() ? b0 : b0.contiguous();
+  const Tensor a = a0.contiguous();
+  const Tensor b = b0.contiguous();
   Shape as = a.shape(), bs = b.shape();
   if (as.size() == 1) as.insert(as.begin(), 1);
   if (bs.size() == 1) bs.push_back(1);
@@ -417,8 +417,8 @@ Status matmul(const Tensor& a0, const Tensor& b0, Tensor& out) {
 
 Status gemm(const Tensor& a0, const Tensor& b0, const Tensor* c, bool trans_a, bool trans_b, float alpha, float beta,
             Tensor& out) {
-  const Tensor a = a0.is_contiguous() ? a0 : a0.contiguous();
-  const Tensor b = b0.is_contiguous() ? b0 : b0.contiguous();
+  const Tensor a = a0.contiguous();
+  const Tensor b = b0.contiguous();
   const int64_t m = out.shape()[0], n = out.shape()[1];
   const int64_t k = trans_a ? a.shape()[0] : a.shape()[1];
   Shape as{m, k}, ast = trans_a ? Shape{1, m} : Shape{k, 1};

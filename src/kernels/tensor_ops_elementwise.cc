@@ -203,38 +203,32 @@ float tanh_gelu(float x) {
   return 0.5f * x * (1.f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 
-template <typename T, typename F>
-void map_unary(const Tensor& x0, Tensor& out, F f) {
-  const Tensor x = x0.is_contiguous() ? x0 : x0.contiguous();
-  const T* p = x.data<T>();
-  T* o = out.data<T>();
-  const int64_t n = x.numel();
-  constexpr int64_t kChunk = 1 << 16;
-  if (n >= 4 * kChunk && omp_threads() > 1) {
-    omp_for((n + kChunk - 1) / kChunk, [&](int64_t c) {
-      const int64_t e = std::min(n, (c + 1) * kChunk);
-      for (int64_t i = c * kChunk; i < e; ++i) o[i] = f(p[i]);
-    });
+// Calls run(begin, end) over [0, n) in chunks on the OpenMP threads when n is large.
+template <typename Run>
+void for_chunks(int64_t n, int64_t chunk, const Run& run) {
+  if (n >= 4 * chunk && omp_threads() > 1) {
+    omp_for((n + chunk - 1) / chunk, [&](int64_t c) { run(c * chunk, std::min(n, (c + 1) * chunk)); });
     return;
   }
-  for (int64_t i = 0; i < n; ++i) o[i] = f(p[i]);
+  run(int64_t{0}, n);
 }
 
-// Runs a SIMD array loop over x (made dense) in chunks, threaded for large tensors.
+template <typename T, typename F>
+void map_unary(const Tensor& x0, Tensor& out, F f) {
+  const Tensor x = x0.contiguous();
+  const T* p = x.data<T>();
+  T* o = out.data<T>();
+  for_chunks(x.numel(), int64_t{1} << 16, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) o[i] = f(p[i]);
+  });
+}
+
+// Runs a SIMD array loop over x (made dense), threaded for large tensors.
 void map_simd(const Tensor& x0, Tensor& out, void (*fn)(const float*, float*, int64_t)) {
-  const Tensor x = x0.is_contiguous() ? x0 : x0.contiguous();
+  const Tensor x = x0.contiguous();
   const float* p = x.data<float>();
   float* o = out.data<float>();
-  const int64_t n = x.numel();
-  constexpr int64_t kChunk = 1 << 14;
-  if (n >= 4 * kChunk && omp_threads() > 1) {
-    omp_for((n + kChunk - 1) / kChunk, [&](int64_t c) {
-      const int64_t b = c * kChunk;
-      fn(p + b, o + b, std::min(kChunk, n - b));
-    });
-    return;
-  }
-  fn(p, o, n);
+  for_chunks(x.numel(), int64_t{1} << 14, [&](int64_t b, int64_t e) { fn(p + b, o + b, e - b); });
 }
 
 template <typename T>
@@ -418,7 +412,7 @@ Status where(const Tensor& cond, const Tensor& x, const Tensor& y, Tensor& out) 
 }
 
 Status cast(const Tensor& x0, Tensor& out) {
-  const Tensor x = x0.is_contiguous() ? x0 : x0.contiguous();
+  const Tensor x = x0.contiguous();
   if (x.dtype() == out.dtype()) {
     copy_into(x, out);
     return {};

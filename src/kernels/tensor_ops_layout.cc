@@ -14,7 +14,6 @@ namespace rkd::ops {
 
 namespace {
 
-Tensor dense(const Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
 
 // outer x axis x inner decomposition of a dense shape around `axis`.
 struct Split3 {
@@ -47,7 +46,7 @@ size_t esize(const Tensor& t) { return dtype_size(t.dtype()); }
 }  // namespace
 
 void softmax(const Tensor& x0, int axis, bool log, Tensor& out) {
-  const Tensor x = dense(x0);
+  const Tensor x = x0.contiguous();
   const Split3 s = split3(x.shape(), axis);
   const float* px = x.data<float>();
   float* po = out.data<float>();
@@ -82,18 +81,20 @@ void softmax(const Tensor& x0, int axis, bool log, Tensor& out) {
 
 void layer_norm(const Tensor& x0, const Tensor& scale0, const Tensor* bias0, int axis, float eps, Tensor& out,
                 Tensor* mean, Tensor* inv_std) {
-  const Tensor x = dense(x0);
+  const Tensor x = x0.contiguous();
   int64_t rows = 1, n = 1;
   for (int i = 0; i < x.rank(); ++i) (i < axis ? rows : n) *= x.shape()[static_cast<size_t>(i)];
-  // scale/bias broadcast to the normalised dims.
-  Shape norm_shape(x.shape().begin() + axis, x.shape().end());
-  Tensor sc = Tensor::empty(DType::f32, norm_shape);
-  copy_into(scale0, sc);
-  Tensor bi;
-  if (bias0) {
-    bi = Tensor::empty(DType::f32, norm_shape);
-    copy_into(*bias0, bi);
-  }
+  // scale/bias broadcast to the normalised dims (a copy only when they are not already
+  // dense tensors of that shape).
+  const Shape norm_shape(x.shape().begin() + axis, x.shape().end());
+  auto expand = [&](const Tensor& t) {
+    if (t.numel() == n && t.is_contiguous()) return t;
+    Tensor e = Tensor::empty(DType::f32, norm_shape);
+    copy_into(t, e);
+    return e;
+  };
+  const Tensor sc = expand(scale0);
+  const Tensor bi = bias0 ? expand(*bias0) : Tensor();
   const float* px = x.data<float>();
   const float* ps = sc.data<float>();
   const float* pb = bias0 ? bi.data<float>() : nullptr;
@@ -108,9 +109,9 @@ void layer_norm(const Tensor& x0, const Tensor& scale0, const Tensor* bias0, int
 
 void batch_norm(const Tensor& x0, const Tensor& scale, const Tensor& bias, const Tensor& mean, const Tensor& var,
                 float eps, Tensor& out) {
-  const Tensor x = dense(x0);
+  const Tensor x = x0.contiguous();
   const Split3 s = split3(x.shape(), 1);
-  const Tensor sc = dense(scale), bi = dense(bias), mu = dense(mean), va = dense(var);
+  const Tensor sc = scale.contiguous(), bi = bias.contiguous(), mu = mean.contiguous(), va = var.contiguous();
   const float* px = x.data<float>();
   float* po = out.data<float>();
   for (int64_t o = 0; o < s.outer; ++o) {
@@ -186,7 +187,7 @@ Status reduce(Reduce op, const Tensor& x, const std::vector<bool>& red, Tensor& 
 }
 
 void arg_reduce(const Tensor& x0, int axis, bool max, bool select_last, Tensor& out) {
-  const Tensor x = dense(x0);
+  const Tensor x = x0.contiguous();
   const Split3 s = split3(x.shape(), axis);
   const float* px = x.data<float>();
   int64_t* po = out.data<int64_t>();
@@ -210,7 +211,7 @@ void arg_reduce(const Tensor& x0, int axis, bool max, bool select_last, Tensor& 
 }
 
 void topk(const Tensor& x0, int64_t k, int axis, bool largest, Tensor& values, Tensor& indices) {
-  const Tensor x = dense(x0);
+  const Tensor x = x0.contiguous();
   const Split3 s = split3(x.shape(), axis);
   const float* px = x.data<float>();
   float* pv = values.data<float>();
@@ -242,7 +243,7 @@ void topk(const Tensor& x0, int64_t k, int axis, bool largest, Tensor& values, T
 }
 
 Status cumsum(const Tensor& x0, int axis, bool exclusive, bool reverse, Tensor& out) {
-  const Tensor x = dense(x0);
+  const Tensor x = x0.contiguous();
   const Split3 s = split3(x.shape(), axis);
   auto run = [&](auto zero) {
     using T = decltype(zero);
@@ -279,7 +280,7 @@ void concat(const std::vector<const Tensor*>& inputs, int axis, Tensor& out) {
   uint8_t* po = static_cast<uint8_t*>(out.raw());
   int64_t at = 0;
   for (const Tensor* t0 : inputs) {
-    const Tensor t = dense(*t0);
+    const Tensor t = t0->contiguous();
     const int64_t n = t.shape()[static_cast<size_t>(axis)];
     const size_t row = static_cast<size_t>(n * so.inner) * es;
     const uint8_t* pt = static_cast<const uint8_t*>(t.raw());
@@ -292,7 +293,7 @@ void concat(const std::vector<const Tensor*>& inputs, int axis, Tensor& out) {
 
 namespace {
 Result<std::vector<int64_t>> read_indices(const Tensor& t0, int64_t bound, const char* what) {
-  const Tensor t = dense(t0);
+  const Tensor t = t0.contiguous();
   std::vector<int64_t> v(static_cast<size_t>(t.numel()));
   for (size_t i = 0; i < v.size(); ++i) {
     int64_t k;
@@ -326,7 +327,7 @@ Status check_element_indices_shape(const Tensor& data, const Tensor& indices, in
 }  // namespace
 
 Status gather(const Tensor& data0, const Tensor& indices, int axis, Tensor& out) {
-  const Tensor data = dense(data0);
+  const Tensor data = data0.contiguous();
   const Split3 s = split3(data.shape(), axis);
   RKD_ASSIGN(auto idx, read_indices(indices, s.n, "Gather"));
   const size_t es = esize(data);
@@ -343,7 +344,7 @@ Status gather(const Tensor& data0, const Tensor& indices, int axis, Tensor& out)
 }
 
 Status gather_elements(const Tensor& data0, const Tensor& indices, int axis, Tensor& out) {
-  const Tensor data = dense(data0);
+  const Tensor data = data0.contiguous();
   const int64_t dn = data.shape()[static_cast<size_t>(axis)];
   RKD_TRY(check_element_indices_shape(data, indices, axis, "GatherElements"));
   RKD_ASSIGN(auto idx, read_indices(indices, dn, "GatherElements"));
@@ -388,7 +389,7 @@ Status with_scatter_type(DType t, F&& f) {
 Status scatter_nd(const Tensor& data, const Tensor& indices0, const Tensor& updates0, const std::string& reduction,
                   Tensor& out) {
   copy_into(data, out);
-  const Tensor indices = dense(indices0), updates = dense(updates0);
+  const Tensor indices = indices0.contiguous(), updates = updates0.contiguous();
   const int64_t q = indices.shape().back();
   if (q > data.rank()) return invalid("ScatterND: indices' last dimension exceeds the data rank");
   int64_t slice = 1;
@@ -427,7 +428,7 @@ Status scatter_elements(const Tensor& data, const Tensor& indices, const Tensor&
   RKD_TRY(check_element_indices_shape(data, indices, axis, "ScatterElements"));
   if (updates0.shape() != indices.shape()) return invalid("ScatterElements: updates and indices must have the same shape");
   copy_into(data, out);
-  const Tensor updates = dense(updates0);
+  const Tensor updates = updates0.contiguous();
   RKD_ASSIGN(auto idx, read_indices(indices, data.shape()[static_cast<size_t>(axis)], "ScatterElements"));
   const Shape& is = indices.shape();
   const Shape ds = contiguous_strides(data.shape());
@@ -453,7 +454,7 @@ void tile(const Tensor& x, Tensor& out) {
   const Shape& os = out.shape();
   const size_t r = os.size();
   Shape vshape, vstride;
-  const Tensor d = dense(x);
+  const Tensor d = x.contiguous();
   const Shape xs = contiguous_strides(d.shape());
   for (size_t i = 0; i < r; ++i) {
     const int64_t rep = os[i] / std::max<int64_t>(d.shape()[i], 1);
@@ -468,7 +469,7 @@ void tile(const Tensor& x, Tensor& out) {
 }
 
 Status pad(const Tensor& x0, const std::vector<int64_t>& pads, PadMode mode, double value, Tensor& out) {
-  const Tensor x = dense(x0);
+  const Tensor x = x0.contiguous();
   const int r = x.rank();
   const Shape& is = x.shape();
   const Shape& os = out.shape();

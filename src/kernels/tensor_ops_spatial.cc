@@ -39,7 +39,7 @@ Window3 window3(const Shape& xs, const Shape& os, const PoolParams& p) {
 
 template <typename Body>
 void pool_loop(const Tensor& x0, const PoolParams& p, Tensor& out, Body body) {
-  const Tensor x = x0.is_contiguous() ? x0 : x0.contiguous();
+  const Tensor x = x0.contiguous();
   const Window3 w = window3(x.shape(), out.shape(), p);
   const int64_t planes = x.shape()[0] * x.shape()[1];
   const int64_t in_plane = w.in[0] * w.in[1] * w.in[2];
@@ -67,7 +67,7 @@ void max_pool(const Tensor& x0, const PoolParams& p, Tensor& out) {
   if (dense_2d) {
     // Separable: the max over a kh x kw window is the max over kh rows of the max over kw
     // columns (max is exact, so the order does not matter). Padding cells are skipped.
-    const Tensor x = x0.is_contiguous() ? x0 : x0.contiguous();
+    const Tensor x = x0.contiguous();
     const int64_t planes = x.shape()[0] * x.shape()[1], H = x.shape()[2], W = x.shape()[3];
     const int64_t OH = out.shape()[2], OW = out.shape()[3];
     const int64_t kh = p.kernel[0], kw = p.kernel[1], sh = p.strides[0], sw = p.strides[1], ph = p.pads[0],
@@ -152,7 +152,7 @@ void average_pool(const Tensor& x, const PoolParams& p, Tensor& out) {
 }
 
 void global_pool(const Tensor& x0, bool max, Tensor& out) {
-  const Tensor x = x0.is_contiguous() ? x0 : x0.contiguous();
+  const Tensor x = x0.contiguous();
   const int64_t planes = x.shape()[0] * x.shape()[1];
   const int64_t n = x.numel() / std::max<int64_t>(planes, 1);
   for (int64_t pl = 0; pl < planes; ++pl) {
@@ -276,7 +276,7 @@ Taps make_taps(const ResizeParams& p, size_t axis, int64_t in_len, int64_t out_l
 }  // namespace
 
 Status resize(const Tensor& x0, const ResizeParams& p, Tensor& out) {
-  const Tensor x = x0.is_contiguous() ? x0 : x0.contiguous();
+  const Tensor x = x0.contiguous();
   const size_t r = static_cast<size_t>(x.rank());
   if (p.scales.size() != r) return invalid("Resize: one scale per axis is needed");
   if (p.coordinate_transformation == "tf_crop_and_resize" && p.roi.size() != 2 * r) {
@@ -355,27 +355,8 @@ Status resize(const Tensor& x0, const ResizeParams& p, Tensor& out) {
   return {};
 }
 
-Status einsum(const std::string& equation, const std::vector<const Tensor*>& inputs, Tensor& out) {
-  std::string eq;
-  for (char ch : equation) {
-    if (ch != ' ') eq += ch;
-  }
-  const auto arrow = eq.find("->");
-  if (arrow == std::string::npos || eq.find("...") != std::string::npos) {
-    return unsupported("Einsum: equation '" + equation + "' (implicit output or ellipsis)");
-  }
-  std::vector<std::string> terms;
-  {
-    const std::string lhs = eq.substr(0, arrow);
-    size_t pos = 0;
-    while (true) {
-      const auto comma = lhs.find(',', pos);
-      terms.push_back(lhs.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
-      if (comma == std::string::npos) break;
-      pos = comma + 1;
-    }
-  }
-  const std::string rhs = eq.substr(arrow + 2);
+Status einsum(const std::vector<std::string>& terms, const std::string& rhs, const std::vector<const Tensor*>& inputs,
+              Tensor& out) {
   if (terms.size() != inputs.size()) return invalid("Einsum: operand count does not match the equation");
   std::map<char, int64_t> size;
   for (size_t i = 0; i < terms.size(); ++i) {
@@ -390,7 +371,7 @@ Status einsum(const std::string& equation, const std::vector<const Tensor*>& inp
     if (rhs.find(l) == std::string::npos) labels += l;
   }
   std::vector<Tensor> dense;
-  for (const Tensor* t : inputs) dense.push_back(t->is_contiguous() ? *t : t->contiguous());
+  for (const Tensor* t : inputs) dense.push_back(t->contiguous());
   std::vector<std::vector<int64_t>> stride_of(inputs.size(), std::vector<int64_t>(labels.size(), 0));
   for (size_t i = 0; i < terms.size(); ++i) {
     const Shape st = contiguous_strides(dense[i].shape());

@@ -156,15 +156,13 @@ Result<Prepared> preprocess(const Image& img, const DetectorConfig& cfg, bool wi
   return p;
 }
 
-namespace {
-float iou(const Detection& a, const Detection& b) {
+float box_iou(const Detection& a, const Detection& b) {
   const float ix = std::max(0.f, std::min(a.x1, b.x1) - std::max(a.x0, b.x0));
   const float iy = std::max(0.f, std::min(a.y1, b.y1) - std::max(a.y0, b.y0));
   const float inter = ix * iy;
   const float ua = (a.x1 - a.x0) * (a.y1 - a.y0) + (b.x1 - b.x0) * (b.y1 - b.y0) - inter;
   return ua > 0 ? inter / ua : 0.f;
 }
-}  // namespace
 
 Result<std::vector<Detection>> postprocess(const std::map<std::string, Tensor>& outputs, const DetectorConfig& cfg,
                                            const Prepared& prep, const Image& img) {
@@ -212,7 +210,7 @@ Result<std::vector<Detection>> postprocess(const std::map<std::string, Tensor>& 
     std::stable_sort(cand.begin(), cand.end(), [](const Detection& a, const Detection& b) { return a.score > b.score; });
     for (const Detection& d : cand) {
       bool keep = true;
-      for (const Detection& k : dets) keep = keep && !(k.label == d.label && iou(k, d) > cfg.nms_iou);
+      for (const Detection& k : dets) keep = keep && !(k.label == d.label && box_iou(k, d) > cfg.nms_iou);
       if (keep) dets.push_back(d);
       if (static_cast<int64_t>(dets.size()) >= cfg.max_detections) break;
     }

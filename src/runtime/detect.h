@@ -61,6 +61,9 @@ struct Detection {
   float x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // photo pixels
 };
 
+// Intersection over union of two boxes (0 when the union is empty).
+float box_iou(const Detection& a, const Detection& b);
+
 struct Prepared {
   std::map<std::string, Tensor> inputs;
   float gain = 1.f, pad_x = 0.f, pad_y = 0.f;  // letterbox: input = photo * gain + pad

@@ -68,6 +68,7 @@ struct Executor::Step {
   const ir::Node* node = nullptr;
   Kernel kernel;
   bool view = false;  // output slot aliases input 0
+  Shape view_shape;   // the view's output shape
   std::vector<int> in_slots, out_slots;
 };
 
@@ -103,7 +104,7 @@ struct ExecutorBuilder {
     // Constants are bound once.
     for (const auto& v : g.values()) {
       if (v->constant) {
-        e->slots_[static_cast<size_t>(slot(v.get()))] = v->constant->is_contiguous() ? *v->constant : v->constant->contiguous();
+        e->slots_[static_cast<size_t>(slot(v.get()))] = v->constant->contiguous();
         e->plan_.constant_bytes += static_cast<int64_t>(v->constant->nbytes());
       }
     }
@@ -118,6 +119,11 @@ struct ExecutorBuilder {
       for (const ir::Value* v : n.outputs) st->out_slots.push_back(v ? slot(v) : -1);
       const bool out_is_graph_output = n.outputs.size() == 1 && n.outputs[0] && outputs.count(n.outputs[0]);
       st->view = is_view_op(n.op_type) && !out_is_graph_output && n.outputs.size() == 1 && n.outputs[0];
+      if (st->view) {
+        auto vs = ir::static_shape(n.outputs[0]);
+        if (!vs) return unsupported(n.describe() + ": output has no static shape (run optimize() first)");
+        st->view_shape = *vs;
+      }
       if (!st->view) {
         auto k = is_fused_op(n) ? prepare_fused_op(n) : prepare_op(n, g.opset);
         if (!k.ok()) {
@@ -235,7 +241,7 @@ Result<std::map<std::string, Tensor>> Executor::run(const std::map<std::string, 
     if (s && t.shape() != *s) {
       return invalid("input '" + v->name + "': shape " + shape_to_string(t.shape()) + ", the model expects " + shape_to_string(*s));
     }
-    slots_[slot_of_.at(v)] = t.is_contiguous() ? t : t.contiguous();
+    slots_[slot_of_.at(v)] = t.contiguous();
   }
   for (const ir::Value* v : g_->outputs) {
     if (!v->producer || v->constant) continue;
@@ -250,8 +256,7 @@ Result<std::map<std::string, Tensor>> Executor::run(const std::map<std::string, 
     const auto t0 = opt_.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (st->view) {
       const Tensor& src = slots_[static_cast<size_t>(st->in_slots[0])];
-      const Shape s = *ir::static_shape(st->node->outputs[0]);
-      slots_[static_cast<size_t>(st->out_slots[0])] = src.with_layout(s, contiguous_strides(s));
+      slots_[static_cast<size_t>(st->out_slots[0])] = src.with_layout(st->view_shape, contiguous_strides(st->view_shape));
     } else {
       in.clear();
       out.clear();

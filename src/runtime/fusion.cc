@@ -54,11 +54,7 @@ ir::Pass conv_activation_fusion_pass() {
                       }
                       if (!last) continue;
                       // The conv takes over the activation's output value (its name stays).
-                      ir::Value* out = last->outputs[0];
-                      last->outputs[0] = nullptr;
-                      conv->outputs[0] = out;
-                      out->producer = conv;
-                      y->producer = nullptr;
+                      g.move_output(last, 0, conv, 0);
                       conv->attrs["rkd_activation"] = act;
                       gone.insert(last);
                     }
@@ -403,15 +399,9 @@ ir::Pass deform_attn_fusion_pass(FusionReport* report) {
                         prepared[key] = prep;
                       }
                       // The fused node takes over the site's output value (its name stays).
-                      Node* last = s.out->producer;
-                      last->outputs[0] = nullptr;
-                      s.out->producer = nullptr;
                       RKD_ASSIGN(Node * fn, g.add_node(s.concat->name + "/msda", "MSDeformAttn", "rkdeploy",
                                                        {prep, s.locations, s.weights}, {s.out->name + "/fused"}));
-                      Value* tmp = fn->outputs[0];
-                      fn->outputs[0] = s.out;
-                      s.out->producer = fn;
-                      tmp->producer = nullptr;
+                      g.move_output(s.out->producer, 0, fn, 0);
                       fn->attrs["level_h"] = s.hs;
                       fn->attrs["level_w"] = s.ws;
                       fn->attrs["points"] = s.points;
@@ -499,12 +489,7 @@ ir::Pass qdq_to_qlinear_pass() {
                         }
                       }
                       // The QLinear node produces the QuantizeLinear's output value (its name stays).
-                      Value* out = qy->outputs[0];
-                      Value* tmp = ql->outputs[0];
-                      qy->outputs[0] = nullptr;
-                      ql->outputs[0] = out;
-                      out->producer = ql;
-                      tmp->producer = nullptr;
+                      g.move_output(qy, 0, ql, 0);
                       gone.insert(qy);
                       gone.insert(op);
                     }

@@ -304,6 +304,31 @@ Result<Kernel> quant_linear_factory(const Node& n, bool quantize) {
   });
 }
 
+// The requantizer of QLinearConv / QLinearMatMul (ONNX Runtime's convention) from inputs
+// 1 (x scale), 4 (weight scales), 6 (y scale) and 7 (y zero point, whose type is the output's).
+Result<quant::Requantizer> qlinear_requantizer(const std::vector<const Tensor*>& in, DType out_type) {
+  RKD_ASSIGN(auto range, quant::quantized_range(out_type));
+  if (in.size() < 8 || !in[1] || !in[4] || !in[6] || in[1]->numel() < 1 || in[6]->numel() < 1) {
+    return invalid("QLinear op: scales missing");
+  }
+  return quant::Requantizer::make(quant::Requant::onnx_float, floats_of(in[1])[0], floats_of(in[4]), floats_of(in[6])[0],
+                                  zero_points_of(in[7], 1)[0], range.first, range.second);
+}
+
+// Built once when every scale and the output zero point are constants (the usual case).
+Result<std::optional<quant::Requantizer>> constant_qlinear_requantizer(const Node& n) {
+  std::vector<const Tensor*> in(n.inputs.size(), nullptr);
+  for (size_t i : {1u, 4u, 6u, 7u}) {
+    if (i >= n.inputs.size() || !n.inputs[i] || !n.inputs[i]->constant) return std::optional<quant::Requantizer>{};
+    in[i] = &*n.inputs[i]->constant;
+  }
+  const ir::Value* y = n.outputs.empty() ? nullptr : n.outputs[0];
+  if (!y || !y->dtype) return std::optional<quant::Requantizer>{};
+  auto rq = qlinear_requantizer(in, *y->dtype);
+  if (!rq.ok()) return rq.error().with_context(n.describe());
+  return std::optional<quant::Requantizer>(*rq);
+}
+
 const std::map<std::string, Factory>& registry() {
   static const std::map<std::string, Factory> m = [] {
     std::map<std::string, Factory> r;
@@ -482,7 +507,11 @@ const std::map<std::string, Factory>& registry() {
     };
     r["Einsum"] = [](const Node& n, int64_t) -> Result<Kernel> {
       RKD_ASSIGN(std::string eq, n.attr_string("equation", ""));
-      return Kernel([eq](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) { return ops::einsum(eq, in, out[0]); });
+      auto parsed = ir::parse_einsum(eq);
+      if (!parsed.ok()) return parsed.error().with_context(n.describe());
+      return Kernel([e = *parsed](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+        return ops::einsum(e.operands, e.output, in, out[0]);
+      });
     };
     r["Concat"] = [](const Node& n, int64_t) -> Result<Kernel> {
       RKD_ASSIGN(int64_t a, n.attr_int("axis", 0));
@@ -509,24 +538,20 @@ const std::map<std::string, Factory>& registry() {
       });
     };
     r["Slice"] = slice_factory;
-    r["Gather"] = [](const Node& n, int64_t) -> Result<Kernel> {
-      RKD_ASSIGN(int64_t a, n.attr_int("axis", 0));
-      RKD_ASSIGN(int axis, checked_axis(n, a, rank_of(n, 0)));
-      const std::string what = n.describe();
-      return Kernel([axis, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-        Status s = ops::gather(*in[0], *in[1], axis, out[0]);
-        return s.ok() ? s : s.error().with_context(what);
-      });
-    };
-    r["GatherElements"] = [](const Node& n, int64_t) -> Result<Kernel> {
-      RKD_ASSIGN(int64_t a, n.attr_int("axis", 0));
-      RKD_ASSIGN(int axis, checked_axis(n, a, rank_of(n, 0)));
-      const std::string what = n.describe();
-      return Kernel([axis, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-        Status s = ops::gather_elements(*in[0], *in[1], axis, out[0]);
-        return s.ok() ? s : s.error().with_context(what);
-      });
-    };
+    // Gather and GatherElements: one axis attribute, errors prefixed with the node.
+    using GatherFn = Status (*)(const Tensor&, const Tensor&, int, Tensor&);
+    for (const auto& [name, fn] : {std::pair<const char*, GatherFn>{"Gather", ops::gather},
+                                   std::pair<const char*, GatherFn>{"GatherElements", ops::gather_elements}}) {
+      r[name] = [fn = fn](const Node& n, int64_t) -> Result<Kernel> {
+        RKD_ASSIGN(int64_t a, n.attr_int("axis", 0));
+        RKD_ASSIGN(int axis, checked_axis(n, a, rank_of(n, 0)));
+        const std::string what = n.describe();
+        return Kernel([fn, axis, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+          Status s = fn(*in[0], *in[1], axis, out[0]);
+          return s.ok() ? s : s.error().with_context(what);
+        });
+      };
+    }
     r["ScatterND"] = [](const Node& n, int64_t) -> Result<Kernel> {
       RKD_ASSIGN(std::string red, n.attr_string("reduction", "none"));
       return Kernel([red](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
@@ -694,29 +719,24 @@ const std::map<std::string, Factory>& registry() {
       const auto ws = n.inputs.size() > 3 ? ir::static_shape(n.inputs[3]) : std::nullopt;
       if (!xs || !ws || xs->size() != 4) return unsupported(n.describe() + ": 2-D QLinearConv with static shapes only");
       RKD_ASSIGN(ops::ConvParams cp, conv_params(n, *xs, *ws, false));
-      quant::QConvParams p{cp.strides, cp.dilations, cp.pads, cp.group};
+      const quant::QConvParams p{cp.strides, cp.dilations, cp.pads, cp.group};
+      RKD_ASSIGN(auto rq0, constant_qlinear_requantizer(n));
       const std::string what = n.describe();
-      return Kernel([p, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-        RKD_ASSIGN(auto range, quant::quantized_range(out[0].dtype()));
-        const auto w_scales = floats_of(in[4]);
-        auto rq = quant::Requantizer::make(quant::Requant::onnx_float, floats_of(in[1]).at(0), w_scales, floats_of(in[6]).at(0),
-                                           zero_points_of(in[7], 1)[0], range.first, range.second);
-        if (!rq.ok()) return rq.error().with_context(what);
+      return Kernel([p, what, rq0](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        RKD_ASSIGN(quant::Requantizer rq, rq0 ? Result<quant::Requantizer>(*rq0) : qlinear_requantizer(in, out[0].dtype()));
         const Tensor bias = in.size() > 8 && in[8] ? *in[8] : Tensor();
-        Status st = quant::qlinear_conv(*in[0], zero_points_of(in[2], 1)[0], *in[3], zero_points_of(in[5], w_scales.size()), bias,
-                                        p, *rq, out[0]);
+        Status st = quant::qlinear_conv(*in[0], zero_points_of(in[2], 1)[0], *in[3], zero_points_of(in[5], rq.channels()),
+                                        bias, p, rq, out[0]);
         return st.ok() ? st : st.error().with_context(what);
       });
     };
     r["QLinearMatMul"] = [](const Node& n, int64_t) -> Result<Kernel> {
+      RKD_ASSIGN(auto rq0, constant_qlinear_requantizer(n));
       const std::string what = n.describe();
-      return Kernel([what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-        RKD_ASSIGN(auto range, quant::quantized_range(out[0].dtype()));
-        const auto bs = floats_of(in[4]);
-        auto rq = quant::Requantizer::make(quant::Requant::onnx_float, floats_of(in[1]).at(0), bs, floats_of(in[6]).at(0),
-                                           zero_points_of(in[7], 1)[0], range.first, range.second);
-        if (!rq.ok()) return rq.error().with_context(what);
-        Status st = quant::qlinear_matmul(*in[0], zero_points_of(in[2], 1)[0], *in[3], zero_points_of(in[5], bs.size()), *rq, out[0]);
+      return Kernel([what, rq0](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        RKD_ASSIGN(quant::Requantizer rq, rq0 ? Result<quant::Requantizer>(*rq0) : qlinear_requantizer(in, out[0].dtype()));
+        Status st = quant::qlinear_matmul(*in[0], zero_points_of(in[2], 1)[0], *in[3], zero_points_of(in[5], rq.channels()),
+                                          rq, out[0]);
         return st.ok() ? st : st.error().with_context(what);
       });
     };
