@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "frontends/onnx/onnx_import.h"
+#include "runtime/model.h"
 #include "runtime/executor.h"
 
 namespace rkd::cli {
@@ -80,17 +80,13 @@ std::string type_text(const ir::Value* v) {
 }
 
 void run_inspect(const InspectArgs& a) {
-  onnx_frontend::ImportOptions opt;
-  opt.batch = a.batch;
-  auto imported = take(onnx_frontend::import_onnx_file(a.model, opt));
+  auto imported = take(runtime::import_model(a.model, a.batch));
   const ir::Graph& g = imported.graph;
 
   // A second copy, batch bound (1 unless --batch) and run through the executor's passes:
   // its shapes are static (ONNX's inference cannot see through Shape/Gather/Reshape chains),
   // and the fusion report says which deformable-attention sites the CPU executor fuses.
-  onnx_frontend::ImportOptions opt2;
-  opt2.batch = a.batch > 0 ? a.batch : 1;
-  auto compiled = take(onnx_frontend::import_onnx_file(a.model, opt2));
+  auto compiled = take(runtime::import_model(a.model, a.batch > 0 ? a.batch : 1));
   runtime::FusionReport fusion;
   const Status compile_status = runtime::optimize(compiled.graph, {}, &fusion);
   const ir::Graph& shapes_from = compile_status.ok() ? compiled.graph : g;
@@ -161,7 +157,7 @@ void run_inspect(const InspectArgs& a) {
     for (const char* op : kPlacementOps) place[op] = count.count(op) ? count[op] : 0;
     j["placement_ops"] = place;
     j["notes"] = imported.notes;
-    j["macs_batch"] = opt2.batch;
+    j["macs_batch"] = (a.batch > 0 ? a.batch : 1);
     j["cpu_executor"] = executor_text;
     j["fusion"] = {{"fused_sites", fusion.fused_sites}, {"fused", fusion.fused}, {"not_fused", fusion.not_fused}};
     std::cout << j.dump(2) << "\n";
@@ -174,7 +170,7 @@ void run_inspect(const InspectArgs& a) {
               static_cast<double>(params) / 1e6, static_cast<long long>(initializers),
               static_cast<double>(param_bytes) / 1e6);
   std::printf("compute     %.2f GMAC in Conv/ConvTranspose/MatMul/Gemm (batch %lld)\n", total_macs / 1e9,
-              static_cast<long long>(opt2.batch));
+              static_cast<long long>((a.batch > 0 ? a.batch : 1)));
   std::printf("executor    %s\n", executor_text.c_str());
   std::printf("fusion      %d deformable-attention site(s) fused, %zu similar site(s) not fused\n", fusion.fused_sites,
               fusion.not_fused.size());

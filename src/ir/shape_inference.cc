@@ -204,6 +204,22 @@ Status gather(const Ctx& c) {
   return c.set(0, c.dtype(0), out);
 }
 
+// GatherND: indices.shape[:-1] + data.shape[batch_dims + q:].
+Status gather_nd(const Ctx& c) {
+  auto x = c.dims(0), idx = c.dims(1);
+  if (!x || !idx) return c.set(0, c.dtype(0), std::nullopt);
+  RKD_ASSIGN(int64_t bd, c.n.attr_int("batch_dims", 0));
+  if (idx->empty() || !idx->back().is_static()) return c.set(0, c.dtype(0), std::nullopt);
+  const int64_t q = idx->back().value;
+  if (bd < 0 || q < 1 || bd + q > static_cast<int64_t>(x->size()) || bd >= static_cast<int64_t>(idx->size())) {
+    return c.bad("batch_dims " + std::to_string(bd) + " and an index depth of " + std::to_string(q) +
+                 " do not fit data of rank " + std::to_string(x->size()));
+  }
+  Dims out(idx->begin(), idx->end() - 1);
+  out.insert(out.end(), x->begin() + bd + q, x->end());
+  return c.set(0, c.dtype(0), out);
+}
+
 Result<Dims> reshape_dims(const Ctx& c, const Dims& in, const std::vector<int64_t>& spec, bool allowzero) {
   Dims out;
   int64_t known = 1;
@@ -570,6 +586,7 @@ const std::map<std::string, Fn>& table() {
     m["Split"] = split;
     m["Slice"] = slice;
     m["Gather"] = gather;
+    m["GatherND"] = gather_nd;
     m["GatherElements"] = [](const Ctx& c) { return c.set(0, c.dtype(0), c.dims(1)); };
     m["Reshape"] = reshape;
     m["Flatten"] = flatten;

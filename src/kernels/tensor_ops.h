@@ -88,6 +88,8 @@ void concat(const std::vector<const Tensor*>& inputs, int axis, Tensor& out);
 // Gather along axis; negative indices count from the end; an index out of [-d, d) is an Error.
 Status gather(const Tensor& data, const Tensor& indices, int axis, Tensor& out);
 Status gather_elements(const Tensor& data, const Tensor& indices, int axis, Tensor& out);
+// GatherND (ONNX, with batch_dims); indices int32 or int64, negative ones count from the end.
+Status gather_nd(const Tensor& data, const Tensor& indices, int batch_dims, Tensor& out);
 // ScatterND / ScatterElements with reduction none|add|mul|max|min.
 Status scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updates, const std::string& reduction,
                   Tensor& out);

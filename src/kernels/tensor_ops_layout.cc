@@ -343,6 +343,54 @@ Status gather(const Tensor& data0, const Tensor& indices, int axis, Tensor& out)
   return {};
 }
 
+// GatherND: out[b..., i...] = data[b..., indices[b..., i..., 0..q-1], rest...] with b the
+// batch_dims leading dimensions shared by data and indices.
+Status gather_nd(const Tensor& data0, const Tensor& indices0, int batch_dims, Tensor& out) {
+  const Tensor data = data0.contiguous(), indices = indices0.contiguous();
+  const size_t b = static_cast<size_t>(batch_dims);
+  if (indices.rank() < 1 || b >= static_cast<size_t>(indices.rank()) || b >= static_cast<size_t>(data.rank())) {
+    return invalid("GatherND: batch_dims must be less than the ranks of data and indices");
+  }
+  const int64_t q = indices.shape().back();
+  if (q < 1 || static_cast<size_t>(q) + b > static_cast<size_t>(data.rank())) {
+    return invalid("GatherND: the last dimension of indices (" + std::to_string(q) + ") plus batch_dims exceeds the data rank");
+  }
+  int64_t batches = 1;
+  for (size_t d = 0; d < b; ++d) {
+    if (data.shape()[d] != indices.shape()[d]) return invalid("GatherND: data and indices differ in batch dimension " + std::to_string(d));
+    batches *= data.shape()[d];
+  }
+  int64_t slice = 1;
+  for (size_t d = b + static_cast<size_t>(q); d < data.shape().size(); ++d) slice *= data.shape()[d];
+  int64_t block = slice;  // elements of data per batch item
+  for (size_t d = b; d < b + static_cast<size_t>(q); ++d) block *= data.shape()[d];
+  const int64_t per_batch = batches > 0 ? indices.numel() / q / batches : 0;
+  const size_t es = esize(data);
+  const uint8_t* pd = static_cast<const uint8_t*>(data.raw());
+  uint8_t* po = static_cast<uint8_t*>(out.raw());
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    for (int64_t k = 0; k < per_batch; ++k) {
+      int64_t off = 0;
+      for (int64_t j = 0; j < q; ++j) {
+        const int64_t at = (bi * per_batch + k) * q + j;
+        const int64_t dim = data.shape()[b + static_cast<size_t>(j)];
+        int64_t v = indices.dtype() == DType::i64 ? indices.data<int64_t>()[at]
+                    : indices.dtype() == DType::i32 ? indices.data<int32_t>()[at]
+                                                     : INT64_MIN;
+        if (v == INT64_MIN) return invalid("GatherND: indices must be int32 or int64");
+        if (v < -dim || v >= dim) {
+          return invalid("GatherND: index " + std::to_string(v) + " is out of range for dimension " +
+                         std::to_string(b + static_cast<size_t>(j)) + " of size " + std::to_string(dim));
+        }
+        off = off * dim + (v < 0 ? v + dim : v);
+      }
+      std::memcpy(po + static_cast<size_t>((bi * per_batch + k) * slice) * es,
+                  pd + static_cast<size_t>(bi * block + off * slice) * es, static_cast<size_t>(slice) * es);
+    }
+  }
+  return {};
+}
+
 Status gather_elements(const Tensor& data0, const Tensor& indices, int axis, Tensor& out) {
   const Tensor data = data0.contiguous();
   const int64_t dn = data.shape()[static_cast<size_t>(axis)];

@@ -1,13 +1,33 @@
 #include "runtime/model.h"
 
 #include "frontends/onnx/onnx_import.h"
+#include "frontends/tfjs/tfjs_import.h"
+#include "runtime/op_registry.h"
 
 namespace rkd::runtime {
 
+Result<ImportedModel> import_model(const std::string& path, int64_t batch) {
+  ImportedModel m;
+  if (tfjs_frontend::is_tfjs_path(path)) {
+    tfjs_frontend::ImportOptions io;
+    io.batch = batch > 0 ? batch : 1;
+    io.evaluate = evaluate_node;
+    RKD_ASSIGN(tfjs_frontend::Imported imp, tfjs_frontend::import_tfjs_file(path, io));
+    m.graph = std::move(imp.graph);
+    m.notes = std::move(imp.notes);
+  } else {
+    onnx_frontend::ImportOptions io;
+    io.batch = batch;
+    RKD_ASSIGN(onnx_frontend::Imported imp, onnx_frontend::import_onnx_file(path, io));
+    m.graph = std::move(imp.graph);
+    m.notes = std::move(imp.notes);
+    m.ir_version = imp.ir_version;
+  }
+  return m;
+}
+
 Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt) {
-  onnx_frontend::ImportOptions io;
-  io.batch = opt.batch > 0 ? opt.batch : 1;
-  RKD_ASSIGN(onnx_frontend::Imported imp, onnx_frontend::import_onnx_file(path, io));
+  RKD_ASSIGN(ImportedModel imp, import_model(path, opt.batch > 0 ? opt.batch : 1));
   LoadedModel m;
   m.graph = std::make_unique<ir::Graph>(std::move(imp.graph));
   m.notes = std::move(imp.notes);

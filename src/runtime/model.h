@@ -39,6 +39,15 @@ struct LoadedModel {
 
 Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt);
 
+// The import step of load_model alone: ONNX, or TensorFlow.js for a .json path (folded with
+// the executor's kernels as it is built). batch <= 0 leaves ONNX's symbolic batch unbound.
+struct ImportedModel {
+  ir::Graph graph;
+  std::vector<std::string> notes;
+  int64_t ir_version = 0;  // ONNX only
+};
+Result<ImportedModel> import_model(const std::string& path, int64_t batch);
+
 // See the contract above.
 Status check_detector_inputs(const std::map<std::string, Tensor>& inputs);
 

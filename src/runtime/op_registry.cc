@@ -552,6 +552,15 @@ const std::map<std::string, Factory>& registry() {
         });
       };
     }
+    r["GatherND"] = [](const Node& n, int64_t) -> Result<Kernel> {
+      RKD_ASSIGN(int64_t bd, n.attr_int("batch_dims", 0));
+      if (bd < 0) return invalid(n.describe() + ": batch_dims must not be negative");
+      const std::string what = n.describe();
+      return Kernel([bd, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        Status s = ops::gather_nd(*in[0], *in[1], static_cast<int>(bd), out[0]);
+        return s.ok() ? s : s.error().with_context(what);
+      });
+    };
     r["ScatterND"] = [](const Node& n, int64_t) -> Result<Kernel> {
       RKD_ASSIGN(std::string red, n.attr_string("reduction", "none"));
       return Kernel([red](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {

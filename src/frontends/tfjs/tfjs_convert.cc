@@ -1,0 +1,163 @@
+// Converter core: emitting IR nodes, import-time folding, NHWC/NCHW bookkeeping.
+#include <algorithm>
+
+#include "frontends/tfjs/tfjs_convert.h"
+#include "ir/shape_inference.h"
+
+namespace rkd::tfjs_frontend {
+
+namespace {
+constexpr int64_t kMaxFoldElements = int64_t{16} << 20;
+const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
+const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
+
+std::string ref_name(const std::string& node, size_t k) { return k == 0 ? node : node + ":" + std::to_string(k); }
+}  // namespace
+
+std::string Converter::fresh(const std::string& base) {
+  if (!g_.find(base)) return base;
+  for (;;) {
+    std::string s = base + "#" + std::to_string(++counter_);
+    if (!g_.find(s)) return s;
+  }
+}
+
+Result<std::vector<ir::Value*>> Converter::emit(const TfNode& src, const std::string& op,
+                                                const std::vector<ir::Value*>& ins, Attrs attrs, size_t n_out,
+                                                const std::string& out_name) {
+  std::vector<std::string> names;
+  for (size_t k = 0; k < n_out; ++k) {
+    std::string base = src.name + "/" + op;
+    if (k) {
+      base += ':';
+      base += std::to_string(k);
+    }
+    names.push_back(k == 0 && !out_name.empty() ? fresh(out_name) : fresh(base));
+  }
+  // add_node checks names against existing values only; keep the node's own outputs apart too.
+  for (size_t k = 1; k < names.size(); ++k) {
+    if (std::find(names.begin(), names.begin() + static_cast<long>(k), names[k]) != names.begin() + static_cast<long>(k)) {
+      names[k] += "#o";
+      names[k] += std::to_string(k);
+    }
+  }
+  const std::string where = "node '" + src.name + "' (" + src.op + ")";
+  auto added = g_.add_node(fresh(src.name + "/" + op + "#node"), op, "", ins, names);
+  if (!added.ok()) return added.error().with_context(where);
+  ir::Node* node = added.value();
+  node->attrs = std::move(attrs);
+  Status s = ir::infer_node(*node, g_.opset);
+  if (!s.ok()) return s.error().with_context(where);
+  std::vector<ir::Value*> outs = node->outputs;
+  bool foldable = static_cast<bool>(opt_.evaluate);
+  std::vector<const Tensor*> in;
+  for (ir::Value* v : ins) {
+    if (v && !v->constant) foldable = false;
+    in.push_back(v && v->constant ? &*v->constant : nullptr);
+  }
+  for (ir::Value* o : outs) {
+    auto numel = o->static_numel();
+    if (!numel || *numel > kMaxFoldElements) foldable = false;
+  }
+  if (!foldable) return outs;
+  auto r = opt_.evaluate(*node, g_.opset, in);
+  if (!r.ok()) {
+    if (r.error().kind == ErrorKind::unsupported) return outs;  // left to the executor
+    return r.error().with_context(where);
+  }
+  for (size_t k = 0; k < outs.size(); ++k) {
+    outs[k]->constant = r.value()[k];
+    outs[k]->producer = nullptr;
+  }
+  for (ir::Value*& o : node->outputs) o = nullptr;
+  g_.remove_nodes([node](const ir::Node& x) { return &x == node; });
+  return outs;
+}
+
+Result<TfTensor*> Converter::input(const TfNode& n, size_t i) {
+  if (i >= n.inputs.size()) {
+    return invalid("node '" + n.name + "' (" + n.op + "): has " + std::to_string(n.inputs.size()) + " inputs, needs more than " +
+                   std::to_string(i));
+  }
+  auto it = tensors_.find(n.inputs[i]);
+  if (it == tensors_.end()) {
+    return invalid("node '" + n.name + "' (" + n.op + "): input '" + n.inputs[i] + "' is not an output of its node");
+  }
+  return &it->second;
+}
+
+Result<ir::Value*> Converter::nhwc(const std::string& ref) {
+  TfTensor& t = tensors_.at(ref);
+  if (t.nhwc) return t.nhwc;
+  TfNode src{ref, "layout", {}, nullptr};
+  RKD_ASSIGN(ir::Value * v, emit1(src, "Transpose", {t.nchw}, {{"perm", kToNhwc}}, ref));
+  t.nhwc = v;
+  return v;
+}
+
+Result<ir::Value*> Converter::in_nhwc(const TfNode& n, size_t i) {
+  auto t = input(n, i);
+  if (!t.ok()) return t.error();
+  return nhwc(n.inputs[i]);
+}
+
+Result<ir::Value*> Converter::in_nchw(const TfNode& n, size_t i) {
+  RKD_ASSIGN(TfTensor * t, input(n, i));
+  if (t->nchw) return t->nchw;
+  if (rank_of(t->nhwc) != 4) {
+    return invalid("node '" + n.name + "' (" + n.op + "): input '" + n.inputs[i] + "' must be a 4-D NHWC tensor, its shape is " +
+                   (t->nhwc->shape ? ir::dims_to_string(*t->nhwc->shape) : std::string("unknown")));
+  }
+  TfNode src{n.inputs[i], "layout", {}, nullptr};
+  RKD_ASSIGN(ir::Value * v, emit1(src, "Transpose", {t->nhwc}, {{"perm", kToNchw}}, n.inputs[i] + "#nchw"));
+  t->nchw = v;
+  return v;
+}
+
+Result<Tensor> Converter::const_input(const TfNode& n, size_t i, const char* what) {
+  RKD_ASSIGN(TfTensor * t, input(n, i));
+  ir::Value* v = t->nhwc ? t->nhwc : t->nchw;
+  if (!v->constant || (!t->nhwc && rank_of(v) == 4)) {
+    return unsupported("node '" + n.name + "' (" + n.op + "): the " + what + " ('" + n.inputs[i] +
+                       "') must be a constant (computed inputs are not supported here)");
+  }
+  return *v->constant;
+}
+
+Result<std::vector<int64_t>> Converter::const_ints(const TfNode& n, size_t i, const char* what) {
+  RKD_ASSIGN(Tensor t, const_input(n, i, what));
+  if (t.dtype() != DType::i32 && t.dtype() != DType::i64) {
+    return invalid("node '" + n.name + "' (" + n.op + "): the " + what + " must be int32 or int64, got " + dtype_name(t.dtype()));
+  }
+  std::vector<int64_t> v(static_cast<size_t>(t.numel()));
+  for (size_t k = 0; k < v.size(); ++k) v[k] = static_cast<int64_t>(t.get_as_double(static_cast<int64_t>(k)));
+  return v;
+}
+
+ir::Value* Converter::int64_constant(const std::string& base, const std::vector<int64_t>& v) {
+  Tensor t = Tensor::empty(DType::i64, {static_cast<int64_t>(v.size())});
+  std::copy(v.begin(), v.end(), t.data<int64_t>());
+  return g_.add_constant(base, std::move(t));
+}
+
+ir::Value* Converter::float_scalar(const std::string& base, float v) {
+  Tensor t = Tensor::empty(DType::f32, {});
+  t.data<float>()[0] = v;
+  return g_.add_constant(base, std::move(t));
+}
+
+void Converter::set_output(const TfNode& n, size_t k, ir::Value* v, bool nchw) {
+  TfTensor& t = tensors_[ref_name(n.name, k)];
+  t = TfTensor{};
+  (nchw ? t.nchw : t.nhwc) = v;
+}
+
+Result<ir::Value*> Converter::output(const std::string& ref) {
+  RKD_ASSIGN(ir::Value * v, nhwc(ref));
+  if (v->name == ref) return v;
+  // An alias (Identity) or a constant: give the output its TensorFlow name.
+  TfNode src{ref, "output", {}, nullptr};
+  return emit1(src, "Identity", {v}, {}, ref);
+}
+
+}  // namespace rkd::tfjs_frontend

@@ -1,0 +1,521 @@
+// model.json reading, weight decoding and the import driver (contract in tfjs_import.h).
+#include "frontends/tfjs/tfjs_import.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "frontends/tfjs/tfjs_convert.h"
+#include "ir/shape_inference.h"
+
+namespace rkd::tfjs_frontend {
+
+namespace {
+
+constexpr int64_t kMaxRank = 8;
+
+// protobuf-JSON writes int64 as a string; some writers use numbers.
+std::optional<int64_t> json_int(const Json& v) {
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    if (s.empty() || s.size() > 20) return std::nullopt;
+    size_t i = s[0] == '-' ? 1 : 0;
+    if (i == s.size()) return std::nullopt;
+    __extension__ typedef __int128 i128;
+    i128 r = 0;
+    for (; i < s.size(); ++i) {
+      if (s[i] < '0' || s[i] > '9') return std::nullopt;
+      r = r * 10 + (s[i] - '0');
+      if (r > static_cast<i128>(INT64_MAX) + 1) return std::nullopt;
+    }
+    if (s[0] == '-') r = -r;
+    if (r > INT64_MAX || r < INT64_MIN) return std::nullopt;
+    return static_cast<int64_t>(r);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> base64_decode(const std::string& in) {
+  static const std::string kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char ch : in) {
+    if (ch == '=') break;
+    const size_t k = kAlphabet.find(ch == '-' ? '+' : ch == '_' ? '/' : ch);
+    if (k == std::string::npos) return std::nullopt;
+    acc = (acc << 6) | static_cast<uint32_t>(k);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  return out;
+}
+
+const Json* attr_entry(const TfNode& n, const char* key) {
+  if (!n.attr) return nullptr;
+  auto it = n.attr->find(key);
+  return it == n.attr->end() ? nullptr : &*it;
+}
+
+Error bad_attr(const TfNode& n, const char* key, const char* kind) {
+  return invalid("node '" + n.name + "' (" + n.op + "): attribute '" + key + "' is not " + kind);
+}
+
+}  // namespace
+
+Result<int64_t> attr_int(const TfNode& n, const char* key, int64_t fallback) {
+  const Json* a = attr_entry(n, key);
+  if (!a) return fallback;
+  if (!a->is_object() || !a->contains("i")) return bad_attr(n, key, "an int");
+  auto v = json_int((*a)["i"]);
+  if (!v) return bad_attr(n, key, "an int");
+  return *v;
+}
+
+Result<float> attr_float(const TfNode& n, const char* key, float fallback) {
+  const Json* a = attr_entry(n, key);
+  if (!a) return fallback;
+  if (!a->is_object() || !a->contains("f")) return bad_attr(n, key, "a float");
+  const Json& f = (*a)["f"];
+  if (f.is_number()) return f.get<float>();
+  if (f.is_string()) {
+    const std::string& s = f.get_ref<const std::string&>();
+    if (s == "NaN") return std::nanf("");
+    if (s == "Infinity") return INFINITY;
+    if (s == "-Infinity") return -INFINITY;
+  }
+  return bad_attr(n, key, "a float");
+}
+
+Result<bool> attr_bool(const TfNode& n, const char* key, bool fallback) {
+  const Json* a = attr_entry(n, key);
+  if (!a) return fallback;
+  if (!a->is_object() || !a->contains("b") || !(*a)["b"].is_boolean()) return bad_attr(n, key, "a bool");
+  return (*a)["b"].get<bool>();
+}
+
+Result<std::string> attr_string(const TfNode& n, const char* key, const std::string& fallback) {
+  const Json* a = attr_entry(n, key);
+  if (!a) return fallback;
+  if (!a->is_object() || !a->contains("s") || !(*a)["s"].is_string()) return bad_attr(n, key, "a string");
+  auto s = base64_decode((*a)["s"].get<std::string>());
+  if (!s) return bad_attr(n, key, "base64");
+  return *s;
+}
+
+Result<std::vector<int64_t>> attr_ints(const TfNode& n, const char* key) {
+  std::vector<int64_t> out;
+  const Json* a = attr_entry(n, key);
+  if (!a) return out;
+  if (!a->is_object() || !a->contains("list") || !(*a)["list"].is_object()) return bad_attr(n, key, "a list");
+  const Json& l = (*a)["list"];
+  if (!l.contains("i")) return out;
+  if (!l["i"].is_array() || l["i"].size() > 64) return bad_attr(n, key, "a list of ints");
+  for (const Json& e : l["i"]) {
+    auto v = json_int(e);
+    if (!v) return bad_attr(n, key, "a list of ints");
+    out.push_back(*v);
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> attr_strings(const TfNode& n, const char* key) {
+  std::vector<std::string> out;
+  const Json* a = attr_entry(n, key);
+  if (!a) return out;
+  if (!a->is_object() || !a->contains("list") || !(*a)["list"].is_object()) return bad_attr(n, key, "a list");
+  const Json& l = (*a)["list"];
+  if (!l.contains("s")) return out;
+  if (!l["s"].is_array() || l["s"].size() > 64) return bad_attr(n, key, "a list of strings");
+  for (const Json& e : l["s"]) {
+    if (!e.is_string()) return bad_attr(n, key, "a list of strings");
+    auto s = base64_decode(e.get<std::string>());
+    if (!s) return bad_attr(n, key, "base64");
+    out.push_back(*s);
+  }
+  return out;
+}
+
+Result<std::string> attr_type(const TfNode& n, const char* key, const std::string& fallback) {
+  const Json* a = attr_entry(n, key);
+  if (!a) return fallback;
+  if (!a->is_object() || !a->contains("type") || !(*a)["type"].is_string()) return bad_attr(n, key, "a type");
+  return (*a)["type"].get<std::string>();
+}
+
+namespace {
+
+std::optional<DType> dtype_of_tf(const std::string& t) {
+  if (t == "DT_FLOAT") return DType::f32;
+  if (t == "DT_INT32") return DType::i32;
+  if (t == "DT_INT64") return DType::i64;
+  if (t == "DT_BOOL") return DType::b8;
+  if (t == "DT_HALF") return DType::f16;
+  if (t == "DT_INT8") return DType::i8;
+  if (t == "DT_UINT8") return DType::u8;
+  return std::nullopt;
+}
+
+// Reads every entry of the weightsManifest into name -> tensor.
+Result<std::map<std::string, Tensor>> decode_weights(const Json& manifest, std::span<const uint8_t> bytes,
+                                                     const std::string& what) {
+  std::map<std::string, Tensor> out;
+  if (!manifest.is_array()) return invalid(what + ": weightsManifest is not a list");
+  size_t at = 0;
+  for (const Json& group : manifest) {
+    if (!group.is_object() || !group.contains("weights") || !group["weights"].is_array()) {
+      return invalid(what + ": a weightsManifest group has no 'weights' list");
+    }
+    for (const Json& w : group["weights"]) {
+      if (!w.is_object() || !w.contains("name") || !w["name"].is_string() || !w.contains("dtype") ||
+          !w["dtype"].is_string() || !w.contains("shape") || !w["shape"].is_array()) {
+        return invalid(what + ": a weight entry lacks name, dtype or shape");
+      }
+      const std::string name = w["name"].get<std::string>();
+      const std::string dt = w["dtype"].get<std::string>();
+      const std::string where = what + ": weight '" + name + "'";
+      if (w["shape"].size() > kMaxRank) return unsupported(where + ": rank above " + std::to_string(kMaxRank));
+      Shape shape;
+      int64_t numel = 1;
+      for (const Json& d : w["shape"]) {
+        auto v = json_int(d);
+        if (!v || *v < 0 || *v > (int64_t{1} << 40)) return invalid(where + ": bad dimension in its shape");
+        shape.push_back(*v);
+        numel = *v == 0 ? 0 : (numel > (int64_t{1} << 40) / *v ? (int64_t{1} << 40) : numel * *v);
+      }
+      std::string qdt;
+      double scale = 1, minv = 0;
+      if (w.contains("quantization") && !w["quantization"].is_null()) {
+        const Json& q = w["quantization"];
+        if (!q.is_object() || !q.contains("dtype") || !q["dtype"].is_string()) return invalid(where + ": bad quantization entry");
+        qdt = q["dtype"].get<std::string>();
+        if (qdt == "uint8" || qdt == "uint16") {
+          if (!q.contains("scale") || !q["scale"].is_number() || !q.contains("min") || !q["min"].is_number()) {
+            return invalid(where + ": " + qdt + " quantization needs numeric scale and min");
+          }
+          scale = q["scale"].get<double>();
+          minv = q["min"].get<double>();
+        } else if (qdt != "float16") {
+          return unsupported(where + ": quantization dtype '" + qdt + "'");
+        }
+      }
+      DType target;
+      if (dt == "float32") target = DType::f32;
+      else if (dt == "int32") target = DType::i32;
+      else if (dt == "bool") target = DType::b8;
+      else return unsupported(where + ": dtype '" + dt + "'");
+      if (!qdt.empty() && target == DType::b8) return invalid(where + ": a quantized bool");
+      if (qdt == "float16" && target != DType::f32) return invalid(where + ": float16 storage of a non-float weight");
+      const size_t stored = qdt.empty() ? dtype_size(target) : (qdt == "uint8" ? 1 : 2);
+      const size_t nbytes = static_cast<size_t>(numel) * stored;
+      if (at > bytes.size() || bytes.size() - at < nbytes) {
+        return invalid(where + ": needs " + std::to_string(nbytes) + " bytes at offset " + std::to_string(at) +
+                       " but the weight files hold " + std::to_string(bytes.size()));
+      }
+      RKD_ASSIGN(Tensor t, Tensor::zeros(target, shape));
+      const uint8_t* src = bytes.data() + at;
+      if (qdt.empty()) {
+        std::memcpy(t.raw(), src, nbytes);
+        if (target == DType::b8) {
+          for (int64_t i = 0; i < numel; ++i) t.data<uint8_t>()[i] = t.data<uint8_t>()[i] != 0;
+        }
+      } else {
+        for (int64_t i = 0; i < numel; ++i) {
+          if (qdt == "float16") {
+            uint16_t h;
+            std::memcpy(&h, src + 2 * i, 2);
+            t.data<float>()[i] = f16_to_f32(h);
+            continue;
+          }
+          uint16_t qv = 0;
+          if (qdt == "uint8") qv = src[i];
+          else std::memcpy(&qv, src + 2 * i, 2);
+          const double v = qv * scale + minv;
+          if (target == DType::f32) t.data<float>()[i] = static_cast<float>(v);
+          else t.data<int32_t>()[i] = static_cast<int32_t>(std::clamp(std::round(v), -2147483648.0, 2147483647.0));
+        }
+      }
+      at += nbytes;
+      out[name] = std::move(t);
+    }
+  }
+  if (at != bytes.size()) {
+    return invalid(what + ": the manifest describes " + std::to_string(at) + " bytes of weights but the files hold " +
+                   std::to_string(bytes.size()));
+  }
+  return out;
+}
+
+// Normalises an input reference: "^ctrl" -> "" (dropped), "x:0" -> "x".
+std::string normalise_ref(const std::string& s) {
+  if (!s.empty() && s[0] == '^') return "";
+  if (s.size() > 2 && s.compare(s.size() - 2, 2, ":0") == 0) return s.substr(0, s.size() - 2);
+  return s;
+}
+
+std::string node_of(const std::string& ref) {
+  const size_t c = ref.rfind(':');
+  return c == std::string::npos ? ref : ref.substr(0, c);
+}
+
+Result<std::vector<TfNode>> read_nodes(const Json& topology, const std::string& what) {
+  if (!topology.is_object() || !topology.contains("node") || !topology["node"].is_array()) {
+    return invalid(what + ": modelTopology has no 'node' list");
+  }
+  if (topology.contains("library") && topology["library"].is_object() && topology["library"].contains("function") &&
+      topology["library"]["function"].is_array() && !topology["library"]["function"].empty()) {
+    return unsupported(what + ": graph functions (control flow) in modelTopology.library");
+  }
+  std::vector<TfNode> nodes;
+  std::set<std::string> names;
+  for (const Json& j : topology["node"]) {
+    if (!j.is_object() || !j.contains("name") || !j["name"].is_string() || !j.contains("op") || !j["op"].is_string()) {
+      return invalid(what + ": a node lacks 'name' or 'op'");
+    }
+    TfNode n;
+    n.name = j["name"].get<std::string>();
+    n.op = j["op"].get<std::string>();
+    if (n.name.empty() || n.name.find('#') != std::string::npos || n.name.find(':') != std::string::npos) {
+      return invalid(what + ": node name '" + n.name + "' is empty or holds '#' or ':'");
+    }
+    if (!names.insert(n.name).second) return invalid(what + ": two nodes are named '" + n.name + "'");
+    if (j.contains("input")) {
+      if (!j["input"].is_array()) return invalid(what + ": node '" + n.name + "': 'input' is not a list");
+      for (const Json& i : j["input"]) {
+        if (!i.is_string()) return invalid(what + ": node '" + n.name + "': an input is not a string");
+        std::string r = normalise_ref(i.get<std::string>());
+        if (!r.empty()) n.inputs.push_back(std::move(r));
+      }
+    }
+    if (j.contains("attr")) {
+      if (!j["attr"].is_object()) return invalid(what + ": node '" + n.name + "': 'attr' is not an object");
+      n.attr = &j["attr"];
+    }
+    nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
+// Topological order (inputs first), failing on cycles and on references to missing nodes.
+Result<std::vector<size_t>> order_nodes(const std::vector<TfNode>& nodes, const std::string& what) {
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i].name] = i;
+  std::vector<int> state(nodes.size(), 0);  // 0 new, 1 on stack, 2 done
+  std::vector<size_t> order;
+  for (size_t root = 0; root < nodes.size(); ++root) {
+    if (state[root]) continue;
+    std::vector<std::pair<size_t, size_t>> stack{{root, 0}};
+    state[root] = 1;
+    while (!stack.empty()) {
+      auto& [v, next] = stack.back();
+      if (next < nodes[v].inputs.size()) {
+        const std::string& ref = nodes[v].inputs[next++];
+        auto it = index.find(node_of(ref));
+        if (it == index.end()) {
+          return invalid(what + ": node '" + nodes[v].name + "' reads '" + ref + "', which no node produces");
+        }
+        if (state[it->second] == 1) return invalid(what + ": node '" + nodes[v].name + "' is on a cycle");
+        if (state[it->second] == 0) {
+          state[it->second] = 1;
+          stack.push_back({it->second, 0});
+        }
+        continue;
+      }
+      state[v] = 2;
+      order.push_back(v);
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
+const Json* signature_of(const Json& j) {
+  if (j.contains("signature") && j["signature"].is_object()) return &j["signature"];
+  if (j.contains("userDefinedMetadata") && j["userDefinedMetadata"].is_object() &&
+      j["userDefinedMetadata"].contains("signature") && j["userDefinedMetadata"]["signature"].is_object()) {
+    return &j["userDefinedMetadata"]["signature"];
+  }
+  return nullptr;
+}
+
+// The dims of a TensorShapeProto in JSON ({"dim": [{"size": "-1"}, ...]}), or nullopt.
+std::optional<std::vector<int64_t>> shape_proto(const Json& s) {
+  if (!s.is_object() || (s.contains("unknownRank") && s["unknownRank"] == true)) return std::nullopt;
+  std::vector<int64_t> dims;
+  if (!s.contains("dim")) return dims;
+  if (!s["dim"].is_array() || s["dim"].size() > kMaxRank) return std::nullopt;
+  for (const Json& d : s["dim"]) {
+    if (!d.is_object()) return std::nullopt;
+    auto v = d.contains("size") ? json_int(d["size"]) : std::optional<int64_t>(-1);
+    if (!v || *v < -1 || *v > (int64_t{1} << 31)) return std::nullopt;
+    dims.push_back(*v);
+  }
+  return dims;
+}
+
+Status make_input(ir::Graph& g, Converter& c, const TfNode& n, const Json* sig, const ImportOptions& opt,
+                  const std::string& what) {
+  RKD_ASSIGN(std::string t, attr_type(n, "dtype", "DT_FLOAT"));
+  auto dt = dtype_of_tf(t);
+  if (!dt) return unsupported(what + ": input '" + n.name + "' has dtype " + t);
+  std::optional<std::vector<int64_t>> dims;
+  if (const Json* a = attr_entry(n, "shape"); a && a->is_object() && a->contains("shape")) dims = shape_proto((*a)["shape"]);
+  if (sig && sig->contains("inputs") && (*sig)["inputs"].is_object()) {
+    for (const auto& [key, e] : (*sig)["inputs"].items()) {
+      if (normalise_ref(key) == n.name && e.is_object() && e.contains("tensorShape")) {
+        if (auto sd = shape_proto(e["tensorShape"])) dims = sd;
+      }
+    }
+  }
+  RKD_ASSIGN(ir::Value * v, g.add_value(n.name));
+  v->dtype = *dt;
+  if (dims) {
+    ir::Dims d;
+    for (size_t i = 0; i < dims->size(); ++i) {
+      const int64_t s = (*dims)[i];
+      if (s >= 0) d.push_back(ir::Dim{s, ""});
+      else if (i == 0) d.push_back(ir::Dim{std::max<int64_t>(opt.batch, 1), ""});
+      else d.push_back(ir::Dim{-1, n.name + "_dim" + std::to_string(i)});
+    }
+    v->shape = d;
+  }
+  g.inputs.push_back(v);
+  c.define(n.name, v);
+  return {};
+}
+
+}  // namespace
+
+bool is_tfjs_path(const std::string& path) {
+  return path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+}
+
+Result<Imported> import_tfjs(std::string_view text, std::span<const uint8_t> weight_bytes, const std::string& what,
+                             const ImportOptions& opt) {
+  const Json j = Json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return invalid(what + ": not a JSON object");
+  if (j.contains("format") && j["format"] != "graph-model") {
+    return unsupported(what + ": format " + j["format"].dump() + " (only TensorFlow.js graph models are read)");
+  }
+  if (!j.contains("modelTopology")) return invalid(what + ": no modelTopology");
+  RKD_ASSIGN(auto nodes, read_nodes(j["modelTopology"], what));
+  std::map<std::string, Tensor> weights;
+  if (j.contains("weightsManifest")) {
+    RKD_ASSIGN(weights, decode_weights(j["weightsManifest"], weight_bytes, what));
+  }
+  // Everything unsupported, at once.
+  std::map<std::string, int> missing;
+  for (const TfNode& n : nodes) {
+    if (n.op != "Const" && n.op != "Placeholder" && !Converter::supports(n.op)) missing[n.op]++;
+  }
+  if (!missing.empty()) {
+    std::string msg = what + ": TensorFlow ops rkdeploy does not import:";
+    for (const auto& [op, k] : missing) msg += " " + op + " (" + std::to_string(k) + " nodes)";
+    return unsupported(msg);
+  }
+  RKD_ASSIGN(auto order, order_nodes(nodes, what));
+
+  Imported out;
+  ir::Graph& g = out.graph;
+  g.opset = 17;
+  g.name = what;
+  g.producer = "TensorFlow.js";
+  if (j.contains("convertedBy") && j["convertedBy"].is_string()) g.producer += " (converted by " + j["convertedBy"].get<std::string>() + ")";
+  const Json* sig = signature_of(j);
+  Converter c(g, opt);
+  std::set<std::string> read;
+  for (const TfNode& n : nodes) {
+    for (const std::string& r : n.inputs) read.insert(node_of(r));
+  }
+  for (size_t idx : order) {
+    const TfNode& n = nodes[idx];
+    if (n.op == "Const") {
+      auto it = weights.find(n.name);
+      if (it == weights.end()) return invalid(what + ": Const node '" + n.name + "' has no entry in the weightsManifest");
+      RKD_ASSIGN(ir::Value * v, g.add_value(n.name));
+      v->dtype = it->second.dtype();
+      ir::Dims d;
+      for (int64_t s : it->second.shape()) d.push_back(ir::Dim{s, ""});
+      v->shape = d;
+      v->constant = it->second;
+      c.define(n.name, v);
+      continue;
+    }
+    if (n.op == "Placeholder") {
+      RKD_TRY(make_input(g, c, n, sig, opt, what));
+      continue;
+    }
+    Status s = c.convert(n);
+    if (!s.ok()) return s.error().with_context(what);
+  }
+  std::vector<std::string> outs;
+  if (sig && sig->contains("outputs") && (*sig)["outputs"].is_object()) {
+    for (const auto& [key, e] : (*sig)["outputs"].items()) {
+      std::string name = key;
+      if (e.is_object() && e.contains("name") && e["name"].is_string()) name = e["name"].get<std::string>();
+      outs.push_back(normalise_ref(name));
+    }
+  } else {
+    for (const TfNode& n : nodes) {
+      if (!read.count(n.name) && n.op != "Const" && n.op != "Placeholder" && n.op != "NoOp") outs.push_back(n.name);
+    }
+  }
+  if (outs.empty()) return invalid(what + ": the model has no outputs");
+  for (const std::string& o : outs) {
+    if (!c.has(o)) return invalid(what + ": signature output '" + o + "' is not a tensor of the graph");
+    auto v = c.output(o);
+    if (!v.ok()) return v.error().with_context(what);
+    if (std::find(g.outputs.begin(), g.outputs.end(), v.value()) == g.outputs.end()) g.outputs.push_back(v.value());
+  }
+  RKD_TRY(g.validate());
+  return out;
+}
+
+Result<Imported> import_tfjs_file(const std::string& json_path, const ImportOptions& opt) {
+  namespace fs = std::filesystem;
+  auto read_all = [](const fs::path& p, std::string& into) -> bool {
+    std::ifstream f(p, std::ios::binary);
+    if (!f) return false;
+    into.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    return !f.bad();
+  };
+  std::string text;
+  if (!read_all(json_path, text)) return io_error(json_path + ": cannot read");
+  const Json j = Json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return invalid(json_path + ": not a JSON object");
+  std::vector<uint8_t> bytes;
+  if (j.contains("weightsManifest") && j["weightsManifest"].is_array()) {
+    const fs::path dir = fs::path(json_path).parent_path();
+    for (const Json& group : j["weightsManifest"]) {
+      if (!group.is_object() || !group.contains("paths") || !group["paths"].is_array()) {
+        return invalid(json_path + ": a weightsManifest group has no 'paths' list");
+      }
+      for (const Json& p : group["paths"]) {
+        if (!p.is_string()) return invalid(json_path + ": a weight path is not a string");
+        const fs::path rel(p.get<std::string>());
+        const bool escapes = std::any_of(rel.begin(), rel.end(), [](const fs::path& part) { return part == ".."; });
+        if (rel.empty() || rel.is_absolute() || escapes) {
+          return invalid(json_path + ": weight path '" + rel.string() + "' must stay inside the model's folder");
+        }
+        std::string shard;
+        if (!read_all(dir / rel, shard)) return io_error(json_path + ": cannot read weight file '" + (dir / rel).string() + "'");
+        bytes.insert(bytes.end(), shard.begin(), shard.end());
+      }
+    }
+  }
+  return import_tfjs(text, bytes, json_path, opt);
+}
+
+}  // namespace rkd::tfjs_frontend
