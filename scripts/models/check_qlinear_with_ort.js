@@ -25,7 +25,7 @@ async function check(dir, rkd, name) {
   const session = await ort.InferenceSession.create(model);
   const want = (await session.run({x: new ort.Tensor('float32', x.data, x.shape)})).y;
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rkd-qlinear-'));
-  execFileSync(rkd, ['run', model, '--input', 'x=' + input, '--output-dir', tmp]);
+  execFileSync(rkd, ['run', model, '--backend', 'int8', '--input', 'x=' + input, '--output-dir', tmp]);
   const got = readNpyF32(path.join(tmp, 'y.npy'));
   if (got.shape.join(',') !== want.dims.join(',')) throw new Error(`shape ${got.shape} vs ${want.dims}`);
   let diff = 0;

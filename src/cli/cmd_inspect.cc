@@ -164,8 +164,12 @@ void run_inspect(const InspectArgs& a) {
     return;
   }
   std::printf("model       %s\n", a.model.c_str());
-  std::printf("producer    %s, opset %lld, IR version %lld\n", g.producer.c_str(), static_cast<long long>(g.opset),
-              static_cast<long long>(imported.ir_version));
+  if (imported.ir_version > 0) {
+    std::printf("producer    %s, opset %lld, IR version %lld\n", g.producer.c_str(), static_cast<long long>(g.opset),
+                static_cast<long long>(imported.ir_version));
+  } else {
+    std::printf("producer    %s (imported as opset %lld)\n", g.producer.c_str(), static_cast<long long>(g.opset));
+  }
   std::printf("size        %zu nodes, %.2f M parameters in %lld initializers (%.1f MB)\n", g.nodes().size(),
               static_cast<double>(params) / 1e6, static_cast<long long>(initializers),
               static_cast<double>(param_bytes) / 1e6);

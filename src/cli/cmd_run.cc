@@ -20,6 +20,7 @@ struct RunArgs {
   std::string model;
   std::vector<std::string> inputs;
   std::string output_dir;
+  std::string backend = "cpu";
   int threads = 0;
   bool no_fuse = false;
   bool profile = false;
@@ -91,6 +92,7 @@ void run_model(const RunArgs& a) {
     runtime::LoadOptions lo;
     lo.batch = 1;
     lo.compile.fuse = !a.no_fuse;
+    lo.compile.int8 = a.backend == "int8";
     lo.exec.threads = a.threads;
     run_on_image(a, lo);
     return;
@@ -117,6 +119,7 @@ void run_model(const RunArgs& a) {
   runtime::LoadOptions lo;
   lo.batch = batch;
   lo.compile.fuse = !a.no_fuse;
+  lo.compile.int8 = a.backend == "int8";
   lo.compile.dump_after.insert(a.dump_after.begin(), a.dump_after.end());
   lo.compile.dump = [](const std::string& pass, const std::string& ir) {
     std::cerr << "=== IR after " << pass << " ===\n" << ir;
@@ -180,7 +183,9 @@ void run_model(const RunArgs& a) {
 void add_run_command(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* c = app.add_subcommand("run", "Run a model on the CPU executor: rkdeploy run MODEL --input NAME=FILE.npy ... --output-dir DIR");
-  c->add_option("model", a->model, "model file (.onnx)")->required();
+  c->add_option("model", a->model, "model file (.onnx, or TensorFlow.js model.json)")->required();
+  c->add_option("--backend", a->backend, "cpu (float; QDQ as written) or int8 (QDQ patterns on the integer kernels)")
+      ->check(CLI::IsMember({"cpu", "int8"}));
   c->add_option("--input", a->inputs, "NAME=FILE.npy, one per graph input");
   c->add_option("--output-dir", a->output_dir, "write DIR/<output name>.npy for every graph output");
   c->add_option("--threads", a->threads, "threads (0 = all cores)");

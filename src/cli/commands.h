@@ -34,5 +34,7 @@ void add_sample_commands(CLI::App& app);
 void add_demo_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_run_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
+void add_accuracy_command(CLI::App& app);
 
 }  // namespace rkd::cli

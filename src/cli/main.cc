@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   rkd::cli::add_inspect_command(app);
   rkd::cli::add_run_command(app);
+  rkd::cli::add_quantize_command(app);
+  rkd::cli::add_accuracy_command(app);
   rkd::cli::add_sample_commands(app);
   rkd::cli::add_demo_command(app);
 

@@ -17,7 +17,7 @@ std::optional<int64_t> Value::static_numel() const {
   int64_t n = 1;
   for (const Dim& d : *shape) {
     if (!d.is_static()) return std::nullopt;
-    n *= d.value;
+    if (__builtin_mul_overflow(n, d.value, &n)) return INT64_MAX;  // saturates: callers compare with limits
   }
   return n;
 }
@@ -55,6 +55,16 @@ Result<Value*> Graph::add_value(const std::string& value_name) {
   v->name = value_name;
   by_name_[value_name] = v;
   return v;
+}
+
+Status Graph::rename_value(Value* v, const std::string& value_name) {
+  if (value_name.empty()) return invalid("value: empty name");
+  if (value_name == v->name) return {};
+  if (by_name_.count(value_name)) return invalid("value '" + value_name + "' is defined twice");
+  by_name_.erase(v->name);
+  v->name = value_name;
+  by_name_[value_name] = v;
+  return {};
 }
 
 Value* Graph::find(const std::string& value_name) const {

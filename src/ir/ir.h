@@ -47,7 +47,7 @@ class Value {
   std::vector<Node*> consumers;
 
   bool is_constant() const { return constant.has_value(); }
-  // Static element count, or nullopt when any dim is unknown.
+  // Static element count (INT64_MAX when it overflows), or nullopt when any dim is unknown.
   std::optional<int64_t> static_numel() const;
 };
 
@@ -83,6 +83,8 @@ class Graph {
   // Creates a value; fails if the name is taken.
   Result<Value*> add_value(const std::string& name);
   Value* find(const std::string& name) const;
+  // Gives v a new name; fails if the name is taken.
+  Status rename_value(Value* v, const std::string& name);
   // Appends a node (inputs must exist already; outputs are created and must be new). On
   // failure the graph is unchanged.
   Result<Node*> add_node(const std::string& name, const std::string& op_type, const std::string& domain,

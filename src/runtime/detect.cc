@@ -55,7 +55,7 @@ Result<DetectorConfig> read_config(const std::string& path) {
   if (j.is_discarded() || !j.is_object()) return invalid(path + ": not a JSON object");
   DetectorConfig c;
   static const std::set<std::string> known = {"input", "width", "height", "resize", "pad_value", "scale", "mean", "std",
-                                              "channel_order", "output", "score_threshold", "nms_iou", "max_detections"};
+                                              "channel_order", "layout", "dtype", "output", "score_threshold", "nms_iou", "max_detections"};
   for (const auto& [k, v] : j.items()) {
     if (!known.count(k)) return invalid(path + ": unknown field '" + k + "'");
   }
@@ -73,6 +73,8 @@ Result<DetectorConfig> read_config(const std::string& path) {
       std::copy(arr.begin(), arr.end(), std::string(key) == "mean" ? c.mean : c.std);
     }
     c.channel_order = j.value("channel_order", c.channel_order);
+    c.layout = j.value("layout", c.layout);
+    c.dtype = j.value("dtype", c.dtype);
     c.output = j.value("output", c.output);
     c.score_threshold = j.value("score_threshold", c.score_threshold);
     c.nms_iou = j.value("nms_iou", c.nms_iou);
@@ -83,7 +85,11 @@ Result<DetectorConfig> read_config(const std::string& path) {
   if (c.width < 1 || c.height < 1 || c.width > 8192 || c.height > 8192) return invalid(path + ": width/height must be 1..8192");
   if (c.resize != "stretch" && c.resize != "letterbox") return invalid(path + ": field 'resize' must be stretch or letterbox");
   if (c.channel_order != "rgb" && c.channel_order != "bgr") return invalid(path + ": field 'channel_order' must be rgb or bgr");
-  if (c.output != "deim" && c.output != "yolo") return invalid(path + ": field 'output' must be deim or yolo");
+  if (c.output != "deim" && c.output != "yolo" && c.output != "none") {
+    return invalid(path + ": field 'output' must be deim, yolo or none");
+  }
+  if (c.layout != "nchw" && c.layout != "nhwc") return invalid(path + ": field 'layout' must be nchw or nhwc");
+  if (c.dtype != "float32" && c.dtype != "int32") return invalid(path + ": field 'dtype' must be float32 or int32");
   for (float s : c.std) {
     if (!(s > 0)) return invalid(path + ": field 'std' must be positive");
   }
@@ -97,8 +103,13 @@ DetectorConfig default_config(const ir::Graph& g) {
   for (const ir::Value* v : g.inputs) {
     if (v->name == "orig_target_sizes" || !v->shape || v->shape->size() != 4) continue;
     c.input = v->name;
-    if ((*v->shape)[2].is_static()) c.height = (*v->shape)[2].value;
-    if ((*v->shape)[3].is_static()) c.width = (*v->shape)[3].value;
+    const ir::Dims& d = *v->shape;
+    // NHWC (TensorFlow) when the last dimension holds the 3 colour channels and the second does not.
+    const bool nhwc = d[3].is_static() && d[3].value == 3 && !(d[1].is_static() && d[1].value == 3);
+    c.layout = nhwc ? "nhwc" : "nchw";
+    if (d[nhwc ? 1 : 2].is_static()) c.height = d[nhwc ? 1 : 2].value;
+    if (d[nhwc ? 2 : 3].is_static()) c.width = d[nhwc ? 2 : 3].value;
+    if (v->dtype == DType::i32) c.dtype = "int32";
   }
   c.output = deim ? "deim" : "yolo";
   c.resize = deim ? "stretch" : "letterbox";
@@ -108,8 +119,8 @@ DetectorConfig default_config(const ir::Graph& g) {
 Result<Prepared> preprocess(const Image& img, const DetectorConfig& cfg, bool with_target_sizes) {
   Prepared p;
   const int64_t W = cfg.width, H = cfg.height;
-  Tensor t = Tensor::empty(DType::f32, {1, 3, H, W});
-  float* out = t.data<float>();
+  const bool nhwc = cfg.layout == "nhwc", as_int = cfg.dtype == "int32";
+  Tensor t = Tensor::empty(as_int ? DType::i32 : DType::f32, nhwc ? Shape{1, H, W, 3} : Shape{1, 3, H, W});
   float gx = static_cast<float>(W) / static_cast<float>(img.width);
   float gy = static_cast<float>(H) / static_cast<float>(img.height);
   if (cfg.resize == "letterbox") {
@@ -142,7 +153,13 @@ Result<Prepared> preprocess(const Image& img, const DetectorConfig& cfg, bool wi
       }
       for (int k = 0; k < 3; ++k) {
         const int src = cfg.channel_order == "rgb" ? k : 2 - k;
-        out[(k * H + y) * W + x] = (rgb[src] * cfg.scale - cfg.mean[src]) / cfg.std[src];
+        const float v = (rgb[src] * cfg.scale - cfg.mean[src]) / cfg.std[src];
+        const int64_t at = nhwc ? (y * W + x) * 3 + k : (k * H + y) * W + x;
+        if (as_int) {
+          t.data<int32_t>()[at] = static_cast<int32_t>(std::clamp(std::nearbyint(v), -2147483648.f, 2147483520.f));
+        } else {
+          t.data<float>()[at] = v;
+        }
       }
     }
   }
@@ -167,6 +184,7 @@ float box_iou(const Detection& a, const Detection& b) {
 Result<std::vector<Detection>> postprocess(const std::map<std::string, Tensor>& outputs, const DetectorConfig& cfg,
                                            const Prepared& prep, const Image& img) {
   std::vector<Detection> dets;
+  if (cfg.output == "none") return dets;
   if (cfg.output == "deim") {
     for (const char* name : {"labels", "boxes", "scores"}) {
       if (!outputs.count(name)) return invalid(std::string("output kind deim: the model has no output '") + name + "'");

@@ -44,7 +44,9 @@ struct DetectorConfig {
   float mean[3] = {0.f, 0.f, 0.f};
   float std[3] = {1.f, 1.f, 1.f};
   std::string channel_order = "rgb";  // rgb | bgr
-  std::string output = "deim";        // deim | yolo
+  std::string layout = "nchw";        // nchw [1, 3, H, W] | nhwc [1, H, W, 3]
+  std::string dtype = "float32";      // float32 | int32 (values rounded, as for integer image inputs)
+  std::string output = "deim";        // deim | yolo | none (no decoding: quantize, accuracy)
   float score_threshold = 0.25f;
   float nms_iou = 0.45f;
   int64_t max_detections = 100;

@@ -30,11 +30,11 @@ Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
   pm.add(ir::constant_folding_pass(evaluate_node, {"DequantizeLinear"}));
   pm.add(ir::dead_code_elimination_pass());
   pm.add(ir::conv_bn_folding_pass());
-  pm.add(qdq_to_qlinear_pass());
+  if (opt.int8 && !opt.portable) pm.add(qdq_to_qlinear_pass());
   pm.add(ir::constant_folding_pass(evaluate_node, {}, "constant-folding-2"));
   FusionReport local;
-  if (opt.fuse) pm.add(deform_attn_fusion_pass(report ? report : &local));
-  pm.add(conv_activation_fusion_pass());
+  if (opt.fuse && !opt.portable) pm.add(deform_attn_fusion_pass(report ? report : &local));
+  if (!opt.portable) pm.add(conv_activation_fusion_pass());
   ir::Pass dce2 = ir::dead_code_elimination_pass();
   dce2.name = "dead-code-elimination-2";
   pm.add(dce2);

@@ -3,8 +3,9 @@
 // Contract:
 //  - optimize() runs the pass pipeline (names as used by --dump-after):
 //      shape-inference, constant-folding, dead-code-elimination, conv-bn-folding,
-//      qdq-to-qlinear, constant-folding-2, deform-attn-fusion (unless CompileOptions::fuse is false), conv-activation-fusion,
-//      dead-code-elimination-2
+//      qdq-to-qlinear (CompileOptions::int8 only), constant-folding-2, deform-attn-fusion
+//      (unless CompileOptions::fuse is false), conv-activation-fusion, dead-code-elimination-2
+//    (CompileOptions::portable skips qdq-to-qlinear and both fusions).
 //    and then checks that every remaining node has a kernel and static output shapes,
 //    reporting every offending node at once ("unsupported").
 //  - Executor::create() prepares one kernel per node and plans memory: every
@@ -36,6 +37,14 @@ namespace rkd::runtime {
 
 struct CompileOptions {
   bool fuse = true;                      // deform-attn-fusion
+  // qdq-to-qlinear: QDQ patterns become integer ops on the int8 reference kernels
+  // (`run --backend int8`). Off (`--backend cpu`), QuantizeLinear/DequantizeLinear run as
+  // written and everything between them in float: ONNX's definition of the QDQ graph.
+  bool int8 = false;
+  // Only standard ONNX rewrites (folding, conv-bn-folding): no fusion into rkdeploy ops or
+  // attributes; QuantizeLinear/DequantizeLinear of activations kept (those of constant
+  // weights fold into float constants). The graph `quantize` and `accuracy` work on.
+  bool portable = false;
   std::set<std::string> dump_after;      // pass names
   std::function<void(const std::string& pass, const std::string& ir)> dump;
 };

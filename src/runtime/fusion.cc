@@ -445,11 +445,25 @@ ir::Pass qdq_to_qlinear_pass() {
                     for (Node* op : ops) {
                       const bool conv = op->op_type == "Conv";
                       Value* y = op->outputs[0];
-                      if (!y || y->consumers.size() != 1 || y->consumers[0]->op_type != "QuantizeLinear") continue;
-                      if (std::find(g.outputs.begin(), g.outputs.end(), y) != g.outputs.end()) continue;
-                      Node* qy = y->consumers[0];
+                      auto single_reader = [&](Value* v, const char* type) -> Node* {
+                        if (!v || v->consumers.size() != 1 || v->consumers[0]->op_type != type || !v->consumers[0]->domain.empty()) {
+                          return nullptr;
+                        }
+                        return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end() ? nullptr : v->consumers[0];
+                      };
+                      // A Relu between the op and QuantizeLinear is absorbed when the output zero point
+                      // is the type's minimum: the saturation to qmin is then the Relu (exactly; what
+                      // ONNX Runtime's ReluQuantFusion does).
+                      Node* relu = single_reader(y, "Relu");
+                      Node* qy = relu ? single_reader(relu->outputs[0], "QuantizeLinear") : single_reader(y, "QuantizeLinear");
+                      if (!qy) continue;
                       if (qy->inputs.size() < 2 || !per_tensor(qy->inputs[1])) continue;
                       if (qy->inputs.size() < 3 || !qy->inputs[2] || !qy->inputs[2]->constant) continue;  // y_zp gives the type
+                      if (relu) {
+                        const Tensor& yz = *qy->inputs[2]->constant;
+                        const double qmin = yz.dtype() == DType::i8 ? -128.0 : 0.0;
+                        if (yz.numel() != 1 || yz.get_as_double(0) != qmin) continue;
+                      }
                       auto dx = dequantized(op->inputs[0]);
                       auto dw = op->inputs.size() > 1 ? dequantized(op->inputs[1]) : std::nullopt;
                       if (!dx || !dw || !per_tensor(dx->scale) || !dx->zp) continue;
@@ -492,6 +506,7 @@ ir::Pass qdq_to_qlinear_pass() {
                       g.move_output(qy, 0, ql, 0);
                       gone.insert(qy);
                       gone.insert(op);
+                      if (relu) gone.insert(relu);
                     }
                     if (gone.empty()) return {};
                     g.remove_nodes([&](const Node& n) { return gone.count(&n) > 0; });

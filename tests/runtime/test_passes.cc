@@ -255,7 +255,9 @@ void build_qdq(QdqGraph& q, float bias_scale_factor) {
 TEST(QdqToQlinear, FusesAndComputesInIntegers) {
   QdqGraph q;
   build_qdq(q, 1.f);
-  ASSERT_TRUE(runtime::optimize(q.g).ok());
+  runtime::CompileOptions int8;
+  int8.int8 = true;
+  ASSERT_TRUE(runtime::optimize(q.g, int8).ok());
   int qlinear = 0, conv = 0;
   for (const auto& n : q.g.nodes()) {
     qlinear += n->op_type == "QLinearConv";
@@ -273,7 +275,7 @@ TEST(QdqToQlinear, FusesAndComputesInIntegers) {
   // int32 bias would not mean the same thing) agrees within one output step.
   QdqGraph f;
   build_qdq(f, 1.001f);
-  ASSERT_TRUE(runtime::optimize(f.g).ok());
+  ASSERT_TRUE(runtime::optimize(f.g, int8).ok());
   int fconv = 0;
   for (const auto& n : f.g.nodes()) fconv += n->op_type == "Conv";
   EXPECT_EQ(fconv, 1) << "a bias at the wrong scale must not be fused";

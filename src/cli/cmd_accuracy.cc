@@ -1,0 +1,100 @@
+// rkdeploy accuracy FLOAT_MODEL QUANT_MODEL --input NAME=FILE.npy|--image PHOTO: per-layer
+// quantization error in entire and single modes (src/runtime/accuracy.h).
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "core/npy.h"
+#include "runtime/accuracy.h"
+#include "runtime/detect.h"
+#include "runtime/model.h"
+
+namespace rkd::cli {
+namespace {
+
+struct AccuracyArgs {
+  std::string float_model, quant_model, image, config, html;
+  std::vector<std::string> inputs;
+  bool json = false;
+  int top = 10, threads = 0;
+};
+
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) fail(io_error(path + ": cannot write"));
+    f << text;
+    if (!f) fail(io_error(path + ": write failed"));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) fail(io_error(path + ": " + ec.message()));
+}
+
+void run_accuracy(const AccuracyArgs& a) {
+  std::map<std::string, Tensor> inputs;
+  if (!a.image.empty()) {
+    if (!a.inputs.empty()) fail(invalid("--image and --input cannot be combined"));
+    auto imp = take(runtime::import_model(a.float_model, 1));
+    const runtime::DetectorConfig cfg = a.config.empty() ? runtime::default_config(imp.graph) : take(runtime::read_config(a.config));
+    bool deim = false;
+    for (const ir::Value* v : imp.graph.inputs) deim = deim || v->name == "orig_target_sizes";
+    inputs = take(runtime::preprocess(take(runtime::load_image(a.image)), cfg, deim)).inputs;
+  } else {
+    if (a.inputs.empty()) fail(invalid("give the input: --image PHOTO or --input NAME=FILE.npy"));
+    for (const std::string& spec : a.inputs) {
+      const auto eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) fail(invalid("--input '" + spec + "': expected NAME=FILE.npy"));
+      inputs[spec.substr(0, eq)] = take(read_npy(spec.substr(eq + 1)));
+    }
+  }
+  check(runtime::check_detector_inputs(inputs));
+  const auto rep = take(runtime::analyze_accuracy(a.float_model, a.quant_model, inputs, a.threads));
+  if (!a.html.empty()) write_atomically(a.html, runtime::accuracy_html(rep));
+  if (a.json) {
+    std::cout << runtime::accuracy_json(rep) << "\n";
+    return;
+  }
+  std::printf("%zu quantized layers of %s\n", rep.layers.size(), a.quant_model.c_str());
+  std::printf("outputs (entire / single):\n");
+  for (const auto& l : rep.layers) {
+    if (std::find(rep.outputs.begin(), rep.outputs.end(), l.name) == rep.outputs.end()) continue;
+    std::printf("  %-36s cosine %.6f / %.6f  max abs %.4g  (%.1f LSB)\n", l.name.c_str(), l.entire.cosine,
+                l.has_single ? l.single.cosine : NAN, l.entire.max_abs, l.entire.lsb);
+  }
+  std::vector<const runtime::LayerAccuracy*> order;
+  for (const auto& l : rep.layers) order.push_back(&l);
+  std::stable_sort(order.begin(), order.end(), [](const auto* x, const auto* y) { return x->entire.cosine < y->entire.cosine; });
+  std::printf("worst layers (entire mode):\n  %-48s %-14s %10s %10s %10s %10s\n", "layer", "op", "cos entire", "cos single",
+              "euclidean", "LSB");
+  for (size_t i = 0; i < order.size() && static_cast<int>(i) < a.top; ++i) {
+    const auto& l = *order[i];
+    std::string name = l.name.size() > 48 ? "..." + l.name.substr(l.name.size() - 45) : l.name;
+    std::printf("  %-48s %-14s %10.6f %10.6f %10.4g %10.1f\n", name.c_str(), l.op.c_str(), l.entire.cosine,
+                l.has_single ? l.single.cosine : NAN, l.entire.euclidean, l.entire.lsb);
+  }
+  if (!a.html.empty()) std::printf("wrote %s\n", a.html.c_str());
+}
+
+}  // namespace
+
+void add_accuracy_command(CLI::App& app) {
+  auto a = std::make_shared<AccuracyArgs>();
+  CLI::App* c = app.add_subcommand(
+      "accuracy", "Per-layer error of a quantized model against its float original: rkdeploy accuracy FLOAT QUANT --image PHOTO");
+  c->add_option("float_model", a->float_model, "float model (.onnx or TensorFlow.js model.json)")->required();
+  c->add_option("quant_model", a->quant_model, "its QDQ model (rkdeploy quantize)")->required();
+  c->add_option("--input", a->inputs, "NAME=FILE.npy, one per graph input");
+  c->add_option("--image", a->image, "a photo, preprocessed by --config (or the defaults)");
+  c->add_option("--config", a->config, "detector config JSON (docs/detector-config.md)");
+  c->add_option("--top", a->top, "rows of the worst-layer table");
+  c->add_option("--threads", a->threads, "threads (0 = all cores)");
+  c->add_option("--html", a->html, "write a self-contained HTML report");
+  c->add_flag("--json", a->json, "print every layer as JSON");
+  c->callback([a] { run_accuracy(*a); });
+}
+
+}  // namespace rkd::cli

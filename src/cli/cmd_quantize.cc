@@ -1,0 +1,96 @@
+// rkdeploy quantize MODEL --calib DIR|FILE.npz -o OUT.onnx: post-training quantization to an
+// ONNX QDQ model (src/runtime/quantize.h, src/quant/qdq.h, docs/quantization.md).
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "frontends/onnx/onnx_export.h"
+#include "runtime/quantize.h"
+
+namespace rkd::cli {
+namespace {
+
+struct QuantizeArgs {
+  std::string model, calib, config, output;
+  int images = 100;
+  std::string method = "minmax";
+  double percentile = 99.99;
+  bool per_tensor = false, per_channel = false, symmetric = false, json = false;
+  int threads = 0;
+};
+
+void run_quantize(const QuantizeArgs& a) {
+  if (a.per_tensor && a.per_channel) fail(invalid("--per-channel and --per-tensor exclude each other"));
+  runtime::QuantizeOptions opt;
+  opt.method = take(quant::calib_method_from_name(a.method));
+  opt.percentile = a.percentile;
+  opt.qdq.per_channel = !a.per_tensor;
+  opt.qdq.symmetric_activations = a.symmetric;
+  opt.threads = a.threads;
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  opt.progress = [&](int pass, int done, int total) {
+    if (!tty) return;
+    std::fprintf(stderr, "\rcalibrating: pass %d, sample %d/%d", pass, done, total);
+    if (done == total) std::fprintf(stderr, "\n");
+  };
+  // The calibration photos are preprocessed for the model's own inputs: read them once.
+  auto probe = take(runtime::load_with_all_values(a.model));
+  runtime::CalibrationInput ci{a.calib, a.images, a.config};
+  const auto samples = take(runtime::load_calibration(ci, *probe));
+  probe.reset();
+  auto q = take(runtime::quantize_model(a.model, samples, opt));
+  check(onnx_frontend::export_onnx_file(*q.graph, a.output));
+  const auto& r = q.report;
+  if (a.json) {
+    nlohmann::json j;
+    j["command"] = "quantize";
+    j["model"] = a.model;
+    j["output"] = a.output;
+    j["samples"] = q.samples;
+    j["method"] = a.method;
+    j["weights"] = a.per_tensor ? "per-tensor" : "per-channel";
+    j["activations"] = a.symmetric ? "symmetric" : "asymmetric";
+    j["quantized_activations"] = r.activations;
+    j["quantized_weights"] = r.weights;
+    j["int32_biases"] = r.biases;
+    j["bias_rescaled_channels"] = r.bias_rescaled;
+    j["shared_scale_groups"] = r.shared_groups;
+    j["fused_activations"] = r.fused_activations;
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::printf("quantized %s with %d calibration sample(s), method %s\n", a.model.c_str(), q.samples, a.method.c_str());
+  std::printf("  activations  %d int8 %s per tensor (%d groups share a scale, %d outputs fused into Relu/Clip)\n",
+              r.activations, a.symmetric ? "symmetric" : "asymmetric", r.shared_groups, r.fused_activations);
+  std::printf("  weights      %d int8 symmetric %s, %d int32 biases (%d channel scales raised to fit the bias)\n", r.weights,
+              a.per_tensor ? "per tensor" : "per output channel", r.biases, r.bias_rescaled);
+  std::printf("wrote %s\n", a.output.c_str());
+}
+
+}  // namespace
+
+void add_quantize_command(CLI::App& app) {
+  auto a = std::make_shared<QuantizeArgs>();
+  CLI::App* c = app.add_subcommand("quantize",
+                                   "Post-training int8 quantization to an ONNX QDQ model: rkdeploy quantize MODEL --calib DIR|FILE.npz -o OUT.onnx");
+  c->add_option("model", a->model, "float model (.onnx or TensorFlow.js model.json)")->required();
+  c->add_option("--calib", a->calib, "folder of calibration photos, or .npz with one member per model input (samples on axis 0)")
+      ->required();
+  c->add_option("--images", a->images, "use at most N calibration samples")->check(CLI::Range(1, 100000));
+  c->add_option("--config", a->config, "detector config JSON for the photos (docs/detector-config.md)");
+  c->add_option("--method", a->method, "activation ranges: minmax, percentile, kl or mse")
+      ->check(CLI::IsMember({"minmax", "percentile", "kl", "mse"}));
+  c->add_option("--percentile", a->percentile, "with --method percentile (default 99.99)")->check(CLI::Range(50.0, 100.0));
+  c->add_flag("--per-channel", a->per_channel, "per-output-channel weight scales (default)");
+  c->add_flag("--per-tensor", a->per_tensor, "one weight scale per tensor");
+  c->add_flag("--symmetric-activations", a->symmetric, "activation zero points 0");
+  c->add_option("--threads", a->threads, "threads (0 = all cores)");
+  c->add_option("-o,--output", a->output, "QDQ model to write (.onnx)")->required();
+  c->add_flag("--json", a->json, "print the summary as JSON");
+  c->callback([a] { run_quantize(*a); });
+}
+
+}  // namespace rkd::cli

@@ -1,0 +1,335 @@
+// Float graph -> QDQ graph (contract in qdq.h).
+#include "quant/qdq.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <set>
+
+#include "ir/shape_inference.h"
+
+namespace rkd::quant {
+
+namespace {
+
+using ir::Graph;
+using ir::Node;
+using ir::Value;
+
+bool is_float_activation(const Value* v) {
+  return v && !v->constant && v->dtype == DType::f32;
+}
+
+bool is_graph_output(const Graph& g, const Value* v) {
+  return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end();
+}
+
+// Clip to [0, 6] with constant bounds, or Relu: a TFLite fused activation.
+bool is_fused_activation(const Node& n) {
+  if (!n.domain.empty()) return false;
+  if (n.op_type == "Relu") return true;
+  if (n.op_type != "Clip" || n.inputs.size() < 3) return false;
+  const Value* lo = n.inputs[1];
+  const Value* hi = n.inputs[2];
+  return lo && hi && lo->constant && hi->constant && lo->constant->numel() == 1 && hi->constant->numel() == 1 &&
+         lo->constant->get_as_double(0) == 0.0 && hi->constant->get_as_double(0) == 6.0;
+}
+
+bool same_scale_op(const Node& n) {
+  static const std::set<std::string> ops = {"MaxPool", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten",
+                                            "Slice",   "Split",   "Gather",    "Identity"};
+  if (!n.domain.empty()) return false;
+  if (ops.count(n.op_type)) return true;
+  if (n.op_type == "Resize") return n.attr_string("mode", "nearest").value_or("") == "nearest";
+  if (n.op_type == "Pad") {
+    if (n.attr_string("mode", "constant").value_or("") != "constant") return false;
+    return n.inputs.size() < 3 || !n.inputs[2] || (n.inputs[2]->constant && n.inputs[2]->constant->get_as_double(0) == 0.0);
+  }
+  return false;
+}
+
+struct UnionFind {
+  std::map<Value*, Value*> parent;
+  Value* find(Value* v) {
+    auto it = parent.find(v);
+    if (it == parent.end()) return parent[v] = v;
+    if (it->second == v) return v;
+    return it->second = find(it->second);
+  }
+  void unite(Value* a, Value* b) { parent[find(a)] = find(b); }
+};
+
+Tensor scalar_f32(float v) {
+  Tensor t = Tensor::empty(DType::f32, {});
+  t.data<float>()[0] = v;
+  return t;
+}
+Tensor scalar_i8(int32_t v) {
+  Tensor t = Tensor::empty(DType::i8, {});
+  t.data<int8_t>()[0] = static_cast<int8_t>(v);
+  return t;
+}
+
+void copy_type(Value* to, const Value* from, DType dt) {
+  to->dtype = dt;
+  to->shape = from->shape;
+}
+
+// Adds DequantizeLinear(q, scale, zp[, axis]) -> a new float value named `name`.
+Result<Value*> add_dequantize(Graph& g, const std::string& name, Value* q, Value* scale, Value* zp, int64_t axis,
+                              const Value* shape_from) {
+  std::string out = name;
+  for (int k = 1; g.find(out); ++k) out = name + "_" + std::to_string(k);
+  RKD_ASSIGN(Node * dq, g.add_node(out + "/dequantize", "DequantizeLinear", "", {q, scale, zp}, {out}));
+  if (axis >= 0) dq->attrs["axis"] = axis;
+  copy_type(dq->outputs[0], shape_from, DType::f32);
+  return dq->outputs[0];
+}
+
+// Symmetric int8 weights: scales per slice along `axis` (or one), values rounded half to even.
+struct QuantizedWeights {
+  Tensor q;
+  std::vector<float> scales;
+};
+
+std::vector<float> weight_scales(const Tensor& w, int axis, bool per_channel) {
+  const int64_t channels = per_channel ? w.dim(axis) : 1;
+  std::vector<double> amax(static_cast<size_t>(channels), 0.0);
+  int64_t inner = 1;
+  for (int d = axis + 1; d < w.rank(); ++d) inner *= w.dim(d);
+  const float* p = w.data<float>();
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    const int64_t c = per_channel ? (i / inner) % w.dim(axis) : 0;
+    amax[static_cast<size_t>(c)] = std::max(amax[static_cast<size_t>(c)], std::fabs(static_cast<double>(p[i])));
+  }
+  std::vector<float> s(amax.size());
+  for (size_t c = 0; c < s.size(); ++c) s[c] = amax[c] > 0 ? static_cast<float>(amax[c] / 127.0) : 1.f;
+  return s;
+}
+
+Tensor quantize_weights(const Tensor& w, int axis, const std::vector<float>& s) {
+  Tensor q = Tensor::empty(DType::i8, w.shape());
+  int64_t inner = 1;
+  for (int d = axis + 1; d < w.rank(); ++d) inner *= w.dim(d);
+  const float* p = w.data<float>();
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    const size_t c = s.size() == 1 ? 0 : static_cast<size_t>((i / inner) % w.dim(axis));
+    q.data<int8_t>()[i] = static_cast<int8_t>(std::clamp(std::nearbyint(p[i] / s[c]), -127.f, 127.f));
+  }
+  return q;
+}
+
+Tensor vector_f32(const std::vector<float>& v) {
+  Tensor t = Tensor::empty(DType::f32, {static_cast<int64_t>(v.size())});
+  std::copy(v.begin(), v.end(), t.data<float>());
+  return t;
+}
+
+}  // namespace
+
+Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& ranges, const QdqOptions& opt) {
+  QdqReport rep;
+  // 1. The activations to quantize, in node order.
+  std::vector<Value*> order;
+  std::set<Value*> act;
+  auto consider = [&](Value* v) {
+    if (is_float_activation(v) && ranges.count(v->name) && act.insert(v).second) order.push_back(v);
+  };
+  for (Value* v : g.inputs) consider(v);
+  for (const auto& n : g.nodes()) {
+    for (Value* v : n->inputs) consider(v);
+  }
+  for (Value* v : g.outputs) consider(v);
+  for (Value* v : std::vector<Value*>(order)) {
+    const Node* p = v->producer;
+    if (!p || is_graph_output(g, v) || v->consumers.size() != 1 || !is_fused_activation(*v->consumers[0])) continue;
+    static const std::set<std::string> producers = {"Conv", "ConvTranspose", "MatMul", "Gemm", "Add"};
+    if (producers.count(p->op_type) && p->domain.empty()) {
+      act.erase(v);
+      ++rep.fused_activations;
+    }
+  }
+  order.erase(std::remove_if(order.begin(), order.end(), [&](Value* v) { return !act.count(v); }), order.end());
+
+  // 2. Groups that share one scale, and their parameters.
+  UnionFind uf;
+  for (Value* v : order) uf.find(v);
+  for (const auto& n : g.nodes()) {
+    if (n->op_type == "Concat" && n->domain.empty()) {
+      Value* out = n->outputs[0];
+      if (!act.count(out)) continue;
+      for (Value* in : n->inputs) {
+        if (act.count(in)) uf.unite(in, out);
+      }
+    } else if (same_scale_op(*n) && !n->inputs.empty() && act.count(n->inputs[0])) {
+      for (Value* out : n->outputs) {
+        if (out && act.count(out)) uf.unite(n->inputs[0], out);
+      }
+    }
+  }
+  std::map<Value*, Range> group_range;
+  std::map<Value*, int> group_size;
+  for (Value* v : order) {
+    Value* root = uf.find(v);
+    const Range r = ranges.at(v->name);
+    auto it = group_range.find(root);
+    if (it == group_range.end()) {
+      group_range[root] = r;
+    } else {
+      it->second.lo = std::min(it->second.lo, r.lo);
+      it->second.hi = std::max(it->second.hi, r.hi);
+    }
+    group_size[root]++;
+  }
+  for (const auto& [root, k] : group_size) rep.shared_groups += k > 1;
+  std::map<Value*, QParams> params;
+  for (Value* v : order) {
+    Value* root = uf.find(v);
+    QParams p = params_for_range(group_range.at(root), opt.symmetric_activations);
+    const Node* prod = v->producer;
+    if (prod && prod->domain.empty() && group_size.at(root) == 1) {
+      if (prod->op_type == "Sigmoid" || prod->op_type == "Softmax") p = QParams{1.f / 256.f, -128};
+      if (prod->op_type == "Tanh") p = QParams{1.f / 128.f, 0};
+    }
+    params[v] = p;
+  }
+
+  // 3. QuantizeLinear -> DequantizeLinear after every quantized activation.
+  std::map<Value*, Value*> dequantized;  // original value -> its /dq value
+  for (Value* v : order) {
+    const QParams p = params.at(v);
+    const std::vector<Node*> readers = v->consumers;
+    const bool output = is_graph_output(g, v);
+    const std::string name = v->name;
+    Value* scale = g.add_constant(name + "/scale", scalar_f32(p.scale));
+    Value* zp = g.add_constant(name + "/zero_point", scalar_i8(p.zero_point));
+    RKD_ASSIGN(Node * q, g.add_node(name + "/quantize", "QuantizeLinear", "", {v, scale, zp}, {name + "/q"}));
+    copy_type(q->outputs[0], v, DType::i8);
+    RKD_ASSIGN(Value * dq, add_dequantize(g, name + "/dq", q->outputs[0], scale, zp, -1, v));
+    for (Node* r : readers) {
+      for (size_t i = 0; i < r->inputs.size(); ++i) {
+        if (r->inputs[i] == v) g.set_input(r, i, dq);
+      }
+    }
+    if (output) {
+      std::replace(g.outputs.begin(), g.outputs.end(), v, dq);
+      RKD_TRY(g.rename_value(v, name + "/float"));
+      RKD_TRY(g.rename_value(dq, name));
+    }
+    dequantized[v] = dq;
+    ++rep.activations;
+  }
+  auto input_params = [&](Node* n) -> std::optional<QParams> {
+    Value* x = n->inputs.empty() ? nullptr : n->inputs[0];
+    for (const auto& [orig, dq] : dequantized) {
+      if (dq == x) return params.at(orig);
+    }
+    return std::nullopt;
+  };
+
+  // 4. Weights and biases.
+  std::vector<Node*> nodes;
+  for (const auto& n : g.nodes()) nodes.push_back(n.get());
+  for (Node* n : nodes) {
+    if (!n->domain.empty()) continue;
+    const std::string& op = n->op_type;
+    if (op != "Conv" && op != "ConvTranspose" && op != "MatMul" && op != "Gemm") continue;
+    if (n->inputs.size() < 2 || !n->inputs[1] || !n->inputs[1]->constant || n->inputs[1]->constant->dtype() != DType::f32) continue;
+    const Tensor w = n->inputs[1]->constant->contiguous();
+    int axis = 0;
+    bool per_channel = opt.per_channel;
+    if (op == "ConvTranspose") {
+      axis = 1;
+      RKD_ASSIGN(int64_t group, n->attr_int("group", 1));
+      if (group != 1) per_channel = false;
+    } else if (op == "MatMul") {
+      if (w.rank() != 2) per_channel = false;
+      axis = 1;
+    } else if (op == "Gemm") {
+      RKD_ASSIGN(int64_t tb, n->attr_int("transB", 0));
+      axis = tb ? 0 : 1;
+    }
+    std::vector<float> ws = weight_scales(w, axis, per_channel);
+    const auto xp = input_params(n);
+    const bool has_bias = op != "MatMul" && n->inputs.size() > 2 && n->inputs[2] && n->inputs[2]->constant &&
+                          n->inputs[2]->constant->dtype() == DType::f32 && xp &&
+                          n->inputs[2]->constant->numel() == w.dim(axis);
+    Tensor b;
+    if (has_bias) {
+      b = n->inputs[2]->constant->contiguous();
+      // The int32 accumulator holds the bias plus up to `taps` products of at most 255 * 255
+      // (quant/int8.h): the bias keeps that headroom.
+      const double taps = static_cast<double>(w.numel() / std::max<int64_t>(w.dim(axis), 1));
+      const double limit = std::max(2147483647.0 - taps * 65025.0, 1.0);
+      for (int64_t c = 0; c < b.numel(); ++c) {
+        const size_t k = ws.size() == 1 ? 0 : static_cast<size_t>(c);
+        const double need = std::fabs(static_cast<double>(b.data<float>()[c])) / (static_cast<double>(xp->scale) * limit);
+        if (need > ws[k]) {
+          ws[k] = static_cast<float>(need * (1 + 1e-6));
+          ++rep.bias_rescaled;
+        }
+      }
+    }
+    Tensor qw = quantize_weights(w, axis, ws);
+    const std::string base = n->inputs[1]->name;
+    Value* qv = g.add_constant(base + "/q", std::move(qw));
+    Value* sv = g.add_constant(base + "/scale", ws.size() == 1 ? scalar_f32(ws[0]) : vector_f32(ws));
+    Tensor zt = Tensor::empty(DType::i8, ws.size() == 1 ? Shape{} : Shape{static_cast<int64_t>(ws.size())});
+    std::fill(zt.data<int8_t>(), zt.data<int8_t>() + zt.numel(), int8_t{0});
+    Value* zv = g.add_constant(base + "/zero_point", std::move(zt));
+    RKD_ASSIGN(Value * wdq, add_dequantize(g, base + "/dq", qv, sv, zv, ws.size() == 1 ? -1 : axis, n->inputs[1]));
+    g.set_input(n, 1, wdq);
+    ++rep.weights;
+    if (has_bias) {
+      const int64_t cb = b.numel();
+      Tensor qb = Tensor::empty(DType::i32, {cb});
+      std::vector<float> bs(static_cast<size_t>(cb));
+      for (int64_t c = 0; c < cb; ++c) {
+        const float s = static_cast<float>(static_cast<double>(xp->scale) * ws[ws.size() == 1 ? 0 : static_cast<size_t>(c)]);
+        bs[static_cast<size_t>(c)] = s;
+        const double v = std::nearbyint(static_cast<double>(b.data<float>()[c]) / s);
+        qb.data<int32_t>()[c] = static_cast<int32_t>(std::clamp(v, -2147483647.0, 2147483647.0));
+      }
+      const std::string bbase = n->inputs[2]->name;
+      Value* qbv = g.add_constant(bbase + "/q", std::move(qb));
+      Value* bsv = g.add_constant(bbase + "/scale", vector_f32(bs));
+      Tensor bz = Tensor::empty(DType::i32, {cb});
+      std::fill(bz.data<int32_t>(), bz.data<int32_t>() + cb, 0);
+      Value* bzv = g.add_constant(bbase + "/zero_point", std::move(bz));
+      RKD_ASSIGN(Value * bdq, add_dequantize(g, bbase + "/dq", qbv, bsv, bzv, 0, n->inputs[2]));
+      g.set_input(n, 2, bdq);
+      ++rep.biases;
+    }
+  }
+
+  // 5. Float constant operands of elementwise ops and Concat: int8 per tensor.
+  static const std::set<std::string> elementwise = {"Add", "Sub", "Mul", "Div", "Concat", "Max", "Min"};
+  for (Node* n : nodes) {
+    if (!n->domain.empty() || !elementwise.count(n->op_type)) continue;
+    for (size_t i = 0; i < n->inputs.size(); ++i) {
+      Value* c = n->inputs[i];
+      if (!c || !c->constant || c->constant->dtype() != DType::f32) continue;
+      TensorStats st;
+      st.observe_minmax(*c->constant);
+      const QParams p = params_for_range({st.min(), st.max()}, opt.symmetric_activations);
+      const Tensor f = c->constant->contiguous();
+      Tensor q = Tensor::empty(DType::i8, f.shape());
+      for (int64_t k = 0; k < f.numel(); ++k) {
+        q.data<int8_t>()[k] = static_cast<int8_t>(
+            std::clamp(std::nearbyint(f.data<float>()[k] / p.scale) + static_cast<float>(p.zero_point), -128.f, 127.f));
+      }
+      Value* qv = g.add_constant(c->name + "/q", std::move(q));
+      Value* sv = g.add_constant(c->name + "/scale", scalar_f32(p.scale));
+      Value* zv = g.add_constant(c->name + "/zero_point", scalar_i8(p.zero_point));
+      RKD_ASSIGN(Value * dq, add_dequantize(g, c->name + "/dq", qv, sv, zv, -1, c));
+      g.set_input(n, i, dq);
+      ++rep.weights;
+    }
+  }
+  g.remove_unused_constants();
+  RKD_TRY(g.sort_topologically());
+  RKD_TRY(g.validate());
+  return rep;
+}
+
+}  // namespace rkd::quant

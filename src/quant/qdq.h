@@ -1,0 +1,59 @@
+// Rewrites a float IR graph into an ONNX QDQ graph (what `rkdeploy quantize` writes), the
+// way TensorFlow Lite's converter quantizes (int8 spec) where the two differ from ONNX
+// Runtime's quantizer.
+//
+// Contract (docs/quantization.md has the reasons):
+//  - Activations: every float32 value with calibration statistics that a compute node reads
+//    is quantized per tensor, int8, asymmetric (symmetric with QdqOptions::symmetric):
+//    X -> QuantizeLinear -> X/q (int8) -> DequantizeLinear -> X/dq, and every reader of X
+//    reads X/dq. A graph output X keeps its name for the dequantized value; the float value
+//    before QuantizeLinear is renamed X/float.
+//  - Fused activations (TFLite): the output of Conv/ConvTranspose/MatMul/Gemm/Add read only
+//    by a Relu or a Clip to [0, 6] is not quantized; the activation's output is.
+//  - Shared scales (TFLite's same-scale restriction): Concat's inputs and output, and the
+//    input and output of MaxPool, Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Slice,
+//    Split, Gather, Resize (nearest), Pad (constant 0), share one parameter set computed
+//    from the union of their ranges.
+//  - Fixed output parameters (TFLite): Sigmoid and Softmax outputs scale 1/256, zero
+//    point -128; Tanh 1/128, 0 - unless the value must share a scale as above.
+//  - Weights: the constant weight of Conv (axis 0), ConvTranspose (axis 1, group 1),
+//    MatMul (rank-2 B, axis 1) and Gemm (axis 0 with transB, else 1) becomes int8 symmetric,
+//    per channel on that axis (per tensor with per_channel = false), read through
+//    DequantizeLinear. Conv/ConvTranspose/Gemm bias: int32 at scale s_x * s_w[c], zero point
+//    0. When a bias would not fit int32 with headroom for the accumulation (|b_q| <=
+//    2^31 - 1 - taps * 255^2, quant/int8.h; a channel whose weights are all near 0), that
+//    channel's weight scale is raised until it does (TFLite's converter and ONNX Runtime's
+//    quantizer raise it to fit int32); counted in QdqReport::bias_rescaled.
+//  - Other float constants read by Add, Sub, Mul, Div, Concat, Max, Min become int8 per
+//    tensor from their own range. Scalars that configure an op (Clip bounds, Pad values,
+//    Resize scales, LeakyRelu's input is not one) stay float.
+//  - Everything else (integer tensors, shape arithmetic) is unchanged.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "core/result.h"
+#include "ir/ir.h"
+#include "quant/calibrate.h"
+
+namespace rkd::quant {
+
+struct QdqOptions {
+  bool per_channel = true;
+  bool symmetric_activations = false;
+};
+
+struct QdqReport {
+  int activations = 0;       // values quantized (one QuantizeLinear each)
+  int weights = 0;           // constant weights quantized
+  int biases = 0;            // int32 biases
+  int bias_rescaled = 0;     // channels whose weight scale was raised for the bias
+  int shared_groups = 0;     // groups of values forced to one scale (size > 1)
+  int fused_activations = 0; // producer outputs left unquantized (Relu / Clip fused)
+};
+
+// ranges: value name -> calibrated range of that float value.
+Result<QdqReport> insert_qdq(ir::Graph& g, const std::map<std::string, Range>& ranges, const QdqOptions& opt);
+
+}  // namespace rkd::quant

@@ -1,0 +1,284 @@
+// Per-layer accuracy analysis (contract in accuracy.h).
+#include "runtime/accuracy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "runtime/executor.h"
+#include "runtime/op_registry.h"
+#include "runtime/quantize.h"
+
+namespace rkd::runtime {
+
+LayerError compare(const Tensor& ref0, const Tensor& q0, double scale) {
+  const Tensor ref = ref0.contiguous(), q = q0.contiguous();
+  LayerError e;
+  double dot = 0, ff = 0, qq = 0, dd = 0;
+  for (int64_t i = 0; i < ref.numel(); ++i) {
+    const double a = ref.get_as_double(i), b = q.get_as_double(i);
+    dot += a * b;
+    ff += a * a;
+    qq += b * b;
+    dd += (a - b) * (a - b);
+    e.max_abs = std::max(e.max_abs, std::fabs(a - b));
+  }
+  e.cosine = ff == 0 && qq == 0 ? 1.0 : (ff == 0 || qq == 0 ? 0.0 : dot / std::sqrt(ff * qq));
+  e.euclidean = ff > 0 ? std::sqrt(dd / ff) : std::sqrt(dd);
+  e.lsb = scale > 0 ? e.max_abs / scale : 0;
+  return e;
+}
+
+namespace {
+
+using ir::Node;
+using ir::Value;
+
+Node* producer_of(const Value* v, const char* type) {
+  return v && v->producer && v->producer->op_type == type && v->producer->domain.empty() ? v->producer : nullptr;
+}
+
+// QuantizeLinear then DequantizeLinear of x with a per-tensor scale and zero point.
+Tensor fake_quant(const Tensor& x0, double scale, int64_t zp, DType qtype) {
+  const Tensor x = x0.contiguous();
+  Tensor out = Tensor::empty(DType::f32, x.shape());
+  const float s = static_cast<float>(scale);
+  const float lo = qtype == DType::u8 ? 0.f : -128.f, hi = qtype == DType::u8 ? 255.f : 127.f;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float q = std::clamp(std::nearbyint(x.data<float>()[i] / s) + static_cast<float>(zp), lo, hi);
+    out.data<float>()[i] = (q - static_cast<float>(zp)) * s;
+  }
+  return out;
+}
+
+struct QdqSite {
+  Node* quantize = nullptr;  // QuantizeLinear(X)
+  Value* dq = nullptr;       // its DequantizeLinear's output
+  std::string name;          // float model's name of X
+  double scale = 0;
+  int64_t zp = 0;
+  DType qtype = DType::i8;
+};
+
+}  // namespace
+
+Result<AccuracyReport> analyze_accuracy(const std::string& float_model, const std::string& quant_model,
+                                        const std::map<std::string, Tensor>& inputs, int threads) {
+  AccuracyReport rep;
+  rep.float_model = float_model;
+  rep.quant_model = quant_model;
+  ExecutorOptions eo;
+  eo.threads = threads;
+  RKD_ASSIGN(auto fg, load_with_all_values(float_model));
+  RKD_ASSIGN(auto fx, Executor::create(*fg, eo));
+  RKD_ASSIGN(auto fvals, fx->run(inputs));
+  for (const auto& [k, t] : inputs) fvals.emplace(k, t);
+  size_t model_outputs = 0;
+  RKD_ASSIGN(auto qg, load_with_all_values(quant_model, &model_outputs));
+  RKD_ASSIGN(auto qx, Executor::create(*qg, eo));
+  RKD_ASSIGN(auto qvals, qx->run(inputs));
+
+  // The quantized activations, in graph order.
+  std::vector<QdqSite> sites;
+  for (const auto& np : qg->nodes()) {
+    Node* q = np.get();
+    if (q->op_type != "QuantizeLinear" || !q->domain.empty() || q->inputs.size() < 3 || !q->inputs[1]->constant ||
+        !q->inputs[2] || !q->inputs[2]->constant || q->inputs[1]->constant->numel() != 1) {
+      continue;
+    }
+    Value* y = q->outputs[0];
+    Value* dq = nullptr;
+    for (Node* c : y->consumers) {
+      if (c->op_type == "DequantizeLinear") dq = c->outputs[0];
+    }
+    if (!dq) continue;
+    std::string name = q->inputs[0]->name;
+    if (name.size() > 6 && name.compare(name.size() - 6, 6, "/float") == 0) name.resize(name.size() - 6);
+    if (!fvals.count(name) || !qvals.count(dq->name)) continue;
+    QdqSite s{q, dq, name, q->inputs[1]->constant->get_as_double(0),
+              static_cast<int64_t>(q->inputs[2]->constant->get_as_double(0)), q->inputs[2]->constant->dtype()};
+    sites.push_back(s);
+  }
+  std::map<const Value*, const QdqSite*> site_of_dq;
+  for (const QdqSite& s : sites) site_of_dq[s.dq] = &s;
+
+  // Resolves an input of a quantized layer for single mode.
+  std::map<const Value*, Tensor> const_dq;
+  auto single_input = [&](Value* v) -> std::optional<Tensor> {
+    if (!v) return std::nullopt;
+    if (v->constant) return *v->constant;
+    if (auto it = site_of_dq.find(v); it != site_of_dq.end()) {
+      const QdqSite& s = *it->second;
+      return fake_quant(fvals.at(s.name), s.scale, s.zp, s.qtype);
+    }
+    if (Node* d = producer_of(v, "DequantizeLinear")) {
+      if (auto it = const_dq.find(v); it != const_dq.end()) return it->second;
+      std::vector<const Tensor*> ins;
+      for (Value* i : d->inputs) {
+        if (i && !i->constant) return std::nullopt;
+        ins.push_back(i ? &*i->constant : nullptr);
+      }
+      auto r = evaluate_node(*d, qg->opset, ins);
+      if (!r.ok()) return std::nullopt;
+      return const_dq[v] = r.value()[0];
+    }
+    if (auto it = fvals.find(v->name); it != fvals.end()) return it->second;
+    return std::nullopt;
+  };
+
+  for (const QdqSite& s : sites) {
+    LayerAccuracy la;
+    la.name = s.name;
+    la.scale = s.scale;
+    la.zero_point = s.zp;
+    Node* p = s.quantize->inputs[0]->producer;
+    la.op = p ? p->op_type : "input";
+    la.entire = compare(fvals.at(s.name), qvals.at(s.dq->name), s.scale);
+    if (!p) {
+      la.single = compare(fvals.at(s.name), fake_quant(fvals.at(s.name), s.scale, s.zp, s.qtype), s.scale);
+      la.has_single = true;
+    } else {
+      std::vector<Tensor> held;
+      std::vector<const Tensor*> ins;
+      bool ok = true;
+      held.reserve(p->inputs.size());
+      for (Value* v : p->inputs) {
+        if (!v) {
+          ins.push_back(nullptr);
+          continue;
+        }
+        auto t = single_input(v);
+        if (!t) {
+          ok = false;
+          break;
+        }
+        held.push_back(*t);
+        ins.push_back(&held.back());
+      }
+      if (ok) {
+        auto r = evaluate_node(*p, qg->opset, ins);
+        size_t k = 0;
+        while (r.ok() && k < p->outputs.size() && p->outputs[k] != s.quantize->inputs[0]) ++k;
+        if (r.ok() && k < r.value().size()) {
+          la.single = compare(fvals.at(s.name), fake_quant(r.value()[k], s.scale, s.zp, s.qtype), s.scale);
+          la.has_single = true;
+        }
+      }
+    }
+    rep.layers.push_back(la);
+  }
+  for (size_t k = 0; k < model_outputs; ++k) {
+    const Value* o = qg->outputs[k];
+    for (const QdqSite& s : sites) {
+      if (s.dq == o) rep.outputs.push_back(s.name);
+    }
+  }
+  if (rep.layers.empty()) {
+    return invalid(quant_model + ": no QuantizeLinear -> DequantizeLinear pair matches a value of " + float_model +
+                   " (is it a QDQ model of that float model?)");
+  }
+  return rep;
+}
+
+std::string accuracy_json(const AccuracyReport& r) {
+  nlohmann::json j;
+  j["command"] = "accuracy";
+  j["float_model"] = r.float_model;
+  j["quant_model"] = r.quant_model;
+  j["outputs"] = r.outputs;
+  auto err = [](const LayerError& e) {
+    return nlohmann::json{{"cosine", e.cosine}, {"euclidean", e.euclidean}, {"max_abs", e.max_abs}, {"lsb", e.lsb}};
+  };
+  j["layers"] = nlohmann::json::array();
+  for (const LayerAccuracy& l : r.layers) {
+    nlohmann::json e{{"name", l.name}, {"op", l.op}, {"scale", l.scale}, {"zero_point", l.zero_point}, {"entire", err(l.entire)}};
+    if (l.has_single) e["single"] = err(l.single);
+    j["layers"].push_back(e);
+  }
+  return j.dump(2);
+}
+
+namespace {
+std::string esc(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '<') o += "&lt;";
+    else if (c == '>') o += "&gt;";
+    else if (c == '&') o += "&amp;";
+    else if (c == '"') o += "&quot;";
+    else o += c;
+  }
+  return o;
+}
+std::string num(double v, int prec = 6) {
+  std::ostringstream o;
+  o << std::setprecision(prec) << v;
+  return o.str();
+}
+}  // namespace
+
+std::string accuracy_html(const AccuracyReport& r) {
+  std::ostringstream h;
+  const size_t n = r.layers.size();
+  const double w = 960, ht = 260, left = 50, bottom = 30;
+  double lo = 1.0;
+  for (const auto& l : r.layers) {
+    lo = std::min(lo, l.entire.cosine);
+    if (l.has_single) lo = std::min(lo, l.single.cosine);
+  }
+  lo = std::max(-1.0, std::floor(lo * 20) / 20);
+  if (lo >= 1.0) lo = 0.95;
+  auto px = [&](size_t i) { return left + (w - left - 10) * (n > 1 ? static_cast<double>(i) / static_cast<double>(n - 1) : 0.5); };
+  auto py = [&](double c) { return 10 + (ht - bottom - 10) * (1.0 - (c - lo) / (1.0 - lo)); };
+  h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>rkdeploy accuracy: " << esc(r.quant_model)
+    << "</title>\n<style>body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:13px}"
+       "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td.l,th.l{text-align:left}"
+       ".bad{background:#fdd}svg text{font-size:11px}</style></head><body>\n";
+  h << "<h1>Per-layer accuracy</h1>\n<p>float model <code>" << esc(r.float_model) << "</code><br>quantized model <code>"
+    << esc(r.quant_model) << "</code><br>" << n
+    << " quantized layers. <b>entire</b>: the quantized model end to end (errors accumulate); <b>single</b>: each layer "
+       "alone on the float model's inputs.</p>\n";
+  h << "<svg id=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << ht << "\" role=\"img\">\n";
+  for (int k = 0; k <= 4; ++k) {
+    const double c = lo + (1.0 - lo) * k / 4.0;
+    h << "<line x1=\"" << left << "\" x2=\"" << w - 10 << "\" y1=\"" << py(c) << "\" y2=\"" << py(c)
+      << "\" stroke=\"#ddd\"/><text x=\"4\" y=\"" << py(c) + 4 << "\">" << num(c, 4) << "</text>\n";
+  }
+  auto polyline = [&](bool single, const char* colour, const char* id) {
+    h << "<polyline id=\"" << id << "\" fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\" points=\"";
+    for (size_t i = 0; i < n; ++i) {
+      const auto& l = r.layers[i];
+      if (single && !l.has_single) continue;
+      h << px(i) << "," << py(single ? l.single.cosine : l.entire.cosine) << " ";
+    }
+    h << "\"/>\n";
+  };
+  polyline(false, "#c0392b", "entire");
+  polyline(true, "#2471a3", "single");
+  h << "<text x=\"" << left << "\" y=\"" << ht - 8 << "\">layer (graph order) - cosine similarity: "
+    << "<tspan fill=\"#c0392b\">entire</tspan> / <tspan fill=\"#2471a3\">single</tspan></text>\n</svg>\n";
+  std::vector<const LayerAccuracy*> order;
+  for (const auto& l : r.layers) order.push_back(&l);
+  std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) { return a->entire.cosine < b->entire.cosine; });
+  h << "<h2>Layers, worst first</h2>\n<table id=\"layers\"><tr><th class=\"l\">layer</th><th class=\"l\">op</th>"
+       "<th>cosine (entire)</th><th>euclidean (entire)</th><th>max abs (entire)</th><th>LSB (entire)</th>"
+       "<th>cosine (single)</th><th>euclidean (single)</th><th>max abs (single)</th><th>LSB (single)</th><th>scale</th></tr>\n";
+  for (const auto* l : order) {
+    h << "<tr" << (l->entire.cosine < 0.99 ? " class=\"bad\"" : "") << "><td class=\"l\">" << esc(l->name) << "</td><td class=\"l\">"
+      << esc(l->op) << "</td><td>" << num(l->entire.cosine) << "</td><td>" << num(l->entire.euclidean) << "</td><td>"
+      << num(l->entire.max_abs) << "</td><td>" << num(l->entire.lsb, 4) << "</td>";
+    if (l->has_single) {
+      h << "<td>" << num(l->single.cosine) << "</td><td>" << num(l->single.euclidean) << "</td><td>" << num(l->single.max_abs)
+        << "</td><td>" << num(l->single.lsb, 4) << "</td>";
+    } else {
+      h << "<td>-</td><td>-</td><td>-</td><td>-</td>";
+    }
+    h << "<td>" << num(l->scale) << "</td></tr>\n";
+  }
+  h << "</table>\n</body></html>\n";
+  return h.str();
+}
+
+}  // namespace rkd::runtime

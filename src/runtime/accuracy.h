@@ -1,0 +1,61 @@
+// Per-layer accuracy of a quantized (QDQ) model against its float original
+// (`rkdeploy accuracy`), in RKNN-Toolkit2's two modes.
+//
+// Contract:
+//  - Layers are the quantized activations of the QDQ model (quant/qdq.h naming: the float
+//    value X is quantized as X/q and read back as X/dq; a graph output keeps X for the
+//    dequantized value). Each is compared with the float model's value X.
+//  - entire: the QDQ model runs end to end on the CPU executor (QuantizeLinear and
+//    DequantizeLinear as written, ops in float between them: ONNX's meaning of the file), so
+//    errors accumulate; the layer's value is X/dq.
+//  - single: every quantized layer is evaluated alone on the float model's inputs: each
+//    activation input is the float model's value quantize-dequantized with the QDQ model's
+//    parameters for it, weights as the QDQ model dequantizes them; the result is then
+//    quantize-dequantized with the layer's own parameters. The error is that layer's own.
+//  - Metrics per layer (f = float, q = quantized, over all elements, in double):
+//      cosine      f.q / (|f| |q|) (1 when both are all zero, 0 when only one is);
+//      euclidean   |f - q| / |f| (normalised; |f - q| when |f| = 0);
+//      max_abs     max |f - q|;
+//      lsb         max_abs / the layer's output scale (error in output quantization steps).
+//  - Layers are listed in graph order; worst() sorts by cosine ascending (entire mode).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "core/tensor.h"
+
+namespace rkd::runtime {
+
+struct LayerError {
+  double cosine = 1, euclidean = 0, max_abs = 0, lsb = 0;
+};
+
+struct LayerAccuracy {
+  std::string name;     // the float model's value name
+  std::string op;       // op type of its producer
+  double scale = 0;     // output quantization scale
+  int64_t zero_point = 0;
+  LayerError entire, single;
+  bool has_single = false;
+};
+
+struct AccuracyReport {
+  std::string float_model, quant_model;
+  std::vector<LayerAccuracy> layers;   // graph order
+  std::vector<std::string> outputs;    // the graph outputs among the layers
+};
+
+LayerError compare(const Tensor& reference, const Tensor& quantized, double scale);
+
+Result<AccuracyReport> analyze_accuracy(const std::string& float_model, const std::string& quant_model,
+                                        const std::map<std::string, Tensor>& inputs, int threads);
+
+// The report as JSON text, and as one self-contained HTML page (inline SVG chart of both
+// modes' cosine per layer, the table worst first; no network, no scripts).
+std::string accuracy_json(const AccuracyReport& r);
+std::string accuracy_html(const AccuracyReport& r);
+
+}  // namespace rkd::runtime

@@ -1,0 +1,66 @@
+// Post-training quantization of a float model (`rkdeploy quantize`) and the float/quantized
+// pair runs that accuracy analysis needs.
+//
+// Contract:
+//  - load_calibration(): a folder of photos (.png/.jpg/.jpeg, sorted by name, the first
+//    max_images; each preprocessed by the detector config, docs/detector-config.md) or an
+//    .npz whose members are named like the model's inputs and hold the samples along the
+//    first axis (sample i = index i of every member, batch 1). Errors name the file.
+//  - quantize_model(): imports the model, compiles it `portable` (standard ONNX, folded,
+//    BatchNorm folded into convolutions), runs every calibration sample through it with
+//    every float intermediate value kept (two passes unless the method is minmax), chooses
+//    ranges (quant/calibrate.h) and rewrites the graph to QDQ (quant/qdq.h). The result is
+//    ready for onnx_frontend::export_onnx_file().
+//  - Progress: the callback gets (pass, samples done, samples total).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "core/tensor.h"
+#include "ir/ir.h"
+#include "quant/calibrate.h"
+#include "quant/qdq.h"
+#include "runtime/detect.h"
+
+namespace rkd::runtime {
+
+using Sample = std::map<std::string, Tensor>;
+
+struct CalibrationInput {
+  std::string path;            // folder of photos or .npz
+  int max_images = 100;
+  std::string config;          // detector config JSON ("" = defaults from the model)
+};
+
+Result<std::vector<Sample>> load_calibration(const CalibrationInput& in, const ir::Graph& model);
+
+struct QuantizeOptions {
+  quant::CalibMethod method = quant::CalibMethod::minmax;
+  double percentile = 99.99;
+  quant::QdqOptions qdq;
+  int threads = 0;
+  std::function<void(int pass, int done, int total)> progress;
+};
+
+struct QuantizedModel {
+  std::unique_ptr<ir::Graph> graph;        // QDQ, standard ONNX
+  quant::QdqReport report;
+  std::map<std::string, quant::Range> ranges;
+  int samples = 0;
+};
+
+Result<QuantizedModel> quantize_model(const std::string& model_path, const std::vector<Sample>& calibration,
+                                      const QuantizeOptions& opt);
+
+// Imports and compiles `path` portably, then marks every float value computed by a node as
+// a graph output so that one run returns all of them (calibration, accuracy analysis). The
+// model's own outputs stay first: `model_outputs` (when given) receives their count.
+Result<std::unique_ptr<ir::Graph>> load_with_all_values(const std::string& path, size_t* model_outputs = nullptr);
+// The same for a graph already in memory (compiled portably); returns the output count added.
+int expose_all_float_values(ir::Graph& g);
+
+}  // namespace rkd::runtime
