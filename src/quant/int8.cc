@@ -161,7 +161,7 @@ int32_t multiply(Requant c, int32_t x, QuantizedMultiplier m) {
 }
 
 Status check_binary(const Tensor& a, const Tensor& b, const QBinaryParams& p, const Tensor& out, const char* what) {
-  if (p.convention == Requant::onnx_float) return unsupported(std::string(what) + ": only the TFLite conventions");
+  if (p.convention == Requant::onnx_float && std::string(what) == "Mul") return unsupported("Mul: only the TFLite conventions");
   if (a.dtype() != b.dtype() || a.dtype() != out.dtype()) return invalid(std::string(what) + ": operand types differ");
   if (auto r = quantized_range(a.dtype()); !r.ok()) return r.error();
   if (b.numel() != 1 && b.shape() != a.shape()) return unsupported(std::string(what) + ": b must match a or be one element");
@@ -175,6 +175,18 @@ Status check_binary(const Tensor& a, const Tensor& b, const QBinaryParams& p, co
 Status tflite_add(const Tensor& a0, const Tensor& b0, const QBinaryParams& p, bool subtract, Tensor& out) {
   RKD_TRY(check_binary(a0, b0, p, out, subtract ? "Sub" : "Add"));
   const Tensor a = a0.contiguous(), b = b0.contiguous();
+  if (p.convention == Requant::onnx_float) {
+    // ONNX Runtime's QLinearAdd (MLAS, x86-64): the inputs scaled by float32 ratios to the
+    // output scale; a's term is added to b's with one fused multiply-add; rounded half to even.
+    const float ra = p.a_scale / p.out_scale, rb = p.b_scale / p.out_scale;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const float fa = static_cast<float>(load_q(a, i) - p.a_zero_point);
+      const float vb = rb * static_cast<float>(load_q(b, b.numel() == 1 ? 0 : i) - p.b_zero_point);
+      const float v = std::nearbyint(std::fma(ra, fa, subtract ? -vb : vb)) + static_cast<float>(p.out_zero_point);
+      store_q(out, i, static_cast<int32_t>(std::clamp(v, static_cast<float>(p.act_min), static_cast<float>(p.act_max))));
+    }
+    return {};
+  }
   constexpr int kLeftShift = 20;
   const double twice_max = 2.0 * std::max<double>(p.a_scale, p.b_scale);
   RKD_ASSIGN(QuantizedMultiplier ma, quantize_multiplier(p.a_scale / twice_max));

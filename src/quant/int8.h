@@ -55,7 +55,11 @@ Status qlinear_matmul(const Tensor& a, int32_t a_zero_point, const Tensor& b, co
 //   quantize_multiplier), v_i = M(((x_i - z_i) * 2^20), m_i), y = clamp(M(v_1 +- v_2, m_out) +
 //   z_out, act_min, act_max), M = the convention's multiply_by_quantized_multiplier.
 // Mul: y = clamp(M((x_1 - z_1)(x_2 - z_2), s_1 s_2 / s_out) + z_out, act_min, act_max).
-// b is either a's shape or a single element (broadcast). convention: a tflite_* one.
+// b is either a's shape or a single element (broadcast). convention: a tflite_* one, or
+// onnx_float for Add/Sub: ONNX Runtime's QLinearAdd (MLAS on x86-64), y = clamp(nearbyint(
+// fma(f32(s_a / s_out), x_a - z_a, +-f32(s_b / s_out) * (x_b - z_b))) + z_out): b's term is a
+// float32 product, a's is fused into the sum (measured bit-exact against ONNX Runtime 1.30;
+// a separately rounded product differs in about 1 of 10^5 outputs).
 struct QBinaryParams {
   float a_scale = 1, b_scale = 1, out_scale = 1;
   int32_t a_zero_point = 0, b_zero_point = 0, out_zero_point = 0;

@@ -8,6 +8,7 @@
 
 #include "ir/shape_inference.h"
 #include "kernels/deform_attn.h"
+#include "quant/int8.h"
 
 namespace rkd::runtime {
 
@@ -341,9 +342,17 @@ Result<Site> match_site(Node* concat) {
 
 std::string site_text(const Site& s) {
   std::string lv;
-  for (size_t i = 0; i < s.hs.size(); ++i) lv += (i ? "," : "") + std::to_string(s.hs[i]) + "x" + std::to_string(s.ws[i]);
+  for (size_t i = 0; i < s.hs.size(); ++i) {
+    if (i) lv += ',';
+    lv += std::to_string(s.hs[i]);
+    lv += 'x';
+    lv += std::to_string(s.ws[i]);
+  }
   std::string pts;
-  for (size_t i = 0; i < s.points.size(); ++i) pts += (i ? "," : "") + std::to_string(s.points[i]);
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    if (i) pts += ',';
+    pts += std::to_string(s.points[i]);
+  }
   return s.concat->describe() + ": " + s.method + " sampling, levels " + lv + ", points " + pts + ", " +
          std::to_string(s.heads) + " heads x " + std::to_string(s.head_dim);
 }
@@ -435,35 +444,66 @@ std::optional<Dq> dequantized(Value* v) {
 bool per_tensor(const Value* scale) { return scale && scale->constant && scale->constant->numel() == 1; }
 }  // namespace
 
+namespace {
+// The op's output y is read only by QuantizeLinear (per-tensor, constant zero point), or by a
+// Relu read only by one whose zero point is the type's minimum: the saturation to qmin is
+// then the Relu, exactly (what ONNX Runtime's ReluQuantFusion does). Returns the
+// QuantizeLinear and sets *relu to the absorbed Relu (or nullptr).
+Node* quantized_output(const ir::Graph& g, Value* y, Node** relu) {
+  auto single_reader = [&](Value* v, const char* type) -> Node* {
+    if (!v || v->consumers.size() != 1 || v->consumers[0]->op_type != type || !v->consumers[0]->domain.empty()) return nullptr;
+    return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end() ? nullptr : v->consumers[0];
+  };
+  *relu = single_reader(y, "Relu");
+  Node* qy = *relu ? single_reader((*relu)->outputs[0], "QuantizeLinear") : single_reader(y, "QuantizeLinear");
+  if (!qy || qy->inputs.size() < 3 || !per_tensor(qy->inputs[1]) || !qy->inputs[2] || !qy->inputs[2]->constant) return nullptr;
+  if (*relu) {
+    const Tensor& yz = *qy->inputs[2]->constant;
+    const double qmin = yz.dtype() == DType::i8 ? -128.0 : 0.0;
+    if (yz.numel() != 1 || yz.get_as_double(0) != qmin) return nullptr;
+  }
+  return qy;
+}
+}  // namespace
+
 ir::Pass qdq_to_qlinear_pass() {
   return ir::Pass{"qdq-to-qlinear", [](ir::Graph& g) -> Status {
                     std::set<const Node*> gone;
-                    std::vector<Node*> ops;
+                    std::vector<Node*> ops, adds;
                     for (const auto& np : g.nodes()) {
                       if ((np->op_type == "Conv" || np->op_type == "MatMul") && np->domain.empty()) ops.push_back(np.get());
+                      if (np->op_type == "Add" && np->domain.empty()) adds.push_back(np.get());
+                    }
+                    // DequantizeLinear x2 -> Add -> QuantizeLinear: rkdeploy.QLinearAdd with ONNX
+                    // Runtime's QLinearAdd arithmetic (quant/int8.h, onnx_float).
+                    for (Node* add : adds) {
+                      Node* relu = nullptr;
+                      Node* qy = quantized_output(g, add->outputs[0], &relu);
+                      auto da = dequantized(add->inputs[0]);
+                      auto db = dequantized(add->inputs[1]);
+                      if (!qy || !da || !db || !per_tensor(da->scale) || !per_tensor(db->scale) || !da->zp || !db->zp) continue;
+                      const auto sa = ir::static_shape(da->q), sb = ir::static_shape(db->q), sy = ir::static_shape(qy->outputs[0]);
+                      if (!sa || !sb || !sy || *sa != *sy) continue;
+                      int64_t nb = 1;
+                      for (int64_t d : *sb) nb *= d;
+                      if (*sb != *sa && nb != 1) continue;
+                      const DType qt = qy->inputs[2]->constant->dtype();
+                      if (da->q->dtype != qt || db->q->dtype != qt) continue;
+                      RKD_ASSIGN(Node * ql, g.add_node(add->name + "/qlinear", "QLinearAdd", "rkdeploy",
+                                                       {da->q, da->scale, da->zp, db->q, db->scale, db->zp, qy->inputs[1], qy->inputs[2]},
+                                                       {qy->outputs[0]->name + "/qlinear"}));
+                      ql->outputs[0]->dtype = qt;
+                      ql->outputs[0]->shape = qy->outputs[0]->shape;
+                      g.move_output(qy, 0, ql, 0);
+                      gone.insert(qy);
+                      gone.insert(add);
+                      if (relu) gone.insert(relu);
                     }
                     for (Node* op : ops) {
                       const bool conv = op->op_type == "Conv";
-                      Value* y = op->outputs[0];
-                      auto single_reader = [&](Value* v, const char* type) -> Node* {
-                        if (!v || v->consumers.size() != 1 || v->consumers[0]->op_type != type || !v->consumers[0]->domain.empty()) {
-                          return nullptr;
-                        }
-                        return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end() ? nullptr : v->consumers[0];
-                      };
-                      // A Relu between the op and QuantizeLinear is absorbed when the output zero point
-                      // is the type's minimum: the saturation to qmin is then the Relu (exactly; what
-                      // ONNX Runtime's ReluQuantFusion does).
-                      Node* relu = single_reader(y, "Relu");
-                      Node* qy = relu ? single_reader(relu->outputs[0], "QuantizeLinear") : single_reader(y, "QuantizeLinear");
+                      Node* relu = nullptr;
+                      Node* qy = quantized_output(g, op->outputs[0], &relu);
                       if (!qy) continue;
-                      if (qy->inputs.size() < 2 || !per_tensor(qy->inputs[1])) continue;
-                      if (qy->inputs.size() < 3 || !qy->inputs[2] || !qy->inputs[2]->constant) continue;  // y_zp gives the type
-                      if (relu) {
-                        const Tensor& yz = *qy->inputs[2]->constant;
-                        const double qmin = yz.dtype() == DType::i8 ? -128.0 : 0.0;
-                        if (yz.numel() != 1 || yz.get_as_double(0) != qmin) continue;
-                      }
                       auto dx = dequantized(op->inputs[0]);
                       auto dw = op->inputs.size() > 1 ? dequantized(op->inputs[1]) : std::nullopt;
                       if (!dx || !dw || !per_tensor(dx->scale) || !dx->zp) continue;
@@ -517,6 +557,30 @@ ir::Pass qdq_to_qlinear_pass() {
 bool is_fused_op(const ir::Node& n) { return n.domain == "rkdeploy"; }
 
 Result<Kernel> prepare_fused_op(const ir::Node& n) {
+  if (n.op_type == "QLinearAdd") {
+    // Inputs as com.microsoft.QLinearAdd: A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp.
+    for (size_t i : {1, 2, 4, 5, 6, 7}) {
+      if (n.inputs.size() < 8 || !n.inputs[i] || !n.inputs[i]->constant || n.inputs[i]->constant->numel() != 1) {
+        return unsupported(n.describe() + ": scales and zero points must be per-tensor constants");
+      }
+    }
+    quant::QBinaryParams p;
+    p.a_scale = static_cast<float>(n.inputs[1]->constant->get_as_double(0));
+    p.a_zero_point = static_cast<int32_t>(n.inputs[2]->constant->get_as_double(0));
+    p.b_scale = static_cast<float>(n.inputs[4]->constant->get_as_double(0));
+    p.b_zero_point = static_cast<int32_t>(n.inputs[5]->constant->get_as_double(0));
+    p.out_scale = static_cast<float>(n.inputs[6]->constant->get_as_double(0));
+    p.out_zero_point = static_cast<int32_t>(n.inputs[7]->constant->get_as_double(0));
+    const bool is_u8 = n.inputs[7]->constant->dtype() == DType::u8;
+    p.act_min = is_u8 ? 0 : -128;
+    p.act_max = is_u8 ? 255 : 127;
+    p.convention = quant::Requant::onnx_float;
+    const std::string what = n.describe();
+    return Kernel([p, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+      Status s = quant::tflite_add(*in[0], *in[3], p, false, out[0]);
+      return s.ok() ? s : s.error().with_context(what);
+    });
+  }
   std::vector<MsdaLevelShape> levels;
   const auto hs = ints_attr(n, "level_h"), ws = ints_attr(n, "level_w");
   if (hs.size() != ws.size() || hs.empty()) return invalid(n.describe() + ": level_h/level_w must have one value per level");
