@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages rkdeploy needs; idempotent (skips what is present).
 #   scripts/setup.sh            build + tests (compiler, CMake, libraries incl. oneDNN, ONNX test
-#                               data, python3-torch for the reference models, skimage photos)
+#                               data, python3-torch for the reference models, skimage photos,
+#                               Node.js + npm for TensorFlow.js / ONNX Runtime references,
+#                               chromium for the HTML report test)
 #   scripts/setup.sh --cross    + aarch64 cross toolchain, qemu-user and arm64 libraries
 #   scripts/setup.sh --bench    + benchmark peers (python3-torch, python3-onnx, Node.js + npm)
 #   scripts/setup.sh --fuzz     + clang for the libFuzzer targets
@@ -24,7 +26,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 pkgs=(build-essential cmake ninja-build pkg-config git
       libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libfmt-dev
       libhwy-dev libzip-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
-      libdnnl-dev libstb-dev python3-torch python3-numpy python3-skimage python3-onnx nodejs npm)
+      libdnnl-dev libstb-dev python3-torch python3-numpy python3-skimage python3-onnx nodejs npm chromium)
 [ "$want_cross" = 1 ] && pkgs+=(g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64 libgtest-dev:arm64 libzip-dev:arm64)
 [ "$want_fuzz" = 1 ] && pkgs+=(clang libclang-rt-14-dev)
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include "cli/commands.h"
 #include "core/npy.h"
@@ -65,10 +66,14 @@ void run_accuracy(const AccuracyArgs& a) {
     std::printf("  %-36s cosine %.6f / %.6f  max abs %.4g  (%.1f LSB)\n", l.name.c_str(), l.entire.cosine,
                 l.has_single ? l.single.cosine : NAN, l.entire.max_abs, l.entire.lsb);
   }
+  // Layout and copy ops carry their input's values and scale: the table lists computing layers.
+  static const std::set<std::string> copies = {"Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten"};
   std::vector<const runtime::LayerAccuracy*> order;
-  for (const auto& l : rep.layers) order.push_back(&l);
+  for (const auto& l : rep.layers) {
+    if (!copies.count(l.op)) order.push_back(&l);
+  }
   std::stable_sort(order.begin(), order.end(), [](const auto* x, const auto* y) { return x->entire.cosine < y->entire.cosine; });
-  std::printf("worst layers (entire mode):\n  %-48s %-14s %10s %10s %10s %10s\n", "layer", "op", "cos entire", "cos single",
+  std::printf("worst computing layers (entire mode; copies and layout ops left out):\n  %-48s %-14s %10s %10s %10s %10s\n", "layer", "op", "cos entire", "cos single",
               "euclidean", "LSB");
   for (size_t i = 0; i < order.size() && static_cast<int>(i) < a.top; ++i) {
     const auto& l = *order[i];

@@ -149,6 +149,34 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
       ++rep.fused_activations;
     }
   }
+  // Post-processing stays float: values made by index/selection ops (TopK, ArgMax, a Cast
+  // from integers, ...) and everything computed only from such values and constants
+  // (box decoding from indices). Quantizing them would put index-derived coordinates on an
+  // int8 grid: no TFLite or RKNN deployment runs that part on the int8 path.
+  {
+    static const std::set<std::string> selection = {"TopK", "ArgMax", "ArgMin", "NonMaxSuppression", "NonZero", "Shape",
+                                                    "Size", "Range"};
+    std::set<const Value*> post;
+    for (const auto& n : g.nodes()) {
+      bool from_post = false, from_compute = false;
+      for (const Value* v : n->inputs) {
+        if (!v || v->constant) continue;
+        // Integers computed by nodes are index arithmetic; an integer graph input (an image
+        // given as int32) is data.
+        const bool index = v->producer && (!v->dtype || !dtype_is_float(*v->dtype));
+        if (post.count(v) || index) from_post = true;
+        else from_compute = true;
+      }
+      const Value* in0 = n->inputs.empty() ? nullptr : n->inputs[0];
+      const bool cast_from_int = n->op_type == "Cast" && in0 && in0->producer && in0->dtype && !dtype_is_float(*in0->dtype);
+      if (selection.count(n->op_type) || cast_from_int || (from_post && !from_compute)) {
+        for (const Value* o : n->outputs) {
+          if (o) post.insert(o);
+        }
+      }
+    }
+    for (const Value* v : post) act.erase(const_cast<Value*>(v));
+  }
   order.erase(std::remove_if(order.begin(), order.end(), [&](Value* v) { return !act.count(v); }), order.end());
 
   // 2. Groups that share one scale, and their parameters.

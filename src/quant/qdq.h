@@ -27,6 +27,11 @@
 //  - Other float constants read by Add, Sub, Mul, Div, Concat, Max, Min become int8 per
 //    tensor from their own range. Scalars that configure an op (Clip bounds, Pad values,
 //    Resize scales, LeakyRelu's input is not one) stay float.
+//  - Post-processing stays float: outputs of TopK, ArgMax/ArgMin, NonMaxSuppression,
+//    NonZero, Shape, Size, Range, Cast of an integer computed by a node, and of every node
+//    whose non-constant inputs all come from such values or are integers computed by nodes
+//    (index arithmetic, box decoding from indices). Integer graph inputs (an int32 image) are
+//    data, not indices.
 //  - Everything else (integer tensors, shape arithmetic) is unchanged.
 #pragma once
 
