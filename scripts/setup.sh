@@ -5,7 +5,7 @@
 #                               Node.js + npm for TensorFlow.js / ONNX Runtime references,
 #                               chromium for the HTML report test)
 #   scripts/setup.sh --cross    + aarch64 cross toolchain, qemu-user and arm64 libraries
-#   scripts/setup.sh --bench    + benchmark peers (python3-torch, python3-onnx, Node.js + npm)
+#   scripts/setup.sh --bench    (kept for compatibility: the peers are in the default set now)
 #   scripts/setup.sh --fuzz     + clang for the libFuzzer targets
 # Debian 12 (bookworm), run as root (or with sudo available).
 set -euo pipefail
