@@ -149,6 +149,25 @@ class ConvPrimitive {
 Result<std::unique_ptr<ConvPrimitive>> make_conv(const Shape& x_shape, const Tensor& weights, const Tensor* bias,
                                                  const ConvParams& p, bool transposed, const Shape& out_shape,
                                                  const std::string& fused_activation = "");
+// int8 convolution accumulators on oneDNN: acc[n][m][oy][ox] = sum over the window of
+// (x - x_zero_point) * w, padding contributing 0 (it holds the zero point), for int8 or uint8 x
+// and symmetric int8 weights (zero point 0) [M, C/group, KH, KW]; 2-D only. Exact: the input
+// is offset to uint8 and padded with its zero point, oneDNN's u8 x s8 -> s32 convolution
+// (VNNI dot products, which do not saturate) sums it, and zp * sum(w[m]) is subtracted.
+// Offered only where oneDNN runs VNNI instructions (avx512_core_vnni, avx2_vnni or newer):
+// without them its u8 x s8 products go through a saturating 16-bit sum, which could change
+// results; callers use the reference kernel then (int8_conv_available() says which).
+class QConvAccumulator {
+ public:
+  virtual ~QConvAccumulator() = default;
+  // x: [N, C, H, W] int8/uint8 dense; acc: int32 [N, OH, OW, M] (channels last).
+  virtual Status run(const Tensor& x, Tensor& acc) = 0;
+  virtual std::string implementation() const = 0;
+};
+bool int8_conv_available();
+Result<std::unique_ptr<QConvAccumulator>> make_qconv_accumulator(const Shape& x_shape, DType x_type, int32_t x_zero_point,
+                                                                 const Tensor& weights, const ConvParams& p,
+                                                                 const Shape& out_shape);
 // numpy matmul (broadcast batch dims, 1-D operands promoted); float32.
 Status matmul(const Tensor& a, const Tensor& b, Tensor& out);
 // Gemm: out = alpha * op(A) op(B) + beta * C (C broadcast to [M, N], may be nullptr).

@@ -362,6 +362,138 @@ class PatchDeconv final : public ConvPrimitive {
 
 }  // namespace
 
+bool int8_conv_available() {
+  static const bool ok = [] {
+    const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+    return isa == dnnl::cpu_isa::avx512_core_vnni || isa == dnnl::cpu_isa::avx512_core_bf16 ||
+           isa == dnnl::cpu_isa::avx512_core_amx || isa == dnnl::cpu_isa::avx2_vnni;
+  }();
+  return ok;
+}
+
+namespace {
+class QConvDnnl final : public QConvAccumulator {
+ public:
+  Status init(const Shape& xs, DType xt, int32_t x_zp, const Tensor& w0, const ConvParams& p, const Shape& os) {
+    if (xs.size() != 4 || w0.rank() != 4 || os.size() != 4) return unsupported("int8 convolution: 2-D only");
+    if (xt != DType::i8 && xt != DType::u8) return invalid("int8 convolution: input must be int8 or uint8");
+    if (w0.dtype() != DType::i8) return unsupported("int8 convolution: weights must be int8");
+    const Tensor w = w0.contiguous();
+    n_ = xs[0];
+    c_ = xs[1];
+    m_ = w.dim(0);
+    offset_ = xt == DType::i8 ? 128 : 0;
+    zp_u8_ = x_zp + offset_;
+    if (zp_u8_ < 0 || zp_u8_ > 255) return invalid("int8 convolution: zero point out of range");
+    signed_ = xt == DType::i8;
+    pt_ = p.pads[0];
+    pl_ = p.pads[1];
+    hp_ = xs[2] + p.pads[0] + p.pads[2];
+    wp_ = xs[3] + p.pads[1] + p.pads[3];
+    h_ = xs[2];
+    w_in_ = xs[3];
+    const int64_t taps = w.numel() / m_;
+    wsum_.assign(static_cast<size_t>(m_), 0);
+    for (int64_t m = 0; m < m_; ++m) {
+      for (int64_t k = 0; k < taps; ++k) wsum_[static_cast<size_t>(m)] += w.data<int8_t>()[m * taps + k];
+    }
+    try {
+      const memory::dims src_dims = {n_, c_, hp_, wp_};
+      const memory::desc src_md(src_dims, dt::u8, tag::nhwc);
+      const memory::desc dst_md(dims_of(os), dt::s32, tag::nhwc);
+      memory::dims wd;
+      tag wtag;
+      if (p.group == 1) {
+        wd = {m_, w.dim(1), w.dim(2), w.dim(3)};
+        wtag = tag::oihw;
+      } else {
+        wd = {p.group, m_ / p.group, w.dim(1), w.dim(2), w.dim(3)};
+        wtag = tag::goihw;
+      }
+      const memory::desc w_any(wd, dt::s8, tag::any);
+      const memory::dims strides = {p.strides[0], p.strides[1]};
+      const memory::dims dil = {p.dilations[0] - 1, p.dilations[1] - 1};
+      const memory::dims zero = {0, 0};
+      auto d = dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                               src_md, w_any, dst_md, strides, dil, zero, zero);
+      auto pd = dnnl::convolution_forward::primitive_desc(d, engine());
+      if (pd.dst_desc() != dst_md || pd.src_desc() != src_md) return unsupported("int8 convolution: unexpected layouts");
+      impl_ = pd.impl_info_str();
+      prim_ = dnnl::convolution_forward(pd);
+      weights_ = memory(pd.weights_desc(), engine());
+      memory w_src(memory::desc(wd, dt::s8, wtag), engine(), const_cast<void*>(w.raw()));
+      dnnl::stream st(engine());
+      dnnl::reorder(w_src, weights_).execute(st, w_src, weights_);
+      st.wait();
+      src_md_ = src_md;
+      dst_md_ = dst_md;
+    } catch (const dnnl::error& e) {
+      return dnnl_error("int8 convolution", e);
+    }
+    padded_ = Tensor::empty(DType::u8, {n_, hp_, wp_, c_});
+    return {};
+  }
+
+  Status run(const Tensor& x0, Tensor& acc) override {
+    const Tensor x = x0.contiguous();
+    uint8_t* pp = padded_.data<uint8_t>();
+    std::fill(pp, pp + padded_.numel(), static_cast<uint8_t>(zp_u8_));
+    // NCHW int8/uint8 -> padded NHWC uint8 (+128 for int8).
+    for (int64_t n = 0; n < n_; ++n) {
+      for (int64_t y = 0; y < h_; ++y) {
+        uint8_t* row = pp + ((n * hp_ + y + pt_) * wp_ + pl_) * c_;
+        for (int64_t c = 0; c < c_; ++c) {
+          const int64_t base = ((n * c_ + c) * h_ + y) * w_in_;
+          if (signed_) {
+            const int8_t* src = x.data<int8_t>() + base;
+            for (int64_t xx = 0; xx < w_in_; ++xx) row[xx * c_ + c] = static_cast<uint8_t>(src[xx] + 128);
+          } else {
+            const uint8_t* src = x.data<uint8_t>() + base;
+            for (int64_t xx = 0; xx < w_in_; ++xx) row[xx * c_ + c] = src[xx];
+          }
+        }
+      }
+    }
+    try {
+      memory src(src_md_, engine(), pp), dst(dst_md_, engine(), acc.raw());
+      dnnl::stream st(engine());
+      prim_.execute(st, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, dst}});
+      st.wait();
+    } catch (const dnnl::error& e) {
+      return dnnl_error("int8 convolution", e);
+    }
+    // Every padded tap holds the zero point, so sum((x_u8 - zp_u8) w) = raw - zp_u8 * sum(w).
+    int32_t* a = acc.data<int32_t>();
+    const int64_t pixels = acc.numel() / m_;
+    for (int64_t i = 0; i < pixels; ++i) {
+      for (int64_t m = 0; m < m_; ++m) a[i * m_ + m] -= zp_u8_ * wsum_[static_cast<size_t>(m)];
+    }
+    return {};
+  }
+  std::string implementation() const override { return impl_; }
+
+ private:
+  dnnl::convolution_forward prim_;
+  memory weights_;
+  memory::desc src_md_, dst_md_;
+  std::string impl_;
+  std::vector<int32_t> wsum_;
+  Tensor padded_;
+  int64_t n_ = 0, c_ = 0, m_ = 0, h_ = 0, w_in_ = 0, hp_ = 0, wp_ = 0, pt_ = 0, pl_ = 0;
+  int32_t offset_ = 0, zp_u8_ = 0;
+  bool signed_ = true;
+};
+}  // namespace
+
+Result<std::unique_ptr<QConvAccumulator>> make_qconv_accumulator(const Shape& x_shape, DType x_type, int32_t x_zero_point,
+                                                                 const Tensor& weights, const ConvParams& p,
+                                                                 const Shape& out_shape) {
+  if (!int8_conv_available()) return unsupported("int8 convolution: oneDNN has no VNNI instructions on this CPU");
+  auto q = std::make_unique<QConvDnnl>();
+  RKD_TRY(q->init(x_shape, x_type, x_zero_point, weights, p, out_shape));
+  return std::unique_ptr<QConvAccumulator>(std::move(q));
+}
+
 Result<std::unique_ptr<ConvPrimitive>> make_conv(const Shape& x_shape, const Tensor& weights, const Tensor* bias,
                                                  const ConvParams& p, bool transposed, const Shape& out_shape,
                                                  const std::string& fused_activation) {

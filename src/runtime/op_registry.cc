@@ -731,6 +731,52 @@ const std::map<std::string, Factory>& registry() {
       const quant::QConvParams p{cp.strides, cp.dilations, cp.pads, cp.group};
       RKD_ASSIGN(auto rq0, constant_qlinear_requantizer(n));
       const std::string what = n.describe();
+      // Fast path (ops::QConvAccumulator): constant int8 weights with zero points 0, a constant
+      // input zero point and requantizer; the int32 accumulators are exact, and the bias and
+      // requantization below are the reference's, so the outputs are bit for bit the same.
+      auto constant = [&](size_t i) -> const Tensor* {
+        return i < n.inputs.size() && n.inputs[i] && n.inputs[i]->constant ? &*n.inputs[i]->constant : nullptr;
+      };
+      const Tensor* w = constant(3);
+      const Tensor* wz = constant(5);
+      const Tensor* xz = constant(2);
+      const auto os = ir::static_shape(n.outputs[0]);
+      bool fast = rq0 && w && w->dtype() == DType::i8 && n.inputs[0]->dtype && os && ops::int8_conv_available() &&
+                  (n.inputs.size() < 9 || !n.inputs[8] || constant(8));
+      if (fast && wz) {
+        for (int64_t i = 0; i < wz->numel(); ++i) fast = fast && wz->get_as_double(i) == 0;
+      }
+      if (fast) {
+        const int32_t x_zp = xz ? static_cast<int32_t>(xz->get_as_double(0)) : 0;
+        auto acc = ops::make_qconv_accumulator(*xs, *n.inputs[0]->dtype, x_zp, *w, cp, *os);
+        if (acc.ok()) {
+          std::shared_ptr<ops::QConvAccumulator> a = std::move(acc).value();
+          const Tensor bias = constant(8) ? constant(8)->contiguous() : Tensor();
+          auto buf = std::make_shared<Tensor>(Tensor::empty(DType::i32, {(*os)[0], (*os)[2], (*os)[3], (*os)[1]}));
+          const quant::Requantizer rq = *rq0;
+          return Kernel([a, buf, bias, rq, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+            Status st = a->run(*in[0], *buf);
+            if (!st.ok()) return st.error().with_context(what);
+            Tensor& y = out[0];
+            const int64_t N = y.dim(0), M = y.dim(1), HW = y.dim(2) * y.dim(3);
+            const int32_t* ac = buf->data<int32_t>();
+            const int32_t* b = bias.defined() ? bias.data<int32_t>() : nullptr;
+            const bool s8 = y.dtype() == DType::i8;
+            for (int64_t nn = 0; nn < N; ++nn) {
+              for (int64_t oc = 0; oc < M; ++oc) {
+                const int32_t bm = b ? b[oc] : 0;
+                for (int64_t i = 0; i < HW; ++i) {
+                  const int32_t v = rq.apply(ac[(nn * HW + i) * M + oc] + bm, static_cast<size_t>(oc));
+                  const int64_t at = (nn * M + oc) * HW + i;
+                  if (s8) y.data<int8_t>()[at] = static_cast<int8_t>(v);
+                  else y.data<uint8_t>()[at] = static_cast<uint8_t>(v);
+                }
+              }
+            }
+            return {};
+          });
+        }
+      }
       return Kernel([p, what, rq0](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         RKD_ASSIGN(quant::Requantizer rq, rq0 ? Result<quant::Requantizer>(*rq0) : qlinear_requantizer(in, out[0].dtype()));
         const Tensor bias = in.size() > 8 && in[8] ? *in[8] : Tensor();
