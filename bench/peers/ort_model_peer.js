@@ -1,5 +1,6 @@
 // Whole-model ONNX Runtime peer for bench/run_models.sh: runs MODEL.onnx with the inputs
-// MODEL.input_<name>.npy (written by scripts/models/make_models.py) at 1 and 2 intra-op
+// MODEL.input_<name>.npy (written by scripts/models/make_models.py; <name> URI-encoded when it
+// holds '/') at 1 and 2 intra-op
 // threads and prints one JSON line per thread count: {"peer", "model", "threads",
 // "median_ms", "min_ms", "rss_mb"} (rss after the timed runs).
 // With a third argument `profile`: one more single-thread session with ONNX Runtime's
@@ -21,6 +22,7 @@ function readNpy(file) {
   const ab = data.buffer.slice(data.byteOffset, data.byteOffset + data.length);
   if (descr === '<f4') return new ort.Tensor('float32', new Float32Array(ab), shape);
   if (descr === '<i8') return new ort.Tensor('int64', new BigInt64Array(ab), shape);
+  if (descr === '<i4') return new ort.Tensor('int32', new Int32Array(ab), shape);
   throw new Error(file + ': dtype ' + descr);
 }
 
@@ -31,7 +33,7 @@ async function main() {
   const dir = path.dirname(model), base = path.basename(stem);
   const feeds = {};
   for (const f of fs.readdirSync(dir)) {
-    if (f.startsWith(base + '.input_') && f.endsWith('.npy')) feeds[f.slice(base.length + 7, -4)] = readNpy(path.join(dir, f));
+    if (f.startsWith(base + '.input_') && f.endsWith('.npy')) feeds[decodeURIComponent(f.slice(base.length + 7, -4))] = readNpy(path.join(dir, f));
   }
   for (const threads of [1, 2]) {
     const s = await ort.InferenceSession.create(model, {intraOpNumThreads: threads, interOpNumThreads: 1});

@@ -179,12 +179,27 @@ Status tflite_add(const Tensor& a0, const Tensor& b0, const QBinaryParams& p, bo
     // ONNX Runtime's QLinearAdd (MLAS, x86-64): the inputs scaled by float32 ratios to the
     // output scale; a's term is added to b's with one fused multiply-add; rounded half to even.
     const float ra = p.a_scale / p.out_scale, rb = p.b_scale / p.out_scale;
-    for (int64_t i = 0; i < a.numel(); ++i) {
-      const float fa = static_cast<float>(load_q(a, i) - p.a_zero_point);
-      const float vb = rb * static_cast<float>(load_q(b, b.numel() == 1 ? 0 : i) - p.b_zero_point);
-      const float v = std::nearbyint(std::fma(ra, fa, subtract ? -vb : vb)) + static_cast<float>(p.out_zero_point);
-      store_q(out, i, static_cast<int32_t>(std::clamp(v, static_cast<float>(p.act_min), static_cast<float>(p.act_max))));
-    }
+    const float lo = static_cast<float>(p.act_min - p.out_zero_point) - 1.f;
+    const float hi = static_cast<float>(p.act_max - p.out_zero_point) + 1.f;
+    auto add = [&](auto tag) {
+      using T = decltype(tag);
+      const T* pa = a.data<T>();
+      const T* pb = b.data<T>();
+      T* po = out.data<T>();
+      const bool scalar_b = b.numel() == 1;
+      for (int64_t i = 0; i < a.numel(); ++i) {
+        const float fa = static_cast<float>(static_cast<int32_t>(pa[i]) - p.a_zero_point);
+        const float vb = rb * static_cast<float>(static_cast<int32_t>(pb[scalar_b ? 0 : i]) - p.b_zero_point);
+        // Clamped a step beyond the output range, then rounded half to even by the 1.5 * 2^23
+        // trick (exact for |v| < 2^22; the same as nearbyint in the default rounding mode).
+        const float v = std::clamp(std::fma(ra, fa, subtract ? -vb : vb), lo, hi);
+        const float r = (v + 12582912.f) - 12582912.f;
+        const int32_t y = static_cast<int32_t>(r) + p.out_zero_point;
+        po[i] = static_cast<T>(std::clamp(y, p.act_min, p.act_max));
+      }
+    };
+    if (a.dtype() == DType::i8) add(int8_t{});
+    else add(uint8_t{});
     return {};
   }
   constexpr int kLeftShift = 20;

