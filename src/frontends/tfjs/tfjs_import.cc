@@ -8,152 +8,20 @@
 #include <fstream>
 #include <set>
 
-#include "frontends/tfjs/tfjs_convert.h"
+#include "frontends/tf/tf_convert.h"
 #include "ir/shape_inference.h"
 
 namespace rkd::tfjs_frontend {
 
+using tf::Converter;
+using tf::Json;
+using tf::TfNode;
+using tf::attr_type;
+using tf::json_int;
+
 namespace {
-
 constexpr int64_t kMaxRank = 8;
-
-// protobuf-JSON writes int64 as a string; some writers use numbers.
-std::optional<int64_t> json_int(const Json& v) {
-  if (v.is_number_integer()) return v.get<int64_t>();
-  if (v.is_number_unsigned()) {
-    const uint64_t u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
-    return static_cast<int64_t>(u);
-  }
-  if (v.is_string()) {
-    const std::string& s = v.get_ref<const std::string&>();
-    if (s.empty() || s.size() > 20) return std::nullopt;
-    size_t i = s[0] == '-' ? 1 : 0;
-    if (i == s.size()) return std::nullopt;
-    __extension__ typedef __int128 i128;
-    i128 r = 0;
-    for (; i < s.size(); ++i) {
-      if (s[i] < '0' || s[i] > '9') return std::nullopt;
-      r = r * 10 + (s[i] - '0');
-      if (r > static_cast<i128>(INT64_MAX) + 1) return std::nullopt;
-    }
-    if (s[0] == '-') r = -r;
-    if (r > INT64_MAX || r < INT64_MIN) return std::nullopt;
-    return static_cast<int64_t>(r);
-  }
-  return std::nullopt;
-}
-
-std::optional<std::string> base64_decode(const std::string& in) {
-  static const std::string kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char ch : in) {
-    if (ch == '=') break;
-    const size_t k = kAlphabet.find(ch == '-' ? '+' : ch == '_' ? '/' : ch);
-    if (k == std::string::npos) return std::nullopt;
-    acc = (acc << 6) | static_cast<uint32_t>(k);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
-  return out;
-}
-
-const Json* attr_entry(const TfNode& n, const char* key) {
-  if (!n.attr) return nullptr;
-  auto it = n.attr->find(key);
-  return it == n.attr->end() ? nullptr : &*it;
-}
-
-Error bad_attr(const TfNode& n, const char* key, const char* kind) {
-  return invalid("node '" + n.name + "' (" + n.op + "): attribute '" + key + "' is not " + kind);
-}
-
 }  // namespace
-
-Result<int64_t> attr_int(const TfNode& n, const char* key, int64_t fallback) {
-  const Json* a = attr_entry(n, key);
-  if (!a) return fallback;
-  if (!a->is_object() || !a->contains("i")) return bad_attr(n, key, "an int");
-  auto v = json_int((*a)["i"]);
-  if (!v) return bad_attr(n, key, "an int");
-  return *v;
-}
-
-Result<float> attr_float(const TfNode& n, const char* key, float fallback) {
-  const Json* a = attr_entry(n, key);
-  if (!a) return fallback;
-  if (!a->is_object() || !a->contains("f")) return bad_attr(n, key, "a float");
-  const Json& f = (*a)["f"];
-  if (f.is_number()) return f.get<float>();
-  if (f.is_string()) {
-    const std::string& s = f.get_ref<const std::string&>();
-    if (s == "NaN") return std::nanf("");
-    if (s == "Infinity") return INFINITY;
-    if (s == "-Infinity") return -INFINITY;
-  }
-  return bad_attr(n, key, "a float");
-}
-
-Result<bool> attr_bool(const TfNode& n, const char* key, bool fallback) {
-  const Json* a = attr_entry(n, key);
-  if (!a) return fallback;
-  if (!a->is_object() || !a->contains("b") || !(*a)["b"].is_boolean()) return bad_attr(n, key, "a bool");
-  return (*a)["b"].get<bool>();
-}
-
-Result<std::string> attr_string(const TfNode& n, const char* key, const std::string& fallback) {
-  const Json* a = attr_entry(n, key);
-  if (!a) return fallback;
-  if (!a->is_object() || !a->contains("s") || !(*a)["s"].is_string()) return bad_attr(n, key, "a string");
-  auto s = base64_decode((*a)["s"].get<std::string>());
-  if (!s) return bad_attr(n, key, "base64");
-  return *s;
-}
-
-Result<std::vector<int64_t>> attr_ints(const TfNode& n, const char* key) {
-  std::vector<int64_t> out;
-  const Json* a = attr_entry(n, key);
-  if (!a) return out;
-  if (!a->is_object() || !a->contains("list") || !(*a)["list"].is_object()) return bad_attr(n, key, "a list");
-  const Json& l = (*a)["list"];
-  if (!l.contains("i")) return out;
-  if (!l["i"].is_array() || l["i"].size() > 64) return bad_attr(n, key, "a list of ints");
-  for (const Json& e : l["i"]) {
-    auto v = json_int(e);
-    if (!v) return bad_attr(n, key, "a list of ints");
-    out.push_back(*v);
-  }
-  return out;
-}
-
-Result<std::vector<std::string>> attr_strings(const TfNode& n, const char* key) {
-  std::vector<std::string> out;
-  const Json* a = attr_entry(n, key);
-  if (!a) return out;
-  if (!a->is_object() || !a->contains("list") || !(*a)["list"].is_object()) return bad_attr(n, key, "a list");
-  const Json& l = (*a)["list"];
-  if (!l.contains("s")) return out;
-  if (!l["s"].is_array() || l["s"].size() > 64) return bad_attr(n, key, "a list of strings");
-  for (const Json& e : l["s"]) {
-    if (!e.is_string()) return bad_attr(n, key, "a list of strings");
-    auto s = base64_decode(e.get<std::string>());
-    if (!s) return bad_attr(n, key, "base64");
-    out.push_back(*s);
-  }
-  return out;
-}
-
-Result<std::string> attr_type(const TfNode& n, const char* key, const std::string& fallback) {
-  const Json* a = attr_entry(n, key);
-  if (!a) return fallback;
-  if (!a->is_object() || !a->contains("type") || !(*a)["type"].is_string()) return bad_attr(n, key, "a type");
-  return (*a)["type"].get<std::string>();
-}
 
 namespace {
 
@@ -371,7 +239,10 @@ Status make_input(ir::Graph& g, Converter& c, const TfNode& n, const Json* sig, 
   auto dt = dtype_of_tf(t);
   if (!dt) return unsupported(what + ": input '" + n.name + "' has dtype " + t);
   std::optional<std::vector<int64_t>> dims;
-  if (const Json* a = attr_entry(n, "shape"); a && a->is_object() && a->contains("shape")) dims = shape_proto((*a)["shape"]);
+  if (n.attr && n.attr->contains("shape")) {
+    const Json& a = (*n.attr)["shape"];
+    if (a.is_object() && a.contains("shape")) dims = shape_proto(a["shape"]);
+  }
   if (sig && sig->contains("inputs") && (*sig)["inputs"].is_object()) {
     for (const auto& [key, e] : (*sig)["inputs"].items()) {
       if (normalise_ref(key) == n.name && e.is_object() && e.contains("tensorShape")) {
@@ -434,7 +305,7 @@ Result<Imported> import_tfjs(std::string_view text, std::span<const uint8_t> wei
   g.producer = "TensorFlow.js";
   if (j.contains("convertedBy") && j["convertedBy"].is_string()) g.producer += " (converted by " + j["convertedBy"].get<std::string>() + ")";
   const Json* sig = signature_of(j);
-  Converter c(g, opt);
+  Converter c(g, opt.evaluate);
   std::set<std::string> read;
   for (const TfNode& n : nodes) {
     for (const std::string& r : n.inputs) read.insert(node_of(r));

@@ -8,14 +8,10 @@
 //    affine-quantized float32/int32 (value = q * scale + min, computed in double and stored
 //    as float32, int32 ones rounded, as TensorFlow.js does). Shard paths are relative to the
 //    model's folder and may not leave it.
-//  - TensorFlow ops become ONNX-form IR ops (opset 17). TensorFlow is NHWC; rkdeploy's
-//    convolution, pooling and resize kernels are NCHW. The importer tracks each 4-D tensor's
-//    layout: layout-bound ops consume and produce NCHW, layout-free ops (elementwise with
-//    per-channel or scalar operands, keep-dims reductions, concat, pad) follow their inputs,
-//    and a Transpose back to NHWC is inserted only where a layout-sensitive consumer
-//    (Reshape, StridedSlice, a graph output, ...) reads the tensor. Graph outputs are NHWC,
-//    exactly as TensorFlow.js returns them. So outputs equal TensorFlow.js's up to float
-//    rounding (docs/models.md).
+//  - TensorFlow ops become ONNX-form IR ops (opset 17) through the shared TensorFlow-op
+//    converter (src/frontends/tf/tf_convert.h: NHWC semantics, NCHW kernels, layout tracked
+//    per tensor). Graph outputs are NHWC, exactly as TensorFlow.js returns them, so outputs
+//    equal TensorFlow.js's up to float rounding (docs/models.md).
 //  - Value names are TensorFlow tensor names ("node" for output 0, "node:1", ...); the NCHW
 //    twin of a tensor is "name#nchw". Inputs and outputs come from the signature when the
 //    file has one (also under userDefinedMetadata), else Placeholders and unread nodes.

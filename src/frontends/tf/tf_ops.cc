@@ -1,13 +1,13 @@
-// TensorFlow op -> ONNX-form IR op conversions (contract in tfjs_import.h). Where the two
+// TensorFlow op -> ONNX-form IR op conversions (contract in tf_convert.h). Where the two
 // definitions differ the conversion says how it keeps TensorFlow's semantics.
 #include <algorithm>
 #include <climits>
 #include <cmath>
 #include <set>
 
-#include "frontends/tfjs/tfjs_convert.h"
+#include "frontends/tf/tf_convert.h"
 
-namespace rkd::tfjs_frontend {
+namespace rkd::tf {
 
 namespace {
 
@@ -827,4 +827,4 @@ Status Converter::misc(const TfNode& n) {
   return {};
 }
 
-}  // namespace rkd::tfjs_frontend
+}  // namespace rkd::tf

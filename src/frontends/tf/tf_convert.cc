@@ -1,10 +1,151 @@
 // Converter core: emitting IR nodes, import-time folding, NHWC/NCHW bookkeeping.
 #include <algorithm>
+#include <cmath>
 
-#include "frontends/tfjs/tfjs_convert.h"
+#include "frontends/tf/tf_convert.h"
 #include "ir/shape_inference.h"
 
-namespace rkd::tfjs_frontend {
+namespace rkd::tf {
+
+std::optional<int64_t> json_int(const Json& v) {
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    if (s.empty() || s.size() > 20) return std::nullopt;
+    size_t i = s[0] == '-' ? 1 : 0;
+    if (i == s.size()) return std::nullopt;
+    __extension__ typedef __int128 i128;
+    i128 r = 0;
+    for (; i < s.size(); ++i) {
+      if (s[i] < '0' || s[i] > '9') return std::nullopt;
+      r = r * 10 + (s[i] - '0');
+      if (r > static_cast<i128>(INT64_MAX) + 1) return std::nullopt;
+    }
+    if (s[0] == '-') r = -r;
+    if (r > INT64_MAX || r < INT64_MIN) return std::nullopt;
+    return static_cast<int64_t>(r);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> base64_decode(const std::string& in) {
+  static const std::string kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char ch : in) {
+    if (ch == '=') break;
+    const size_t k = kAlphabet.find(ch == '-' ? '+' : ch == '_' ? '/' : ch);
+    if (k == std::string::npos) return std::nullopt;
+    acc = (acc << 6) | static_cast<uint32_t>(k);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  return out;
+}
+
+namespace {
+const Json* attr_entry(const TfNode& n, const char* key) {
+  if (!n.attr) return nullptr;
+  auto it = n.attr->find(key);
+  return it == n.attr->end() ? nullptr : &*it;
+}
+
+Error bad_attr(const TfNode& n, const char* key, const char* kind) {
+  return invalid("node '" + n.name + "' (" + n.op + "): attribute '" + key + "' is not " + kind);
+}
+
+}  // namespace
+
+Result<int64_t> attr_int(const TfNode& n, const char* key, int64_t fallback) {
+  const Json* a = attr_entry(n, key);
+  if (!a) return fallback;
+  if (!a->is_object() || !a->contains("i")) return bad_attr(n, key, "an int");
+  auto v = json_int((*a)["i"]);
+  if (!v) return bad_attr(n, key, "an int");
+  return *v;
+}
+
+Result<float> attr_float(const TfNode& n, const char* key, float fallback) {
+  const Json* a = attr_entry(n, key);
+  if (!a) return fallback;
+  if (!a->is_object() || !a->contains("f")) return bad_attr(n, key, "a float");
+  const Json& f = (*a)["f"];
+  if (f.is_number()) return f.get<float>();
+  if (f.is_string()) {
+    const std::string& s = f.get_ref<const std::string&>();
+    if (s == "NaN") return std::nanf("");
+    if (s == "Infinity") return INFINITY;
+    if (s == "-Infinity") return -INFINITY;
+  }
+  return bad_attr(n, key, "a float");
+}
+
+Result<bool> attr_bool(const TfNode& n, const char* key, bool fallback) {
+  const Json* a = attr_entry(n, key);
+  if (!a) return fallback;
+  if (!a->is_object() || !a->contains("b") || !(*a)["b"].is_boolean()) return bad_attr(n, key, "a bool");
+  return (*a)["b"].get<bool>();
+}
+
+Result<std::string> attr_string(const TfNode& n, const char* key, const std::string& fallback) {
+  const Json* a = attr_entry(n, key);
+  if (!a) return fallback;
+  if (!a->is_object() || !a->contains("s") || !(*a)["s"].is_string()) return bad_attr(n, key, "a string");
+  auto s = base64_decode((*a)["s"].get<std::string>());
+  if (!s) return bad_attr(n, key, "base64");
+  return *s;
+}
+
+Result<std::vector<int64_t>> attr_ints(const TfNode& n, const char* key) {
+  std::vector<int64_t> out;
+  const Json* a = attr_entry(n, key);
+  if (!a) return out;
+  if (!a->is_object() || !a->contains("list") || !(*a)["list"].is_object()) return bad_attr(n, key, "a list");
+  const Json& l = (*a)["list"];
+  if (!l.contains("i")) return out;
+  if (!l["i"].is_array() || l["i"].size() > 64) return bad_attr(n, key, "a list of ints");
+  for (const Json& e : l["i"]) {
+    auto v = json_int(e);
+    if (!v) return bad_attr(n, key, "a list of ints");
+    out.push_back(*v);
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> attr_strings(const TfNode& n, const char* key) {
+  std::vector<std::string> out;
+  const Json* a = attr_entry(n, key);
+  if (!a) return out;
+  if (!a->is_object() || !a->contains("list") || !(*a)["list"].is_object()) return bad_attr(n, key, "a list");
+  const Json& l = (*a)["list"];
+  if (!l.contains("s")) return out;
+  if (!l["s"].is_array() || l["s"].size() > 64) return bad_attr(n, key, "a list of strings");
+  for (const Json& e : l["s"]) {
+    if (!e.is_string()) return bad_attr(n, key, "a list of strings");
+    auto s = base64_decode(e.get<std::string>());
+    if (!s) return bad_attr(n, key, "base64");
+    out.push_back(*s);
+  }
+  return out;
+}
+
+Result<std::string> attr_type(const TfNode& n, const char* key, const std::string& fallback) {
+  const Json* a = attr_entry(n, key);
+  if (!a) return fallback;
+  if (!a->is_object() || !a->contains("type") || !(*a)["type"].is_string()) return bad_attr(n, key, "a type");
+  return (*a)["type"].get<std::string>();
+}
+
+
 
 namespace {
 constexpr int64_t kMaxFoldElements = int64_t{16} << 20;
@@ -52,7 +193,7 @@ Result<std::vector<ir::Value*>> Converter::emit(const TfNode& src, const std::st
   Status s = ir::infer_node(*node, g_.opset);
   if (!s.ok()) return s.error().with_context(where);
   std::vector<ir::Value*> outs = node->outputs;
-  bool foldable = static_cast<bool>(opt_.evaluate);
+  bool foldable = static_cast<bool>(evaluate_);
   std::vector<const Tensor*> in;
   for (ir::Value* v : ins) {
     if (v && !v->constant) foldable = false;
@@ -63,7 +204,7 @@ Result<std::vector<ir::Value*>> Converter::emit(const TfNode& src, const std::st
     if (!numel || *numel > kMaxFoldElements) foldable = false;
   }
   if (!foldable) return outs;
-  auto r = opt_.evaluate(*node, g_.opset, in);
+  auto r = evaluate_(*node, g_.opset, in);
   if (!r.ok()) {
     if (r.error().kind == ErrorKind::unsupported) return outs;  // left to the executor
     return r.error().with_context(where);
@@ -163,4 +304,4 @@ Result<ir::Value*> Converter::output(const std::string& ref) {
   return emit1(src, "Identity", {v}, {}, ref);
 }
 
-}  // namespace rkd::tfjs_frontend
+}  // namespace rkd::tf

@@ -1,9 +1,23 @@
-// Private to src/frontends/tfjs: the state of one import (TensorFlow node -> IR nodes) and
-// the layout bookkeeping described in tfjs_import.h.
+// TensorFlow-op converter shared by the TensorFlow-family front ends (TensorFlow.js graph
+// models, TFLite): TensorFlow NodeDefs (op name, data inputs, protobuf-JSON attributes) become
+// ONNX-form IR ops (opset 17).
+//
+// Contract:
+//  - TensorFlow is NHWC; rkdeploy's convolution, pooling and resize kernels are NCHW. Each
+//    4-D tensor's layout is tracked: layout-bound ops consume and produce NCHW, layout-free
+//    ops (elementwise with per-channel or scalar operands, keep-dims reductions, concat, pad)
+//    follow their inputs, and a Transpose back to NHWC is inserted only where a
+//    layout-sensitive reader (Reshape, StridedSlice, a graph output, ...) needs it.
+//  - Value names: the TensorFlow tensor name ("node" for output 0, "node:1", ...), its NCHW
+//    twin "name#nchw"; node names are unique.
+//  - Every emitted node's outputs get shapes at once (ir::infer_node); nodes whose inputs
+//    are all constant are evaluated by the given evaluator when there is one.
+//  - Errors name the TensorFlow node.
 #pragma once
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -11,10 +25,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.h"
-#include "frontends/tfjs/tfjs_import.h"
+#include "ir/pass.h"
 #include "ir/ir.h"
 
-namespace rkd::tfjs_frontend {
+namespace rkd::tf {
 
 using Json = nlohmann::ordered_json;
 
@@ -32,6 +46,10 @@ struct TfNode {
   const Json* attr = nullptr;       // the "attr" object, or nullptr
 };
 
+// protobuf-JSON int64 (a string, or a number); nullopt when it is neither.
+std::optional<int64_t> json_int(const Json& v);
+std::optional<std::string> base64_decode(const std::string& in);
+
 // Attribute readers (protobuf-JSON AttrValue); the default when absent, an Error naming the
 // node when present with another kind.
 Result<int64_t> attr_int(const TfNode& n, const char* key, int64_t fallback);
@@ -44,7 +62,7 @@ Result<std::string> attr_type(const TfNode& n, const char* key, const std::strin
 
 class Converter {
  public:
-  Converter(ir::Graph& g, const ImportOptions& opt) : g_(g), opt_(opt) {}
+  Converter(ir::Graph& g, ir::NodeEvaluator evaluate) : g_(g), evaluate_(std::move(evaluate)) {}
 
   // Converts one node whose inputs are all converted already.
   Status convert(const TfNode& n);
@@ -88,7 +106,7 @@ class Converter {
   bool only_nchw(const TfTensor& t) const { return t.nchw != nullptr && t.nhwc == nullptr; }
   static int rank_of(const ir::Value* v) { return v && v->shape ? static_cast<int>(v->shape->size()) : -1; }
 
-  // Op families (tfjs_ops.cc).
+  // Op families (tf_ops.cc).
   Status conv(const TfNode& n);
   Status conv_transpose(const TfNode& n);
   Status pool(const TfNode& n);
@@ -110,10 +128,10 @@ class Converter {
                            ir::Value** out);
 
   ir::Graph& g_;
-  const ImportOptions& opt_;
+  ir::NodeEvaluator evaluate_;
   std::map<std::string, TfTensor> tensors_;
   std::set<std::string> node_names_;
   int counter_ = 0;
 };
 
-}  // namespace rkd::tfjs_frontend
+}  // namespace rkd::tf
