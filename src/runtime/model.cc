@@ -2,6 +2,7 @@
 
 #include "frontends/onnx/onnx_import.h"
 #include "frontends/tfjs/tfjs_import.h"
+#include "frontends/tflite/tflite_import.h"
 #include "runtime/op_registry.h"
 
 namespace rkd::runtime {
@@ -13,6 +14,12 @@ Result<ImportedModel> import_model(const std::string& path, int64_t batch) {
     io.batch = batch > 0 ? batch : 1;
     io.evaluate = evaluate_node;
     RKD_ASSIGN(tfjs_frontend::Imported imp, tfjs_frontend::import_tfjs_file(path, io));
+    m.graph = std::move(imp.graph);
+    m.notes = std::move(imp.notes);
+  } else if (tflite_frontend::is_tflite_path(path)) {
+    tflite_frontend::ImportOptions io;
+    io.evaluate = evaluate_node;
+    RKD_ASSIGN(tflite_frontend::Imported imp, tflite_frontend::import_tflite_file(path, io));
     m.graph = std::move(imp.graph);
     m.notes = std::move(imp.notes);
   } else {

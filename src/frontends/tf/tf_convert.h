@@ -76,6 +76,20 @@ class Converter {
 
   static bool supports(const std::string& op);
 
+  // For front ends that add their own nodes around converted ones (TFLite's quantization):
+  // makes `to` another name for tensor `from`; the tensor's only form and its layout (a
+  // tensor present in both layouts yields its NHWC form); replaces a tensor by one form.
+  void alias(const std::string& to, const std::string& from) { tensors_[to] = tensors_.at(from); }
+  std::pair<ir::Value*, bool> form(const std::string& ref) const {
+    const TfTensor& t = tensors_.at(ref);
+    return t.nhwc ? std::pair<ir::Value*, bool>{t.nhwc, false} : std::pair<ir::Value*, bool>{t.nchw, true};
+  }
+  void set_form(const std::string& ref, ir::Value* v, bool nchw) {
+    TfTensor& t = tensors_[ref];
+    t = TfTensor{};
+    (nchw ? t.nchw : t.nhwc) = v;
+  }
+
  private:
   using Attrs = std::map<std::string, ir::Attribute>;
   struct Emitted {

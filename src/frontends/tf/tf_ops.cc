@@ -75,7 +75,8 @@ const std::map<std::string, std::string> kUnary = {
     {"Sqrt", "Sqrt"},   {"Exp", "Exp"},         {"Log", "Log"},     {"Abs", "Abs"},       {"Neg", "Neg"},
     {"Floor", "Floor"}, {"Ceil", "Ceil"},       {"Round", "Round"}, {"Softplus", "Softplus"}, {"Reciprocal", "Reciprocal"},
     {"Sin", "Sin"},     {"Cos", "Cos"},         {"Erf", "Erf"},     {"Sign", "Sign"},     {"LeakyRelu", "LeakyRelu"},
-    {"Relu6", "Clip"},  {"Rsqrt", "Sqrt"},      {"Square", "Mul"},  {"Cast", "Cast"},     {"LogicalNot", "Not"}};
+    {"Relu6", "Clip"},  {"Rsqrt", "Sqrt"},      {"Square", "Mul"},  {"Cast", "Cast"},     {"LogicalNot", "Not"},
+    {"HardSwish", "HardSwish"}};
 const std::set<std::string> kAlias = {"Identity", "StopGradient", "Snapshot"};
 const std::map<std::string, std::string> kBinary = {
     {"Add", "Add"},          {"AddV2", "Add"},      {"BiasAdd", "Add"},         {"Sub", "Sub"},
@@ -471,7 +472,10 @@ Status Converter::reduce(const TfNode& n) {
   RKD_ASSIGN(bool keep, attr_bool(n, "keep_dims", false));
   RKD_ASSIGN(TfTensor * t, input(n, 0));
   const bool nchw = keep && only_nchw(*t);
-  ir::Value* x = nchw ? t->nchw : t->nhwc;
+  ir::Value* x = t->nchw;
+  if (!nchw) {
+    RKD_ASSIGN(x, in_nhwc(n, 0));
+  }
   const int r = rank_of(x);
   for (int64_t& a : axes) {
     RKD_ASSIGN(a, norm_axis(n, a, r));
