@@ -98,6 +98,10 @@ class Graph {
   int64_t opset = 0;            // default-domain opset
   std::string producer;         // producer_name + version of the file
   std::string name;
+  // Model-level facts passes read. "rkdeploy.requant": the integer requantization convention
+  // of the source format (quant::Requant name; absent = ONNX Runtime's), set by the TFLite
+  // importer and read by qdq-to-qlinear.
+  std::map<std::string, std::string> metadata;
 
   // Points input i of n at v (nullptr = omitted), keeping consumer lists right.
   void set_input(Node* n, size_t i, Value* v);

@@ -446,22 +446,37 @@ bool per_tensor(const Value* scale) { return scale && scale->constant && scale->
 
 namespace {
 // The op's output y is read only by QuantizeLinear (per-tensor, constant zero point), or by a
-// Relu read only by one whose zero point is the type's minimum: the saturation to qmin is
-// then the Relu, exactly (what ONNX Runtime's ReluQuantFusion does). Returns the
-// QuantizeLinear and sets *relu to the absorbed Relu (or nullptr).
+// Relu or Clip(0, hi) read only by one whose zero point is the type's minimum (and, for the
+// Clip, whose largest value lies at or below hi): the output saturation is then the
+// activation, exactly (ONNX Runtime's ReluQuantFusion; TFLite's fused Relu/Relu6 ranges).
+// Returns the QuantizeLinear and sets *relu to the absorbed activation (or nullptr).
 Node* quantized_output(const ir::Graph& g, Value* y, Node** relu) {
   auto single_reader = [&](Value* v, const char* type) -> Node* {
     if (!v || v->consumers.size() != 1 || v->consumers[0]->op_type != type || !v->consumers[0]->domain.empty()) return nullptr;
     return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end() ? nullptr : v->consumers[0];
   };
   *relu = single_reader(y, "Relu");
-  Node* qy = *relu ? single_reader((*relu)->outputs[0], "QuantizeLinear") : single_reader(y, "QuantizeLinear");
-  if (!qy || qy->inputs.size() < 3 || !per_tensor(qy->inputs[1]) || !qy->inputs[2] || !qy->inputs[2]->constant) return nullptr;
-  if (*relu) {
-    const Tensor& yz = *qy->inputs[2]->constant;
-    const double qmin = yz.dtype() == DType::i8 ? -128.0 : 0.0;
-    if (yz.numel() != 1 || yz.get_as_double(0) != qmin) return nullptr;
+  Node* clip = *relu ? nullptr : single_reader(y, "Clip");
+  if (clip && (clip->inputs.size() < 3 || !clip->inputs[1] || !clip->inputs[2] || !clip->inputs[1]->constant ||
+               !clip->inputs[2]->constant || clip->inputs[1]->constant->get_as_double(0) != 0.0)) {
+    clip = nullptr;
   }
+  Node* act = *relu ? *relu : clip;
+  Node* qy = act ? single_reader(act->outputs[0], "QuantizeLinear") : single_reader(y, "QuantizeLinear");
+  if (!qy || qy->inputs.size() < 3 || !per_tensor(qy->inputs[1]) || !qy->inputs[2] || !qy->inputs[2]->constant) return nullptr;
+  if (act) {
+    const Tensor& yz = *qy->inputs[2]->constant;
+    const double qmin = yz.dtype() == DType::i8 ? -128.0 : 0.0, qmax = yz.dtype() == DType::i8 ? 127.0 : 255.0;
+    if (yz.numel() != 1 || yz.get_as_double(0) != qmin) return nullptr;
+    if (clip) {
+      // Clip(0, hi) is the output saturation too when hi is at or above the largest
+      // representable value: round(hi / scale) + zero point >= qmax (TFLite's Relu6 ranges).
+      const double hi = clip->inputs[2]->constant->get_as_double(0);
+      const double scale = qy->inputs[1]->constant->get_as_double(0);
+      if (std::nearbyint(hi / scale) + qmin < qmax) return nullptr;
+    }
+  }
+  *relu = act;
   return qy;
 }
 }  // namespace
@@ -542,6 +557,7 @@ ir::Pass qdq_to_qlinear_pass() {
                           if (op->attrs.count(a)) ql->attrs[a] = op->attrs.at(a);
                         }
                       }
+                      if (auto it = g.metadata.find("rkdeploy.requant"); it != g.metadata.end()) ql->attrs["rkd_requant"] = it->second;
                       // The QLinear node produces the QuantizeLinear's output value (its name stays).
                       g.move_output(qy, 0, ql, 0);
                       gone.insert(qy);

@@ -306,13 +306,23 @@ Result<Kernel> quant_linear_factory(const Node& n, bool quantize) {
 
 // The requantizer of QLinearConv / QLinearMatMul (ONNX Runtime's convention) from inputs
 // 1 (x scale), 4 (weight scales), 6 (y scale) and 7 (y zero point, whose type is the output's).
-Result<quant::Requantizer> qlinear_requantizer(const std::vector<const Tensor*>& in, DType out_type) {
+Result<quant::Requantizer> qlinear_requantizer(const std::vector<const Tensor*>& in, DType out_type,
+                                               quant::Requant convention = quant::Requant::onnx_float) {
   RKD_ASSIGN(auto range, quant::quantized_range(out_type));
   if (in.size() < 8 || !in[1] || !in[4] || !in[6] || in[1]->numel() < 1 || in[6]->numel() < 1) {
     return invalid("QLinear op: scales missing");
   }
-  return quant::Requantizer::make(quant::Requant::onnx_float, floats_of(in[1])[0], floats_of(in[4]), floats_of(in[6])[0],
+  return quant::Requantizer::make(convention, floats_of(in[1])[0], floats_of(in[4]), floats_of(in[6])[0],
                                   zero_points_of(in[7], 1)[0], range.first, range.second);
+}
+
+// The requantization convention of a QLinear node: its `rkd_requant` attribute (set by
+// qdq-to-qlinear from the model's source format, e.g. TFLite), ONNX Runtime's otherwise.
+Result<quant::Requant> node_requant(const Node& n) {
+  RKD_ASSIGN(std::string name, n.attr_string("rkd_requant", "onnx_float"));
+  auto r = quant::parse_requant(name);
+  if (!r.ok()) return r.error().with_context(n.describe());
+  return r;
 }
 
 // Built once when every scale and the output zero point are constants (the usual case).
@@ -324,7 +334,8 @@ Result<std::optional<quant::Requantizer>> constant_qlinear_requantizer(const Nod
   }
   const ir::Value* y = n.outputs.empty() ? nullptr : n.outputs[0];
   if (!y || !y->dtype) return std::optional<quant::Requantizer>{};
-  auto rq = qlinear_requantizer(in, *y->dtype);
+  RKD_ASSIGN(quant::Requant conv, node_requant(n));
+  auto rq = qlinear_requantizer(in, *y->dtype, conv);
   if (!rq.ok()) return rq.error().with_context(n.describe());
   return std::optional<quant::Requantizer>(*rq);
 }
@@ -777,8 +788,10 @@ const std::map<std::string, Factory>& registry() {
           });
         }
       }
-      return Kernel([p, what, rq0](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-        RKD_ASSIGN(quant::Requantizer rq, rq0 ? Result<quant::Requantizer>(*rq0) : qlinear_requantizer(in, out[0].dtype()));
+      RKD_ASSIGN(quant::Requant convention, node_requant(n));
+      return Kernel([p, what, rq0, convention](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        RKD_ASSIGN(quant::Requantizer rq,
+                   rq0 ? Result<quant::Requantizer>(*rq0) : qlinear_requantizer(in, out[0].dtype(), convention));
         const Tensor bias = in.size() > 8 && in[8] ? *in[8] : Tensor();
         Status st = quant::qlinear_conv(*in[0], zero_points_of(in[2], 1)[0], *in[3], zero_points_of(in[5], rq.channels()),
                                         bias, p, rq, out[0]);

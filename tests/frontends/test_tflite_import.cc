@@ -12,6 +12,7 @@
 
 #include "common/tolerance.h"
 #include "frontends/tflite/tflite_import.h"
+#include "quant/int8.h"
 #include "runtime/model.h"
 #include "tflite_subset_generated.h"
 
@@ -238,6 +239,94 @@ TEST(TfliteImport, Int8ConvWithPerAxisWeightsIsItsQdqMeaning) {
     exact += g == want;
   }
   EXPECT_GE(exact, static_cast<int>(conv.size()) - 2);
+}
+
+// The int8 model on the integer kernels: QLinearConv with TFLite's double-rounding
+// requantization (the fused Relu6 as the output range), equal to quant::qlinear_conv run here
+// on the file's own integers - and, on the larger case, different from ONNX Runtime's
+// float requantization of the same accumulators, so the test tells the conventions apart.
+void check_int8_conv(int64_t H, int64_t W, int64_t C, int64_t O, fb::Activation act, QuantSpec yq, uint32_t seed,
+                     bool conventions_must_differ) {
+  const int64_t K = 3;
+  Builder bd;
+  const QuantSpec xq{{0.04f}, {5}, 0};
+  QuantSpec wq;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> sd(0.0005f, 0.03f);
+  for (int64_t o = 0; o < O; ++o) {
+    wq.scales.push_back(sd(rng));
+    wq.zero_points.push_back(0);
+  }
+  std::uniform_int_distribution<int> q8(-127, 127), b32(-3000, 3000), x8(-128, 127);
+  std::vector<int8_t> wv(static_cast<size_t>(O * K * K * C)), xv(static_cast<size_t>(H * W * C));
+  std::vector<int32_t> bv(static_cast<size_t>(O));
+  for (auto& v : wv) v = static_cast<int8_t>(q8(rng));
+  for (auto& v : xv) v = static_cast<int8_t>(x8(rng));
+  for (auto& v : bv) v = b32(rng);
+  QuantSpec bq;
+  for (float sc : wq.scales) {
+    bq.scales.push_back(xq.scales[0] * sc);
+    bq.zero_points.push_back(0);
+  }
+  const int64_t OH = (H + 1) / 2, OW = (W + 1) / 2;
+  const int32_t x = bd.tensor("x", fb::TensorType_INT8, {1, int32_t(H), int32_t(W), int32_t(C)}, nullptr, 0, &xq);
+  const int32_t f = bd.tensor("w", fb::TensorType_INT8, {int32_t(O), int32_t(K), int32_t(K), int32_t(C)}, wv.data(), wv.size(), &wq);
+  const int32_t b = bd.tensor("b", fb::TensorType_INT32, {int32_t(O)}, bv.data(), bv.size() * 4, &bq);
+  const int32_t y = bd.tensor("y", fb::TensorType_INT8, {1, int32_t(OH), int32_t(OW), int32_t(O)}, nullptr, 0, &yq);
+  bd.op(3, {x, f, b}, {y}, fb::BuiltinOptions_Conv2DOptions, fb::CreateConv2DOptions(bd.b, fb::Padding_SAME, 2, 2, act).Union());
+  const std::string path = write("int8_backend", bd.finish({x}, {y}));
+  runtime::LoadOptions lo;
+  lo.compile.int8 = true;
+  auto m = runtime::load_model(path, lo);
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  int qconv = 0, fconv = 0;
+  for (const auto& n : m->graph->nodes()) {
+    qconv += n->op_type == "QLinearConv";
+    fconv += n->op_type == "Conv";
+  }
+  EXPECT_EQ(qconv, 1);
+  EXPECT_EQ(fconv, 0);
+  Tensor xt = Tensor::empty(DType::i8, {1, H, W, C});
+  std::copy(xv.begin(), xv.end(), xt.data<int8_t>());
+  auto out = m->executor->run({{"x", xt}});
+  ASSERT_TRUE(out.ok()) << out.error().to_string();
+  // The reference: NCHW input, OIHW weights, TFLite's SAME padding (floor(total / 2) before).
+  Tensor xn = Tensor::empty(DType::i8, {1, C, H, W});
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t i = 0; i < H * W; ++i) xn.data<int8_t>()[c * H * W + i] = xv[static_cast<size_t>(i * C + c)];
+  Tensor wn = Tensor::empty(DType::i8, {O, C, K, K});
+  for (int64_t o = 0; o < O; ++o)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t k = 0; k < K * K; ++k) wn.data<int8_t>()[(o * C + c) * K * K + k] = wv[static_cast<size_t>((o * K * K + k) * C + c)];
+  Tensor bt = Tensor::empty(DType::i32, {O});
+  std::copy(bv.begin(), bv.end(), bt.data<int32_t>());
+  const int64_t th = std::max<int64_t>((OH - 1) * 2 + K - H, 0), tw = std::max<int64_t>((OW - 1) * 2 + K - W, 0);
+  const quant::QConvParams qp{{2, 2}, {1, 1}, {th / 2, tw / 2, th - th / 2, tw - tw / 2}, 1};
+  auto reference = [&](quant::Requant convention) {
+    auto rq = quant::Requantizer::make(convention, xq.scales[0], wq.scales, yq.scales[0], static_cast<int32_t>(yq.zero_points[0]), -128, 127);
+    EXPECT_TRUE(rq.ok());
+    Tensor want = Tensor::empty(DType::i8, {1, O, OH, OW});
+    EXPECT_TRUE(quant::qlinear_conv(xn, 5, wn, std::vector<int32_t>(static_cast<size_t>(O), 0), bt, qp, *rq, want).ok());
+    return want;
+  };
+  const Tensor want = reference(quant::Requant::tflite_double_rounding);
+  const Tensor onnx = reference(quant::Requant::onnx_float);
+  const Tensor& got = out->at("y");
+  ASSERT_EQ(got.shape(), (Shape{1, OH, OW, O}));
+  int differ = 0;
+  for (int64_t o = 0; o < O; ++o)
+    for (int64_t i = 0; i < OH * OW; ++i) {
+      ASSERT_EQ(got.data<int8_t>()[i * O + o], want.data<int8_t>()[o * OH * OW + i]) << "channel " << o << " pixel " << i;
+      differ += want.data<int8_t>()[o * OH * OW + i] != onnx.data<int8_t>()[o * OH * OW + i];
+    }
+  if (conventions_must_differ) {
+    EXPECT_GT(differ, 0) << "the data does not tell TFLite's rounding from ONNX Runtime's";
+  }
+}
+
+TEST(TfliteImport, Int8ConvRunsOnTheIntegerKernelsWithTfliteRounding) {
+  check_int8_conv(6, 5, 3, 4, fb::Activation_RELU6, QuantSpec{{6.f / 255.f}, {-128}, 0}, 11, false);
+  check_int8_conv(32, 29, 16, 24, fb::Activation_NONE, QuantSpec{{0.02f}, {3}, 0}, 12, true);
 }
 
 TEST(TfliteImport, ErrorsNameTheProblem) {

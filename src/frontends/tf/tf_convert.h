@@ -80,6 +80,11 @@ class Converter {
   // makes `to` another name for tensor `from`; the tensor's only form and its layout (a
   // tensor present in both layouts yields its NHWC form); replaces a tensor by one form.
   void alias(const std::string& to, const std::string& from) { tensors_[to] = tensors_.at(from); }
+  // The NCHW form of a 4-D tensor, transposing if needed.
+  Result<ir::Value*> nchw(const std::string& ref) {
+    TfNode src{ref, "layout", {ref}, nullptr};
+    return in_nchw(src, 0);
+  }
   std::pair<ir::Value*, bool> form(const std::string& ref) const {
     const TfTensor& t = tensors_.at(ref);
     return t.nhwc ? std::pair<ir::Value*, bool>{t.nhwc, false} : std::pair<ir::Value*, bool>{t.nchw, true};

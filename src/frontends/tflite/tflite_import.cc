@@ -114,6 +114,9 @@ class Importer {
   Status emit(TfNode n, const Json& attrs);
   std::string define_constant(const std::string& base, Tensor t);
   Status quantize_output(const TensorInfo& t);
+  // Gives the convolution that produced y its integer weights (and int32 bias) through
+  // DequantizeLinear, so that --backend int8 runs it as QLinearConv with TFLite's arithmetic.
+  Status integer_weights(const std::string& y, const TensorInfo& w, const TensorInfo* b, bool depthwise);
   Result<ir::Value*> add_q(ir::Value* x, const TensorInfo& t, const std::string& name, bool dequantize);
 
   std::span<const uint8_t> bytes_;
@@ -249,9 +252,72 @@ Result<ir::Value*> Importer::add_q(ir::Value* x, const TensorInfo& t, const std:
 
 Status Importer::quantize_output(const TensorInfo& t) {
   auto [v, nchw] = conv_.form(t.ref);
+  if (!nchw && t.shape.size() == 4) {
+    // 4-D activations are quantized in NCHW, the layout convolutions read, so that each
+    // DequantizeLinear feeds its convolution directly (the QDQ pattern of qdq-to-qlinear).
+    RKD_ASSIGN(v, conv_.nchw(t.ref));
+    nchw = true;
+  }
   RKD_ASSIGN(ir::Value * q, add_q(v, t, t.ref + "/q", false));
   RKD_ASSIGN(ir::Value * dq, add_q(q, t, t.ref + "/dq", true));
   conv_.set_form(t.ref, dq, nchw);
+  return {};
+}
+
+Status Importer::integer_weights(const std::string& y, const TensorInfo& w, const TensorInfo* b, bool depthwise) {
+  ir::Graph& g = out_.graph;
+  ir::Node* n = conv_.form(y).first->producer;
+  while (n && (n->op_type == "Relu" || n->op_type == "Clip" || n->op_type == "Tanh") && !n->inputs.empty() && n->inputs[0]) {
+    n = n->inputs[0]->producer;
+  }
+  if (!n || n->op_type != "Conv" || n->inputs.size() < 2 || !n->inputs[1] || !n->inputs[1]->constant) return {};
+  if ((w.dtype != DType::i8 && w.dtype != DType::u8) || w.shape.size() != 4 || !w.data) return {};
+  const int64_t O = depthwise ? w.shape[3] : w.shape[0], KH = w.shape[1], KW = w.shape[2], I = depthwise ? 1 : w.shape[3];
+  if (n->inputs[1]->constant->shape() != Shape{O, I, KH, KW}) return {};
+  const bool per_channel = w.scales.size() > 1;
+  if (per_channel && (static_cast<int64_t>(w.scales.size()) != O || w.axis != (depthwise ? 3 : 0))) return {};
+  // OHWI (conv) or [1, KH, KW, O] (depthwise) -> OIHW, the integers as stored.
+  Tensor q = Tensor::empty(w.dtype, {O, I, KH, KW});
+  const size_t es = dtype_size(w.dtype);
+  for (int64_t o = 0; o < O; ++o)
+    for (int64_t i = 0; i < I; ++i)
+      for (int64_t ky = 0; ky < KH; ++ky)
+        for (int64_t kx = 0; kx < KW; ++kx) {
+          const int64_t src = depthwise ? (ky * KW + kx) * O + o : ((o * KH + ky) * KW + kx) * I + i;
+          std::memcpy(static_cast<uint8_t*>(q.raw()) + static_cast<size_t>(((o * I + i) * KH + ky) * KW + kx) * es,
+                      w.data + static_cast<size_t>(src) * es, es);
+        }
+  const int64_t nc = per_channel ? O : 1;
+  Tensor sc = Tensor::empty(DType::f32, per_channel ? Shape{O} : Shape{});
+  Tensor zp = Tensor::empty(w.dtype, per_channel ? Shape{O} : Shape{});
+  for (int64_t c = 0; c < nc; ++c) {
+    sc.data<float>()[c] = static_cast<float>(w.scales[static_cast<size_t>(c)]);
+    if (w.dtype == DType::i8) zp.data<int8_t>()[c] = static_cast<int8_t>(w.zero_points[static_cast<size_t>(c)]);
+    else zp.data<uint8_t>()[c] = static_cast<uint8_t>(w.zero_points[static_cast<size_t>(c)]);
+  }
+  auto dequantize = [&](const std::string& base, Tensor qt, Tensor st, Tensor zt, bool axis) -> Result<ir::Value*> {
+    ir::Value* qv = g.add_constant(base + "/q", std::move(qt));
+    ir::Value* sv = g.add_constant(base + "/scale", std::move(st));
+    ir::Value* zv = g.add_constant(base + "/zero_point", std::move(zt));
+    std::string out = base + "/dq";
+    while (g.find(out)) out = base + "/dq_" + std::to_string(++counter_);
+    RKD_ASSIGN(ir::Node * d, g.add_node(out + "/node", "DequantizeLinear", "", {qv, sv, zv}, {out}));
+    if (axis) d->attrs["axis"] = int64_t{0};
+    RKD_TRY(ir::infer_node(*d, g.opset));
+    return d->outputs[0];
+  };
+  RKD_ASSIGN(ir::Value * wdq, dequantize(w.ref, std::move(q), std::move(sc), std::move(zp), per_channel));
+  g.set_input(n, 1, wdq);
+  if (b && n->inputs.size() > 2 && n->inputs[2] && b->quantized && b->dtype == DType::i32 && b->data &&
+      b->size == static_cast<size_t>(O) * 4 && (b->scales.size() == 1 || static_cast<int64_t>(b->scales.size()) == O)) {
+    Tensor bq = Tensor::empty(DType::i32, {O});
+    std::memcpy(bq.raw(), b->data, b->size);
+    Tensor bs = Tensor::empty(DType::f32, {O});
+    for (int64_t c = 0; c < O; ++c) bs.data<float>()[c] = static_cast<float>(b->scales[b->scales.size() == 1 ? 0 : static_cast<size_t>(c)]);
+    RKD_ASSIGN(ir::Value * bdq, dequantize(b->ref, std::move(bq), std::move(bs), Tensor::zeros(DType::i32, {O}).value(), true));
+    g.set_input(n, 2, bdq);
+  }
+  g.metadata["rkdeploy.requant"] = "tflite_double_rounding";
   return {};
 }
 
@@ -357,7 +423,10 @@ Status Importer::convert(const fb::Operator& op, int32_t code, size_t index) {
     if (a) fused.push_back(a);
     if (fused.empty()) tf_op = s == "CONV_2D" ? "Conv2D" : "DepthwiseConv2dNative";
     attrs["fused_ops"] = a_strs(fused);
-    return emit(TfNode{y, tf_op, inputs, nullptr}, attrs);
+    RKD_TRY(emit(TfNode{y, tf_op, inputs, nullptr}, attrs));
+    if (!w.quantized) return {};
+    const TensorInfo* bias = in.size() > 2 && !in[2].empty() ? &in_tensor(2) : nullptr;
+    return integer_weights(y, w, bias, s == "DEPTHWISE_CONV_2D");
   }
   if (s == "FULLY_CONNECTED") {
     RKD_TRY(need(2));
@@ -587,7 +656,13 @@ Result<Imported> Importer::run() {
     for (int64_t s : t.shape) d.push_back(ir::Dim{s, ""});
     x->shape = d;
     g.inputs.push_back(x);
-    if (t.quantized) {
+    if (t.quantized && t.shape.size() == 4) {
+      RKD_ASSIGN(ir::Node * tr, g.add_node(r + "/to_nchw", "Transpose", "", {x}, {r + "#nchw/q"}));
+      tr->attrs["perm"] = std::vector<int64_t>{0, 3, 1, 2};
+      RKD_TRY(ir::infer_node(*tr, g.opset));
+      RKD_ASSIGN(ir::Value * dq, add_q(tr->outputs[0], t, r + "#nchw/dq", true));
+      conv_.set_form(r, dq, true);
+    } else if (t.quantized) {
       RKD_ASSIGN(ir::Value * dq, add_q(x, t, r + "/dq", true));
       conv_.define(r, dq);
     } else {
@@ -631,6 +706,8 @@ Result<Imported> Importer::run() {
     RKD_ASSIGN(ir::Value * q, add_q(f, t, r, false));
     g.outputs.push_back(q);
   }
+  g.remove_unused_constants();
+  RKD_TRY(g.sort_topologically());  // integer weights were added after their convolutions
   RKD_TRY(g.validate());
   return std::move(out_);
 }
