@@ -165,6 +165,15 @@ class QConvAccumulator {
   virtual std::string implementation() const = 0;
 };
 bool int8_conv_available();
+// The same for a matrix product with constant symmetric int8 B [K, N]: acc [rows, N] =
+// sum_k (a[r][k] - a_zero_point) * b[k][n], a int8 or uint8 [rows, K] (leading dims folded).
+class QMatMulAccumulator {
+ public:
+  virtual ~QMatMulAccumulator() = default;
+  virtual Status run(const Tensor& a, Tensor& acc) = 0;
+};
+Result<std::unique_ptr<QMatMulAccumulator>> make_qmatmul_accumulator(int64_t rows, DType a_type, int32_t a_zero_point,
+                                                                     const Tensor& b);
 Result<std::unique_ptr<QConvAccumulator>> make_qconv_accumulator(const Shape& x_shape, DType x_type, int32_t x_zero_point,
                                                                  const Tensor& weights, const ConvParams& p,
                                                                  const Shape& out_shape);

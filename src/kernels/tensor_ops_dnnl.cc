@@ -494,6 +494,85 @@ Result<std::unique_ptr<QConvAccumulator>> make_qconv_accumulator(const Shape& x_
   return std::unique_ptr<QConvAccumulator>(std::move(q));
 }
 
+namespace {
+class QMatMulDnnl final : public QMatMulAccumulator {
+ public:
+  Status init(int64_t rows, DType at, int32_t a_zp, const Tensor& b0) {
+    if (b0.rank() != 2 || b0.dtype() != DType::i8) return unsupported("int8 matmul: B must be 2-D int8");
+    if (at != DType::i8 && at != DType::u8) return invalid("int8 matmul: A must be int8 or uint8");
+    const Tensor b = b0.contiguous();
+    rows_ = rows;
+    k_ = b.dim(0);
+    n_ = b.dim(1);
+    signed_ = at == DType::i8;
+    zp_u8_ = a_zp + (signed_ ? 128 : 0);
+    if (zp_u8_ < 0 || zp_u8_ > 255) return invalid("int8 matmul: zero point out of range");
+    colsum_.assign(static_cast<size_t>(n_), 0);
+    for (int64_t kk = 0; kk < k_; ++kk) {
+      for (int64_t j = 0; j < n_; ++j) colsum_[static_cast<size_t>(j)] += b.data<int8_t>()[kk * n_ + j];
+    }
+    try {
+      const memory::desc a_md({rows_, k_}, dt::u8, tag::ab), c_md({rows_, n_}, dt::s32, tag::ab);
+      const memory::desc b_any({k_, n_}, dt::s8, tag::any);
+      auto pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_any, c_md), engine());
+      prim_ = dnnl::matmul(pd);
+      weights_ = memory(pd.weights_desc(), engine());
+      memory b_src(memory::desc({k_, n_}, dt::s8, tag::ab), engine(), const_cast<void*>(b.raw()));
+      dnnl::stream st(engine());
+      dnnl::reorder(b_src, weights_).execute(st, b_src, weights_);
+      st.wait();
+      a_md_ = a_md;
+      c_md_ = c_md;
+    } catch (const dnnl::error& e) {
+      return dnnl_error("int8 matmul", e);
+    }
+    a_u8_ = Tensor::empty(DType::u8, {rows_, k_});
+    return {};
+  }
+  Status run(const Tensor& a0, Tensor& acc) override {
+    const Tensor a = a0.contiguous();
+    uint8_t* pa = a_u8_.data<uint8_t>();
+    const int64_t total = rows_ * k_;
+    if (signed_) {
+      for (int64_t i = 0; i < total; ++i) pa[i] = static_cast<uint8_t>(a.data<int8_t>()[i] + 128);
+    } else {
+      std::memcpy(pa, a.raw(), static_cast<size_t>(total));
+    }
+    try {
+      memory am(a_md_, engine(), pa), cm(c_md_, engine(), acc.raw());
+      dnnl::stream st(engine());
+      prim_.execute(st, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, cm}});
+      st.wait();
+    } catch (const dnnl::error& e) {
+      return dnnl_error("int8 matmul", e);
+    }
+    int32_t* c = acc.data<int32_t>();
+    for (int64_t r = 0; r < rows_; ++r) {
+      for (int64_t j = 0; j < n_; ++j) c[r * n_ + j] -= zp_u8_ * colsum_[static_cast<size_t>(j)];
+    }
+    return {};
+  }
+
+ private:
+  dnnl::matmul prim_;
+  memory weights_;
+  memory::desc a_md_, c_md_;
+  std::vector<int32_t> colsum_;
+  Tensor a_u8_;
+  int64_t rows_ = 0, k_ = 0, n_ = 0;
+  int32_t zp_u8_ = 0;
+  bool signed_ = true;
+};
+}  // namespace
+
+Result<std::unique_ptr<QMatMulAccumulator>> make_qmatmul_accumulator(int64_t rows, DType a_type, int32_t a_zero_point,
+                                                                     const Tensor& b) {
+  if (!int8_conv_available()) return unsupported("int8 matmul: oneDNN has no VNNI instructions on this CPU");
+  auto q = std::make_unique<QMatMulDnnl>();
+  RKD_TRY(q->init(rows, a_type, a_zero_point, b));
+  return std::unique_ptr<QMatMulAccumulator>(std::move(q));
+}
+
 Result<std::unique_ptr<ConvPrimitive>> make_conv(const Shape& x_shape, const Tensor& weights, const Tensor* bias,
                                                  const ConvParams& p, bool transposed, const Shape& out_shape,
                                                  const std::string& fused_activation) {

@@ -801,6 +801,44 @@ const std::map<std::string, Factory>& registry() {
     r["QLinearMatMul"] = [](const Node& n, int64_t) -> Result<Kernel> {
       RKD_ASSIGN(auto rq0, constant_qlinear_requantizer(n));
       const std::string what = n.describe();
+      // Fast path (ops::QMatMulAccumulator) for a constant symmetric int8 B [K, N], as for
+      // QLinearConv: exact accumulators, the reference's requantization.
+      auto constant = [&](size_t i) -> const Tensor* {
+        return i < n.inputs.size() && n.inputs[i] && n.inputs[i]->constant ? &*n.inputs[i]->constant : nullptr;
+      };
+      const Tensor* b = constant(3);
+      const Tensor* bz = constant(5);
+      const auto as = ir::static_shape(n.inputs[0]);
+      bool fast = rq0 && b && b->rank() == 2 && b->dtype() == DType::i8 && as && !as->empty() && n.inputs[0]->dtype &&
+                  ops::int8_conv_available();
+      if (fast && bz) {
+        for (int64_t i = 0; i < bz->numel(); ++i) fast = fast && bz->get_as_double(i) == 0;
+      }
+      if (fast && as->back() == b->dim(0)) {
+        int64_t rows = 1;
+        for (size_t d = 0; d + 1 < as->size(); ++d) rows *= (*as)[d];
+        const int32_t a_zp = constant(2) ? static_cast<int32_t>(constant(2)->get_as_double(0)) : 0;
+        auto acc = ops::make_qmatmul_accumulator(rows, *n.inputs[0]->dtype, a_zp, *b);
+        if (acc.ok() && constant(2)) {
+          std::shared_ptr<ops::QMatMulAccumulator> a = std::move(acc).value();
+          const int64_t N = b->dim(1);
+          auto buf = std::make_shared<Tensor>(Tensor::empty(DType::i32, {rows, N}));
+          const quant::Requantizer rq = *rq0;
+          return Kernel([a, buf, rq, rows, N, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+            Status st = a->run(*in[0], *buf);
+            if (!st.ok()) return st.error().with_context(what);
+            const int32_t* ac = buf->data<int32_t>();
+            Tensor& y = out[0];
+            const bool s8 = y.dtype() == DType::i8;
+            for (int64_t i = 0; i < rows * N; ++i) {
+              const int32_t v = rq.apply(ac[i], static_cast<size_t>(i % N));
+              if (s8) y.data<int8_t>()[i] = static_cast<int8_t>(v);
+              else y.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+            }
+            return {};
+          });
+        }
+      }
       return Kernel([what, rq0](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         RKD_ASSIGN(quant::Requantizer rq, rq0 ? Result<quant::Requantizer>(*rq0) : qlinear_requantizer(in, out[0].dtype()));
         Status st = quant::qlinear_matmul(*in[0], zero_points_of(in[2], 1)[0], *in[3], zero_points_of(in[5], rq.channels()),

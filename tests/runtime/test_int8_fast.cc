@@ -1,6 +1,6 @@
-// The fast int8 convolution (oneDNN u8 x s8 -> s32, ops::QConvAccumulator) that the
-// executor's QLinearConv uses must give the reference kernel's outputs (quant::qlinear_conv)
-// bit for bit: random geometries (kernel 1..5, stride 1/2, dilation 1/2, asymmetric pads,
+// The fast int8 convolution and matrix product (oneDNN u8 x s8 -> s32,
+// ops::QConvAccumulator / QMatMulAccumulator) that the executor's QLinearConv and
+// QLinearMatMul use must give the reference kernels' outputs bit for bit. Convolution: random geometries (kernel 1..5, stride 1/2, dilation 1/2, asymmetric pads,
 // groups incl. depthwise), int8 and uint8 inputs with random zero points, per-channel
 // scales, int32 bias.
 #include <gtest/gtest.h>
@@ -95,6 +95,51 @@ TEST(Int8Fast, QLinearConvMatchesTheReferenceBitForBit) {
     ++fast_runs;
   }
   EXPECT_GT(fast_runs, 25);
+}
+
+TEST(Int8Fast, QLinearMatMulMatchesTheReferenceBitForBit) {
+  if (!ops::int8_conv_available()) GTEST_SKIP() << "no VNNI instructions: the executor uses the reference kernel";
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::uniform_int_distribution<int> dim(1, 70);
+    const int64_t B = 1 + trial % 3, M = dim(rng), K = dim(rng), N = dim(rng);
+    const bool u8 = trial % 2 == 0;
+    const DType at = u8 ? DType::u8 : DType::i8;
+    Tensor a = u8 ? random_q<uint8_t>(at, {B, M, K}, rng, 0, 255) : random_q<int8_t>(at, {B, M, K}, rng, -128, 127);
+    Tensor b = random_q<int8_t>(DType::i8, {K, N}, rng, -127, 127);
+    std::uniform_int_distribution<int> zp(u8 ? 0 : -128, u8 ? 255 : 127);
+    const int32_t a_zp = zp(rng), y_zp = zp(rng);
+    std::uniform_real_distribution<float> sc(0.001f, 0.05f);
+    const float a_scale = sc(rng), y_scale = sc(rng) * 8;
+    const bool per_column = trial % 4 < 2;
+    Tensor b_scale = Tensor::empty(DType::f32, per_column ? Shape{N} : Shape{});
+    for (int64_t j = 0; j < b_scale.numel(); ++j) b_scale.data<float>()[j] = sc(rng) * 0.1f;
+    Tensor b_zp = Tensor::zeros(DType::i8, per_column ? Shape{N} : Shape{}).value();
+    ir::Graph g;
+    g.opset = 17;
+    ir::Value* av = *g.add_value("a");
+    av->dtype = at;
+    av->shape = ir::Dims{{B, ""}, {M, ""}, {K, ""}};
+    g.inputs.push_back(av);
+    ir::Node* n = *g.add_node("mm", "QLinearMatMul", "",
+                              {av, g.add_constant("as", scalar(DType::f32, a_scale)), g.add_constant("az", scalar(at, a_zp)),
+                               g.add_constant("b", b), g.add_constant("bs", b_scale), g.add_constant("bz", b_zp),
+                               g.add_constant("ys", scalar(DType::f32, y_scale)), g.add_constant("yz", scalar(at, y_zp))},
+                              {"y"});
+    g.outputs.push_back(n->outputs[0]);
+    ASSERT_TRUE(runtime::optimize(g).ok());
+    auto ex = runtime::Executor::create(g);
+    ASSERT_TRUE(ex.ok()) << ex.error().to_string();
+    auto got = (*ex)->run({{"a", a}});
+    ASSERT_TRUE(got.ok()) << got.error().to_string();
+    std::vector<float> ws(b_scale.data<float>(), b_scale.data<float>() + b_scale.numel());
+    auto rq = quant::Requantizer::make(quant::Requant::onnx_float, a_scale, ws, y_scale, y_zp, u8 ? 0 : -128, u8 ? 255 : 127);
+    ASSERT_TRUE(rq.ok());
+    Tensor want = Tensor::empty(at, {B, M, N});
+    ASSERT_TRUE(quant::qlinear_matmul(a, a_zp, b, std::vector<int32_t>(ws.size(), 0), *rq, want).ok());
+    ASSERT_EQ(got->at("y").shape(), want.shape());
+    ASSERT_EQ(std::memcmp(got->at("y").raw(), want.raw(), want.nbytes()), 0) << "trial " << trial << " M" << M << " K" << K << " N" << N;
+  }
 }
 
 }  // namespace
