@@ -162,8 +162,15 @@ Status Importer::read_tensors(const fb::Model& m, const fb::SubGraph& sg) {
         if (!(s > 0) || !std::isfinite(s)) return bad("tensor '" + name + "': scale " + std::to_string(s) + " is not positive");
         info.scales.push_back(s);
       }
-      if (q->zero_point()) {
-        for (int64_t z : *q->zero_point()) info.zero_points.push_back(z);
+      if (const auto* zv = q->zero_point()) {
+        // The verifier checks a vector's length prefix (4-byte aligned), not that its 8-byte
+        // elements are 8-byte aligned: read them bytewise (fuzz/corpus/tflite/regression-*).
+        const auto* raw = reinterpret_cast<const uint8_t*>(zv->Data());
+        for (flatbuffers::uoffset_t k = 0; k < zv->size(); ++k) {
+          int64_t z;
+          std::memcpy(&z, raw + 8 * static_cast<size_t>(k), 8);
+          info.zero_points.push_back(z);
+        }
       }
       if (info.zero_points.empty()) info.zero_points.assign(info.scales.size(), 0);
       if (info.zero_points.size() != info.scales.size()) return bad("tensor '" + name + "': scale and zero_point sizes differ");
