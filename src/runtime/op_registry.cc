@@ -306,6 +306,23 @@ Result<Kernel> quant_linear_factory(const Node& n, bool quantize) {
 
 // The requantizer of QLinearConv / QLinearMatMul (ONNX Runtime's convention) from inputs
 // 1 (x scale), 4 (weight scales), 6 (y scale) and 7 (y zero point, whose type is the output's).
+// Input i of n when it is a constant, else nullptr.
+const Tensor* constant_input(const Node& n, size_t i) {
+  return i < n.inputs.size() && n.inputs[i] && n.inputs[i]->constant ? &*n.inputs[i]->constant : nullptr;
+}
+// True for an absent tensor (a zero point defaults to 0) and for one holding only zeros.
+bool all_zero(const Tensor* t) {
+  for (int64_t i = 0; t && i < t->numel(); ++i) {
+    if (t->get_as_double(i) != 0) return false;
+  }
+  return true;
+}
+// A requantized value (already in the type's range) into an int8 or uint8 tensor.
+void store_int8(Tensor& y, int64_t at, int32_t v) {
+  if (y.dtype() == DType::i8) y.data<int8_t>()[at] = static_cast<int8_t>(v);
+  else y.data<uint8_t>()[at] = static_cast<uint8_t>(v);
+}
+
 Result<quant::Requantizer> qlinear_requantizer(const std::vector<const Tensor*>& in, DType out_type,
                                                quant::Requant convention = quant::Requant::onnx_float) {
   RKD_ASSIGN(auto range, quant::quantized_range(out_type));
@@ -745,18 +762,14 @@ const std::map<std::string, Factory>& registry() {
       // Fast path (ops::QConvAccumulator): constant int8 weights with zero points 0, a constant
       // input zero point and requantizer; the int32 accumulators are exact, and the bias and
       // requantization below are the reference's, so the outputs are bit for bit the same.
-      auto constant = [&](size_t i) -> const Tensor* {
-        return i < n.inputs.size() && n.inputs[i] && n.inputs[i]->constant ? &*n.inputs[i]->constant : nullptr;
-      };
+      auto constant = [&](size_t i) { return constant_input(n, i); };
       const Tensor* w = constant(3);
       const Tensor* wz = constant(5);
       const Tensor* xz = constant(2);
       const auto os = ir::static_shape(n.outputs[0]);
       bool fast = rq0 && w && w->dtype() == DType::i8 && n.inputs[0]->dtype && os && ops::int8_conv_available() &&
                   (n.inputs.size() < 9 || !n.inputs[8] || constant(8));
-      if (fast && wz) {
-        for (int64_t i = 0; i < wz->numel(); ++i) fast = fast && wz->get_as_double(i) == 0;
-      }
+      fast = fast && all_zero(wz);
       if (fast) {
         const int32_t x_zp = xz ? static_cast<int32_t>(xz->get_as_double(0)) : 0;
         auto acc = ops::make_qconv_accumulator(*xs, *n.inputs[0]->dtype, x_zp, *w, cp, *os);
@@ -772,15 +785,11 @@ const std::map<std::string, Factory>& registry() {
             const int64_t N = y.dim(0), M = y.dim(1), HW = y.dim(2) * y.dim(3);
             const int32_t* ac = buf->data<int32_t>();
             const int32_t* b = bias.defined() ? bias.data<int32_t>() : nullptr;
-            const bool s8 = y.dtype() == DType::i8;
             for (int64_t nn = 0; nn < N; ++nn) {
               for (int64_t oc = 0; oc < M; ++oc) {
                 const int32_t bm = b ? b[oc] : 0;
                 for (int64_t i = 0; i < HW; ++i) {
-                  const int32_t v = rq.apply(ac[(nn * HW + i) * M + oc] + bm, static_cast<size_t>(oc));
-                  const int64_t at = (nn * M + oc) * HW + i;
-                  if (s8) y.data<int8_t>()[at] = static_cast<int8_t>(v);
-                  else y.data<uint8_t>()[at] = static_cast<uint8_t>(v);
+                  store_int8(y, (nn * M + oc) * HW + i, rq.apply(ac[(nn * HW + i) * M + oc] + bm, static_cast<size_t>(oc)));
                 }
               }
             }
@@ -803,17 +812,13 @@ const std::map<std::string, Factory>& registry() {
       const std::string what = n.describe();
       // Fast path (ops::QMatMulAccumulator) for a constant symmetric int8 B [K, N], as for
       // QLinearConv: exact accumulators, the reference's requantization.
-      auto constant = [&](size_t i) -> const Tensor* {
-        return i < n.inputs.size() && n.inputs[i] && n.inputs[i]->constant ? &*n.inputs[i]->constant : nullptr;
-      };
+      auto constant = [&](size_t i) { return constant_input(n, i); };
       const Tensor* b = constant(3);
       const Tensor* bz = constant(5);
       const auto as = ir::static_shape(n.inputs[0]);
       bool fast = rq0 && b && b->rank() == 2 && b->dtype() == DType::i8 && as && !as->empty() && n.inputs[0]->dtype &&
                   ops::int8_conv_available();
-      if (fast && bz) {
-        for (int64_t i = 0; i < bz->numel(); ++i) fast = fast && bz->get_as_double(i) == 0;
-      }
+      fast = fast && all_zero(bz);
       if (fast && as->back() == b->dim(0)) {
         int64_t rows = 1;
         for (size_t d = 0; d + 1 < as->size(); ++d) rows *= (*as)[d];
@@ -829,12 +834,7 @@ const std::map<std::string, Factory>& registry() {
             if (!st.ok()) return st.error().with_context(what);
             const int32_t* ac = buf->data<int32_t>();
             Tensor& y = out[0];
-            const bool s8 = y.dtype() == DType::i8;
-            for (int64_t i = 0; i < rows * N; ++i) {
-              const int32_t v = rq.apply(ac[i], static_cast<size_t>(i % N));
-              if (s8) y.data<int8_t>()[i] = static_cast<int8_t>(v);
-              else y.data<uint8_t>()[i] = static_cast<uint8_t>(v);
-            }
+            for (int64_t i = 0; i < rows * N; ++i) store_int8(y, i, rq.apply(ac[i], static_cast<size_t>(i % N)));
             return {};
           });
         }

@@ -33,6 +33,17 @@ std::optional<int64_t> json_int(const Json& v) {
   return std::nullopt;
 }
 
+std::optional<DType> dtype_from_tf(const std::string& t) {
+  if (t == "DT_FLOAT") return DType::f32;
+  if (t == "DT_INT32") return DType::i32;
+  if (t == "DT_INT64") return DType::i64;
+  if (t == "DT_BOOL") return DType::b8;
+  if (t == "DT_HALF") return DType::f16;
+  if (t == "DT_INT8") return DType::i8;
+  if (t == "DT_UINT8") return DType::u8;
+  return std::nullopt;
+}
+
 std::optional<std::string> base64_decode(const std::string& in) {
   static const std::string kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;

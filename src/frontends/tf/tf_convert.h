@@ -49,6 +49,8 @@ struct TfNode {
 // protobuf-JSON int64 (a string, or a number); nullopt when it is neither.
 std::optional<int64_t> json_int(const Json& v);
 std::optional<std::string> base64_decode(const std::string& in);
+// A TensorFlow DataType name ("DT_FLOAT") as a DType; nullopt for types rkdeploy does not hold.
+std::optional<DType> dtype_from_tf(const std::string& t);
 
 // Attribute readers (protobuf-JSON AttrValue); the default when absent, an Error naming the
 // node when present with another kind.

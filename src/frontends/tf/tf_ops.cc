@@ -47,17 +47,6 @@ int64_t onnx_code(DType t) {
   return 0;
 }
 
-std::optional<DType> dtype_of_tf_name(const std::string& t) {
-  if (t == "DT_FLOAT") return DType::f32;
-  if (t == "DT_INT32") return DType::i32;
-  if (t == "DT_INT64") return DType::i64;
-  if (t == "DT_BOOL") return DType::b8;
-  if (t == "DT_HALF") return DType::f16;
-  if (t == "DT_INT8") return DType::i8;
-  if (t == "DT_UINT8") return DType::u8;
-  return std::nullopt;
-}
-
 // A constant of rank < 4 broadcast against NHWC operands, as the NCHW operand that
 // broadcasts the same way (leading 1s added, then permuted).
 Tensor const_to_nchw(const Tensor& t) {
@@ -410,7 +399,7 @@ Status Converter::unary(const TfNode& n) {
     RKD_ASSIGN(y, emit1(n, "Mul", {x, x}, {}, name));
   } else if (n.op == "Cast") {
     RKD_ASSIGN(std::string to, attr_type(n, "DstT", "DT_FLOAT"));
-    auto dt = dtype_of_tf_name(to);
+    auto dt = dtype_from_tf(to);
     if (!dt) return unsup(n, "cast to " + to);
     RKD_ASSIGN(y, emit1(n, "Cast", {x}, {{"to", onnx_code(*dt)}}, name));
   } else if (n.op == "Elu") {

@@ -25,17 +25,6 @@ constexpr int64_t kMaxRank = 8;
 
 namespace {
 
-std::optional<DType> dtype_of_tf(const std::string& t) {
-  if (t == "DT_FLOAT") return DType::f32;
-  if (t == "DT_INT32") return DType::i32;
-  if (t == "DT_INT64") return DType::i64;
-  if (t == "DT_BOOL") return DType::b8;
-  if (t == "DT_HALF") return DType::f16;
-  if (t == "DT_INT8") return DType::i8;
-  if (t == "DT_UINT8") return DType::u8;
-  return std::nullopt;
-}
-
 // Reads every entry of the weightsManifest into name -> tensor.
 Result<std::map<std::string, Tensor>> decode_weights(const Json& manifest, std::span<const uint8_t> bytes,
                                                      const std::string& what) {
@@ -236,7 +225,7 @@ std::optional<std::vector<int64_t>> shape_proto(const Json& s) {
 Status make_input(ir::Graph& g, Converter& c, const TfNode& n, const Json* sig, const ImportOptions& opt,
                   const std::string& what) {
   RKD_ASSIGN(std::string t, attr_type(n, "dtype", "DT_FLOAT"));
-  auto dt = dtype_of_tf(t);
+  auto dt = tf::dtype_from_tf(t);
   if (!dt) return unsupported(what + ": input '" + n.name + "' has dtype " + t);
   std::optional<std::vector<int64_t>> dims;
   if (n.attr && n.attr->contains("shape")) {
