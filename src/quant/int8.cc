@@ -1,5 +1,7 @@
 #include "quant/int8.h"
 
+#include "quant/int8_access.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -8,14 +10,9 @@ namespace rkd::quant {
 
 namespace {
 
-int32_t load_q(const Tensor& t, int64_t i) {
-  return t.dtype() == DType::i8 ? static_cast<int32_t>(t.data<int8_t>()[i]) : static_cast<int32_t>(t.data<uint8_t>()[i]);
-}
-
-void store_q(Tensor& t, int64_t i, int32_t v) {
-  if (t.dtype() == DType::i8) t.data<int8_t>()[i] = static_cast<int8_t>(v);
-  else t.data<uint8_t>()[i] = static_cast<uint8_t>(v);
-}
+using detail::load_q;
+using detail::multiply;
+using detail::store_q;
 
 // Index along `axis` of flat element i of a dense tensor of shape s.
 int64_t axis_index(const Shape& s, int axis, int64_t i) {
@@ -155,11 +152,6 @@ Status qlinear_matmul(const Tensor& a0, int32_t a_zp, const Tensor& b0, const st
 }
 
 namespace {
-int32_t multiply(Requant c, int32_t x, QuantizedMultiplier m) {
-  return c == Requant::tflite_single_rounding ? multiply_by_quantized_multiplier_single_rounding(x, m)
-                                              : multiply_by_quantized_multiplier_double_rounding(x, m);
-}
-
 Status check_binary(const Tensor& a, const Tensor& b, const QBinaryParams& p, const Tensor& out, const char* what) {
   if (p.convention == Requant::onnx_float && std::string(what) == "Mul") return unsupported("Mul: only the TFLite conventions");
   if (a.dtype() != b.dtype() || a.dtype() != out.dtype()) return invalid(std::string(what) + ": operand types differ");
