@@ -21,6 +21,7 @@ struct RunArgs {
   std::vector<std::string> inputs;
   std::string output_dir;
   std::string backend = "cpu";
+  std::string requant;
   int threads = 0;
   bool no_fuse = false;
   bool profile = false;
@@ -93,6 +94,7 @@ void run_model(const RunArgs& a) {
     lo.batch = 1;
     lo.compile.fuse = !a.no_fuse;
     lo.compile.int8 = a.backend == "int8";
+    lo.compile.requant = a.requant;
     lo.exec.threads = a.threads;
     run_on_image(a, lo);
     return;
@@ -120,6 +122,7 @@ void run_model(const RunArgs& a) {
   lo.batch = batch;
   lo.compile.fuse = !a.no_fuse;
   lo.compile.int8 = a.backend == "int8";
+  lo.compile.requant = a.requant;
   lo.compile.dump_after.insert(a.dump_after.begin(), a.dump_after.end());
   lo.compile.dump = [](const std::string& pass, const std::string& ir) {
     std::cerr << "=== IR after " << pass << " ===\n" << ir;
@@ -186,6 +189,10 @@ void add_run_command(CLI::App& app) {
   c->add_option("model", a->model, "model file (.onnx, or TensorFlow.js model.json)")->required();
   c->add_option("--backend", a->backend, "cpu (float; QDQ as written) or int8 (QDQ patterns on the integer kernels)")
       ->check(CLI::IsMember({"cpu", "int8"}));
+  c->add_option("--requant", a->requant,
+                "with --backend int8: requantization of every integer op, replacing the model format's "
+                "(tflite_double_rounding, tflite_single_rounding, tflite_xnnpack, onnx_float; docs/quantization.md)")
+      ->check(CLI::IsMember({"tflite_double_rounding", "tflite_single_rounding", "tflite_xnnpack", "onnx_float"}));
   c->add_option("--input", a->inputs, "NAME=FILE.npy, one per graph input");
   c->add_option("--output-dir", a->output_dir, "write DIR/<output name>.npy for every graph output");
   c->add_option("--threads", a->threads, "threads (0 = all cores)");

@@ -211,6 +211,17 @@ Status tflite_add(const Tensor& a0, const Tensor& b0, const QBinaryParams& p, bo
 Status tflite_mul(const Tensor& a0, const Tensor& b0, const QBinaryParams& p, Tensor& out) {
   RKD_TRY(check_binary(a0, b0, p, out, "Mul"));
   const Tensor a = a0.contiguous(), b = b0.contiguous();
+  if (p.convention == Requant::tflite_xnnpack) {
+    // XNNPACK's qs8/qu8 vmul, "fp32" requantization: float32 scale, round half to even.
+    const float scale = p.a_scale * p.b_scale / p.out_scale;
+    const float lo = static_cast<float>(p.act_min - p.out_zero_point), hi = static_cast<float>(p.act_max - p.out_zero_point);
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const int32_t prod = (load_q(a, i) - p.a_zero_point) * (load_q(b, b.numel() == 1 ? 0 : i) - p.b_zero_point);
+      const float v = std::clamp(static_cast<float>(prod) * scale, lo, hi);
+      store_q(out, i, static_cast<int32_t>(std::nearbyint(v)) + p.out_zero_point);
+    }
+    return {};
+  }
   RKD_ASSIGN(QuantizedMultiplier m, quantize_multiplier(static_cast<double>(p.a_scale) * p.b_scale / p.out_scale));
   for (int64_t i = 0; i < a.numel(); ++i) {
     const int32_t prod = (load_q(a, i) - p.a_zero_point) * (load_q(b, b.numel() == 1 ? 0 : i) - p.b_zero_point);

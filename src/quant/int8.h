@@ -54,7 +54,10 @@ Status qlinear_matmul(const Tensor& a, int32_t a_zero_point, const Tensor& b, co
 //   m_i = s_i / (2 max(s_1, s_2)), m_out = 2 max(s_1, s_2) / (2^20 s_out)  (each encoded by
 //   quantize_multiplier), v_i = M(((x_i - z_i) * 2^20), m_i), y = clamp(M(v_1 +- v_2, m_out) +
 //   z_out, act_min, act_max), M = the convention's multiply_by_quantized_multiplier.
-// Mul: y = clamp(M((x_1 - z_1)(x_2 - z_2), s_1 s_2 / s_out) + z_out, act_min, act_max).
+// Mul: y = clamp(M((x_1 - z_1)(x_2 - z_2), s_1 s_2 / s_out) + z_out, act_min, act_max);
+// tflite_xnnpack (XNNPACK's vmul): y = nearbyint(clamp((float)((x_1 - z_1)(x_2 - z_2)) *
+// f32(s_1 s_2 / s_out), act_min - z_out, act_max - z_out)) + z_out. Add/Sub under tflite_xnnpack
+// are TFLite's form with single rounding (measured bit-exact on ties).
 // b is either a's shape or a single element (broadcast). convention: a tflite_* one, or
 // onnx_float for Add/Sub: ONNX Runtime's QLinearAdd (MLAS on x86-64), y = clamp(nearbyint(
 // fma(f32(s_a / s_out), x_a - z_a, +-f32(s_b / s_out) * (x_b - z_b))) + z_out): b's term is a

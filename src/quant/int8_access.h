@@ -18,11 +18,14 @@ inline void store_q(Tensor& t, int64_t i, int32_t v) {
   else t.data<uint8_t>()[i] = static_cast<uint8_t>(v);
 }
 
-// TFLite's MultiplyByQuantizedMultiplier in the build's rounding (onnx_float is not a TFLite
-// convention; it is treated as double rounding by callers that have no float form).
+// TFLite's MultiplyByQuantizedMultiplier in the build's rounding: single rounding for
+// tflite_single_rounding and tflite_xnnpack (whose non-delegated kernels are those of a
+// single-rounding build), double rounding otherwise (onnx_float is not a TFLite convention;
+// callers that have a float form handle it before).
 inline int32_t multiply(Requant c, int32_t x, QuantizedMultiplier m) {
-  return c == Requant::tflite_single_rounding ? multiply_by_quantized_multiplier_single_rounding(x, m)
-                                              : multiply_by_quantized_multiplier_double_rounding(x, m);
+  return c == Requant::tflite_single_rounding || c == Requant::tflite_xnnpack
+             ? multiply_by_quantized_multiplier_single_rounding(x, m)
+             : multiply_by_quantized_multiplier_double_rounding(x, m);
 }
 
 }  // namespace rkd::quant::detail

@@ -57,6 +57,52 @@ int16_t to_int16_multiplier(int32_t m) {
   return static_cast<int16_t>((m + kRound) >> 16);
 }
 
+// XNNPACK's resize-bilinear (indirection_init_resize_bilinear2d_hwc_q11 + the s8/u8 ibilinear
+// kernels): float32 source coordinates, 11-bit weights lrintf(alpha * 2^11), horizontal then
+// vertical interpolation in int32, (acc + 2^21) >> 22.
+Status xnnpack_resize_bilinear(const Tensor& x, bool align_corners, bool half_pixel_centers, Tensor& y) {
+  const int64_t planes = x.dim(0) * x.dim(1);
+  const int32_t H = static_cast<int32_t>(x.dim(2)), W = static_cast<int32_t>(x.dim(3));
+  const int32_t OH = static_cast<int32_t>(y.dim(2)), OW = static_cast<int32_t>(y.dim(3));
+  struct Tap {
+    int32_t lo, hi, alpha;
+  };
+  auto taps = [&](int32_t in, int32_t outn) {
+    const int32_t adjust = align_corners && outn != 1 ? 1 : 0;
+    const float scale = static_cast<float>(in - adjust) / static_cast<float>(outn - adjust);
+    const float offset = 0.5f * scale - 0.5f;
+    std::vector<Tap> t;
+    for (int32_t o = 0; o < outn; ++o) {
+      float src;
+      if (align_corners || !half_pixel_centers) {
+        src = static_cast<float>(o) * scale;
+      } else {
+        src = std::min(std::max(static_cast<float>(o) * scale + offset, 0.0f), static_cast<float>(in - 1));
+      }
+      const int32_t lo = static_cast<int32_t>(src);
+      const float alpha = src - static_cast<float>(lo);
+      t.push_back(Tap{lo, std::min(lo + 1, in - 1), static_cast<int32_t>(static_cast<int16_t>(std::lrint(alpha * 2048.0f)))});
+    }
+    return t;
+  };
+  const std::vector<Tap> ty = taps(H, OH), tx = taps(W, OW);
+  for (int64_t p = 0; p < planes; ++p) {
+    auto at = [&](int32_t yy, int32_t xx) { return load_q(x, (p * H + yy) * W + xx); };
+    for (int32_t oy = 0; oy < OH; ++oy) {
+      for (int32_t ox = 0; ox < OW; ++ox) {
+        const Tap& v = ty[static_cast<size_t>(oy)];
+        const Tap& h = tx[static_cast<size_t>(ox)];
+        const int32_t tl = at(v.lo, h.lo), tr = at(v.lo, h.hi), bl = at(v.hi, h.lo), br = at(v.hi, h.hi);
+        const int32_t top = tl * 2048 + (tr - tl) * h.alpha;
+        const int32_t bottom = bl * 2048 + (br - bl) * h.alpha;
+        const int32_t acc = top * 2048 + (bottom - top) * v.alpha;
+        store_q(y, (p * OH + oy) * OW + ox, (acc + (1 << 21)) >> 22);
+      }
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<std::vector<int32_t>> tflite_lut(LutFunction f, QTensorParams in, QTensorParams out, DType in_type, DType out_type) {
@@ -121,6 +167,25 @@ Status tflite_leaky_relu(const Tensor& x0, float alpha, QTensorParams in, QTenso
   RKD_TRY(check_unary(x0, in, out, y, "LeakyRelu"));
   RKD_TRY(check_same_shape(x0, y, "LeakyRelu"));
   RKD_ASSIGN(auto range, quantized_range(y.dtype()));
+  if (convention == Requant::tflite_xnnpack) {
+    // XNNPACK's qs8/qu8 vlrelu: 8-bit multipliers lrintf(256 * scale), y = ((z_out << 8) + 128 +
+    // (x - z_in) * multiplier) >> 8 (arithmetic shift). TFLite's delegate takes the op only
+    // when XNNPACK accepts the scales; otherwise TFLite's kernel (single rounding) runs.
+    const float positive = in.scale / out.scale;
+    const float negative = positive * alpha;
+    if (positive >= 0x1.0p-8f && positive <= 0x1.0p+7f && negative >= -0x1.0p+7f && negative <= 0x1.0p+7f) {
+      const int32_t pm = static_cast<int32_t>(std::lrint(256.0f * positive));
+      const int32_t nm = static_cast<int32_t>(std::lrint(256.0f * negative));
+      const Tensor x = x0.contiguous();
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const int32_t v = load_q(x, i) - in.zero_point;
+        const int32_t acc = (out.zero_point * 256) + 128 + v * (v >= 0 ? pm : nm);
+        const int32_t o = acc >= 0 ? acc >> 8 : -((-acc + 255) >> 8);  // floor(acc / 256)
+        store_q(y, i, std::clamp(o, range.first, range.second));
+      }
+      return {};
+    }
+  }
   const float alpha_multiplier = in.scale * alpha / out.scale;
   if (!(alpha_multiplier >= 0)) return unsupported("LeakyRelu: a negative alpha has no TFLite integer form");
   RKD_ASSIGN(QuantizedMultiplier ma, quantize_multiplier(static_cast<double>(alpha_multiplier)));
@@ -189,6 +254,17 @@ Status tflite_mean(const Tensor& x0, const std::vector<int64_t>& axes, QTensorPa
       idx[static_cast<size_t>(d)] = 0;
     }
   }
+  if (convention == Requant::tflite_xnnpack) {
+    // XNNPACK's global average pooling: float32 scale s_in / (s_out * n), round half to even.
+    const float scale = in.scale / (out.scale * static_cast<float>(n));
+    const float lo = static_cast<float>(range.first - out.zero_point), hi = static_cast<float>(range.second - out.zero_point);
+    for (int64_t o = 0; o < kept; ++o) {
+      const int32_t shifted = static_cast<int32_t>(sums[static_cast<size_t>(o)] - static_cast<int64_t>(in.zero_point) * n);
+      const float v = std::clamp(static_cast<float>(shifted) * scale, lo, hi);
+      store_q(y, o, static_cast<int32_t>(std::nearbyint(v)) + out.zero_point);
+    }
+    return {};
+  }
   RKD_ASSIGN(QuantizedMultiplier m, quantize_multiplier(static_cast<double>(in.scale) / static_cast<double>(out.scale)));
   int k = 63 - __builtin_clzll(static_cast<unsigned long long>(n));
   k = std::min(k, 32);
@@ -230,6 +306,7 @@ Status tflite_resize_bilinear(const Tensor& x0, bool align_corners, bool half_pi
     r.hi = std::min((r.scaled + (1 << 10) - 1) / (1 << 10), in - 1);
     return r;
   };
+  if (convention == Requant::tflite_xnnpack) return xnnpack_resize_bilinear(x, align_corners, half_pixel_centers, y);
   const int32_t sh = scale10(H, OH), sw = scale10(W, OW);
   for (int64_t p = 0; p < planes; ++p) {
     for (int32_t oy = 0; oy < OH; ++oy) {

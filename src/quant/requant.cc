@@ -10,16 +10,17 @@ const char* to_string(Requant r) {
   switch (r) {
     case Requant::tflite_double_rounding: return "tflite_double_rounding";
     case Requant::tflite_single_rounding: return "tflite_single_rounding";
+    case Requant::tflite_xnnpack: return "tflite_xnnpack";
     case Requant::onnx_float: return "onnx_float";
   }
   return "?";
 }
 
 Result<Requant> parse_requant(const std::string& s) {
-  for (Requant r : {Requant::tflite_double_rounding, Requant::tflite_single_rounding, Requant::onnx_float}) {
+  for (Requant r : {Requant::tflite_double_rounding, Requant::tflite_single_rounding, Requant::tflite_xnnpack, Requant::onnx_float}) {
     if (s == to_string(r)) return r;
   }
-  return invalid("requantization '" + s + "': expected tflite_double_rounding, tflite_single_rounding or onnx_float");
+  return invalid("requantization '" + s + "': expected tflite_double_rounding, tflite_single_rounding, tflite_xnnpack or onnx_float");
 }
 
 Result<QuantizedMultiplier> quantize_multiplier(double m) {
@@ -99,8 +100,8 @@ Result<Requantizer> Requantizer::make(Requant convention, float x_scale, const s
     if (!(ws > 0) || !std::isfinite(ws)) {
       return invalid("requantization: weight scale " + std::to_string(c) + " must be positive and finite");
     }
-    if (convention == Requant::onnx_float) {
-      r.scales_.push_back(x_scale * ws / y_scale);  // float32, left to right, as ONNX Runtime
+    if (float_requant(convention)) {
+      r.scales_.push_back(x_scale * ws / y_scale);  // float32, left to right, as ONNX Runtime and XNNPACK
     } else {
       RKD_ASSIGN(QuantizedMultiplier m, quantize_multiplier(static_cast<double>(x_scale) * static_cast<double>(ws) /
                                                             static_cast<double>(y_scale)));
@@ -119,6 +120,7 @@ int32_t Requantizer::apply(int32_t acc, size_t c) const {
     case Requant::tflite_single_rounding:
       v = multiply_by_quantized_multiplier_single_rounding(acc, mults_[mults_.size() == 1 ? 0 : c]);
       break;
+    case Requant::tflite_xnnpack:
     case Requant::onnx_float: {
       const float s = scales_[scales_.size() == 1 ? 0 : c];
       float f = static_cast<float>(acc) * s;

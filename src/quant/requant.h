@@ -24,6 +24,12 @@
 //    the same (q, shift); y = floor((acc * q + 2^(30 - shift)) / 2^(31 - shift)) + y_zp,
 //    i.e. one rounding, half toward +infinity, computed exactly in int64 (|acc * q| < 2^62).
 //
+//  tflite_xnnpack  (TFLite's interpreter with its default XNNPACK delegate, as measured against
+//    TFLite's WebAssembly build in npm @tensorflow/tfjs-tflite 0.0.1-alpha.10; per operator in
+//    quant/int8_tflite.h): convolutions and matrix products requantize as onnx_float below
+//    (XNNPACK's "fp32" requantization: float32 scale, round half to even); operators the
+//    delegate leaves to TFLite's builtin kernels use tflite_single_rounding.
+//
 //  onnx_float  (ONNX Runtime's QLinearConv / QLinearMatMul / MLAS requantize)
 //    the scale is float32: s = (float)(s_x * s_w[c]) / s_y evaluated in float32;
 //    y = nearbyint(clamp((float)acc * s, qmin - y_zp, qmax - y_zp)) + y_zp, rounding half to
@@ -43,7 +49,11 @@
 
 namespace rkd::quant {
 
-enum class Requant { tflite_double_rounding, tflite_single_rounding, onnx_float };
+enum class Requant { tflite_double_rounding, tflite_single_rounding, tflite_xnnpack, onnx_float };
+
+// True for the conventions whose convolution requantization is a float32 product rounded half
+// to even (onnx_float, tflite_xnnpack).
+inline bool float_requant(Requant r) { return r == Requant::onnx_float || r == Requant::tflite_xnnpack; }
 
 const char* to_string(Requant r);
 Result<Requant> parse_requant(const std::string& s);  // the names above
@@ -72,7 +82,7 @@ class Requantizer {
                                   int32_t y_zero_point, int32_t qmin, int32_t qmax);
   int32_t apply(int32_t acc, size_t channel) const;
   Requant convention() const { return conv_; }
-  size_t channels() const { return conv_ == Requant::onnx_float ? scales_.size() : mults_.size(); }
+  size_t channels() const { return float_requant(conv_) ? scales_.size() : mults_.size(); }
 
  private:
   Requant conv_ = Requant::onnx_float;

@@ -10,6 +10,7 @@
 #include "ir/pass.h"
 #include "ir/shape_inference.h"
 #include "kernels/tensor_ops.h"
+#include "quant/requant.h"
 #include "runtime/fusion.h"
 #include "runtime/op_registry.h"
 
@@ -25,6 +26,10 @@ std::vector<std::string> pass_names(bool fuse) {
 }
 
 Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
+  if (opt.int8 && !opt.requant.empty()) {
+    if (auto r = quant::parse_requant(opt.requant); !r.ok()) return r.error().with_context("--requant");
+    g.metadata["rkdeploy.requant"] = opt.requant;
+  }
   ir::PassManager pm;
   pm.add(ir::shape_inference_pass());
   pm.add(ir::constant_folding_pass(evaluate_node, {"DequantizeLinear"}));

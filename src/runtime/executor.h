@@ -41,6 +41,10 @@ struct CompileOptions {
   // (`run --backend int8`). Off (`--backend cpu`), QuantizeLinear/DequantizeLinear run as
   // written and everything between them in float: ONNX's definition of the QDQ graph.
   bool int8 = false;
+  // With int8: the requantization convention (quant/requant.h name) for every integer op,
+  // replacing the one the model's format implies (graph metadata rkdeploy.requant: TFLite
+  // files tflite_double_rounding, ONNX onnx_float). Empty: the model's own.
+  std::string requant;
   // Only standard ONNX rewrites (folding, conv-bn-folding): no fusion into rkdeploy ops or
   // attributes; QuantizeLinear/DequantizeLinear of activations kept (those of constant
   // weights fold into float constants). The graph `quantize` and `accuracy` work on.

@@ -41,7 +41,16 @@ ir::Pass deform_attn_fusion_pass(FusionReport* report);
 // result is computed in integers (requant.h onnx_float) instead of in float32 between a
 // dequantize and a quantize. The bias must be int32 with zero point 0 and scale x_s * w_s
 // (checked: otherwise the site stays float). Sites that do not match stay as they are.
+// ONNX graphs: DequantizeLinear x2 -> Add [-> Relu] -> QuantizeLinear becomes
+// rkdeploy.QLinearAdd (ONNX Runtime's arithmetic, quant/int8.h onnx_float).
+// Graphs imported from TFLite (metadata rkdeploy.requant = tflite_*): Conv/MatMul requantize
+// with TFLite's rounding, and every per-tensor QDQ site of Sigmoid, Tanh, HardSwish,
+// LeakyRelu, Softmax (last axis), ReduceMean, Resize (linear), AveragePool, MaxPool, Add, Sub,
+// Mul and Concat - inputs dequantized, the op, an optional fused Relu/Clip, QuantizeLinear -
+// becomes rkdeploy.QLinearTflite(op = the op type) on TFLite's integer kernels
+// (quant/int8.h, quant/int8_tflite.h), the fused activation as TFLite's clamp range.
 ir::Pass qdq_to_qlinear_pass();
+Result<Kernel> prepare_int8_fused_op(const ir::Node& n);  // QLinearAdd, QLinearTflite
 
 bool is_fused_op(const ir::Node& n);              // domain "rkdeploy"
 Result<Kernel> prepare_fused_op(const ir::Node& n);

@@ -9,14 +9,11 @@
 #include "ir/shape_inference.h"
 #include "kernels/grid_sample.h"
 #include "kernels/tensor_ops.h"
-#include "quant/int8.h"
+#include "runtime/op_registry_detail.h"
 
 namespace rkd::runtime {
 
-namespace {
-
-using ir::Node;
-using Factory = std::function<Result<Kernel>(const Node&, int64_t opset)>;
+namespace detail {
 
 int norm_axis(int64_t a, int rank) { return static_cast<int>(a < 0 ? a + rank : a); }
 
@@ -31,6 +28,43 @@ Result<int> checked_axis(const Node& n, int64_t a, int rank) {
   }
   return norm_axis(a, rank);
 }
+
+Result<ops::ConvParams> conv_params(const Node& n, const Shape& x, const Shape& w, bool transposed) {
+  const size_t sp = x.size() - 2;
+  ops::ConvParams p;
+  RKD_ASSIGN(p.strides, n.attr_ints("strides", std::vector<int64_t>(sp, 1)));
+  RKD_ASSIGN(p.dilations, n.attr_ints("dilations", std::vector<int64_t>(sp, 1)));
+  RKD_ASSIGN(p.pads, n.attr_ints("pads", std::vector<int64_t>(2 * sp, 0)));
+  RKD_ASSIGN(p.group, n.attr_int("group", 1));
+  RKD_ASSIGN(p.output_padding, n.attr_ints("output_padding", std::vector<int64_t>(sp, 0)));
+  RKD_ASSIGN(std::string auto_pad, n.attr_string("auto_pad", "NOTSET"));
+  if (p.strides.size() != sp || p.dilations.size() != sp || p.pads.size() != 2 * sp) {
+    return invalid(n.describe() + ": strides/dilations/pads do not match the spatial rank");
+  }
+  if (auto_pad == "VALID") std::fill(p.pads.begin(), p.pads.end(), 0);
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t i = 0; i < sp; ++i) {
+      const int64_t k = (w[i + 2] - 1) * p.dilations[i] + 1;
+      int64_t total;
+      if (!transposed) {
+        const int64_t out = (x[i + 2] + p.strides[i] - 1) / p.strides[i];
+        total = std::max<int64_t>(0, (out - 1) * p.strides[i] + k - x[i + 2]);
+      } else {
+        total = std::max<int64_t>(0, p.strides[i] * (x[i + 2] - 1) + p.output_padding[i] + k - x[i + 2] * p.strides[i]);
+      }
+      const int64_t small = total / 2, big = total - small;
+      p.pads[i] = auto_pad == "SAME_UPPER" ? small : big;
+      p.pads[i + sp] = auto_pad == "SAME_UPPER" ? big : small;
+    }
+  }
+  return p;
+}
+
+}  // namespace detail
+
+namespace {
+
+using namespace detail;  // NOLINT: the helpers shared with op_registry_int8.cc
 
 std::vector<int64_t> ints_of(const Tensor* t) {
   std::vector<int64_t> v;
@@ -85,36 +119,6 @@ Result<Kernel> copy_kernel() {
   });
 }
 
-Result<ops::ConvParams> conv_params(const Node& n, const Shape& x, const Shape& w, bool transposed) {
-  const size_t sp = x.size() - 2;
-  ops::ConvParams p;
-  RKD_ASSIGN(p.strides, n.attr_ints("strides", std::vector<int64_t>(sp, 1)));
-  RKD_ASSIGN(p.dilations, n.attr_ints("dilations", std::vector<int64_t>(sp, 1)));
-  RKD_ASSIGN(p.pads, n.attr_ints("pads", std::vector<int64_t>(2 * sp, 0)));
-  RKD_ASSIGN(p.group, n.attr_int("group", 1));
-  RKD_ASSIGN(p.output_padding, n.attr_ints("output_padding", std::vector<int64_t>(sp, 0)));
-  RKD_ASSIGN(std::string auto_pad, n.attr_string("auto_pad", "NOTSET"));
-  if (p.strides.size() != sp || p.dilations.size() != sp || p.pads.size() != 2 * sp) {
-    return invalid(n.describe() + ": strides/dilations/pads do not match the spatial rank");
-  }
-  if (auto_pad == "VALID") std::fill(p.pads.begin(), p.pads.end(), 0);
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    for (size_t i = 0; i < sp; ++i) {
-      const int64_t k = (w[i + 2] - 1) * p.dilations[i] + 1;
-      int64_t total;
-      if (!transposed) {
-        const int64_t out = (x[i + 2] + p.strides[i] - 1) / p.strides[i];
-        total = std::max<int64_t>(0, (out - 1) * p.strides[i] + k - x[i + 2]);
-      } else {
-        total = std::max<int64_t>(0, p.strides[i] * (x[i + 2] - 1) + p.output_padding[i] + k - x[i + 2] * p.strides[i]);
-      }
-      const int64_t small = total / 2, big = total - small;
-      p.pads[i] = auto_pad == "SAME_UPPER" ? small : big;
-      p.pads[i + sp] = auto_pad == "SAME_UPPER" ? big : small;
-    }
-  }
-  return p;
-}
 
 Result<Kernel> conv_factory(const Node& n, bool transposed) {
   const auto xs = ir::static_shape(n.inputs[0]);
@@ -270,91 +274,6 @@ Result<Kernel> grid_sample_factory(const Node& n, int64_t) {
     ops::copy_into(y, out[0]);
     return {};
   });
-}
-
-std::vector<float> floats_of(const Tensor* t) {
-  std::vector<float> v;
-  for (int64_t i = 0; t && i < t->numel(); ++i) v.push_back(static_cast<float>(t->get_as_double(i)));
-  return v;
-}
-std::vector<int32_t> zero_points_of(const Tensor* t, size_t n) {
-  std::vector<int32_t> v;
-  for (int64_t i = 0; t && i < t->numel(); ++i) v.push_back(static_cast<int32_t>(t->get_as_double(i)));
-  if (v.empty()) v.assign(std::max<size_t>(n, 1), 0);
-  return v;
-}
-
-// QuantizeLinear / DequantizeLinear (ONNX: per tensor, or per axis when the scale has more
-// than one element): the int8 semantics of src/quant with ONNX's rounding.
-Result<Kernel> quant_linear_factory(const Node& n, bool quantize) {
-  RKD_ASSIGN(int64_t a, n.attr_int("axis", 1));
-  // The axis only matters for a per-axis scale; quant::quantize checks it then.
-  const int axis = norm_axis(a, rank_of(n, 0));
-  RKD_ASSIGN(int64_t block, n.attr_int("block_size", 0));
-  if (block != 0) return unsupported(n.describe() + ": blocked quantization (block_size)");
-  const std::string what = n.describe();
-  return Kernel([=](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-    quant::QuantParams p;
-    p.scales = floats_of(in[1]);
-    p.zero_points = zero_points_of(in.size() > 2 ? in[2] : nullptr, p.scales.size());
-    p.axis = axis;
-    Status st = quantize ? quant::quantize(*in[0], p, quant::QuantizeRounding::half_to_even, out[0])
-                         : quant::dequantize(*in[0], p, out[0]);
-    return st.ok() ? st : st.error().with_context(what);
-  });
-}
-
-// The requantizer of QLinearConv / QLinearMatMul (ONNX Runtime's convention) from inputs
-// 1 (x scale), 4 (weight scales), 6 (y scale) and 7 (y zero point, whose type is the output's).
-// Input i of n when it is a constant, else nullptr.
-const Tensor* constant_input(const Node& n, size_t i) {
-  return i < n.inputs.size() && n.inputs[i] && n.inputs[i]->constant ? &*n.inputs[i]->constant : nullptr;
-}
-// True for an absent tensor (a zero point defaults to 0) and for one holding only zeros.
-bool all_zero(const Tensor* t) {
-  for (int64_t i = 0; t && i < t->numel(); ++i) {
-    if (t->get_as_double(i) != 0) return false;
-  }
-  return true;
-}
-// A requantized value (already in the type's range) into an int8 or uint8 tensor.
-void store_int8(Tensor& y, int64_t at, int32_t v) {
-  if (y.dtype() == DType::i8) y.data<int8_t>()[at] = static_cast<int8_t>(v);
-  else y.data<uint8_t>()[at] = static_cast<uint8_t>(v);
-}
-
-Result<quant::Requantizer> qlinear_requantizer(const std::vector<const Tensor*>& in, DType out_type,
-                                               quant::Requant convention = quant::Requant::onnx_float) {
-  RKD_ASSIGN(auto range, quant::quantized_range(out_type));
-  if (in.size() < 8 || !in[1] || !in[4] || !in[6] || in[1]->numel() < 1 || in[6]->numel() < 1) {
-    return invalid("QLinear op: scales missing");
-  }
-  return quant::Requantizer::make(convention, floats_of(in[1])[0], floats_of(in[4]), floats_of(in[6])[0],
-                                  zero_points_of(in[7], 1)[0], range.first, range.second);
-}
-
-// The requantization convention of a QLinear node: its `rkd_requant` attribute (set by
-// qdq-to-qlinear from the model's source format, e.g. TFLite), ONNX Runtime's otherwise.
-Result<quant::Requant> node_requant(const Node& n) {
-  RKD_ASSIGN(std::string name, n.attr_string("rkd_requant", "onnx_float"));
-  auto r = quant::parse_requant(name);
-  if (!r.ok()) return r.error().with_context(n.describe());
-  return r;
-}
-
-// Built once when every scale and the output zero point are constants (the usual case).
-Result<std::optional<quant::Requantizer>> constant_qlinear_requantizer(const Node& n) {
-  std::vector<const Tensor*> in(n.inputs.size(), nullptr);
-  for (size_t i : {1u, 4u, 6u, 7u}) {
-    if (i >= n.inputs.size() || !n.inputs[i] || !n.inputs[i]->constant) return std::optional<quant::Requantizer>{};
-    in[i] = &*n.inputs[i]->constant;
-  }
-  const ir::Value* y = n.outputs.empty() ? nullptr : n.outputs[0];
-  if (!y || !y->dtype) return std::optional<quant::Requantizer>{};
-  RKD_ASSIGN(quant::Requant conv, node_requant(n));
-  auto rq = qlinear_requantizer(in, *y->dtype, conv);
-  if (!rq.ok()) return rq.error().with_context(n.describe());
-  return std::optional<quant::Requantizer>(*rq);
 }
 
 const std::map<std::string, Factory>& registry() {
@@ -748,104 +667,7 @@ const std::map<std::string, Factory>& registry() {
       });
     };
     r["GridSample"] = grid_sample_factory;
-    r["QuantizeLinear"] = [](const Node& n, int64_t) { return quant_linear_factory(n, true); };
-    r["DequantizeLinear"] = [](const Node& n, int64_t) { return quant_linear_factory(n, false); };
-    // QOperator forms, requantized with ONNX Runtime's convention (quant::Requant::onnx_float).
-    r["QLinearConv"] = [](const Node& n, int64_t) -> Result<Kernel> {
-      const auto xs = ir::static_shape(n.inputs[0]);
-      const auto ws = n.inputs.size() > 3 ? ir::static_shape(n.inputs[3]) : std::nullopt;
-      if (!xs || !ws || xs->size() != 4) return unsupported(n.describe() + ": 2-D QLinearConv with static shapes only");
-      RKD_ASSIGN(ops::ConvParams cp, conv_params(n, *xs, *ws, false));
-      const quant::QConvParams p{cp.strides, cp.dilations, cp.pads, cp.group};
-      RKD_ASSIGN(auto rq0, constant_qlinear_requantizer(n));
-      const std::string what = n.describe();
-      // Fast path (ops::QConvAccumulator): constant int8 weights with zero points 0, a constant
-      // input zero point and requantizer; the int32 accumulators are exact, and the bias and
-      // requantization below are the reference's, so the outputs are bit for bit the same.
-      auto constant = [&](size_t i) { return constant_input(n, i); };
-      const Tensor* w = constant(3);
-      const Tensor* wz = constant(5);
-      const Tensor* xz = constant(2);
-      const auto os = ir::static_shape(n.outputs[0]);
-      bool fast = rq0 && w && w->dtype() == DType::i8 && n.inputs[0]->dtype && os && ops::int8_conv_available() &&
-                  (n.inputs.size() < 9 || !n.inputs[8] || constant(8));
-      fast = fast && all_zero(wz);
-      if (fast) {
-        const int32_t x_zp = xz ? static_cast<int32_t>(xz->get_as_double(0)) : 0;
-        auto acc = ops::make_qconv_accumulator(*xs, *n.inputs[0]->dtype, x_zp, *w, cp, *os);
-        if (acc.ok()) {
-          std::shared_ptr<ops::QConvAccumulator> a = std::move(acc).value();
-          const Tensor bias = constant(8) ? constant(8)->contiguous() : Tensor();
-          auto buf = std::make_shared<Tensor>(Tensor::empty(DType::i32, {(*os)[0], (*os)[2], (*os)[3], (*os)[1]}));
-          const quant::Requantizer rq = *rq0;
-          return Kernel([a, buf, bias, rq, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-            Status st = a->run(*in[0], *buf);
-            if (!st.ok()) return st.error().with_context(what);
-            Tensor& y = out[0];
-            const int64_t N = y.dim(0), M = y.dim(1), HW = y.dim(2) * y.dim(3);
-            const int32_t* ac = buf->data<int32_t>();
-            const int32_t* b = bias.defined() ? bias.data<int32_t>() : nullptr;
-            for (int64_t nn = 0; nn < N; ++nn) {
-              for (int64_t oc = 0; oc < M; ++oc) {
-                const int32_t bm = b ? b[oc] : 0;
-                for (int64_t i = 0; i < HW; ++i) {
-                  store_int8(y, (nn * M + oc) * HW + i, rq.apply(ac[(nn * HW + i) * M + oc] + bm, static_cast<size_t>(oc)));
-                }
-              }
-            }
-            return {};
-          });
-        }
-      }
-      RKD_ASSIGN(quant::Requant convention, node_requant(n));
-      return Kernel([p, what, rq0, convention](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-        RKD_ASSIGN(quant::Requantizer rq,
-                   rq0 ? Result<quant::Requantizer>(*rq0) : qlinear_requantizer(in, out[0].dtype(), convention));
-        const Tensor bias = in.size() > 8 && in[8] ? *in[8] : Tensor();
-        Status st = quant::qlinear_conv(*in[0], zero_points_of(in[2], 1)[0], *in[3], zero_points_of(in[5], rq.channels()),
-                                        bias, p, rq, out[0]);
-        return st.ok() ? st : st.error().with_context(what);
-      });
-    };
-    r["QLinearMatMul"] = [](const Node& n, int64_t) -> Result<Kernel> {
-      RKD_ASSIGN(auto rq0, constant_qlinear_requantizer(n));
-      const std::string what = n.describe();
-      // Fast path (ops::QMatMulAccumulator) for a constant symmetric int8 B [K, N], as for
-      // QLinearConv: exact accumulators, the reference's requantization.
-      auto constant = [&](size_t i) { return constant_input(n, i); };
-      const Tensor* b = constant(3);
-      const Tensor* bz = constant(5);
-      const auto as = ir::static_shape(n.inputs[0]);
-      bool fast = rq0 && b && b->rank() == 2 && b->dtype() == DType::i8 && as && !as->empty() && n.inputs[0]->dtype &&
-                  ops::int8_conv_available();
-      fast = fast && all_zero(bz);
-      if (fast && as->back() == b->dim(0)) {
-        int64_t rows = 1;
-        for (size_t d = 0; d + 1 < as->size(); ++d) rows *= (*as)[d];
-        const int32_t a_zp = constant(2) ? static_cast<int32_t>(constant(2)->get_as_double(0)) : 0;
-        auto acc = ops::make_qmatmul_accumulator(rows, *n.inputs[0]->dtype, a_zp, *b);
-        if (acc.ok() && constant(2)) {
-          std::shared_ptr<ops::QMatMulAccumulator> a = std::move(acc).value();
-          const int64_t N = b->dim(1);
-          auto buf = std::make_shared<Tensor>(Tensor::empty(DType::i32, {rows, N}));
-          const quant::Requantizer rq = *rq0;
-          return Kernel([a, buf, rq, rows, N, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-            Status st = a->run(*in[0], *buf);
-            if (!st.ok()) return st.error().with_context(what);
-            const int32_t* ac = buf->data<int32_t>();
-            Tensor& y = out[0];
-            for (int64_t i = 0; i < rows * N; ++i) store_int8(y, i, rq.apply(ac[i], static_cast<size_t>(i % N)));
-            return {};
-          });
-        }
-      }
-      return Kernel([what, rq0](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-        RKD_ASSIGN(quant::Requantizer rq, rq0 ? Result<quant::Requantizer>(*rq0) : qlinear_requantizer(in, out[0].dtype()));
-        Status st = quant::qlinear_matmul(*in[0], zero_points_of(in[2], 1)[0], *in[3], zero_points_of(in[5], rq.channels()),
-                                          rq, out[0]);
-        return st.ok() ? st : st.error().with_context(what);
-      });
-    };
+    register_int8_ops(r);
     return r;
   }();
   return m;

@@ -235,5 +235,61 @@ TEST(Int8ResizeBilinear, EqualsTensorFlowsFloatResizeRoundedWhereTheScaleIsExact
   EXPECT_GT(exact_cases, 40);
 }
 
+// The XNNPACK forms (tflite_xnnpack; bit-exact against TFLite in test_tflite_peer.py) stay
+// within their precision of the real result: LeakyRelu's 8-bit multipliers by |x - z| / 512
+// steps, Mean's float32 scale by a rounding, Resize's 11-bit weights by 255 / 2048 per axis.
+TEST(Int8Xnnpack, LeakyReluMeanResizeStayWithinTheirPrecision) {
+  std::mt19937 rng(17);
+  for (int trial = 0; trial < 40; ++trial) {
+    const DType t = trial % 2 ? DType::u8 : DType::i8;
+    QTensorParams in{rand_scale(rng, 3, 6), std::uniform_int_distribution<int>(-20, 20)(rng) + (t == DType::u8 ? 128 : 0)};
+    QTensorParams out{rand_scale(rng, 3, 6), std::uniform_int_distribution<int>(-20, 20)(rng) + (t == DType::u8 ? 128 : 0)};
+    const float alpha = std::uniform_real_distribution<float>(0.05f, 0.5f)(rng);
+    const Tensor x = all_values(t);
+    Tensor y = Tensor::empty(t, {256});
+    ASSERT_TRUE(tflite_leaky_relu(x, alpha, in, out, Requant::tflite_xnnpack, y).ok());
+    for (int i = 0; i < 256; ++i) {
+      const double v = get(x, i) - in.zero_point;
+      const double real = (v >= 0 ? 1.0 : static_cast<double>(alpha)) * static_cast<double>(in.scale) * v;
+      EXPECT_LE(std::fabs(get(y, i) - clamp_q(real / out.scale + out.zero_point, t)), 0.5 + std::fabs(v) / 512 + 1e-6) << trial;
+    }
+    Tensor x4 = Tensor::empty(t, {1, 3, 4, 5});
+    for (int64_t i = 0; i < x4.numel(); ++i) {
+      if (t == DType::i8) x4.data<int8_t>()[i] = static_cast<int8_t>(std::uniform_int_distribution<int>(-128, 127)(rng));
+      else x4.data<uint8_t>()[i] = static_cast<uint8_t>(std::uniform_int_distribution<int>(0, 255)(rng));
+    }
+    Tensor m = Tensor::empty(t, {1, 3, 1, 1});
+    ASSERT_TRUE(tflite_mean(x4, {2, 3}, in, out, Requant::tflite_xnnpack, m).ok());
+    for (int64_t c = 0; c < 3; ++c) {
+      double sum = 0;
+      for (int64_t i = 0; i < 20; ++i) sum += get(x4, c * 20 + i) - in.zero_point;
+      const double real = static_cast<double>(in.scale) * sum / 20;
+      EXPECT_LE(std::fabs(get(m, c) - clamp_q(real / out.scale + out.zero_point, t)), 0.5 + 1e-4) << trial;
+    }
+    const bool align = trial % 3 == 1, half = trial % 3 == 2;
+    Tensor r = Tensor::empty(t, {1, 3, 7, 9});
+    ASSERT_TRUE(tflite_resize_bilinear(x4, align, half, Requant::tflite_xnnpack, r).ok());
+    auto src = [&](int64_t o, int64_t in_n, int64_t out_n) {
+      const double sc = align ? static_cast<double>(in_n - 1) / static_cast<double>(out_n - 1) : static_cast<double>(in_n) / static_cast<double>(out_n);
+      const double f = half ? (static_cast<double>(o) + 0.5) * sc - 0.5 : static_cast<double>(o) * sc;
+      return std::clamp(f, 0.0, static_cast<double>(in_n - 1));
+    };
+    for (int64_t c = 0; c < 3; ++c) {
+      for (int64_t oy = 0; oy < 7; ++oy) {
+        const double fy = src(oy, 4, 7);
+        const int64_t y0 = static_cast<int64_t>(fy), y1 = std::min<int64_t>(y0 + 1, 3);
+        for (int64_t ox = 0; ox < 9; ++ox) {
+          const double fx = src(ox, 5, 9);
+          const int64_t x0 = static_cast<int64_t>(fx), x1 = std::min<int64_t>(x0 + 1, 4);
+          auto at = [&](int64_t yy, int64_t xx) { return static_cast<double>(get(x4, (c * 4 + yy) * 5 + xx)); };
+          const double dy = fy - static_cast<double>(y0), dx = fx - static_cast<double>(x0);
+          const double v = (at(y0, x0) * (1 - dx) + at(y0, x1) * dx) * (1 - dy) + (at(y1, x0) * (1 - dx) + at(y1, x1) * dx) * dy;
+          EXPECT_LE(std::fabs(get(r, (c * 7 + oy) * 9 + ox) - v), 0.5 + 2 * 255.0 / 4096 + 1e-4) << trial << " " << oy << "," << ox;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rkd::quant

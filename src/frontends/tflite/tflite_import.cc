@@ -645,6 +645,10 @@ Result<Imported> Importer::run() {
   g.opset = 17;
   g.name = what_;
   g.producer = "TFLite schema v" + std::to_string(m->version());
+  // A quantized model's integer semantics are TFLite's (qdq-to-qlinear reads this).
+  for (const TensorInfo& t : tensors_) {
+    if (t.quantized && (t.dtype == DType::i8 || t.dtype == DType::u8)) g.metadata["rkdeploy.requant"] = "tflite_double_rounding";
+  }
   // Constants.
   for (const TensorInfo& t : tensors_) {
     if (!t.data) continue;
@@ -709,7 +713,8 @@ Result<Imported> Importer::run() {
       continue;
     }
     RKD_ASSIGN(ir::Value * f, conv_.nhwc(r));
-    if (f->name == r) RKD_TRY(g.rename_value(f, r + "/float"));
+    // The graph output keeps the tensor's name; an internal value holding it is renamed.
+    if (ir::Value* old = g.find(r)) RKD_TRY(g.rename_value(old, r + "/float"));
     RKD_ASSIGN(ir::Value * q, add_q(f, t, r, false));
     g.outputs.push_back(q);
   }

@@ -1,0 +1,412 @@
+// qdq-to-qlinear (declared in fusion.h): QDQ sites to integer operators, and the kernels of
+// the rkdeploy-domain integer operators it creates.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <set>
+
+#include "ir/shape_inference.h"
+#include "quant/int8.h"
+#include "quant/int8_tflite.h"
+#include "runtime/fusion.h"
+
+namespace rkd::runtime {
+
+namespace {
+
+using ir::Node;
+using ir::Value;
+
+Node* produced_by(const Value* v, const char* op) {
+  return v && v->producer && v->producer->op_type == op && v->producer->domain.empty() ? v->producer : nullptr;
+}
+
+// x = DequantizeLinear(q, scale, zp) with constant scale (and zero point).
+struct Dq {
+  Value* q = nullptr;
+  Value* scale = nullptr;
+  Value* zp = nullptr;
+};
+std::optional<Dq> dequantized(Value* v) {
+  Node* d = produced_by(v, "DequantizeLinear");
+  if (!d || d->inputs.size() < 2 || !d->inputs[1] || !d->inputs[1]->constant) return std::nullopt;
+  if (d->inputs.size() > 2 && d->inputs[2] && !d->inputs[2]->constant) return std::nullopt;
+  return Dq{d->inputs[0], d->inputs[1], d->inputs.size() > 2 ? d->inputs[2] : nullptr};
+}
+bool per_tensor(const Value* scale) { return scale && scale->constant && scale->constant->numel() == 1; }
+
+// The op's output y, read only by QuantizeLinear (per-tensor, constant zero point) directly or
+// through one Relu or Clip(lo, hi) with constant bounds (a fused activation).
+struct QuantizedOutput {
+  Node* q = nullptr;
+  Node* act = nullptr;  // the Relu or Clip, or nullptr
+  double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
+  float scale = 1;
+  int32_t zero_point = 0, qmin = -128, qmax = 127;
+};
+std::optional<QuantizedOutput> quantized_output(const ir::Graph& g, Value* y) {
+  auto single_reader = [&](Value* v, const char* type) -> Node* {
+    if (!v || v->consumers.size() != 1 || v->consumers[0]->op_type != type || !v->consumers[0]->domain.empty()) return nullptr;
+    return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end() ? nullptr : v->consumers[0];
+  };
+  QuantizedOutput r;
+  Node* relu = single_reader(y, "Relu");
+  Node* clip = relu ? nullptr : single_reader(y, "Clip");
+  if (relu) r.lo = 0;
+  if (clip) {
+    const bool bounds = clip->inputs.size() >= 3 && clip->inputs[1] && clip->inputs[2] && clip->inputs[1]->constant &&
+                        clip->inputs[2]->constant && clip->inputs[1]->constant->numel() == 1 && clip->inputs[2]->constant->numel() == 1;
+    if (!bounds) return std::nullopt;
+    r.lo = clip->inputs[1]->constant->get_as_double(0);
+    r.hi = clip->inputs[2]->constant->get_as_double(0);
+  }
+  r.act = relu ? relu : clip;
+  r.q = r.act ? single_reader(r.act->outputs[0], "QuantizeLinear") : single_reader(y, "QuantizeLinear");
+  if (!r.q || r.q->inputs.size() < 3 || !per_tensor(r.q->inputs[1]) || !r.q->inputs[2] || !r.q->inputs[2]->constant ||
+      r.q->inputs[2]->constant->numel() != 1) {
+    return std::nullopt;
+  }
+  auto range = quant::quantized_range(r.q->inputs[2]->constant->dtype());
+  if (!range.ok()) return std::nullopt;
+  r.qmin = range->first;
+  r.qmax = range->second;
+  r.scale = static_cast<float>(r.q->inputs[1]->constant->get_as_double(0));
+  r.zero_point = static_cast<int32_t>(r.q->inputs[2]->constant->get_as_double(0));
+  return r;
+}
+
+// ONNX Runtime's ReluQuantFusion: the activation is the output saturation itself when the
+// zero point is the type's minimum and any upper bound lies at or above the largest value.
+bool activation_is_saturation(const QuantizedOutput& o) {
+  if (!o.act) return true;
+  if (o.lo != 0 || o.zero_point != o.qmin) return false;
+  return !std::isfinite(o.hi) || std::nearbyint(o.hi / o.scale) + o.qmin >= o.qmax;
+}
+
+// TFLite's CalculateActivationRangeQuantized: the fused activation's bounds in output units,
+// zero_point + round_half_away(bound / scale), within the type's range.
+std::pair<int32_t, int32_t> tflite_activation_range(const QuantizedOutput& o) {
+  int32_t lo = o.qmin, hi = o.qmax;
+  auto quantize = [&](double v) { return o.zero_point + static_cast<int32_t>(std::round(static_cast<float>(v) / o.scale)); };
+  if (std::isfinite(o.lo)) lo = std::max(lo, quantize(o.lo));
+  if (std::isfinite(o.hi)) hi = std::min(hi, quantize(o.hi));
+  return {lo, hi};
+}
+
+// Which inputs of a TFLite-form op are quantized tensors (the rest: constant parameters).
+std::optional<std::vector<size_t>> tflite_quantized_inputs(const Node& n) {
+  static const std::set<std::string> unary = {"Sigmoid", "Tanh",       "HardSwish",   "LeakyRelu", "Softmax",
+                                              "ReduceMean", "Resize", "AveragePool", "MaxPool"};
+  if (!n.domain.empty()) return std::nullopt;
+  if (unary.count(n.op_type)) return std::vector<size_t>{0};
+  if (n.op_type == "Add" || n.op_type == "Sub" || n.op_type == "Mul") return std::vector<size_t>{0, 1};
+  if (n.op_type == "Concat") {
+    std::vector<size_t> all;
+    for (size_t i = 0; i < n.inputs.size(); ++i) all.push_back(i);
+    return all;
+  }
+  return std::nullopt;
+}
+
+// A TFLite-form op whose attributes the integer kernels implement (others stay float).
+bool tflite_supported(const Node& n, const std::vector<Dq>& ins, const QuantizedOutput& o) {
+  const auto xs = ir::static_shape(ins[0].q);
+  const auto ys = ir::static_shape(o.q->outputs[0]);
+  if (!xs || !ys) return false;
+  const bool fused_act = n.op_type == "Add" || n.op_type == "Sub" || n.op_type == "Mul" || n.op_type == "AveragePool" ||
+                         n.op_type == "MaxPool";
+  if (o.act && !fused_act) return false;
+  if (n.op_type == "Softmax") return n.attr_int("axis", -1).value_or(0) == -1 || n.attr_int("axis", -1).value_or(0) == static_cast<int64_t>(xs->size()) - 1;
+  if (n.op_type == "Resize") {
+    return xs->size() == 4 && n.attr_string("mode", "nearest").value_or("") == "linear" &&
+           std::set<std::string>{"half_pixel", "align_corners", "asymmetric"}.count(
+               n.attr_string("coordinate_transformation_mode", "half_pixel").value_or(""));
+  }
+  if (n.op_type == "AveragePool" || n.op_type == "MaxPool") {
+    const std::string ap = n.attr_string("auto_pad", "NOTSET").value_or("");
+    return xs->size() == 4 && n.attr_int("ceil_mode", 0).value_or(1) == 0 && (ap == "NOTSET" || ap == "SAME_UPPER" || ap == "VALID") &&
+           n.attr_int("count_include_pad", 0).value_or(1) == 0 && n.attr_ints("dilations", {1, 1}).value_or(std::vector<int64_t>{}) == std::vector<int64_t>{1, 1};
+  }
+  if (n.op_type == "Add" || n.op_type == "Sub" || n.op_type == "Mul") {
+    const auto bs = ir::static_shape(ins[1].q);
+    int64_t nb = 1;
+    for (int64_t d : bs.value_or(Shape{})) nb *= d;
+    return bs && *xs == *ys && (*bs == *xs || nb == 1);
+  }
+  return true;
+}
+
+}  // namespace
+
+ir::Pass qdq_to_qlinear_pass() {
+  return ir::Pass{"qdq-to-qlinear", [](ir::Graph& g) -> Status {
+                    std::set<const Node*> gone;
+                    auto requant = g.metadata.find("rkdeploy.requant");
+                    const bool tflite = requant != g.metadata.end() && requant->second.rfind("tflite_", 0) == 0;
+                    std::vector<Node*> ops, others;
+                    for (const auto& np : g.nodes()) {
+                      if ((np->op_type == "Conv" || np->op_type == "MatMul") && np->domain.empty()) ops.push_back(np.get());
+                      else others.push_back(np.get());
+                    }
+                    // TFLite-form ops (graphs imported from TFLite): every input dequantized per
+                    // tensor -> op -> [fused Relu/Clip] -> QuantizeLinear becomes
+                    // rkdeploy.QLinearTflite (quant/int8.h, quant/int8_tflite.h). ONNX graphs:
+                    // DequantizeLinear x2 -> Add -> QuantizeLinear becomes rkdeploy.QLinearAdd
+                    // with ONNX Runtime's QLinearAdd arithmetic (quant/int8.h, onnx_float).
+                    for (Node* op : others) {
+                      auto which = tflite ? tflite_quantized_inputs(*op) : (op->op_type == "Add" && op->domain.empty()
+                                                                                ? std::optional<std::vector<size_t>>(std::vector<size_t>{0, 1})
+                                                                                : std::nullopt);
+                      if (!which || which->empty() || op->outputs.empty()) continue;
+                      auto o = quantized_output(g, op->outputs[0]);
+                      if (!o) continue;
+                      std::vector<Dq> ins;
+                      for (size_t i : *which) {
+                        auto d = i < op->inputs.size() ? dequantized(op->inputs[i]) : std::nullopt;
+                        if (!d || !per_tensor(d->scale) || !d->zp || !d->q->dtype) break;
+                        if (*d->q->dtype != o->q->inputs[2]->constant->dtype()) break;
+                        ins.push_back(*d);
+                      }
+                      if (ins.size() != which->size()) continue;
+                      std::vector<Value*> args;
+                      for (const Dq& d : ins) args.insert(args.end(), {d.q, d.scale, d.zp});
+                      args.insert(args.end(), {o->q->inputs[1], o->q->inputs[2]});
+                      Node* ql = nullptr;
+                      if (tflite) {
+                        if (!tflite_supported(*op, ins, *o)) continue;
+                        RKD_ASSIGN(ql, g.add_node(op->name + "/qlinear", "QLinearTflite", "rkdeploy", args, {o->q->outputs[0]->name + "/qlinear"}));
+                        ql->attrs = op->attrs;
+                        ql->attrs["op"] = op->op_type;
+                        ql->attrs["rkd_requant"] = requant->second;
+                        const auto [lo, hi] = tflite_activation_range(*o);
+                        ql->attrs["act_min"] = int64_t{lo};
+                        ql->attrs["act_max"] = int64_t{hi};
+                      } else {
+                        const auto sa = ir::static_shape(ins[0].q), sb = ir::static_shape(ins[1].q), sy = ir::static_shape(o->q->outputs[0]);
+                        if (!sa || !sb || !sy || *sa != *sy || !activation_is_saturation(*o)) continue;
+                        int64_t nb = 1;
+                        for (int64_t d : *sb) nb *= d;
+                        if (*sb != *sa && nb != 1) continue;
+                        RKD_ASSIGN(ql, g.add_node(op->name + "/qlinear", "QLinearAdd", "rkdeploy", args, {o->q->outputs[0]->name + "/qlinear"}));
+                      }
+                      ql->outputs[0]->dtype = o->q->inputs[2]->constant->dtype();
+                      ql->outputs[0]->shape = o->q->outputs[0]->shape;
+                      g.move_output(o->q, 0, ql, 0);
+                      gone.insert(o->q);
+                      gone.insert(op);
+                      if (o->act) gone.insert(o->act);
+                    }
+                    for (Node* op : ops) {
+                      const bool conv = op->op_type == "Conv";
+                      auto o = quantized_output(g, op->outputs[0]);
+                      if (!o || !activation_is_saturation(*o)) continue;
+                      Node* qy = o->q;
+                      auto dx = dequantized(op->inputs[0]);
+                      auto dw = op->inputs.size() > 1 ? dequantized(op->inputs[1]) : std::nullopt;
+                      if (!dx || !dw || !per_tensor(dx->scale) || !dx->zp) continue;
+                      if (!dw->q->constant) continue;
+                      Value* bias_q = nullptr;
+                      if (conv && op->inputs.size() > 2 && op->inputs[2]) {
+                        auto db = dequantized(op->inputs[2]);
+                        if (!db || !db->q->constant || db->q->constant->dtype() != DType::i32) continue;
+                        // The bias scale must be x_s * w_s (per channel), zero point 0.
+                        bool ok = true;
+                        const Tensor& bs = *db->scale->constant;
+                        const Tensor& ws = *dw->scale->constant;
+                        const double xs = dx->scale->constant->get_as_double(0);
+                        for (int64_t c = 0; c < bs.numel() && ok; ++c) {
+                          const double want = static_cast<double>(static_cast<float>(xs * ws.get_as_double(ws.numel() == 1 ? 0 : c)));
+                          ok = std::fabs(bs.get_as_double(c) - want) <= 1e-6 * want;
+                        }
+                        if (db->zp) {
+                          for (int64_t c = 0; c < db->zp->constant->numel() && ok; ++c) ok = db->zp->constant->get_as_double(c) == 0;
+                        }
+                        if (!ok) continue;
+                        bias_q = db->q;
+                      }
+                      if (!conv && !per_tensor(dw->scale) && dw->scale->constant->numel() != ir::static_shape(dw->q).value_or(Shape{0}).back()) continue;
+                      Value* w_zp = dw->zp;
+                      if (!w_zp) {
+                        Tensor z = Tensor::empty(dw->q->constant->dtype(), {1});
+                        w_zp = g.add_constant(op->name + "/w_zero_point", z);
+                      }
+                      std::vector<Value*> ins{dx->q, dx->scale, dx->zp, dw->q, dw->scale, w_zp, qy->inputs[1], qy->inputs[2]};
+                      if (bias_q) ins.push_back(bias_q);
+                      RKD_ASSIGN(Node * ql, g.add_node(op->name + "/qlinear", conv ? "QLinearConv" : "QLinearMatMul", "", ins,
+                                                       {qy->outputs[0]->name + "/qlinear"}));
+                      if (conv) {
+                        for (const char* a : {"strides", "dilations", "pads", "group", "auto_pad", "kernel_shape"}) {
+                          if (op->attrs.count(a)) ql->attrs[a] = op->attrs.at(a);
+                        }
+                      }
+                      if (requant != g.metadata.end()) ql->attrs["rkd_requant"] = requant->second;
+                      // The QLinear node produces the QuantizeLinear's output value (its name stays).
+                      g.move_output(qy, 0, ql, 0);
+                      gone.insert(qy);
+                      gone.insert(op);
+                      if (o->act) gone.insert(o->act);
+                    }
+                    if (gone.empty()) return {};
+                    g.remove_nodes([&](const Node& n) { return gone.count(&n) > 0; });
+                    return g.sort_topologically();
+                  }};
+}
+
+namespace {
+
+// Per-tensor parameters of input group i (inputs 3i + 1, 3i + 2) and of the output (the last two).
+Result<quant::QTensorParams> group_params(const Node& n, size_t i) {
+  const size_t s = 3 * i + 1;
+  if (s + 1 >= n.inputs.size() || !n.inputs[s] || !n.inputs[s]->constant || !n.inputs[s + 1] || !n.inputs[s + 1]->constant) {
+    return unsupported(n.describe() + ": scales and zero points must be per-tensor constants");
+  }
+  return quant::QTensorParams{static_cast<float>(n.inputs[s]->constant->get_as_double(0)),
+                              static_cast<int32_t>(n.inputs[s + 1]->constant->get_as_double(0))};
+}
+
+std::string what_of(const Node& n) { return n.describe(); }
+
+Status with_node(Status s, const std::string& what) { return s.ok() ? s : s.error().with_context(what); }
+
+Result<Kernel> prepare_tflite(const Node& n) {
+  RKD_ASSIGN(std::string op, n.attr_string("op", ""));
+  RKD_ASSIGN(std::string rq_name, n.attr_string("rkd_requant", "tflite_double_rounding"));
+  RKD_ASSIGN(quant::Requant rq, quant::parse_requant(rq_name));
+  RKD_ASSIGN(int64_t act_min, n.attr_int("act_min", -128));
+  RKD_ASSIGN(int64_t act_max, n.attr_int("act_max", 127));
+  if ((n.inputs.size() - 2) % 3 != 0 || n.inputs.size() < 5) return invalid(n.describe() + ": inputs are (q, scale, zero point) groups and the output's scale and zero point");
+  const size_t groups = (n.inputs.size() - 2) / 3;
+  std::vector<quant::QTensorParams> in;
+  for (size_t i = 0; i < groups; ++i) {
+    RKD_ASSIGN(auto p, group_params(n, i));
+    in.push_back(p);
+  }
+  const quant::QTensorParams out{static_cast<float>(n.inputs[n.inputs.size() - 2]->constant->get_as_double(0)),
+                                 static_cast<int32_t>(n.inputs.back()->constant->get_as_double(0))};
+  const std::string what = n.describe();
+  const quant::QTensorParams x = in[0];
+  if (op == "Sigmoid" || op == "Tanh") {
+    const quant::LutFunction f = op == "Sigmoid" ? quant::LutFunction::logistic : quant::LutFunction::tanh;
+    return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) { return with_node(quant::lut_activation(*t[0], f, x, out, y[0]), what); });
+  }
+  if (op == "HardSwish") {
+    return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) { return with_node(quant::tflite_hard_swish(*t[0], x, out, y[0]), what); });
+  }
+  if (op == "LeakyRelu") {
+    RKD_ASSIGN(float alpha, n.attr_float("alpha", 0.01f));
+    return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) {
+      return with_node(quant::tflite_leaky_relu(*t[0], alpha, x, out, rq, y[0]), what);
+    });
+  }
+  if (op == "Softmax") {
+    return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) { return with_node(quant::tflite_softmax(*t[0], 1.f, x, out, y[0]), what); });
+  }
+  if (op == "ReduceMean") {
+    const int rank = n.inputs[0]->shape ? static_cast<int>(n.inputs[0]->shape->size()) : 0;
+    RKD_ASSIGN(auto axes0, n.attr_ints("axes", {}));
+    std::vector<int64_t> axes;
+    for (int64_t a : axes0) axes.push_back(a < 0 ? a + rank : a);
+    if (axes.empty()) {
+      for (int d = 0; d < rank; ++d) axes.push_back(d);
+    }
+    // TFLite's XNNPACK delegate takes MEAN only as global average pooling: 4-D, over height
+    // and width (axes 2, 3 of the NCHW form here), keeping the dimensions; otherwise TFLite's
+    // own kernel runs (single rounding).
+    std::vector<int64_t> sorted = axes;
+    std::sort(sorted.begin(), sorted.end());
+    RKD_ASSIGN(int64_t keep, n.attr_int("keepdims", 1));
+    const quant::Requant mean_rq = rq == quant::Requant::tflite_xnnpack && !(rank == 4 && sorted == std::vector<int64_t>{2, 3} && keep)
+                                       ? quant::Requant::tflite_single_rounding
+                                       : rq;
+    return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) { return with_node(quant::tflite_mean(*t[0], axes, x, out, mean_rq, y[0]), what); });
+  }
+  if (op == "Resize") {
+    RKD_ASSIGN(std::string mode, n.attr_string("coordinate_transformation_mode", "half_pixel"));
+    const bool align = mode == "align_corners", half = mode == "half_pixel";
+    return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) {
+      return with_node(quant::tflite_resize_bilinear(*t[0], align, half, rq, y[0]), what);
+    });
+  }
+  if (op == "AveragePool" || op == "MaxPool") {
+    quant::QPoolParams p;
+    RKD_ASSIGN(p.kernel, n.attr_ints("kernel_shape", {}));
+    RKD_ASSIGN(p.strides, n.attr_ints("strides", {1, 1}));
+    RKD_ASSIGN(p.pads, n.attr_ints("pads", {0, 0, 0, 0}));
+    RKD_ASSIGN(std::string auto_pad, n.attr_string("auto_pad", "NOTSET"));
+    if (auto_pad != "NOTSET") {
+      // TensorFlow's SAME (ONNX SAME_UPPER): total = max((out - 1) * stride + kernel - in, 0),
+      // the smaller half before; VALID: none.
+      const auto xs = ir::static_shape(n.inputs[0]);
+      const auto ys = ir::static_shape(n.outputs[0]);
+      if (!xs || !ys || p.kernel.size() != 2 || p.strides.size() != 2) return unsupported(what_of(n) + ": auto_pad needs static shapes");
+      p.pads = {0, 0, 0, 0};
+      for (size_t d = 0; d < 2 && auto_pad == "SAME_UPPER"; ++d) {
+        const int64_t total = std::max<int64_t>(((*ys)[2 + d] - 1) * p.strides[d] + p.kernel[d] - (*xs)[2 + d], 0);
+        p.pads[d] = total / 2;
+        p.pads[d + 2] = total - total / 2;
+      }
+    }
+    p.act_min = static_cast<int32_t>(act_min);
+    p.act_max = static_cast<int32_t>(act_max);
+    if (x.scale != out.scale || x.zero_point != out.zero_point) return unsupported(what + ": pooling with different input and output quantization");
+    const bool avg = op == "AveragePool";
+    return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) {
+      return with_node(avg ? quant::tflite_average_pool(*t[0], p, y[0]) : quant::tflite_max_pool(*t[0], p, y[0]), what);
+    });
+  }
+  if (op == "Add" || op == "Sub" || op == "Mul") {
+    quant::QBinaryParams p;
+    p.a_scale = x.scale;
+    p.a_zero_point = x.zero_point;
+    p.b_scale = in[1].scale;
+    p.b_zero_point = in[1].zero_point;
+    p.out_scale = out.scale;
+    p.out_zero_point = out.zero_point;
+    p.act_min = static_cast<int32_t>(act_min);
+    p.act_max = static_cast<int32_t>(act_max);
+    p.convention = rq;
+    return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) {
+      return with_node(op == "Mul" ? quant::tflite_mul(*t[0], *t[3], p, y[0]) : quant::tflite_add(*t[0], *t[3], p, op == "Sub", y[0]), what);
+    });
+  }
+  if (op == "Concat") {
+    RKD_ASSIGN(int64_t axis, n.attr_int("axis", 0));
+    return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) {
+      std::vector<const Tensor*> xs;
+      for (size_t i = 0; i < groups; ++i) xs.push_back(t[3 * i]);
+      const int a = static_cast<int>(axis < 0 ? axis + y[0].rank() : axis);
+      return with_node(quant::tflite_concat(xs, in, out, a, y[0]), what);
+    });
+  }
+  return unsupported(what + ": no TFLite integer kernel for " + op);
+}
+
+}  // namespace
+
+Result<Kernel> prepare_int8_fused_op(const ir::Node& n) {
+  if (n.op_type == "QLinearTflite") return prepare_tflite(n);
+  // QLinearAdd: inputs as com.microsoft.QLinearAdd: A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp.
+  for (size_t i : {1, 2, 4, 5, 6, 7}) {
+    if (n.inputs.size() < 8 || !n.inputs[i] || !n.inputs[i]->constant || n.inputs[i]->constant->numel() != 1) {
+      return unsupported(n.describe() + ": scales and zero points must be per-tensor constants");
+    }
+  }
+  quant::QBinaryParams p;
+  p.a_scale = static_cast<float>(n.inputs[1]->constant->get_as_double(0));
+  p.a_zero_point = static_cast<int32_t>(n.inputs[2]->constant->get_as_double(0));
+  p.b_scale = static_cast<float>(n.inputs[4]->constant->get_as_double(0));
+  p.b_zero_point = static_cast<int32_t>(n.inputs[5]->constant->get_as_double(0));
+  p.out_scale = static_cast<float>(n.inputs[6]->constant->get_as_double(0));
+  p.out_zero_point = static_cast<int32_t>(n.inputs[7]->constant->get_as_double(0));
+  const bool is_u8 = n.inputs[7]->constant->dtype() == DType::u8;
+  p.act_min = is_u8 ? 0 : -128;
+  p.act_max = is_u8 ? 255 : 127;
+  p.convention = quant::Requant::onnx_float;
+  const std::string what = n.describe();
+  return Kernel([p, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+    return with_node(quant::tflite_add(*in[0], *in[3], p, false, out[0]), what);
+  });
+}
+
+}  // namespace rkd::runtime
