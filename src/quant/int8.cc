@@ -126,7 +126,7 @@ Status qlinear_conv(const Tensor& x0, int32_t x_zp, const Tensor& w0, const std:
 }
 
 Status qlinear_matmul(const Tensor& a0, int32_t a_zp, const Tensor& b0, const std::vector<int32_t>& b_zp,
-                      const Requantizer& rq, Tensor& out) {
+                      const Requantizer& rq, Tensor& out, const Tensor& bias) {
   const Tensor a = a0.contiguous(), b = b0.contiguous();
   if (a.rank() < 2 || b.rank() < 2) return unsupported("qlinear_matmul: operands of rank >= 2 only");
   const int64_t M = a.dim(-2), K = a.dim(-1), N = b.dim(-1);
@@ -135,12 +135,15 @@ Status qlinear_matmul(const Tensor& a0, int32_t a_zp, const Tensor& b0, const st
   const int64_t b_batch = b.numel() / (K * N);
   if (b_batch != 1 && b_batch != batch) return unsupported("qlinear_matmul: b must be 2-D or have a's batch");
   if (b_zp.size() != 1 && static_cast<int64_t>(b_zp.size()) != N) return invalid("qlinear_matmul: b_zero_point size");
-  if (K * 255 * 255 > std::numeric_limits<int32_t>::max()) return invalid("qlinear_matmul: K could overflow the accumulator");
+  if (bias.defined() && (bias.dtype() != DType::i32 || bias.numel() != N)) return invalid("qlinear_matmul: bias must be int32 [N]");
+  int64_t max_bias = 0;
+  for (int64_t j = 0; bias.defined() && j < N; ++j) max_bias = std::max<int64_t>(max_bias, std::abs(static_cast<int64_t>(bias.data<int32_t>()[j])));
+  if (K * 255 * 255 + max_bias > std::numeric_limits<int32_t>::max()) return invalid("qlinear_matmul: K could overflow the accumulator");
   for (int64_t bt = 0; bt < batch; ++bt) {
     for (int64_t i = 0; i < M; ++i) {
       for (int64_t j = 0; j < N; ++j) {
         const int32_t bz = b_zp[b_zp.size() == 1 ? 0 : static_cast<size_t>(j)];
-        int32_t acc = 0;
+        int32_t acc = bias.defined() ? bias.data<int32_t>()[j] : 0;
         for (int64_t k = 0; k < K; ++k) {
           acc += (load_q(a, (bt * M + i) * K + k) - a_zp) * (load_q(b, ((b_batch == 1 ? 0 : bt) * K + k) * N + j) - bz);
         }

@@ -46,8 +46,10 @@ struct QConvParams {
 Status qlinear_conv(const Tensor& x, int32_t x_zero_point, const Tensor& w, const std::vector<int32_t>& w_zero_points,
                     const Tensor& bias, const QConvParams& p, const Requantizer& rq, Tensor& out);
 
+// bias: int32 [N] added to every accumulator of column n, or an undefined tensor (ONNX's
+// QLinearMatMul has none; qdq-to-qlinear adds it for fully connected layers).
 Status qlinear_matmul(const Tensor& a, int32_t a_zero_point, const Tensor& b, const std::vector<int32_t>& b_zero_points,
-                      const Requantizer& rq, Tensor& out);
+                      const Requantizer& rq, Tensor& out, const Tensor& bias = Tensor());
 
 // TFLite's int8/uint8 Add and Sub (reference_ops / integer_ops): both inputs are brought to
 // a common scale with 20 bits of headroom, summed in int32 and requantized:

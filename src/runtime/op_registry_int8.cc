@@ -1,5 +1,6 @@
 #include "runtime/op_registry_detail.h"
 
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -62,14 +63,29 @@ void store_int8(Tensor& y, int64_t at, int32_t v) {
   else y.data<uint8_t>()[at] = static_cast<uint8_t>(v);
 }
 
+// act: the fused activation's clamp (attributes rkd_act_min / rkd_act_max, set by
+// qdq-to-qlinear for TFLite graphs), within the output type's range.
+struct ActRange {
+  int64_t lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
+};
+
+Result<ActRange> node_act_range(const Node& n) {
+  ActRange a;
+  RKD_ASSIGN(a.lo, n.attr_int("rkd_act_min", a.lo));
+  RKD_ASSIGN(a.hi, n.attr_int("rkd_act_max", a.hi));
+  return a;
+}
+
 Result<quant::Requantizer> qlinear_requantizer(const std::vector<const Tensor*>& in, DType out_type,
-                                               quant::Requant convention = quant::Requant::onnx_float) {
+                                               quant::Requant convention = quant::Requant::onnx_float, ActRange act = {}) {
   RKD_ASSIGN(auto range, quant::quantized_range(out_type));
   if (in.size() < 8 || !in[1] || !in[4] || !in[6] || in[1]->numel() < 1 || in[6]->numel() < 1) {
     return invalid("QLinear op: scales missing");
   }
+  const int32_t lo = static_cast<int32_t>(std::max<int64_t>(range.first, act.lo));
+  const int32_t hi = static_cast<int32_t>(std::min<int64_t>(range.second, act.hi));
   return quant::Requantizer::make(convention, floats_of(in[1])[0], floats_of(in[4]), floats_of(in[6])[0],
-                                  zero_points_of(in[7], 1)[0], range.first, range.second);
+                                  zero_points_of(in[7], 1)[0], lo, hi);
 }
 
 // The requantization convention of a QLinear node: its `rkd_requant` attribute (set by
@@ -91,7 +107,8 @@ Result<std::optional<quant::Requantizer>> constant_qlinear_requantizer(const Nod
   const ir::Value* y = n.outputs.empty() ? nullptr : n.outputs[0];
   if (!y || !y->dtype) return std::optional<quant::Requantizer>{};
   RKD_ASSIGN(quant::Requant conv, node_requant(n));
-  auto rq = qlinear_requantizer(in, *y->dtype, conv);
+  RKD_ASSIGN(ActRange act, node_act_range(n));
+  auto rq = qlinear_requantizer(in, *y->dtype, conv, act);
   if (!rq.ok()) return rq.error().with_context(n.describe());
   return std::optional<quant::Requantizer>(*rq);
 }
@@ -149,9 +166,10 @@ void register_int8_ops(std::map<std::string, Factory>& r) {
       }
     }
     RKD_ASSIGN(quant::Requant convention, node_requant(n));
-    return Kernel([p, what, rq0, convention](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+    RKD_ASSIGN(ActRange act, node_act_range(n));
+    return Kernel([p, what, rq0, convention, act](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
       RKD_ASSIGN(quant::Requantizer rq,
-                 rq0 ? Result<quant::Requantizer>(*rq0) : qlinear_requantizer(in, out[0].dtype(), convention));
+                 rq0 ? Result<quant::Requantizer>(*rq0) : qlinear_requantizer(in, out[0].dtype(), convention, act));
       const Tensor bias = in.size() > 8 && in[8] ? *in[8] : Tensor();
       Status st = quant::qlinear_conv(*in[0], zero_points_of(in[2], 1)[0], *in[3], zero_points_of(in[5], rq.channels()),
                                       bias, p, rq, out[0]);
@@ -169,7 +187,7 @@ void register_int8_ops(std::map<std::string, Factory>& r) {
     const auto as = ir::static_shape(n.inputs[0]);
     bool fast = rq0 && b && b->rank() == 2 && b->dtype() == DType::i8 && as && !as->empty() && n.inputs[0]->dtype &&
                 ops::int8_conv_available();
-    fast = fast && all_zero(bz);
+    fast = fast && all_zero(bz) && (n.inputs.size() < 9 || !n.inputs[8] || (constant(8) && constant(8)->numel() == b->dim(1)));
     if (fast && as->back() == b->dim(0)) {
       int64_t rows = 1;
       for (size_t d = 0; d + 1 < as->size(); ++d) rows *= (*as)[d];
@@ -180,20 +198,26 @@ void register_int8_ops(std::map<std::string, Factory>& r) {
         const int64_t N = b->dim(1);
         auto buf = std::make_shared<Tensor>(Tensor::empty(DType::i32, {rows, N}));
         const quant::Requantizer rq = *rq0;
-        return Kernel([a, buf, rq, rows, N, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        const Tensor bias = constant(8) ? constant(8)->contiguous() : Tensor();
+        return Kernel([a, buf, rq, rows, N, bias, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
           Status st = a->run(*in[0], *buf);
           if (!st.ok()) return st.error().with_context(what);
           const int32_t* ac = buf->data<int32_t>();
+          const int32_t* bb = bias.defined() ? bias.data<int32_t>() : nullptr;
           Tensor& y = out[0];
-          for (int64_t i = 0; i < rows * N; ++i) store_int8(y, i, rq.apply(ac[i], static_cast<size_t>(i % N)));
+          for (int64_t i = 0; i < rows * N; ++i) store_int8(y, i, rq.apply(ac[i] + (bb ? bb[i % N] : 0), static_cast<size_t>(i % N)));
           return {};
         });
       }
     }
-    return Kernel([what, rq0](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-      RKD_ASSIGN(quant::Requantizer rq, rq0 ? Result<quant::Requantizer>(*rq0) : qlinear_requantizer(in, out[0].dtype()));
+    RKD_ASSIGN(quant::Requant convention, node_requant(n));
+    RKD_ASSIGN(ActRange act, node_act_range(n));
+    return Kernel([what, rq0, convention, act](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+      RKD_ASSIGN(quant::Requantizer rq,
+                 rq0 ? Result<quant::Requantizer>(*rq0) : qlinear_requantizer(in, out[0].dtype(), convention, act));
+      const Tensor bias = in.size() > 8 && in[8] ? *in[8] : Tensor();
       Status st = quant::qlinear_matmul(*in[0], zero_points_of(in[2], 1)[0], *in[3], zero_points_of(in[5], rq.channels()),
-                                        rq, out[0]);
+                                        rq, out[0], bias);
       return st.ok() ? st : st.error().with_context(what);
     });
   };

@@ -22,6 +22,13 @@ Node* produced_by(const Value* v, const char* op) {
   return v && v->producer && v->producer->op_type == op && v->producer->domain.empty() ? v->producer : nullptr;
 }
 
+// A value name not yet in the graph, derived from base.
+std::string fresh(const ir::Graph& g, const std::string& base) {
+  std::string n = base;
+  for (int k = 1; g.find(n); ++k) n = base + "_" + std::to_string(k);
+  return n;
+}
+
 // x = DequantizeLinear(q, scale, zp) with constant scale (and zero point).
 struct Dq {
   Value* q = nullptr;
@@ -41,6 +48,7 @@ bool per_tensor(const Value* scale) { return scale && scale->constant && scale->
 struct QuantizedOutput {
   Node* q = nullptr;
   Node* act = nullptr;  // the Relu or Clip, or nullptr
+  Node* identity = nullptr;
   double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
   float scale = 1;
   int32_t zero_point = 0, qmin = -128, qmax = 127;
@@ -51,6 +59,10 @@ std::optional<QuantizedOutput> quantized_output(const ir::Graph& g, Value* y) {
     return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end() ? nullptr : v->consumers[0];
   };
   QuantizedOutput r;
+  if (Node* id = single_reader(y, "Identity")) {  // a name-giving Identity
+    r.identity = id;
+    y = id->outputs[0];
+  }
   Node* relu = single_reader(y, "Relu");
   Node* clip = relu ? nullptr : single_reader(y, "Clip");
   if (relu) r.lo = 0;
@@ -137,11 +149,65 @@ bool tflite_supported(const Node& n, const std::vector<Dq>& ins, const Quantized
   return true;
 }
 
+// Data movement commutes with a per-tensor DequantizeLinear: T(DQ(q)) = DQ(T(q)) exactly
+// for Reshape, Transpose, Flatten, Squeeze, Unsqueeze. Moving T to the integer side lets the
+// op after it see DequantizeLinear directly (e.g. a FULLY_CONNECTED on a 4-D tensor, flattened
+// first) and moves 4x fewer bytes. A QuantizeLinear of a DequantizeLinear with the same
+// scale, zero point and type returns the integers unchanged (round((q - z) s / s) + z = q:
+// the float error is far below half a step), so that pair is dropped.
+Status commute_data_movement(ir::Graph& g, std::set<const Node*>& gone) {
+  static const std::set<std::string> movers = {"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze"};
+  std::vector<Node*> nodes;
+  for (const auto& np : g.nodes()) nodes.push_back(np.get());
+  for (Node* t : nodes) {
+    if (!t->domain.empty() || !movers.count(t->op_type) || t->inputs.empty() || t->outputs.size() != 1) continue;
+    Node* d = produced_by(t->inputs[0], "DequantizeLinear");
+    auto dq = dequantized(t->inputs[0]);
+    if (!d || !dq || !per_tensor(dq->scale) || !dq->q->dtype || !t->outputs[0]->shape) continue;
+    std::vector<Value*> ins = t->inputs;
+    ins[0] = dq->q;
+    RKD_ASSIGN(Node * tq, g.add_node(t->name + "/int", t->op_type, "", ins, {fresh(g, t->outputs[0]->name + "/int")}));
+    tq->attrs = t->attrs;
+    tq->outputs[0]->dtype = dq->q->dtype;
+    tq->outputs[0]->shape = t->outputs[0]->shape;
+    std::vector<Value*> dins{tq->outputs[0], dq->scale};
+    if (dq->zp) dins.push_back(dq->zp);
+    RKD_ASSIGN(Node * nd, g.add_node(t->name + "/dq", "DequantizeLinear", "", dins, {fresh(g, t->outputs[0]->name + "/dq")}));
+    nd->outputs[0]->dtype = DType::f32;
+    nd->outputs[0]->shape = t->outputs[0]->shape;
+    g.move_output(t, 0, nd, 0);
+    gone.insert(t);
+  }
+  for (const auto& np : g.nodes()) {
+    Node* q = np.get();
+    if (gone.count(q) || q->op_type != "QuantizeLinear" || !q->domain.empty() || q->inputs.size() < 3 || !q->inputs[2]) continue;
+    auto dq = dequantized(q->inputs[0]);
+    if (!dq || !dq->zp || !per_tensor(dq->scale) || !per_tensor(q->inputs[1]) || !q->inputs[2]->constant) continue;
+    const Tensor& z1 = *dq->zp->constant;
+    const Tensor& z2 = *q->inputs[2]->constant;
+    if (z1.dtype() != z2.dtype() || z1.numel() != 1 || z2.numel() != 1 || z1.get_as_double(0) != z2.get_as_double(0)) continue;
+    if (static_cast<float>(dq->scale->constant->get_as_double(0)) != static_cast<float>(q->inputs[1]->constant->get_as_double(0))) continue;
+    // The Q's output keeps its name: an Identity of the integers produces it.
+    RKD_ASSIGN(Node * id, g.add_node(q->name + "/same", "Identity", "", {dq->q}, {fresh(g, q->outputs[0]->name + "/same")}));
+    id->outputs[0]->dtype = dq->q->dtype;
+    id->outputs[0]->shape = q->outputs[0]->shape;
+    g.move_output(q, 0, id, 0);
+    gone.insert(q);
+  }
+  return {};
+}
+
 }  // namespace
 
 ir::Pass qdq_to_qlinear_pass() {
   return ir::Pass{"qdq-to-qlinear", [](ir::Graph& g) -> Status {
                     std::set<const Node*> gone;
+                    RKD_TRY(commute_data_movement(g, gone));
+                    if (!gone.empty()) {
+                      g.remove_nodes([&](const Node& n) { return gone.count(&n) > 0; });
+                      RKD_TRY(g.sort_topologically());
+                      gone.clear();
+                    }
                     auto requant = g.metadata.find("rkdeploy.requant");
                     const bool tflite = requant != g.metadata.end() && requant->second.rfind("tflite_", 0) == 0;
                     std::vector<Node*> ops, others;
@@ -175,7 +241,7 @@ ir::Pass qdq_to_qlinear_pass() {
                       Node* ql = nullptr;
                       if (tflite) {
                         if (!tflite_supported(*op, ins, *o)) continue;
-                        RKD_ASSIGN(ql, g.add_node(op->name + "/qlinear", "QLinearTflite", "rkdeploy", args, {o->q->outputs[0]->name + "/qlinear"}));
+                        RKD_ASSIGN(ql, g.add_node(op->name + "/qlinear", "QLinearTflite", "rkdeploy", args, {fresh(g, o->q->outputs[0]->name + "/qlinear")}));
                         ql->attrs = op->attrs;
                         ql->attrs["op"] = op->op_type;
                         ql->attrs["rkd_requant"] = requant->second;
@@ -188,7 +254,7 @@ ir::Pass qdq_to_qlinear_pass() {
                         int64_t nb = 1;
                         for (int64_t d : *sb) nb *= d;
                         if (*sb != *sa && nb != 1) continue;
-                        RKD_ASSIGN(ql, g.add_node(op->name + "/qlinear", "QLinearAdd", "rkdeploy", args, {o->q->outputs[0]->name + "/qlinear"}));
+                        RKD_ASSIGN(ql, g.add_node(op->name + "/qlinear", "QLinearAdd", "rkdeploy", args, {fresh(g, o->q->outputs[0]->name + "/qlinear")}));
                       }
                       ql->outputs[0]->dtype = o->q->inputs[2]->constant->dtype();
                       ql->outputs[0]->shape = o->q->outputs[0]->shape;
@@ -196,19 +262,33 @@ ir::Pass qdq_to_qlinear_pass() {
                       gone.insert(o->q);
                       gone.insert(op);
                       if (o->act) gone.insert(o->act);
+                      if (o->identity) gone.insert(o->identity);
                     }
                     for (Node* op : ops) {
                       const bool conv = op->op_type == "Conv";
-                      auto o = quantized_output(g, op->outputs[0]);
-                      if (!o || !activation_is_saturation(*o)) continue;
+                      // MatMul + Add(DequantizeLinear(int32 bias)): a fully connected layer
+                      // (TFLite's FULLY_CONNECTED as imported); the bias joins QLinearMatMul.
+                      Node* bias_add = nullptr;
+                      if (!conv && op->outputs[0]->consumers.size() == 1 && op->outputs[0]->consumers[0]->op_type == "Add" &&
+                          op->outputs[0]->consumers[0]->domain.empty() &&
+                          std::find(g.outputs.begin(), g.outputs.end(), op->outputs[0]) == g.outputs.end()) {
+                        Node* a = op->outputs[0]->consumers[0];
+                        auto db = a->inputs.size() == 2 && a->inputs[0] == op->outputs[0] ? dequantized(a->inputs[1]) : std::nullopt;
+                        if (db && db->q->constant && db->q->constant->dtype() == DType::i32) bias_add = a;
+                      }
+                      auto o = quantized_output(g, bias_add ? bias_add->outputs[0] : op->outputs[0]);
+                      // ONNX: only an activation that is the output saturation itself; TFLite:
+                      // any fused Relu/Relu6 range, clamped after requantization as TFLite does.
+                      if (!o || (!tflite && !activation_is_saturation(*o))) continue;
                       Node* qy = o->q;
                       auto dx = dequantized(op->inputs[0]);
                       auto dw = op->inputs.size() > 1 ? dequantized(op->inputs[1]) : std::nullopt;
                       if (!dx || !dw || !per_tensor(dx->scale) || !dx->zp) continue;
                       if (!dw->q->constant) continue;
                       Value* bias_q = nullptr;
-                      if (conv && op->inputs.size() > 2 && op->inputs[2]) {
-                        auto db = dequantized(op->inputs[2]);
+                      Value* bias_in = conv && op->inputs.size() > 2 ? op->inputs[2] : bias_add ? bias_add->inputs[1] : nullptr;
+                      if (bias_in) {
+                        auto db = dequantized(bias_in);
                         if (!db || !db->q->constant || db->q->constant->dtype() != DType::i32) continue;
                         // The bias scale must be x_s * w_s (per channel), zero point 0.
                         bool ok = true;
@@ -234,18 +314,25 @@ ir::Pass qdq_to_qlinear_pass() {
                       std::vector<Value*> ins{dx->q, dx->scale, dx->zp, dw->q, dw->scale, w_zp, qy->inputs[1], qy->inputs[2]};
                       if (bias_q) ins.push_back(bias_q);
                       RKD_ASSIGN(Node * ql, g.add_node(op->name + "/qlinear", conv ? "QLinearConv" : "QLinearMatMul", "", ins,
-                                                       {qy->outputs[0]->name + "/qlinear"}));
+                                                       {fresh(g, qy->outputs[0]->name + "/qlinear")}));
                       if (conv) {
                         for (const char* a : {"strides", "dilations", "pads", "group", "auto_pad", "kernel_shape"}) {
                           if (op->attrs.count(a)) ql->attrs[a] = op->attrs.at(a);
                         }
                       }
                       if (requant != g.metadata.end()) ql->attrs["rkd_requant"] = requant->second;
+                      if (tflite && o->act) {
+                        const auto [lo, hi] = tflite_activation_range(*o);
+                        ql->attrs["rkd_act_min"] = int64_t{lo};
+                        ql->attrs["rkd_act_max"] = int64_t{hi};
+                      }
                       // The QLinear node produces the QuantizeLinear's output value (its name stays).
                       g.move_output(qy, 0, ql, 0);
                       gone.insert(qy);
                       gone.insert(op);
                       if (o->act) gone.insert(o->act);
+                      if (o->identity) gone.insert(o->identity);
+                      if (bias_add) gone.insert(bias_add);
                     }
                     if (gone.empty()) return {};
                     g.remove_nodes([&](const Node& n) { return gone.count(&n) > 0; });
@@ -310,15 +397,14 @@ Result<Kernel> prepare_tflite(const Node& n) {
     if (axes.empty()) {
       for (int d = 0; d < rank; ++d) axes.push_back(d);
     }
-    // TFLite's XNNPACK delegate takes MEAN only as global average pooling: 4-D, over height
-    // and width (axes 2, 3 of the NCHW form here), keeping the dimensions; otherwise TFLite's
-    // own kernel runs (single rounding).
+    // TFLite's XNNPACK delegate takes MEAN as global average pooling: 4-D over height and
+    // width (measured with and without keep_dims); those axes are 1, 2 where the tensor is
+    // still NHWC here and 2, 3 where it is NCHW. Any other MEAN runs on TFLite's own kernel
+    // (single rounding).
     std::vector<int64_t> sorted = axes;
     std::sort(sorted.begin(), sorted.end());
-    RKD_ASSIGN(int64_t keep, n.attr_int("keepdims", 1));
-    const quant::Requant mean_rq = rq == quant::Requant::tflite_xnnpack && !(rank == 4 && sorted == std::vector<int64_t>{2, 3} && keep)
-                                       ? quant::Requant::tflite_single_rounding
-                                       : rq;
+    const bool spatial = rank == 4 && (sorted == std::vector<int64_t>{1, 2} || sorted == std::vector<int64_t>{2, 3});
+    const quant::Requant mean_rq = rq == quant::Requant::tflite_xnnpack && !spatial ? quant::Requant::tflite_single_rounding : rq;
     return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) { return with_node(quant::tflite_mean(*t[0], axes, x, out, mean_rq, y[0]), what); });
   }
   if (op == "Resize") {

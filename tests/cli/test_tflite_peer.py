@@ -194,6 +194,32 @@ def cases(rng):
     m.op("CONV_2D", [x, wt, bt], [y], "Conv2DOptions", {"padding": 1, "stride_w": 1, "stride_h": 1})
     m.inputs, m.outputs = [x], [y]
     yield "conv_ties", m
+    m = Model()
+    x = m.tensor("x", [1, 7, 7, 8], i8, 0.5, 0)
+    w = rng.integers(-3, 4, size=(1, 3, 3, 8)).astype(np.int8)
+    wt = m.tensor("w", [1, 3, 3, 8], i8, np.full(8, 0.25, np.float32), 0, data=w, axis=3)
+    bt = m.tensor("b", [8], "int32", np.full(8, 0.125, np.float32), 0, data=rng.integers(-9, 10, size=8).astype(np.int32))
+    y = m.tensor("y", [1, 4, 4, 8], i8, 0.25, 0)
+    m.op("DEPTHWISE_CONV_2D", [x, wt, bt], [y], "DepthwiseConv2DOptions",
+         {"padding": 0, "stride_w": 2, "stride_h": 2, "depth_multiplier": 1})
+    m.inputs, m.outputs = [x], [y]
+    yield "depthwise_ties_s2_same", m
+    for name, with_bias, act, shape in (("fc_per_channel_relu", True, ACT["RELU"], [3, 40]),
+                                        ("fc_no_bias", False, ACT["NONE"], [2, 40]),
+                                        ("fc_from_4d", True, ACT["NONE"], [1, 2, 4, 5])):
+        m = Model()
+        x = m.tensor("x", shape, i8, 0.041, -3)
+        w = rng.integers(-127, 128, size=(10, 40)).astype(np.int8)
+        ws = np.geomspace(0.001, 0.02, 10).astype(np.float32)
+        wt = m.tensor("w", [10, 40], i8, ws, 0, data=w, axis=0)
+        ins = [x, wt]
+        if with_bias:
+            ins.append(m.tensor("b", [10], "int32", (ws * np.float32(0.041)).astype(np.float32), 0,
+                                data=rng.integers(-2000, 2000, size=10).astype(np.int32)))
+        y = m.tensor("y", [int(np.prod(shape)) // 40, 10], i8, 0.05, -128 if act == ACT["RELU"] else 5)
+        m.op("FULLY_CONNECTED", ins, [y], "FullyConnectedOptions", {"fused_activation_function": act})
+        m.inputs, m.outputs = [x], [y]
+        yield name, m
     # Conv with per-channel weights whose scales spread 100x, and a fused ReLU.
     m = Model()
     x = m.tensor("x", [1, 8, 8, 6], i8, 0.043, -11)
@@ -206,6 +232,63 @@ def cases(rng):
     m.op("CONV_2D", [x, wt, bt], [y], "Conv2DOptions", {"padding": 0, "stride_w": 1, "stride_h": 1, "fused_activation_function": ACT["RELU"]})
     m.inputs, m.outputs = [x], [y]
     yield "conv_per_channel_relu", m
+    yield "mini_network", mini_network(rng)
+
+
+def mini_network(rng):
+    """A MobileNetV3-like block chain: CONV_2D+RELU6, DEPTHWISE_CONV_2D, ADD (residual),
+    HARD_SWISH, RESIZE_BILINEAR, AVERAGE_POOL_2D, MEAN, FULLY_CONNECTED, SOFTMAX."""
+    i8 = "int8"
+    m = Model()
+
+    def conv(name, x, cin, cout, k, s, xs, ys, yz, act, depthwise=False):
+        if depthwise:
+            w = rng.integers(-127, 128, size=(1, k, k, cin)).astype(np.int8)
+            ws = np.geomspace(0.002, 0.02, cin).astype(np.float32)
+            wt = m.tensor(name + "_w", [1, k, k, cin], i8, ws, 0, data=w, axis=3)
+            n = cin
+        else:
+            w = rng.integers(-127, 128, size=(cout, k, k, cin)).astype(np.int8)
+            ws = np.geomspace(0.001, 0.01, cout).astype(np.float32)
+            wt = m.tensor(name + "_w", [cout, k, k, cin], i8, ws, 0, data=w, axis=0)
+            n = cout
+        bt = m.tensor(name + "_b", [n], "int32", (ws * np.float32(xs)).astype(np.float32), 0,
+                      data=rng.integers(-500, 500, size=n).astype(np.int32))
+        shape = list(m.tensors[x]["shape"])
+        oh = (shape[1] + s - 1) // s
+        y = m.tensor(name, [1, oh, oh, n], i8, ys, yz)
+        if depthwise:
+            m.op("DEPTHWISE_CONV_2D", [x, wt, bt], [y], "DepthwiseConv2DOptions",
+                 {"padding": 0, "stride_w": s, "stride_h": s, "depth_multiplier": 1, "fused_activation_function": act})
+        else:
+            m.op("CONV_2D", [x, wt, bt], [y], "Conv2DOptions", {"padding": 0, "stride_w": s, "stride_h": s, "fused_activation_function": act})
+        return y
+
+    x = m.tensor("image", [1, 16, 16, 3], i8, 0.02, -1)
+    c1 = conv("c1", x, 3, 16, 3, 2, 0.02, 0.03, -128, ACT["RELU6"])
+    d1 = conv("d1", c1, 16, 16, 3, 1, 0.03, 0.04, -10, ACT["NONE"], depthwise=True)
+    r1 = m.tensor("r1", [1, 8, 8, 16], i8, 0.05, -5)
+    m.op("ADD", [c1, d1], [r1], "AddOptions", {"fused_activation_function": ACT["NONE"]})
+    h1 = m.tensor("h1", [1, 8, 8, 16], i8, 0.04, -100)
+    m.op("HARD_SWISH", [r1], [h1], "HardSwishOptions")
+    sz = m.tensor("size", [2], "int32", data=np.array([12, 12], np.int32))
+    u1 = m.tensor("u1", [1, 12, 12, 16], i8, 0.04, -100)
+    m.op("RESIZE_BILINEAR", [h1, sz], [u1], "ResizeBilinearOptions", {"align_corners": False, "half_pixel_centers": True})
+    p1 = m.tensor("p1", [1, 6, 6, 16], i8, 0.04, -100)
+    m.op("AVERAGE_POOL_2D", [u1], [p1], "Pool2DOptions", {"padding": 0, "stride_w": 2, "stride_h": 2, "filter_width": 3, "filter_height": 3})
+    ax = m.tensor("axes", [2], "int32", data=np.array([1, 2], np.int32))
+    g1 = m.tensor("g1", [1, 16], i8, 0.03, -60)
+    m.op("MEAN", [p1, ax], [g1], "ReducerOptions", {"keep_dims": False})
+    w = rng.integers(-127, 128, size=(10, 16)).astype(np.int8)
+    ws = np.geomspace(0.002, 0.02, 10).astype(np.float32)
+    wt = m.tensor("fc_w", [10, 16], i8, ws, 0, data=w, axis=0)
+    bt = m.tensor("fc_b", [10], "int32", (ws * np.float32(0.03)).astype(np.float32), 0, data=rng.integers(-300, 300, size=10).astype(np.int32))
+    f1 = m.tensor("logits", [1, 10], i8, 0.08, 10)
+    m.op("FULLY_CONNECTED", [g1, wt, bt], [f1], "FullyConnectedOptions", {"fused_activation_function": ACT["NONE"]})
+    pr = m.tensor("probs", [1, 10], i8, 1 / 256, -128)
+    m.op("SOFTMAX", [f1], [pr], "SoftmaxOptions", {"beta": 1.0})
+    m.inputs, m.outputs = [x], [pr, h1]
+    return m
 
 
 def random_input(shape, dtype, rng):

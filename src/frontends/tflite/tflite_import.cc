@@ -117,6 +117,10 @@ class Importer {
   // Gives the convolution that produced y its integer weights (and int32 bias) through
   // DequantizeLinear, so that --backend int8 runs it as QLinearConv with TFLite's arithmetic.
   Status integer_weights(const std::string& y, const TensorInfo& w, const TensorInfo* b, bool depthwise);
+  Status integer_fc_weights(const std::string& matmul, const std::string& bias_add, const TensorInfo& w, const TensorInfo* b);
+  Result<ir::Value*> integer_bias(const TensorInfo& b, int64_t O);
+  // base/q, base/scale, base/zero_point -> DequantizeLinear (axis >= 0: per axis).
+  Result<ir::Value*> dequantized_constant(const std::string& base, Tensor q, Tensor scales, Tensor zero_points, int64_t axis);
   Result<ir::Value*> add_q(ir::Value* x, const TensorInfo& t, const std::string& name, bool dequantize);
 
   std::span<const uint8_t> bytes_;
@@ -302,29 +306,78 @@ Status Importer::integer_weights(const std::string& y, const TensorInfo& w, cons
     if (w.dtype == DType::i8) zp.data<int8_t>()[c] = static_cast<int8_t>(w.zero_points[static_cast<size_t>(c)]);
     else zp.data<uint8_t>()[c] = static_cast<uint8_t>(w.zero_points[static_cast<size_t>(c)]);
   }
-  auto dequantize = [&](const std::string& base, Tensor qt, Tensor st, Tensor zt, bool axis) -> Result<ir::Value*> {
-    ir::Value* qv = g.add_constant(base + "/q", std::move(qt));
-    ir::Value* sv = g.add_constant(base + "/scale", std::move(st));
-    ir::Value* zv = g.add_constant(base + "/zero_point", std::move(zt));
-    std::string out = base + "/dq";
-    while (g.find(out)) out = base + "/dq_" + std::to_string(++counter_);
-    RKD_ASSIGN(ir::Node * d, g.add_node(out + "/node", "DequantizeLinear", "", {qv, sv, zv}, {out}));
-    if (axis) d->attrs["axis"] = int64_t{0};
-    RKD_TRY(ir::infer_node(*d, g.opset));
-    return d->outputs[0];
+  auto dequantize = [&](const std::string& base, Tensor qt, Tensor st, Tensor zt, bool axis) {
+    return dequantized_constant(base, std::move(qt), std::move(st), std::move(zt), axis ? 0 : -1);
   };
   RKD_ASSIGN(ir::Value * wdq, dequantize(w.ref, std::move(q), std::move(sc), std::move(zp), per_channel));
   g.set_input(n, 1, wdq);
-  if (b && n->inputs.size() > 2 && n->inputs[2] && b->quantized && b->dtype == DType::i32 && b->data &&
-      b->size == static_cast<size_t>(O) * 4 && (b->scales.size() == 1 || static_cast<int64_t>(b->scales.size()) == O)) {
-    Tensor bq = Tensor::empty(DType::i32, {O});
-    std::memcpy(bq.raw(), b->data, b->size);
-    Tensor bs = Tensor::empty(DType::f32, {O});
-    for (int64_t c = 0; c < O; ++c) bs.data<float>()[c] = static_cast<float>(b->scales[b->scales.size() == 1 ? 0 : static_cast<size_t>(c)]);
-    RKD_ASSIGN(ir::Value * bdq, dequantize(b->ref, std::move(bq), std::move(bs), Tensor::zeros(DType::i32, {O}).value(), true));
-    g.set_input(n, 2, bdq);
+  if (b && n->inputs.size() > 2 && n->inputs[2]) {
+    RKD_ASSIGN(ir::Value * bdq, integer_bias(*b, O));
+    if (bdq) g.set_input(n, 2, bdq);
   }
-  g.metadata["rkdeploy.requant"] = "tflite_double_rounding";
+  return {};
+}
+
+Result<ir::Value*> Importer::dequantized_constant(const std::string& base, Tensor qt, Tensor st, Tensor zt, int64_t axis) {
+  ir::Graph& g = out_.graph;
+  ir::Value* qv = g.add_constant(base + "/q", std::move(qt));
+  ir::Value* sv = g.add_constant(base + "/scale", std::move(st));
+  ir::Value* zv = g.add_constant(base + "/zero_point", std::move(zt));
+  std::string out = base + "/dq";
+  while (g.find(out)) out = base + "/dq_" + std::to_string(++counter_);
+  RKD_ASSIGN(ir::Node * d, g.add_node(out + "/node", "DequantizeLinear", "", {qv, sv, zv}, {out}));
+  if (axis >= 0) d->attrs["axis"] = axis;
+  RKD_TRY(ir::infer_node(*d, g.opset));
+  return d->outputs[0];
+}
+
+// The int32 bias [O] at scale s_x * s_w[c] behind DequantizeLinear, or nullptr when the
+// tensor is not such a bias (it then stays a float constant).
+Result<ir::Value*> Importer::integer_bias(const TensorInfo& b, int64_t O) {
+  if (!b.quantized || b.dtype != DType::i32 || !b.data || b.size != static_cast<size_t>(O) * 4 ||
+      (b.scales.size() != 1 && static_cast<int64_t>(b.scales.size()) != O)) {
+    return static_cast<ir::Value*>(nullptr);
+  }
+  Tensor bq = Tensor::empty(DType::i32, {O});
+  std::memcpy(bq.raw(), b.data, b.size);
+  Tensor bs = Tensor::empty(DType::f32, {O});
+  for (int64_t c = 0; c < O; ++c) bs.data<float>()[c] = static_cast<float>(b.scales[b.scales.size() == 1 ? 0 : static_cast<size_t>(c)]);
+  return dequantized_constant(b.ref, std::move(bq), std::move(bs), Tensor::zeros(DType::i32, {O}).value(), 0);
+}
+
+// FULLY_CONNECTED with int8/uint8 weights: the MatMul's B (the weights transposed, [I, O])
+// and the bias Add's constant become the file's integers behind DequantizeLinear (per output
+// channel on B's axis 1), so that qdq-to-qlinear computes the layer in integers.
+Status Importer::integer_fc_weights(const std::string& matmul, const std::string& bias_add, const TensorInfo& w,
+                                    const TensorInfo* b) {
+  ir::Graph& g = out_.graph;
+  ir::Node* n = conv_.form(matmul).first->producer;
+  if (!n || n->op_type != "MatMul" || n->inputs.size() != 2 || !n->inputs[1] || !n->inputs[1]->constant) return {};
+  if ((w.dtype != DType::i8 && w.dtype != DType::u8) || w.shape.size() != 2 || !w.data) return {};
+  const int64_t O = w.shape[0], I = w.shape[1];
+  if (n->inputs[1]->constant->shape() != Shape{I, O}) return {};
+  const bool per_channel = w.scales.size() > 1;
+  if (per_channel && (static_cast<int64_t>(w.scales.size()) != O || w.axis != 0)) return {};
+  Tensor q = Tensor::empty(w.dtype, {I, O});
+  const size_t es = dtype_size(w.dtype);
+  for (int64_t o = 0; o < O; ++o)
+    for (int64_t i = 0; i < I; ++i)
+      std::memcpy(static_cast<uint8_t*>(q.raw()) + static_cast<size_t>(i * O + o) * es, w.data + static_cast<size_t>(o * I + i) * es, es);
+  const int64_t nc = per_channel ? O : 1;
+  Tensor sc = Tensor::empty(DType::f32, per_channel ? Shape{O} : Shape{});
+  Tensor zp = Tensor::empty(w.dtype, per_channel ? Shape{O} : Shape{});
+  for (int64_t c = 0; c < nc; ++c) {
+    sc.data<float>()[c] = static_cast<float>(w.scales[static_cast<size_t>(c)]);
+    if (w.dtype == DType::i8) zp.data<int8_t>()[c] = static_cast<int8_t>(w.zero_points[static_cast<size_t>(c)]);
+    else zp.data<uint8_t>()[c] = static_cast<uint8_t>(w.zero_points[static_cast<size_t>(c)]);
+  }
+  RKD_ASSIGN(ir::Value * wdq, dequantized_constant(w.ref, std::move(q), std::move(sc), std::move(zp), per_channel ? 1 : -1));
+  g.set_input(n, 1, wdq);
+  if (!b || bias_add.empty()) return {};
+  ir::Node* a = conv_.form(bias_add).first->producer;
+  if (!a || a->op_type != "Add" || a->inputs.size() != 2 || a->inputs[0] != n->outputs[0] || !a->inputs[1] || !a->inputs[1]->constant) return {};
+  RKD_ASSIGN(ir::Value * bdq, integer_bias(*b, O));
+  if (bdq) g.set_input(a, 1, bdq);
   return {};
 }
 
@@ -468,6 +521,7 @@ Status Importer::convert(const fb::Operator& op, int32_t code, size_t index) {
     } else {
       RKD_TRY(emit(TfNode{last, "Identity", {cur}, nullptr}, Json::object()));
     }
+    if (w.quantized) RKD_TRY(integer_fc_weights(y + "/matmul", bias ? y + "/bias" : "", w, bias ? &in_tensor(2) : nullptr));
     if (keep) {
       Tensor shp = Tensor::empty(DType::i32, {static_cast<int64_t>(x.shape.size())});
       for (size_t d = 0; d + 1 < x.shape.size(); ++d) shp.data<int32_t>()[d] = static_cast<int32_t>(x.shape[d]);
