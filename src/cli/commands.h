@@ -36,5 +36,6 @@ void add_inspect_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
 void add_accuracy_command(CLI::App& app);
+void add_regcmd_command(CLI::App& app);
 
 }  // namespace rkd::cli

@@ -1,0 +1,27 @@
+// The RK3588 NPU as data: register map and parameters (generated into npu/arch/rk3588_regs.h
+// from rk3588_registers.json and rk3588.json), with look-ups for the encoder, the decoder
+// and the simulator.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/result.h"
+#include "npu/arch/arch_types.h"
+#include "npu/arch/rk3588_regs.h"
+
+namespace rkd::npu::arch {
+
+// The block whose registers live at `offset` (by offset range), or nullptr.
+const BlockDesc* block_of_offset(uint16_t offset);
+// The block a regcmd target word names, or nullptr.
+const BlockDesc* block_of_target(uint16_t target);
+// The register at an absolute offset, or nullptr when the map has none there.
+const RegisterDesc* register_at(uint16_t offset);
+// "CNA.CONV_CON1", or "CNA+0x1234" for an offset the map does not describe.
+std::string register_name(uint16_t offset);
+
+// v placed into `field` of reg; an error naming the field when v does not fit its width.
+Result<uint32_t> with_field(uint32_t reg, const Field& field, uint64_t v);
+
+}  // namespace rkd::npu::arch
