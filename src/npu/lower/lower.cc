@@ -1,0 +1,429 @@
+#include "npu/lower/lower.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "npu/arch/arch.h"
+
+namespace rkd::npu::lower {
+
+namespace {
+
+using namespace arch;  // NOLINT: register constants
+
+int64_t align(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+int32_t load(const Tensor& t, int64_t i) {
+  return t.dtype() == DType::i8 ? static_cast<int32_t>(t.data<int8_t>()[i]) : static_cast<int32_t>(t.data<uint8_t>()[i]);
+}
+
+// Stored (signed) domain: uint8 values are kept minus 128.
+int32_t stored(int32_t v, DType t) { return t == DType::u8 ? v - 128 : v; }
+
+struct TaskPlan {
+  std::vector<int64_t> channels;  // original output channels, in the task's order
+  bool use_mul = false;
+  int bs_shift = 0;
+  std::vector<int32_t> mul;  // per task channel (int16 range)
+  OutCvt cvt;
+};
+
+Status check_spec(const ConvSpec& s) {
+  if (s.dtype != DType::i8 && s.dtype != DType::u8) return unsupported("npu lowering: int8 or uint8 convolutions only");
+  if (s.C < 1 || s.H < 1 || s.W < 1 || s.OC < 1 || s.KH < 1 || s.KW < 1) return invalid("npu lowering: empty convolution");
+  if (s.depthwise && s.OC != s.C) return unsupported("npu lowering: depthwise with a channel multiplier");
+  const Shape want{s.OC, s.depthwise ? 1 : s.C, s.KH, s.KW};
+  if (s.weights.shape() != want || s.weights.dtype() != s.dtype) return invalid("npu lowering: weights must be [OC, C/groups, KH, KW] of the input's type");
+  if (s.KH > 31 || s.KW > 31 || s.stride_h > 7 || s.stride_w > 7) return unsupported("npu lowering: kernel above 31 or stride above 7 (register widths)");
+  if (s.pad_top > 15 || s.pad_left > 15) return unsupported("npu lowering: padding above 15");
+  if (s.w_scales.size() != 1 && static_cast<int64_t>(s.w_scales.size()) != s.OC) return invalid("npu lowering: one weight scale or one per output channel");
+  if (s.w_zero_points.size() != 1 && static_cast<int64_t>(s.w_zero_points.size()) != s.OC) return invalid("npu lowering: one weight zero point or one per output channel");
+  for (int32_t z : s.w_zero_points) {
+    if (z != s.w_zero_points[0]) return unsupported("npu lowering: per-channel weight zero points (OW_OP is one register)");
+  }
+  if (!s.bias.empty() && static_cast<int64_t>(s.bias.size()) != s.OC) return invalid("npu lowering: bias must have OC values");
+  if (s.H > 8191 || s.W > 8191 || s.OH() < 1 || s.OW() < 1) return unsupported("npu lowering: map size outside the 13-bit size fields");
+  const int32_t qmax = s.dtype == DType::i8 ? 127 : 255;
+  if (s.act_max < qmax) return unsupported("npu lowering: a fused activation with an upper bound (ReLU6 below the type's maximum)");
+  const int32_t qmin = s.dtype == DType::i8 ? -128 : 0;
+  if (s.act_min != qmin && s.act_min != s.y_zero_point) return unsupported("npu lowering: a fused lower bound other than ReLU's zero point");
+  return {};
+}
+
+double real_multiplier(const ConvSpec& s, int64_t k) {
+  return static_cast<double>(s.x_scale) * static_cast<double>(s.w_scales.size() == 1 ? s.w_scales[0] : s.w_scales[static_cast<size_t>(k)]) /
+         static_cast<double>(s.y_scale);
+}
+
+// Tasks with one OUT_CVT each, from each group's largest multiplier.
+Result<std::vector<TaskPlan>> out_cvt_groups(const ConvSpec& s, const std::vector<std::vector<int64_t>>& groups) {
+  std::vector<TaskPlan> plans;
+  for (const auto& g : groups) {
+    double m = 0;
+    for (int64_t k : g) m = std::max(m, real_multiplier(s, k));
+    TaskPlan p;
+    p.channels = g;
+    RKD_ASSIGN(p.cvt, encode_out_cvt(m));
+    plans.push_back(std::move(p));
+  }
+  return plans;
+}
+
+// One task over `channels` with per-channel BS multipliers. opt: bs-multiplier-opt's joint
+// choice; otherwise the vendor's MUL = round(2^14 M_k / M_max) with OUT_CVT from M_max.
+Result<TaskPlan> bs_task(const ConvSpec& s, std::vector<int64_t> channels, bool opt) {
+  double m_max = 0;
+  for (int64_t k : channels) m_max = std::max(m_max, real_multiplier(s, k));
+  TaskPlan p;
+  p.channels = std::move(channels);
+  p.use_mul = true;
+  if (!opt) {
+    p.bs_shift = 14;
+    RKD_ASSIGN(p.cvt, encode_out_cvt(m_max));
+    for (int64_t k : p.channels) p.mul.push_back(static_cast<int32_t>(std::lround(16384.0 * real_multiplier(s, k) / m_max)));
+    return p;
+  }
+  p.bs_shift = 15;
+  RKD_ASSIGN(p.cvt, encode_out_cvt(m_max * 32768.0 / 32767.0));
+  // The multiplier that, with the OUT_CVT scale as encoded, gives M_k: MUL = M_k 2^(15 + SHIFT) / SCALE.
+  for (int64_t k : p.channels) {
+    const double ideal = real_multiplier(s, k) * std::ldexp(1.0, 15 + p.cvt.shift) / p.cvt.scale;
+    p.mul.push_back(static_cast<int32_t>(std::clamp<double>(std::nearbyint(ideal), 1.0, 32767.0)));
+  }
+  return p;
+}
+
+Result<std::vector<TaskPlan>> plan(const ConvSpec& s, Strategy st, const LowerOptions& opt) {
+  std::vector<int64_t> all(static_cast<size_t>(s.OC));
+  std::iota(all.begin(), all.end(), 0);
+  auto chunks = [](const std::vector<int64_t>& v, size_t n) {
+    std::vector<std::vector<int64_t>> g;
+    for (size_t i = 0; i < v.size(); i += n) g.emplace_back(v.begin() + static_cast<std::ptrdiff_t>(i), v.begin() + static_cast<std::ptrdiff_t>(std::min(v.size(), i + n)));
+    return g;
+  };
+  std::vector<int64_t> sorted = all;
+  std::stable_sort(sorted.begin(), sorted.end(), [&](int64_t a, int64_t b) { return real_multiplier(s, a) < real_multiplier(s, b); });
+  switch (st) {
+    case Strategy::per_tensor: return out_cvt_groups(s, {all});
+    case Strategy::group16: return out_cvt_groups(s, chunks(all, 16));
+    case Strategy::sorted_groups: return out_cvt_groups(s, chunks(sorted, 16));
+    case Strategy::per_channel: return out_cvt_groups(s, chunks(all, 1));
+    case Strategy::hybrid: {
+      std::vector<std::vector<int64_t>> groups;
+      for (const auto& g : chunks(all, 16)) {
+        double lo = 1e300, hi = 0;
+        for (int64_t k : g) {
+          lo = std::min(lo, real_multiplier(s, k));
+          hi = std::max(hi, real_multiplier(s, k));
+        }
+        if (hi / lo > opt.hybrid_ratio) {
+          for (int64_t k : g) groups.push_back({k});
+        } else {
+          groups.push_back(g);
+        }
+      }
+      return out_cvt_groups(s, groups);
+    }
+    case Strategy::bs_multiplier:
+    case Strategy::bs_multiplier_opt: {
+      RKD_ASSIGN(TaskPlan p, bs_task(s, all, st == Strategy::bs_multiplier_opt));
+      return std::vector<TaskPlan>{p};
+    }
+    case Strategy::sorted_bs_multiplier: {
+      std::vector<TaskPlan> plans;
+      const double spread = std::ldexp(1.0, opt.sorted_bs_spread_log2);
+      std::vector<int64_t> cur;
+      for (int64_t k : sorted) {
+        if (!cur.empty() && real_multiplier(s, k) > real_multiplier(s, cur.front()) * spread) {
+          RKD_ASSIGN(TaskPlan p, bs_task(s, cur, true));
+          plans.push_back(std::move(p));
+          cur.clear();
+        }
+        cur.push_back(k);
+      }
+      RKD_ASSIGN(TaskPlan p, bs_task(s, cur, true));
+      plans.push_back(std::move(p));
+      return plans;
+    }
+  }
+  return invalid("unknown strategy");
+}
+
+}  // namespace
+
+const char* strategy_name(Strategy s) {
+  switch (s) {
+    case Strategy::per_tensor: return "per-tensor";
+    case Strategy::group16: return "group16";
+    case Strategy::sorted_groups: return "sorted-groups";
+    case Strategy::per_channel: return "per-channel";
+    case Strategy::hybrid: return "hybrid";
+    case Strategy::bs_multiplier: return "bs-multiplier";
+    case Strategy::bs_multiplier_opt: return "bs-multiplier-opt";
+    case Strategy::sorted_bs_multiplier: return "sorted-bs-multiplier";
+  }
+  return "?";
+}
+
+std::vector<Strategy> all_strategies() {
+  return {Strategy::per_tensor, Strategy::group16, Strategy::sorted_groups, Strategy::per_channel,
+          Strategy::hybrid, Strategy::bs_multiplier, Strategy::bs_multiplier_opt, Strategy::sorted_bs_multiplier};
+}
+
+Result<Strategy> parse_strategy(const std::string& name) {
+  std::string names;
+  for (Strategy s : all_strategies()) {
+    if (name == strategy_name(s)) return s;
+    names += names.empty() ? "" : ", ";
+    names += strategy_name(s);
+  }
+  return invalid("strategy '" + name + "': expected one of " + names);
+}
+
+Result<OutCvt> encode_out_cvt(double m) {
+  if (!(m > 0) || !std::isfinite(m)) return invalid("OUT_CVT: multiplier " + std::to_string(m) + " must be positive and finite");
+  int e = 0;
+  std::frexp(m, &e);  // m = f 2^e, f in [0.5, 1)
+  OutCvt c;
+  c.shift = 15 - e;   // m 2^shift in [2^14, 2^15)
+  double v = std::nearbyint(std::ldexp(m, c.shift));
+  if (v >= 32768.0) {
+    v /= 2;
+    --c.shift;
+  }
+  if (c.shift < 0 || c.shift > 63) return unsupported("OUT_CVT: multiplier " + std::to_string(m) + " needs a shift outside [0, 63]");
+  c.scale = static_cast<int32_t>(v);
+  return c;
+}
+
+Result<uint32_t> place_input(DeviceMemory& mem, const ConvSpec& s, const Tensor& x0) {
+  if (x0.shape() != Shape{1, s.C, s.H, s.W} || x0.dtype() != s.dtype) return invalid("npu input: expected [1, C, H, W] of the convolution's type");
+  const Tensor x = x0.contiguous();
+  const int64_t ICp = align(std::max<int64_t>(s.C, 16), 16), plane = s.H * s.W;
+  std::vector<uint8_t> bytes(static_cast<size_t>(ICp / 16 * plane * 16));
+  const int32_t zx = stored(s.x_zero_point, s.dtype);
+  for (int64_t c = 0; c < ICp; ++c) {
+    for (int64_t i = 0; i < plane; ++i) {
+      const int32_t v = c < s.C ? stored(load(x, c * plane + i), s.dtype) : zx;
+      bytes[static_cast<size_t>((c / 16) * plane * 16 + i * 16 + c % 16)] = static_cast<uint8_t>(static_cast<int8_t>(v));
+    }
+  }
+  const uint32_t a = mem.alloc(bytes.size());
+  RKD_TRY(mem.write(a, bytes));
+  return a;
+}
+
+Result<Lowered> lower_conv(const ConvSpec& s, Strategy st, DeviceMemory& mem, uint32_t input_address, const LowerOptions& opt) {
+  RKD_TRY(check_spec(s));
+  RKD_ASSIGN(std::vector<TaskPlan> plans, plan(s, st, opt));
+  const Tensor w = s.weights.contiguous();
+  const int64_t ICp = align(std::max<int64_t>(s.C, 16), 16), kk = s.KH * s.KW;
+  const int32_t zw = s.w_zero_points[0];
+  const int32_t ow_op = s.dtype == DType::u8 ? 128 - zw : -zw;  // w_s + OW_OP = w - z_w
+  const int32_t zx = stored(s.x_zero_point, s.dtype);
+  const int64_t OH = s.OH(), OW = s.OW();
+  Lowered out;
+  out.input_address = input_address;
+  out.OH = OH;
+  out.OW = OW;
+  // CBUF: input banks (+1 spare for the int8 tile) and weight banks must fit the 12 banks.
+  const int64_t in_bytes = ICp * s.H * s.W;
+  const int64_t data_banks = (in_bytes + kRk3588.cbuf_bank_bytes - 1) / kRk3588.cbuf_bank_bytes + kRk3588.cbuf_spare_feature_banks;
+  for (const TaskPlan& plan_in : plans) {
+    // A depthwise task reads input channel j for output channel j: its channels are a
+    // contiguous window starting on a 16-channel (C2) boundary, from which the plan's
+    // channels are kept and the others discarded (-1).
+    TaskPlan p = plan_in;
+    uint32_t task_input = input_address;
+    std::vector<int64_t> keep = p.channels;
+    if (s.depthwise) {
+      const int64_t lo = *std::min_element(p.channels.begin(), p.channels.end()) / 16 * 16;
+      const int64_t hi = std::min(align(*std::max_element(p.channels.begin(), p.channels.end()) + 1, 16), s.C);
+      task_input = input_address + static_cast<uint32_t>(lo / 16 * s.H * s.W * 16);
+      std::vector<int32_t> mul(static_cast<size_t>(hi - lo), 1);
+      keep.assign(static_cast<size_t>(hi - lo), -1);
+      for (size_t j = 0; j < p.channels.size(); ++j) {
+        keep[static_cast<size_t>(p.channels[j] - lo)] = p.channels[j];
+        if (p.use_mul) mul[static_cast<size_t>(p.channels[j] - lo)] = p.mul[j];
+      }
+      p.channels.clear();
+      for (int64_t c = lo; c < hi; ++c) p.channels.push_back(c);
+      p.mul = mul;
+    }
+    const int64_t n = static_cast<int64_t>(p.channels.size());
+    const int64_t task_C = s.depthwise ? n : s.C;
+    // Weights of this task's kernels, packed.
+    std::vector<uint8_t> wb;
+    int64_t kernels = 0;
+    auto wval = [&](int64_t k, int64_t c, int64_t ky, int64_t kx) -> int32_t {  // w_s, or -OW_OP where padded
+      if (k >= n || c >= (s.depthwise ? 1 : s.C)) return -ow_op;
+      return stored(load(w, ((p.channels[static_cast<size_t>(k)] * (s.depthwise ? 1 : s.C) + c) * s.KH + ky) * s.KW + kx), s.dtype);
+    };
+    if (s.depthwise) {
+      const int64_t cp = align(n, 64);
+      wb.assign(static_cast<size_t>(cp * kk), 0);
+      for (int64_t k = 0; k < cp; ++k)
+        for (int64_t ky = 0; ky < s.KH; ++ky)
+          for (int64_t kx = 0; kx < s.KW; ++kx)
+            wb[static_cast<size_t>((k / 64) * kk * 64 + (ky * s.KW + kx) * 64 + k % 64)] = static_cast<uint8_t>(static_cast<int8_t>(wval(k, 0, ky, kx)));
+      kernels = n;
+    } else {
+      kernels = align(n, 2);
+      wb.assign(static_cast<size_t>(kernels * kk * ICp), 0);
+      for (int64_t k = 0; k < kernels; ++k) {
+        const int64_t oc1 = k / 32, goc = std::min<int64_t>(32, kernels - 32 * oc1);
+        for (int64_t c = 0; c < ICp; ++c) {
+          const int64_t ic1 = c / 32, gic = std::min<int64_t>(32, ICp - 32 * ic1);
+          for (int64_t ky = 0; ky < s.KH; ++ky)
+            for (int64_t kx = 0; kx < s.KW; ++kx) {
+              const int64_t at = oc1 * 32 * kk * ICp + ic1 * goc * kk * 32 + ((ky * s.KW + kx) * goc + k % 32) * gic + c % 32;
+              // Padded kernels (k >= n) are 0; padded input lanes -OW_OP.
+              const int32_t v = k >= n ? 0 : wval(k, c, ky, kx);
+              wb[static_cast<size_t>(at)] = static_cast<uint8_t>(static_cast<int8_t>(v));
+            }
+        }
+      }
+    }
+    const uint32_t waddr = mem.alloc(wb.size());
+    RKD_TRY(mem.write(waddr, wb));
+    out.weight_bytes += wb.size();
+    // bias'[k] = bias[k] - z_x_s * sum_taps (w - z_w).
+    std::vector<int32_t> bias(static_cast<size_t>(n));
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t oc = p.channels[static_cast<size_t>(k)];
+      int64_t sum = 0;
+      for (int64_t c = 0; c < (s.depthwise ? 1 : s.C); ++c)
+        for (int64_t t = 0; t < kk; ++t) sum += load(w, (oc * (s.depthwise ? 1 : s.C) + c) * kk + t) - zw;
+      const int64_t b = (s.bias.empty() ? 0 : s.bias[static_cast<size_t>(oc)]) - static_cast<int64_t>(zx) * sum;
+      if (b < INT32_MIN || b > INT32_MAX) return unsupported("npu lowering: folded bias of channel " + std::to_string(oc) + " overflows int32");
+      bias[static_cast<size_t>(k)] = static_cast<int32_t>(b);
+    }
+    // Written channels: 32-channel groups for a convolution, 64 for depthwise.
+    const int64_t written = s.depthwise ? align(n, 64) : align(std::max<int64_t>(n, 32), 32);
+    std::vector<uint8_t> ops;
+    uint32_t data_use;
+    if (p.use_mul) {
+      ops.assign(static_cast<size_t>(align(written, 8) / 8 * 64), 0);
+      for (int64_t k = 0; k < n; ++k) {
+        const size_t blk = static_cast<size_t>(k / 8) * 64, lane = static_cast<size_t>(k % 8);
+        std::memcpy(ops.data() + blk + 4 * lane, &bias[static_cast<size_t>(k)], 4);
+        const int16_t m = static_cast<int16_t>(p.mul[static_cast<size_t>(k)]);
+        std::memcpy(ops.data() + blk + 48 + 2 * lane, &m, 2);
+      }
+      data_use = 7;  // ALU, CPEND, MUL (the vendor's BRDMA_CFG 0xE)
+    } else {
+      ops.assign(static_cast<size_t>(written) * 4, 0);
+      std::memcpy(ops.data(), bias.data(), static_cast<size_t>(n) * 4);
+      data_use = 1;
+    }
+    const uint32_t baddr = mem.alloc(ops.size());
+    RKD_TRY(mem.write(baddr, ops));
+    out.operand_bytes += ops.size();
+    OutputRegion region;
+    region.surface_bytes = OH * OW * 16;
+    region.channels = keep;
+    region.address = mem.alloc(static_cast<size_t>(written / 16 * region.surface_bytes));
+    // Registers.
+    regcmd::Task t;
+    auto& r = t.regs;
+    RKD_TRY(r.set(CNA_CONV_CON1_CONV_MODE, s.depthwise ? 3 : 0));
+    RKD_TRY(r.set(CNA_CONV_CON3_CONV_X_STRIDE, static_cast<uint64_t>(s.stride_w)));
+    RKD_TRY(r.set(CNA_CONV_CON3_CONV_Y_STRIDE, static_cast<uint64_t>(s.stride_h)));
+    RKD_TRY(r.set(CNA_DATA_SIZE0_DATAIN_WIDTH, static_cast<uint64_t>(s.W)));
+    RKD_TRY(r.set(CNA_DATA_SIZE0_DATAIN_HEIGHT, static_cast<uint64_t>(s.H)));
+    const int64_t task_ICp = align(std::max<int64_t>(task_C, 16), 16);
+    RKD_TRY(r.set(CNA_DATA_SIZE1_DATAIN_CHANNEL, static_cast<uint64_t>(task_ICp)));
+    RKD_TRY(r.set(CNA_DATA_SIZE1_DATAIN_CHANNEL_REAL, static_cast<uint64_t>(task_C - 1)));
+    RKD_TRY(r.set(CNA_DATA_SIZE2_DATAOUT_WIDTH, static_cast<uint64_t>(OW)));
+    RKD_TRY(r.set(CNA_DATA_SIZE3_DATAOUT_ATOMICS, static_cast<uint64_t>(OW * OH)));
+    RKD_TRY(r.set(CNA_WEIGHT_SIZE0_WEIGHT_BYTES, wb.size()));
+    RKD_TRY(r.set(CNA_WEIGHT_SIZE1_WEIGHT_BYTES_PER_KERNEL, static_cast<uint64_t>(kk * (s.depthwise ? 1 : ICp))));
+
+    RKD_TRY(r.set(CNA_WEIGHT_SIZE2_WEIGHT_WIDTH, static_cast<uint64_t>(s.KW)));
+    RKD_TRY(r.set(CNA_WEIGHT_SIZE2_WEIGHT_HEIGHT, static_cast<uint64_t>(s.KH)));
+    RKD_TRY(r.set(CNA_WEIGHT_SIZE2_WEIGHT_KERNELS, static_cast<uint64_t>(kernels)));
+    const int64_t banks = kRk3588.cbuf_banks;
+    RKD_TRY(r.set(CNA_CBUF_CON0_DATA_BANK, static_cast<uint64_t>(std::min<int64_t>(data_banks, banks - 1))));
+    RKD_TRY(r.set(CNA_CBUF_CON0_WEIGHT_BANK, static_cast<uint64_t>(std::max<int64_t>(banks - data_banks, 1))));
+    RKD_TRY(r.set(CNA_CVT_CON0_CVT_BYPASS, 1));
+    RKD_TRY(r.set(CNA_PAD_CON0_PAD_TOP, static_cast<uint64_t>(s.pad_top)));
+    RKD_TRY(r.set(CNA_PAD_CON0_PAD_LEFT, static_cast<uint64_t>(s.pad_left)));
+    r.set(CNA_PAD_CON1, static_cast<uint32_t>(static_cast<uint8_t>(static_cast<int8_t>(zx))));
+    r.set(CNA_FEATURE_DATA_ADDR, task_input);
+    RKD_TRY(r.set(CNA_DMA_CON1_LINE_STRIDE, static_cast<uint64_t>(4 * s.W)));
+    RKD_TRY(r.set(CNA_DMA_CON2_SURF_STRIDE, static_cast<uint64_t>(s.W * (s.H - 4) > 0 ? s.W * (s.H - 4) : 0)));
+    r.set(CNA_DCOMP_ADDR0, waddr);
+    RKD_TRY(r.set(CORE_MISC_CFG_DW_EN, s.depthwise ? 1 : 0));
+    RKD_TRY(r.set(CORE_DATAOUT_SIZE_0_DATAOUT_WIDTH, static_cast<uint64_t>(OW - 1)));
+    RKD_TRY(r.set(CORE_DATAOUT_SIZE_0_DATAOUT_HEIGHT, static_cast<uint64_t>(OH - 1)));
+    RKD_TRY(r.set(CORE_DATAOUT_SIZE_1_DATAOUT_CHANNEL, static_cast<uint64_t>(written - 1)));
+    RKD_TRY(r.set(CORE_CLIP_TRUNCATE_CLIP_TRUNCATE, 0));
+    r.set(DPU_DST_BASE_ADDR, region.address);
+    RKD_TRY(r.set(DPU_DST_SURF_STRIDE_DST_SURF_STRIDE, static_cast<uint64_t>(OH * OW)));
+    RKD_TRY(r.set(DPU_DATA_CUBE_WIDTH_WIDTH, static_cast<uint64_t>(OW - 1)));
+    RKD_TRY(r.set(DPU_DATA_CUBE_HEIGHT_HEIGHT, static_cast<uint64_t>(OH - 1)));
+    RKD_TRY(r.set(DPU_DATA_CUBE_CHANNEL_CHANNEL, static_cast<uint64_t>(written - 1)));
+    RKD_TRY(r.set(DPU_DATA_CUBE_CHANNEL_ORIG_CHANNEL, static_cast<uint64_t>(n - 1)));
+    // BS: ALU adds bias' from BRDMA; MUL per strategy; ReLU when fused.
+    const bool relu = s.act_min == s.y_zero_point && s.act_min != (s.dtype == DType::i8 ? -128 : 0);
+    RKD_TRY(r.set(DPU_BS_CFG_BS_ALU_ALGO, 2));
+    RKD_TRY(r.set(DPU_BS_CFG_BS_ALU_SRC, 1));
+    RKD_TRY(r.set(DPU_BS_CFG_BS_MUL_BYPASS, p.use_mul ? 0 : 1));
+    RKD_TRY(r.set(DPU_BS_CFG_BS_RELU_BYPASS, relu ? 0 : 1));
+    if (p.use_mul) {
+      RKD_TRY(r.set(DPU_BS_MUL_CFG_BS_MUL_SRC, 1));
+      RKD_TRY(r.set(DPU_BS_MUL_CFG_BS_MUL_SHIFT_VALUE, static_cast<uint64_t>(p.bs_shift)));
+      RKD_TRY(r.set(DPU_DATA_FORMAT_BS_MUL_SHIFT_VALUE_NEG, static_cast<uint64_t>(p.bs_shift)));
+    }
+    RKD_TRY(r.set(DPU_BS_OW_CFG_OD_BYPASS, ow_op == 0 ? 1 : 0));
+    RKD_TRY(r.set(DPU_BS_OW_OP_OW_OP, static_cast<uint64_t>(static_cast<uint16_t>(static_cast<int16_t>(ow_op)))));
+    RKD_TRY(r.set(DPU_BN_CFG_BN_BYPASS, 1));
+    RKD_TRY(r.set(DPU_EW_CFG_EW_BYPASS, 1));
+    RKD_TRY(r.set(DPU_WDMA_SIZE_0_CHANNEL_WDMA, static_cast<uint64_t>(written - 1)));
+    RKD_TRY(r.set(DPU_WDMA_SIZE_1_WIDTH_WDMA, static_cast<uint64_t>(OW - 1)));
+    RKD_TRY(r.set(DPU_WDMA_SIZE_1_HEIGHT_WDMA, static_cast<uint64_t>(OH - 1)));
+    r.set(DPU_OUT_CVT_OFFSET, static_cast<uint32_t>(stored(s.y_zero_point, s.dtype)));
+    RKD_TRY(r.set(DPU_OUT_CVT_SCALE_OUT_CVT_SCALE, static_cast<uint64_t>(p.cvt.scale)));
+    RKD_TRY(r.set(DPU_OUT_CVT_SHIFT_OUT_CVT_SHIFT, static_cast<uint64_t>(p.cvt.shift)));
+    RKD_TRY(r.set(DPU_RDMA_RDMA_DATA_CUBE_WIDTH_WIDTH, static_cast<uint64_t>(OW - 1)));
+    RKD_TRY(r.set(DPU_RDMA_RDMA_DATA_CUBE_HEIGHT_HEIGHT, static_cast<uint64_t>(OH - 1)));
+    RKD_TRY(r.set(DPU_RDMA_RDMA_DATA_CUBE_CHANNEL_CHANNEL, static_cast<uint64_t>(written - 1)));
+    RKD_TRY(r.set(DPU_RDMA_RDMA_BRDMA_CFG_BRDMA_DATA_USE, data_use));
+    r.set(DPU_RDMA_RDMA_BS_BASE_ADDR, baddr);
+    RKD_TRY(r.set(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DISABLE, 1));
+    RKD_TRY(r.set(DPU_RDMA_RDMA_FEATURE_MODE_CFG_MRDMA_DISABLE, 1));  // no elementwise operand
+    out.tasks.push_back(std::move(t));
+    out.outputs.push_back(std::move(region));
+  }
+  const int64_t w_total = static_cast<int64_t>(out.weight_bytes) / static_cast<int64_t>(plans.size());
+  const int64_t weight_banks = (w_total + kRk3588.cbuf_bank_bytes - 1) / kRk3588.cbuf_bank_bytes;
+  if (data_banks + weight_banks > kRk3588.cbuf_banks) {
+    out.fits_cbuf = false;
+    out.cbuf_note = "input needs " + std::to_string(data_banks) + " CBUF banks and weights " + std::to_string(weight_banks) + " of " +
+                    std::to_string(kRk3588.cbuf_banks) + ": row-slice tiling required (not implemented yet)";
+  }
+  return out;
+}
+
+Result<Tensor> gather_output(const DeviceMemory& mem, const ConvSpec& s, const Lowered& l) {
+  Tensor y = Tensor::empty(s.dtype, {1, s.OC, l.OH, l.OW});
+  const int64_t plane = l.OH * l.OW;
+  for (const OutputRegion& r : l.outputs) {
+    const int64_t n = static_cast<int64_t>(r.channels.size());
+    RKD_ASSIGN(auto b, mem.read(r.address, static_cast<size_t>((n - 1) / 16 * r.surface_bytes + plane * 16)));
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t oc = r.channels[static_cast<size_t>(j)];
+      if (oc < 0) continue;  // a depthwise window's channel another task computes
+      for (int64_t i = 0; i < plane; ++i) {
+        const int32_t v = static_cast<int8_t>(b[static_cast<size_t>((j / 16) * r.surface_bytes + i * 16 + j % 16)]);
+        if (s.dtype == DType::i8) y.data<int8_t>()[oc * plane + i] = static_cast<int8_t>(v);
+        else y.data<uint8_t>()[oc * plane + i] = static_cast<uint8_t>(v + 128);
+      }
+    }
+  }
+  return y;
+}
+
+}  // namespace rkd::npu::lower

@@ -1,0 +1,111 @@
+// Lowering of an int8/uint8 convolution to RK3588 NPU tasks: register files, packed weights
+// and BS operand blocks placed in device memory, for every per-axis strategy.
+//
+// Arithmetic (facts: rk3588-npu.md §3). Stored features x_s = x (int8) or x - 128 (uint8);
+// stored weights w_s likewise; OW_OP = 0 (int8) or 128 - z_w (uint8), so that w_s + OW_OP =
+// w - z_w. Padded cells and input lanes hold z_x in the stored domain, padded weight lanes
+// -OW_OP. Then the MAC gives sum x_s (w - z_w), and the BS ALU adds
+//   bias'[k] = bias[k] - z_x_s * sum_taps (w - z_w)[k]
+// so that acc + bias' is exactly the reference accumulator sum (x - z_x)(w - z_w) + bias.
+// Requantization M_k = s_x s_w[k] / s_y is the strategy's:
+//   per-tensor         one task, OUT_CVT from max_k M_k (what a naive lowering does);
+//   group16            tasks of 16 channels by position, OUT_CVT from each group's largest M;
+//   sorted-groups      channels sorted by M, groups of 16, outputs un-sorted;
+//   per-channel        one task per output channel;
+//   hybrid             group16, but a group whose M spread exceeds `hybrid_ratio` splits into
+//                      per-channel tasks;
+//   bs-multiplier      one task, BS MUL[k] = round(2^14 M_k / M_max) from BRDMA, shift 14,
+//                      OUT_CVT from M_max (the vendor's scheme);
+//   bs-multiplier-opt  one task; OUT_CVT encodes M_out = M_max 2^15 / 32767 first, then
+//                      MUL[k] = round(M_k 2^(15 + SHIFT) / SCALE) absorbs the OUT_CVT scale's
+//                      own rounding, so each channel's effective multiplier MUL[k] SCALE /
+//                      2^(15 + SHIFT) is the nearest one the hardware can apply;
+//   sorted-bs-multiplier  channels sorted by M into the fewest tasks whose spread is at most
+//                      2^3 (every MUL keeps at least 12 significant bits), each task
+//                      bs-multiplier-opt.
+// OUT_CVT: SCALE in [2^14, 2^15) (signed 16-bit register), SHIFT so that SCALE / 2^SHIFT is
+// the multiplier rounded to 15 bits, OFFSET = z_y (int8) or z_y - 128 (uint8). A fused ReLU
+// (act_min = z_y) is the BS ReLU (v >= 0 <=> y >= z_y); a ReLU6 upper bound below the type's
+// maximum is not lowered (unsupported, named).
+//
+// Layouts: NC1HWC2 features (C2 = 16); each task writes align32(max(n, 32)) channels (n =
+// its output channels) to its own region, which gather_output compacts (the CPU's work).
+// Axis convention: DATAIN_WIDTH = W, the line dimension; non-square maps are tested.
+// CBUF: a task whose input does not fit the data banks would need row-slice tiling, which is
+// not implemented yet: such tasks are lowered whole and flagged (fits_cbuf = false).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "core/tensor.h"
+#include "npu/memory.h"
+#include "npu/regcmd/regcmd.h"
+
+namespace rkd::npu::lower {
+
+enum class Strategy { per_tensor, group16, sorted_groups, per_channel, hybrid, bs_multiplier, bs_multiplier_opt, sorted_bs_multiplier };
+const char* strategy_name(Strategy s);
+Result<Strategy> parse_strategy(const std::string& s);
+std::vector<Strategy> all_strategies();
+
+struct ConvSpec {
+  int64_t C = 0, H = 0, W = 0, OC = 0, KH = 1, KW = 1;
+  int64_t stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  bool depthwise = false;  // groups == C == OC
+  DType dtype = DType::i8;  // of input, weights and output: i8 or u8
+  Tensor weights;           // [OC, C (1 if depthwise), KH, KW], dtype
+  std::vector<int32_t> w_zero_points;  // one (per tensor) or OC
+  std::vector<float> w_scales;         // one (per tensor) or OC
+  std::vector<int32_t> bias;           // OC (empty: none)
+  float x_scale = 1, y_scale = 1;
+  int32_t x_zero_point = 0, y_zero_point = 0;
+  int32_t act_min = -128, act_max = 127;  // fused activation range in output units
+  int64_t OH() const { return (H + pad_top + pad_bottom - KH) / stride_h + 1; }
+  int64_t OW() const { return (W + pad_left + pad_right - KW) / stride_w + 1; }
+};
+
+struct LowerOptions {
+  double hybrid_ratio = 1.0 + 1.0 / 1024;  // hybrid: split groups whose max/min M exceeds this
+  int sorted_bs_spread_log2 = 3;           // sorted-bs-multiplier: spread per task <= 2^this
+};
+
+// One task's output region: channel j of the region is original output channel channels[j]
+// (-1: computed but discarded, e.g. the rest of a depthwise task's 16-channel window).
+struct OutputRegion {
+  uint32_t address = 0;
+  int64_t surface_bytes = 0;
+  std::vector<int64_t> channels;
+};
+
+struct Lowered {
+  std::vector<regcmd::Task> tasks;
+  std::vector<OutputRegion> outputs;  // one per task
+  uint32_t input_address = 0;
+  int64_t OH = 0, OW = 0;
+  size_t weight_bytes = 0, operand_bytes = 0;
+  bool fits_cbuf = true;
+  std::string cbuf_note;
+};
+
+// Places the input (NCHW [1, C, H, W] of spec.dtype) in `mem` as NC1HWC2 with the stored
+// domain's padding lanes; returns its address.
+Result<uint32_t> place_input(DeviceMemory& mem, const ConvSpec& spec, const Tensor& x);
+// Lowers the convolution reading its input at `input_address`; weights, operands and
+// outputs are allocated in `mem`.
+Result<Lowered> lower_conv(const ConvSpec& spec, Strategy strategy, DeviceMemory& mem, uint32_t input_address,
+                           const LowerOptions& opt = {});
+// The output [1, OC, OH, OW] in spec.dtype, compacted from the tasks' regions.
+Result<Tensor> gather_output(const DeviceMemory& mem, const ConvSpec& spec, const Lowered& l);
+
+// OUT_CVT encoding of a positive multiplier: SCALE in [2^14, 2^15), SHIFT with
+// SCALE / 2^SHIFT = m rounded to 15 significant bits.
+struct OutCvt {
+  int32_t scale = 0;
+  int32_t shift = 0;
+};
+Result<OutCvt> encode_out_cvt(double m);
+
+}  // namespace rkd::npu::lower

@@ -1,0 +1,338 @@
+#include "npu/sim/sim.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <map>
+
+#include "npu/arch/arch.h"
+#include "npu/regcmd/regcmd.h"
+
+namespace rkd::npu::sim {
+
+namespace {
+
+using namespace arch;  // NOLINT: register constants
+
+std::string hex32(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%08llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+int32_t sat32(int64_t v) {
+  return static_cast<int32_t>(std::clamp<int64_t>(v, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
+}
+
+// The register values of one task (offset -> value, later writes win).
+class Regs {
+ public:
+  explicit Regs(std::map<uint16_t, uint32_t> v) : v_(std::move(v)) {}
+  uint32_t get(const Reg& r) const {
+    auto it = v_.find(r.offset);
+    return it == v_.end() ? 0 : it->second;
+  }
+  uint32_t get(const Field& f) const { return f.get(get(Reg{f.target, f.offset})); }
+
+ private:
+  std::map<uint16_t, uint32_t> v_;
+};
+
+struct Stage {
+  bool bypass, alu_bypass, mul_bypass, prelu, relu_bypass, relux;
+  bool alu_src, mul_src;
+  uint32_t alu_algo;
+  int32_t alu_operand;
+  int16_t mul_operand;
+  int shift_pos, shift_neg;
+  int32_t relux_value;
+};
+
+Stage bs_stage(const Regs& r) {
+  const uint32_t cfg = r.get(DPU_BS_CFG);
+  return Stage{DPU_BS_CFG_BS_BYPASS.get(cfg) != 0,
+               DPU_BS_CFG_BS_ALU_BYPASS.get(cfg) != 0,
+               DPU_BS_CFG_BS_MUL_BYPASS.get(cfg) != 0,
+               DPU_BS_CFG_BS_MUL_PRELU.get(cfg) != 0,
+               DPU_BS_CFG_BS_RELU_BYPASS.get(cfg) != 0,
+               DPU_BS_CFG_BS_RELUX_EN.get(cfg) != 0,
+               DPU_BS_CFG_BS_ALU_SRC.get(cfg) != 0,
+               r.get(DPU_BS_MUL_CFG_BS_MUL_SRC) != 0,
+               DPU_BS_CFG_BS_ALU_ALGO.get(cfg),
+               static_cast<int32_t>(r.get(DPU_BS_ALU_CFG)),
+               static_cast<int16_t>(r.get(DPU_BS_MUL_CFG_BS_MUL_OPERAND)),
+               static_cast<int>(r.get(DPU_BS_MUL_CFG_BS_MUL_SHIFT_VALUE)),
+               static_cast<int>(r.get(DPU_DATA_FORMAT_BS_MUL_SHIFT_VALUE_NEG)),
+               static_cast<int32_t>(r.get(DPU_BS_RELUX_CMP_VALUE))};
+}
+
+Stage bn_stage(const Regs& r) {
+  const uint32_t cfg = r.get(DPU_BN_CFG);
+  return Stage{DPU_BN_CFG_BN_BYPASS.get(cfg) != 0,
+               DPU_BN_CFG_BN_ALU_BYPASS.get(cfg) != 0,
+               DPU_BN_CFG_BN_MUL_BYPASS.get(cfg) != 0,
+               DPU_BN_CFG_BN_MUL_PRELU.get(cfg) != 0,
+               DPU_BN_CFG_BN_RELU_BYPASS.get(cfg) != 0,
+               DPU_BN_CFG_BN_RELUX_EN.get(cfg) != 0,
+               DPU_BN_CFG_BN_ALU_SRC.get(cfg) != 0,
+               r.get(DPU_BN_MUL_CFG_BN_MUL_SRC) != 0,
+               DPU_BN_CFG_BN_ALU_ALGO.get(cfg),
+               static_cast<int32_t>(r.get(DPU_BN_ALU_CFG)),
+               static_cast<int16_t>(r.get(DPU_BN_MUL_CFG_BN_MUL_OPERAND)),
+               static_cast<int>(r.get(DPU_BN_MUL_CFG_BN_MUL_SHIFT_VALUE)),
+               static_cast<int>(r.get(DPU_DATA_FORMAT_BN_MUL_SHIFT_VALUE_NEG)),
+               static_cast<int32_t>(r.get(DPU_BN_RELUX_CMP_VALUE))};
+}
+
+// One BS/BN stage on an int32 value; alu/mul: the per-channel operands when read by DMA.
+int32_t apply_stage(const Stage& s, int32_t v, int32_t alu, int16_t mul, Rounding shift_rounding) {
+  if (s.bypass) return v;
+  int64_t a = v;
+  if (!s.alu_bypass) a = sat32(a + (s.alu_src ? alu : s.alu_operand));
+  if (!s.mul_bypass) {
+    const int64_t p = a * static_cast<int64_t>(s.mul_src ? mul : s.mul_operand);
+    a = sat32(round_shift(p, p >= 0 ? s.shift_pos : s.shift_neg, shift_rounding));
+  }
+  if (!s.relu_bypass) a = std::max<int64_t>(a, 0);
+  if (s.relux) a = std::min<int64_t>(a, s.relux_value);
+  return static_cast<int32_t>(a);
+}
+
+Status check_stage(const Stage& s, const char* name, bool dma_allowed) {
+  if (s.bypass) return {};
+  if (!s.alu_bypass && s.alu_algo != 2) {
+    return unsupported(std::string(name) + " ALU algorithm " + std::to_string(s.alu_algo) + " (only 2, add, is simulated)");
+  }
+  if (s.prelu) return unsupported(std::string(name) + " PReLU");
+  if (!dma_allowed && ((!s.alu_bypass && s.alu_src) || (!s.mul_bypass && s.mul_src))) {
+    return unsupported(std::string(name) + " operands read by DMA (per-channel NRDMA reads hung the NPU in one report)");
+  }
+  return {};
+}
+
+// The int8 convolution task of `r` on `mem`.
+Result<TaskStats> run_conv(DeviceMemory& mem, const Regs& r, const Quirks& q) {
+  const uint32_t mode = r.get(CNA_CONV_CON1_CONV_MODE);
+  if (mode != 0 && mode != 3) return unsupported("CNA.CONV_CON1.CONV_MODE " + std::to_string(mode) + " (0 direct, 3 depthwise)");
+  const bool depthwise = mode == 3;
+  if (r.get(CNA_CONV_CON1_IN_PRECISION) != 0 || r.get(CNA_CONV_CON1_PROC_PRECISION) != 0) {
+    return unsupported("CNA.CONV_CON1: only int8 input and processing precision are simulated");
+  }
+  if (r.get(DPU_DATA_FORMAT_OUT_PRECISION) != 0) return unsupported("DPU.DATA_FORMAT.OUT_PRECISION: only int8 output (int16 times out on hardware)");
+  if (r.get(CNA_CONV_CON3_ATROUS_X_DILATION) != 0 || r.get(CNA_CONV_CON3_ATROUS_Y_DILATION) != 0) {
+    return unsupported("CNA.CONV_CON3 dilation (not simulated yet)");
+  }
+  int64_t W = r.get(CNA_DATA_SIZE0_DATAIN_WIDTH), H = r.get(CNA_DATA_SIZE0_DATAIN_HEIGHT);
+  if (!q.width_is_line) std::swap(W, H);
+  const int64_t C = r.get(CNA_DATA_SIZE1_DATAIN_CHANNEL);
+  const int64_t C_real = r.get(CNA_DATA_SIZE1_DATAIN_CHANNEL_REAL) + 1;
+  const int64_t sx = r.get(CNA_CONV_CON3_CONV_X_STRIDE), sy = r.get(CNA_CONV_CON3_CONV_Y_STRIDE);
+  const int64_t pad_top = r.get(CNA_PAD_CON0_PAD_TOP), pad_left = r.get(CNA_PAD_CON0_PAD_LEFT);
+  const int32_t pad_value = static_cast<int8_t>(r.get(CNA_PAD_CON1) & 0xff);
+  const int64_t KH = r.get(CNA_WEIGHT_SIZE2_WEIGHT_HEIGHT), KW = r.get(CNA_WEIGHT_SIZE2_WEIGHT_WIDTH);
+  const int64_t kernels = r.get(CNA_WEIGHT_SIZE2_WEIGHT_KERNELS);
+  const int64_t OW = r.get(CORE_DATAOUT_SIZE_0_DATAOUT_WIDTH) + 1, OH = r.get(CORE_DATAOUT_SIZE_0_DATAOUT_HEIGHT) + 1;
+  const int64_t OC = r.get(DPU_DATA_CUBE_CHANNEL_CHANNEL) + 1;
+  const int64_t OC_real = r.get(DPU_DATA_CUBE_CHANNEL_ORIG_CHANNEL) + 1;
+  if (W < 1 || H < 1 || C < 1 || C % 16 != 0 || C_real > C) {
+    return invalid("CNA.DATA_SIZE0/1: input " + std::to_string(C) + "x" + std::to_string(H) + "x" + std::to_string(W) +
+                   " (channels must be a positive multiple of 16 holding the real ones)");
+  }
+  if (sx < 1 || sy < 1 || KH < 1 || KW < 1) return invalid("CNA: zero stride or kernel size");
+  if (r.get(DPU_DATA_CUBE_WIDTH_WIDTH) + 1 != static_cast<uint32_t>(OW) || r.get(DPU_DATA_CUBE_HEIGHT_HEIGHT) + 1 != static_cast<uint32_t>(OH)) {
+    return invalid("DPU.DATA_CUBE_WIDTH/HEIGHT disagree with CORE.DATAOUT_SIZE_0");
+  }
+  if (depthwise && OC > (C + 63) / 64 * 64) {
+    return invalid("DPU.DATA_CUBE_CHANNEL: " + std::to_string(OC) + " output channels of a depthwise convolution over " + std::to_string(C));
+  }
+  // Input feature map.
+  const int64_t line = static_cast<int64_t>(r.get(CNA_DMA_CON1_LINE_STRIDE)) * 4;
+  const int64_t surface = (static_cast<int64_t>(r.get(CNA_DMA_CON2_SURF_STRIDE)) + 4 * W) * 16;
+  if (line < 16 * W) return invalid("CNA.DMA_CON1.LINE_STRIDE " + std::to_string(line / 4) + " is shorter than a line of " + std::to_string(W) + " pixels");
+  const uint32_t fin = r.get(CNA_FEATURE_DATA_ADDR);
+  const size_t in_bytes = static_cast<size_t>((C / 16 - 1) * surface + (H - 1) * line + W * 16);
+  RKD_ASSIGN(auto x, mem.read(fin, in_bytes));
+  auto xin = [&](int64_t c, int64_t h, int64_t w) -> int32_t {
+    if (h < 0 || h >= H || w < 0 || w >= W) return pad_value;
+    return static_cast<int8_t>(x[static_cast<size_t>((c / 16) * surface + h * line + w * 16 + c % 16)]);
+  };
+  // Weights.
+  const uint32_t waddr = r.get(CNA_DCOMP_ADDR0);
+  const int64_t kk = KH * KW;
+  const int64_t w_bytes = depthwise ? (C + 63) / 64 * 64 * kk : kernels * kk * C;
+  if (static_cast<int64_t>(r.get(CNA_WEIGHT_SIZE0_WEIGHT_BYTES)) != w_bytes) {
+    return invalid("CNA.WEIGHT_SIZE0.WEIGHT_BYTES " + std::to_string(r.get(CNA_WEIGHT_SIZE0_WEIGHT_BYTES)) + " but the geometry needs " +
+                   std::to_string(w_bytes));
+  }
+  RKD_ASSIGN(auto wb, mem.read(waddr, static_cast<size_t>(w_bytes)));
+  // Written channels past the stored kernels (the hardware writes 32-channel groups, stores
+  // only align2(OC) kernels) see zero weights.
+  auto weight = [&](int64_t oc, int64_t ic, int64_t ky, int64_t kx) -> int32_t {
+    if (!depthwise && oc >= kernels) return 0;
+    size_t at;
+    if (depthwise) {
+      at = static_cast<size_t>((oc / 64) * kk * 64 + (ky * KW + kx) * 64 + oc % 64);
+    } else {
+      const int64_t oc1 = oc / 32, goc = std::min<int64_t>(32, kernels - 32 * oc1);
+      const int64_t ic1 = ic / 32, gic = std::min<int64_t>(32, C - 32 * ic1);
+      at = static_cast<size_t>(oc1 * 32 * kk * C + ic1 * goc * kk * 32 + ((ky * KW + kx) * goc + oc % 32) * gic + ic % 32);
+    }
+    return static_cast<int8_t>(wb[at]);
+  };
+  const int32_t ow_op = r.get(DPU_BS_OW_CFG_OD_BYPASS) ? 0 : static_cast<int16_t>(r.get(DPU_BS_OW_OP_OW_OP));
+  // CORE.
+  const int truncate = static_cast<int>(r.get(CORE_CLIP_TRUNCATE_CLIP_TRUNCATE));
+  const Rounding core_round = r.get(CORE_CLIP_TRUNCATE_ROUND_TYPE) ? Rounding::half_up : Rounding::half_to_even;
+  // DPU.
+  const Stage bs = bs_stage(r), bn = bn_stage(r);
+  RKD_TRY(check_stage(bs, "DPU.BS", true));
+  RKD_TRY(check_stage(bn, "DPU.BN", false));
+  if (!r.get(DPU_EW_CFG_EW_BYPASS)) return unsupported("DPU.EW_CFG: the elementwise stage (fused add) is not simulated yet");
+  const uint32_t data_use = r.get(DPU_RDMA_RDMA_BRDMA_CFG_BRDMA_DATA_USE);
+  const bool bs_dma = !bs.bypass && ((!bs.alu_bypass && bs.alu_src) || (!bs.mul_bypass && bs.mul_src));
+  std::vector<int32_t> alu(static_cast<size_t>(OC), 0);
+  std::vector<int16_t> mul(static_cast<size_t>(OC), 0);
+  if (bs_dma) {
+    const uint32_t baddr = r.get(DPU_RDMA_RDMA_BS_BASE_ADDR);
+    if (data_use == 1) {
+      RKD_ASSIGN(auto b, mem.read(baddr, static_cast<size_t>(OC) * 4));
+      for (int64_t k = 0; k < OC; ++k) std::memcpy(&alu[static_cast<size_t>(k)], b.data() + 4 * k, 4);
+    } else {
+      RKD_ASSIGN(auto b, mem.read(baddr, static_cast<size_t>((OC + 7) / 8) * 64));
+      for (int64_t k = 0; k < OC; ++k) {
+        const size_t blk = static_cast<size_t>(k / 8) * 64, lane = static_cast<size_t>(k % 8);
+        if (data_use & 1) std::memcpy(&alu[static_cast<size_t>(k)], b.data() + blk + 4 * lane, 4);
+        if (data_use & 4) std::memcpy(&mul[static_cast<size_t>(k)], b.data() + blk + 48 + 2 * lane, 2);
+      }
+    }
+  }
+  // OUT_CVT.
+  const uint32_t scale_bits = r.get(DPU_OUT_CVT_SCALE_OUT_CVT_SCALE);
+  const int64_t scale = q.out_cvt_scale_signed ? static_cast<int16_t>(scale_bits) : static_cast<int64_t>(scale_bits);
+  const int shift = static_cast<int>(r.get(DPU_OUT_CVT_SHIFT_OUT_CVT_SHIFT));
+  if (shift > 63) return unsupported("DPU.OUT_CVT_SHIFT " + std::to_string(shift) + " (above 63)");
+  const int64_t offset = static_cast<int32_t>(r.get(DPU_OUT_CVT_OFFSET));
+  // Output.
+  const uint32_t dst = r.get(DPU_DST_BASE_ADDR);
+  const int64_t out_surface = static_cast<int64_t>(r.get(DPU_DST_SURF_STRIDE_DST_SURF_STRIDE)) * 16;
+  if (out_surface < OH * OW * 16 && OC > 16) return invalid("DPU.DST_SURF_STRIDE is smaller than one output surface");
+  RKD_ASSIGN(auto y, mem.span(dst, static_cast<size_t>((OC - 1) / 16 * out_surface + OH * OW * 16)));
+  for (int64_t k = 0; k < OC; ++k) {
+    for (int64_t oy = 0; oy < OH; ++oy) {
+      for (int64_t ox = 0; ox < OW; ++ox) {
+        int64_t acc = 0;
+        for (int64_t ky = 0; ky < KH; ++ky) {
+          for (int64_t kx = 0; kx < KW; ++kx) {
+            const int64_t iy = oy * sy - pad_top + ky, ix = ox * sx - pad_left + kx;
+            if (depthwise) {
+              acc += static_cast<int64_t>(xin(k, iy, ix)) * (weight(k, 0, ky, kx) + ow_op);
+            } else {
+              for (int64_t c = 0; c < C; ++c) acc += static_cast<int64_t>(xin(c, iy, ix)) * (weight(k, c, ky, kx) + ow_op);
+            }
+          }
+        }
+        int32_t v = sat32(round_shift(sat32(acc), truncate, core_round));
+        v = apply_stage(bs, v, alu[static_cast<size_t>(k)], mul[static_cast<size_t>(k)], q.bs_shift_rounding);
+        v = apply_stage(bn, v, 0, 0, q.bs_shift_rounding);
+        const int64_t o = round_shift(static_cast<int64_t>(v) * scale, shift, q.out_cvt_rounding) + offset;
+        y[static_cast<size_t>((k / 16) * out_surface + (oy * OW + ox) * 16 + k % 16)] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp<int64_t>(o, -128, 127)));
+      }
+    }
+  }
+  TaskStats st;
+  st.macs = OH * OW * std::min(OC, OC_real) * kk * (depthwise ? 1 : C_real);
+  st.output_values = OH * OW * OC;
+  return st;
+}
+
+}  // namespace
+
+const char* rounding_name(Rounding r) {
+  switch (r) {
+    case Rounding::half_to_even: return "half_to_even";
+    case Rounding::half_away: return "half_away";
+    case Rounding::half_up: return "half_up";
+    case Rounding::truncate: return "truncate";
+  }
+  return "?";
+}
+
+int64_t round_shift(int64_t v, int shift, Rounding r) {
+  if (shift <= 0) return v;
+  const int64_t div = int64_t{1} << shift;
+  const int64_t floor_q = v >= 0 ? v / div : -((-v + div - 1) / div);  // floor(v / 2^shift)
+  const int64_t rem = v - floor_q * div;                               // in [0, div)
+  const int64_t half = div / 2;
+  switch (r) {
+    case Rounding::truncate: return floor_q;
+    case Rounding::half_up: return floor_q + (rem >= half ? 1 : 0);
+    case Rounding::half_away: return rem > half || (rem == half && v >= 0) ? floor_q + 1 : floor_q;
+    case Rounding::half_to_even: return rem > half || (rem == half && (floor_q & 1)) ? floor_q + 1 : floor_q;
+  }
+  return floor_q;
+}
+
+std::vector<KnobInfo> knob_list() {
+  return {
+      {"out_cvt_rounding", "half_to_even|half_away|half_up|truncate", "half_to_even",
+       "TRM: OUT_CVT rounds half to even; measured on RK3576, not on RK3588"},
+      {"bs_shift_rounding", "half_to_even|half_away|half_up|truncate", "half_up", "rounding of the BS MUL right shift: unmeasured on RK3588"},
+      {"out_cvt_scale_signed", "true|false", "true", "OUT_CVT_SCALE read as signed 16-bit (0x8000 flips the sign on RK3576)"},
+      {"width_is_line", "true|false", "true",
+       "CNA.DATA_SIZE0.DATAIN_WIDTH is the contiguous line dimension (hardware notes); false: Mesa's swap, consistent only on square maps"},
+  };
+}
+
+Status set_knob(Quirks& q, const std::string& a) {
+  const auto eq = a.find('=');
+  if (eq == std::string::npos) return invalid("sim knob '" + a + "': expected NAME=VALUE");
+  const std::string k = a.substr(0, eq), v = a.substr(eq + 1);
+  auto rounding = [&](Rounding& out) -> Status {
+    for (Rounding r : {Rounding::half_to_even, Rounding::half_away, Rounding::half_up, Rounding::truncate}) {
+      if (v == rounding_name(r)) {
+        out = r;
+        return {};
+      }
+    }
+    return invalid("sim knob " + k + ": '" + v + "' is not half_to_even, half_away, half_up or truncate");
+  };
+  auto boolean = [&](bool& out) -> Status {
+    if (v != "true" && v != "false") return invalid("sim knob " + k + ": '" + v + "' is not true or false");
+    out = v == "true";
+    return {};
+  };
+  if (k == "out_cvt_rounding") return rounding(q.out_cvt_rounding);
+  if (k == "bs_shift_rounding") return rounding(q.bs_shift_rounding);
+  if (k == "out_cvt_scale_signed") return boolean(q.out_cvt_scale_signed);
+  if (k == "width_is_line") return boolean(q.width_is_line);
+  return invalid("sim knob '" + k + "': unknown (rkdeploy help sim lists them)");
+}
+
+Result<std::vector<TaskStats>> run(DeviceMemory& mem, uint32_t address, size_t words, const Quirks& q) {
+  std::vector<TaskStats> stats;
+  for (size_t t = 0; address != 0; ++t) {
+    if (t > 100000) return invalid("regcmd chain longer than 100000 tasks (a loop?)");
+    RKD_ASSIGN(auto bytes, mem.read(address, words * 8));
+    std::vector<uint64_t> w(words);
+    std::memcpy(w.data(), bytes.data(), words * 8);
+    const auto tasks = regcmd::decode(w);
+    if (tasks.size() != 1 || !tasks[0].has_trailer) {
+      return invalid("task " + std::to_string(t) + " at " + hex32(address) + ": " + std::to_string(words) +
+                     " words do not hold exactly one task ending with its trailer");
+    }
+    const regcmd::DecodedTask& d = tasks[0];
+    if (!d.problems.empty()) return invalid("task " + std::to_string(t) + " at " + hex32(address) + ": " + d.problems.front());
+    if (d.enable_mask != kConvEnableMask) {
+      return unsupported("task " + std::to_string(t) + ": enable mask " + hex32(d.enable_mask) + " (only convolutions, 0x1d, are simulated)");
+    }
+    auto st = run_conv(mem, Regs(d.final_values()), q);
+    if (!st.ok()) return st.error().with_context("task " + std::to_string(t) + " at " + hex32(address));
+    stats.push_back(*st);
+    if (d.next_is_zero_word) break;
+    address = d.next_address;
+    words = (static_cast<size_t>(d.next_amount) + 1) * 2;
+  }
+  return stats;
+}
+
+}  // namespace rkd::npu::sim

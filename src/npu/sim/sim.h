@@ -1,0 +1,82 @@
+// A simulator of the RK3588 NPU's int8 convolution datapath. It executes regcmd buffers
+// against simulated device memory - the bytes a board would get - reading every parameter
+// from the registers the task programs, the way the hardware's front end does, never from
+// the lowering that wrote them.
+//
+// Per task (CNA + CORE + DPU + DPU_RDMA enabled), stage by stage (facts: rk3588-npu.md §3):
+//  1. CNA reads the input feature map (NC1HWC2, C2 = 16, int8) at CNA.FEATURE_DATA_ADDR:
+//     element (c, h, w) at base + (c / 16) * surface + (h * W + w) * 16 + c % 16, line
+//     16 * W bytes (DMA_CON1.LINE_STRIDE * 4), surface (DMA_CON2.SURF_STRIDE + 4 W) * 16
+//     bytes. W = DATA_SIZE0.DATAIN_WIDTH is the line dimension (quirk axis_convention).
+//     Cells outside the map (PAD_CON0 top/left, and past the right/bottom edge) hold
+//     PAD_CON1.PAD_VALUE's low byte (signed).
+//  2. MAC: acc = sum over taps x * (w + OW_OP), OW_OP = DPU.BS_OW_OP when
+//     BS_OW_CFG.OD_BYPASS is clear, in 64 bits, then saturated to int32 (the 34-bit
+//     accumulator rounded to 32 bits [SRC]).
+//  3. CORE: a1 = sat32(round_shift(acc, CLIP_TRUNCATE)), rounding per ROUND_TYPE.
+//  4. DPU BS: ALU adds BS_ALU_CFG or the per-channel int32 from BRDMA; MUL multiplies by
+//     BS_MUL_CFG[31:16] or the per-channel int16 from BRDMA and shifts right by
+//     BS_MUL_SHIFT_VALUE (non-negative products) or DATA_FORMAT.BS_MUL_SHIFT_VALUE_NEG
+//     (negative ones), saturating to int32 (quirk bs_shift_rounding); ReLU / ReLUX.
+//  5. BN: the same shape from registers (per-channel NRDMA operands are not simulated:
+//     BN_ALU_SRC / BN_MUL_SRC set is reported as unsupported).
+//  6. EW: bypass only (EW_CFG.EW_BYPASS must be set; a fused add is reported unsupported
+//     until the elementwise arithmetic is settled, quirk ew_mode).
+//  7. OUT_CVT: y = sat_int8(round_shift(v * SCALE, SHIFT) + OFFSET), SCALE signed 16-bit
+//     (quirk out_cvt_scale_signed), rounding quirk out_cvt_rounding; written NC1HWC2 at
+//     DPU.DST_BASE_ADDR, surface DST_SURF_STRIDE * 16 bytes, DATA_CUBE_CHANNEL.CHANNEL + 1
+//     channels, DATA_CUBE_WIDTH/HEIGHT + 1 pixels.
+// Weights (CNA.DCOMP_ADDR0), direct convolution: oc1 (groups of 32 kernels) -> ic1 (groups
+// of 32 input channels, the last 16 wide when the padded channel count leaves 16) -> kh ->
+// kw -> oc2 -> ic2, WEIGHT_SIZE2.WEIGHT_KERNELS kernels of KH x KW x DATA_SIZE1.DATAIN_CHANNEL.
+// Depthwise (CNA.CONV_CON1.CONV_MODE 3): [C / 64][KH][KW][64].
+// BS operands (DPU_RDMA.RDMA_BS_BASE_ADDR): BRDMA_DATA_USE = 1 (ALU only): a dense int32 per
+// channel; otherwise 64 bytes per 8 channels: eight int32 ALU operands, eight 16-bit CPEND,
+// eight int16 MUL operands.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "npu/memory.h"
+
+namespace rkd::npu::sim {
+
+enum class Rounding { half_to_even, half_away, half_up, truncate };
+const char* rounding_name(Rounding r);
+
+// Behaviours the public sources leave uncertain, each a named knob with the best-supported
+// default (`rkdeploy help sim` lists them with their sources).
+struct Quirks {
+  Rounding out_cvt_rounding = Rounding::half_to_even;  // TRM; measured on RK3576 [HW], not on RK3588
+  Rounding bs_shift_rounding = Rounding::half_up;      // unmeasured on RK3588 [knob]
+  bool out_cvt_scale_signed = true;                    // 0x8000 flips the sign on RK3576 [HW]
+  bool width_is_line = true;                           // DATAIN_WIDTH is the contiguous dimension [HW]; false: Mesa's swap
+};
+
+struct KnobInfo {
+  const char* name;
+  const char* values;
+  const char* default_value;
+  const char* source;
+};
+std::vector<KnobInfo> knob_list();
+// Sets a knob by name ("out_cvt_rounding=half_away"); an error names the knob and its values.
+Status set_knob(Quirks& q, const std::string& assignment);
+
+struct TaskStats {
+  int64_t macs = 0;           // multiply-accumulates of real (not padded) channels
+  int64_t output_values = 0;  // int8 values written
+};
+
+// Executes the chain at `regcmd_address`..: each task's registers decoded from the words,
+// run, outputs written into `mem`. The words are read from `mem`, following the trailers.
+Result<std::vector<TaskStats>> run(DeviceMemory& mem, uint32_t regcmd_address, size_t first_task_words, const Quirks& q);
+
+// Rounded arithmetic right shift, exact in 64 bits (shift in [0, 63]).
+int64_t round_shift(int64_t v, int shift, Rounding r);
+
+}  // namespace rkd::npu::sim
