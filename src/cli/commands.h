@@ -37,5 +37,6 @@ void add_run_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
 void add_accuracy_command(CLI::App& app);
 void add_regcmd_command(CLI::App& app);
+void add_analyze_command(CLI::App& app);
 
 }  // namespace rkd::cli

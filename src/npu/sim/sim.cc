@@ -217,20 +217,55 @@ Result<TaskStats> run_conv(DeviceMemory& mem, const Regs& r, const Quirks& q) {
   const int64_t out_surface = static_cast<int64_t>(r.get(DPU_DST_SURF_STRIDE_DST_SURF_STRIDE)) * 16;
   if (out_surface < OH * OW * 16 && OC > 16) return invalid("DPU.DST_SURF_STRIDE is smaller than one output surface");
   RKD_ASSIGN(auto y, mem.span(dst, static_cast<size_t>((OC - 1) / 16 * out_surface + OH * OW * 16)));
-  for (int64_t k = 0; k < OC; ++k) {
-    for (int64_t oy = 0; oy < OH; ++oy) {
-      for (int64_t ox = 0; ox < OW; ++ox) {
-        int64_t acc = 0;
-        for (int64_t ky = 0; ky < KH; ++ky) {
-          for (int64_t kx = 0; kx < KW; ++kx) {
-            const int64_t iy = oy * sy - pad_top + ky, ix = ox * sx - pad_left + kx;
-            if (depthwise) {
-              acc += static_cast<int64_t>(xin(k, iy, ix)) * (weight(k, 0, ky, kx) + ow_op);
-            } else {
-              for (int64_t c = 0; c < C; ++c) acc += static_cast<int64_t>(xin(c, iy, ix)) * (weight(k, c, ky, kx) + ow_op);
-            }
+  // The MAC array, computed as dot products over channels: the padded input grid the taps
+  // read (HWC, int16) and the kernels with OW_OP added (int16). Written channels past the
+  // stored kernels see (0 + OW_OP) weights.
+  const int64_t GH = (OH - 1) * sy + KH, GW = (OW - 1) * sx + KW;
+  // A tap reads C channels; a depthwise task's written channels past C (64-channel groups)
+  // have all-padding weights (w + OW_OP = 0) and accumulate 0.
+  const int64_t CC = C;
+  std::vector<int16_t> grid(static_cast<size_t>(GH * GW * CC));
+  for (int64_t gy = 0; gy < GH; ++gy)
+    for (int64_t gx = 0; gx < GW; ++gx)
+      for (int64_t c = 0; c < CC; ++c) grid[static_cast<size_t>((gy * GW + gx) * CC + c)] = static_cast<int16_t>(xin(c, gy - pad_top, gx - pad_left));
+  const int64_t stored = depthwise ? OC : std::min(OC, kernels);
+  std::vector<int16_t> wk(static_cast<size_t>(depthwise ? OC * kk : stored * kk * C));
+  for (int64_t k = 0; k < stored; ++k)
+    for (int64_t t = 0; t < kk; ++t) {
+      if (depthwise) {
+        wk[static_cast<size_t>(t * OC + k)] = static_cast<int16_t>(weight(k, 0, t / KW, t % KW) + ow_op);
+      } else {
+        for (int64_t c = 0; c < C; ++c) wk[static_cast<size_t>((k * kk + t) * C + c)] = static_cast<int16_t>(weight(k, c, t / KW, t % KW) + ow_op);
+      }
+    }
+  std::vector<int64_t> accs(static_cast<size_t>(OC));
+  for (int64_t oy = 0; oy < OH; ++oy) {
+    for (int64_t ox = 0; ox < OW; ++ox) {
+      std::fill(accs.begin(), accs.end(), 0);
+      for (int64_t ky = 0; ky < KH; ++ky) {
+        for (int64_t kx = 0; kx < KW; ++kx) {
+          const int16_t* xg = grid.data() + ((oy * sy + ky) * GW + ox * sx + kx) * CC;
+          const int64_t t = ky * KW + kx;
+          if (depthwise) {
+            const int16_t* wt = wk.data() + t * OC;
+            for (int64_t k = 0; k < std::min(OC, C); ++k) accs[static_cast<size_t>(k)] += static_cast<int32_t>(xg[k]) * wt[k];
+            continue;
+          }
+          for (int64_t k = 0; k < stored; ++k) {
+            const int16_t* wt = wk.data() + (k * kk + t) * C;
+            int32_t d = 0;
+            for (int64_t c = 0; c < C; ++c) d += static_cast<int32_t>(xg[c]) * wt[c];
+            accs[static_cast<size_t>(k)] += d;
+          }
+          if (stored < OC && ow_op != 0) {
+            int64_t xs = 0;
+            for (int64_t c = 0; c < C; ++c) xs += xg[c];
+            for (int64_t k = stored; k < OC; ++k) accs[static_cast<size_t>(k)] += xs * ow_op;
           }
         }
+      }
+      for (int64_t k = 0; k < OC; ++k) {
+        const int64_t acc = accs[static_cast<size_t>(k)];
         int32_t v = sat32(round_shift(sat32(acc), truncate, core_round));
         v = apply_stage(bs, v, alu[static_cast<size_t>(k)], mul[static_cast<size_t>(k)], q.bs_shift_rounding);
         v = apply_stage(bn, v, 0, 0, q.bs_shift_rounding);
@@ -241,6 +276,7 @@ Result<TaskStats> run_conv(DeviceMemory& mem, const Regs& r, const Quirks& q) {
   }
   TaskStats st;
   st.macs = OH * OW * std::min(OC, OC_real) * kk * (depthwise ? 1 : C_real);
+  st.padded_macs = OH * OW * OC * kk * (depthwise ? 1 : C);
   st.output_values = OH * OW * OC;
   return st;
 }

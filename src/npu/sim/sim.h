@@ -69,6 +69,7 @@ Status set_knob(Quirks& q, const std::string& assignment);
 
 struct TaskStats {
   int64_t macs = 0;           // multiply-accumulates of real (not padded) channels
+  int64_t padded_macs = 0;    // those the array performs: written channels x padded input channels
   int64_t output_values = 0;  // int8 values written
 };
 

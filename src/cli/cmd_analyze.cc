@@ -1,0 +1,66 @@
+// rkdeploy analyze MODEL: every int8 convolution lowered with each NPU strategy, simulated,
+// and compared with the int8 reference on a real input (src/runtime/npu_analyze.h).
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "core/npy.h"
+#include "runtime/detect.h"
+#include "runtime/model.h"
+#include "runtime/npu_analyze.h"
+
+namespace rkd::cli {
+
+namespace {
+struct AnalyzeArgs {
+  std::string model, image, config, strategy = "all";
+  std::vector<std::string> inputs, knobs;
+  bool json = false, per_conv = false;
+  int threads = 0;
+};
+}  // namespace
+
+void add_analyze_command(CLI::App& app) {
+  auto a = std::make_shared<AnalyzeArgs>();
+  CLI::App* c = app.add_subcommand("analyze", "Lower every int8 convolution for the RK3588 NPU with each per-axis strategy, simulate it "
+                                              "and compare with the int8 reference: rkdeploy analyze QUANT_MODEL --image PHOTO");
+  c->add_option("model", a->model, "quantized model (ONNX QDQ/QOperator or int8 TFLite)")->required();
+  c->add_option("--image", a->image, "a photo, preprocessed by the detector config");
+  c->add_option("--config", a->config, "detector config JSON (docs/detector-config.md)");
+  c->add_option("--input", a->inputs, "NAME=FILE.npy, one per graph input");
+  c->add_option("--strategy", a->strategy, "all, or one of per-tensor, group16, sorted-groups, per-channel, hybrid, bs-multiplier, "
+                                           "bs-multiplier-opt, sorted-bs-multiplier");
+  c->add_option("--sim", a->knobs, "simulator knob NAME=VALUE (rkdeploy help sim lists them)");
+  c->add_flag("--per-conv", a->per_conv, "also print every convolution's results");
+  c->add_flag("--json", a->json, "print JSON (docs/npu.md)");
+  c->add_option("--threads", a->threads, "threads for the reference run (0 = all cores)");
+  c->callback([a] {
+    std::map<std::string, Tensor> inputs;
+    if (!a->image.empty()) {
+      if (!a->inputs.empty()) fail(invalid("--image and --input cannot be combined"));
+      auto imp = take(runtime::import_model(a->model, 1));
+      const runtime::DetectorConfig cfg = a->config.empty() ? runtime::default_config(imp.graph) : take(runtime::read_config(a->config));
+      inputs = take(runtime::preprocess(take(runtime::load_image(a->image)), cfg, false)).inputs;
+    } else {
+      if (a->inputs.empty()) fail(invalid("give the input: --image PHOTO or --input NAME=FILE.npy"));
+      for (const std::string& spec : a->inputs) {
+        const auto eq = spec.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) fail(invalid("--input '" + spec + "': expected NAME=FILE.npy"));
+        inputs[spec.substr(0, eq)] = take(read_npy(spec.substr(eq + 1)));
+      }
+    }
+    std::vector<npu::lower::Strategy> strategies;
+    if (a->strategy == "all") strategies = npu::lower::all_strategies();
+    else strategies = {take(npu::lower::parse_strategy(a->strategy))};
+    npu::sim::Quirks q;
+    for (const std::string& k : a->knobs) check(npu::sim::set_knob(q, k));
+    const auto rep = take(runtime::analyze_npu(a->model, inputs, strategies, q, a->threads));
+    if (a->json) {
+      std::cout << runtime::npu_analysis_json(rep) << "\n";
+      return;
+    }
+    std::cout << runtime::npu_analysis_text(rep, a->per_conv);
+  });
+}
+
+}  // namespace rkd::cli

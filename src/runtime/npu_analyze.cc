@@ -1,0 +1,300 @@
+#include "runtime/npu_analyze.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+#include "ir/shape_inference.h"
+#include "npu/arch/arch.h"
+#include "npu/regcmd/regcmd.h"
+#include "runtime/executor.h"
+#include "runtime/model.h"
+
+namespace rkd::runtime {
+
+namespace {
+
+using ir::Node;
+using npu::lower::ConvSpec;
+
+const Tensor* constant_of(const Node& n, size_t i) {
+  return i < n.inputs.size() && n.inputs[i] && n.inputs[i]->constant ? &*n.inputs[i]->constant : nullptr;
+}
+
+// The ConvSpec of a QLinearConv, or the reason it cannot be lowered.
+Result<ConvSpec> conv_spec(const Node& n) {
+  const auto xs = ir::static_shape(n.inputs[0]);
+  const auto ys = ir::static_shape(n.outputs[0]);
+  const Tensor* w = constant_of(n, 3);
+  for (size_t i : {1u, 2u, 4u, 6u, 7u}) {
+    if (!constant_of(n, i)) return unsupported("scale or zero point " + std::to_string(i) + " is not a constant");
+  }
+  if (!xs || !ys || xs->size() != 4 || (*xs)[0] != 1) return unsupported("input is not a static [1, C, H, W]");
+  if (!w || w->rank() != 4) return unsupported("weights are not a constant 4-D tensor");
+  if (constant_of(n, 1)->numel() != 1 || constant_of(n, 6)->numel() != 1) return unsupported("per-axis input or output quantization");
+  RKD_ASSIGN(auto dil, n.attr_ints("dilations", {1, 1}));
+  if (dil != std::vector<int64_t>{1, 1}) return unsupported("dilation (not lowered yet)");
+  RKD_ASSIGN(int64_t group, n.attr_int("group", 1));
+  ConvSpec s;
+  s.C = (*xs)[1];
+  s.H = (*xs)[2];
+  s.W = (*xs)[3];
+  s.OC = w->dim(0);
+  s.KH = w->dim(2);
+  s.KW = w->dim(3);
+  if (group != 1 && !(group == s.C && s.OC == s.C && w->dim(1) == 1)) return unsupported("grouped convolution with " + std::to_string(group) + " groups");
+  s.depthwise = group != 1;
+  RKD_ASSIGN(auto strides, n.attr_ints("strides", {1, 1}));
+  s.stride_h = strides.at(0);
+  s.stride_w = strides.at(1);
+  RKD_ASSIGN(std::string auto_pad, n.attr_string("auto_pad", "NOTSET"));
+  const int64_t OH = (*ys)[2], OW = (*ys)[3];
+  if (auto_pad == "NOTSET") {
+    RKD_ASSIGN(auto pads, n.attr_ints("pads", {0, 0, 0, 0}));
+    s.pad_top = pads.at(0);
+    s.pad_left = pads.at(1);
+    s.pad_bottom = pads.at(2);
+    s.pad_right = pads.at(3);
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    const int64_t th = std::max<int64_t>((OH - 1) * s.stride_h + s.KH - s.H, 0), tw = std::max<int64_t>((OW - 1) * s.stride_w + s.KW - s.W, 0);
+    s.pad_top = auto_pad == "SAME_UPPER" ? th / 2 : th - th / 2;
+    s.pad_bottom = th - s.pad_top;
+    s.pad_left = auto_pad == "SAME_UPPER" ? tw / 2 : tw - tw / 2;
+    s.pad_right = tw - s.pad_left;
+  }
+  if (s.OH() != OH || s.OW() != OW) return unsupported("output size does not follow from the padding");
+  s.dtype = w->dtype();
+  if (!n.inputs[0]->dtype || *n.inputs[0]->dtype != s.dtype) return unsupported("input and weights of different types");
+  s.weights = w->contiguous();
+  const Tensor* ws = constant_of(n, 4);
+  for (int64_t i = 0; i < ws->numel(); ++i) s.w_scales.push_back(static_cast<float>(ws->get_as_double(i)));
+  if (const Tensor* wz = constant_of(n, 5)) {
+    for (int64_t i = 0; i < wz->numel(); ++i) s.w_zero_points.push_back(static_cast<int32_t>(wz->get_as_double(i)));
+  } else {
+    s.w_zero_points = {0};
+  }
+  bool same = true;
+  for (int32_t z : s.w_zero_points) same = same && z == s.w_zero_points[0];
+  if (same) s.w_zero_points.resize(1);
+  s.x_scale = static_cast<float>(constant_of(n, 1)->get_as_double(0));
+  s.x_zero_point = static_cast<int32_t>(constant_of(n, 2)->get_as_double(0));
+  s.y_scale = static_cast<float>(constant_of(n, 6)->get_as_double(0));
+  s.y_zero_point = static_cast<int32_t>(constant_of(n, 7)->get_as_double(0));
+  if (const Tensor* b = constant_of(n, 8)) {
+    for (int64_t i = 0; i < b->numel(); ++i) s.bias.push_back(static_cast<int32_t>(b->get_as_double(i)));
+  }
+  const int32_t qmin = s.dtype == DType::i8 ? -128 : 0, qmax = s.dtype == DType::i8 ? 127 : 255;
+  RKD_ASSIGN(int64_t amin, n.attr_int("rkd_act_min", qmin));
+  RKD_ASSIGN(int64_t amax, n.attr_int("rkd_act_max", qmax));
+  s.act_min = static_cast<int32_t>(std::max<int64_t>(amin, qmin));
+  s.act_max = static_cast<int32_t>(std::min<int64_t>(amax, qmax));
+  return s;
+}
+
+StrategyResult run_strategy(const ConvSpec& s, const Tensor& x, const Tensor& ref, npu::lower::Strategy st, const npu::sim::Quirks& q) {
+  StrategyResult r;
+  r.strategy = npu::lower::strategy_name(st);
+  auto go = [&]() -> Status {
+    npu::DeviceMemory mem;
+    RKD_ASSIGN(uint32_t in, npu::lower::place_input(mem, s, x));
+    RKD_ASSIGN(auto l, npu::lower::lower_conv(s, st, mem, in));
+    const uint32_t base = mem.alloc(0, 16);
+    std::vector<npu::regcmd::TaskSpan> spans;
+    RKD_ASSIGN(auto words, npu::regcmd::encode(l.tasks, base, &spans));
+    const uint32_t at = mem.alloc(words.size() * 8, 16);
+    RKD_TRY(mem.write(at, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(words.data()), words.size() * 8)));
+    RKD_ASSIGN(auto stats, npu::sim::run(mem, at, spans[0].word_count, q));
+    RKD_ASSIGN(Tensor y, npu::lower::gather_output(mem, s, l));
+    r.tasks = static_cast<int64_t>(l.tasks.size());
+    r.weight_bytes = static_cast<int64_t>(l.weight_bytes);
+    r.operand_bytes = static_cast<int64_t>(l.operand_bytes);
+    r.fits_cbuf = l.fits_cbuf;
+    for (const auto& ts : stats) {
+      r.est_cycles += ts.padded_macs / npu::arch::kRk3588.int8_macs_per_cycle_per_core + npu::arch::kRk3588.per_task_overhead_cycles;
+    }
+    int64_t sum = 0;
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      const int64_t d = std::llabs(static_cast<int64_t>(y.get_as_double(i)) - static_cast<int64_t>(ref.get_as_double(i)));
+      r.max_diff = std::max(r.max_diff, d);
+      sum += d;
+      r.exact += d == 0;
+    }
+    r.values = y.numel();
+    r.mean_diff = r.values ? static_cast<double>(sum) / static_cast<double>(r.values) : 0;
+    return {};
+  };
+  Status s2 = go();
+  if (!s2.ok()) r.error = s2.error().to_string();
+  return r;
+}
+
+}  // namespace
+
+Result<NpuAnalysis> analyze_npu(const std::string& model, const std::map<std::string, Tensor>& inputs,
+                                const std::vector<npu::lower::Strategy>& strategies, const npu::sim::Quirks& quirks, int threads) {
+  NpuAnalysis a;
+  a.model = model;
+  RKD_ASSIGN(ImportedModel imp, import_model(model, 1));
+  ir::Graph g = std::move(imp.graph);
+  auto md = g.metadata.find("rkdeploy.requant");
+  a.requant = md == g.metadata.end() ? "onnx_float" : md->second;
+  CompileOptions co;
+  co.int8 = true;
+  RKD_TRY(optimize(g, co));
+  // Keep every QLinearConv's input and output.
+  std::vector<const Node*> convs;
+  std::set<const ir::Value*> outs(g.outputs.begin(), g.outputs.end());
+  for (const auto& np : g.nodes()) {
+    if (np->op_type != "QLinearConv" || !np->domain.empty()) continue;
+    convs.push_back(np.get());
+    for (ir::Value* v : {np->inputs[0], np->outputs[0]}) {
+      if (!v->constant && !outs.count(v)) {
+        g.outputs.push_back(v);
+        outs.insert(v);
+      }
+    }
+  }
+  if (convs.empty()) return unsupported(model + ": no int8 convolution (QLinearConv after qdq-to-qlinear) to analyze");
+  ExecutorOptions eo;
+  eo.threads = threads;
+  RKD_ASSIGN(auto ex, Executor::create(g, eo));
+  RKD_ASSIGN(auto vals, ex->run(inputs));
+  for (const auto& [k, t] : inputs) vals.emplace(k, t);
+  std::map<std::string, StrategyResult> totals;
+  for (const Node* n : convs) {
+    ConvResult c;
+    c.node = n->name;
+    auto spec = conv_spec(*n);
+    if (!spec.ok()) {
+      c.skipped = spec.error().message;
+      a.convs.push_back(c);
+      continue;
+    }
+    const ConvSpec& s = *spec;
+    char shape[160];
+    std::snprintf(shape, sizeof shape, "%lldx%lldx%lld -> %lldx%lldx%lld k%lldx%lld s%lld%s", static_cast<long long>(s.C), static_cast<long long>(s.H),
+                  static_cast<long long>(s.W), static_cast<long long>(s.OC), static_cast<long long>(s.OH()), static_cast<long long>(s.OW()),
+                  static_cast<long long>(s.KH), static_cast<long long>(s.KW), static_cast<long long>(s.stride_h), s.depthwise ? " dw" : "");
+    c.shape = shape;
+    float lo = *std::min_element(s.w_scales.begin(), s.w_scales.end()), hi = *std::max_element(s.w_scales.begin(), s.w_scales.end());
+    c.scale_spread = lo > 0 ? static_cast<double>(hi) / lo : 0;
+    const Tensor& x = vals.at(n->inputs[0]->name);
+    const Tensor& ref = vals.at(n->outputs[0]->name);
+    for (npu::lower::Strategy st : strategies) {
+      StrategyResult r = run_strategy(s, x, ref, st, quirks);
+      StrategyResult& t = totals[r.strategy];
+      t.strategy = r.strategy;
+      if (r.error.empty()) {
+        t.max_diff = std::max(t.max_diff, r.max_diff);
+        t.exact += r.exact;
+        t.values += r.values;
+        t.mean_diff += r.mean_diff * static_cast<double>(r.values);
+        t.tasks += r.tasks;
+        t.weight_bytes += r.weight_bytes;
+        t.operand_bytes += r.operand_bytes;
+        t.est_cycles += r.est_cycles;
+        t.fits_cbuf = t.fits_cbuf && r.fits_cbuf;
+      } else if (t.error.empty()) {
+        t.error = c.node + ": " + r.error;
+      }
+      c.strategies.push_back(r);
+    }
+    a.convs.push_back(c);
+  }
+  for (npu::lower::Strategy st : strategies) {
+    StrategyResult t = totals[npu::lower::strategy_name(st)];
+    t.strategy = npu::lower::strategy_name(st);
+    if (t.values) t.mean_diff /= static_cast<double>(t.values);
+    a.totals.push_back(t);
+  }
+  return a;
+}
+
+std::string npu_analysis_text(const NpuAnalysis& a, bool per_conv) {
+  std::string out;
+  char line[512];
+  int lowered = 0;
+  for (const auto& c : a.convs) lowered += c.skipped.empty();
+  std::snprintf(line, sizeof line, "%s: %zu int8 convolutions (%d lowered), reference requantization %s\n", a.model.c_str(), a.convs.size(),
+                lowered, a.requant.c_str());
+  out += line;
+  std::snprintf(line, sizeof line, "  %-22s %8s %9s %9s %7s %11s %11s %12s\n", "strategy", "max LSB", "mean LSB", "exact %", "tasks",
+                "weights B", "operands B", "est. cycles");
+  out += line;
+  for (const auto& t : a.totals) {
+    if (!t.error.empty()) {
+      out += "  " + t.strategy + ": failed: " + t.error + "\n";
+      continue;
+    }
+    std::snprintf(line, sizeof line, "  %-22s %8lld %9.4f %9.3f %7lld %11lld %11lld %12lld%s\n", t.strategy.c_str(), static_cast<long long>(t.max_diff),
+                  t.mean_diff, t.values ? 100.0 * static_cast<double>(t.exact) / static_cast<double>(t.values) : 0.0, static_cast<long long>(t.tasks),
+                  static_cast<long long>(t.weight_bytes), static_cast<long long>(t.operand_bytes), static_cast<long long>(t.est_cycles),
+                  t.fits_cbuf ? "" : "  (some inputs exceed CBUF: row slicing needed)");
+    out += line;
+  }
+  for (const auto& c : a.convs) {
+    if (!c.skipped.empty()) out += "  not lowered: " + c.node + ": " + c.skipped + "\n";
+  }
+  if (!per_conv) return out;
+  for (const auto& c : a.convs) {
+    if (!c.skipped.empty()) continue;
+    std::snprintf(line, sizeof line, "%s  %s  weight-scale spread %.1f\n", c.node.c_str(), c.shape.c_str(), c.scale_spread);
+    out += line;
+    for (const auto& r : c.strategies) {
+      if (!r.error.empty()) {
+        out += "    " + r.strategy + ": " + r.error + "\n";
+        continue;
+      }
+      std::snprintf(line, sizeof line, "    %-22s max %4lld  mean %.4f  exact %7.3f%%  tasks %4lld\n", r.strategy.c_str(), static_cast<long long>(r.max_diff),
+                    r.mean_diff, r.values ? 100.0 * static_cast<double>(r.exact) / static_cast<double>(r.values) : 0.0, static_cast<long long>(r.tasks));
+      out += line;
+    }
+  }
+  return out;
+}
+
+std::string npu_analysis_json(const NpuAnalysis& a) {
+  auto strat = [](const StrategyResult& r) {
+    nlohmann::ordered_json j = {{"strategy", r.strategy}};
+    if (!r.error.empty()) {
+      j["error"] = r.error;
+      return j;
+    }
+    j["max_diff_lsb"] = r.max_diff;
+    j["mean_diff_lsb"] = r.mean_diff;
+    j["exact"] = r.exact;
+    j["values"] = r.values;
+    j["exact_percent"] = r.values ? 100.0 * static_cast<double>(r.exact) / static_cast<double>(r.values) : 0.0;
+    j["tasks"] = r.tasks;
+    j["weight_bytes"] = r.weight_bytes;
+    j["operand_bytes"] = r.operand_bytes;
+    j["est_cycles"] = r.est_cycles;
+    j["fits_cbuf"] = r.fits_cbuf;
+    return j;
+  };
+  nlohmann::ordered_json j;
+  j["model"] = a.model;
+  j["requant"] = a.requant;
+  j["totals"] = nlohmann::ordered_json::array();
+  for (const auto& t : a.totals) j["totals"].push_back(strat(t));
+  j["convs"] = nlohmann::ordered_json::array();
+  for (const auto& c : a.convs) {
+    nlohmann::ordered_json jc = {{"node", c.node}};
+    if (!c.skipped.empty()) {
+      jc["skipped"] = c.skipped;
+    } else {
+      jc["shape"] = c.shape;
+      jc["scale_spread"] = c.scale_spread;
+      jc["strategies"] = nlohmann::ordered_json::array();
+      for (const auto& r : c.strategies) jc["strategies"].push_back(strat(r));
+    }
+    j["convs"].push_back(jc);
+  }
+  return j.dump(1);
+}
+
+}  // namespace rkd::runtime
