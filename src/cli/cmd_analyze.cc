@@ -17,8 +17,20 @@ struct AnalyzeArgs {
   std::vector<std::string> inputs, knobs;
   bool json = false, per_conv = false;
   int threads = 0;
+  npu::lower::LowerOptions lower;
 };
 }  // namespace
+
+std::string sim_help() {
+  std::string s =
+      "The RK3588 NPU simulator (src/npu/sim) executes register commands on simulated device memory.\n"
+      "Behaviours the public sources leave uncertain are knobs; set them with --sim NAME=VALUE\n"
+      "(rkdeploy analyze). docs/npu.md describes each stage.\n\n";
+  for (const auto& k : npu::sim::knob_list()) {
+    s += std::string("  ") + k.name + " = " + k.values + "  (default " + k.default_value + ")\n      " + k.source + "\n";
+  }
+  return s;
+}
 
 void add_analyze_command(CLI::App& app) {
   auto a = std::make_shared<AnalyzeArgs>();
@@ -32,6 +44,9 @@ void add_analyze_command(CLI::App& app) {
                                            "bs-multiplier-opt, sorted-bs-multiplier");
   c->add_option("--sim", a->knobs, "simulator knob NAME=VALUE (rkdeploy help sim lists them)");
   c->add_flag("--per-conv", a->per_conv, "also print every convolution's results");
+  c->add_option("--hybrid-ratio", a->lower.hybrid_ratio, "hybrid: split a 16-channel group into per-channel tasks above this max/min scale ratio");
+  c->add_option("--sorted-spread-log2", a->lower.sorted_bs_spread_log2, "sorted-bs-multiplier: largest scale spread per task, as a power of two")
+      ->check(CLI::Range(0, 14));
   c->add_flag("--json", a->json, "print JSON (docs/npu.md)");
   c->add_option("--threads", a->threads, "threads for the reference run (0 = all cores)");
   c->callback([a] {
@@ -54,7 +69,7 @@ void add_analyze_command(CLI::App& app) {
     else strategies = {take(npu::lower::parse_strategy(a->strategy))};
     npu::sim::Quirks q;
     for (const std::string& k : a->knobs) check(npu::sim::set_knob(q, k));
-    const auto rep = take(runtime::analyze_npu(a->model, inputs, strategies, q, a->threads));
+    const auto rep = take(runtime::analyze_npu(a->model, inputs, strategies, q, a->threads, a->lower));
     if (a->json) {
       std::cout << runtime::npu_analysis_json(rep) << "\n";
       return;

@@ -30,6 +30,10 @@ int main(int argc, char** argv) {
   CLI::App* help = app.add_subcommand("help", "Show help for rkdeploy or for a subcommand, e.g. 'rkdeploy help sample grid'");
   help->add_option("subcommand", help_path, "subcommand path");
   help->callback([&] {
+    if (help_path.size() == 1 && help_path[0] == "sim") {
+      std::cout << rkd::cli::sim_help();
+      return;
+    }
     CLI::App* target = &app;
     for (const auto& name : help_path) {
       CLI::App* next = nullptr;

@@ -95,13 +95,14 @@ Result<ConvSpec> conv_spec(const Node& n) {
   return s;
 }
 
-StrategyResult run_strategy(const ConvSpec& s, const Tensor& x, const Tensor& ref, npu::lower::Strategy st, const npu::sim::Quirks& q) {
+StrategyResult run_strategy(const ConvSpec& s, const Tensor& x, const Tensor& ref, npu::lower::Strategy st, const npu::sim::Quirks& q,
+                            const npu::lower::LowerOptions& lo) {
   StrategyResult r;
   r.strategy = npu::lower::strategy_name(st);
   auto go = [&]() -> Status {
     npu::DeviceMemory mem;
     RKD_ASSIGN(uint32_t in, npu::lower::place_input(mem, s, x));
-    RKD_ASSIGN(auto l, npu::lower::lower_conv(s, st, mem, in));
+    RKD_ASSIGN(auto l, npu::lower::lower_conv(s, st, mem, in, lo));
     const uint32_t base = mem.alloc(0, 16);
     std::vector<npu::regcmd::TaskSpan> spans;
     RKD_ASSIGN(auto words, npu::regcmd::encode(l.tasks, base, &spans));
@@ -135,7 +136,8 @@ StrategyResult run_strategy(const ConvSpec& s, const Tensor& x, const Tensor& re
 }  // namespace
 
 Result<NpuAnalysis> analyze_npu(const std::string& model, const std::map<std::string, Tensor>& inputs,
-                                const std::vector<npu::lower::Strategy>& strategies, const npu::sim::Quirks& quirks, int threads) {
+                                const std::vector<npu::lower::Strategy>& strategies, const npu::sim::Quirks& quirks, int threads,
+                                const npu::lower::LowerOptions& lower_options) {
   NpuAnalysis a;
   a.model = model;
   RKD_ASSIGN(ImportedModel imp, import_model(model, 1));
@@ -185,7 +187,7 @@ Result<NpuAnalysis> analyze_npu(const std::string& model, const std::map<std::st
     const Tensor& x = vals.at(n->inputs[0]->name);
     const Tensor& ref = vals.at(n->outputs[0]->name);
     for (npu::lower::Strategy st : strategies) {
-      StrategyResult r = run_strategy(s, x, ref, st, quirks);
+      StrategyResult r = run_strategy(s, x, ref, st, quirks, lower_options);
       StrategyResult& t = totals[r.strategy];
       t.strategy = r.strategy;
       if (r.error.empty()) {

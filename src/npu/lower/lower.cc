@@ -22,6 +22,10 @@ int32_t load(const Tensor& t, int64_t i) {
 // Stored (signed) domain: uint8 values are kept minus 128.
 int32_t stored(int32_t v, DType t) { return t == DType::u8 ? v - 128 : v; }
 
+// Maps shorter than the hardware's minimum height (4 rows: lower ones are broken [HW]) are
+// stored with extra rows of the input zero point below them.
+int64_t stored_height(const ConvSpec& s) { return std::max<int64_t>(s.H, kRk3588.min_height); }
+
 struct TaskPlan {
   std::vector<int64_t> channels;  // original output channels, in the task's order
   bool use_mul = false;
@@ -201,12 +205,14 @@ Result<OutCvt> encode_out_cvt(double m) {
 Result<uint32_t> place_input(DeviceMemory& mem, const ConvSpec& s, const Tensor& x0) {
   if (x0.shape() != Shape{1, s.C, s.H, s.W} || x0.dtype() != s.dtype) return invalid("npu input: expected [1, C, H, W] of the convolution's type");
   const Tensor x = x0.contiguous();
-  const int64_t ICp = align(std::max<int64_t>(s.C, 16), 16), plane = s.H * s.W;
+  const int64_t ICp = align(std::max<int64_t>(s.C, 16), 16), plane = stored_height(s) * s.W, real = s.H * s.W;
   std::vector<uint8_t> bytes(static_cast<size_t>(ICp / 16 * plane * 16));
   const int32_t zx = stored(s.x_zero_point, s.dtype);
   for (int64_t c = 0; c < ICp; ++c) {
     for (int64_t i = 0; i < plane; ++i) {
-      const int32_t v = c < s.C ? stored(load(x, c * plane + i), s.dtype) : zx;
+      // Rows below the map (maps shorter than the hardware's minimum height) and padded
+      // channels hold the input zero point: the same as the convolution's zero padding.
+      const int32_t v = c < s.C && i < real ? stored(load(x, c * real + i), s.dtype) : zx;
       bytes[static_cast<size_t>((c / 16) * plane * 16 + i * 16 + c % 16)] = static_cast<uint8_t>(static_cast<int8_t>(v));
     }
   }
@@ -229,7 +235,7 @@ Result<Lowered> lower_conv(const ConvSpec& s, Strategy st, DeviceMemory& mem, ui
   out.OH = OH;
   out.OW = OW;
   // CBUF: input banks (+1 spare for the int8 tile) and weight banks must fit the 12 banks.
-  const int64_t in_bytes = ICp * s.H * s.W;
+  const int64_t in_bytes = ICp * stored_height(s) * s.W;
   const int64_t data_banks = (in_bytes + kRk3588.cbuf_bank_bytes - 1) / kRk3588.cbuf_bank_bytes + kRk3588.cbuf_spare_feature_banks;
   for (const TaskPlan& plan_in : plans) {
     // A depthwise task reads input channel j for output channel j: its channels are a
@@ -241,7 +247,7 @@ Result<Lowered> lower_conv(const ConvSpec& s, Strategy st, DeviceMemory& mem, ui
     if (s.depthwise) {
       const int64_t lo = *std::min_element(p.channels.begin(), p.channels.end()) / 16 * 16;
       const int64_t hi = std::min(align(*std::max_element(p.channels.begin(), p.channels.end()) + 1, 16), s.C);
-      task_input = input_address + static_cast<uint32_t>(lo / 16 * s.H * s.W * 16);
+      task_input = input_address + static_cast<uint32_t>(lo / 16 * stored_height(s) * s.W * 16);
       std::vector<int32_t> mul(static_cast<size_t>(hi - lo), 1);
       keep.assign(static_cast<size_t>(hi - lo), -1);
       for (size_t j = 0; j < p.channels.size(); ++j) {
@@ -332,7 +338,7 @@ Result<Lowered> lower_conv(const ConvSpec& s, Strategy st, DeviceMemory& mem, ui
     RKD_TRY(r.set(CNA_CONV_CON3_CONV_X_STRIDE, static_cast<uint64_t>(s.stride_w)));
     RKD_TRY(r.set(CNA_CONV_CON3_CONV_Y_STRIDE, static_cast<uint64_t>(s.stride_h)));
     RKD_TRY(r.set(CNA_DATA_SIZE0_DATAIN_WIDTH, static_cast<uint64_t>(s.W)));
-    RKD_TRY(r.set(CNA_DATA_SIZE0_DATAIN_HEIGHT, static_cast<uint64_t>(s.H)));
+    RKD_TRY(r.set(CNA_DATA_SIZE0_DATAIN_HEIGHT, static_cast<uint64_t>(stored_height(s))));
     const int64_t task_ICp = align(std::max<int64_t>(task_C, 16), 16);
     RKD_TRY(r.set(CNA_DATA_SIZE1_DATAIN_CHANNEL, static_cast<uint64_t>(task_ICp)));
     RKD_TRY(r.set(CNA_DATA_SIZE1_DATAIN_CHANNEL_REAL, static_cast<uint64_t>(task_C - 1)));
@@ -353,7 +359,7 @@ Result<Lowered> lower_conv(const ConvSpec& s, Strategy st, DeviceMemory& mem, ui
     r.set(CNA_PAD_CON1, static_cast<uint32_t>(static_cast<uint8_t>(static_cast<int8_t>(zx))));
     r.set(CNA_FEATURE_DATA_ADDR, task_input);
     RKD_TRY(r.set(CNA_DMA_CON1_LINE_STRIDE, static_cast<uint64_t>(4 * s.W)));
-    RKD_TRY(r.set(CNA_DMA_CON2_SURF_STRIDE, static_cast<uint64_t>(s.W * (s.H - 4) > 0 ? s.W * (s.H - 4) : 0)));
+    RKD_TRY(r.set(CNA_DMA_CON2_SURF_STRIDE, static_cast<uint64_t>(s.W * (stored_height(s) - 4))));
     r.set(CNA_DCOMP_ADDR0, waddr);
     RKD_TRY(r.set(CORE_MISC_CFG_DW_EN, s.depthwise ? 1 : 0));
     RKD_TRY(r.set(CORE_DATAOUT_SIZE_0_DATAOUT_WIDTH, static_cast<uint64_t>(OW - 1)));

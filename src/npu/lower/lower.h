@@ -21,8 +21,8 @@
 //                      own rounding, so each channel's effective multiplier MUL[k] SCALE /
 //                      2^(15 + SHIFT) is the nearest one the hardware can apply;
 //   sorted-bs-multiplier  channels sorted by M into the fewest tasks whose spread is at most
-//                      2^3 (every MUL keeps at least 12 significant bits), each task
-//                      bs-multiplier-opt.
+//                      2^sorted_bs_spread_log2 (default 4: every MUL keeps at least 13
+//                      significant bits), each task bs-multiplier-opt. The default strategy.
 // OUT_CVT: SCALE in [2^14, 2^15) (signed 16-bit register), SHIFT so that SCALE / 2^SHIFT is
 // the multiplier rounded to 15 bits, OFFSET = z_y (int8) or z_y - 128 (uint8). A fused ReLU
 // (act_min = z_y) is the BS ReLU (v >= 0 <=> y >= z_y); a ReLU6 upper bound below the type's
@@ -30,7 +30,9 @@
 //
 // Layouts: NC1HWC2 features (C2 = 16); each task writes align32(max(n, 32)) channels (n =
 // its output channels) to its own region, which gather_output compacts (the CPU's work).
-// Axis convention: DATAIN_WIDTH = W, the line dimension; non-square maps are tested.
+// Axis convention: DATAIN_WIDTH = W, the line dimension; non-square maps are tested. Maps
+// lower than 4 rows (broken on hardware) are stored with rows of the input zero point below
+// them, which is the convolution's own zero padding.
 // CBUF: a task whose input does not fit the data banks would need row-slice tiling, which is
 // not implemented yet: such tasks are lowered whole and flagged (fits_cbuf = false).
 #pragma once
@@ -50,6 +52,9 @@ enum class Strategy { per_tensor, group16, sorted_groups, per_channel, hybrid, b
 const char* strategy_name(Strategy s);
 Result<Strategy> parse_strategy(const std::string& s);
 std::vector<Strategy> all_strategies();
+// The strategy with at most one step of error and the most exact values at the fewest tasks
+// on the five real detectors (docs/npu.md): sorted-bs-multiplier.
+inline constexpr Strategy kDefaultStrategy = Strategy::sorted_bs_multiplier;
 
 struct ConvSpec {
   int64_t C = 0, H = 0, W = 0, OC = 0, KH = 1, KW = 1;
@@ -69,7 +74,7 @@ struct ConvSpec {
 
 struct LowerOptions {
   double hybrid_ratio = 1.0 + 1.0 / 1024;  // hybrid: split groups whose max/min M exceeds this
-  int sorted_bs_spread_log2 = 3;           // sorted-bs-multiplier: spread per task <= 2^this
+  int sorted_bs_spread_log2 = 2;           // sorted-bs-multiplier: spread per task <= 2^this (docs/npu.md)
 };
 
 // One task's output region: channel j of the region is original output channel channels[j]

@@ -139,6 +139,10 @@ Result<TaskStats> run_conv(DeviceMemory& mem, const Regs& r, const Quirks& q) {
                    " (channels must be a positive multiple of 16 holding the real ones)");
   }
   if (sx < 1 || sy < 1 || KH < 1 || KW < 1) return invalid("CNA: zero stride or kernel size");
+  if (H < kRk3588.min_height) {
+    return unsupported("CNA.DATA_SIZE0: input height " + std::to_string(H) + " (maps lower than " + std::to_string(kRk3588.min_height) +
+                       " rows are broken on hardware)");
+  }
   if (r.get(DPU_DATA_CUBE_WIDTH_WIDTH) + 1 != static_cast<uint32_t>(OW) || r.get(DPU_DATA_CUBE_HEIGHT_HEIGHT) + 1 != static_cast<uint32_t>(OH)) {
     return invalid("DPU.DATA_CUBE_WIDTH/HEIGHT disagree with CORE.DATAOUT_SIZE_0");
   }
