@@ -8,6 +8,7 @@
 #include <map>
 
 #include "cli/commands.h"
+#include "npu/lower/lower.h"
 #include "core/npy.h"
 #include "runtime/detect.h"
 #include "runtime/model.h"
@@ -16,12 +17,17 @@
 namespace rkd::cli {
 namespace {
 
+struct RunArgs;
+void report_npu(const RunArgs& a, const runtime::FusionReport& f);
+
 struct RunArgs {
   std::string model;
   std::vector<std::string> inputs;
   std::string output_dir;
   std::string backend = "cpu";
   std::string requant;
+  std::string strategy;
+  std::vector<std::string> sim_knobs;
   int threads = 0;
   bool no_fuse = false;
   bool profile = false;
@@ -43,6 +49,7 @@ std::string file_safe(const std::string& name) {
 void run_on_image(const RunArgs& a, runtime::LoadOptions lo) {
   const runtime::Image img = take(runtime::load_image(a.image));
   runtime::LoadedModel m = take(runtime::load_model(a.model, lo));
+  report_npu(a, m.fusion);
   runtime::DetectorConfig cfg = a.config.empty() ? runtime::default_config(*m.graph) : take(runtime::read_config(a.config));
   bool deim = false;
   for (const ir::Value* v : m.graph->inputs) deim = deim || v->name == "orig_target_sizes";
@@ -87,14 +94,33 @@ void run_on_image(const RunArgs& a, runtime::LoadOptions lo) {
   }
 }
 
+// --backend: cpu (float), int8 (integer kernels), sim (int8, convolutions on the RK3588 NPU
+// simulator with --strategy).
+void set_backend(const RunArgs& a, runtime::CompileOptions& c) {
+  c.int8 = a.backend == "int8" || a.backend == "sim";
+  c.requant = a.requant;
+  if (a.backend == "sim") {
+    c.npu_sim_strategy = a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy;
+    c.sim_knobs = a.sim_knobs;
+  } else if (!a.strategy.empty() || !a.sim_knobs.empty()) {
+    fail(invalid("--strategy and --sim need --backend sim"));
+  }
+}
+
+void report_npu(const RunArgs& a, const runtime::FusionReport& f) {
+  if (a.backend != "sim") return;
+  std::fprintf(stderr, "npu: %d convolution(s) on the RK3588 simulator (strategy %s), %zu on the CPU\n", f.npu_sim_convs,
+               a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy.c_str(), f.npu_cpu_convs.size());
+  for (const auto& r : f.npu_cpu_convs) std::fprintf(stderr, "  on the CPU: %s\n", r.c_str());
+}
+
 void run_model(const RunArgs& a) {
   if (!a.image.empty()) {
     if (!a.inputs.empty()) fail(invalid("--image and --input cannot be combined"));
     runtime::LoadOptions lo;
     lo.batch = 1;
     lo.compile.fuse = !a.no_fuse;
-    lo.compile.int8 = a.backend == "int8";
-    lo.compile.requant = a.requant;
+    set_backend(a, lo.compile);
     lo.exec.threads = a.threads;
     run_on_image(a, lo);
     return;
@@ -121,8 +147,7 @@ void run_model(const RunArgs& a) {
   runtime::LoadOptions lo;
   lo.batch = batch;
   lo.compile.fuse = !a.no_fuse;
-  lo.compile.int8 = a.backend == "int8";
-  lo.compile.requant = a.requant;
+  set_backend(a, lo.compile);
   lo.compile.dump_after.insert(a.dump_after.begin(), a.dump_after.end());
   lo.compile.dump = [](const std::string& pass, const std::string& ir) {
     std::cerr << "=== IR after " << pass << " ===\n" << ir;
@@ -130,6 +155,7 @@ void run_model(const RunArgs& a) {
   lo.exec.threads = a.threads;
   lo.exec.profile = a.profile;
   runtime::LoadedModel m = take(runtime::load_model(a.model, lo));
+  report_npu(a, m.fusion);
   if (m.fusion.fused_sites > 0 || !m.fusion.not_fused.empty()) {
     std::fprintf(stderr, "deform-attn-fusion: %d site(s) fused, %zu similar site(s) left unfused\n", m.fusion.fused_sites,
                  m.fusion.not_fused.size());
@@ -187,8 +213,12 @@ void add_run_command(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* c = app.add_subcommand("run", "Run a model on the CPU executor: rkdeploy run MODEL --input NAME=FILE.npy ... --output-dir DIR");
   c->add_option("model", a->model, "model file (.onnx, or TensorFlow.js model.json)")->required();
-  c->add_option("--backend", a->backend, "cpu (float; QDQ as written) or int8 (QDQ patterns on the integer kernels)")
-      ->check(CLI::IsMember({"cpu", "int8"}));
+  c->add_option("--backend", a->backend,
+                "cpu (float; QDQ as written), int8 (QDQ patterns on the integer kernels) or sim (int8, convolutions on the RK3588 NPU "
+                "simulator, docs/npu.md)")
+      ->check(CLI::IsMember({"cpu", "int8", "sim"}));
+  c->add_option("--strategy", a->strategy, "with --backend sim: the per-axis lowering strategy (default sorted-bs-multiplier; docs/npu.md)");
+  c->add_option("--sim", a->sim_knobs, "with --backend sim: simulator knob NAME=VALUE (rkdeploy help sim)");
   c->add_option("--requant", a->requant,
                 "with --backend int8: requantization of every integer op, replacing the model format's "
                 "(tflite_double_rounding, tflite_single_rounding, tflite_xnnpack, onnx_float; docs/quantization.md)")

@@ -12,6 +12,7 @@
 #include "kernels/tensor_ops.h"
 #include "quant/requant.h"
 #include "runtime/fusion.h"
+#include "runtime/npu_conv.h"
 #include "runtime/op_registry.h"
 
 namespace rkd::runtime {
@@ -36,6 +37,10 @@ Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
   pm.add(ir::dead_code_elimination_pass());
   pm.add(ir::conv_bn_folding_pass());
   if (opt.int8 && !opt.portable) pm.add(qdq_to_qlinear_pass());
+  if (opt.int8 && !opt.portable && !opt.npu_sim_strategy.empty()) {
+    if (auto st = npu::lower::parse_strategy(opt.npu_sim_strategy); !st.ok()) return st.error();
+    pm.add(npu_sim_placement_pass(opt.npu_sim_strategy, opt.sim_knobs, report));
+  }
   pm.add(ir::constant_folding_pass(evaluate_node, {}, "constant-folding-2"));
   FusionReport local;
   if (opt.fuse && !opt.portable) pm.add(deform_attn_fusion_pass(report ? report : &local));

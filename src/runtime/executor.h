@@ -45,6 +45,11 @@ struct CompileOptions {
   // replacing the one the model's format implies (graph metadata rkdeploy.requant: TFLite
   // files tflite_double_rounding, ONNX onnx_float). Empty: the model's own.
   std::string requant;
+  // With int8: run every int8 convolution the NPU lowering can express on the RK3588
+  // simulator with this strategy (npu/lower strategy name; `run --backend sim`); the others
+  // stay on the CPU kernels and are reported. Empty: none. sim_knobs: simulator quirks.
+  std::string npu_sim_strategy;
+  std::vector<std::string> sim_knobs;
   // Only standard ONNX rewrites (folding, conv-bn-folding): no fusion into rkdeploy ops or
   // attributes; QuantizeLinear/DequantizeLinear of activations kept (those of constant
   // weights fold into float constants). The graph `quantize` and `accuracy` work on.
@@ -58,6 +63,8 @@ struct FusionReport {
   int fused_sites = 0;
   std::vector<std::string> fused;       // one line per fused site
   std::vector<std::string> not_fused;   // "node X: <reason>"
+  int npu_sim_convs = 0;                // convolutions placed on the NPU simulator
+  std::vector<std::string> npu_cpu_convs;  // "node X: <reason>" for those left on the CPU
 };
 
 Status optimize(ir::Graph& g, const CompileOptions& opt = {}, FusionReport* report = nullptr);

@@ -13,6 +13,7 @@
 #include "npu/regcmd/regcmd.h"
 #include "runtime/executor.h"
 #include "runtime/model.h"
+#include "runtime/npu_conv.h"
 
 namespace rkd::runtime {
 
@@ -20,80 +21,6 @@ namespace {
 
 using ir::Node;
 using npu::lower::ConvSpec;
-
-const Tensor* constant_of(const Node& n, size_t i) {
-  return i < n.inputs.size() && n.inputs[i] && n.inputs[i]->constant ? &*n.inputs[i]->constant : nullptr;
-}
-
-// The ConvSpec of a QLinearConv, or the reason it cannot be lowered.
-Result<ConvSpec> conv_spec(const Node& n) {
-  const auto xs = ir::static_shape(n.inputs[0]);
-  const auto ys = ir::static_shape(n.outputs[0]);
-  const Tensor* w = constant_of(n, 3);
-  for (size_t i : {1u, 2u, 4u, 6u, 7u}) {
-    if (!constant_of(n, i)) return unsupported("scale or zero point " + std::to_string(i) + " is not a constant");
-  }
-  if (!xs || !ys || xs->size() != 4 || (*xs)[0] != 1) return unsupported("input is not a static [1, C, H, W]");
-  if (!w || w->rank() != 4) return unsupported("weights are not a constant 4-D tensor");
-  if (constant_of(n, 1)->numel() != 1 || constant_of(n, 6)->numel() != 1) return unsupported("per-axis input or output quantization");
-  RKD_ASSIGN(auto dil, n.attr_ints("dilations", {1, 1}));
-  if (dil != std::vector<int64_t>{1, 1}) return unsupported("dilation (not lowered yet)");
-  RKD_ASSIGN(int64_t group, n.attr_int("group", 1));
-  ConvSpec s;
-  s.C = (*xs)[1];
-  s.H = (*xs)[2];
-  s.W = (*xs)[3];
-  s.OC = w->dim(0);
-  s.KH = w->dim(2);
-  s.KW = w->dim(3);
-  if (group != 1 && !(group == s.C && s.OC == s.C && w->dim(1) == 1)) return unsupported("grouped convolution with " + std::to_string(group) + " groups");
-  s.depthwise = group != 1;
-  RKD_ASSIGN(auto strides, n.attr_ints("strides", {1, 1}));
-  s.stride_h = strides.at(0);
-  s.stride_w = strides.at(1);
-  RKD_ASSIGN(std::string auto_pad, n.attr_string("auto_pad", "NOTSET"));
-  const int64_t OH = (*ys)[2], OW = (*ys)[3];
-  if (auto_pad == "NOTSET") {
-    RKD_ASSIGN(auto pads, n.attr_ints("pads", {0, 0, 0, 0}));
-    s.pad_top = pads.at(0);
-    s.pad_left = pads.at(1);
-    s.pad_bottom = pads.at(2);
-    s.pad_right = pads.at(3);
-  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    const int64_t th = std::max<int64_t>((OH - 1) * s.stride_h + s.KH - s.H, 0), tw = std::max<int64_t>((OW - 1) * s.stride_w + s.KW - s.W, 0);
-    s.pad_top = auto_pad == "SAME_UPPER" ? th / 2 : th - th / 2;
-    s.pad_bottom = th - s.pad_top;
-    s.pad_left = auto_pad == "SAME_UPPER" ? tw / 2 : tw - tw / 2;
-    s.pad_right = tw - s.pad_left;
-  }
-  if (s.OH() != OH || s.OW() != OW) return unsupported("output size does not follow from the padding");
-  s.dtype = w->dtype();
-  if (!n.inputs[0]->dtype || *n.inputs[0]->dtype != s.dtype) return unsupported("input and weights of different types");
-  s.weights = w->contiguous();
-  const Tensor* ws = constant_of(n, 4);
-  for (int64_t i = 0; i < ws->numel(); ++i) s.w_scales.push_back(static_cast<float>(ws->get_as_double(i)));
-  if (const Tensor* wz = constant_of(n, 5)) {
-    for (int64_t i = 0; i < wz->numel(); ++i) s.w_zero_points.push_back(static_cast<int32_t>(wz->get_as_double(i)));
-  } else {
-    s.w_zero_points = {0};
-  }
-  bool same = true;
-  for (int32_t z : s.w_zero_points) same = same && z == s.w_zero_points[0];
-  if (same) s.w_zero_points.resize(1);
-  s.x_scale = static_cast<float>(constant_of(n, 1)->get_as_double(0));
-  s.x_zero_point = static_cast<int32_t>(constant_of(n, 2)->get_as_double(0));
-  s.y_scale = static_cast<float>(constant_of(n, 6)->get_as_double(0));
-  s.y_zero_point = static_cast<int32_t>(constant_of(n, 7)->get_as_double(0));
-  if (const Tensor* b = constant_of(n, 8)) {
-    for (int64_t i = 0; i < b->numel(); ++i) s.bias.push_back(static_cast<int32_t>(b->get_as_double(i)));
-  }
-  const int32_t qmin = s.dtype == DType::i8 ? -128 : 0, qmax = s.dtype == DType::i8 ? 127 : 255;
-  RKD_ASSIGN(int64_t amin, n.attr_int("rkd_act_min", qmin));
-  RKD_ASSIGN(int64_t amax, n.attr_int("rkd_act_max", qmax));
-  s.act_min = static_cast<int32_t>(std::max<int64_t>(amin, qmin));
-  s.act_max = static_cast<int32_t>(std::min<int64_t>(amax, qmax));
-  return s;
-}
 
 StrategyResult run_strategy(const ConvSpec& s, const Tensor& x, const Tensor& ref, npu::lower::Strategy st, const npu::sim::Quirks& q,
                             const npu::lower::LowerOptions& lo) {
@@ -170,7 +97,7 @@ Result<NpuAnalysis> analyze_npu(const std::string& model, const std::map<std::st
   for (const Node* n : convs) {
     ConvResult c;
     c.node = n->name;
-    auto spec = conv_spec(*n);
+    auto spec = npu_conv_spec(*n);
     if (!spec.ok()) {
       c.skipped = spec.error().message;
       a.convs.push_back(c);

@@ -1,4 +1,5 @@
 #include "runtime/op_registry_detail.h"
+#include "runtime/npu_conv.h"
 
 #include <limits>
 #include <memory>
@@ -120,6 +121,7 @@ void register_int8_ops(std::map<std::string, Factory>& r) {
   r["DequantizeLinear"] = [](const Node& n, int64_t) { return quant_linear_factory(n, false); };
   // QOperator forms, requantized with ONNX Runtime's convention (quant::Requant::onnx_float).
   r["QLinearConv"] = [](const Node& n, int64_t) -> Result<Kernel> {
+    if (n.attrs.count("rkd_sim_strategy")) return npu_sim_kernel_from_attrs(n);
     const auto xs = ir::static_shape(n.inputs[0]);
     const auto ws = n.inputs.size() > 3 ? ir::static_shape(n.inputs[3]) : std::nullopt;
     if (!xs || !ws || xs->size() != 4) return unsupported(n.describe() + ": 2-D QLinearConv with static shapes only");

@@ -1,0 +1,188 @@
+#include "runtime/npu_conv.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "ir/shape_inference.h"
+#include "npu/regcmd/regcmd.h"
+
+namespace rkd::runtime {
+
+namespace {
+
+using ir::Node;
+using npu::lower::ConvSpec;
+
+const Tensor* constant_of(const Node& n, size_t i) {
+  return i < n.inputs.size() && n.inputs[i] && n.inputs[i]->constant ? &*n.inputs[i]->constant : nullptr;
+}
+
+}  // namespace
+
+Result<ConvSpec> npu_conv_spec(const Node& n) {
+  const auto xs = ir::static_shape(n.inputs[0]);
+  const auto ys = ir::static_shape(n.outputs[0]);
+  const Tensor* w = constant_of(n, 3);
+  for (size_t i : {1u, 2u, 4u, 6u, 7u}) {
+    if (!constant_of(n, i)) return unsupported("scale or zero point " + std::to_string(i) + " is not a constant");
+  }
+  if (!xs || !ys || xs->size() != 4 || (*xs)[0] != 1) return unsupported("input is not a static [1, C, H, W]");
+  if (!w || w->rank() != 4) return unsupported("weights are not a constant 4-D tensor");
+  if (constant_of(n, 1)->numel() != 1 || constant_of(n, 6)->numel() != 1) return unsupported("per-axis input or output quantization");
+  RKD_ASSIGN(auto dil, n.attr_ints("dilations", {1, 1}));
+  if (dil != std::vector<int64_t>{1, 1}) return unsupported("dilation (not lowered yet)");
+  RKD_ASSIGN(int64_t group, n.attr_int("group", 1));
+  ConvSpec s;
+  s.C = (*xs)[1];
+  s.H = (*xs)[2];
+  s.W = (*xs)[3];
+  s.OC = w->dim(0);
+  s.KH = w->dim(2);
+  s.KW = w->dim(3);
+  if (group != 1 && !(group == s.C && s.OC == s.C && w->dim(1) == 1)) return unsupported("grouped convolution with " + std::to_string(group) + " groups");
+  s.depthwise = group != 1;
+  RKD_ASSIGN(auto strides, n.attr_ints("strides", {1, 1}));
+  s.stride_h = strides.at(0);
+  s.stride_w = strides.at(1);
+  RKD_ASSIGN(std::string auto_pad, n.attr_string("auto_pad", "NOTSET"));
+  const int64_t OH = (*ys)[2], OW = (*ys)[3];
+  if (auto_pad == "NOTSET") {
+    RKD_ASSIGN(auto pads, n.attr_ints("pads", {0, 0, 0, 0}));
+    s.pad_top = pads.at(0);
+    s.pad_left = pads.at(1);
+    s.pad_bottom = pads.at(2);
+    s.pad_right = pads.at(3);
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    const int64_t th = std::max<int64_t>((OH - 1) * s.stride_h + s.KH - s.H, 0), tw = std::max<int64_t>((OW - 1) * s.stride_w + s.KW - s.W, 0);
+    s.pad_top = auto_pad == "SAME_UPPER" ? th / 2 : th - th / 2;
+    s.pad_bottom = th - s.pad_top;
+    s.pad_left = auto_pad == "SAME_UPPER" ? tw / 2 : tw - tw / 2;
+    s.pad_right = tw - s.pad_left;
+  }
+  if (s.OH() != OH || s.OW() != OW) return unsupported("output size does not follow from the padding");
+  s.dtype = w->dtype();
+  if (!n.inputs[0]->dtype || *n.inputs[0]->dtype != s.dtype) return unsupported("input and weights of different types");
+  s.weights = w->contiguous();
+  const Tensor* ws = constant_of(n, 4);
+  for (int64_t i = 0; i < ws->numel(); ++i) s.w_scales.push_back(static_cast<float>(ws->get_as_double(i)));
+  if (const Tensor* wz = constant_of(n, 5)) {
+    for (int64_t i = 0; i < wz->numel(); ++i) s.w_zero_points.push_back(static_cast<int32_t>(wz->get_as_double(i)));
+  } else {
+    s.w_zero_points = {0};
+  }
+  bool same = true;
+  for (int32_t z : s.w_zero_points) same = same && z == s.w_zero_points[0];
+  if (same) s.w_zero_points.resize(1);
+  s.x_scale = static_cast<float>(constant_of(n, 1)->get_as_double(0));
+  s.x_zero_point = static_cast<int32_t>(constant_of(n, 2)->get_as_double(0));
+  s.y_scale = static_cast<float>(constant_of(n, 6)->get_as_double(0));
+  s.y_zero_point = static_cast<int32_t>(constant_of(n, 7)->get_as_double(0));
+  if (const Tensor* b = constant_of(n, 8)) {
+    for (int64_t i = 0; i < b->numel(); ++i) s.bias.push_back(static_cast<int32_t>(b->get_as_double(i)));
+  }
+  const int32_t qmin = s.dtype == DType::i8 ? -128 : 0, qmax = s.dtype == DType::i8 ? 127 : 255;
+  RKD_ASSIGN(int64_t amin, n.attr_int("rkd_act_min", qmin));
+  RKD_ASSIGN(int64_t amax, n.attr_int("rkd_act_max", qmax));
+  s.act_min = static_cast<int32_t>(std::max<int64_t>(amin, qmin));
+  s.act_max = static_cast<int32_t>(std::min<int64_t>(amax, qmax));
+  return s;
+}
+
+
+namespace {
+
+// One lowered convolution in its own device memory.
+struct SimConv {
+  ConvSpec spec;
+  npu::lower::Strategy strategy;
+  npu::sim::Quirks quirks;
+  npu::DeviceMemory mem;
+  npu::lower::Lowered lowered;
+  uint32_t regcmd = 0;
+  size_t first_words = 0;
+  bool ready = false;
+  std::mutex m;
+
+  Status prepare(const Tensor& x) {
+    RKD_ASSIGN(uint32_t in, npu::lower::place_input(mem, spec, x));
+    RKD_ASSIGN(lowered, npu::lower::lower_conv(spec, strategy, mem, in));
+    const uint32_t base = mem.alloc(0, 16);
+    std::vector<npu::regcmd::TaskSpan> spans;
+    RKD_ASSIGN(auto words, npu::regcmd::encode(lowered.tasks, base, &spans));
+    regcmd = mem.alloc(words.size() * 8, 16);
+    RKD_TRY(mem.write(regcmd, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(words.data()), words.size() * 8)));
+    first_words = spans[0].word_count;
+    ready = true;
+    return {};
+  }
+};
+
+}  // namespace
+
+Result<Kernel> npu_sim_kernel(const Node& n, npu::lower::Strategy strategy, const npu::sim::Quirks& quirks) {
+  RKD_ASSIGN(ConvSpec spec, npu_conv_spec(n));
+  auto sc = std::make_shared<SimConv>();
+  sc->spec = std::move(spec);
+  sc->strategy = strategy;
+  sc->quirks = quirks;
+  const std::string what = n.describe();
+  return Kernel([sc, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+    std::lock_guard<std::mutex> lock(sc->m);
+    auto go = [&]() -> Status {
+      if (!sc->ready) {
+        RKD_TRY(sc->prepare(*in[0]));
+      } else {
+        // The input buffer sits where the first placement put it: write the new input there.
+        npu::DeviceMemory scratch(sc->lowered.input_address);
+        RKD_ASSIGN(uint32_t a, npu::lower::place_input(scratch, sc->spec, *in[0]));
+        RKD_ASSIGN(auto bytes, scratch.read(a, scratch.size()));
+        RKD_TRY(sc->mem.write(sc->lowered.input_address, bytes));
+      }
+      auto stats = npu::sim::run(sc->mem, sc->regcmd, sc->first_words, sc->quirks);
+      if (!stats.ok()) return stats.error();
+      RKD_ASSIGN(Tensor y, npu::lower::gather_output(sc->mem, sc->spec, sc->lowered));
+      if (y.nbytes() != out[0].nbytes()) return Error{ErrorKind::internal, "simulated output size differs from the planned one"};
+      std::memcpy(out[0].raw(), y.raw(), y.nbytes());
+      return {};
+    };
+    Status s = go();
+    return s.ok() ? s : s.error().with_context(what + " (NPU simulator)");
+  });
+}
+
+ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, FusionReport* report) {
+  std::string joined;
+  for (const std::string& k : knobs) joined += (joined.empty() ? "" : ";") + k;
+  return ir::Pass{"npu-sim-placement", [strategy, joined, report](ir::Graph& g) -> Status {
+                    for (const auto& np : g.nodes()) {
+                      Node* n = np.get();
+                      if (n->op_type != "QLinearConv" || !n->domain.empty()) continue;
+                      auto spec = npu_conv_spec(*n);
+                      if (!spec.ok()) {
+                        if (report) report->npu_cpu_convs.push_back(n->name + ": " + spec.error().message);
+                        continue;
+                      }
+                      n->attrs["rkd_sim_strategy"] = strategy;
+                      n->attrs["rkd_sim_knobs"] = joined;
+                      if (report) ++report->npu_sim_convs;
+                    }
+                    return {};
+                  }};
+}
+
+Result<Kernel> npu_sim_kernel_from_attrs(const Node& n) {
+  RKD_ASSIGN(std::string name, n.attr_string("rkd_sim_strategy", ""));
+  RKD_ASSIGN(npu::lower::Strategy st, npu::lower::parse_strategy(name));
+  RKD_ASSIGN(std::string knobs, n.attr_string("rkd_sim_knobs", ""));
+  npu::sim::Quirks q;
+  size_t at = 0;
+  while (at < knobs.size()) {
+    const size_t end = std::min(knobs.find(';', at), knobs.size());
+    RKD_TRY(npu::sim::set_knob(q, knobs.substr(at, end - at)));
+    at = end + 1;
+  }
+  return npu_sim_kernel(n, st, q);
+}
+
+}  // namespace rkd::runtime

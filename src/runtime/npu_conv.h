@@ -1,0 +1,35 @@
+// The bridge between the int8 graph and the NPU back end: a QLinearConv as an NPU
+// convolution (npu::lower::ConvSpec), and a kernel that runs it on the simulator.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/result.h"
+#include "ir/ir.h"
+#include "npu/lower/lower.h"
+#include "npu/sim/sim.h"
+#include "ir/pass.h"
+#include "runtime/executor.h"
+#include "runtime/op_registry.h"
+
+namespace rkd::runtime {
+
+// The NPU convolution of a QLinearConv node (static [1, C, H, W] input, constant weights,
+// per-tensor input/output quantization, groups 1 or depthwise, no dilation; fused clamp from
+// rkd_act_min / rkd_act_max), or why the lowering cannot express it.
+Result<npu::lower::ConvSpec> npu_conv_spec(const ir::Node& n);
+
+// A kernel computing the QLinearConv by lowering it once with `strategy` (weights, operands,
+// register commands in its own simulated device memory) and, per call, writing the input,
+// executing the register commands on the simulator and compacting the output.
+Result<Kernel> npu_sim_kernel(const ir::Node& n, npu::lower::Strategy strategy, const npu::sim::Quirks& quirks);
+
+// npu-sim-placement: marks every QLinearConv the lowering can express with the attributes
+// rkd_sim_strategy and rkd_sim_knobs (';'-separated NAME=VALUE), so that its kernel is
+// npu_sim_kernel; counts them, and lists the others with the reason, in `report`.
+ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, FusionReport* report);
+// The kernel of a QLinearConv marked by npu_sim_placement_pass.
+Result<Kernel> npu_sim_kernel_from_attrs(const ir::Node& n);
+
+}  // namespace rkd::runtime
