@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # int8 whole-model latency: the five TensorFlow.js detectors quantized by `rkdeploy quantize`
 # (percentile, per-channel weights), each QDQ file run by rkdeploy (--backend int8: integer
-# kernels, the oneDNN VNNI convolution where available) and by ONNX Runtime 1.30 (its QDQ
-# fusions, default optimizations) on the same input, 1 and 2 threads, in the same run.
+# kernels, the oneDNN VNNI convolution where available), by rkdeploy with the convolutions on
+# the RK3588 NPU simulator (--backend sim, default strategy), and by ONNX Runtime 1.30 (its
+# QDQ fusions, default optimizations) on the same input, 1 and 2 threads, in the same run.
 # Usage: bash bench/run_int8.sh BUILD_DIR [RUNS]   (needs the human_models fixture: make test)
 set -euo pipefail
 BUILD=${1:-build}
@@ -22,9 +23,11 @@ while read -r name input; do
   enc=$(/usr/bin/python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$input")
   cp "$H/inputs/$name.input.npy" "$out/$name.input_$enc.npy"
   for t in 1 2; do
-    med=$("$RKD" run "$q" --backend int8 --input "$input=$H/inputs/$name.input.npy" --threads $t --repeat $((RUNS + 1)) 2>&1 >/dev/null |
-          sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
-    echo "{\"peer\": \"rkdeploy-int8\", \"model\": \"$name\", \"threads\": $t, \"median_ms\": $med}"
+    for b in int8 sim; do
+      med=$("$RKD" run "$q" --backend $b --input "$input=$H/inputs/$name.input.npy" --threads $t --repeat $((RUNS + 1)) 2>&1 >/dev/null |
+            sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
+      echo "{\"peer\": \"rkdeploy-$b\", \"model\": \"$name\", \"threads\": $t, \"median_ms\": $med}"
+    done
   done
   node bench/peers/ort_model_peer.js "$q" "$RUNS" | sed 's/"peer": *"[^"]*"/"peer": "onnxruntime"/'
 done

@@ -102,6 +102,7 @@ struct SimConv {
   uint32_t regcmd = 0;
   size_t first_words = 0;
   bool ready = false;
+  npu::sim::SimCache cache;  // the MAC prepared once (oneDNN), reused by every call
   std::mutex m;
 
   Status prepare(const Tensor& x) {
@@ -139,7 +140,7 @@ Result<Kernel> npu_sim_kernel(const Node& n, npu::lower::Strategy strategy, cons
         RKD_ASSIGN(auto bytes, scratch.read(a, scratch.size()));
         RKD_TRY(sc->mem.write(sc->lowered.input_address, bytes));
       }
-      auto stats = npu::sim::run(sc->mem, sc->regcmd, sc->first_words, sc->quirks);
+      auto stats = npu::sim::run(sc->mem, sc->regcmd, sc->first_words, sc->quirks, &sc->cache);
       if (!stats.ok()) return stats.error();
       RKD_ASSIGN(Tensor y, npu::lower::gather_output(sc->mem, sc->spec, sc->lowered));
       if (y.nbytes() != out[0].nbytes()) return Error{ErrorKind::internal, "simulated output size differs from the planned one"};

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "npu/arch/arch.h"
+#include "kernels/tensor_ops.h"
 #include "npu/regcmd/regcmd.h"
 
 namespace rkd::npu::sim {
@@ -110,8 +111,88 @@ Status check_stage(const Stage& s, const char* name, bool dma_allowed) {
   return {};
 }
 
+}  // namespace
+
+// A task's prepared MAC (oneDNN exact int8 accumulation), reused while the task's registers
+// and weight bytes stay the same.
+struct SimCache::Entry {
+  std::map<uint16_t, uint32_t> regs;
+  std::vector<uint8_t> weights;
+  bool tried = false, usable = false;
+  std::unique_ptr<ops::QConvAccumulator> acc;
+  std::vector<int64_t> wsum;  // per kernel: sum of (w + OW_OP) over all taps and channels
+  int64_t M = 0, C = 0, crop_h = 0, crop_w = 0, OH = 0, OW = 0;
+  int32_t pad = 0;
+  Tensor x, out;
+};
+
+SimCache::SimCache() = default;
+SimCache::~SimCache() = default;
+
+namespace {
+
+struct MacGeometry {
+  int64_t C, H, W, OH, OW, KH, KW, sy, sx, pad_top, pad_left, stored;
+  bool depthwise;
+  int32_t pad, ow_op;
+};
+
+// Fills acc_all (OH * OW * OC, channels last) with oneDNN when the task allows it; false
+// when it does not (the caller computes the MAC itself).
+template <typename WeightFn, typename InputFn>
+Result<bool> fast_mac(SimCache::Entry& f, const MacGeometry& g, int64_t OC, WeightFn weight, InputFn xin, std::vector<int64_t>& acc_all) {
+  if (!f.tried) {
+    f.tried = true;
+    if (!ops::int8_conv_available()) return false;
+    if (!g.depthwise && g.stored < OC && g.ow_op != 0) return false;
+    const int64_t M = g.depthwise ? g.C : g.stored, Cg = g.depthwise ? 1 : g.C, kk = g.KH * g.KW;
+    if (g.depthwise && g.stored != g.C) return false;
+    Tensor w = Tensor::empty(DType::i8, {M, Cg, g.KH, g.KW});
+    f.wsum.assign(static_cast<size_t>(M), 0);
+    for (int64_t k = 0; k < M; ++k)
+      for (int64_t c = 0; c < Cg; ++c)
+        for (int64_t t = 0; t < kk; ++t) {
+          const int32_t v = weight(k, c, t / g.KW, t % g.KW);
+          if (v < -128 || v > 127) return false;  // uint8 models: w - z_w needs 9 bits
+          w.data<int8_t>()[(k * Cg + c) * kk + t] = static_cast<int8_t>(v);
+          f.wsum[static_cast<size_t>(k)] += v;
+        }
+    // The rows and columns the taps reach: crop the map or pad its far side.
+    const int64_t need_h = (g.OH - 1) * g.sy + g.KH - g.pad_top, need_w = (g.OW - 1) * g.sx + g.KW - g.pad_left;
+    f.crop_h = std::min(need_h, g.H);
+    f.crop_w = std::min(need_w, g.W);
+    ops::ConvParams cp;
+    cp.strides = {g.sy, g.sx};
+    cp.dilations = {1, 1};
+    cp.pads = {g.pad_top, g.pad_left, std::max<int64_t>(need_h - g.H, 0), std::max<int64_t>(need_w - g.W, 0)};
+    cp.group = g.depthwise ? g.C : 1;
+    auto a = ops::make_qconv_accumulator({1, g.C, f.crop_h, f.crop_w}, DType::i8, g.pad, w, cp, {1, M, g.OH, g.OW});
+    if (!a.ok()) return false;
+    f.acc = std::move(a).value();
+    f.M = M;
+    f.C = g.C;
+    f.OH = g.OH;
+    f.OW = g.OW;
+    f.pad = g.pad;
+    f.x = Tensor::empty(DType::i8, {1, g.C, f.crop_h, f.crop_w});
+    f.out = Tensor::empty(DType::i32, {1, g.OH, g.OW, M});
+    f.usable = true;
+  }
+  if (!f.usable) return false;
+  int8_t* x = f.x.data<int8_t>();
+  for (int64_t c = 0; c < f.C; ++c)
+    for (int64_t h = 0; h < f.crop_h; ++h)
+      for (int64_t w = 0; w < f.crop_w; ++w) x[(c * f.crop_h + h) * f.crop_w + w] = static_cast<int8_t>(xin(c, h, w));
+  RKD_TRY(f.acc->run(f.x, f.out));
+  const int32_t* acc = f.out.data<int32_t>();
+  for (int64_t p = 0; p < f.OH * f.OW; ++p)
+    for (int64_t k = 0; k < f.M; ++k)
+      acc_all[static_cast<size_t>(p * OC + k)] = static_cast<int64_t>(acc[p * f.M + k]) + static_cast<int64_t>(f.pad) * f.wsum[static_cast<size_t>(k)];
+  return true;
+}
+
 // The int8 convolution task of `r` on `mem`.
-Result<TaskStats> run_conv(DeviceMemory& mem, const Regs& r, const Quirks& q) {
+Result<TaskStats> run_conv(DeviceMemory& mem, const Regs& r, const Quirks& q, SimCache::Entry* fast) {
   const uint32_t mode = r.get(CNA_CONV_CON1_CONV_MODE);
   if (mode != 0 && mode != 3) return unsupported("CNA.CONV_CON1.CONV_MODE " + std::to_string(mode) + " (0 direct, 3 depthwise)");
   const bool depthwise = mode == 3;
@@ -221,55 +302,71 @@ Result<TaskStats> run_conv(DeviceMemory& mem, const Regs& r, const Quirks& q) {
   const int64_t out_surface = static_cast<int64_t>(r.get(DPU_DST_SURF_STRIDE_DST_SURF_STRIDE)) * 16;
   if (out_surface < OH * OW * 16 && OC > 16) return invalid("DPU.DST_SURF_STRIDE is smaller than one output surface");
   RKD_ASSIGN(auto y, mem.span(dst, static_cast<size_t>((OC - 1) / 16 * out_surface + OH * OW * 16)));
-  // The MAC array, computed as dot products over channels: the padded input grid the taps
-  // read (HWC, int16) and the kernels with OW_OP added (int16). Written channels past the
-  // stored kernels see (0 + OW_OP) weights.
-  const int64_t GH = (OH - 1) * sy + KH, GW = (OW - 1) * sx + KW;
-  // A tap reads C channels; a depthwise task's written channels past C (64-channel groups)
-  // have all-padding weights (w + OW_OP = 0) and accumulate 0.
-  const int64_t CC = C;
-  std::vector<int16_t> grid(static_cast<size_t>(GH * GW * CC));
-  for (int64_t gy = 0; gy < GH; ++gy)
-    for (int64_t gx = 0; gx < GW; ++gx)
-      for (int64_t c = 0; c < CC; ++c) grid[static_cast<size_t>((gy * GW + gx) * CC + c)] = static_cast<int16_t>(xin(c, gy - pad_top, gx - pad_left));
-  const int64_t stored = depthwise ? OC : std::min(OC, kernels);
-  std::vector<int16_t> wk(static_cast<size_t>(depthwise ? OC * kk : stored * kk * C));
-  for (int64_t k = 0; k < stored; ++k)
-    for (int64_t t = 0; t < kk; ++t) {
-      if (depthwise) {
-        wk[static_cast<size_t>(t * OC + k)] = static_cast<int16_t>(weight(k, 0, t / KW, t % KW) + ow_op);
-      } else {
-        for (int64_t c = 0; c < C; ++c) wk[static_cast<size_t>((k * kk + t) * C + c)] = static_cast<int16_t>(weight(k, c, t / KW, t % KW) + ow_op);
+  // The MAC array: acc[(oy * OW + ox) * OC + k] = sum over taps of x * (w + OW_OP), padding
+  // cells holding PAD. Written channels past the stored kernels see (0 + OW_OP) weights; a
+  // depthwise task's channels past C have all-padding weights and accumulate 0.
+  std::vector<int64_t> acc_all(static_cast<size_t>(OH * OW * OC), 0);
+  const int64_t stored = depthwise ? std::min(OC, C) : std::min(OC, kernels);
+  bool done = false;
+  if (fast) {
+    // oneDNN's exact int8 accumulation: with the padding value as the input zero point it
+    // gives sum (x - PAD) w over all taps, so acc = that + PAD * (sum of the kernel's weights)
+    // exactly (int64). Needs w + OW_OP to be int8.
+    const MacGeometry g{C, H, W, OH, OW, KH, KW, sy, sx, pad_top, pad_left, stored, depthwise, pad_value, ow_op};
+    RKD_ASSIGN(done, fast_mac(*fast, g, OC, [&](int64_t k, int64_t c, int64_t ky, int64_t kx) { return weight(k, c, ky, kx) + ow_op; },
+                              [&](int64_t c, int64_t h, int64_t w) { return xin(c, h, w); }, acc_all));
+  }
+  if (!done) {
+    const int64_t GH = (OH - 1) * sy + KH, GW = (OW - 1) * sx + KW;
+    std::vector<int16_t> grid(static_cast<size_t>(GH * GW * C));
+    for (int64_t gy = 0; gy < GH; ++gy)
+      for (int64_t gx = 0; gx < GW; ++gx)
+        for (int64_t c = 0; c < C; ++c) grid[static_cast<size_t>((gy * GW + gx) * C + c)] = static_cast<int16_t>(xin(c, gy - pad_top, gx - pad_left));
+    std::vector<int16_t> wk(static_cast<size_t>(depthwise ? stored * kk : stored * kk * C));
+    for (int64_t k = 0; k < stored; ++k)
+      for (int64_t t = 0; t < kk; ++t) {
+        if (depthwise) {
+          wk[static_cast<size_t>(t * stored + k)] = static_cast<int16_t>(weight(k, 0, t / KW, t % KW) + ow_op);
+        } else {
+          for (int64_t c = 0; c < C; ++c) wk[static_cast<size_t>((k * kk + t) * C + c)] = static_cast<int16_t>(weight(k, c, t / KW, t % KW) + ow_op);
+        }
       }
-    }
-  std::vector<int64_t> accs(static_cast<size_t>(OC));
-  for (int64_t oy = 0; oy < OH; ++oy) {
-    for (int64_t ox = 0; ox < OW; ++ox) {
-      std::fill(accs.begin(), accs.end(), 0);
-      for (int64_t ky = 0; ky < KH; ++ky) {
-        for (int64_t kx = 0; kx < KW; ++kx) {
-          const int16_t* xg = grid.data() + ((oy * sy + ky) * GW + ox * sx + kx) * CC;
-          const int64_t t = ky * KW + kx;
-          if (depthwise) {
-            const int16_t* wt = wk.data() + t * OC;
-            for (int64_t k = 0; k < std::min(OC, C); ++k) accs[static_cast<size_t>(k)] += static_cast<int32_t>(xg[k]) * wt[k];
-            continue;
-          }
-          for (int64_t k = 0; k < stored; ++k) {
-            const int16_t* wt = wk.data() + (k * kk + t) * C;
-            int32_t d = 0;
-            for (int64_t c = 0; c < C; ++c) d += static_cast<int32_t>(xg[c]) * wt[c];
-            accs[static_cast<size_t>(k)] += d;
-          }
-          if (stored < OC && ow_op != 0) {
-            int64_t xs = 0;
-            for (int64_t c = 0; c < C; ++c) xs += xg[c];
-            for (int64_t k = stored; k < OC; ++k) accs[static_cast<size_t>(k)] += xs * ow_op;
+    for (int64_t oy = 0; oy < OH; ++oy) {
+      for (int64_t ox = 0; ox < OW; ++ox) {
+        int64_t* accs = acc_all.data() + (oy * OW + ox) * OC;
+        for (int64_t ky = 0; ky < KH; ++ky) {
+          for (int64_t kx = 0; kx < KW; ++kx) {
+            const int16_t* xg = grid.data() + ((oy * sy + ky) * GW + ox * sx + kx) * C;
+            const int64_t t = ky * KW + kx;
+            if (depthwise) {
+              const int16_t* wt = wk.data() + t * stored;
+              for (int64_t k = 0; k < stored; ++k) accs[k] += static_cast<int32_t>(xg[k]) * wt[k];
+              continue;
+            }
+            for (int64_t k = 0; k < stored; ++k) {
+              const int16_t* wt = wk.data() + (k * kk + t) * C;
+              int32_t d = 0;
+              for (int64_t c = 0; c < C; ++c) d += static_cast<int32_t>(xg[c]) * wt[c];
+              accs[k] += d;
+            }
+            if (stored < OC && ow_op != 0) {
+              int64_t xs = 0;
+              for (int64_t c = 0; c < C; ++c) xs += xg[c];
+              for (int64_t k = stored; k < OC; ++k) accs[k] += xs * ow_op;
+            }
           }
         }
       }
-      for (int64_t k = 0; k < OC; ++k) {
-        const int64_t acc = accs[static_cast<size_t>(k)];
+    }
+  }
+  // CORE, BS, BN, OUT_CVT, write: the channels DATA_CUBE_CHANNEL.ORIG_CHANNEL counts. The
+  // hardware also writes the padding channels up to CHANNEL + 1; their values carry no
+  // meaning (padded kernels) and are left as they are in memory.
+  const int64_t OCw = std::min(OC, OC_real);
+  for (int64_t oy = 0; oy < OH; ++oy) {
+    for (int64_t ox = 0; ox < OW; ++ox) {
+      for (int64_t k = 0; k < OCw; ++k) {
+        const int64_t acc = acc_all[static_cast<size_t>((oy * OW + ox) * OC + k)];
         int32_t v = sat32(round_shift(sat32(acc), truncate, core_round));
         v = apply_stage(bs, v, alu[static_cast<size_t>(k)], mul[static_cast<size_t>(k)], q.bs_shift_rounding);
         v = apply_stage(bn, v, 0, 0, q.bs_shift_rounding);
@@ -295,21 +392,6 @@ const char* rounding_name(Rounding r) {
     case Rounding::truncate: return "truncate";
   }
   return "?";
-}
-
-int64_t round_shift(int64_t v, int shift, Rounding r) {
-  if (shift <= 0) return v;
-  const int64_t div = int64_t{1} << shift;
-  const int64_t floor_q = v >= 0 ? v / div : -((-v + div - 1) / div);  // floor(v / 2^shift)
-  const int64_t rem = v - floor_q * div;                               // in [0, div)
-  const int64_t half = div / 2;
-  switch (r) {
-    case Rounding::truncate: return floor_q;
-    case Rounding::half_up: return floor_q + (rem >= half ? 1 : 0);
-    case Rounding::half_away: return rem > half || (rem == half && v >= 0) ? floor_q + 1 : floor_q;
-    case Rounding::half_to_even: return rem > half || (rem == half && (floor_q & 1)) ? floor_q + 1 : floor_q;
-  }
-  return floor_q;
 }
 
 std::vector<KnobInfo> knob_list() {
@@ -348,7 +430,7 @@ Status set_knob(Quirks& q, const std::string& a) {
   return invalid("sim knob '" + k + "': unknown (rkdeploy help sim lists them)");
 }
 
-Result<std::vector<TaskStats>> run(DeviceMemory& mem, uint32_t address, size_t words, const Quirks& q) {
+Result<std::vector<TaskStats>> run(DeviceMemory& mem, uint32_t address, size_t words, const Quirks& q, SimCache* cache) {
   std::vector<TaskStats> stats;
   for (size_t t = 0; address != 0; ++t) {
     if (t > 100000) return invalid("regcmd chain longer than 100000 tasks (a loop?)");
@@ -365,7 +447,23 @@ Result<std::vector<TaskStats>> run(DeviceMemory& mem, uint32_t address, size_t w
     if (d.enable_mask != kConvEnableMask) {
       return unsupported("task " + std::to_string(t) + ": enable mask " + hex32(d.enable_mask) + " (only convolutions, 0x1d, are simulated)");
     }
-    auto st = run_conv(mem, Regs(d.final_values()), q);
+    auto values = d.final_values();
+    SimCache::Entry* entry = nullptr;
+    if (cache) {
+      // Reuse the task's prepared MAC only for the same registers and the same weight bytes.
+      auto& e = cache->entries[address];
+      const uint32_t waddr = values.count(CNA_DCOMP_ADDR0.offset) ? values[CNA_DCOMP_ADDR0.offset] : 0;
+      const uint32_t wbytes = values.count(CNA_WEIGHT_SIZE0.offset) ? values[CNA_WEIGHT_SIZE0.offset] : 0;
+      auto wb = mem.read(waddr, wbytes);
+      const bool same_weights = e && wb.ok() && e->weights.size() == wb->size() && std::memcmp(e->weights.data(), wb->data(), wb->size()) == 0;
+      if (!e || e->regs != values || !same_weights) {
+        e = std::make_shared<SimCache::Entry>();
+        e->regs = values;
+        if (wb.ok()) e->weights.assign(wb->begin(), wb->end());
+      }
+      entry = e.get();
+    }
+    auto st = run_conv(mem, Regs(values), q, entry);
     if (!st.ok()) return st.error().with_context("task " + std::to_string(t) + " at " + hex32(address));
     stats.push_back(*st);
     if (d.next_is_zero_word) break;

@@ -24,8 +24,9 @@
 //     until the elementwise arithmetic is settled, quirk ew_mode).
 //  7. OUT_CVT: y = sat_int8(round_shift(v * SCALE, SHIFT) + OFFSET), SCALE signed 16-bit
 //     (quirk out_cvt_scale_signed), rounding quirk out_cvt_rounding; written NC1HWC2 at
-//     DPU.DST_BASE_ADDR, surface DST_SURF_STRIDE * 16 bytes, DATA_CUBE_CHANNEL.CHANNEL + 1
-//     channels, DATA_CUBE_WIDTH/HEIGHT + 1 pixels.
+//     DPU.DST_BASE_ADDR, surface DST_SURF_STRIDE * 16 bytes, DATA_CUBE_CHANNEL.ORIG_CHANNEL + 1
+//     channels (the padding channels up to CHANNEL + 1, which hold padded kernels' results
+//     on hardware, are not written), DATA_CUBE_WIDTH/HEIGHT + 1 pixels.
 // Weights (CNA.DCOMP_ADDR0), direct convolution: oc1 (groups of 32 kernels) -> ic1 (groups
 // of 32 input channels, the last 16 wide when the padded channel count leaves 16) -> kh ->
 // kw -> oc2 -> ic2, WEIGHT_SIZE2.WEIGHT_KERNELS kernels of KH x KW x DATA_SIZE1.DATAIN_CHANNEL.
@@ -36,6 +37,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -73,11 +76,37 @@ struct TaskStats {
   int64_t output_values = 0;  // int8 values written
 };
 
+// What the simulator prepares per task and may reuse across runs of the same buffer: the
+// MAC as oneDNN's exact int8 accumulation (where the CPU has VNNI and w + OW_OP fits int8),
+// rebuilt whenever the task's registers or weight bytes change.
+class SimCache {
+ public:
+  SimCache();
+  ~SimCache();
+  struct Entry;
+  std::map<uint32_t, std::shared_ptr<Entry>> entries;  // by task address
+};
+
 // Executes the chain at `regcmd_address`..: each task's registers decoded from the words,
 // run, outputs written into `mem`. The words are read from `mem`, following the trailers.
-Result<std::vector<TaskStats>> run(DeviceMemory& mem, uint32_t regcmd_address, size_t first_task_words, const Quirks& q);
+// With a cache, the MAC runs on oneDNN (bit-exact by construction: the same integer sums);
+// without, on the simulator's own loops.
+Result<std::vector<TaskStats>> run(DeviceMemory& mem, uint32_t regcmd_address, size_t first_task_words, const Quirks& q,
+                                   SimCache* cache = nullptr);
 
 // Rounded arithmetic right shift, exact in 64 bits (shift in [0, 63]).
-int64_t round_shift(int64_t v, int shift, Rounding r);
+inline int64_t round_shift(int64_t v, int shift, Rounding r) {
+  if (shift <= 0) return v;
+  const int64_t floor_q = v >> shift;                   // arithmetic shift: floor(v / 2^shift)
+  const int64_t rem = v & ((int64_t{1} << shift) - 1);  // in [0, 2^shift)
+  const int64_t half = int64_t{1} << (shift - 1);
+  switch (r) {
+    case Rounding::truncate: return floor_q;
+    case Rounding::half_up: return floor_q + (rem >= half ? 1 : 0);
+    case Rounding::half_away: return rem > half || (rem == half && v >= 0) ? floor_q + 1 : floor_q;
+    case Rounding::half_to_even: return rem > half || (rem == half && (floor_q & 1)) ? floor_q + 1 : floor_q;
+  }
+  return floor_q;
+}
 
 }  // namespace rkd::npu::sim
