@@ -8,6 +8,7 @@
 #include "runtime/detect.h"
 #include "runtime/model.h"
 #include "runtime/npu_analyze.h"
+#include "runtime/npu_compile.h"
 
 namespace rkd::cli {
 
@@ -75,6 +76,27 @@ void add_analyze_command(CLI::App& app) {
       return;
     }
     std::cout << runtime::npu_analysis_text(rep, a->per_conv);
+  });
+}
+
+void add_compile_command(CLI::App& app) {
+  struct Args {
+    std::string model, target = "rk3588", strategy, out;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* c = app.add_subcommand("compile", "Lower a quantized model's int8 convolutions for the RK3588 NPU and write the register commands, "
+                                              "buffers and manifest.json: rkdeploy compile QUANT_MODEL -o DIR (docs/npu.md)");
+  c->add_option("model", a->model, "quantized model (ONNX QDQ/QOperator or int8 TFLite)")->required();
+  c->add_option("--target", a->target, "the NPU (rk3588)")->check(CLI::IsMember({"rk3588"}));
+  c->add_option("--strategy", a->strategy, "per-axis lowering strategy (default sorted-bs-multiplier)");
+  c->add_option("-o,--output", a->out, "output directory (replaced once the new one is complete)")->required();
+  c->callback([a] {
+    const auto st = a->strategy.empty() ? npu::lower::kDefaultStrategy : take(npu::lower::parse_strategy(a->strategy));
+    const auto s = take(runtime::compile_for_npu(a->model, st, a->out));
+    std::printf("%s: %d convolution(s) in %d task(s) for %s (%s), %d node(s) on the CPU\n", a->out.c_str(), s.convs_on_npu, s.tasks,
+                a->target.c_str(), npu::lower::strategy_name(st), s.nodes_on_cpu);
+    std::printf("  %zu register-command words, %zu bytes of weights, %zu bytes of BS operands; manifest.json lists them\n", s.regcmd_words,
+                s.weight_bytes, s.operand_bytes);
   });
 }
 

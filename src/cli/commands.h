@@ -38,6 +38,7 @@ void add_quantize_command(CLI::App& app);
 void add_accuracy_command(CLI::App& app);
 void add_regcmd_command(CLI::App& app);
 void add_analyze_command(CLI::App& app);
+void add_compile_command(CLI::App& app);
 // `rkdeploy help sim`: the simulator's quirk knobs, their values, defaults and sources.
 std::string sim_help();
 

@@ -295,6 +295,7 @@ Result<Lowered> lower_conv(const ConvSpec& s, Strategy st, DeviceMemory& mem, ui
     const uint32_t waddr = mem.alloc(wb.size());
     RKD_TRY(mem.write(waddr, wb));
     out.weight_bytes += wb.size();
+    out.buffers.push_back(Buffer{"weights", out.tasks.size(), waddr, wb.size()});
     // bias'[k] = bias[k] - z_x_s * sum_taps (w - z_w).
     std::vector<int32_t> bias(static_cast<size_t>(n));
     for (int64_t k = 0; k < n; ++k) {
@@ -327,10 +328,12 @@ Result<Lowered> lower_conv(const ConvSpec& s, Strategy st, DeviceMemory& mem, ui
     const uint32_t baddr = mem.alloc(ops.size());
     RKD_TRY(mem.write(baddr, ops));
     out.operand_bytes += ops.size();
+    out.buffers.push_back(Buffer{"operands", out.tasks.size(), baddr, ops.size()});
     OutputRegion region;
     region.surface_bytes = OH * OW * 16;
     region.channels = keep;
     region.address = mem.alloc(static_cast<size_t>(written / 16 * region.surface_bytes));
+    out.buffers.push_back(Buffer{"output", out.tasks.size(), region.address, static_cast<size_t>(written / 16 * region.surface_bytes)});
     // Registers.
     regcmd::Task t;
     auto& r = t.regs;

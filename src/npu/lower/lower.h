@@ -85,8 +85,17 @@ struct OutputRegion {
   std::vector<int64_t> channels;
 };
 
+// A buffer the lowering placed in device memory.
+struct Buffer {
+  std::string kind;  // "weights", "operands", "output"
+  size_t task = 0;
+  uint32_t address = 0;
+  size_t bytes = 0;
+};
+
 struct Lowered {
   std::vector<regcmd::Task> tasks;
+  std::vector<Buffer> buffers;
   std::vector<OutputRegion> outputs;  // one per task
   uint32_t input_address = 0;
   int64_t OH = 0, OW = 0;

@@ -1,0 +1,149 @@
+#include "runtime/npu_compile.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "npu/regcmd/regcmd.h"
+#include "runtime/executor.h"
+#include "runtime/model.h"
+#include "runtime/npu_conv.h"
+
+namespace rkd::runtime {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+Status write_file(const fs::path& p, std::span<const uint8_t> bytes) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  if (!f) return io_error(p.string() + ": cannot write");
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!f) return io_error(p.string() + ": write failed");
+  return {};
+}
+
+std::string numbered(const char* prefix, size_t i) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%s%03zu", prefix, i);
+  return b;
+}
+
+}  // namespace
+
+Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::Strategy strategy, const std::string& out_dir) {
+  RKD_ASSIGN(ImportedModel imp, import_model(model, 1));
+  ir::Graph g = std::move(imp.graph);
+  CompileOptions co;
+  co.int8 = true;
+  RKD_TRY(optimize(g, co));
+  const fs::path dir(out_dir);
+  const fs::path tmp = dir.string() + ".tmp";
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  if (!fs::create_directories(tmp, ec) || ec) return io_error(tmp.string() + ": cannot create (" + ec.message() + ")");
+
+  npu::DeviceMemory mem;
+  NpuCompileSummary sum;
+  nlohmann::ordered_json man;
+  man["target"] = npu::arch::kRk3588.name;
+  man["strategy"] = npu::lower::strategy_name(strategy);
+  man["model"] = model;
+  man["device_base"] = mem.base();
+  man["convolutions"] = nlohmann::ordered_json::array();
+  man["cpu"] = nlohmann::ordered_json::array();
+  std::map<std::string, int> cpu_ops;
+  for (const auto& np : g.nodes()) {
+    const ir::Node& n = *np;
+    if (n.op_type != "QLinearConv" || !n.domain.empty()) {
+      man["cpu"].push_back({{"node", n.name}, {"op", (n.domain.empty() ? "" : n.domain + ".") + n.op_type},
+                            {"reason", "the NPU back end lowers int8 convolutions only (yet)"}});
+      ++sum.nodes_on_cpu;
+      continue;
+    }
+    auto spec = npu_conv_spec(n);
+    if (!spec.ok()) {
+      man["cpu"].push_back({{"node", n.name}, {"op", n.op_type}, {"reason", spec.error().message}});
+      ++sum.nodes_on_cpu;
+      continue;
+    }
+    const npu::lower::ConvSpec& s = *spec;
+    const size_t ci = static_cast<size_t>(sum.convs_on_npu);
+    const std::string cname = numbered("conv", ci);
+    fs::create_directories(tmp / cname, ec);
+    // The input buffer: its padding lanes and rows hold the zero point from the start; the
+    // host writes the real values before each kick.
+    Tensor zero = Tensor::empty(s.dtype, {1, s.C, s.H, s.W});
+    for (int64_t i = 0; i < zero.numel(); ++i) {
+      if (s.dtype == DType::i8) zero.data<int8_t>()[i] = static_cast<int8_t>(s.x_zero_point);
+      else zero.data<uint8_t>()[i] = static_cast<uint8_t>(s.x_zero_point);
+    }
+    RKD_ASSIGN(uint32_t in, npu::lower::place_input(mem, s, zero));
+    const size_t in_bytes = mem.base() + mem.size() - in;
+    RKD_ASSIGN(npu::lower::Lowered l, npu::lower::lower_conv(s, strategy, mem, in));
+    const uint32_t base = mem.alloc(0, 16);
+    std::vector<npu::regcmd::TaskSpan> spans;
+    RKD_ASSIGN(auto words, npu::regcmd::encode(l.tasks, base, &spans));
+    const uint32_t at = mem.alloc(words.size() * 8, 16);
+    if (at != base) return Error{ErrorKind::internal, "regcmd placement moved"};
+    const auto* wbytes = reinterpret_cast<const uint8_t*>(words.data());
+    RKD_TRY(mem.write(at, std::span<const uint8_t>(wbytes, words.size() * 8)));
+    nlohmann::ordered_json jc;
+    jc["node"] = n.name;
+    jc["directory"] = cname;
+    jc["geometry"] = {{"C", s.C}, {"H", s.H}, {"W", s.W}, {"OC", s.OC}, {"OH", l.OH}, {"OW", l.OW}, {"KH", s.KH}, {"KW", s.KW},
+                      {"stride", {s.stride_h, s.stride_w}}, {"pads", {s.pad_top, s.pad_left, s.pad_bottom, s.pad_right}},
+                      {"depthwise", s.depthwise}, {"dtype", dtype_name(s.dtype)}};
+    jc["input"] = {{"device_offset", in - mem.base()}, {"bytes", in_bytes}, {"layout", "NC1HWC2, C2 = 16, width the line dimension; "
+                                                                                      "padding lanes and rows hold the input zero point"},
+                   {"zero_point_stored", s.dtype == DType::u8 ? s.x_zero_point - 128 : s.x_zero_point}};
+    jc["fits_cbuf"] = l.fits_cbuf;
+    if (!l.fits_cbuf) jc["cbuf_note"] = l.cbuf_note;
+    jc["tasks"] = nlohmann::ordered_json::array();
+    for (size_t t = 0; t < l.tasks.size(); ++t) {
+      const std::string tname = cname + "/" + numbered("task", t);
+      RKD_TRY(write_file(tmp / (tname + ".regcmd"), std::span<const uint8_t>(wbytes + spans[t].first_word * 8, spans[t].word_count * 8)));
+      nlohmann::ordered_json jt = {{"regcmd", tname + ".regcmd"}, {"device_offset", spans[t].address - mem.base()}, {"words", spans[t].word_count}};
+      jt["buffers"] = nlohmann::ordered_json::array();
+      for (const auto& b : l.buffers) {
+        if (b.task != t) continue;
+        nlohmann::ordered_json jb = {{"kind", b.kind}, {"device_offset", b.address - mem.base()}, {"bytes", b.bytes}};
+        if (b.kind != "output") {
+          const std::string file = tname + "." + b.kind + ".bin";
+          RKD_ASSIGN(auto bytes, mem.read(b.address, b.bytes));
+          RKD_TRY(write_file(tmp / file, bytes));
+          jb["file"] = file;
+        }
+        jt["buffers"].push_back(jb);
+      }
+      const auto& r = l.outputs[t];
+      jt["output"] = {{"device_offset", r.address - mem.base()}, {"surface_bytes", r.surface_bytes}, {"channels", r.channels}};
+      jc["tasks"].push_back(jt);
+    }
+    man["convolutions"].push_back(jc);
+    ++sum.convs_on_npu;
+    sum.tasks += static_cast<int>(l.tasks.size());
+    sum.regcmd_words += words.size();
+    sum.weight_bytes += l.weight_bytes;
+    sum.operand_bytes += l.operand_bytes;
+  }
+  man["device_bytes"] = mem.size();
+  const std::string text = man.dump(1) + "\n";
+  RKD_TRY(write_file(tmp / "manifest.json", std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size())));
+  // Replace DIR only now that the new one is complete.
+  const fs::path old = dir.string() + ".old";
+  fs::remove_all(old, ec);
+  if (fs::exists(dir)) {
+    fs::rename(dir, old, ec);
+    if (ec) return io_error(dir.string() + ": cannot move the previous output aside (" + ec.message() + ")");
+  }
+  fs::rename(tmp, dir, ec);
+  if (ec) return io_error(dir.string() + ": " + ec.message());
+  fs::remove_all(old, ec);
+  return sum;
+}
+
+}  // namespace rkd::runtime

@@ -1,0 +1,33 @@
+// rkdeploy compile: a quantized model as RK3588 NPU artifacts a device back end can submit
+// unchanged.
+//
+// Contract:
+//  - The model is compiled with --backend int8; every QLinearConv the lowering can express is
+//    lowered with `strategy` into one simulated device address space (base 0x10000000): per
+//    convolution its input buffer (NC1HWC2, written by the host before the kick), per task its
+//    weights, BS operands and output region, and the convolution's chained register commands.
+//  - DIR/manifest.json (docs/npu.md, "compile"): target, strategy, device base, every
+//    convolution (node, geometry, input buffer and layout, tasks with their regcmd file, device
+//    address and word count, buffers with kind, file, device offset and size, output regions
+//    with the original channel of each region channel), and every node that stays on the CPU
+//    with the reason. DIR/conv<NNN>/task<TTT>.regcmd (raw little-endian words),
+//    .weights.bin, .operands.bin hold the bytes.
+//  - The directory is written beside DIR and renamed into place: an existing DIR is replaced
+//    only once the new one is complete.
+#pragma once
+
+#include <string>
+
+#include "core/result.h"
+#include "npu/lower/lower.h"
+
+namespace rkd::runtime {
+
+struct NpuCompileSummary {
+  int convs_on_npu = 0, nodes_on_cpu = 0, tasks = 0;
+  size_t regcmd_words = 0, weight_bytes = 0, operand_bytes = 0;
+};
+
+Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::Strategy strategy, const std::string& out_dir);
+
+}  // namespace rkd::runtime
