@@ -64,7 +64,11 @@ Case random_case(std::mt19937& rng, bool depthwise, DType t, double decades, boo
   s.y_zero_point = relu ? lo : (t == DType::i8 ? pick(-10, 10) : pick(118, 138));
   s.act_min = lo;
   s.act_max = hi;
-  if (relu) s.act_min = s.y_zero_point;
+  if (relu) {
+    s.act_min = s.y_zero_point;
+    // Half the ReLU cases are ReLU6-like: an upper bound inside the output range.
+    if (pick(0, 1)) s.act_max = s.y_zero_point + pick(20, 100);
+  }
   for (int64_t k = 0; k < s.OC; ++k) s.bias.push_back(pick(-3000, 3000));
   Case c{s, Tensor::empty(t, {1, s.C, s.H, s.W})};
   for (int64_t i = 0; i < c.x.numel(); ++i) {

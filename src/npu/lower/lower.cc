@@ -50,8 +50,8 @@ Status check_spec(const ConvSpec& s) {
   if (!s.bias.empty() && static_cast<int64_t>(s.bias.size()) != s.OC) return invalid("npu lowering: bias must have OC values");
   if (s.H > 8191 || s.W > 8191 || s.OH() < 1 || s.OW() < 1) return unsupported("npu lowering: map size outside the 13-bit size fields");
   const int32_t qmax = s.dtype == DType::i8 ? 127 : 255;
-  if (s.act_max < qmax) return unsupported("npu lowering: a fused activation with an upper bound (ReLU6 below the type's maximum)");
   const int32_t qmin = s.dtype == DType::i8 ? -128 : 0;
+  if (s.act_max < qmin || s.act_max > qmax) return invalid("npu lowering: activation upper bound outside the type's range");
   if (s.act_min != qmin && s.act_min != s.y_zero_point) return unsupported("npu lowering: a fused lower bound other than ReLU's zero point");
   return {};
 }
@@ -59,6 +59,27 @@ Status check_spec(const ConvSpec& s) {
 double real_multiplier(const ConvSpec& s, int64_t k) {
   return static_cast<double>(s.x_scale) * static_cast<double>(s.w_scales.size() == 1 ? s.w_scales[0] : s.w_scales[static_cast<size_t>(k)]) /
          static_cast<double>(s.y_scale);
+}
+
+// OUT_CVT's value for v: round_half_even(v SCALE / 2^SHIFT) (the default rounding, per the TRM).
+int64_t out_cvt(int64_t v, const OutCvt& c) {
+  const int64_t p = v * c.scale;
+  if (c.shift == 0) return p;
+  const int64_t q = p >> c.shift, rem = p & ((int64_t{1} << c.shift) - 1), half = int64_t{1} << (c.shift - 1);
+  return rem > half || (rem == half && (q & 1)) ? q + 1 : q;
+}
+
+// The largest int32 v with out_cvt(v) <= limit (out_cvt is non-decreasing in v).
+Result<int64_t> relux_bound(const OutCvt& c, int64_t limit) {
+  if (limit < 0) return unsupported("npu lowering: an activation upper bound below the zero point");
+  int64_t lo = 0, hi = INT32_MAX;
+  if (out_cvt(hi, c) <= limit) return hi;
+  while (lo < hi) {  // invariant: out_cvt(lo) <= limit < out_cvt(hi + 1)... binary search for the last v
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (out_cvt(mid, c) <= limit) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }
 
 // Tasks with one OUT_CVT each, from each group's largest multiplier.
@@ -381,6 +402,15 @@ Result<Lowered> lower_conv(const ConvSpec& s, Strategy st, DeviceMemory& mem, ui
     RKD_TRY(r.set(DPU_BS_CFG_BS_ALU_SRC, 1));
     RKD_TRY(r.set(DPU_BS_CFG_BS_MUL_BYPASS, p.use_mul ? 0 : 1));
     RKD_TRY(r.set(DPU_BS_CFG_BS_RELU_BYPASS, relu ? 0 : 1));
+    // An upper bound below the type's maximum (ReLU6): BS ReLUX clips the value before
+    // OUT_CVT at the largest v whose output does not exceed act_max, which makes
+    // OUT_CVT(min(v, X)) = min(OUT_CVT(v), act_max) exactly (OUT_CVT is monotonic).
+    const int32_t qmax_t = s.dtype == DType::i8 ? 127 : 255;
+    if (s.act_max < qmax_t) {
+      RKD_ASSIGN(int64_t x, relux_bound(p.cvt, stored(s.act_max, s.dtype) - stored(s.y_zero_point, s.dtype)));
+      RKD_TRY(r.set(DPU_BS_CFG_BS_RELUX_EN, 1));
+      r.set(DPU_BS_RELUX_CMP_VALUE, static_cast<uint32_t>(static_cast<int32_t>(x)));
+    }
     if (p.use_mul) {
       RKD_TRY(r.set(DPU_BS_MUL_CFG_BS_MUL_SRC, 1));
       RKD_TRY(r.set(DPU_BS_MUL_CFG_BS_MUL_SHIFT_VALUE, static_cast<uint64_t>(p.bs_shift)));

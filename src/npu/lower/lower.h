@@ -25,8 +25,9 @@
 //                      significant bits), each task bs-multiplier-opt. The default strategy.
 // OUT_CVT: SCALE in [2^14, 2^15) (signed 16-bit register), SHIFT so that SCALE / 2^SHIFT is
 // the multiplier rounded to 15 bits, OFFSET = z_y (int8) or z_y - 128 (uint8). A fused ReLU
-// (act_min = z_y) is the BS ReLU (v >= 0 <=> y >= z_y); a ReLU6 upper bound below the type's
-// maximum is not lowered (unsupported, named).
+// (act_min = z_y) is the BS ReLU (v >= 0 <=> y >= z_y); an upper bound below the type's
+// maximum (ReLU6) is BS ReLUX at the largest v whose OUT_CVT result stays within it (exact:
+// OUT_CVT is monotonic; computed with OUT_CVT's default half-to-even rounding).
 //
 // Layouts: NC1HWC2 features (C2 = 16); each task writes align32(max(n, 32)) channels (n =
 // its output channels) to its own region, which gather_output compacts (the CPU's work).
