@@ -228,6 +228,10 @@ Status Graph::sort_topologically() {
   return {};
 }
 
+Node* produced_by(const Value* v, const char* op) {
+  return v && v->producer && v->producer->op_type == op && v->producer->domain.empty() ? v->producer : nullptr;
+}
+
 Status Graph::validate() const {
   std::set<const Value*> defined;
   for (const Value* v : inputs) defined.insert(v);

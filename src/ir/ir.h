@@ -138,4 +138,7 @@ class Graph {
   std::map<std::string, Value*> by_name_;
 };
 
+// v's producer when it is a default-domain node of type `op`, else nullptr (pattern matching).
+Node* produced_by(const Value* v, const char* op);
+
 }  // namespace rkd::ir

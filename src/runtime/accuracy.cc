@@ -37,9 +37,6 @@ namespace {
 using ir::Node;
 using ir::Value;
 
-Node* producer_of(const Value* v, const char* type) {
-  return v && v->producer && v->producer->op_type == type && v->producer->domain.empty() ? v->producer : nullptr;
-}
 
 // QuantizeLinear then DequantizeLinear of x with a per-tensor scale and zero point.
 Tensor fake_quant(const Tensor& x0, double scale, int64_t zp, DType qtype) {
@@ -114,7 +111,7 @@ Result<AccuracyReport> analyze_accuracy(const std::string& float_model, const st
       const QdqSite& s = *it->second;
       return fake_quant(fvals.at(s.name), s.scale, s.zp, s.qtype);
     }
-    if (Node* d = producer_of(v, "DequantizeLinear")) {
+    if (Node* d = ir::produced_by(v, "DequantizeLinear")) {
       if (auto it = const_dq.find(v); it != const_dq.end()) return it->second;
       std::vector<const Tensor*> ins;
       for (Value* i : d->inputs) {

@@ -73,9 +73,6 @@ struct Miss {
   std::string reason;
 };
 
-Node* made_by(const Value* v, const char* op) {
-  return v && v->producer && v->producer->op_type == op && v->producer->domain.empty() ? v->producer : nullptr;
-}
 
 std::vector<int64_t> perm_of(const Node* n) {
   auto p = n->attr_ints("perm", {});
@@ -112,12 +109,12 @@ struct Site {
 
 // value_l [B*nH, c, h, w] -> (level start token, value4), checking the common value chain.
 Result<std::pair<int64_t, Value*>> match_level_value(Value* vl, Value** chain_root) {
-  Node* r = made_by(vl, "Reshape");
+  Node* r = ir::produced_by(vl, "Reshape");
   if (!r) return Error{ErrorKind::invalid, "level value is not a Reshape"};
   Value* sliced = r->inputs[0];
   int64_t start = -1;
   Value* flat = nullptr;
-  if (Node* sl = made_by(sliced, "Slice")) {
+  if (Node* sl = ir::produced_by(sliced, "Slice")) {
     auto st = ir::constant_ints(sl->inputs.size() > 1 ? sl->inputs[1] : nullptr);
     auto ax = ir::constant_ints(sl->inputs.size() > 3 ? sl->inputs[3] : nullptr);
     auto steps = ir::constant_ints(sl->inputs.size() > 4 ? sl->inputs[4] : nullptr);
@@ -126,7 +123,7 @@ Result<std::pair<int64_t, Value*>> match_level_value(Value* vl, Value** chain_ro
     }
     start = (*st)[0];
     flat = sl->inputs[0];
-  } else if (Node* sp = made_by(sliced, "Split")) {
+  } else if (Node* sp = ir::produced_by(sliced, "Split")) {
     flat = sp->inputs[0];
     int64_t at = 0;
     for (Value* o : sp->outputs) {
@@ -139,8 +136,8 @@ Result<std::pair<int64_t, Value*>> match_level_value(Value* vl, Value** chain_ro
   } else {
     return Error{ErrorKind::invalid, "level value is not sliced from the token axis"};
   }
-  Node* r3 = made_by(flat, "Reshape");
-  Node* tr = r3 ? made_by(r3->inputs[0], "Transpose") : nullptr;
+  Node* r3 = ir::produced_by(flat, "Reshape");
+  Node* tr = r3 ? ir::produced_by(r3->inputs[0], "Transpose") : nullptr;
   if (!tr || perm_of(tr) != std::vector<int64_t>{0, 2, 3, 1}) {
     return Error{ErrorKind::invalid, "value is not Transpose(0,2,3,1) + Reshape of a [B,T,nH,c] tensor"};
   }
@@ -152,19 +149,19 @@ Result<std::pair<int64_t, Value*>> match_level_value(Value* vl, Value** chain_ro
 
 // grid_l [B*nH, Q, P_l, 2] from the locations chain; `two_x_minus_one` for default.
 Result<Value*> match_locations(Value* grid, bool default_method, Value** split_root) {
-  Node* sp = made_by(grid, "Split");
+  Node* sp = ir::produced_by(grid, "Split");
   if (!sp || axis_attr(sp, 4, 0) != 2) return Error{ErrorKind::invalid, "grid is not split over the points axis"};
   if (*split_root && *split_root != sp->outputs[0]) return Error{ErrorKind::invalid, "levels use different grids"};
   *split_root = sp->outputs[0];
-  Node* r = made_by(sp->inputs[0], "Reshape");
-  Node* tr = r ? made_by(r->inputs[0], "Transpose") : nullptr;
+  Node* r = ir::produced_by(sp->inputs[0], "Reshape");
+  Node* tr = r ? ir::produced_by(r->inputs[0], "Transpose") : nullptr;
   if (!tr || perm_of(tr) != std::vector<int64_t>{0, 2, 1, 3, 4}) {
     return Error{ErrorKind::invalid, "grid is not Transpose(0,2,1,3,4) + Reshape of [B,Q,nH,P,2] locations"};
   }
   Value* l = tr->inputs[0];
   if (!default_method) return l;
-  Node* sub = made_by(l, "Sub");
-  Node* mul = sub ? made_by(sub->inputs[0], "Mul") : nullptr;
+  Node* sub = ir::produced_by(l, "Sub");
+  Node* mul = sub ? ir::produced_by(sub->inputs[0], "Mul") : nullptr;
   if (!sub || scalar_of(sub->inputs[1]) != 1.0 || !mul) {
     return Error{ErrorKind::invalid, "GridSample grid is not 2 * locations - 1"};
   }
@@ -176,13 +173,13 @@ Result<Value*> match_locations(Value* grid, bool default_method, Value** split_r
 
 // Discrete per-level sample: returns (value_l, grid_l) and checks the integer coordinate chain.
 Result<std::pair<Value*, Value*>> match_discrete_level(Value* sample, int64_t* clip_hi, std::vector<double>* scale_wh) {
-  Node* r1 = made_by(sample, "Reshape");
-  Node* t1 = r1 ? made_by(r1->inputs[0], "Transpose") : nullptr;
-  Node* r2 = t1 ? made_by(t1->inputs[0], "Reshape") : nullptr;
-  Node* g = r2 ? made_by(r2->inputs[0], "Gather") : nullptr;
+  Node* r1 = ir::produced_by(sample, "Reshape");
+  Node* t1 = r1 ? ir::produced_by(r1->inputs[0], "Transpose") : nullptr;
+  Node* r2 = t1 ? ir::produced_by(t1->inputs[0], "Reshape") : nullptr;
+  Node* g = r2 ? ir::produced_by(r2->inputs[0], "Gather") : nullptr;
   if (!g) return Error{ErrorKind::invalid, "sample is not Reshape/Transpose/Reshape of a Gather"};
-  Node* fl = made_by(g->inputs[0], "Flatten");
-  Node* tv = fl ? made_by(fl->inputs[0], "Transpose") : nullptr;
+  Node* fl = ir::produced_by(g->inputs[0], "Flatten");
+  Node* tv = fl ? ir::produced_by(fl->inputs[0], "Transpose") : nullptr;
   if (!tv || perm_of(tv) != std::vector<int64_t>{0, 2, 3, 1}) {
     return Error{ErrorKind::invalid, "Gather does not read Flatten(Transpose(0,2,3,1)) of the level value"};
   }
@@ -208,14 +205,14 @@ Result<std::pair<Value*, Value*>> match_discrete_level(Value* sample, int64_t* c
   auto hi = scalar_of(clip->inputs.size() > 2 ? clip->inputs[2] : nullptr);
   if (lo != 0.0 || !hi) return Error{ErrorKind::invalid, "coordinates are not clamped to [0, constant]"};
   *clip_hi = static_cast<int64_t>(*hi);
-  Node* cast = made_by(clip->inputs[0], "Cast");
-  Node* add = cast ? made_by(cast->inputs[0], "Add") : nullptr;
+  Node* cast = ir::produced_by(clip->inputs[0], "Cast");
+  Node* add = cast ? ir::produced_by(cast->inputs[0], "Add") : nullptr;
   if (!cast || cast->attr_int("to", 0).value_or(0) != 7 || !add) {
     return Error{ErrorKind::invalid, "coordinates are not Cast(int64) of an Add"};
   }
   Node* mul = nullptr;
   for (int i = 0; i < 2; ++i) {
-    if (scalar_of(add->inputs[static_cast<size_t>(i)]) == 0.5) mul = made_by(add->inputs[static_cast<size_t>(1 - i)], "Mul");
+    if (scalar_of(add->inputs[static_cast<size_t>(i)]) == 0.5) mul = ir::produced_by(add->inputs[static_cast<size_t>(1 - i)], "Mul");
   }
   if (!mul) return Error{ErrorKind::invalid, "coordinates are not loc * [w, h] + 0.5"};
   Value* grid = nullptr;
@@ -244,8 +241,8 @@ Result<Site> match_site(Node* concat) {
   }
   Node* mul = cat->consumers[0];
   Value* aw = other_input(mul, cat);
-  Node* awr = made_by(aw, "Reshape");
-  Node* awt = awr ? made_by(awr->inputs[0], "Transpose") : nullptr;
+  Node* awr = ir::produced_by(aw, "Reshape");
+  Node* awt = awr ? ir::produced_by(awr->inputs[0], "Transpose") : nullptr;
   if (!awt || perm_of(awt) != std::vector<int64_t>{0, 2, 1, 3}) {
     return Error{ErrorKind::invalid, "weights are not Transpose(0,2,1,3) + Reshape of [B,Q,nH,P]"};
   }
@@ -276,7 +273,7 @@ Result<Site> match_site(Node* concat) {
   for (Value* sample : concat->inputs) {
     Value* vl = nullptr;
     Value* grid = nullptr;
-    if (Node* gs = made_by(sample, "GridSample")) {
+    if (Node* gs = ir::produced_by(sample, "GridSample")) {
       any_grid = true;
       if (gs->attr_string("mode", "bilinear").value_or("") != "bilinear" ||
           gs->attr_string("padding_mode", "zeros").value_or("") != "zeros" ||
@@ -373,9 +370,9 @@ ir::Pass deform_attn_fusion_pass(FusionReport* report) {
                       for (Value* v : n->inputs) {
                         sampled = sampled && v && v->producer &&
                                   (v->producer->op_type == "GridSample" ||
-                                   (v->producer->op_type == "Reshape" && made_by(v->producer->inputs[0], "Transpose") &&
-                                    made_by(made_by(v->producer->inputs[0], "Transpose")->inputs[0], "Reshape") &&
-                                    made_by(made_by(made_by(v->producer->inputs[0], "Transpose")->inputs[0], "Reshape")->inputs[0], "Gather")));
+                                   (v->producer->op_type == "Reshape" && ir::produced_by(v->producer->inputs[0], "Transpose") &&
+                                    ir::produced_by(ir::produced_by(v->producer->inputs[0], "Transpose")->inputs[0], "Reshape") &&
+                                    ir::produced_by(ir::produced_by(ir::produced_by(v->producer->inputs[0], "Transpose")->inputs[0], "Reshape")->inputs[0], "Gather")));
                       }
                       if (sampled) candidates.push_back(n);
                     }
@@ -391,7 +388,7 @@ ir::Pass deform_attn_fusion_pass(FusionReport* report) {
                       const Site& s = *site;
                       // One preparation per value tensor: layers reshaping the same memory share it.
                       Value* src = s.value4;
-                      if (Node* r = made_by(s.value4, "Reshape")) src = r->inputs[0];
+                      if (Node* r = ir::produced_by(s.value4, "Reshape")) src = r->inputs[0];
                       const auto key = std::make_tuple(src, s.hs, s.ws, s.heads);
                       Value* prep = prepared.count(key) ? prepared[key] : nullptr;
                       if (!prep) {

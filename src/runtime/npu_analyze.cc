@@ -30,12 +30,8 @@ StrategyResult run_strategy(const ConvSpec& s, const Tensor& x, const Tensor& re
     npu::DeviceMemory mem;
     RKD_ASSIGN(uint32_t in, npu::lower::place_input(mem, s, x));
     RKD_ASSIGN(auto l, npu::lower::lower_conv(s, st, mem, in, lo));
-    const uint32_t base = mem.alloc(0, 16);
-    std::vector<npu::regcmd::TaskSpan> spans;
-    RKD_ASSIGN(auto words, npu::regcmd::encode(l.tasks, base, &spans));
-    const uint32_t at = mem.alloc(words.size() * 8, 16);
-    RKD_TRY(mem.write(at, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(words.data()), words.size() * 8)));
-    RKD_ASSIGN(auto stats, npu::sim::run(mem, at, spans[0].word_count, q));
+    RKD_ASSIGN(auto placed, npu::lower::place_regcmd(mem, l));
+    RKD_ASSIGN(auto stats, npu::sim::run(mem, placed.address, placed.spans[0].word_count, q));
     RKD_ASSIGN(Tensor y, npu::lower::gather_output(mem, s, l));
     r.tasks = static_cast<int64_t>(l.tasks.size());
     r.weight_bytes = static_cast<int64_t>(l.weight_bytes);

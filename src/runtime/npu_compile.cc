@@ -84,13 +84,10 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
     RKD_ASSIGN(uint32_t in, npu::lower::place_input(mem, s, zero));
     const size_t in_bytes = mem.base() + mem.size() - in;
     RKD_ASSIGN(npu::lower::Lowered l, npu::lower::lower_conv(s, strategy, mem, in));
-    const uint32_t base = mem.alloc(0, 16);
-    std::vector<npu::regcmd::TaskSpan> spans;
-    RKD_ASSIGN(auto words, npu::regcmd::encode(l.tasks, base, &spans));
-    const uint32_t at = mem.alloc(words.size() * 8, 16);
-    if (at != base) return Error{ErrorKind::internal, "regcmd placement moved"};
+    RKD_ASSIGN(auto placed, npu::lower::place_regcmd(mem, l));
+    const auto& spans = placed.spans;
+    const auto& words = placed.words;
     const auto* wbytes = reinterpret_cast<const uint8_t*>(words.data());
-    RKD_TRY(mem.write(at, std::span<const uint8_t>(wbytes, words.size() * 8)));
     nlohmann::ordered_json jc;
     jc["node"] = n.name;
     jc["directory"] = cname;

@@ -108,12 +108,9 @@ struct SimConv {
   Status prepare(const Tensor& x) {
     RKD_ASSIGN(uint32_t in, npu::lower::place_input(mem, spec, x));
     RKD_ASSIGN(lowered, npu::lower::lower_conv(spec, strategy, mem, in));
-    const uint32_t base = mem.alloc(0, 16);
-    std::vector<npu::regcmd::TaskSpan> spans;
-    RKD_ASSIGN(auto words, npu::regcmd::encode(lowered.tasks, base, &spans));
-    regcmd = mem.alloc(words.size() * 8, 16);
-    RKD_TRY(mem.write(regcmd, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(words.data()), words.size() * 8)));
-    first_words = spans[0].word_count;
+    RKD_ASSIGN(auto placed, npu::lower::place_regcmd(mem, lowered));
+    regcmd = placed.address;
+    first_words = placed.spans[0].word_count;
     ready = true;
     return {};
   }

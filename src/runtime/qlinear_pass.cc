@@ -18,9 +18,6 @@ namespace {
 using ir::Node;
 using ir::Value;
 
-Node* produced_by(const Value* v, const char* op) {
-  return v && v->producer && v->producer->op_type == op && v->producer->domain.empty() ? v->producer : nullptr;
-}
 
 // A value name not yet in the graph, derived from base.
 std::string fresh(const ir::Graph& g, const std::string& base) {
@@ -36,7 +33,7 @@ struct Dq {
   Value* zp = nullptr;
 };
 std::optional<Dq> dequantized(Value* v) {
-  Node* d = produced_by(v, "DequantizeLinear");
+  Node* d = ir::produced_by(v, "DequantizeLinear");
   if (!d || d->inputs.size() < 2 || !d->inputs[1] || !d->inputs[1]->constant) return std::nullopt;
   if (d->inputs.size() > 2 && d->inputs[2] && !d->inputs[2]->constant) return std::nullopt;
   return Dq{d->inputs[0], d->inputs[1], d->inputs.size() > 2 ? d->inputs[2] : nullptr};
@@ -161,7 +158,7 @@ Status commute_data_movement(ir::Graph& g, std::set<const Node*>& gone) {
   for (const auto& np : g.nodes()) nodes.push_back(np.get());
   for (Node* t : nodes) {
     if (!t->domain.empty() || !movers.count(t->op_type) || t->inputs.empty() || t->outputs.size() != 1) continue;
-    Node* d = produced_by(t->inputs[0], "DequantizeLinear");
+    Node* d = ir::produced_by(t->inputs[0], "DequantizeLinear");
     auto dq = dequantized(t->inputs[0]);
     if (!d || !dq || !per_tensor(dq->scale) || !dq->q->dtype || !t->outputs[0]->shape) continue;
     std::vector<Value*> ins = t->inputs;
@@ -352,8 +349,6 @@ Result<quant::QTensorParams> group_params(const Node& n, size_t i) {
                               static_cast<int32_t>(n.inputs[s + 1]->constant->get_as_double(0))};
 }
 
-std::string what_of(const Node& n) { return n.describe(); }
-
 Status with_node(Status s, const std::string& what) { return s.ok() ? s : s.error().with_context(what); }
 
 Result<Kernel> prepare_tflite(const Node& n) {
@@ -425,7 +420,7 @@ Result<Kernel> prepare_tflite(const Node& n) {
       // the smaller half before; VALID: none.
       const auto xs = ir::static_shape(n.inputs[0]);
       const auto ys = ir::static_shape(n.outputs[0]);
-      if (!xs || !ys || p.kernel.size() != 2 || p.strides.size() != 2) return unsupported(what_of(n) + ": auto_pad needs static shapes");
+      if (!xs || !ys || p.kernel.size() != 2 || p.strides.size() != 2) return unsupported(n.describe() + ": auto_pad needs static shapes");
       p.pads = {0, 0, 0, 0};
       for (size_t d = 0; d < 2 && auto_pad == "SAME_UPPER"; ++d) {
         const int64_t total = std::max<int64_t>(((*ys)[2 + d] - 1) * p.strides[d] + p.kernel[d] - (*xs)[2 + d], 0);

@@ -95,12 +95,9 @@ Result<Tensor> simulate(const Case& c, lower::Strategy st, size_t* tasks = nullp
   DeviceMemory mem;
   RKD_ASSIGN(uint32_t in, lower::place_input(mem, c.spec, c.x));
   RKD_ASSIGN(lower::Lowered l, lower::lower_conv(c.spec, st, mem, in));
-  const uint32_t base = mem.alloc(0, 16);  // regcmd goes last, after the data buffers
-  std::vector<regcmd::TaskSpan> spans;
-  RKD_ASSIGN(auto words, regcmd::encode(l.tasks, base, &spans));
-  const uint32_t at = mem.alloc(words.size() * 8, 16);
-  if (at != base) return invalid("regcmd placement");
-  RKD_TRY(mem.write(at, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(words.data()), words.size() * 8)));
+  RKD_ASSIGN(auto placed, lower::place_regcmd(mem, l));
+  const uint32_t at = placed.address;
+  const auto& spans = placed.spans;
   RKD_ASSIGN(auto stats, sim::run(mem, at, spans[0].word_count, sim::Quirks{}));
   if (stats.size() != l.tasks.size()) return invalid("the simulator ran " + std::to_string(stats.size()) + " tasks of " + std::to_string(l.tasks.size()));
   if (tasks) *tasks = l.tasks.size();

@@ -119,6 +119,7 @@ class Importer {
   Status integer_weights(const std::string& y, const TensorInfo& w, const TensorInfo* b, bool depthwise);
   Status integer_fc_weights(const std::string& matmul, const std::string& bias_add, const TensorInfo& w, const TensorInfo* b);
   Result<ir::Value*> integer_bias(const TensorInfo& b, int64_t O);
+  Result<ir::Value*> integer_weight_dq(const TensorInfo& w, Tensor q, int64_t O, int64_t axis);
   // base/q, base/scale, base/zero_point -> DequantizeLinear (axis >= 0: per axis).
   Result<ir::Value*> dequantized_constant(const std::string& base, Tensor q, Tensor scales, Tensor zero_points, int64_t axis);
   Result<ir::Value*> add_q(ir::Value* x, const TensorInfo& t, const std::string& name, bool dequantize);
@@ -298,18 +299,7 @@ Status Importer::integer_weights(const std::string& y, const TensorInfo& w, cons
           std::memcpy(static_cast<uint8_t*>(q.raw()) + static_cast<size_t>(((o * I + i) * KH + ky) * KW + kx) * es,
                       w.data + static_cast<size_t>(src) * es, es);
         }
-  const int64_t nc = per_channel ? O : 1;
-  Tensor sc = Tensor::empty(DType::f32, per_channel ? Shape{O} : Shape{});
-  Tensor zp = Tensor::empty(w.dtype, per_channel ? Shape{O} : Shape{});
-  for (int64_t c = 0; c < nc; ++c) {
-    sc.data<float>()[c] = static_cast<float>(w.scales[static_cast<size_t>(c)]);
-    if (w.dtype == DType::i8) zp.data<int8_t>()[c] = static_cast<int8_t>(w.zero_points[static_cast<size_t>(c)]);
-    else zp.data<uint8_t>()[c] = static_cast<uint8_t>(w.zero_points[static_cast<size_t>(c)]);
-  }
-  auto dequantize = [&](const std::string& base, Tensor qt, Tensor st, Tensor zt, bool axis) {
-    return dequantized_constant(base, std::move(qt), std::move(st), std::move(zt), axis ? 0 : -1);
-  };
-  RKD_ASSIGN(ir::Value * wdq, dequantize(w.ref, std::move(q), std::move(sc), std::move(zp), per_channel));
+  RKD_ASSIGN(ir::Value * wdq, integer_weight_dq(w, std::move(q), O, per_channel ? 0 : -1));
   g.set_input(n, 1, wdq);
   if (b && n->inputs.size() > 2 && n->inputs[2]) {
     RKD_ASSIGN(ir::Value * bdq, integer_bias(*b, O));
@@ -329,6 +319,20 @@ Result<ir::Value*> Importer::dequantized_constant(const std::string& base, Tenso
   if (axis >= 0) d->attrs["axis"] = axis;
   RKD_TRY(ir::infer_node(*d, g.opset));
   return d->outputs[0];
+}
+
+// Integer weights q (already in the graph's layout) behind DequantizeLinear with the file's
+// scales and zero points: per tensor (axis < 0) or per output channel along `axis` (O values).
+Result<ir::Value*> Importer::integer_weight_dq(const TensorInfo& w, Tensor q, int64_t O, int64_t axis) {
+  const int64_t nc = axis >= 0 ? O : 1;
+  Tensor sc = Tensor::empty(DType::f32, axis >= 0 ? Shape{O} : Shape{});
+  Tensor zp = Tensor::empty(w.dtype, axis >= 0 ? Shape{O} : Shape{});
+  for (int64_t c = 0; c < nc; ++c) {
+    sc.data<float>()[c] = static_cast<float>(w.scales[static_cast<size_t>(c)]);
+    if (w.dtype == DType::i8) zp.data<int8_t>()[c] = static_cast<int8_t>(w.zero_points[static_cast<size_t>(c)]);
+    else zp.data<uint8_t>()[c] = static_cast<uint8_t>(w.zero_points[static_cast<size_t>(c)]);
+  }
+  return dequantized_constant(w.ref, std::move(q), std::move(sc), std::move(zp), axis);
 }
 
 // The int32 bias [O] at scale s_x * s_w[c] behind DequantizeLinear, or nullptr when the
@@ -363,15 +367,7 @@ Status Importer::integer_fc_weights(const std::string& matmul, const std::string
   for (int64_t o = 0; o < O; ++o)
     for (int64_t i = 0; i < I; ++i)
       std::memcpy(static_cast<uint8_t*>(q.raw()) + static_cast<size_t>(i * O + o) * es, w.data + static_cast<size_t>(o * I + i) * es, es);
-  const int64_t nc = per_channel ? O : 1;
-  Tensor sc = Tensor::empty(DType::f32, per_channel ? Shape{O} : Shape{});
-  Tensor zp = Tensor::empty(w.dtype, per_channel ? Shape{O} : Shape{});
-  for (int64_t c = 0; c < nc; ++c) {
-    sc.data<float>()[c] = static_cast<float>(w.scales[static_cast<size_t>(c)]);
-    if (w.dtype == DType::i8) zp.data<int8_t>()[c] = static_cast<int8_t>(w.zero_points[static_cast<size_t>(c)]);
-    else zp.data<uint8_t>()[c] = static_cast<uint8_t>(w.zero_points[static_cast<size_t>(c)]);
-  }
-  RKD_ASSIGN(ir::Value * wdq, dequantized_constant(w.ref, std::move(q), std::move(sc), std::move(zp), per_channel ? 1 : -1));
+  RKD_ASSIGN(ir::Value * wdq, integer_weight_dq(w, std::move(q), O, per_channel ? 1 : -1));
   g.set_input(n, 1, wdq);
   if (!b || bias_add.empty()) return {};
   ir::Node* a = conv_.form(bias_add).first->producer;

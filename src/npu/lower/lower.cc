@@ -446,6 +446,16 @@ Result<Lowered> lower_conv(const ConvSpec& s, Strategy st, DeviceMemory& mem, ui
   return out;
 }
 
+Result<PlacedRegcmd> place_regcmd(DeviceMemory& mem, const Lowered& l) {
+  PlacedRegcmd p;
+  p.address = mem.alloc(0, 16);  // the encoder needs the address before the size is known
+  RKD_ASSIGN(p.words, regcmd::encode(l.tasks, p.address, &p.spans));
+  const uint32_t at = mem.alloc(p.words.size() * 8, 16);
+  if (at != p.address) return Error{ErrorKind::internal, "regcmd placement moved"};
+  RKD_TRY(mem.write(at, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(p.words.data()), p.words.size() * 8)));
+  return p;
+}
+
 Result<Tensor> gather_output(const DeviceMemory& mem, const ConvSpec& s, const Lowered& l) {
   Tensor y = Tensor::empty(s.dtype, {1, s.OC, l.OH, l.OW});
   const int64_t plane = l.OH * l.OW;

@@ -112,6 +112,14 @@ Result<uint32_t> place_input(DeviceMemory& mem, const ConvSpec& spec, const Tens
 // outputs are allocated in `mem`.
 Result<Lowered> lower_conv(const ConvSpec& spec, Strategy strategy, DeviceMemory& mem, uint32_t input_address,
                            const LowerOptions& opt = {});
+// The lowered tasks' chained register commands, placed in `mem` after everything else.
+struct PlacedRegcmd {
+  uint32_t address = 0;                  // the first task's words
+  std::vector<regcmd::TaskSpan> spans;   // per task
+  std::vector<uint64_t> words;
+};
+Result<PlacedRegcmd> place_regcmd(DeviceMemory& mem, const Lowered& l);
+
 // The output [1, OC, OH, OW] in spec.dtype, compacted from the tasks' regions.
 Result<Tensor> gather_output(const DeviceMemory& mem, const ConvSpec& spec, const Lowered& l);
 

@@ -49,8 +49,15 @@ struct Stage {
   int32_t relux_value;
 };
 
-Stage bs_stage(const Regs& r) {
-  const uint32_t cfg = r.get(DPU_BS_CFG);
+// The BS and BN stages have the same register layout (BS_CFG/BN_CFG, *_MUL_CFG): one reader,
+// with the BS field positions, for both.
+static_assert(DPU_BS_CFG_BS_ALU_ALGO.lo == DPU_BN_CFG_BN_ALU_ALGO.lo && DPU_BS_CFG_BS_RELUX_EN.lo == DPU_BN_CFG_BN_RELUX_EN.lo &&
+              DPU_BS_CFG_BS_ALU_SRC.lo == DPU_BN_CFG_BN_ALU_SRC.lo && DPU_BS_MUL_CFG_BS_MUL_OPERAND.lo == DPU_BN_MUL_CFG_BN_MUL_OPERAND.lo &&
+              DPU_BS_MUL_CFG_BS_MUL_SHIFT_VALUE.lo == DPU_BN_MUL_CFG_BN_MUL_SHIFT_VALUE.lo && DPU_BS_MUL_CFG_BS_MUL_SRC.lo == DPU_BN_MUL_CFG_BN_MUL_SRC.lo,
+              "BS and BN registers share one layout");
+
+Stage read_stage(const Regs& r, Reg cfg_reg, Reg alu, Reg mul_reg, Reg relux, const Field& shift_neg) {
+  const uint32_t cfg = r.get(cfg_reg), mul = r.get(mul_reg);
   return Stage{DPU_BS_CFG_BS_BYPASS.get(cfg) != 0,
                DPU_BS_CFG_BS_ALU_BYPASS.get(cfg) != 0,
                DPU_BS_CFG_BS_MUL_BYPASS.get(cfg) != 0,
@@ -58,31 +65,19 @@ Stage bs_stage(const Regs& r) {
                DPU_BS_CFG_BS_RELU_BYPASS.get(cfg) != 0,
                DPU_BS_CFG_BS_RELUX_EN.get(cfg) != 0,
                DPU_BS_CFG_BS_ALU_SRC.get(cfg) != 0,
-               r.get(DPU_BS_MUL_CFG_BS_MUL_SRC) != 0,
+               DPU_BS_MUL_CFG_BS_MUL_SRC.get(mul) != 0,
                DPU_BS_CFG_BS_ALU_ALGO.get(cfg),
-               static_cast<int32_t>(r.get(DPU_BS_ALU_CFG)),
-               static_cast<int16_t>(r.get(DPU_BS_MUL_CFG_BS_MUL_OPERAND)),
-               static_cast<int>(r.get(DPU_BS_MUL_CFG_BS_MUL_SHIFT_VALUE)),
-               static_cast<int>(r.get(DPU_DATA_FORMAT_BS_MUL_SHIFT_VALUE_NEG)),
-               static_cast<int32_t>(r.get(DPU_BS_RELUX_CMP_VALUE))};
+               static_cast<int32_t>(r.get(alu)),
+               static_cast<int16_t>(DPU_BS_MUL_CFG_BS_MUL_OPERAND.get(mul)),
+               static_cast<int>(DPU_BS_MUL_CFG_BS_MUL_SHIFT_VALUE.get(mul)),
+               static_cast<int>(r.get(shift_neg)),
+               static_cast<int32_t>(r.get(relux))};
 }
-
+Stage bs_stage(const Regs& r) {
+  return read_stage(r, DPU_BS_CFG, DPU_BS_ALU_CFG, DPU_BS_MUL_CFG, DPU_BS_RELUX_CMP_VALUE, DPU_DATA_FORMAT_BS_MUL_SHIFT_VALUE_NEG);
+}
 Stage bn_stage(const Regs& r) {
-  const uint32_t cfg = r.get(DPU_BN_CFG);
-  return Stage{DPU_BN_CFG_BN_BYPASS.get(cfg) != 0,
-               DPU_BN_CFG_BN_ALU_BYPASS.get(cfg) != 0,
-               DPU_BN_CFG_BN_MUL_BYPASS.get(cfg) != 0,
-               DPU_BN_CFG_BN_MUL_PRELU.get(cfg) != 0,
-               DPU_BN_CFG_BN_RELU_BYPASS.get(cfg) != 0,
-               DPU_BN_CFG_BN_RELUX_EN.get(cfg) != 0,
-               DPU_BN_CFG_BN_ALU_SRC.get(cfg) != 0,
-               r.get(DPU_BN_MUL_CFG_BN_MUL_SRC) != 0,
-               DPU_BN_CFG_BN_ALU_ALGO.get(cfg),
-               static_cast<int32_t>(r.get(DPU_BN_ALU_CFG)),
-               static_cast<int16_t>(r.get(DPU_BN_MUL_CFG_BN_MUL_OPERAND)),
-               static_cast<int>(r.get(DPU_BN_MUL_CFG_BN_MUL_SHIFT_VALUE)),
-               static_cast<int>(r.get(DPU_DATA_FORMAT_BN_MUL_SHIFT_VALUE_NEG)),
-               static_cast<int32_t>(r.get(DPU_BN_RELUX_CMP_VALUE))};
+  return read_stage(r, DPU_BN_CFG, DPU_BN_ALU_CFG, DPU_BN_MUL_CFG, DPU_BN_RELUX_CMP_VALUE, DPU_DATA_FORMAT_BN_MUL_SHIFT_VALUE_NEG);
 }
 
 // One BS/BN stage on an int32 value; alu/mul: the per-channel operands when read by DMA.
