@@ -36,7 +36,7 @@ StrategyResult run_strategy(const ConvSpec& s, const Tensor& x, const Tensor& re
     r.tasks = static_cast<int64_t>(l.tasks.size());
     r.weight_bytes = static_cast<int64_t>(l.weight_bytes);
     r.operand_bytes = static_cast<int64_t>(l.operand_bytes);
-    r.fits_cbuf = l.fits_cbuf;
+    r.row_slices = l.row_slices;
     for (const auto& ts : stats) {
       r.est_cycles += ts.padded_macs / npu::arch::kRk3588.int8_macs_per_cycle_per_core + npu::arch::kRk3588.per_task_overhead_cycles;
     }
@@ -122,7 +122,7 @@ Result<NpuAnalysis> analyze_npu(const std::string& model, const std::map<std::st
         t.weight_bytes += r.weight_bytes;
         t.operand_bytes += r.operand_bytes;
         t.est_cycles += r.est_cycles;
-        t.fits_cbuf = t.fits_cbuf && r.fits_cbuf;
+        t.row_slices = std::max(t.row_slices, r.row_slices);
       } else if (t.error.empty()) {
         t.error = c.node + ": " + r.error;
       }
@@ -155,10 +155,9 @@ std::string npu_analysis_text(const NpuAnalysis& a, bool per_conv) {
       out += "  " + t.strategy + ": failed: " + t.error + "\n";
       continue;
     }
-    std::snprintf(line, sizeof line, "  %-22s %8lld %9.4f %9.3f %7lld %11lld %11lld %12lld%s\n", t.strategy.c_str(), static_cast<long long>(t.max_diff),
+    std::snprintf(line, sizeof line, "  %-22s %8lld %9.4f %9.3f %7lld %11lld %11lld %12lld\n", t.strategy.c_str(), static_cast<long long>(t.max_diff),
                   t.mean_diff, t.values ? 100.0 * static_cast<double>(t.exact) / static_cast<double>(t.values) : 0.0, static_cast<long long>(t.tasks),
-                  static_cast<long long>(t.weight_bytes), static_cast<long long>(t.operand_bytes), static_cast<long long>(t.est_cycles),
-                  t.fits_cbuf ? "" : "  (some inputs exceed CBUF: row slicing needed)");
+                  static_cast<long long>(t.weight_bytes), static_cast<long long>(t.operand_bytes), static_cast<long long>(t.est_cycles));
     out += line;
   }
   for (const auto& c : a.convs) {
@@ -198,7 +197,7 @@ std::string npu_analysis_json(const NpuAnalysis& a) {
     j["weight_bytes"] = r.weight_bytes;
     j["operand_bytes"] = r.operand_bytes;
     j["est_cycles"] = r.est_cycles;
-    j["fits_cbuf"] = r.fits_cbuf;
+    j["row_slices"] = r.row_slices;
     return j;
   };
   nlohmann::ordered_json j;

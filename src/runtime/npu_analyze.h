@@ -34,7 +34,7 @@ struct StrategyResult {
   int64_t tasks = 0;
   int64_t weight_bytes = 0, operand_bytes = 0;
   int64_t est_cycles = 0;
-  bool fits_cbuf = true;
+  int64_t row_slices = 1;     // the most CBUF row slices of one channel group (1: none)
   std::string error;          // lowering or simulation failed: why
 };
 

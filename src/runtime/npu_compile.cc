@@ -97,8 +97,6 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
     jc["input"] = {{"device_offset", in - mem.base()}, {"bytes", in_bytes}, {"layout", "NC1HWC2, C2 = 16, width the line dimension; "
                                                                                       "padding lanes and rows hold the input zero point"},
                    {"zero_point_stored", s.dtype == DType::u8 ? s.x_zero_point - 128 : s.x_zero_point}};
-    jc["fits_cbuf"] = l.fits_cbuf;
-    if (!l.fits_cbuf) jc["cbuf_note"] = l.cbuf_note;
     jc["tasks"] = nlohmann::ordered_json::array();
     for (size_t t = 0; t < l.tasks.size(); ++t) {
       const std::string tname = cname + "/" + numbered("task", t);
@@ -116,8 +114,12 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
         }
         jt["buffers"].push_back(jb);
       }
-      const auto& r = l.outputs[t];
-      jt["output"] = {{"device_offset", r.address - mem.base()}, {"surface_bytes", r.surface_bytes}, {"channels", r.channels}};
+      const auto& info = l.task_info[t];
+      const auto& r = l.outputs[info.region];
+      jt["cbuf"] = {{"data_banks", info.data_banks}, {"weight_banks", info.weight_banks}};
+      jt["input_rows"] = {info.slice.in_row0, info.slice.in_rows};
+      jt["output"] = {{"device_offset", r.address - mem.base()}, {"surface_bytes", r.surface_bytes}, {"rows", {info.slice.out_row0, info.slice.out_rows}},
+                      {"channels", r.channels}};
       jc["tasks"].push_back(jt);
     }
     man["convolutions"].push_back(jc);

@@ -21,20 +21,25 @@ struct Case {
   Tensor x;
 };
 
+// Fixed geometry (0: random).
+struct Dims {
+  int64_t C = 0, OC = 0, H = 0, W = 0, K = 0, stride = 0;
+};
+
 // Weight scales spread over `decades` decades (real per-channel models: 10x to 1000x).
-Case random_case(std::mt19937& rng, bool depthwise, DType t, double decades, bool relu) {
+Case random_case(std::mt19937& rng, bool depthwise, DType t, double decades, bool relu, const Dims& dims = {}) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   lower::ConvSpec s;
   s.dtype = t;
   s.depthwise = depthwise;
-  s.C = depthwise ? pick(3, 40) : pick(1, 40);
-  s.OC = depthwise ? s.C : pick(1, 70);
-  s.H = pick(1, 11);  // below 4: stored with zero-point rows (the hardware minimum)
-  s.W = pick(4, 13);  // non-square
-  s.KH = pick(1, 3) * 2 - 1;
-  s.KW = depthwise ? s.KH : pick(1, 3) * 2 - 1;
-  s.stride_h = pick(1, 2);
-  s.stride_w = pick(1, 2);
+  s.C = dims.C ? dims.C : depthwise ? pick(3, 40) : pick(1, 40);
+  s.OC = depthwise ? s.C : dims.OC ? dims.OC : pick(1, 70);
+  s.H = dims.H ? dims.H : pick(1, 11);  // below 4: stored with zero-point rows (the hardware minimum)
+  s.W = dims.W ? dims.W : pick(4, 13);  // non-square
+  s.KH = dims.K ? dims.K : pick(1, 3) * 2 - 1;
+  s.KW = depthwise || dims.K ? s.KH : pick(1, 3) * 2 - 1;
+  s.stride_h = dims.stride ? dims.stride : pick(1, 2);
+  s.stride_w = dims.stride ? dims.stride : pick(1, 2);
   s.pad_top = s.KH / 2;
   s.pad_left = s.KW / 2;
   s.pad_bottom = s.KH / 2;
@@ -91,10 +96,12 @@ Tensor reference(const Case& c, quant::Requant conv) {
   return y;
 }
 
-Result<Tensor> simulate(const Case& c, lower::Strategy st, size_t* tasks = nullptr) {
+Result<Tensor> simulate(const Case& c, lower::Strategy st, size_t* tasks = nullptr, const lower::LowerOptions& opt = {},
+                        int64_t* row_slices = nullptr) {
   DeviceMemory mem;
   RKD_ASSIGN(uint32_t in, lower::place_input(mem, c.spec, c.x));
-  RKD_ASSIGN(lower::Lowered l, lower::lower_conv(c.spec, st, mem, in));
+  RKD_ASSIGN(lower::Lowered l, lower::lower_conv(c.spec, st, mem, in, opt));
+  if (row_slices) *row_slices = l.row_slices;
   RKD_ASSIGN(auto placed, lower::place_regcmd(mem, l));
   const uint32_t at = placed.address;
   const auto& spans = placed.spans;
@@ -185,6 +192,111 @@ TEST(NpuLowerSim, PerAxisStrategiesOnScalesSpreadOverTwoDecades) {
     EXPECT_GE(share(n), 0.98) << n;
   }
   EXPECT_GT(share("bs-multiplier-opt"), share("bs-multiplier"));
+}
+
+TEST(NpuLowerSim, CbufTilingComputesWhatTheWholeLoweringComputes) {
+  // Inputs taller than the data banks hold (row slices, overlapping by KH - stride rows, the
+  // first with the top padding, the last with the bottom) and weights larger than the weight
+  // banks (kernel chunks): the tiled tasks write, bit for bit, what one whole task would
+  // (the simulator does not model CBUF capacity), and match the reference within one step.
+  struct T {
+    bool depthwise;
+    DType t;
+    Dims d;
+    int64_t min_slices;
+    size_t min_tasks;
+  };
+  const T cases[] = {
+      {false, DType::i8, {64, 40, 70, 128, 3, 1}, 2, 2},   // 8 KiB rows: 40 fit in 10 banks
+      {false, DType::u8, {48, 24, 97, 160, 3, 2}, 2, 2},   // stride 2, uint8
+      {false, DType::i8, {32, 16, 200, 150, 5, 1}, 3, 3},  // 5x5 kernel, overlap 4 rows
+      {false, DType::i8, {16, 8, 300, 90, 1, 1}, 2, 2},    // 1x1: no overlap
+      {true, DType::i8, {40, 40, 120, 700, 3, 1}, 2, 6},   // depthwise 16-channel windows
+      {true, DType::u8, {16, 16, 90, 600, 3, 2}, 2, 2},
+      {false, DType::i8, {512, 256, 6, 7, 3, 1}, 1, 4},    // 4.5 KiB kernels: weights in chunks
+  };
+  std::mt19937 rng(11);
+  for (const T& c0 : cases) {
+    Case c = random_case(rng, c0.depthwise, c0.t, c0.t == DType::i8 ? 1.0 : 0.0, false, c0.d);
+    const std::string what = std::string(c0.depthwise ? "dw " : "conv ") + std::to_string(c0.d.C) + "x" + std::to_string(c0.d.H) + "x" +
+                             std::to_string(c0.d.W) + " k" + std::to_string(c0.d.K) + " s" + std::to_string(c0.d.stride);
+    size_t tasks = 0, whole_tasks = 0;
+    int64_t slices = 0;
+    auto tiled = simulate(c, lower::Strategy::sorted_bs_multiplier, &tasks, {}, &slices);
+    ASSERT_TRUE(tiled.ok()) << what << ": " << tiled.error().to_string();
+    lower::LowerOptions whole;
+    whole.cbuf_tiling = false;
+    auto ref_whole = simulate(c, lower::Strategy::sorted_bs_multiplier, &whole_tasks, whole);
+    ASSERT_TRUE(ref_whole.ok()) << what << ": " << ref_whole.error().to_string();
+    EXPECT_GE(slices, c0.min_slices) << what;
+    EXPECT_GE(tasks, c0.min_tasks) << what;
+    EXPECT_GT(tasks, whole_tasks) << what;
+    EXPECT_EQ(std::memcmp(tiled->raw(), ref_whole->raw(), tiled->nbytes()), 0) << what;
+    const Diff d = compare(*tiled, reference(c, quant::Requant::onnx_float));
+    EXPECT_LE(d.max, 1) << what;
+    EXPECT_GE(static_cast<double>(d.exact) / static_cast<double>(d.n), 0.99) << what;
+  }
+}
+
+TEST(NpuLower, RowSlicesCoverTheOutputAndFitTheirBanks) {
+  std::mt19937 rng(5);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int sliced = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    lower::TileGeometry g;
+    g.C = 16 * pick(1, 32);
+    g.W = pick(4, 400);
+    g.H = pick(4, 600);
+    g.KH = pick(1, 7);
+    g.stride_h = pick(1, 2);
+    g.pad_top = pick(0, g.KH / 2);
+    const int64_t pad_bottom = g.KH / 2;
+    if (g.H + g.pad_top + pad_bottom < g.KH) continue;
+    g.OH = (g.H + g.pad_top + pad_bottom - g.KH) / g.stride_h + 1;
+    g.weight_bytes = pick(0, 200000);
+    auto t = lower::plan_tiling(g);
+    if (!t.ok()) {
+      EXPECT_EQ(t.error().kind, ErrorKind::unsupported) << t.error().to_string();
+      continue;
+    }
+    ASSERT_FALSE(t->slices.empty());
+    EXPECT_LE(t->data_banks + t->weight_banks, 12);
+    EXPECT_GE(t->weight_banks * 32768, g.weight_bytes);
+    sliced += t->slices.size() > 1;
+    int64_t next = 0;
+    for (size_t i = 0; i < t->slices.size(); ++i) {
+      const lower::Slice& s = t->slices[i];
+      EXPECT_EQ(s.out_row0, next);
+      next += s.out_rows;
+      EXPECT_GE(s.in_rows, 4);
+      EXPECT_LE(s.in_row0 + s.in_rows, g.H);
+      // The slice holds every row its outputs' taps reach inside the map; the rows above it
+      // are padding (the first slice's, or a later one's still inside the top padding).
+      const int64_t first = s.out_row0 * g.stride_h - g.pad_top, last = (s.out_row0 + s.out_rows - 1) * g.stride_h + g.KH - 1 - g.pad_top;
+      EXPECT_EQ(s.pad_top, std::max<int64_t>(0, -first));
+      EXPECT_EQ(s.in_row0, std::max<int64_t>(first, 0));
+      EXPECT_GE(s.in_row0 + s.in_rows - 1, std::min(last, g.H - 1));
+      if (t->slices.size() > 1) {
+        EXPECT_LE(s.in_rows * g.W * g.C, (t->data_banks - g.spare_banks) * 32768) << "slice " << i;
+        // Consecutive slices overlap by KH - stride rows (when the stride leaves any).
+        if (i > 0 && s.pad_top == 0) {
+          const lower::Slice& p = t->slices[i - 1];
+          EXPECT_EQ(s.in_row0, p.out_row0 * g.stride_h - g.pad_top + p.out_rows * g.stride_h);
+        }
+      }
+    }
+    EXPECT_EQ(next, g.OH);
+    if (t->slices.size() > 1) {
+      // Balanced to within one output row.
+      int64_t lo = INT64_MAX, hi = 0;
+      for (const auto& s : t->slices) {
+        lo = std::min(lo, s.out_rows);
+        hi = std::max(hi, s.out_rows);
+      }
+      EXPECT_LE(hi - lo, 1);
+    }
+  }
+  EXPECT_GT(sliced, 50);
 }
 
 TEST(NpuSim, RoundShiftConventions) {

@@ -223,6 +223,50 @@ Result<OutCvt> encode_out_cvt(double m) {
   return c;
 }
 
+Result<Tiling> plan_tiling(const TileGeometry& g) {
+  const int64_t bank = kRk3588.cbuf_bank_bytes, banks = kRk3588.cbuf_banks;
+  if (g.C < 1 || g.H < 1 || g.W < 1 || g.KH < 1 || g.stride_h < 1 || g.OH < 1 || g.element_bytes < 1) return invalid("CBUF tiling: empty geometry");
+  const int64_t row = g.W * g.C * g.element_bytes;
+  const int64_t weight_banks = std::max<int64_t>(1, (g.weight_bytes + bank - 1) / bank);
+  Tiling t;
+  const int64_t whole = (g.H * row + bank - 1) / bank + g.spare_banks;
+  if (whole + weight_banks <= banks) {
+    t.data_banks = whole;
+    t.weight_banks = banks - whole;
+    t.slices.push_back(Slice{0, g.H, 0, g.OH, g.pad_top});
+    return t;
+  }
+  t.weight_banks = weight_banks;
+  t.data_banks = banks - weight_banks;
+  const int64_t cap = t.data_banks > g.spare_banks ? (t.data_banks - g.spare_banks) * bank / row : 0;
+  if (cap < std::max<int64_t>(g.KH, kRk3588.min_height)) {
+    return unsupported("CBUF tiling: " + std::to_string(std::max<int64_t>(g.KH, kRk3588.min_height)) + " input rows of " + std::to_string(row) +
+                       " bytes do not fit the " + std::to_string(t.data_banks) + " data banks the weights (" + std::to_string(g.weight_bytes) +
+                       " bytes) leave; width or channel splitting is not implemented");
+  }
+  const int64_t per = (cap - g.KH) / g.stride_h + 1;  // output rows whose input fits
+  const int64_t n = (g.OH + per - 1) / per;
+  const int64_t base = g.OH / n, extra = g.OH % n;  // balanced: the first `extra` slices get one more row
+  int64_t o0 = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    Slice s;
+    s.out_row0 = o0;
+    s.out_rows = base + (i < extra ? 1 : 0);
+    const int64_t first = o0 * g.stride_h - g.pad_top, last = (o0 + s.out_rows - 1) * g.stride_h + g.KH - 1 - g.pad_top;
+    s.pad_top = std::max<int64_t>(0, -first);
+    s.in_row0 = std::max<int64_t>(0, first);
+    int64_t end = std::min(g.H - 1, last);
+    // The hardware needs at least 4 rows: read further rows below (unused by the taps).
+    end = std::min(g.H - 1, std::max(end, s.in_row0 + kRk3588.min_height - 1));
+    s.in_rows = end - s.in_row0 + 1;
+    if (s.in_rows < kRk3588.min_height) return unsupported("CBUF tiling: a slice of fewer than 4 rows at the bottom of the map");
+    if (s.in_rows > cap) return Error{ErrorKind::internal, "CBUF tiling: slice exceeds its banks"};
+    t.slices.push_back(s);
+    o0 += s.out_rows;
+  }
+  return t;
+}
+
 Result<uint32_t> place_input(DeviceMemory& mem, const ConvSpec& s, const Tensor& x0) {
   if (x0.shape() != Shape{1, s.C, s.H, s.W} || x0.dtype() != s.dtype) return invalid("npu input: expected [1, C, H, W] of the convolution's type");
   const Tensor x = x0.contiguous();
@@ -245,8 +289,8 @@ Result<uint32_t> place_input(DeviceMemory& mem, const ConvSpec& s, const Tensor&
 Result<Lowered> lower_conv(const ConvSpec& s, Strategy st, DeviceMemory& mem, uint32_t input_address, const LowerOptions& opt) {
   RKD_TRY(check_spec(s));
   RKD_ASSIGN(std::vector<TaskPlan> plans, plan(s, st, opt));
+  const int64_t kk = s.KH * s.KW, ICp = align(std::max<int64_t>(s.C, 16), 16);
   const Tensor w = s.weights.contiguous();
-  const int64_t ICp = align(std::max<int64_t>(s.C, 16), 16), kk = s.KH * s.KW;
   const int32_t zw = s.w_zero_points[0];
   const int32_t ow_op = s.dtype == DType::u8 ? 128 - zw : -zw;  // w_s + OW_OP = w - z_w
   const int32_t zx = stored(s.x_zero_point, s.dtype);
@@ -255,9 +299,36 @@ Result<Lowered> lower_conv(const ConvSpec& s, Strategy st, DeviceMemory& mem, ui
   out.input_address = input_address;
   out.OH = OH;
   out.OW = OW;
-  // CBUF: input banks (+1 spare for the int8 tile) and weight banks must fit the 12 banks.
-  const int64_t in_bytes = ICp * stored_height(s) * s.W;
-  const int64_t data_banks = (in_bytes + kRk3588.cbuf_bank_bytes - 1) / kRk3588.cbuf_bank_bytes + kRk3588.cbuf_spare_feature_banks;
+  // Kernel chunks: a channel group whose weights would leave fewer data banks than one row
+  // slice needs is split into consecutive chunks of kernels (32-kernel steps) whose weights
+  // fit the banks the input leaves (at most 7 of them for the input, as Mesa splits).
+  if (!s.depthwise && opt.cbuf_tiling) {
+    const int64_t bank = kRk3588.cbuf_bank_bytes, banks = kRk3588.cbuf_banks, spare = kRk3588.cbuf_spare_feature_banks;
+    const int64_t row = ICp * s.W, kernel = kk * ICp;
+    const int64_t min_rows = std::min(stored_height(s), std::max<int64_t>(s.KH, kRk3588.min_height));
+    const int64_t min_data = (min_rows * row + bank - 1) / bank + spare;
+    const int64_t whole_data = (stored_height(s) * row + bank - 1) / bank + spare;
+    const int64_t weight_budget = banks - std::max(min_data, std::min<int64_t>(whole_data, 7));
+    int64_t per = weight_budget > 0 ? weight_budget * bank / kernel : 0;
+    per = per >= 32 ? per / 32 * 32 : per / 2 * 2;
+    if (per < 2) return unsupported("npu lowering: two kernels of " + std::to_string(kernel) + " bytes and " + std::to_string(min_rows) +
+                                    " input rows do not fit the CBUF (width or channel splitting is not implemented)");
+    std::vector<TaskPlan> chunked;
+    for (const TaskPlan& p : plans) {
+      if ((align(static_cast<int64_t>(p.channels.size()), 2)) * kernel + (min_data) * bank <= banks * bank) {
+        chunked.push_back(p);
+        continue;
+      }
+      for (size_t i = 0; i < p.channels.size(); i += static_cast<size_t>(per)) {
+        const size_t e = std::min(p.channels.size(), i + static_cast<size_t>(per));
+        TaskPlan c = p;
+        c.channels.assign(p.channels.begin() + static_cast<std::ptrdiff_t>(i), p.channels.begin() + static_cast<std::ptrdiff_t>(e));
+        if (p.use_mul) c.mul.assign(p.mul.begin() + static_cast<std::ptrdiff_t>(i), p.mul.begin() + static_cast<std::ptrdiff_t>(e));
+        chunked.push_back(std::move(c));
+      }
+    }
+    plans = std::move(chunked);
+  }
   for (const TaskPlan& plan_in : plans) {
     // A depthwise task reads input channel j for output channel j: its channels are a
     // contiguous window starting on a 16-channel (C2) boundary, from which the plan's
@@ -355,93 +426,108 @@ Result<Lowered> lower_conv(const ConvSpec& s, Strategy st, DeviceMemory& mem, ui
     region.channels = keep;
     region.address = mem.alloc(static_cast<size_t>(written / 16 * region.surface_bytes));
     out.buffers.push_back(Buffer{"output", out.tasks.size(), region.address, static_cast<size_t>(written / 16 * region.surface_bytes)});
-    // Registers.
-    regcmd::Task t;
-    auto& r = t.regs;
-    RKD_TRY(r.set(CNA_CONV_CON1_CONV_MODE, s.depthwise ? 3 : 0));
-    RKD_TRY(r.set(CNA_CONV_CON3_CONV_X_STRIDE, static_cast<uint64_t>(s.stride_w)));
-    RKD_TRY(r.set(CNA_CONV_CON3_CONV_Y_STRIDE, static_cast<uint64_t>(s.stride_h)));
-    RKD_TRY(r.set(CNA_DATA_SIZE0_DATAIN_WIDTH, static_cast<uint64_t>(s.W)));
-    RKD_TRY(r.set(CNA_DATA_SIZE0_DATAIN_HEIGHT, static_cast<uint64_t>(stored_height(s))));
     const int64_t task_ICp = align(std::max<int64_t>(task_C, 16), 16);
-    RKD_TRY(r.set(CNA_DATA_SIZE1_DATAIN_CHANNEL, static_cast<uint64_t>(task_ICp)));
-    RKD_TRY(r.set(CNA_DATA_SIZE1_DATAIN_CHANNEL_REAL, static_cast<uint64_t>(task_C - 1)));
-    RKD_TRY(r.set(CNA_DATA_SIZE2_DATAOUT_WIDTH, static_cast<uint64_t>(OW)));
-    RKD_TRY(r.set(CNA_DATA_SIZE3_DATAOUT_ATOMICS, static_cast<uint64_t>(OW * OH)));
-    RKD_TRY(r.set(CNA_WEIGHT_SIZE0_WEIGHT_BYTES, wb.size()));
-    RKD_TRY(r.set(CNA_WEIGHT_SIZE1_WEIGHT_BYTES_PER_KERNEL, static_cast<uint64_t>(kk * (s.depthwise ? 1 : ICp))));
+    TileGeometry tg;
+    tg.C = task_ICp;
+    tg.H = stored_height(s);
+    tg.W = s.W;
+    tg.KH = s.KH;
+    tg.stride_h = s.stride_h;
+    tg.pad_top = s.pad_top;
+    tg.OH = OH;
+    tg.weight_bytes = static_cast<int64_t>(wb.size());
+    tg.spare_banks = kRk3588.cbuf_spare_feature_banks;
+    Tiling tiling;
+    if (opt.cbuf_tiling) {
+      RKD_ASSIGN(tiling, plan_tiling(tg));
+    } else {
+      tiling.data_banks = kRk3588.cbuf_banks - 1;
+      tiling.weight_banks = 1;
+      tiling.slices.push_back(Slice{0, tg.H, 0, OH, s.pad_top});
+    }
+    out.row_slices = std::max(out.row_slices, static_cast<int64_t>(tiling.slices.size()));
+    for (size_t si = 0; si < tiling.slices.size(); ++si) {
+      const Slice& sl = tiling.slices[si];
+      regcmd::Task t;
+      auto& r = t.regs;
+      RKD_TRY(r.set(CNA_CONV_CON1_CONV_MODE, s.depthwise ? 3 : 0));
+      RKD_TRY(r.set(CNA_CONV_CON3_CONV_X_STRIDE, static_cast<uint64_t>(s.stride_w)));
+      RKD_TRY(r.set(CNA_CONV_CON3_CONV_Y_STRIDE, static_cast<uint64_t>(s.stride_h)));
+      RKD_TRY(r.set(CNA_DATA_SIZE0_DATAIN_WIDTH, static_cast<uint64_t>(s.W)));
+      RKD_TRY(r.set(CNA_DATA_SIZE0_DATAIN_HEIGHT, static_cast<uint64_t>(sl.in_rows)));
+      RKD_TRY(r.set(CNA_DATA_SIZE1_DATAIN_CHANNEL, static_cast<uint64_t>(task_ICp)));
+      RKD_TRY(r.set(CNA_DATA_SIZE1_DATAIN_CHANNEL_REAL, static_cast<uint64_t>(task_C - 1)));
+      RKD_TRY(r.set(CNA_DATA_SIZE2_DATAOUT_WIDTH, static_cast<uint64_t>(OW)));
+      RKD_TRY(r.set(CNA_DATA_SIZE3_DATAOUT_ATOMICS, static_cast<uint64_t>(OW * sl.out_rows)));
+      RKD_TRY(r.set(CNA_WEIGHT_SIZE0_WEIGHT_BYTES, wb.size()));
+      RKD_TRY(r.set(CNA_WEIGHT_SIZE1_WEIGHT_BYTES_PER_KERNEL, static_cast<uint64_t>(kk * (s.depthwise ? 1 : ICp))));
 
-    RKD_TRY(r.set(CNA_WEIGHT_SIZE2_WEIGHT_WIDTH, static_cast<uint64_t>(s.KW)));
-    RKD_TRY(r.set(CNA_WEIGHT_SIZE2_WEIGHT_HEIGHT, static_cast<uint64_t>(s.KH)));
-    RKD_TRY(r.set(CNA_WEIGHT_SIZE2_WEIGHT_KERNELS, static_cast<uint64_t>(kernels)));
-    const int64_t banks = kRk3588.cbuf_banks;
-    RKD_TRY(r.set(CNA_CBUF_CON0_DATA_BANK, static_cast<uint64_t>(std::min<int64_t>(data_banks, banks - 1))));
-    RKD_TRY(r.set(CNA_CBUF_CON0_WEIGHT_BANK, static_cast<uint64_t>(std::max<int64_t>(banks - data_banks, 1))));
-    RKD_TRY(r.set(CNA_CVT_CON0_CVT_BYPASS, 1));
-    RKD_TRY(r.set(CNA_PAD_CON0_PAD_TOP, static_cast<uint64_t>(s.pad_top)));
-    RKD_TRY(r.set(CNA_PAD_CON0_PAD_LEFT, static_cast<uint64_t>(s.pad_left)));
-    r.set(CNA_PAD_CON1, static_cast<uint32_t>(static_cast<uint8_t>(static_cast<int8_t>(zx))));
-    r.set(CNA_FEATURE_DATA_ADDR, task_input);
-    RKD_TRY(r.set(CNA_DMA_CON1_LINE_STRIDE, static_cast<uint64_t>(4 * s.W)));
-    RKD_TRY(r.set(CNA_DMA_CON2_SURF_STRIDE, static_cast<uint64_t>(s.W * (stored_height(s) - 4))));
-    r.set(CNA_DCOMP_ADDR0, waddr);
-    RKD_TRY(r.set(CORE_MISC_CFG_DW_EN, s.depthwise ? 1 : 0));
-    RKD_TRY(r.set(CORE_DATAOUT_SIZE_0_DATAOUT_WIDTH, static_cast<uint64_t>(OW - 1)));
-    RKD_TRY(r.set(CORE_DATAOUT_SIZE_0_DATAOUT_HEIGHT, static_cast<uint64_t>(OH - 1)));
-    RKD_TRY(r.set(CORE_DATAOUT_SIZE_1_DATAOUT_CHANNEL, static_cast<uint64_t>(written - 1)));
-    RKD_TRY(r.set(CORE_CLIP_TRUNCATE_CLIP_TRUNCATE, 0));
-    r.set(DPU_DST_BASE_ADDR, region.address);
-    RKD_TRY(r.set(DPU_DST_SURF_STRIDE_DST_SURF_STRIDE, static_cast<uint64_t>(OH * OW)));
-    RKD_TRY(r.set(DPU_DATA_CUBE_WIDTH_WIDTH, static_cast<uint64_t>(OW - 1)));
-    RKD_TRY(r.set(DPU_DATA_CUBE_HEIGHT_HEIGHT, static_cast<uint64_t>(OH - 1)));
-    RKD_TRY(r.set(DPU_DATA_CUBE_CHANNEL_CHANNEL, static_cast<uint64_t>(written - 1)));
-    RKD_TRY(r.set(DPU_DATA_CUBE_CHANNEL_ORIG_CHANNEL, static_cast<uint64_t>(n - 1)));
-    // BS: ALU adds bias' from BRDMA; MUL per strategy; ReLU when fused.
-    const bool relu = s.act_min == s.y_zero_point && s.act_min != (s.dtype == DType::i8 ? -128 : 0);
-    RKD_TRY(r.set(DPU_BS_CFG_BS_ALU_ALGO, 2));
-    RKD_TRY(r.set(DPU_BS_CFG_BS_ALU_SRC, 1));
-    RKD_TRY(r.set(DPU_BS_CFG_BS_MUL_BYPASS, p.use_mul ? 0 : 1));
-    RKD_TRY(r.set(DPU_BS_CFG_BS_RELU_BYPASS, relu ? 0 : 1));
-    // An upper bound below the type's maximum (ReLU6): BS ReLUX clips the value before
-    // OUT_CVT at the largest v whose output does not exceed act_max, which makes
-    // OUT_CVT(min(v, X)) = min(OUT_CVT(v), act_max) exactly (OUT_CVT is monotonic).
-    const int32_t qmax_t = s.dtype == DType::i8 ? 127 : 255;
-    if (s.act_max < qmax_t) {
-      RKD_ASSIGN(int64_t x, relux_bound(p.cvt, stored(s.act_max, s.dtype) - stored(s.y_zero_point, s.dtype)));
-      RKD_TRY(r.set(DPU_BS_CFG_BS_RELUX_EN, 1));
-      r.set(DPU_BS_RELUX_CMP_VALUE, static_cast<uint32_t>(static_cast<int32_t>(x)));
+      RKD_TRY(r.set(CNA_WEIGHT_SIZE2_WEIGHT_WIDTH, static_cast<uint64_t>(s.KW)));
+      RKD_TRY(r.set(CNA_WEIGHT_SIZE2_WEIGHT_HEIGHT, static_cast<uint64_t>(s.KH)));
+      RKD_TRY(r.set(CNA_WEIGHT_SIZE2_WEIGHT_KERNELS, static_cast<uint64_t>(kernels)));
+      RKD_TRY(r.set(CNA_CBUF_CON0_DATA_BANK, static_cast<uint64_t>(tiling.data_banks)));
+      RKD_TRY(r.set(CNA_CBUF_CON0_WEIGHT_BANK, static_cast<uint64_t>(tiling.weight_banks)));
+      RKD_TRY(r.set(CNA_CBUF_CON0_WEIGHT_REUSE, si > 0 ? 1 : 0));  // the group's weights stay in CBUF
+      RKD_TRY(r.set(CNA_CVT_CON0_CVT_BYPASS, 1));
+      RKD_TRY(r.set(CNA_PAD_CON0_PAD_TOP, static_cast<uint64_t>(sl.pad_top)));
+      RKD_TRY(r.set(CNA_PAD_CON0_PAD_LEFT, static_cast<uint64_t>(s.pad_left)));
+      r.set(CNA_PAD_CON1, static_cast<uint32_t>(static_cast<uint8_t>(static_cast<int8_t>(zx))));
+      r.set(CNA_FEATURE_DATA_ADDR, task_input + static_cast<uint32_t>(sl.in_row0 * s.W * 16));
+      RKD_TRY(r.set(CNA_DMA_CON1_LINE_STRIDE, static_cast<uint64_t>(4 * s.W)));
+      RKD_TRY(r.set(CNA_DMA_CON2_SURF_STRIDE, static_cast<uint64_t>(s.W * (stored_height(s) - 4))));
+      r.set(CNA_DCOMP_ADDR0, waddr);
+      RKD_TRY(r.set(CORE_MISC_CFG_DW_EN, s.depthwise ? 1 : 0));
+      RKD_TRY(r.set(CORE_DATAOUT_SIZE_0_DATAOUT_WIDTH, static_cast<uint64_t>(OW - 1)));
+      RKD_TRY(r.set(CORE_DATAOUT_SIZE_0_DATAOUT_HEIGHT, static_cast<uint64_t>(sl.out_rows - 1)));
+      RKD_TRY(r.set(CORE_DATAOUT_SIZE_1_DATAOUT_CHANNEL, static_cast<uint64_t>(written - 1)));
+      RKD_TRY(r.set(CORE_CLIP_TRUNCATE_CLIP_TRUNCATE, 0));
+      r.set(DPU_DST_BASE_ADDR, region.address + static_cast<uint32_t>(sl.out_row0 * OW * 16));
+      RKD_TRY(r.set(DPU_DST_SURF_STRIDE_DST_SURF_STRIDE, static_cast<uint64_t>(OH * OW)));
+      RKD_TRY(r.set(DPU_DATA_CUBE_WIDTH_WIDTH, static_cast<uint64_t>(OW - 1)));
+      RKD_TRY(r.set(DPU_DATA_CUBE_HEIGHT_HEIGHT, static_cast<uint64_t>(sl.out_rows - 1)));
+      RKD_TRY(r.set(DPU_DATA_CUBE_CHANNEL_CHANNEL, static_cast<uint64_t>(written - 1)));
+      RKD_TRY(r.set(DPU_DATA_CUBE_CHANNEL_ORIG_CHANNEL, static_cast<uint64_t>(n - 1)));
+      // BS: ALU adds bias' from BRDMA; MUL per strategy; ReLU when fused.
+      const bool relu = s.act_min == s.y_zero_point && s.act_min != (s.dtype == DType::i8 ? -128 : 0);
+      RKD_TRY(r.set(DPU_BS_CFG_BS_ALU_ALGO, 2));
+      RKD_TRY(r.set(DPU_BS_CFG_BS_ALU_SRC, 1));
+      RKD_TRY(r.set(DPU_BS_CFG_BS_MUL_BYPASS, p.use_mul ? 0 : 1));
+      RKD_TRY(r.set(DPU_BS_CFG_BS_RELU_BYPASS, relu ? 0 : 1));
+      // An upper bound below the type's maximum (ReLU6): BS ReLUX clips the value before
+      // OUT_CVT at the largest v whose output does not exceed act_max, which makes
+      // OUT_CVT(min(v, X)) = min(OUT_CVT(v), act_max) exactly (OUT_CVT is monotonic).
+      const int32_t qmax_t = s.dtype == DType::i8 ? 127 : 255;
+      if (s.act_max < qmax_t) {
+        RKD_ASSIGN(int64_t x, relux_bound(p.cvt, stored(s.act_max, s.dtype) - stored(s.y_zero_point, s.dtype)));
+        RKD_TRY(r.set(DPU_BS_CFG_BS_RELUX_EN, 1));
+        r.set(DPU_BS_RELUX_CMP_VALUE, static_cast<uint32_t>(static_cast<int32_t>(x)));
+      }
+      if (p.use_mul) {
+        RKD_TRY(r.set(DPU_BS_MUL_CFG_BS_MUL_SRC, 1));
+        RKD_TRY(r.set(DPU_BS_MUL_CFG_BS_MUL_SHIFT_VALUE, static_cast<uint64_t>(p.bs_shift)));
+        RKD_TRY(r.set(DPU_DATA_FORMAT_BS_MUL_SHIFT_VALUE_NEG, static_cast<uint64_t>(p.bs_shift)));
+      }
+      RKD_TRY(r.set(DPU_BS_OW_CFG_OD_BYPASS, ow_op == 0 ? 1 : 0));
+      RKD_TRY(r.set(DPU_BS_OW_OP_OW_OP, static_cast<uint64_t>(static_cast<uint16_t>(static_cast<int16_t>(ow_op)))));
+      RKD_TRY(r.set(DPU_BN_CFG_BN_BYPASS, 1));
+      RKD_TRY(r.set(DPU_EW_CFG_EW_BYPASS, 1));
+      RKD_TRY(r.set(DPU_WDMA_SIZE_0_CHANNEL_WDMA, static_cast<uint64_t>(written - 1)));
+      RKD_TRY(r.set(DPU_WDMA_SIZE_1_WIDTH_WDMA, static_cast<uint64_t>(OW - 1)));
+      RKD_TRY(r.set(DPU_WDMA_SIZE_1_HEIGHT_WDMA, static_cast<uint64_t>(sl.out_rows - 1)));
+      r.set(DPU_OUT_CVT_OFFSET, static_cast<uint32_t>(stored(s.y_zero_point, s.dtype)));
+      RKD_TRY(r.set(DPU_OUT_CVT_SCALE_OUT_CVT_SCALE, static_cast<uint64_t>(p.cvt.scale)));
+      RKD_TRY(r.set(DPU_OUT_CVT_SHIFT_OUT_CVT_SHIFT, static_cast<uint64_t>(p.cvt.shift)));
+      RKD_TRY(r.set(DPU_RDMA_RDMA_DATA_CUBE_WIDTH_WIDTH, static_cast<uint64_t>(OW - 1)));
+      RKD_TRY(r.set(DPU_RDMA_RDMA_DATA_CUBE_HEIGHT_HEIGHT, static_cast<uint64_t>(sl.out_rows - 1)));
+      RKD_TRY(r.set(DPU_RDMA_RDMA_DATA_CUBE_CHANNEL_CHANNEL, static_cast<uint64_t>(written - 1)));
+      RKD_TRY(r.set(DPU_RDMA_RDMA_BRDMA_CFG_BRDMA_DATA_USE, data_use));
+      r.set(DPU_RDMA_RDMA_BS_BASE_ADDR, baddr);
+      RKD_TRY(r.set(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DISABLE, 1));
+      RKD_TRY(r.set(DPU_RDMA_RDMA_FEATURE_MODE_CFG_MRDMA_DISABLE, 1));  // no elementwise operand
+      out.tasks.push_back(std::move(t));
+      out.task_info.push_back(TaskInfo{out.outputs.size(), sl, tiling.data_banks, tiling.weight_banks});
     }
-    if (p.use_mul) {
-      RKD_TRY(r.set(DPU_BS_MUL_CFG_BS_MUL_SRC, 1));
-      RKD_TRY(r.set(DPU_BS_MUL_CFG_BS_MUL_SHIFT_VALUE, static_cast<uint64_t>(p.bs_shift)));
-      RKD_TRY(r.set(DPU_DATA_FORMAT_BS_MUL_SHIFT_VALUE_NEG, static_cast<uint64_t>(p.bs_shift)));
-    }
-    RKD_TRY(r.set(DPU_BS_OW_CFG_OD_BYPASS, ow_op == 0 ? 1 : 0));
-    RKD_TRY(r.set(DPU_BS_OW_OP_OW_OP, static_cast<uint64_t>(static_cast<uint16_t>(static_cast<int16_t>(ow_op)))));
-    RKD_TRY(r.set(DPU_BN_CFG_BN_BYPASS, 1));
-    RKD_TRY(r.set(DPU_EW_CFG_EW_BYPASS, 1));
-    RKD_TRY(r.set(DPU_WDMA_SIZE_0_CHANNEL_WDMA, static_cast<uint64_t>(written - 1)));
-    RKD_TRY(r.set(DPU_WDMA_SIZE_1_WIDTH_WDMA, static_cast<uint64_t>(OW - 1)));
-    RKD_TRY(r.set(DPU_WDMA_SIZE_1_HEIGHT_WDMA, static_cast<uint64_t>(OH - 1)));
-    r.set(DPU_OUT_CVT_OFFSET, static_cast<uint32_t>(stored(s.y_zero_point, s.dtype)));
-    RKD_TRY(r.set(DPU_OUT_CVT_SCALE_OUT_CVT_SCALE, static_cast<uint64_t>(p.cvt.scale)));
-    RKD_TRY(r.set(DPU_OUT_CVT_SHIFT_OUT_CVT_SHIFT, static_cast<uint64_t>(p.cvt.shift)));
-    RKD_TRY(r.set(DPU_RDMA_RDMA_DATA_CUBE_WIDTH_WIDTH, static_cast<uint64_t>(OW - 1)));
-    RKD_TRY(r.set(DPU_RDMA_RDMA_DATA_CUBE_HEIGHT_HEIGHT, static_cast<uint64_t>(OH - 1)));
-    RKD_TRY(r.set(DPU_RDMA_RDMA_DATA_CUBE_CHANNEL_CHANNEL, static_cast<uint64_t>(written - 1)));
-    RKD_TRY(r.set(DPU_RDMA_RDMA_BRDMA_CFG_BRDMA_DATA_USE, data_use));
-    r.set(DPU_RDMA_RDMA_BS_BASE_ADDR, baddr);
-    RKD_TRY(r.set(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DISABLE, 1));
-    RKD_TRY(r.set(DPU_RDMA_RDMA_FEATURE_MODE_CFG_MRDMA_DISABLE, 1));  // no elementwise operand
-    out.tasks.push_back(std::move(t));
     out.outputs.push_back(std::move(region));
-  }
-  const int64_t w_total = static_cast<int64_t>(out.weight_bytes) / static_cast<int64_t>(plans.size());
-  const int64_t weight_banks = (w_total + kRk3588.cbuf_bank_bytes - 1) / kRk3588.cbuf_bank_bytes;
-  if (data_banks + weight_banks > kRk3588.cbuf_banks) {
-    out.fits_cbuf = false;
-    out.cbuf_note = "input needs " + std::to_string(data_banks) + " CBUF banks and weights " + std::to_string(weight_banks) + " of " +
-                    std::to_string(kRk3588.cbuf_banks) + ": row-slice tiling required (not implemented yet)";
   }
   return out;
 }

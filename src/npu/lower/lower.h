@@ -34,8 +34,11 @@
 // Axis convention: DATAIN_WIDTH = W, the line dimension; non-square maps are tested. Maps
 // lower than 4 rows (broken on hardware) are stored with rows of the input zero point below
 // them, which is the convolution's own zero padding.
-// CBUF: a task whose input does not fit the data banks would need row-slice tiling, which is
-// not implemented yet: such tasks are lowered whole and flagged (fits_cbuf = false).
+// CBUF (12 banks of 32 KiB, plan_tiling): a channel group whose weights leave too few banks
+// for the input is split into kernel chunks; an input taller than its data banks hold is cut
+// into row slices, one task each, overlapping by KH - stride rows, each slice reading its rows
+// of the whole map (full-map line and surface strides) and writing its output rows into the
+// group's full-size output region. The int8 feature tile keeps one spare data bank [HW].
 #pragma once
 
 #include <cstdint>
@@ -73,9 +76,37 @@ struct ConvSpec {
   int64_t OW() const { return (W + pad_left + pad_right - KW) / stride_w + 1; }
 };
 
+// Row-slice tiling of one task's input over the CBUF.
+struct TileGeometry {
+  int64_t C = 16;      // stored input channels (a multiple of 16)
+  int64_t H = 4, W = 1;  // stored rows (>= 4) and width
+  int64_t KH = 1, stride_h = 1, pad_top = 0, OH = 1;
+  int64_t weight_bytes = 0;
+  int64_t element_bytes = 1;  // 1 int8; 2 fp16 (to compare with fp16 captures)
+  int64_t spare_banks = 1;    // data banks kept free (the int8 feature tile needs one [HW])
+};
+struct Slice {
+  int64_t in_row0 = 0, in_rows = 0;    // input rows read (DATAIN_HEIGHT), from in_row0
+  int64_t out_row0 = 0, out_rows = 0;  // output rows written
+  int64_t pad_top = 0;                 // zero-point rows above in_row0 (first slice only)
+};
+struct Tiling {
+  int64_t data_banks = 0, weight_banks = 0;  // CBUF_CON0
+  std::vector<Slice> slices;
+};
+// One slice when the stored map fits the banks the weights leave (data banks: what the map
+// needs plus the spare; weight banks: the rest). Otherwise the weights keep
+// ceil(bytes / bank) banks, the input gets the others, and the output rows are cut into the
+// fewest slices whose input rows fit (minus the spare), balanced to within one row. Errors
+// when a single output row's input does not fit.
+Result<Tiling> plan_tiling(const TileGeometry& g);
+
 struct LowerOptions {
   double hybrid_ratio = 1.0 + 1.0 / 1024;  // hybrid: split groups whose max/min M exceeds this
   int sorted_bs_spread_log2 = 2;           // sorted-bs-multiplier: spread per task <= 2^this (docs/npu.md)
+  // false: no kernel chunks or row slices, whatever the CBUF holds (not for hardware: the
+  // simulator does not model CBUF capacity, so tests compare tiled and whole lowerings).
+  bool cbuf_tiling = true;
 };
 
 // One task's output region: channel j of the region is original output channel channels[j]
@@ -94,15 +125,22 @@ struct Buffer {
   size_t bytes = 0;
 };
 
+// What one task computes: its output region, rows and CBUF split.
+struct TaskInfo {
+  size_t region = 0;  // index into Lowered::outputs
+  Slice slice;
+  int64_t data_banks = 0, weight_banks = 0;
+};
+
 struct Lowered {
   std::vector<regcmd::Task> tasks;
-  std::vector<Buffer> buffers;
-  std::vector<OutputRegion> outputs;  // one per task
+  std::vector<TaskInfo> task_info;    // one per task
+  std::vector<Buffer> buffers;        // Buffer::task: the first task reading or writing it
+  std::vector<OutputRegion> outputs;  // one per channel group; its row slices share it
   uint32_t input_address = 0;
   int64_t OH = 0, OW = 0;
   size_t weight_bytes = 0, operand_bytes = 0;
-  bool fits_cbuf = true;
-  std::string cbuf_note;
+  int64_t row_slices = 1;  // the most row slices of any channel group (1: no tiling)
 };
 
 // Places the input (NCHW [1, C, H, W] of spec.dtype) in `mem` as NC1HWC2 with the stored
