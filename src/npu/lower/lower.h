@@ -96,9 +96,10 @@ struct Tiling {
 };
 // One slice when the stored map fits the banks the weights leave (data banks: what the map
 // needs plus the spare; weight banks: the rest). Otherwise the weights keep
-// ceil(bytes / bank) banks, the input gets the others, and the output rows are cut into the
-// fewest slices whose input rows fit (minus the spare), balanced to within one row. Errors
-// when a single output row's input does not fit.
+// ceil(bytes / bank) banks, the input gets the others, and the output rows are cut greedily
+// into slices whose input rows fit (minus the spare), as the vendor's single-core runs do;
+// the last slice borrows rows when it would read fewer than 4. Errors when a single output
+// row's input does not fit.
 Result<Tiling> plan_tiling(const TileGeometry& g);
 
 struct LowerOptions {
