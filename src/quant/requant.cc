@@ -12,15 +12,17 @@ const char* to_string(Requant r) {
     case Requant::tflite_single_rounding: return "tflite_single_rounding";
     case Requant::tflite_xnnpack: return "tflite_xnnpack";
     case Requant::onnx_float: return "onnx_float";
+    case Requant::rknpu_out_cvt: return "rknpu_out_cvt";
   }
   return "?";
 }
 
 Result<Requant> parse_requant(const std::string& s) {
-  for (Requant r : {Requant::tflite_double_rounding, Requant::tflite_single_rounding, Requant::tflite_xnnpack, Requant::onnx_float}) {
+  for (Requant r : {Requant::tflite_double_rounding, Requant::tflite_single_rounding, Requant::tflite_xnnpack, Requant::onnx_float,
+                    Requant::rknpu_out_cvt}) {
     if (s == to_string(r)) return r;
   }
-  return invalid("requantization '" + s + "': expected tflite_double_rounding, tflite_single_rounding, tflite_xnnpack or onnx_float");
+  return invalid("requantization '" + s + "': expected tflite_double_rounding, tflite_single_rounding, tflite_xnnpack, onnx_float or rknpu_out_cvt");
 }
 
 Result<QuantizedMultiplier> quantize_multiplier(double m) {
@@ -43,6 +45,22 @@ Result<QuantizedMultiplier> quantize_multiplier(double m) {
   r.multiplier = static_cast<int32_t>(q);
   r.shift = shift;
   return r;
+}
+
+Result<Multiplier15> quantize_multiplier_15(double m) {
+  if (!(m > 0) || !std::isfinite(m)) return invalid("OUT_CVT: multiplier " + std::to_string(m) + " must be positive and finite");
+  int e = 0;
+  std::frexp(m, &e);  // m = f 2^e, f in [0.5, 1)
+  Multiplier15 c;
+  c.shift = 15 - e;   // m 2^shift in [2^14, 2^15)
+  double v = std::nearbyint(std::ldexp(m, c.shift));
+  if (v >= 32768.0) {
+    v /= 2;
+    --c.shift;
+  }
+  if (c.shift < 0 || c.shift > 63) return unsupported("OUT_CVT: multiplier " + std::to_string(m) + " needs a shift outside [0, 63]");
+  c.scale = static_cast<int32_t>(v);
+  return c;
 }
 
 int32_t saturating_rounding_doubling_high_mul(int32_t a, int32_t b) {
@@ -102,6 +120,9 @@ Result<Requantizer> Requantizer::make(Requant convention, float x_scale, const s
     }
     if (float_requant(convention)) {
       r.scales_.push_back(x_scale * ws / y_scale);  // float32, left to right, as ONNX Runtime and XNNPACK
+    } else if (convention == Requant::rknpu_out_cvt) {
+      RKD_ASSIGN(Multiplier15 m, quantize_multiplier_15(static_cast<double>(x_scale) * static_cast<double>(ws) / static_cast<double>(y_scale)));
+      r.m15_.push_back(m);
     } else {
       RKD_ASSIGN(QuantizedMultiplier m, quantize_multiplier(static_cast<double>(x_scale) * static_cast<double>(ws) /
                                                             static_cast<double>(y_scale)));
@@ -120,6 +141,17 @@ int32_t Requantizer::apply(int32_t acc, size_t c) const {
     case Requant::tflite_single_rounding:
       v = multiply_by_quantized_multiplier_single_rounding(acc, mults_[mults_.size() == 1 ? 0 : c]);
       break;
+    case Requant::rknpu_out_cvt: {
+      const Multiplier15 m = m15_[m15_.size() == 1 ? 0 : c];
+      const int64_t p = static_cast<int64_t>(acc) * m.scale;
+      int64_t q = p;
+      if (m.shift > 0) {
+        q = p >> m.shift;  // floor
+        const int64_t rem = p - (q << m.shift), half = int64_t{1} << (m.shift - 1);
+        if (rem > half || (rem == half && (q & 1))) ++q;  // half to even
+      }
+      return static_cast<int32_t>(std::clamp<int64_t>(q + zp_, qmin_, qmax_));
+    }
     case Requant::tflite_xnnpack:
     case Requant::onnx_float: {
       const float s = scales_[scales_.size() == 1 ? 0 : c];

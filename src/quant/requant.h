@@ -30,6 +30,16 @@
 //    (XNNPACK's "fp32" requantization: float32 scale, round half to even); operators the
 //    delegate leaves to TFLite's builtin kernels use tflite_single_rounding.
 //
+//  rknpu_out_cvt  (the RK3588 NPU's output converter, one OUT_CVT per output channel)
+//    M is encoded by quantize_multiplier_15(): M = scale * 2^-shift, scale in [2^14, 2^15)
+//    (15 significant bits, rounded to nearest), shift in [0, 63];
+//    y = round_half_even(acc * scale / 2^shift) + y_zp, clamped (exact in int64: |acc| < 2^31,
+//    scale < 2^15). What a per-tensor model lowered with Mesa's arithmetic computes on the
+//    NPU (and each channel of the per-channel strategy), so the lowering's packing, zero
+//    points, padding, bias folding and tiling are checked bit for bit against it. Only
+//    convolutions and matrix products use it; other quantized operators of an ONNX graph keep
+//    onnx_float, those of a TFLite graph tflite_double_rounding.
+//
 //  onnx_float  (ONNX Runtime's QLinearConv / QLinearMatMul / MLAS requantize)
 //    the scale is float32: s = (float)(s_x * s_w[c]) / s_y evaluated in float32;
 //    y = nearbyint(clamp((float)acc * s, qmin - y_zp, qmax - y_zp)) + y_zp, rounding half to
@@ -49,7 +59,7 @@
 
 namespace rkd::quant {
 
-enum class Requant { tflite_double_rounding, tflite_single_rounding, tflite_xnnpack, onnx_float };
+enum class Requant { tflite_double_rounding, tflite_single_rounding, tflite_xnnpack, onnx_float, rknpu_out_cvt };
 
 // True for the conventions whose convolution requantization is a float32 product rounded half
 // to even (onnx_float, tflite_xnnpack).
@@ -67,6 +77,15 @@ struct QuantizedMultiplier {
 // 0 for M == 0; an Error for negative or non-finite M.
 Result<QuantizedMultiplier> quantize_multiplier(double real_multiplier);
 
+// The RK3588 OUT_CVT encoding of a positive multiplier (rknpu_out_cvt): m = scale * 2^-shift
+// rounded to 15 significant bits, scale in [2^14, 2^15); an Error when m is not positive and
+// finite or needs a shift outside [0, 63].
+struct Multiplier15 {
+  int32_t scale = 0;
+  int32_t shift = 0;
+};
+Result<Multiplier15> quantize_multiplier_15(double m);
+
 int32_t saturating_rounding_doubling_high_mul(int32_t a, int32_t b);
 int32_t rounding_divide_by_pot(int32_t x, int exponent);  // exponent in [0, 31]
 int32_t multiply_by_quantized_multiplier_double_rounding(int32_t x, QuantizedMultiplier m);
@@ -82,12 +101,13 @@ class Requantizer {
                                   int32_t y_zero_point, int32_t qmin, int32_t qmax);
   int32_t apply(int32_t acc, size_t channel) const;
   Requant convention() const { return conv_; }
-  size_t channels() const { return float_requant(conv_) ? scales_.size() : mults_.size(); }
+  size_t channels() const { return float_requant(conv_) ? scales_.size() : conv_ == Requant::rknpu_out_cvt ? m15_.size() : mults_.size(); }
 
  private:
   Requant conv_ = Requant::onnx_float;
   std::vector<QuantizedMultiplier> mults_;
   std::vector<float> scales_;
+  std::vector<Multiplier15> m15_;
   int32_t zp_ = 0, qmin_ = -128, qmax_ = 127;
 };
 

@@ -355,6 +355,9 @@ Result<Kernel> prepare_tflite(const Node& n) {
   RKD_ASSIGN(std::string op, n.attr_string("op", ""));
   RKD_ASSIGN(std::string rq_name, n.attr_string("rkd_requant", "tflite_double_rounding"));
   RKD_ASSIGN(quant::Requant rq, quant::parse_requant(rq_name));
+  // rknpu_out_cvt is the NPU's convolution requantization; TFLite's other operators keep the
+  // format's default.
+  if (rq == quant::Requant::rknpu_out_cvt) rq = quant::Requant::tflite_double_rounding;
   RKD_ASSIGN(int64_t act_min, n.attr_int("act_min", -128));
   RKD_ASSIGN(int64_t act_max, n.attr_int("act_max", 127));
   if ((n.inputs.size() - 2) % 3 != 0 || n.inputs.size() < 5) return invalid(n.describe() + ": inputs are (q, scale, zero point) groups and the output's scale and zero point");

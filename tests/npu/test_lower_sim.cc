@@ -144,12 +144,19 @@ TEST(NpuLowerSim, SingleOutCvtStrategiesAreExactWhenEveryChannelHasOneScale) {
   for (int trial = 0; trial < 24; ++trial) {
     Case c = random_case(rng, trial % 3 == 0, trial % 2 ? DType::u8 : DType::i8, 0.0, trial % 4 == 1);
     const Tensor ref = reference(c, quant::Requant::onnx_float);
-    for (lower::Strategy st : {lower::Strategy::per_tensor, lower::Strategy::per_channel, lower::Strategy::bs_multiplier_opt}) {
+    // In the NPU's own convention (quant::Requant::rknpu_out_cvt: the OUT_CVT's 15-bit
+    // multiplier, half to even) every single-OUT_CVT strategy is the reference bit for bit:
+    // packing, zero points, padding lanes and rows, folded bias and ReLU/ReLUX all exact.
+    const Tensor ref_npu = reference(c, quant::Requant::rknpu_out_cvt);
+    for (lower::Strategy st : {lower::Strategy::per_tensor, lower::Strategy::group16, lower::Strategy::per_channel, lower::Strategy::bs_multiplier_opt}) {
       auto y = simulate(c, st);
       ASSERT_TRUE(y.ok()) << "trial " << trial << " " << lower::strategy_name(st) << ": " << y.error().to_string();
       const Diff d = compare(*y, ref);
       EXPECT_LE(d.max, 1) << "trial " << trial << " " << lower::strategy_name(st);
       EXPECT_GE(static_cast<double>(d.exact) / static_cast<double>(d.n), 0.99) << "trial " << trial << " " << lower::strategy_name(st);
+      if (st != lower::Strategy::bs_multiplier_opt) {
+        EXPECT_EQ(compare(*y, ref_npu).max, 0) << "trial " << trial << " " << lower::strategy_name(st);
+      }
     }
   }
 }
@@ -160,10 +167,15 @@ TEST(NpuLowerSim, PerAxisStrategiesOnScalesSpreadOverTwoDecades) {
   for (int trial = 0; trial < 16; ++trial) {
     Case c = random_case(rng, trial % 4 == 0, DType::i8, 2.0, trial % 3 == 1);
     const Tensor ref = reference(c, quant::Requant::onnx_float);
+    const Tensor ref_npu = reference(c, quant::Requant::rknpu_out_cvt);
     for (lower::Strategy st : lower::all_strategies()) {
       size_t tasks = 0;
       auto y = simulate(c, st, &tasks);
       ASSERT_TRUE(y.ok()) << "trial " << trial << " " << lower::strategy_name(st) << ": " << y.error().to_string();
+      // One OUT_CVT per channel: the NPU convention's reference bit for bit.
+      if (st == lower::Strategy::per_channel) {
+        EXPECT_EQ(compare(*y, ref_npu).max, 0) << "trial " << trial;
+      }
       const Diff d = compare(*y, ref);
       Diff& t = total[lower::strategy_name(st)];
       t.max = std::max(t.max, d.max);
@@ -235,6 +247,9 @@ TEST(NpuLowerSim, CbufTilingComputesWhatTheWholeLoweringComputes) {
     const Diff d = compare(*tiled, reference(c, quant::Requant::onnx_float));
     EXPECT_LE(d.max, 1) << what;
     EXPECT_GE(static_cast<double>(d.exact) / static_cast<double>(d.n), 0.99) << what;
+    auto per_channel = simulate(c, lower::Strategy::per_channel);
+    ASSERT_TRUE(per_channel.ok()) << what << ": " << per_channel.error().to_string();
+    EXPECT_EQ(compare(*per_channel, reference(c, quant::Requant::rknpu_out_cvt)).max, 0) << what;
   }
 }
 

@@ -77,6 +77,27 @@ TEST(Requant, TfliteRoundingsMatchTheExactDefinitions) {
   EXPECT_GT(checked, 0);
 }
 
+TEST(Requant, OutCvtMultiplierKeepsFifteenSignificantBits) {
+  std::mt19937 rng(9);
+  for (int i = 0; i < 20000; ++i) {
+    const double m = std::ldexp(std::uniform_real_distribution<double>(0.5, 1.0)(rng), std::uniform_int_distribution<int>(-40, 8)(rng));
+    auto q = quantize_multiplier_15(m);
+    ASSERT_TRUE(q.ok());
+    EXPECT_GE(q->scale, 1 << 14);
+    EXPECT_LT(q->scale, 1 << 15);
+    // Nearest 15-bit value: within half a unit of the last place.
+    EXPECT_LE(std::fabs(std::ldexp(static_cast<double>(q->scale), -q->shift) - m), std::ldexp(0.5, -q->shift) * (1 + 1e-12));
+  }
+  EXPECT_FALSE(quantize_multiplier_15(0.0).ok());
+  EXPECT_FALSE(quantize_multiplier_15(1e6).ok());  // would need a negative shift
+  auto rq = Requantizer::make(Requant::rknpu_out_cvt, 0.5f, {1.0f}, 1.0f, 0, -128, 127);  // 0.5 = 16384 / 2^15
+  ASSERT_TRUE(rq.ok());
+  EXPECT_EQ(rq->apply(1, 0), 0);   // 0.5 -> 0
+  EXPECT_EQ(rq->apply(3, 0), 2);   // 1.5 -> 2
+  EXPECT_EQ(rq->apply(-5, 0), -2); // -2.5 -> -2
+  EXPECT_EQ(parse_requant("rknpu_out_cvt").value_or(Requant::onnx_float), Requant::rknpu_out_cvt);
+}
+
 TEST(Requant, OnnxFloatConventionRoundsHalfToEvenAndClamps) {
   auto rq = Requantizer::make(Requant::onnx_float, 0.5f, {1.0f}, 1.0f, 3, -128, 127);  // s = 0.5
   ASSERT_TRUE(rq.ok());
@@ -156,7 +177,7 @@ TEST(Int8Conv, MatchesTheInt64ReferenceForEveryConvention) {
     const auto acc = conv_acc_ref(x, xz, w, wz, bias, p, OH, OW);
     const float xs = 0.02f, ys = 0.05f;
     const int32_t yz = u8 ? 128 : -3;
-    for (Requant conv : {Requant::tflite_double_rounding, Requant::tflite_single_rounding, Requant::onnx_float}) {
+    for (Requant conv : {Requant::tflite_double_rounding, Requant::tflite_single_rounding, Requant::onnx_float, Requant::rknpu_out_cvt}) {
       auto rq = Requantizer::make(conv, xs, ws, ys, yz, u8 ? 0 : -128, u8 ? 255 : 127);
       ASSERT_TRUE(rq.ok());
       Tensor out = Tensor::empty(x.dtype(), {1, M, OH, OW});
@@ -165,7 +186,14 @@ TEST(Int8Conv, MatchesTheInt64ReferenceForEveryConvention) {
         const int64_t m = (i / (OH * OW)) % M;
         const int64_t a = acc[static_cast<size_t>(i)];
         int64_t want;
-        if (conv == Requant::onnx_float) {
+        if (conv == Requant::rknpu_out_cvt) {
+          // a * SCALE / 2^SHIFT rounded half to even, by floor division and remainder.
+          auto m15 = quantize_multiplier_15(static_cast<double>(xs) * ws[static_cast<size_t>(m)] / ys);
+          const int64_t num = a * m15->scale, den = int64_t{1} << m15->shift;
+          const int64_t r = ((num % den) + den) % den, q = (num - r) / den;
+          const int64_t rounded = 2 * r > den || (2 * r == den && (q % 2 != 0)) ? q + 1 : q;
+          want = std::clamp<int64_t>(rounded + yz, u8 ? 0 : -128, u8 ? 255 : 127);
+        } else if (conv == Requant::onnx_float) {
           const float s = xs * ws[static_cast<size_t>(m)] / ys;
           want = static_cast<int64_t>(std::nearbyint(std::clamp(static_cast<float>(a) * s, static_cast<float>((u8 ? 0 : -128) - yz),
                                                                 static_cast<float>((u8 ? 255 : 127) - yz)))) + yz;

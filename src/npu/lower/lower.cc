@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "npu/arch/arch.h"
+#include "quant/requant.h"
 
 namespace rkd::npu::lower {
 
@@ -208,19 +209,8 @@ Result<Strategy> parse_strategy(const std::string& name) {
 }
 
 Result<OutCvt> encode_out_cvt(double m) {
-  if (!(m > 0) || !std::isfinite(m)) return invalid("OUT_CVT: multiplier " + std::to_string(m) + " must be positive and finite");
-  int e = 0;
-  std::frexp(m, &e);  // m = f 2^e, f in [0.5, 1)
-  OutCvt c;
-  c.shift = 15 - e;   // m 2^shift in [2^14, 2^15)
-  double v = std::nearbyint(std::ldexp(m, c.shift));
-  if (v >= 32768.0) {
-    v /= 2;
-    --c.shift;
-  }
-  if (c.shift < 0 || c.shift > 63) return unsupported("OUT_CVT: multiplier " + std::to_string(m) + " needs a shift outside [0, 63]");
-  c.scale = static_cast<int32_t>(v);
-  return c;
+  RKD_ASSIGN(quant::Multiplier15 q, quant::quantize_multiplier_15(m));
+  return OutCvt{q.scale, q.shift};
 }
 
 Result<Tiling> plan_tiling(const TileGeometry& g) {
