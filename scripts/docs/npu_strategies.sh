@@ -2,7 +2,9 @@
 # The per-strategy accuracy table of docs/npu.md: the five real TensorFlow.js detectors,
 # quantized per channel by `rkdeploy quantize` (percentile calibration on the fixture's
 # photos), every int8 convolution lowered with each strategy, simulated, and compared with
-# the int8 reference on the model's real-photo input.
+# the int8 reference on the model's real-photo input. Then the same nets quantized per tensor
+# as uint8 (`--dtype uint8`, Mesa's scheme), lowered per-tensor, against the reference in the
+# model's own convention (onnx_float) and in the NPU's (rknpu_out_cvt).
 #   bash scripts/docs/npu_strategies.sh build/src/cli/rkdeploy build/human OUT_DIR
 set -euo pipefail
 rk="$1"
@@ -19,6 +21,12 @@ while read -r name input; do
   [ -f "$q" ] || "$rk" quantize "$models/$name.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/$name.json" \
     --method percentile -o "$q" > /dev/null
   "$rk" analyze "$q" --input "$input=$dir/inputs/$name.input.npy" --json > "$out/$name.analyze.json"
+  u="$out/$name.u8.qdq.onnx"
+  [ -f "$u" ] || "$rk" quantize "$models/$name.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/$name.json" \
+    --method percentile --dtype uint8 -o "$u" > /dev/null
+  for rq in onnx_float rknpu_out_cvt; do
+    "$rk" analyze "$u" --input "$input=$dir/inputs/$name.input.npy" --strategy per-tensor --requant "$rq" --json > "$out/$name.u8.$rq.json"
+  done
   echo "$name done" >&2
 done
 /usr/bin/python3 - "$out" <<'PY'
@@ -47,4 +55,12 @@ for name, j in rows.items():
     spreads = [c["scale_spread"] for c in j["convs"] if "scale_spread" in c]
     print(f"- {name}: {n} int8 convolutions, {n - len(skipped)} lowered; weight-scale spread per conv up to {max(spreads):.0f}x (median {sorted(spreads)[len(spreads)//2]:.1f}x)")
     for c in skipped: print(f"  - not lowered: {c['node']}: {c['skipped']}")
+print()
+print("| uint8 per-tensor, strategy per-tensor | convs lowered | tasks | vs onnx_float: exact % / max LSB | vs rknpu_out_cvt: exact % / max LSB |")
+print("|---|---|---|---|---|")
+for name in rows:
+    a = json.load(open(f"{out}/{name}.u8.onnx_float.json")); b = json.load(open(f"{out}/{name}.u8.rknpu_out_cvt.json"))
+    ta, tb = a["totals"][0], b["totals"][0]
+    lowered = sum(1 for c in b["convs"] if "skipped" not in c)
+    print(f'| {name} | {lowered} of {len(b["convs"])} | {tb["tasks"]} | {ta["exact_percent"]:.3f}% / {ta["max_diff_lsb"]} | {tb["exact_percent"]:.3f}% / {tb["max_diff_lsb"]} |')
 PY

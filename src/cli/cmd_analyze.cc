@@ -14,7 +14,7 @@ namespace rkd::cli {
 
 namespace {
 struct AnalyzeArgs {
-  std::string model, image, config, strategy = "all";
+  std::string model, image, config, strategy = "all", requant;
   std::vector<std::string> inputs, knobs;
   bool json = false, per_conv = false;
   int threads = 0;
@@ -43,6 +43,10 @@ void add_analyze_command(CLI::App& app) {
   c->add_option("--input", a->inputs, "NAME=FILE.npy, one per graph input");
   c->add_option("--strategy", a->strategy, "all, or one of per-tensor, group16, sorted-groups, per-channel, hybrid, bs-multiplier, "
                                            "bs-multiplier-opt, sorted-bs-multiplier");
+  c->add_option("--requant", a->requant,
+                "the reference's requantization, replacing the model format's: tflite_double_rounding, tflite_single_rounding, "
+                "tflite_xnnpack, onnx_float, rknpu_out_cvt (the NPU's own; docs/quantization.md)")
+      ->check(CLI::IsMember({"tflite_double_rounding", "tflite_single_rounding", "tflite_xnnpack", "onnx_float", "rknpu_out_cvt"}));
   c->add_option("--sim", a->knobs, "simulator knob NAME=VALUE (rkdeploy help sim lists them)");
   c->add_flag("--per-conv", a->per_conv, "also print every convolution's results");
   c->add_option("--hybrid-ratio", a->lower.hybrid_ratio, "hybrid: split a 16-channel group into per-channel tasks above this max/min scale ratio");
@@ -70,7 +74,7 @@ void add_analyze_command(CLI::App& app) {
     else strategies = {take(npu::lower::parse_strategy(a->strategy))};
     npu::sim::Quirks q;
     for (const std::string& k : a->knobs) check(npu::sim::set_knob(q, k));
-    const auto rep = take(runtime::analyze_npu(a->model, inputs, strategies, q, a->threads, a->lower));
+    const auto rep = take(runtime::analyze_npu(a->model, inputs, strategies, q, a->threads, a->lower, a->requant));
     if (a->json) {
       std::cout << runtime::npu_analysis_json(rep) << "\n";
       return;

@@ -17,6 +17,7 @@ struct QuantizeArgs {
   std::string model, calib, config, output;
   int images = 100;
   std::string method = "minmax";
+  std::string dtype = "int8";
   double percentile = 99.99;
   bool per_tensor = false, per_channel = false, symmetric = false, json = false;
   int threads = 0;
@@ -24,10 +25,14 @@ struct QuantizeArgs {
 
 void run_quantize(const QuantizeArgs& a) {
   if (a.per_tensor && a.per_channel) fail(invalid("--per-channel and --per-tensor exclude each other"));
+  const bool u8 = a.dtype == "uint8";
+  if (u8 && a.per_channel) fail(invalid("--dtype uint8: weights are per tensor (TFLite's uint8 scheme); drop --per-channel"));
+  const bool per_tensor = a.per_tensor || u8;
   runtime::QuantizeOptions opt;
+  opt.qdq.dtype = u8 ? DType::u8 : DType::i8;
   opt.method = take(quant::calib_method_from_name(a.method));
   opt.percentile = a.percentile;
-  opt.qdq.per_channel = !a.per_tensor;
+  opt.qdq.per_channel = !per_tensor;
   opt.qdq.symmetric_activations = a.symmetric;
   opt.threads = a.threads;
   const bool tty = isatty(STDERR_FILENO) != 0;
@@ -51,7 +56,8 @@ void run_quantize(const QuantizeArgs& a) {
     j["output"] = a.output;
     j["samples"] = q.samples;
     j["method"] = a.method;
-    j["weights"] = a.per_tensor ? "per-tensor" : "per-channel";
+    j["dtype"] = a.dtype;
+    j["weights"] = per_tensor ? "per-tensor" : "per-channel";
     j["activations"] = a.symmetric ? "symmetric" : "asymmetric";
     j["quantized_activations"] = r.activations;
     j["quantized_weights"] = r.weights;
@@ -63,10 +69,10 @@ void run_quantize(const QuantizeArgs& a) {
     return;
   }
   std::printf("quantized %s with %d calibration sample(s), method %s\n", a.model.c_str(), q.samples, a.method.c_str());
-  std::printf("  activations  %d int8 %s per tensor (%d groups share a scale, %d outputs fused into Relu/Clip)\n",
-              r.activations, a.symmetric ? "symmetric" : "asymmetric", r.shared_groups, r.fused_activations);
-  std::printf("  weights      %d int8 symmetric %s, %d int32 biases (%d channel scales raised to fit the bias)\n", r.weights,
-              a.per_tensor ? "per tensor" : "per output channel", r.biases, r.bias_rescaled);
+  std::printf("  activations  %d %s %s per tensor (%d groups share a scale, %d outputs fused into Relu/Clip)\n", r.activations,
+              a.dtype.c_str(), a.symmetric ? "symmetric" : "asymmetric", r.shared_groups, r.fused_activations);
+  std::printf("  weights      %d %s %s, %d int32 biases (%d channel scales raised to fit the bias)\n", r.weights,
+              u8 ? "uint8 asymmetric" : "int8 symmetric", per_tensor ? "per tensor" : "per output channel", r.biases, r.bias_rescaled);
   std::printf("wrote %s\n", a.output.c_str());
 }
 
@@ -86,6 +92,8 @@ void add_quantize_command(CLI::App& app) {
   c->add_option("--percentile", a->percentile, "with --method percentile (default 99.99)")->check(CLI::Range(50.0, 100.0));
   c->add_flag("--per-channel", a->per_channel, "per-output-channel weight scales (default)");
   c->add_flag("--per-tensor", a->per_tensor, "one weight scale per tensor");
+  c->add_option("--dtype", a->dtype, "int8 (default), or uint8: TFLite's uint8 scheme, per-tensor asymmetric weights (Mesa's rocket driver)")
+      ->check(CLI::IsMember({"int8", "uint8"}));
   c->add_flag("--symmetric-activations", a->symmetric, "activation zero points 0");
   c->add_option("--threads", a->threads, "threads (0 = all cores)");
   c->add_option("-o,--output", a->output, "QDQ model to write (.onnx)")->required();

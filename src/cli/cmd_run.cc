@@ -220,9 +220,9 @@ void add_run_command(CLI::App& app) {
   c->add_option("--strategy", a->strategy, "with --backend sim: the per-axis lowering strategy (default sorted-bs-multiplier; docs/npu.md)");
   c->add_option("--sim", a->sim_knobs, "with --backend sim: simulator knob NAME=VALUE (rkdeploy help sim)");
   c->add_option("--requant", a->requant,
-                "with --backend int8: requantization of every integer op, replacing the model format's "
-                "(tflite_double_rounding, tflite_single_rounding, tflite_xnnpack, onnx_float; docs/quantization.md)")
-      ->check(CLI::IsMember({"tflite_double_rounding", "tflite_single_rounding", "tflite_xnnpack", "onnx_float"}));
+                "with --backend int8 or sim: requantization of every integer op, replacing the model format's "
+                "(tflite_double_rounding, tflite_single_rounding, tflite_xnnpack, onnx_float, rknpu_out_cvt; docs/quantization.md)")
+      ->check(CLI::IsMember({"tflite_double_rounding", "tflite_single_rounding", "tflite_xnnpack", "onnx_float", "rknpu_out_cvt"}));
   c->add_option("--input", a->inputs, "NAME=FILE.npy, one per graph input");
   c->add_option("--output-dir", a->output_dir, "write DIR/<output name>.npy for every graph output");
   c->add_option("--threads", a->threads, "threads (0 = all cores)");

@@ -64,9 +64,11 @@ Tensor scalar_f32(float v) {
   t.data<float>()[0] = v;
   return t;
 }
-Tensor scalar_i8(int32_t v) {
-  Tensor t = Tensor::empty(DType::i8, {});
-  t.data<int8_t>()[0] = static_cast<int8_t>(v);
+// A zero point of the quantized type (int8-domain value v; uint8 stores v + 128).
+Tensor scalar_q(DType dt, int32_t v) {
+  Tensor t = Tensor::empty(dt, {});
+  if (dt == DType::u8) t.data<uint8_t>()[0] = static_cast<uint8_t>(v + 128);
+  else t.data<int8_t>()[0] = static_cast<int8_t>(v);
   return t;
 }
 
@@ -119,6 +121,30 @@ Tensor quantize_weights(const Tensor& w, int axis, const std::vector<float>& s) 
   return q;
 }
 
+// uint8 asymmetric per-tensor weights (QdqOptions::dtype u8).
+struct U8Weights {
+  Tensor q;
+  float scale = 1;
+  int32_t zero_point = 0;
+};
+U8Weights quantize_weights_u8(const Tensor& w, float min_scale) {
+  const float* p = w.data<float>();
+  double lo = 0, hi = 0;
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    lo = std::min(lo, static_cast<double>(p[i]));
+    hi = std::max(hi, static_cast<double>(p[i]));
+  }
+  U8Weights r;
+  r.scale = hi > lo ? std::max(static_cast<float>((hi - lo) / 255.0), min_scale) : std::max(1.f, min_scale);
+  r.zero_point = static_cast<int32_t>(std::clamp(std::nearbyint(-lo / r.scale), 0.0, 255.0));
+  r.q = Tensor::empty(DType::u8, w.shape());
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    const float v = std::nearbyint(p[i] / r.scale) + static_cast<float>(r.zero_point);
+    r.q.data<uint8_t>()[i] = static_cast<uint8_t>(std::clamp(v, 0.f, 255.f));
+  }
+  return r;
+}
+
 Tensor vector_f32(const std::vector<float>& v) {
   Tensor t = Tensor::empty(DType::f32, {static_cast<int64_t>(v.size())});
   std::copy(v.begin(), v.end(), t.data<float>());
@@ -129,6 +155,8 @@ Tensor vector_f32(const std::vector<float>& v) {
 
 Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& ranges, const QdqOptions& opt) {
   QdqReport rep;
+  if (opt.dtype != DType::i8 && opt.dtype != DType::u8) return invalid("quantize: int8 or uint8 only");
+  if (opt.dtype == DType::u8 && opt.per_channel) return invalid("quantize: uint8 weights are per tensor (TFLite's uint8 scheme)");
   // 1. The activations to quantize, in node order.
   std::vector<Value*> order;
   std::set<Value*> act;
@@ -230,9 +258,9 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
     const bool output = is_graph_output(g, v);
     const std::string name = v->name;
     Value* scale = g.add_constant(name + "/scale", scalar_f32(p.scale));
-    Value* zp = g.add_constant(name + "/zero_point", scalar_i8(p.zero_point));
+    Value* zp = g.add_constant(name + "/zero_point", scalar_q(opt.dtype, p.zero_point));
     RKD_ASSIGN(Node * q, g.add_node(name + "/quantize", "QuantizeLinear", "", {v, scale, zp}, {name + "/q"}));
-    copy_type(q->outputs[0], v, DType::i8);
+    copy_type(q->outputs[0], v, opt.dtype);
     RKD_ASSIGN(Value * dq, add_dequantize(g, name + "/dq", q->outputs[0], scale, zp, -1, v));
     for (Node* r : readers) {
       for (size_t i = 0; i < r->inputs.size(); ++i) {
@@ -277,7 +305,7 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
       RKD_ASSIGN(int64_t tb, n->attr_int("transB", 0));
       axis = tb ? 0 : 1;
     }
-    std::vector<float> ws = weight_scales(w, axis, per_channel);
+    std::vector<float> ws = opt.dtype == DType::u8 ? std::vector<float>{quantize_weights_u8(w, 0.f).scale} : weight_scales(w, axis, per_channel);
     const auto xp = input_params(n);
     const bool has_bias = op != "MatMul" && n->inputs.size() > 2 && n->inputs[2] && n->inputs[2]->constant &&
                           n->inputs[2]->constant->dtype() == DType::f32 && xp &&
@@ -298,13 +326,24 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
         }
       }
     }
-    Tensor qw = quantize_weights(w, axis, ws);
     const std::string base = n->inputs[1]->name;
-    Value* qv = g.add_constant(base + "/q", std::move(qw));
+    Value* qv = nullptr;
+    Value* zv = nullptr;
+    if (opt.dtype == DType::u8) {
+      // Asymmetric uint8 per tensor; the scale never below what the bias headroom asked for.
+      U8Weights u = quantize_weights_u8(w, ws[0]);
+      ws[0] = u.scale;
+      Tensor zt = Tensor::empty(DType::u8, {});
+      zt.data<uint8_t>()[0] = static_cast<uint8_t>(u.zero_point);
+      qv = g.add_constant(base + "/q", std::move(u.q));
+      zv = g.add_constant(base + "/zero_point", std::move(zt));
+    } else {
+      Tensor zt = Tensor::empty(DType::i8, ws.size() == 1 ? Shape{} : Shape{static_cast<int64_t>(ws.size())});
+      std::fill(zt.data<int8_t>(), zt.data<int8_t>() + zt.numel(), int8_t{0});
+      qv = g.add_constant(base + "/q", quantize_weights(w, axis, ws));
+      zv = g.add_constant(base + "/zero_point", std::move(zt));
+    }
     Value* sv = g.add_constant(base + "/scale", ws.size() == 1 ? scalar_f32(ws[0]) : vector_f32(ws));
-    Tensor zt = Tensor::empty(DType::i8, ws.size() == 1 ? Shape{} : Shape{static_cast<int64_t>(ws.size())});
-    std::fill(zt.data<int8_t>(), zt.data<int8_t>() + zt.numel(), int8_t{0});
-    Value* zv = g.add_constant(base + "/zero_point", std::move(zt));
     RKD_ASSIGN(Value * wdq, add_dequantize(g, base + "/dq", qv, sv, zv, ws.size() == 1 ? -1 : axis, n->inputs[1]));
     g.set_input(n, 1, wdq);
     ++rep.weights;
@@ -341,14 +380,15 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
       st.observe_minmax(*c->constant);
       const QParams p = params_for_range({st.min(), st.max()}, opt.symmetric_activations);
       const Tensor f = c->constant->contiguous();
-      Tensor q = Tensor::empty(DType::i8, f.shape());
+      Tensor q = Tensor::empty(opt.dtype, f.shape());
       for (int64_t k = 0; k < f.numel(); ++k) {
-        q.data<int8_t>()[k] = static_cast<int8_t>(
-            std::clamp(std::nearbyint(f.data<float>()[k] / p.scale) + static_cast<float>(p.zero_point), -128.f, 127.f));
+        const float v = std::clamp(std::nearbyint(f.data<float>()[k] / p.scale) + static_cast<float>(p.zero_point), -128.f, 127.f);
+        if (opt.dtype == DType::u8) q.data<uint8_t>()[k] = static_cast<uint8_t>(static_cast<int32_t>(v) + 128);
+        else q.data<int8_t>()[k] = static_cast<int8_t>(v);
       }
       Value* qv = g.add_constant(c->name + "/q", std::move(q));
       Value* sv = g.add_constant(c->name + "/scale", scalar_f32(p.scale));
-      Value* zv = g.add_constant(c->name + "/zero_point", scalar_i8(p.zero_point));
+      Value* zv = g.add_constant(c->name + "/zero_point", scalar_q(opt.dtype, p.zero_point));
       RKD_ASSIGN(Value * dq, add_dequantize(g, c->name + "/dq", qv, sv, zv, -1, c));
       g.set_input(n, i, dq);
       ++rep.weights;

@@ -47,6 +47,11 @@ namespace rkd::quant {
 struct QdqOptions {
   bool per_channel = true;
   bool symmetric_activations = false;
+  // u8: TFLite's legacy uint8 scheme (what Mesa's rocket driver runs): activations and other
+  // constants on the same grids shifted by 128 (zero point + 128, values + 128); weights
+  // uint8 asymmetric per tensor, scale = (max(w, 0) - min(w, 0)) / 255, zero point
+  // round(-min / scale) in [0, 255]. Needs per_channel = false.
+  DType dtype = DType::i8;
 };
 
 struct QdqReport {

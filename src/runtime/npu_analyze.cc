@@ -11,6 +11,7 @@
 #include "ir/shape_inference.h"
 #include "npu/arch/arch.h"
 #include "npu/regcmd/regcmd.h"
+#include "quant/requant.h"
 #include "runtime/executor.h"
 #include "runtime/model.h"
 #include "runtime/npu_conv.h"
@@ -60,11 +61,15 @@ StrategyResult run_strategy(const ConvSpec& s, const Tensor& x, const Tensor& re
 
 Result<NpuAnalysis> analyze_npu(const std::string& model, const std::map<std::string, Tensor>& inputs,
                                 const std::vector<npu::lower::Strategy>& strategies, const npu::sim::Quirks& quirks, int threads,
-                                const npu::lower::LowerOptions& lower_options) {
+                                const npu::lower::LowerOptions& lower_options, const std::string& requant) {
   NpuAnalysis a;
   a.model = model;
   RKD_ASSIGN(ImportedModel imp, import_model(model, 1));
   ir::Graph g = std::move(imp.graph);
+  if (!requant.empty()) {
+    if (auto r = quant::parse_requant(requant); !r.ok()) return r.error().with_context("--requant");
+    g.metadata["rkdeploy.requant"] = requant;
+  }
   auto md = g.metadata.find("rkdeploy.requant");
   a.requant = md == g.metadata.end() ? "onnx_float" : md->second;
   CompileOptions co;

@@ -55,7 +55,7 @@ struct NpuAnalysis {
 
 Result<NpuAnalysis> analyze_npu(const std::string& model, const std::map<std::string, Tensor>& inputs,
                                 const std::vector<npu::lower::Strategy>& strategies, const npu::sim::Quirks& quirks, int threads,
-                                const npu::lower::LowerOptions& lower_options = {});
+                                const npu::lower::LowerOptions& lower_options = {}, const std::string& requant = "");
 
 std::string npu_analysis_text(const NpuAnalysis& a, bool per_conv);
 std::string npu_analysis_json(const NpuAnalysis& a);

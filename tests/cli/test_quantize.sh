@@ -9,7 +9,7 @@
 # nanodet's int8 outputs equal ONNX Runtime's bit for bit (all its quantized ops are ones
 # both sides compute exactly the same way; docs/quantization.md lists where the others
 # differ and by how much); the accuracy report covers every quantized layer, in JSON and
-# HTML (chart + table).
+# HTML (chart + table); nanodet quantized as uint8 also equals ONNX Runtime bit for bit.
 set -euo pipefail
 rkd="$1"; dir="$2"
 here="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -68,5 +68,21 @@ if '<svg id="chart"' not in html or html.count("<polyline") != 2 or rows != len(
 sys.exit(0 if ok else 1)
 PY
 done < "$work/list"
+# uint8 per tensor (--dtype uint8, asymmetric weights with zero points): ONNX Runtime reads the
+# file and our int8 path computes its outputs bit for bit.
+u="$work/nanodet.u8.qdq.onnx"
+"$rkd" quantize "$models/nanodet.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/nanodet.json" --method percentile \
+  --dtype uint8 -o "$u" > /dev/null
+node "$here/scripts/models/human/ort_reference.js" "$u" "$work/u8/ort" "input_1=$dir/inputs/nanodet.input.npy"
+"$rkd" run "$u" --backend int8 --input "input_1=$dir/inputs/nanodet.input.npy" --output-dir "$work/u8/int8" > /dev/null
+/usr/bin/python3 - "$work" <<'PY' || fails=$((fails + 1))
+import glob, os, sys
+import numpy as np
+outs = sorted(glob.glob(f"{sys.argv[1]}/u8/ort/*.npy"))
+assert outs
+same = [bool(np.array_equal(np.load(f), np.load(f.replace("/ort/", "/int8/")))) for f in outs]
+print(f"nanodet uint8: {sum(same)} of {len(outs)} outputs bit-identical to ONNX Runtime")
+sys.exit(0 if all(same) else 1)
+PY
 echo "test_quantize: $fails model(s) failed"
 [ "$fails" = 0 ]
