@@ -85,8 +85,8 @@ Result<DetectorConfig> read_config(const std::string& path) {
   if (c.width < 1 || c.height < 1 || c.width > 8192 || c.height > 8192) return invalid(path + ": width/height must be 1..8192");
   if (c.resize != "stretch" && c.resize != "letterbox") return invalid(path + ": field 'resize' must be stretch or letterbox");
   if (c.channel_order != "rgb" && c.channel_order != "bgr") return invalid(path + ": field 'channel_order' must be rgb or bgr");
-  if (c.output != "deim" && c.output != "yolo" && c.output != "none") {
-    return invalid(path + ": field 'output' must be deim, yolo or none");
+  if (c.output != "deim" && c.output != "yolo" && c.output != "gfl" && c.output != "none") {
+    return invalid(path + ": field 'output' must be deim, yolo, gfl or none");
   }
   if (c.layout != "nchw" && c.layout != "nhwc") return invalid(path + ": field 'layout' must be nchw or nhwc");
   if (c.dtype != "float32" && c.dtype != "int32") return invalid(path + ": field 'dtype' must be float32 or int32");
@@ -126,10 +126,11 @@ Result<Prepared> preprocess(const Image& img, const DetectorConfig& cfg, bool wi
   if (cfg.resize == "letterbox") {
     const float g = std::min(gx, gy);
     gx = gy = g;
-    p.gain = g;
     p.pad_x = (static_cast<float>(W) - static_cast<float>(img.width) * g) / 2.f;
     p.pad_y = (static_cast<float>(H) - static_cast<float>(img.height) * g) / 2.f;
   }
+  p.gain_x = gx;
+  p.gain_y = gy;
   // Bilinear sampling at pixel centres (half-pixel mapping, edges clamped).
   for (int64_t y = 0; y < H; ++y) {
     for (int64_t x = 0; x < W; ++x) {
@@ -181,6 +182,61 @@ float box_iou(const Detection& a, const Detection& b) {
   return ua > 0 ? inter / ua : 0.f;
 }
 
+namespace {
+
+// Input pixels -> photo pixels, clamped to the photo.
+Detection to_photo(int64_t label, float score, float x0, float y0, float x1, float y1, const Prepared& prep, const Image& img) {
+  auto unx = [&](float v) { return std::clamp((v - prep.pad_x) / prep.gain_x, 0.f, static_cast<float>(img.width)); };
+  auto uny = [&](float v) { return std::clamp((v - prep.pad_y) / prep.gain_y, 0.f, static_cast<float>(img.height)); };
+  return Detection{label, score, unx(x0), uny(y0), unx(x1), uny(y1)};
+}
+
+// NanoDet's GFL head (contract in detect.h): candidates above the threshold, input pixels.
+Result<std::vector<Detection>> decode_gfl(const std::map<std::string, Tensor>& outputs, const DetectorConfig& cfg, const Prepared& prep,
+                                          const Image& img) {
+  // Pair each level's class output with its distribution output by their cell count.
+  std::map<int64_t, std::vector<const Tensor*>> by_cells;
+  for (const auto& [name, t] : outputs) {
+    if (t.rank() != 3 || t.dim(0) != 1 || t.dtype() != DType::f32) return invalid("output kind gfl: output '" + name + "' is not [1, cells, n] float32");
+    by_cells[t.dim(1)].push_back(&t);
+  }
+  std::vector<Detection> cand;
+  for (const auto& [cells, ts] : by_cells) {
+    const int64_t g = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(cells))));
+    if (ts.size() != 2 || g * g != cells || cfg.width % g != 0) {
+      return invalid("output kind gfl: level of " + std::to_string(cells) + " cells needs a square grid dividing the input and two outputs");
+    }
+    // The distribution output has 4 * bins columns, the class output the other count.
+    const bool first_is_dist = ts[0]->dim(2) % 4 == 0 && (ts[1]->dim(2) % 4 != 0 || ts[0]->dim(2) < ts[1]->dim(2));
+    const Tensor cls = (first_is_dist ? ts[1] : ts[0])->contiguous(), dist = (first_is_dist ? ts[0] : ts[1])->contiguous();
+    if (dist.dim(2) % 4 != 0) return invalid("output kind gfl: no [1, cells, 4 * bins] output for " + std::to_string(cells) + " cells");
+    const int64_t C = cls.dim(2), bins = dist.dim(2) / 4;
+    const float stride = static_cast<float>(cfg.width) / static_cast<float>(g);
+    for (int64_t i = 0; i < cells; ++i) {
+      const float* sc = cls.data<float>() + i * C;
+      const int64_t best = std::max_element(sc, sc + C) - sc;
+      if (sc[best] < cfg.score_threshold) continue;
+      float d[4];
+      for (int side = 0; side < 4; ++side) {
+        const float* v = dist.data<float>() + (i * 4 + side) * bins;
+        const float m = *std::max_element(v, v + bins);
+        double sum = 0, ex = 0;
+        for (int64_t b = 0; b < bins; ++b) {
+          const double e = std::exp(static_cast<double>(v[b] - m));
+          sum += e;
+          ex += e * static_cast<double>(b);
+        }
+        d[side] = static_cast<float>(ex / sum) * stride;
+      }
+      const float cx = (static_cast<float>(i % g) + 0.5f) * stride, cy = (static_cast<float>(i / g) + 0.5f) * stride;
+      cand.push_back(to_photo(best, sc[best], cx - d[0], cy - d[1], cx + d[2], cy + d[3], prep, img));
+    }
+  }
+  return cand;
+}
+
+}  // namespace
+
 Result<std::vector<Detection>> postprocess(const std::map<std::string, Tensor>& outputs, const DetectorConfig& cfg,
                                            const Prepared& prep, const Image& img) {
   std::vector<Detection> dets;
@@ -203,27 +259,29 @@ Result<std::vector<Detection>> postprocess(const std::map<std::string, Tensor>& 
                                static_cast<float>(b.get_as_double(k * 4 + 2)), static_cast<float>(b.get_as_double(k * 4 + 3))});
     }
   } else {
-    if (outputs.size() != 1) return invalid("output kind yolo: expected one output [N, 4 + classes, anchors]");
-    const Tensor y = outputs.begin()->second.contiguous();
-    if (y.rank() != 3 || y.dim(1) < 5) return invalid("output kind yolo: expected one output [N, 4 + classes, anchors]");
-    const int64_t C = y.dim(1) - 4, A = y.dim(2);
-    const float* p = y.data<float>();
     std::vector<Detection> cand;
-    for (int64_t a = 0; a < A; ++a) {
-      int64_t best = 0;
-      float bs = -1;
-      for (int64_t c = 0; c < C; ++c) {
-        const float v = p[(4 + c) * A + a];
-        if (v > bs) {
-          bs = v;
-          best = c;
+    if (cfg.output == "gfl") {
+      RKD_ASSIGN(cand, decode_gfl(outputs, cfg, prep, img));
+    } else {
+      if (outputs.size() != 1) return invalid("output kind yolo: expected one output [N, 4 + classes, anchors]");
+      const Tensor y = outputs.begin()->second.contiguous();
+      if (y.rank() != 3 || y.dim(1) < 5) return invalid("output kind yolo: expected one output [N, 4 + classes, anchors]");
+      const int64_t C = y.dim(1) - 4, A = y.dim(2);
+      const float* p = y.data<float>();
+      for (int64_t a = 0; a < A; ++a) {
+        int64_t best = 0;
+        float bs = -1;
+        for (int64_t c = 0; c < C; ++c) {
+          const float v = p[(4 + c) * A + a];
+          if (v > bs) {
+            bs = v;
+            best = c;
+          }
         }
+        if (bs < cfg.score_threshold) continue;
+        const float cx = p[a], cy = p[A + a], w = p[2 * A + a], h = p[3 * A + a];
+        cand.push_back(to_photo(best, bs, cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, prep, img));
       }
-      if (bs < cfg.score_threshold) continue;
-      const float cx = p[a], cy = p[A + a], w = p[2 * A + a], h = p[3 * A + a];
-      auto unx = [&](float v) { return std::clamp((v - prep.pad_x) / prep.gain, 0.f, static_cast<float>(img.width)); };
-      auto uny = [&](float v) { return std::clamp((v - prep.pad_y) / prep.gain, 0.f, static_cast<float>(img.height)); };
-      cand.push_back(Detection{best, bs, unx(cx - w / 2), uny(cy - h / 2), unx(cx + w / 2), uny(cy + h / 2)});
     }
     std::stable_sort(cand.begin(), cand.end(), [](const Detection& a, const Detection& b) { return a.score > b.score; });
     for (const Detection& d : cand) {

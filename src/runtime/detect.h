@@ -12,6 +12,12 @@
 //        "yolo": one output [N, 4 + classes, anchors], xywh in input pixels and class
 //                scores: best class per anchor, score threshold, per-class NMS, boxes
 //                mapped back through the letterbox to photo pixels.
+//        "gfl":  NanoDet's generalized-focal-loss head: per level of g x g cells (stride =
+//                input width / g) one output [N, g*g, classes] of class probabilities and
+//                one [N, g*g, 4 * bins] of distance distributions (left, top, right,
+//                bottom; softmax over the bins, expectation times the stride), centre of
+//                cell (x, y) at ((x + 0.5) stride, (y + 0.5) stride); then as yolo.
+//      Boxes map back to photo pixels through the resize (stretch or letterbox).
 //    default_config() picks "deim" when the model has an `orig_target_sizes` input.
 //  - draw_detections() draws 2-pixel boxes in a per-class colour; write_png() is atomic
 //    (temporary file, then rename).
@@ -46,7 +52,7 @@ struct DetectorConfig {
   std::string channel_order = "rgb";  // rgb | bgr
   std::string layout = "nchw";        // nchw [1, 3, H, W] | nhwc [1, H, W, 3]
   std::string dtype = "float32";      // float32 | int32 (values rounded, as for integer image inputs)
-  std::string output = "deim";        // deim | yolo | none (no decoding: quantize, accuracy)
+  std::string output = "deim";        // deim | yolo | gfl | none (no decoding: quantize, accuracy)
   float score_threshold = 0.25f;
   float nms_iou = 0.45f;
   int64_t max_detections = 100;
@@ -68,7 +74,7 @@ float box_iou(const Detection& a, const Detection& b);
 
 struct Prepared {
   std::map<std::string, Tensor> inputs;
-  float gain = 1.f, pad_x = 0.f, pad_y = 0.f;  // letterbox: input = photo * gain + pad
+  float gain_x = 1.f, gain_y = 1.f, pad_x = 0.f, pad_y = 0.f;  // input = photo * gain + pad
 };
 
 Result<Prepared> preprocess(const Image& img, const DetectorConfig& cfg, bool with_target_sizes);

@@ -33,7 +33,8 @@ TEST(Preprocess, LetterboxPadsAndCentres) {
   const auto img = gradient(4, 2);  // gain min(8/4, 8/2) = 2: content 8x4, 2 rows of padding above and below
   auto p = runtime::preprocess(img, c, false);
   ASSERT_TRUE(p.ok());
-  EXPECT_FLOAT_EQ(p->gain, 2.f);
+  EXPECT_FLOAT_EQ(p->gain_x, 2.f);
+  EXPECT_FLOAT_EQ(p->gain_y, 2.f);
   EXPECT_FLOAT_EQ(p->pad_x, 0.f);
   EXPECT_FLOAT_EQ(p->pad_y, 2.f);
   const Tensor& t = p->inputs.at("images");
@@ -74,7 +75,7 @@ TEST(Postprocess, YoloDecodeNmsAndLetterboxInverse) {
   runtime::DetectorConfig c;
   c.output = "yolo";
   runtime::Prepared prep;
-  prep.gain = 2.f;
+  prep.gain_x = prep.gain_y = 2.f;
   prep.pad_y = 2.f;
   runtime::Image img = gradient(4, 2);
   auto d = runtime::postprocess({{"output0", y}}, c, prep, img);
@@ -89,6 +90,36 @@ TEST(Postprocess, YoloDecodeNmsAndLetterboxInverse) {
   EXPECT_FLOAT_EQ((*d)[0].y1, 1.5f);
   EXPECT_EQ((*d)[1].label, 1);
   EXPECT_FLOAT_EQ((*d)[1].score, 0.7f);
+}
+
+TEST(Postprocess, GflDecodesDistributionsPerLevelAndMapsTheStretch) {
+  // One level of 2 x 2 cells on an 8 x 8 input (stride 4), 3 classes, 3 bins per side; the
+  // photo is 16 x 8, stretched (gain 0.5 across, 1 down).
+  Tensor cls = Tensor::empty(DType::f32, {1, 4, 3}), dist = Tensor::empty(DType::f32, {1, 4, 12});
+  std::fill(cls.data<float>(), cls.data<float>() + cls.numel(), 0.05f);
+  std::fill(dist.data<float>(), dist.data<float>() + dist.numel(), 0.f);
+  cls.data<float>()[3 * 3 + 2] = 0.9f;  // cell (1, 1), class 2
+  // Sides left, top, right, bottom: all mass on bin 1, 0, 2, 1 -> distances 4, 0, 8, 4 px.
+  const int bin[4] = {1, 0, 2, 1};
+  for (int side = 0; side < 4; ++side) dist.data<float>()[(3 * 4 + side) * 3 + bin[side]] = 60.f;
+  runtime::DetectorConfig c;
+  c.output = "gfl";
+  c.width = c.height = 8;
+  runtime::Prepared prep;
+  prep.gain_x = 0.5f;
+  auto d = runtime::postprocess({{"scores", cls}, {"boxes", dist}}, c, prep, gradient(16, 8));
+  ASSERT_TRUE(d.ok()) << d.error().to_string();
+  ASSERT_EQ(d->size(), 1u);
+  EXPECT_EQ((*d)[0].label, 2);
+  // Centre (6, 6): x 2..14, y 6..10 in input pixels -> photo x 4..28 clamped to 16, y 6..8 clamped.
+  EXPECT_NEAR((*d)[0].x0, 4.f, 1e-4);
+  EXPECT_NEAR((*d)[0].x1, 16.f, 1e-4);
+  EXPECT_NEAR((*d)[0].y0, 6.f, 1e-4);
+  EXPECT_NEAR((*d)[0].y1, 8.f, 1e-4);
+  // A level without its partner output is an error naming the cell count.
+  auto bad = runtime::postprocess({{"scores", cls}}, c, prep, gradient(16, 8));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("4 cells"), std::string::npos) << bad.error().message;
 }
 
 TEST(Postprocess, DeimOutputsAreOnlyThresholded) {
