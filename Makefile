@@ -1,5 +1,5 @@
 # Thin wrapper over scripts/setup.sh, CMake and CTest. The two commands that matter:
-#   make demo   install what is missing, build, run the showcase on the simulator back end
+#   make demo   install what is missing, build, run the showcase (CPU kernels, then a real detector on the NPU simulator)
 #   make test   install what is missing, build (warnings are errors), run every test
 JOBS ?= $(shell nproc)
 BUILD ?= build
@@ -18,6 +18,7 @@ PHOTO ?= /usr/lib/python3/dist-packages/skimage/data/astronaut.png
 demo: build
 	@[ -f $(BUILD)/models/deimv2_s_arch_discrete.onnx ] || /usr/bin/python3 scripts/models/make_models.py $(BUILD)/models --models deim,deim_discrete --quiet
 	./$(BUILD)/src/cli/rkdeploy demo --models $(BUILD)/models --photo $(PHOTO) --draw $(BUILD)/demo.png
+	bash scripts/demo_npu.sh $(BUILD) $(PHOTO)
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
