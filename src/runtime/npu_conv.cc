@@ -132,17 +132,11 @@ Result<Kernel> npu_sim_kernel(const Node& n, npu::lower::Strategy strategy, cons
         RKD_TRY(sc->prepare(*in[0]));
       } else {
         // The input buffer sits where the first placement put it: write the new input there.
-        npu::DeviceMemory scratch(sc->lowered.input_address);
-        RKD_ASSIGN(uint32_t a, npu::lower::place_input(scratch, sc->spec, *in[0]));
-        RKD_ASSIGN(auto bytes, scratch.read(a, scratch.size()));
-        RKD_TRY(sc->mem.write(sc->lowered.input_address, bytes));
+        RKD_TRY(npu::lower::write_input(sc->mem, sc->lowered.input_address, sc->spec, *in[0]));
       }
       auto stats = npu::sim::run(sc->mem, sc->regcmd, sc->first_words, sc->quirks, &sc->cache);
       if (!stats.ok()) return stats.error();
-      RKD_ASSIGN(Tensor y, npu::lower::gather_output(sc->mem, sc->spec, sc->lowered));
-      if (y.nbytes() != out[0].nbytes()) return Error{ErrorKind::internal, "simulated output size differs from the planned one"};
-      std::memcpy(out[0].raw(), y.raw(), y.nbytes());
-      return {};
+      return npu::lower::gather_output_into(sc->mem, sc->spec, sc->lowered, out[0]);
     };
     Status s = go();
     return s.ok() ? s : s.error().with_context(what + " (NPU simulator)");

@@ -267,22 +267,36 @@ Result<Tiling> plan_tiling(const TileGeometry& g) {
   return t;
 }
 
-Result<uint32_t> place_input(DeviceMemory& mem, const ConvSpec& s, const Tensor& x0) {
+namespace {
+int64_t input_bytes(const ConvSpec& s) { return align(std::max<int64_t>(s.C, 16), 16) / 16 * stored_height(s) * s.W * 16; }
+}  // namespace
+
+Status write_input(DeviceMemory& mem, uint32_t address, const ConvSpec& s, const Tensor& x0) {
   if (x0.shape() != Shape{1, s.C, s.H, s.W} || x0.dtype() != s.dtype) return invalid("npu input: expected [1, C, H, W] of the convolution's type");
   const Tensor x = x0.contiguous();
   const int64_t ICp = align(std::max<int64_t>(s.C, 16), 16), plane = stored_height(s) * s.W, real = s.H * s.W;
-  std::vector<uint8_t> bytes(static_cast<size_t>(ICp / 16 * plane * 16));
-  const int32_t zx = stored(s.x_zero_point, s.dtype);
+  RKD_ASSIGN(std::span<uint8_t> bytes, mem.span(address, static_cast<size_t>(input_bytes(s))));
+  // Rows below the map (maps shorter than the hardware's minimum height) and padded channels
+  // hold the input zero point: the same as the convolution's zero padding.
+  const uint8_t zx = static_cast<uint8_t>(static_cast<int8_t>(stored(s.x_zero_point, s.dtype)));
+  const uint8_t flip = s.dtype == DType::u8 ? 0x80 : 0;  // uint8 -> stored int8: x - 128
+  const uint8_t* src = static_cast<const uint8_t*>(x.raw());
   for (int64_t c = 0; c < ICp; ++c) {
-    for (int64_t i = 0; i < plane; ++i) {
-      // Rows below the map (maps shorter than the hardware's minimum height) and padded
-      // channels hold the input zero point: the same as the convolution's zero padding.
-      const int32_t v = c < s.C && i < real ? stored(load(x, c * real + i), s.dtype) : zx;
-      bytes[static_cast<size_t>((c / 16) * plane * 16 + i * 16 + c % 16)] = static_cast<uint8_t>(static_cast<int8_t>(v));
+    uint8_t* dst = bytes.data() + (c / 16) * plane * 16 + c % 16;
+    if (c >= s.C) {
+      for (int64_t i = 0; i < plane; ++i) dst[i * 16] = zx;
+      continue;
     }
+    const uint8_t* row = src + c * real;
+    for (int64_t i = 0; i < real; ++i) dst[i * 16] = static_cast<uint8_t>(row[i] ^ flip);
+    for (int64_t i = real; i < plane; ++i) dst[i * 16] = zx;
   }
-  const uint32_t a = mem.alloc(bytes.size());
-  RKD_TRY(mem.write(a, bytes));
+  return {};
+}
+
+Result<uint32_t> place_input(DeviceMemory& mem, const ConvSpec& s, const Tensor& x) {
+  const uint32_t a = mem.alloc(static_cast<size_t>(input_bytes(s)));
+  RKD_TRY(write_input(mem, a, s, x));
   return a;
 }
 
@@ -542,22 +556,30 @@ Result<PlacedRegcmd> place_regcmd(DeviceMemory& mem, const Lowered& l) {
   return p;
 }
 
-Result<Tensor> gather_output(const DeviceMemory& mem, const ConvSpec& s, const Lowered& l) {
-  Tensor y = Tensor::empty(s.dtype, {1, s.OC, l.OH, l.OW});
+Status gather_output_into(const DeviceMemory& mem, const ConvSpec& s, const Lowered& l, Tensor& y) {
+  if (y.shape() != Shape{1, s.OC, l.OH, l.OW} || y.dtype() != s.dtype || !y.is_contiguous()) {
+    return invalid("npu output: expected a contiguous [1, OC, OH, OW] of the convolution's type");
+  }
   const int64_t plane = l.OH * l.OW;
+  const uint8_t flip = s.dtype == DType::u8 ? 0x80 : 0;  // stored int8 -> uint8: v + 128
+  uint8_t* out = static_cast<uint8_t*>(y.raw());
   for (const OutputRegion& r : l.outputs) {
     const int64_t n = static_cast<int64_t>(r.channels.size());
     RKD_ASSIGN(auto b, mem.read(r.address, static_cast<size_t>((n - 1) / 16 * r.surface_bytes + plane * 16)));
     for (int64_t j = 0; j < n; ++j) {
       const int64_t oc = r.channels[static_cast<size_t>(j)];
       if (oc < 0) continue;  // a depthwise window's channel another task computes
-      for (int64_t i = 0; i < plane; ++i) {
-        const int32_t v = static_cast<int8_t>(b[static_cast<size_t>((j / 16) * r.surface_bytes + i * 16 + j % 16)]);
-        if (s.dtype == DType::i8) y.data<int8_t>()[oc * plane + i] = static_cast<int8_t>(v);
-        else y.data<uint8_t>()[oc * plane + i] = static_cast<uint8_t>(v + 128);
-      }
+      const uint8_t* src = b.data() + (j / 16) * r.surface_bytes + j % 16;
+      uint8_t* dst = out + oc * plane;
+      for (int64_t i = 0; i < plane; ++i) dst[i] = static_cast<uint8_t>(src[i * 16] ^ flip);
     }
   }
+  return {};
+}
+
+Result<Tensor> gather_output(const DeviceMemory& mem, const ConvSpec& s, const Lowered& l) {
+  Tensor y = Tensor::empty(s.dtype, {1, s.OC, l.OH, l.OW});
+  RKD_TRY(gather_output_into(mem, s, l, y));
   return y;
 }
 

@@ -147,6 +147,8 @@ struct Lowered {
 // Places the input (NCHW [1, C, H, W] of spec.dtype) in `mem` as NC1HWC2 with the stored
 // domain's padding lanes; returns its address.
 Result<uint32_t> place_input(DeviceMemory& mem, const ConvSpec& spec, const Tensor& x);
+// Writes x over an input placed earlier at `address` (the padding lanes and rows again too).
+Status write_input(DeviceMemory& mem, uint32_t address, const ConvSpec& spec, const Tensor& x);
 // Lowers the convolution reading its input at `input_address`; weights, operands and
 // outputs are allocated in `mem`.
 Result<Lowered> lower_conv(const ConvSpec& spec, Strategy strategy, DeviceMemory& mem, uint32_t input_address,
@@ -161,6 +163,8 @@ Result<PlacedRegcmd> place_regcmd(DeviceMemory& mem, const Lowered& l);
 
 // The output [1, OC, OH, OW] in spec.dtype, compacted from the tasks' regions.
 Result<Tensor> gather_output(const DeviceMemory& mem, const ConvSpec& spec, const Lowered& l);
+// The same into y ([1, OC, OH, OW] of spec.dtype, contiguous).
+Status gather_output_into(const DeviceMemory& mem, const ConvSpec& spec, const Lowered& l, Tensor& y);
 
 // OUT_CVT encoding of a positive multiplier: SCALE in [2^14, 2^15), SHIFT with
 // SCALE / 2^SHIFT = m rounded to 15 significant bits.

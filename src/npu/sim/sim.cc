@@ -81,7 +81,7 @@ Stage bn_stage(const Regs& r) {
 }
 
 // One BS/BN stage on an int32 value; alu/mul: the per-channel operands when read by DMA.
-int32_t apply_stage(const Stage& s, int32_t v, int32_t alu, int16_t mul, Rounding shift_rounding) {
+[[gnu::always_inline]] inline int32_t apply_stage(const Stage& s, int32_t v, int32_t alu, int16_t mul, Rounding shift_rounding) {
   if (s.bypass) return v;
   int64_t a = v;
   if (!s.alu_bypass) a = sat32(a + (s.alu_src ? alu : s.alu_operand));
@@ -127,19 +127,21 @@ SimCache::~SimCache() = default;
 namespace {
 
 struct MacGeometry {
-  int64_t C, H, W, OH, OW, KH, KW, sy, sx, pad_top, pad_left, stored;
+  int64_t C, H, W, OH, OW, KH, KW, sy, sx, pad_top, pad_left, stored, OC;
   bool depthwise;
   int32_t pad, ow_op;
 };
 
-// Fills acc_all (OH * OW * OC, channels last) with oneDNN when the task allows it; false
-// when it does not (the caller computes the MAC itself).
-template <typename WeightFn, typename InputFn>
-Result<bool> fast_mac(SimCache::Entry& f, const MacGeometry& g, int64_t OC, WeightFn weight, InputFn xin, std::vector<int64_t>& acc_all) {
+// Runs the MAC on oneDNN when the task allows it: afterwards f.out holds, per pixel and
+// kernel (channels last, f.M kernels), sum (x - PAD) (w + OW_OP), to which the caller adds
+// PAD * f.wsum[k]. False when it does not (the caller computes the MAC itself). `in` is the
+// task's NC1HWC2 input (surface and line strides in bytes).
+template <typename WeightFn>
+Result<bool> fast_mac(SimCache::Entry& f, const MacGeometry& g, WeightFn weight, const uint8_t* in, int64_t surface, int64_t line) {
   if (!f.tried) {
     f.tried = true;
     if (!ops::int8_conv_available()) return false;
-    if (!g.depthwise && g.stored < OC && g.ow_op != 0) return false;
+    if (!g.depthwise && g.stored < g.OC && g.ow_op != 0) return false;
     const int64_t M = g.depthwise ? g.C : g.stored, Cg = g.depthwise ? 1 : g.C, kk = g.KH * g.KW;
     if (g.depthwise && g.stored != g.C) return false;
     Tensor w = Tensor::empty(DType::i8, {M, Cg, g.KH, g.KW});
@@ -174,16 +176,123 @@ Result<bool> fast_mac(SimCache::Entry& f, const MacGeometry& g, int64_t OC, Weig
     f.usable = true;
   }
   if (!f.usable) return false;
+  // NC1HWC2 -> NCHW for the rows and columns the taps reach (all inside the map here).
   int8_t* x = f.x.data<int8_t>();
   for (int64_t c = 0; c < f.C; ++c)
-    for (int64_t h = 0; h < f.crop_h; ++h)
-      for (int64_t w = 0; w < f.crop_w; ++w) x[(c * f.crop_h + h) * f.crop_w + w] = static_cast<int8_t>(xin(c, h, w));
+    for (int64_t h = 0; h < f.crop_h; ++h) {
+      const uint8_t* src = in + (c / 16) * surface + h * line + c % 16;
+      int8_t* dst = x + (c * f.crop_h + h) * f.crop_w;
+      for (int64_t w = 0; w < f.crop_w; ++w) dst[w] = static_cast<int8_t>(src[w * 16]);
+    }
   RKD_TRY(f.acc->run(f.x, f.out));
-  const int32_t* acc = f.out.data<int32_t>();
-  for (int64_t p = 0; p < f.OH * f.OW; ++p)
-    for (int64_t k = 0; k < f.M; ++k)
-      acc_all[static_cast<size_t>(p * OC + k)] = static_cast<int64_t>(acc[p * f.M + k]) + static_cast<int64_t>(f.pad) * f.wsum[static_cast<size_t>(k)];
   return true;
+}
+
+// CORE truncate, BS, BN, OUT_CVT and the NC1HWC2 write of channels [0, OCw) at every pixel;
+// acc(p, k) gives the MAC's accumulator.
+struct Epilogue {
+  int truncate;
+  Rounding core_round, bs_round, out_round;
+  Stage bs, bn;
+  const int32_t* alu;
+  const int16_t* mul;
+  int64_t scale, offset;
+  int shift;
+};
+// The same computation for the configuration every lowering emits (CORE truncate 0, BS ALU
+// add and optional MUL from BRDMA, ReLU/ReLUX, BN bypassed, default roundings: BS shift half
+// up, OUT_CVT half to even) on oneDNN's accumulators (pixel-major, M kernels), 16 channels at
+// a time so that the compiler vectorises it. The simulator's loop tests compare it with
+// run_epilogue bit for bit.
+bool common_epilogue(const Epilogue& e) {
+  const Stage& b = e.bs;
+  return e.truncate == 0 && e.bn.bypass && !b.bypass && !b.alu_bypass && b.alu_src && b.alu_algo == 2 && !b.prelu &&
+         (b.mul_bypass || b.mul_src) && e.bs_round == Rounding::half_up && e.out_round == Rounding::half_to_even && e.shift > 0 &&
+         (b.mul_bypass || (b.shift_pos > 0 && b.shift_neg > 0 && b.shift_pos < 63 && b.shift_neg < 63));
+}
+inline int64_t clamp64(int64_t v, int64_t l, int64_t h) { return v < l ? l : (v > h ? h : v); }
+
+// One block of n (<= 16) channels of one pixel; written as simple loops over int64 lanes so
+// that GCC vectorises the n == 16 form.
+template <bool kMul, int kN>
+[[gnu::always_inline]] inline void common_block(int64_t n, const int32_t* __restrict a, const int64_t* __restrict base, const int64_t* __restrict alu,
+                                                const int64_t* __restrict mul, int64_t lo, int64_t hi, int sp, int sn, int64_t half_p, int64_t half_n,
+                                                int64_t scale, int so, int64_t half_o, int64_t mask_o, int64_t offset, uint8_t* __restrict o) {
+  constexpr int64_t kMin = std::numeric_limits<int32_t>::min(), kMax = std::numeric_limits<int32_t>::max();
+  const int64_t count = kN > 0 ? kN : n;
+  int64_t v[16], r[16];
+  // The MAC's saturation to int32, then the BS ALU add (saturating).
+  for (int64_t j = 0; j < count; ++j) v[j] = clamp64(clamp64(static_cast<int64_t>(a[j]) + base[j], kMin, kMax) + alu[j], kMin, kMax);
+  if constexpr (kMul) {
+    for (int64_t j = 0; j < count; ++j) {  // BS MUL, shifted half up by the sign's shift field
+      const int64_t prod = v[j] * mul[j];
+      const int64_t pos = (prod + half_p) >> sp, neg = (prod + half_n) >> sn;
+      v[j] = clamp64(prod >= 0 ? pos : neg, kMin, kMax);
+    }
+  }
+  for (int64_t j = 0; j < count; ++j) {  // ReLU / ReLUX as [lo, hi], OUT_CVT half to even, offset, int8
+    const int64_t p2 = clamp64(v[j], lo, hi) * scale;
+    const int64_t q = p2 >> so, rem = p2 & mask_o;
+    const int64_t up = (rem > half_o || (rem == half_o && (q & 1))) ? 1 : 0;
+    r[j] = clamp64(q + up + offset, -128, 127);
+  }
+  for (int64_t j = 0; j < count; ++j) o[j] = static_cast<uint8_t>(r[j]);
+}
+
+template <bool kMul>
+[[gnu::always_inline]] inline void common_epilogue_body(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t out_surface, uint8_t* y,
+                                                        const int32_t* acc, int64_t M, int64_t pad, const int64_t* wsum) {
+  const int64_t lo = e.bs.relu_bypass ? std::numeric_limits<int64_t>::min() : 0;
+  const int64_t hi = e.bs.relux ? static_cast<int64_t>(e.bs.relux_value) : std::numeric_limits<int64_t>::max();
+  const int sp = kMul ? e.bs.shift_pos : 1, sn = kMul ? e.bs.shift_neg : 1, so = e.shift;
+  const int64_t half_p = int64_t{1} << (sp - 1), half_n = int64_t{1} << (sn - 1);
+  const int64_t half_o = int64_t{1} << (so - 1), mask_o = (int64_t{1} << so) - 1, scale = e.scale, offset = e.offset;
+  for (int64_t k0 = 0; k0 < OCw; k0 += 16) {
+    const int64_t n = std::min<int64_t>(16, OCw - k0);
+    alignas(64) int64_t base[16] = {}, alu[16] = {}, mul[16] = {};
+    for (int64_t j = 0; j < n; ++j) {
+      base[j] = pad * wsum[k0 + j];
+      alu[j] = e.alu[k0 + j];
+      mul[j] = e.mul[k0 + j];
+    }
+    uint8_t* out = y + (k0 / 16) * out_surface;
+    for (int64_t p = 0; p < pixels; ++p) {
+      if (n == 16) {
+        common_block<kMul, 16>(16, acc + p * M + k0, base, alu, mul, lo, hi, sp, sn, half_p, half_n, scale, so, half_o, mask_o, offset, out + p * 16);
+      } else {
+        common_block<kMul, 0>(n, acc + p * M + k0, base, alu, mul, lo, hi, sp, sn, half_p, half_n, scale, so, half_o, mask_o, offset, out + p * 16);
+      }
+    }
+  }
+}
+
+// Compiled for AVX-512 and AVX2 as well as the baseline; the loader picks one (GCC function
+// multi-versioning): the same integer arithmetic, vectorised where the CPU allows.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define RKD_EPILOGUE_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define RKD_EPILOGUE_CLONES
+#endif
+RKD_EPILOGUE_CLONES void run_common_epilogue_mul(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t out_surface, uint8_t* y,
+                                                 const int32_t* acc, int64_t M, int64_t pad, const int64_t* wsum) {
+  common_epilogue_body<true>(e, pixels, OCw, out_surface, y, acc, M, pad, wsum);
+}
+RKD_EPILOGUE_CLONES void run_common_epilogue_plain(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t out_surface, uint8_t* y,
+                                                   const int32_t* acc, int64_t M, int64_t pad, const int64_t* wsum) {
+  common_epilogue_body<false>(e, pixels, OCw, out_surface, y, acc, M, pad, wsum);
+}
+
+template <typename AccFn>
+void run_epilogue(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t out_surface, uint8_t* y, AccFn acc) {
+  for (int64_t p = 0; p < pixels; ++p) {
+    for (int64_t k = 0; k < OCw; ++k) {
+      int32_t v = sat32(round_shift(sat32(acc(p, k)), e.truncate, e.core_round));
+      v = apply_stage(e.bs, v, e.alu[k], e.mul[k], e.bs_round);
+      v = apply_stage(e.bn, v, 0, 0, e.bs_round);
+      const int64_t o = round_shift(static_cast<int64_t>(v) * e.scale, e.shift, e.out_round) + e.offset;
+      y[(k / 16) * out_surface + p * 16 + k % 16] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp<int64_t>(o, -128, 127)));
+    }
+  }
 }
 
 // The int8 convolution task of `r` on `mem`.
@@ -231,7 +340,7 @@ Result<TaskStats> run_conv(DeviceMemory& mem, const Regs& r, const Quirks& q, Si
   if (line < 16 * W) return invalid("CNA.DMA_CON1.LINE_STRIDE " + std::to_string(line / 4) + " is shorter than a line of " + std::to_string(W) + " pixels");
   const uint32_t fin = r.get(CNA_FEATURE_DATA_ADDR);
   const size_t in_bytes = static_cast<size_t>((C / 16 - 1) * surface + (H - 1) * line + W * 16);
-  RKD_ASSIGN(auto x, mem.read(fin, in_bytes));
+  RKD_ASSIGN(std::span<const uint8_t> x, mem.read(fin, in_bytes));
   auto xin = [&](int64_t c, int64_t h, int64_t w) -> int32_t {
     if (h < 0 || h >= H || w < 0 || w >= W) return pad_value;
     return static_cast<int8_t>(x[static_cast<size_t>((c / 16) * surface + h * line + w * 16 + c % 16)]);
@@ -300,18 +409,40 @@ Result<TaskStats> run_conv(DeviceMemory& mem, const Regs& r, const Quirks& q, Si
   // The MAC array: acc[(oy * OW + ox) * OC + k] = sum over taps of x * (w + OW_OP), padding
   // cells holding PAD. Written channels past the stored kernels see (0 + OW_OP) weights; a
   // depthwise task's channels past C have all-padding weights and accumulate 0.
-  std::vector<int64_t> acc_all(static_cast<size_t>(OH * OW * OC), 0);
   const int64_t stored = depthwise ? std::min(OC, C) : std::min(OC, kernels);
-  bool done = false;
+  // CORE, BS, BN, OUT_CVT, write: the channels DATA_CUBE_CHANNEL.ORIG_CHANNEL counts. The
+  // hardware also writes the padding channels up to CHANNEL + 1; their values carry no
+  // meaning (padded kernels) and are left as they are in memory.
+  const int64_t OCw = std::min(OC, OC_real);
+  TaskStats stats;
+  stats.macs = OH * OW * std::min(OC, OC_real) * kk * (depthwise ? 1 : C_real);
+  stats.padded_macs = OH * OW * OC * kk * (depthwise ? 1 : C);
+  stats.output_values = OH * OW * OC;
+  const Epilogue ep{truncate, core_round, q.bs_shift_rounding, q.out_cvt_rounding, bs, bn, alu.data(), mul.data(), scale, offset, shift};
   if (fast) {
     // oneDNN's exact int8 accumulation: with the padding value as the input zero point it
     // gives sum (x - PAD) w over all taps, so acc = that + PAD * (sum of the kernel's weights)
     // exactly (int64). Needs w + OW_OP to be int8.
-    const MacGeometry g{C, H, W, OH, OW, KH, KW, sy, sx, pad_top, pad_left, stored, depthwise, pad_value, ow_op};
-    RKD_ASSIGN(done, fast_mac(*fast, g, OC, [&](int64_t k, int64_t c, int64_t ky, int64_t kx) { return weight(k, c, ky, kx) + ow_op; },
-                              [&](int64_t c, int64_t h, int64_t w) { return xin(c, h, w); }, acc_all));
+    const MacGeometry g{C, H, W, OH, OW, KH, KW, sy, sx, pad_top, pad_left, stored, OC, depthwise, pad_value, ow_op};
+    RKD_ASSIGN(bool done, fast_mac(*fast, g, [&](int64_t k, int64_t c, int64_t ky, int64_t kx) { return weight(k, c, ky, kx) + ow_op; },
+                                   x.data(), surface, line));
+    if (done) {
+      const int32_t* acc = fast->out.data<int32_t>();
+      const int64_t M = fast->M, padv = fast->pad;
+      const int64_t* wsum = fast->wsum.data();
+      if (common_epilogue(ep) && OCw <= M) {
+        if (ep.bs.mul_bypass) run_common_epilogue_plain(ep, OH * OW, OCw, out_surface, y.data(), acc, M, padv, wsum);
+        else run_common_epilogue_mul(ep, OH * OW, OCw, out_surface, y.data(), acc, M, padv, wsum);
+        return stats;
+      }
+      run_epilogue(ep, OH * OW, OCw, out_surface, y.data(), [&](int64_t p, int64_t k) -> int64_t {
+        return k < M ? static_cast<int64_t>(acc[p * M + k]) + padv * wsum[k] : 0;
+      });
+      return stats;
+    }
   }
-  if (!done) {
+  std::vector<int64_t> acc_all(static_cast<size_t>(OH * OW * OC), 0);
+  {
     const int64_t GH = (OH - 1) * sy + KH, GW = (OW - 1) * sx + KW;
     std::vector<int16_t> grid(static_cast<size_t>(GH * GW * C));
     for (int64_t gy = 0; gy < GH; ++gy)
@@ -354,27 +485,8 @@ Result<TaskStats> run_conv(DeviceMemory& mem, const Regs& r, const Quirks& q, Si
       }
     }
   }
-  // CORE, BS, BN, OUT_CVT, write: the channels DATA_CUBE_CHANNEL.ORIG_CHANNEL counts. The
-  // hardware also writes the padding channels up to CHANNEL + 1; their values carry no
-  // meaning (padded kernels) and are left as they are in memory.
-  const int64_t OCw = std::min(OC, OC_real);
-  for (int64_t oy = 0; oy < OH; ++oy) {
-    for (int64_t ox = 0; ox < OW; ++ox) {
-      for (int64_t k = 0; k < OCw; ++k) {
-        const int64_t acc = acc_all[static_cast<size_t>((oy * OW + ox) * OC + k)];
-        int32_t v = sat32(round_shift(sat32(acc), truncate, core_round));
-        v = apply_stage(bs, v, alu[static_cast<size_t>(k)], mul[static_cast<size_t>(k)], q.bs_shift_rounding);
-        v = apply_stage(bn, v, 0, 0, q.bs_shift_rounding);
-        const int64_t o = round_shift(static_cast<int64_t>(v) * scale, shift, q.out_cvt_rounding) + offset;
-        y[static_cast<size_t>((k / 16) * out_surface + (oy * OW + ox) * 16 + k % 16)] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp<int64_t>(o, -128, 127)));
-      }
-    }
-  }
-  TaskStats st;
-  st.macs = OH * OW * std::min(OC, OC_real) * kk * (depthwise ? 1 : C_real);
-  st.padded_macs = OH * OW * OC * kk * (depthwise ? 1 : C);
-  st.output_values = OH * OW * OC;
-  return st;
+  run_epilogue(ep, OH * OW, OCw, out_surface, y.data(), [&](int64_t p, int64_t k) { return acc_all[static_cast<size_t>(p * OC + k)]; });
+  return stats;
 }
 
 }  // namespace
