@@ -162,6 +162,12 @@ class QConvAccumulator {
   virtual ~QConvAccumulator() = default;
   // x: [N, C, H, W] int8/uint8 dense; acc: int32 [N, OH, OW, M] (channels last).
   virtual Status run(const Tensor& x, Tensor& acc) = 0;
+  // For callers that lay out the input themselves: the padded channels-last buffer the
+  // primitive reads, uint8 [N, H + pad_top + pad_bottom, W + pad_left + pad_right, C] (int8
+  // inputs stored + 128), whose padding already holds the zero point; write the interior at
+  // row offset pad_top and column offset pad_left, then run_filled() gives what run() gives.
+  virtual uint8_t* padded_input() = 0;
+  virtual Status run_filled(Tensor& acc) = 0;
   virtual std::string implementation() const = 0;
 };
 bool int8_conv_available();

@@ -431,13 +431,16 @@ class QConvDnnl final : public QConvAccumulator {
       return dnnl_error("int8 convolution", e);
     }
     padded_ = Tensor::empty(DType::u8, {n_, hp_, wp_, c_});
+    uint8_t* pp = padded_.data<uint8_t>();
+    std::fill(pp, pp + padded_.numel(), static_cast<uint8_t>(zp_u8_));  // the padding; run() rewrites only the interior
     return {};
   }
+
+  uint8_t* padded_input() override { return padded_.data<uint8_t>(); }
 
   Status run(const Tensor& x0, Tensor& acc) override {
     const Tensor x = x0.contiguous();
     uint8_t* pp = padded_.data<uint8_t>();
-    std::fill(pp, pp + padded_.numel(), static_cast<uint8_t>(zp_u8_));
     // NCHW int8/uint8 -> padded NHWC uint8 (+128 for int8).
     for (int64_t n = 0; n < n_; ++n) {
       for (int64_t y = 0; y < h_; ++y) {
@@ -454,6 +457,11 @@ class QConvDnnl final : public QConvAccumulator {
         }
       }
     }
+    return run_filled(acc);
+  }
+
+  Status run_filled(Tensor& acc) override {
+    uint8_t* pp = padded_.data<uint8_t>();
     try {
       memory src(src_md_, engine(), pp), dst(dst_md_, engine(), acc.raw());
       dnnl::stream st(engine());

@@ -116,9 +116,9 @@ struct SimCache::Entry {
   bool tried = false, usable = false;
   std::unique_ptr<ops::QConvAccumulator> acc;
   std::vector<int64_t> wsum;  // per kernel: sum of (w + OW_OP) over all taps and channels
-  int64_t M = 0, C = 0, crop_h = 0, crop_w = 0, OH = 0, OW = 0;
+  int64_t M = 0, C = 0, crop_h = 0, crop_w = 0, OH = 0, OW = 0, pad_top = 0, pad_left = 0, padded_w = 0;
   int32_t pad = 0;
-  Tensor x, out;
+  Tensor out;
 };
 
 SimCache::SimCache() = default;
@@ -171,20 +171,25 @@ Result<bool> fast_mac(SimCache::Entry& f, const MacGeometry& g, WeightFn weight,
     f.OH = g.OH;
     f.OW = g.OW;
     f.pad = g.pad;
-    f.x = Tensor::empty(DType::i8, {1, g.C, f.crop_h, f.crop_w});
+    f.pad_top = g.pad_top;
+    f.pad_left = g.pad_left;
+    f.padded_w = f.crop_w + cp.pads[1] + cp.pads[3];
     f.out = Tensor::empty(DType::i32, {1, g.OH, g.OW, M});
     f.usable = true;
   }
   if (!f.usable) return false;
-  // NC1HWC2 -> NCHW for the rows and columns the taps reach (all inside the map here).
-  int8_t* x = f.x.data<int8_t>();
-  for (int64_t c = 0; c < f.C; ++c)
-    for (int64_t h = 0; h < f.crop_h; ++h) {
-      const uint8_t* src = in + (c / 16) * surface + h * line + c % 16;
-      int8_t* dst = x + (c * f.crop_h + h) * f.crop_w;
-      for (int64_t w = 0; w < f.crop_w; ++w) dst[w] = static_cast<int8_t>(src[w * 16]);
+  // NC1HWC2 -> oneDNN's padded channels-last uint8 (x + 128 = x ^ 0x80) for the rows and
+  // columns the taps reach (all inside the map here): 16 channels per copy.
+  uint8_t* buf = f.acc->padded_input();
+  for (int64_t h = 0; h < f.crop_h; ++h)
+    for (int64_t w = 0; w < f.crop_w; ++w) {
+      uint8_t* dst = buf + ((f.pad_top + h) * f.padded_w + f.pad_left + w) * f.C;
+      for (int64_t c1 = 0; c1 < f.C / 16; ++c1) {
+        const uint8_t* src = in + c1 * surface + h * line + w * 16;
+        for (int j = 0; j < 16; ++j) dst[c1 * 16 + j] = static_cast<uint8_t>(src[j] ^ 0x80);
+      }
     }
-  RKD_TRY(f.acc->run(f.x, f.out));
+  RKD_TRY(f.acc->run_filled(f.out));
   return true;
 }
 
@@ -212,14 +217,14 @@ bool common_epilogue(const Epilogue& e) {
 }
 inline int64_t clamp64(int64_t v, int64_t l, int64_t h) { return v < l ? l : (v > h ? h : v); }
 
-// One block of n (<= 16) channels of one pixel; written as simple loops over int64 lanes so
-// that GCC vectorises the n == 16 form.
-template <bool kMul, int kN>
-[[gnu::always_inline]] inline void common_block(int64_t n, const int32_t* __restrict a, const int64_t* __restrict base, const int64_t* __restrict alu,
+// One block of 16 channels of one pixel; written as simple loops over int64 lanes so that
+// GCC vectorises them.
+template <bool kMul>
+[[gnu::always_inline]] inline void common_block(const int32_t* __restrict a, const int64_t* __restrict base, const int64_t* __restrict alu,
                                                 const int64_t* __restrict mul, int64_t lo, int64_t hi, int sp, int sn, int64_t half_p, int64_t half_n,
                                                 int64_t scale, int so, int64_t half_o, int64_t mask_o, int64_t offset, uint8_t* __restrict o) {
   constexpr int64_t kMin = std::numeric_limits<int32_t>::min(), kMax = std::numeric_limits<int32_t>::max();
-  const int64_t count = kN > 0 ? kN : n;
+  constexpr int count = 16;
   int64_t v[16], r[16];
   // The MAC's saturation to int32, then the BS ALU add (saturating).
   for (int64_t j = 0; j < count; ++j) v[j] = clamp64(clamp64(static_cast<int64_t>(a[j]) + base[j], kMin, kMax) + alu[j], kMin, kMax);
@@ -258,9 +263,14 @@ template <bool kMul>
     uint8_t* out = y + (k0 / 16) * out_surface;
     for (int64_t p = 0; p < pixels; ++p) {
       if (n == 16) {
-        common_block<kMul, 16>(16, acc + p * M + k0, base, alu, mul, lo, hi, sp, sn, half_p, half_n, scale, so, half_o, mask_o, offset, out + p * 16);
+        common_block<kMul>(acc + p * M + k0, base, alu, mul, lo, hi, sp, sn, half_p, half_n, scale, so, half_o, mask_o, offset, out + p * 16);
       } else {
-        common_block<kMul, 0>(n, acc + p * M + k0, base, alu, mul, lo, hi, sp, sn, half_p, half_n, scale, so, half_o, mask_o, offset, out + p * 16);
+        // A partial block: the same 16 lanes on a copy, the first n written.
+        alignas(64) int32_t a16[16] = {};
+        uint8_t o16[16];
+        std::memcpy(a16, acc + p * M + k0, static_cast<size_t>(n) * 4);
+        common_block<kMul>(a16, base, alu, mul, lo, hi, sp, sn, half_p, half_n, scale, so, half_o, mask_o, offset, o16);
+        std::memcpy(out + p * 16, o16, static_cast<size_t>(n));
       }
     }
   }
