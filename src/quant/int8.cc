@@ -1,10 +1,11 @@
 #include "quant/int8.h"
 
-#include "quant/int8_access.h"
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include "core/target_clones.h"
+#include "quant/int8_access.h"
 
 namespace rkd::quant {
 
@@ -46,12 +47,42 @@ Result<std::pair<int32_t, int32_t>> quantized_range(DType t) {
   return unsupported(std::string("quantized type ") + dtype_name(t) + " (int8 or uint8)");
 }
 
+namespace {
+
+// Per-tensor fast forms of quantize (half to even) and dequantize: the same operations as the
+// general loops below, on typed pointers so that they vectorise.
+template <typename T>
+[[gnu::always_inline]] inline void quantize_even_body(const float* __restrict x, int64_t n, float scale, float zp, float lo, float hi, T* __restrict y) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i] / scale;
+    const float r = v != v ? 0.f : std::nearbyint(v);  // NaN -> 0
+    y[i] = static_cast<T>(static_cast<int32_t>(std::min(std::max(r + zp, lo), hi)));
+  }
+}
+RKD_TARGET_CLONES void quantize_even_i8(const float* x, int64_t n, float scale, float zp, int8_t* y) { quantize_even_body(x, n, scale, zp, -128.f, 127.f, y); }
+RKD_TARGET_CLONES void quantize_even_u8(const float* x, int64_t n, float scale, float zp, uint8_t* y) { quantize_even_body(x, n, scale, zp, 0.f, 255.f, y); }
+template <typename T>
+[[gnu::always_inline]] inline void dequantize_body(const T* __restrict q, int64_t n, int32_t zp, float scale, float* __restrict y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<int32_t>(q[i]) - zp) * scale;
+}
+RKD_TARGET_CLONES void dequantize_i8(const int8_t* q, int64_t n, int32_t zp, float scale, float* y) { dequantize_body(q, n, zp, scale, y); }
+RKD_TARGET_CLONES void dequantize_u8(const uint8_t* q, int64_t n, int32_t zp, float scale, float* y) { dequantize_body(q, n, zp, scale, y); }
+
+}  // namespace
+
 Status quantize(const Tensor& x0, const QuantParams& p, QuantizeRounding rounding, Tensor& out) {
   if (x0.dtype() != DType::f32) return invalid("quantize: input must be float32");
   RKD_ASSIGN(auto range, quantized_range(out.dtype()));
   RKD_TRY(check_params(p, x0.shape(), "quantize"));
   const Tensor x = x0.contiguous();
-  for (int64_t i = 0; i < x.numel(); ++i) {
+  const int64_t n = x.numel();
+  if (p.scales.size() == 1 && rounding == QuantizeRounding::half_to_even && out.is_contiguous() && out.numel() == n) {
+    const float zp = static_cast<float>(p.zero_points[0]);
+    if (out.dtype() == DType::i8) quantize_even_i8(x.data<float>(), n, p.scales[0], zp, out.data<int8_t>());
+    else quantize_even_u8(x.data<float>(), n, p.scales[0], zp, out.data<uint8_t>());
+    return {};
+  }
+  for (int64_t i = 0; i < n; ++i) {
     const size_t k = p.scales.size() == 1 ? 0 : static_cast<size_t>(axis_index(x.shape(), p.axis, i));
     const float v = x.data<float>()[i] / p.scales[k];
     float r;
@@ -71,7 +102,13 @@ Status dequantize(const Tensor& q0, const QuantParams& p, Tensor& out) {
   }
   RKD_TRY(check_params(p, q0.shape(), "dequantize"));
   const Tensor q = q0.contiguous();
-  for (int64_t i = 0; i < q.numel(); ++i) {
+  const int64_t n = q.numel();
+  if (p.scales.size() == 1 && q.dtype() != DType::i32 && out.is_contiguous() && out.numel() == n) {
+    if (q.dtype() == DType::i8) dequantize_i8(q.data<int8_t>(), n, p.zero_points[0], p.scales[0], out.data<float>());
+    else dequantize_u8(q.data<uint8_t>(), n, p.zero_points[0], p.scales[0], out.data<float>());
+    return {};
+  }
+  for (int64_t i = 0; i < n; ++i) {
     const size_t k = p.scales.size() == 1 ? 0 : static_cast<size_t>(axis_index(q.shape(), p.axis, i));
     const int32_t v = q.dtype() == DType::i32 ? q.data<int32_t>()[i] : load_q(q, i);
     out.data<float>()[i] = static_cast<float>(v - p.zero_points[k]) * p.scales[k];
@@ -167,34 +204,41 @@ Status check_binary(const Tensor& a, const Tensor& b, const QBinaryParams& p, co
 }
 }  // namespace
 
+namespace {
+// ONNX Runtime's QLinearAdd (MLAS, x86-64): the inputs scaled by float32 ratios to the
+// output scale; a's term is added to b's with one fused multiply-add (exactly rounded, so the
+// same in every clone); clamped a step beyond the output range, then rounded half to even by
+// the 1.5 * 2^23 trick (exact for |v| < 2^22; the same as nearbyint in the default rounding mode).
+struct OrtAdd {
+  float ra, rb, lo, hi;
+  int32_t a_zp, b_zp, out_zp, act_min, act_max;
+  bool subtract, scalar_b;
+};
+template <typename T>
+[[gnu::always_inline]] inline void ort_add_body(const OrtAdd& k, const T* __restrict pa, const T* __restrict pb, int64_t n, T* __restrict po) {
+  const float sign = k.subtract ? -1.f : 1.f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float fa = static_cast<float>(static_cast<int32_t>(pa[i]) - k.a_zp);
+    const float vb = sign * (k.rb * static_cast<float>(static_cast<int32_t>(pb[k.scalar_b ? 0 : i]) - k.b_zp));
+    const float v = std::min(std::max(std::fma(k.ra, fa, vb), k.lo), k.hi);
+    const float r = (v + 12582912.f) - 12582912.f;
+    const int32_t y = static_cast<int32_t>(r) + k.out_zp;
+    po[i] = static_cast<T>(std::min(std::max(y, k.act_min), k.act_max));
+  }
+}
+RKD_TARGET_CLONES void ort_add_i8(const OrtAdd& k, const int8_t* a, const int8_t* b, int64_t n, int8_t* y) { ort_add_body(k, a, b, n, y); }
+RKD_TARGET_CLONES void ort_add_u8(const OrtAdd& k, const uint8_t* a, const uint8_t* b, int64_t n, uint8_t* y) { ort_add_body(k, a, b, n, y); }
+}  // namespace
+
 Status tflite_add(const Tensor& a0, const Tensor& b0, const QBinaryParams& p, bool subtract, Tensor& out) {
   RKD_TRY(check_binary(a0, b0, p, out, subtract ? "Sub" : "Add"));
   const Tensor a = a0.contiguous(), b = b0.contiguous();
   if (p.convention == Requant::onnx_float) {
-    // ONNX Runtime's QLinearAdd (MLAS, x86-64): the inputs scaled by float32 ratios to the
-    // output scale; a's term is added to b's with one fused multiply-add; rounded half to even.
-    const float ra = p.a_scale / p.out_scale, rb = p.b_scale / p.out_scale;
-    const float lo = static_cast<float>(p.act_min - p.out_zero_point) - 1.f;
-    const float hi = static_cast<float>(p.act_max - p.out_zero_point) + 1.f;
-    auto add = [&](auto tag) {
-      using T = decltype(tag);
-      const T* pa = a.data<T>();
-      const T* pb = b.data<T>();
-      T* po = out.data<T>();
-      const bool scalar_b = b.numel() == 1;
-      for (int64_t i = 0; i < a.numel(); ++i) {
-        const float fa = static_cast<float>(static_cast<int32_t>(pa[i]) - p.a_zero_point);
-        const float vb = rb * static_cast<float>(static_cast<int32_t>(pb[scalar_b ? 0 : i]) - p.b_zero_point);
-        // Clamped a step beyond the output range, then rounded half to even by the 1.5 * 2^23
-        // trick (exact for |v| < 2^22; the same as nearbyint in the default rounding mode).
-        const float v = std::clamp(std::fma(ra, fa, subtract ? -vb : vb), lo, hi);
-        const float r = (v + 12582912.f) - 12582912.f;
-        const int32_t y = static_cast<int32_t>(r) + p.out_zero_point;
-        po[i] = static_cast<T>(std::clamp(y, p.act_min, p.act_max));
-      }
-    };
-    if (a.dtype() == DType::i8) add(int8_t{});
-    else add(uint8_t{});
+    const OrtAdd k{p.a_scale / p.out_scale, p.b_scale / p.out_scale, static_cast<float>(p.act_min - p.out_zero_point) - 1.f,
+                   static_cast<float>(p.act_max - p.out_zero_point) + 1.f, p.a_zero_point, p.b_zero_point, p.out_zero_point, p.act_min,
+                   p.act_max, subtract, b.numel() == 1};
+    if (a.dtype() == DType::i8) ort_add_i8(k, a.data<int8_t>(), b.data<int8_t>(), a.numel(), out.data<int8_t>());
+    else ort_add_u8(k, a.data<uint8_t>(), b.data<uint8_t>(), a.numel(), out.data<uint8_t>());
     return {};
   }
   constexpr int kLeftShift = 20;

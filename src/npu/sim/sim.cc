@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 
+#include "core/target_clones.h"
 #include "npu/arch/arch.h"
 #include "kernels/tensor_ops.h"
 #include "npu/regcmd/regcmd.h"
@@ -276,18 +277,11 @@ template <bool kMul>
   }
 }
 
-// Compiled for AVX-512 and AVX2 as well as the baseline; the loader picks one (GCC function
-// multi-versioning): the same integer arithmetic, vectorised where the CPU allows.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define RKD_EPILOGUE_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define RKD_EPILOGUE_CLONES
-#endif
-RKD_EPILOGUE_CLONES void run_common_epilogue_mul(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t out_surface, uint8_t* y,
+RKD_TARGET_CLONES void run_common_epilogue_mul(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t out_surface, uint8_t* y,
                                                  const int32_t* acc, int64_t M, int64_t pad, const int64_t* wsum) {
   common_epilogue_body<true>(e, pixels, OCw, out_surface, y, acc, M, pad, wsum);
 }
-RKD_EPILOGUE_CLONES void run_common_epilogue_plain(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t out_surface, uint8_t* y,
+RKD_TARGET_CLONES void run_common_epilogue_plain(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t out_surface, uint8_t* y,
                                                    const int32_t* acc, int64_t M, int64_t pad, const int64_t* wsum) {
   common_epilogue_body<false>(e, pixels, OCw, out_surface, y, acc, M, pad, wsum);
 }
