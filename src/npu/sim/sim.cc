@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/target_clones.h"
+#include "core/thread_pool.h"
 #include "npu/arch/arch.h"
 #include "kernels/tensor_ops.h"
 #include "npu/regcmd/regcmd.h"
@@ -246,13 +247,14 @@ template <bool kMul>
 }
 
 template <bool kMul>
-[[gnu::always_inline]] inline void common_epilogue_body(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t out_surface, uint8_t* y,
-                                                        const int32_t* acc, int64_t M, int64_t pad, const int64_t* wsum) {
+[[gnu::always_inline]] inline void common_epilogue_body(const Epilogue& e, int64_t p0, int64_t p1, int64_t pixels, int64_t OCw, int64_t out_surface,
+                                                        uint8_t* y, const int32_t* acc, int64_t M, int64_t pad, const int64_t* wsum) {
   const int64_t lo = e.bs.relu_bypass ? std::numeric_limits<int64_t>::min() : 0;
   const int64_t hi = e.bs.relux ? static_cast<int64_t>(e.bs.relux_value) : std::numeric_limits<int64_t>::max();
   const int sp = kMul ? e.bs.shift_pos : 1, sn = kMul ? e.bs.shift_neg : 1, so = e.shift;
   const int64_t half_p = int64_t{1} << (sp - 1), half_n = int64_t{1} << (sn - 1);
   const int64_t half_o = int64_t{1} << (so - 1), mask_o = (int64_t{1} << so) - 1, scale = e.scale, offset = e.offset;
+  const int64_t total = pixels * M;  // accumulators in the buffer
   for (int64_t k0 = 0; k0 < OCw; k0 += 16) {
     const int64_t n = std::min<int64_t>(16, OCw - k0);
     alignas(64) int64_t base[16] = {}, alu[16] = {}, mul[16] = {};
@@ -262,28 +264,30 @@ template <bool kMul>
       mul[j] = e.mul[k0 + j];
     }
     uint8_t* out = y + (k0 / 16) * out_surface;
-    for (int64_t p = 0; p < pixels; ++p) {
-      if (n == 16) {
+    for (int64_t p = p0; p < p1; ++p) {
+      // A partial block (n < 16) computes all 16 lanes too: the lanes past n read the next
+      // accumulators (operands 0) and write padding channels of the same 16-channel group,
+      // which the hardware writes as well and nobody reads. Only the last accumulators,
+      // where 16 lanes would run past the buffer, go through a copy.
+      if (p * M + k0 + 16 <= total) {
         common_block<kMul>(acc + p * M + k0, base, alu, mul, lo, hi, sp, sn, half_p, half_n, scale, so, half_o, mask_o, offset, out + p * 16);
       } else {
-        // A partial block: the same 16 lanes on a copy, the first n written.
         alignas(64) int32_t a16[16] = {};
-        uint8_t o16[16];
         std::memcpy(a16, acc + p * M + k0, static_cast<size_t>(n) * 4);
-        common_block<kMul>(a16, base, alu, mul, lo, hi, sp, sn, half_p, half_n, scale, so, half_o, mask_o, offset, o16);
-        std::memcpy(out + p * 16, o16, static_cast<size_t>(n));
+        common_block<kMul>(a16, base, alu, mul, lo, hi, sp, sn, half_p, half_n, scale, so, half_o, mask_o, offset, out + p * 16);
       }
     }
   }
 }
 
-RKD_TARGET_CLONES void run_common_epilogue_mul(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t out_surface, uint8_t* y,
+// Pixels [p0, p1) of `pixels`.
+RKD_TARGET_CLONES void run_common_epilogue_mul(const Epilogue& e, int64_t p0, int64_t p1, int64_t pixels, int64_t OCw, int64_t out_surface, uint8_t* y,
                                                  const int32_t* acc, int64_t M, int64_t pad, const int64_t* wsum) {
-  common_epilogue_body<true>(e, pixels, OCw, out_surface, y, acc, M, pad, wsum);
+  common_epilogue_body<true>(e, p0, p1, pixels, OCw, out_surface, y, acc, M, pad, wsum);
 }
-RKD_TARGET_CLONES void run_common_epilogue_plain(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t out_surface, uint8_t* y,
-                                                   const int32_t* acc, int64_t M, int64_t pad, const int64_t* wsum) {
-  common_epilogue_body<false>(e, pixels, OCw, out_surface, y, acc, M, pad, wsum);
+RKD_TARGET_CLONES void run_common_epilogue_plain(const Epilogue& e, int64_t p0, int64_t p1, int64_t pixels, int64_t OCw, int64_t out_surface,
+                                                   uint8_t* y, const int32_t* acc, int64_t M, int64_t pad, const int64_t* wsum) {
+  common_epilogue_body<false>(e, p0, p1, pixels, OCw, out_surface, y, acc, M, pad, wsum);
 }
 
 template <typename AccFn>
@@ -416,7 +420,7 @@ Result<TaskStats> run_conv(DeviceMemory& mem, const Regs& r, const Quirks& q, Si
   const int64_t stored = depthwise ? std::min(OC, C) : std::min(OC, kernels);
   // CORE, BS, BN, OUT_CVT, write: the channels DATA_CUBE_CHANNEL.ORIG_CHANNEL counts. The
   // hardware also writes the padding channels up to CHANNEL + 1; their values carry no
-  // meaning (padded kernels) and are left as they are in memory.
+  // meaning (padded kernels): left as they are, or written by the 16-lane epilogue.
   const int64_t OCw = std::min(OC, OC_real);
   TaskStats stats;
   stats.macs = OH * OW * std::min(OC, OC_real) * kk * (depthwise ? 1 : C_real);
@@ -435,8 +439,14 @@ Result<TaskStats> run_conv(DeviceMemory& mem, const Regs& r, const Quirks& q, Si
       const int64_t M = fast->M, padv = fast->pad;
       const int64_t* wsum = fast->wsum.data();
       if (common_epilogue(ep) && OCw <= M) {
-        if (ep.bs.mul_bypass) run_common_epilogue_plain(ep, OH * OW, OCw, out_surface, y.data(), acc, M, padv, wsum);
-        else run_common_epilogue_mul(ep, OH * OW, OCw, out_surface, y.data(), acc, M, padv, wsum);
+        // Pixel ranges on the kernels' thread pool (each writes its own pixels).
+        const int64_t pixels = OH * OW, chunk = 256, chunks = (pixels + chunk - 1) / chunk;
+        uint8_t* yd = y.data();
+        ThreadPool::global().parallel_for(chunks, [&](int64_t i) {
+          const int64_t p0 = i * chunk, p1 = std::min(pixels, p0 + chunk);
+          if (ep.bs.mul_bypass) run_common_epilogue_plain(ep, p0, p1, pixels, OCw, out_surface, yd, acc, M, padv, wsum);
+          else run_common_epilogue_mul(ep, p0, p1, pixels, OCw, out_surface, yd, acc, M, padv, wsum);
+        });
         return stats;
       }
       run_epilogue(ep, OH * OW, OCw, out_surface, y.data(), [&](int64_t p, int64_t k) -> int64_t {

@@ -25,8 +25,9 @@
 //  7. OUT_CVT: y = sat_int8(round_shift(v * SCALE, SHIFT) + OFFSET), SCALE signed 16-bit
 //     (quirk out_cvt_scale_signed), rounding quirk out_cvt_rounding; written NC1HWC2 at
 //     DPU.DST_BASE_ADDR, surface DST_SURF_STRIDE * 16 bytes, DATA_CUBE_CHANNEL.ORIG_CHANNEL + 1
-//     channels (the padding channels up to CHANNEL + 1, which hold padded kernels' results
-//     on hardware, are not written), DATA_CUBE_WIDTH/HEIGHT + 1 pixels.
+//     channels, DATA_CUBE_WIDTH/HEIGHT + 1 pixels. The padding channels up to CHANNEL + 1
+//     hold padded kernels' results on hardware and carry no meaning: the simulator leaves
+//     them or, in the rest of a partly used 16-channel group, writes meaningless values.
 // Weights (CNA.DCOMP_ADDR0), direct convolution: oc1 (groups of 32 kernels) -> ic1 (groups
 // of 32 input channels, the last 16 wide when the padded channel count leaves 16) -> kh ->
 // kw -> oc2 -> ic2, WEIGHT_SIZE2.WEIGHT_KERNELS kernels of KH x KW x DATA_SIZE1.DATAIN_CHANNEL.
