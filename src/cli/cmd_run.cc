@@ -109,8 +109,9 @@ void set_backend(const RunArgs& a, runtime::CompileOptions& c) {
 
 void report_npu(const RunArgs& a, const runtime::FusionReport& f) {
   if (a.backend != "sim") return;
-  std::fprintf(stderr, "npu: %d convolution(s) on the RK3588 simulator (strategy %s), %zu on the CPU\n", f.npu_sim_convs,
-               a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy.c_str(), f.npu_cpu_convs.size());
+  std::fprintf(stderr, "npu: %d convolution(s) on the RK3588 simulator (strategy %s, %d with the following Add fused), %zu on the CPU\n",
+               f.npu_sim_convs, a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy.c_str(), f.npu_fused_adds,
+               f.npu_cpu_convs.size());
   for (const auto& r : f.npu_cpu_convs) std::fprintf(stderr, "  on the CPU: %s\n", r.c_str());
 }
 

@@ -39,6 +39,11 @@ Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
   if (opt.int8 && !opt.portable) pm.add(qdq_to_qlinear_pass());
   if (opt.int8 && !opt.portable && !opt.npu_sim_strategy.empty()) {
     if (auto st = npu::lower::parse_strategy(opt.npu_sim_strategy); !st.ok()) return st.error();
+    // The dequantized copies qdq-to-qlinear left unread go first: the placement fuses a
+    // convolution with the Add that is its only reader.
+    ir::Pass dce = ir::dead_code_elimination_pass();
+    dce.name = "dead-code-elimination-npu";
+    pm.add(dce);
     pm.add(npu_sim_placement_pass(opt.npu_sim_strategy, opt.sim_knobs, report));
   }
   pm.add(ir::constant_folding_pass(evaluate_node, {}, "constant-folding-2"));

@@ -64,6 +64,7 @@ struct FusionReport {
   std::vector<std::string> fused;       // one line per fused site
   std::vector<std::string> not_fused;   // "node X: <reason>"
   int npu_sim_convs = 0;                // convolutions placed on the NPU simulator
+  int npu_fused_adds = 0;               // of which with the following Add fused (EW stage)
   std::vector<std::string> npu_cpu_convs;  // "node X: <reason>" for those left on the CPU
 };
 

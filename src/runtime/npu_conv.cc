@@ -12,6 +12,7 @@ namespace rkd::runtime {
 namespace {
 
 using ir::Node;
+using ir::Value;
 using npu::lower::ConvSpec;
 
 const Tensor* constant_of(const Node& n, size_t i) {
@@ -86,6 +87,20 @@ Result<ConvSpec> npu_conv_spec(const Node& n) {
   RKD_ASSIGN(int64_t amax, n.attr_int("rkd_act_max", qmax));
   s.act_min = static_cast<int32_t>(std::max<int64_t>(amin, qmin));
   s.act_max = static_cast<int32_t>(std::min<int64_t>(amax, qmax));
+  // A fused residual add (npu_sim_placement_pass): inputs 9-11 are the Add's other operand
+  // and its scale and zero point, 6-7 the Add's output parameters; rkd_conv_relu marks a
+  // ReLU on the convolution before the add.
+  RKD_ASSIGN(int64_t residual, n.attr_int("rkd_residual", 0));
+  if (residual) {
+    if (n.inputs.size() < 12 || !n.inputs[9] || !constant_of(n, 10) || !constant_of(n, 11)) return invalid("fused residual: inputs 9-11 missing");
+    if (!n.inputs[9]->dtype || *n.inputs[9]->dtype != s.dtype) return unsupported("fused residual of another type");
+    if (ir::static_shape(n.inputs[9]) != ys) return unsupported("fused residual of another shape than the output");
+    RKD_ASSIGN(int64_t conv_relu, n.attr_int("rkd_conv_relu", 0));
+    s.residual = true;
+    s.conv_relu = conv_relu != 0;
+    s.r_scale = static_cast<float>(constant_of(n, 10)->get_as_double(0));
+    s.r_zero_point = static_cast<int32_t>(constant_of(n, 11)->get_as_double(0));
+  }
   return s;
 }
 
@@ -134,6 +149,10 @@ Result<Kernel> npu_sim_kernel(const Node& n, npu::lower::Strategy strategy, cons
         // The input buffer sits where the first placement put it: write the new input there.
         RKD_TRY(npu::lower::write_input(sc->mem, sc->lowered.input_address, sc->spec, *in[0]));
       }
+      if (sc->spec.residual) {
+        if (in.size() < 10 || !in[9]) return invalid("fused residual input missing");
+        RKD_TRY(npu::lower::write_residual(sc->mem, sc->spec, sc->lowered, *in[9]));
+      }
       auto stats = npu::sim::run(sc->mem, sc->regcmd, sc->first_words, sc->quirks, &sc->cache);
       if (!stats.ok()) return stats.error();
       return npu::lower::gather_output_into(sc->mem, sc->spec, sc->lowered, out[0]);
@@ -143,22 +162,89 @@ Result<Kernel> npu_sim_kernel(const Node& n, npu::lower::Strategy strategy, cons
   });
 }
 
+namespace {
+
+// QLinearConv -> QLinearAdd (rkdeploy's, from qdq-to-qlinear) where the convolution's output
+// is read by the Add alone: one QLinearConv with the residual fused (npu_conv_spec's inputs
+// 9-11), when the lowering can express it. Returns the fused node or nullptr.
+Node* fuse_residual_add(ir::Graph& g, Node* n) {
+  Value* y = n->outputs[0];
+  if (!y || y->consumers.size() != 1 || std::find(g.outputs.begin(), g.outputs.end(), y) != g.outputs.end()) return nullptr;
+  Node* a = y->consumers[0];
+  if (a->op_type != "QLinearAdd" || a->domain != "rkdeploy" || a->inputs.size() < 8) return nullptr;
+  const size_t other = a->inputs[0] == y ? 3 : a->inputs[3] == y ? 0 : 99;
+  if (other == 99 || a->inputs[other] == y || !a->inputs[other] || a->inputs[other]->constant) return nullptr;
+  for (size_t i : {1u, 2u, 4u, 5u, 6u, 7u}) {
+    if (!a->inputs[i] || !a->inputs[i]->constant || a->inputs[i]->constant->numel() != 1) return nullptr;
+  }
+  auto conv = npu_conv_spec(*n);
+  if (!conv.ok()) return nullptr;
+  const int32_t qmin = conv->dtype == DType::i8 ? -128 : 0, qmax = conv->dtype == DType::i8 ? 127 : 255;
+  // The convolution's own activation: none, or a ReLU (its lower bound at its zero point).
+  if (conv->act_max != qmax || (conv->act_min != qmin && conv->act_min != conv->y_zero_point)) return nullptr;
+  // The Add's operands as its inputs 0-2 (a) and 3-5 (b): the convolution's scale must be
+  // the one the Add reads it with.
+  const size_t mine = other == 3 ? 0 : 3;
+  if (a->inputs[mine + 1]->constant->get_as_double(0) != static_cast<double>(conv->y_scale) ||
+      a->inputs[mine + 2]->constant->get_as_double(0) != static_cast<double>(conv->y_zero_point)) {
+    return nullptr;
+  }
+  std::vector<Value*> ins(n->inputs.begin(), n->inputs.end());
+  ins.resize(12, nullptr);
+  ins[6] = a->inputs[6];
+  ins[7] = a->inputs[7];
+  ins[9] = a->inputs[other];
+  ins[10] = a->inputs[other + 1];
+  ins[11] = a->inputs[other + 2];
+  std::string out = y->name + "/npu_add";
+  for (int k = 1; g.find(out); ++k) out = y->name + "/npu_add_" + std::to_string(k);
+  auto f = g.add_node(n->name + "/with_add", "QLinearConv", "", ins, {out});
+  if (!f.ok()) return nullptr;
+  Node* fused = *f;
+  fused->attrs = n->attrs;
+  fused->attrs["rkd_residual"] = int64_t{1};
+  fused->attrs["rkd_conv_relu"] = int64_t{conv->act_min != qmin ? 1 : 0};
+  fused->attrs["rkd_act_min"] = int64_t{qmin};
+  fused->attrs["rkd_act_max"] = int64_t{qmax};
+  fused->outputs[0]->dtype = a->outputs[0]->dtype;
+  fused->outputs[0]->shape = a->outputs[0]->shape;
+  // Only if the lowering accepts it (e.g. the EW converter's range): otherwise undo.
+  if (!npu_conv_spec(*fused).ok()) {
+    g.remove_nodes([fused](const Node& x) { return &x == fused; });
+    return nullptr;
+  }
+  g.move_output(a, 0, fused, 0);
+  g.remove_nodes([n, a](const Node& x) { return &x == n || &x == a; });
+  return fused;
+}
+
+}  // namespace
+
 ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, FusionReport* report) {
   std::string joined;
   for (const std::string& k : knobs) joined += (joined.empty() ? "" : ";") + k;
   return ir::Pass{"npu-sim-placement", [strategy, joined, report](ir::Graph& g) -> Status {
+                    std::vector<Node*> convs;
                     for (const auto& np : g.nodes()) {
-                      Node* n = np.get();
-                      if (n->op_type != "QLinearConv" || !n->domain.empty()) continue;
+                      if (np->op_type == "QLinearConv" && np->domain.empty()) convs.push_back(np.get());
+                    }
+                    bool fused_any = false;
+                    for (Node* n : convs) {
                       auto spec = npu_conv_spec(*n);
                       if (!spec.ok()) {
                         if (report) report->npu_cpu_convs.push_back(n->name + ": " + spec.error().message);
                         continue;
                       }
+                      if (Node* f = fuse_residual_add(g, n)) {
+                        n = f;
+                        fused_any = true;
+                        if (report) ++report->npu_fused_adds;
+                      }
                       n->attrs["rkd_sim_strategy"] = strategy;
                       n->attrs["rkd_sim_knobs"] = joined;
                       if (report) ++report->npu_sim_convs;
                     }
+                    if (fused_any) RKD_TRY(g.sort_topologically());
                     return {};
                   }};
 }

@@ -97,15 +97,16 @@ Tensor reference(const Case& c, quant::Requant conv) {
 }
 
 Result<Tensor> simulate(const Case& c, lower::Strategy st, size_t* tasks = nullptr, const lower::LowerOptions& opt = {},
-                        int64_t* row_slices = nullptr) {
+                        int64_t* row_slices = nullptr, const sim::Quirks& quirks = {}, const Tensor* residual = nullptr) {
   DeviceMemory mem;
   RKD_ASSIGN(uint32_t in, lower::place_input(mem, c.spec, c.x));
   RKD_ASSIGN(lower::Lowered l, lower::lower_conv(c.spec, st, mem, in, opt));
+  if (residual) RKD_TRY(lower::write_residual(mem, c.spec, l, *residual));
   if (row_slices) *row_slices = l.row_slices;
   RKD_ASSIGN(auto placed, lower::place_regcmd(mem, l));
   const uint32_t at = placed.address;
   const auto& spans = placed.spans;
-  RKD_ASSIGN(auto stats, sim::run(mem, at, spans[0].word_count, sim::Quirks{}));
+  RKD_ASSIGN(auto stats, sim::run(mem, at, spans[0].word_count, quirks));
   if (stats.size() != l.tasks.size()) return invalid("the simulator ran " + std::to_string(stats.size()) + " tasks of " + std::to_string(l.tasks.size()));
   if (tasks) *tasks = l.tasks.size();
   RKD_ASSIGN(Tensor loops, lower::gather_output(mem, c.spec, l));
@@ -113,7 +114,7 @@ Result<Tensor> simulate(const Case& c, lower::Strategy st, size_t* tasks = nullp
   // bit for bit the simulator's own loops.
   sim::SimCache cache;
   for (int rep = 0; rep < 2; ++rep) {
-    auto again = sim::run(mem, at, spans[0].word_count, sim::Quirks{}, &cache);
+    auto again = sim::run(mem, at, spans[0].word_count, quirks, &cache);
     if (!again.ok()) return again.error();
     RKD_ASSIGN(Tensor fast, lower::gather_output(mem, c.spec, l));
     if (std::memcmp(fast.raw(), loops.raw(), loops.nbytes()) != 0) return invalid("the prepared MAC differs from the simulator's loops");
@@ -251,6 +252,86 @@ TEST(NpuLowerSim, CbufTilingComputesWhatTheWholeLoweringComputes) {
     ASSERT_TRUE(per_channel.ok()) << what << ": " << per_channel.error().to_string();
     EXPECT_EQ(compare(*per_channel, reference(c, quant::Requant::rknpu_out_cvt)).max, 0) << what;
   }
+}
+
+// The convolution's int64 accumulators sum (x - z_x)(w - z_w) + bias, [OC][OH][OW].
+std::vector<int64_t> accumulators(const Case& c) {
+  const auto& s = c.spec;
+  const int64_t OH = s.OH(), OW = s.OW(), Cg = s.depthwise ? 1 : s.C;
+  std::vector<int64_t> acc(static_cast<size_t>(s.OC * OH * OW));
+  auto xv = [&](int64_t i) { return s.dtype == DType::i8 ? int64_t{c.x.data<int8_t>()[i]} : int64_t{c.x.data<uint8_t>()[i]}; };
+  auto wv = [&](int64_t i) { return s.dtype == DType::i8 ? int64_t{s.weights.data<int8_t>()[i]} : int64_t{s.weights.data<uint8_t>()[i]}; };
+  for (int64_t k = 0; k < s.OC; ++k)
+    for (int64_t oy = 0; oy < OH; ++oy)
+      for (int64_t ox = 0; ox < OW; ++ox) {
+        int64_t a = s.bias.empty() ? 0 : s.bias[static_cast<size_t>(k)];
+        for (int64_t ci = 0; ci < Cg; ++ci)
+          for (int64_t ky = 0; ky < s.KH; ++ky)
+            for (int64_t kx = 0; kx < s.KW; ++kx) {
+              const int64_t iy = oy * s.stride_h + ky - s.pad_top, ix = ox * s.stride_w + kx - s.pad_left;
+              if (iy < 0 || ix < 0 || iy >= s.H || ix >= s.W) continue;  // padding: x = z_x contributes 0
+              const int64_t cin = s.depthwise ? k : ci;
+              a += (xv((cin * s.H + iy) * s.W + ix) - s.x_zero_point) * (wv(((k * Cg + ci) * s.KH + ky) * s.KW + kx) - s.w_zero_points[0]);
+            }
+        acc[static_cast<size_t>((k * OH + oy) * OW + ox)] = a;
+      }
+  return acc;
+}
+
+TEST(NpuLowerSim, FusedResidualAddInTheEwStage) {
+  // Convolution + Add lowered into one task chain (EW stage, the residual read by ERDMA):
+  // one rounding of (conv + residual) / s_y, against that value computed in double from the
+  // int64 accumulators - within one step, nearly always exact, for both EW arithmetics the
+  // sources dispute (integer converter, float32), with ReLU before the add, uint8, strided,
+  // depthwise and row-sliced maps.
+  std::mt19937 rng(21);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int64_t n = 0, exact = 0, worst = 0;
+  for (int trial = 0; trial < 18; ++trial) {
+    const bool dw = trial % 3 == 2, u8 = trial % 4 == 3;
+    Dims d;
+    if (trial == 5) d = Dims{32, 8, 60, 200, 3, 1};  // 2 row slices
+    Case c = random_case(rng, dw, u8 ? DType::u8 : DType::i8, u8 ? 0.0 : 1.0, false, d);
+    auto& s = c.spec;
+    s.residual = true;
+    s.conv_relu = trial % 2 == 1;
+    s.r_scale = s.y_scale * static_cast<float>(std::uniform_real_distribution<double>(0.4, 2.5)(rng));
+    s.r_zero_point = u8 ? pick(100, 150) : pick(-20, 20);
+    s.y_scale *= 1.7f;
+    Tensor r = Tensor::empty(s.dtype, {1, s.OC, s.OH(), s.OW()});
+    for (int64_t i = 0; i < r.numel(); ++i) {
+      if (u8) r.data<uint8_t>()[i] = static_cast<uint8_t>(pick(0, 255));
+      else r.data<int8_t>()[i] = static_cast<int8_t>(pick(-128, 127));
+    }
+    const auto acc = accumulators(c);
+    const int32_t qmin = u8 ? 0 : -128, qmax = u8 ? 255 : 127;
+    for (bool as_float : {false, true}) {
+      sim::Quirks q;
+      q.ew_float = as_float;
+      for (lower::Strategy st : {lower::Strategy::per_channel, lower::Strategy::sorted_bs_multiplier}) {
+        auto y = simulate(c, st, nullptr, {}, nullptr, q, &r);
+        ASSERT_TRUE(y.ok()) << "trial " << trial << ": " << y.error().to_string();
+        const int64_t plane = s.OH() * s.OW();
+        for (int64_t i = 0; i < y->numel(); ++i) {
+          const int64_t k = i / plane;
+          const double m = static_cast<double>(s.x_scale) * (s.w_scales.size() == 1 ? s.w_scales[0] : s.w_scales[static_cast<size_t>(k)]);
+          double conv = m * static_cast<double>(acc[static_cast<size_t>(i)]);
+          if (s.conv_relu) conv = std::max(conv, 0.0);
+          const double rv = u8 ? r.data<uint8_t>()[i] : r.data<int8_t>()[i];
+          const double want = std::clamp(std::nearbyint((conv + s.r_scale * (rv - s.r_zero_point)) / s.y_scale) + s.y_zero_point,
+                                          static_cast<double>(qmin), static_cast<double>(qmax));
+          const int64_t e = std::llabs(static_cast<int64_t>(y->get_as_double(i)) - static_cast<int64_t>(want));
+          worst = std::max(worst, e);
+          exact += e == 0;
+          ++n;
+        }
+      }
+    }
+  }
+  std::printf("fused residual add: max |diff| %lld, %.3f%% exact of %lld\n", static_cast<long long>(worst), 100.0 * static_cast<double>(exact) / static_cast<double>(n),
+              static_cast<long long>(n));
+  EXPECT_LE(worst, 1);
+  EXPECT_GE(static_cast<double>(exact) / static_cast<double>(n), 0.99);
 }
 
 TEST(NpuLower, RowSlicesCoverTheOutputAndFitTheirBanks) {

@@ -54,6 +54,10 @@ Status check_spec(const ConvSpec& s) {
   const int32_t qmin = s.dtype == DType::i8 ? -128 : 0;
   if (s.act_max < qmin || s.act_max > qmax) return invalid("npu lowering: activation upper bound outside the type's range");
   if (s.act_min != qmin && s.act_min != s.y_zero_point) return unsupported("npu lowering: a fused lower bound other than ReLU's zero point");
+  if (s.residual && (s.act_min != qmin || s.act_max != qmax)) {
+    return unsupported("npu lowering: an activation after a fused residual add (the EW stage's ReLU is not lowered)");
+  }
+  if (s.residual && !(s.r_scale > 0)) return invalid("npu lowering: residual scale must be positive");
   return {};
 }
 
@@ -440,6 +444,19 @@ Result<Lowered> lower_conv(const ConvSpec& s, Strategy st, DeviceMemory& mem, ui
     region.channels = keep;
     region.address = mem.alloc(static_cast<size_t>(written / 16 * region.surface_bytes));
     out.buffers.push_back(Buffer{"output", out.tasks.size(), region.address, static_cast<size_t>(written / 16 * region.surface_bytes)});
+    // EW operand converter: e' = (e + OFFSET) SCALE / 2^SHIFT in pre-OUT_CVT units, i.e. the
+    // residual's real value divided by the OUT_CVT's multiplier times s_y.
+    quant::Multiplier15 ew{};
+    if (s.residual) {
+      region.residual_surface_bytes = std::max<int64_t>(OH * OW, 12) * 16;  // EW_SURF_STRIDE has a floor of 12 [HW]
+      const size_t rbytes = static_cast<size_t>((written / 16 - 1) * region.residual_surface_bytes + OH * OW * 16);
+      region.residual_address = mem.alloc(rbytes);
+      out.buffers.push_back(Buffer{"residual", out.tasks.size(), region.residual_address, rbytes});
+      const double m = static_cast<double>(s.r_scale) / static_cast<double>(s.y_scale) * std::ldexp(1.0, p.cvt.shift) / p.cvt.scale;
+      auto e = quant::quantize_multiplier_15(m);
+      if (!e.ok()) return unsupported("npu lowering: residual multiplier " + std::to_string(m) + " outside the EW converter's range");
+      ew = *e;
+    }
     const int64_t task_ICp = align(std::max<int64_t>(task_C, 16), 16);
     TileGeometry tg;
     tg.C = task_ICp;
@@ -502,7 +519,7 @@ Result<Lowered> lower_conv(const ConvSpec& s, Strategy st, DeviceMemory& mem, ui
       RKD_TRY(r.set(DPU_DATA_CUBE_CHANNEL_CHANNEL, static_cast<uint64_t>(written - 1)));
       RKD_TRY(r.set(DPU_DATA_CUBE_CHANNEL_ORIG_CHANNEL, static_cast<uint64_t>(n - 1)));
       // BS: ALU adds bias' from BRDMA; MUL per strategy; ReLU when fused.
-      const bool relu = s.act_min == s.y_zero_point && s.act_min != (s.dtype == DType::i8 ? -128 : 0);
+      const bool relu = s.residual ? s.conv_relu : s.act_min == s.y_zero_point && s.act_min != (s.dtype == DType::i8 ? -128 : 0);
       RKD_TRY(r.set(DPU_BS_CFG_BS_ALU_ALGO, 2));
       RKD_TRY(r.set(DPU_BS_CFG_BS_ALU_SRC, 1));
       RKD_TRY(r.set(DPU_BS_CFG_BS_MUL_BYPASS, p.use_mul ? 0 : 1));
@@ -524,7 +541,25 @@ Result<Lowered> lower_conv(const ConvSpec& s, Strategy st, DeviceMemory& mem, ui
       RKD_TRY(r.set(DPU_BS_OW_CFG_OD_BYPASS, ow_op == 0 ? 1 : 0));
       RKD_TRY(r.set(DPU_BS_OW_OP_OW_OP, static_cast<uint64_t>(static_cast<uint16_t>(static_cast<int16_t>(ow_op)))));
       RKD_TRY(r.set(DPU_BN_CFG_BN_BYPASS, 1));
-      RKD_TRY(r.set(DPU_EW_CFG_EW_BYPASS, 1));
+      if (s.residual) {
+        // EW: add the residual read by ERDMA (one int8 per element), converted by the EW
+        // operand converter; no EW ReLU / LUT.
+        RKD_TRY(r.set(DPU_EW_CFG_EW_OP_SRC, 1));
+        RKD_TRY(r.set(DPU_EW_CFG_EW_ALU_ALGO, 2));
+        RKD_TRY(r.set(DPU_EW_CFG_EW_LUT_BYPASS, 1));
+        RKD_TRY(r.set(DPU_EW_CFG_EW_RELU_BYPASS, 1));
+        RKD_TRY(r.set(DPU_EW_CFG_EDATA_SIZE, 1));
+        RKD_TRY(r.set(DPU_EW_CFG_EW_DATA_MODE, 1));
+        r.set(DPU_EW_CVT_OFFSET_VALUE, static_cast<uint32_t>(-stored(s.r_zero_point, s.dtype)));
+        RKD_TRY(r.set(DPU_EW_CVT_SCALE_VALUE_EW_OP_CVT_SCALE, static_cast<uint64_t>(ew.scale)));
+        RKD_TRY(r.set(DPU_EW_CVT_SCALE_VALUE_EW_OP_CVT_SHIFT, static_cast<uint64_t>(ew.shift)));
+        RKD_TRY(r.set(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DATA_MODE, 1));
+        RKD_TRY(r.set(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DATA_SIZE, 1));
+        r.set(DPU_RDMA_RDMA_EW_BASE_ADDR, region.residual_address + static_cast<uint32_t>(sl.out_row0 * OW * 16));
+        RKD_TRY(r.set(DPU_RDMA_RDMA_EW_SURF_STRIDE_EW_SURF_STRIDE, static_cast<uint64_t>(region.residual_surface_bytes / 16)));
+      } else {
+        RKD_TRY(r.set(DPU_EW_CFG_EW_BYPASS, 1));
+      }
       RKD_TRY(r.set(DPU_WDMA_SIZE_0_CHANNEL_WDMA, static_cast<uint64_t>(written - 1)));
       RKD_TRY(r.set(DPU_WDMA_SIZE_1_WIDTH_WDMA, static_cast<uint64_t>(OW - 1)));
       RKD_TRY(r.set(DPU_WDMA_SIZE_1_HEIGHT_WDMA, static_cast<uint64_t>(sl.out_rows - 1)));
@@ -536,7 +571,9 @@ Result<Lowered> lower_conv(const ConvSpec& s, Strategy st, DeviceMemory& mem, ui
       RKD_TRY(r.set(DPU_RDMA_RDMA_DATA_CUBE_CHANNEL_CHANNEL, static_cast<uint64_t>(written - 1)));
       RKD_TRY(r.set(DPU_RDMA_RDMA_BRDMA_CFG_BRDMA_DATA_USE, data_use));
       r.set(DPU_RDMA_RDMA_BS_BASE_ADDR, baddr);
-      RKD_TRY(r.set(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DISABLE, 1));
+      if (!s.residual) {
+        RKD_TRY(r.set(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DISABLE, 1));
+      }
       RKD_TRY(r.set(DPU_RDMA_RDMA_FEATURE_MODE_CFG_MRDMA_DISABLE, 1));  // no elementwise operand
       out.tasks.push_back(std::move(t));
       out.task_info.push_back(TaskInfo{out.outputs.size(), sl, tiling.data_banks, tiling.weight_banks});
@@ -554,6 +591,25 @@ Result<PlacedRegcmd> place_regcmd(DeviceMemory& mem, const Lowered& l) {
   if (at != p.address) return Error{ErrorKind::internal, "regcmd placement moved"};
   RKD_TRY(mem.write(at, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(p.words.data()), p.words.size() * 8)));
   return p;
+}
+
+Status write_residual(DeviceMemory& mem, const ConvSpec& s, const Lowered& l, const Tensor& r0) {
+  if (!s.residual) return invalid("npu lowering: the convolution has no residual");
+  if (r0.shape() != Shape{1, s.OC, l.OH, l.OW} || r0.dtype() != s.dtype) return invalid("npu residual: expected [1, OC, OH, OW] of the convolution's type");
+  const Tensor r = r0.contiguous();
+  const int64_t plane = l.OH * l.OW;
+  const uint8_t flip = s.dtype == DType::u8 ? 0x80 : 0;  // uint8 -> stored int8: x - 128
+  const uint8_t* src = static_cast<const uint8_t*>(r.raw());
+  for (const OutputRegion& reg : l.outputs) {
+    const int64_t n = static_cast<int64_t>(reg.channels.size());
+    RKD_ASSIGN(std::span<uint8_t> b, mem.span(reg.residual_address, static_cast<size_t>((n - 1) / 16 * reg.residual_surface_bytes + plane * 16)));
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t oc = reg.channels[static_cast<size_t>(j)];
+      uint8_t* dst = b.data() + (j / 16) * reg.residual_surface_bytes + j % 16;
+      for (int64_t i = 0; i < plane; ++i) dst[i * 16] = oc < 0 ? 0 : static_cast<uint8_t>(src[oc * plane + i] ^ flip);
+    }
+  }
+  return {};
 }
 
 Status gather_output_into(const DeviceMemory& mem, const ConvSpec& s, const Lowered& l, Tensor& y) {

@@ -72,6 +72,15 @@ struct ConvSpec {
   float x_scale = 1, y_scale = 1;
   int32_t x_zero_point = 0, y_zero_point = 0;
   int32_t act_min = -128, act_max = 127;  // fused activation range in output units
+  // Fused residual add (an Add of the convolution's output and another map, in the DPU's EW
+  // stage): y = requantize(conv + residual) with y_scale / y_zero_point the Add's output
+  // parameters and one rounding; the residual is [1, OC, OH, OW] of dtype with r_scale /
+  // r_zero_point. conv_relu: a ReLU on the convolution before the add (the BS ReLU); act_min /
+  // act_max must then be the type's range (no activation after the add).
+  bool residual = false;
+  float r_scale = 1;
+  int32_t r_zero_point = 0;
+  bool conv_relu = false;
   int64_t OH() const { return (H + pad_top + pad_bottom - KH) / stride_h + 1; }
   int64_t OW() const { return (W + pad_left + pad_right - KW) / stride_w + 1; }
 };
@@ -116,6 +125,8 @@ struct OutputRegion {
   uint32_t address = 0;
   int64_t surface_bytes = 0;
   std::vector<int64_t> channels;
+  uint32_t residual_address = 0;  // with a residual: its channels in this region's order, NC1HWC2
+  int64_t residual_surface_bytes = 0;  // max(OH * OW, 12) * 16 (EW_SURF_STRIDE's floor)
 };
 
 // A buffer the lowering placed in device memory.
@@ -160,6 +171,10 @@ struct PlacedRegcmd {
   std::vector<uint64_t> words;
 };
 Result<PlacedRegcmd> place_regcmd(DeviceMemory& mem, const Lowered& l);
+
+// With a residual: writes r ([1, OC, OH, OW] of spec.dtype) into every region's residual
+// buffer, NC1HWC2 in the region's channel order (the CPU's work on a board, as compaction).
+Status write_residual(DeviceMemory& mem, const ConvSpec& spec, const Lowered& l, const Tensor& r);
 
 // The output [1, OC, OH, OW] in spec.dtype, compacted from the tasks' regions.
 Result<Tensor> gather_output(const DeviceMemory& mem, const ConvSpec& spec, const Lowered& l);

@@ -197,10 +197,35 @@ Result<bool> fast_mac(SimCache::Entry& f, const MacGeometry& g, WeightFn weight,
 
 // CORE truncate, BS, BN, OUT_CVT and the NC1HWC2 write of channels [0, OCw) at every pixel;
 // acc(p, k) gives the MAC's accumulator.
+// The EW stage's operand add (see sim.h, stage 6).
+struct Ew {
+  bool on = false, cvt_bypass = false, relu = false, as_float = false;
+  int64_t offset = 0, scale = 1, surface = 0;
+  int shift = 0;
+  const uint8_t* e = nullptr;
+};
+inline int32_t apply_ew(const Ew& w, int32_t v, int64_t p, int64_t k) {
+  if (!w.on) return v;
+  const int64_t e = static_cast<int8_t>(w.e[(k / 16) * w.surface + p * 16 + k % 16]);
+  int64_t a;
+  if (w.cvt_bypass) {
+    a = static_cast<int64_t>(v) + e;
+  } else if (w.as_float) {
+    const float m = static_cast<float>(std::ldexp(static_cast<double>(w.scale), -w.shift));
+    a = static_cast<int64_t>(std::nearbyint(static_cast<double>(static_cast<float>(v) + static_cast<float>(e + w.offset) * m)));
+  } else {
+    a = static_cast<int64_t>(v) + round_shift((e + w.offset) * w.scale, w.shift, Rounding::half_up);
+  }
+  a = sat32(a);
+  if (w.relu) a = std::max<int64_t>(a, 0);
+  return static_cast<int32_t>(a);
+}
+
 struct Epilogue {
   int truncate;
   Rounding core_round, bs_round, out_round;
   Stage bs, bn;
+  Ew ew;
   const int32_t* alu;
   const int16_t* mul;
   int64_t scale, offset;
@@ -208,45 +233,62 @@ struct Epilogue {
 };
 // The same computation for the configuration every lowering emits (CORE truncate 0, BS ALU
 // add and optional MUL from BRDMA, ReLU/ReLUX, BN bypassed, default roundings: BS shift half
-// up, OUT_CVT half to even) on oneDNN's accumulators (pixel-major, M kernels), 16 channels at
+// up, OUT_CVT half to even, the EW add in its integer form) on oneDNN's accumulators (pixel-major, M kernels), 16 channels at
 // a time so that the compiler vectorises it. The simulator's loop tests compare it with
 // run_epilogue bit for bit.
 bool common_epilogue(const Epilogue& e) {
   const Stage& b = e.bs;
-  return e.truncate == 0 && e.bn.bypass && !b.bypass && !b.alu_bypass && b.alu_src && b.alu_algo == 2 && !b.prelu &&
+  const bool ew_ok = !e.ew.on || (!e.ew.cvt_bypass && !e.ew.relu && !e.ew.as_float && e.ew.shift >= 0 && e.ew.shift < 63);
+  return e.truncate == 0 && e.bn.bypass && ew_ok && !b.bypass && !b.alu_bypass && b.alu_src && b.alu_algo == 2 && !b.prelu &&
          (b.mul_bypass || b.mul_src) && e.bs_round == Rounding::half_up && e.out_round == Rounding::half_to_even && e.shift > 0 &&
          (b.mul_bypass || (b.shift_pos > 0 && b.shift_neg > 0 && b.shift_pos < 63 && b.shift_neg < 63));
 }
 inline int64_t clamp64(int64_t v, int64_t l, int64_t h) { return v < l ? l : (v > h ? h : v); }
 
+// The EW operand converter in the form common_block applies.
+struct EwLanes {
+  int64_t offset = 0, scale = 1, half = 0;
+  int shift = 0;
+};
+
 // One block of 16 channels of one pixel; written as simple loops over int64 lanes so that
-// GCC vectorises them.
-template <bool kMul>
+// GCC vectorises them. e: the EW operand's 16 bytes, or nullptr.
+template <bool kMul, bool kEw>
 [[gnu::always_inline]] inline void common_block(const int32_t* __restrict a, const int64_t* __restrict base, const int64_t* __restrict alu,
                                                 const int64_t* __restrict mul, int64_t lo, int64_t hi, int sp, int sn, int64_t half_p, int64_t half_n,
-                                                int64_t scale, int so, int64_t half_o, int64_t mask_o, int64_t offset, uint8_t* __restrict o) {
+                                                int64_t scale, int so, int64_t half_o, int64_t mask_o, int64_t offset, const EwLanes& ew,
+                                                const uint8_t* __restrict e, uint8_t* __restrict o) {
   constexpr int64_t kMin = std::numeric_limits<int32_t>::min(), kMax = std::numeric_limits<int32_t>::max();
   constexpr int count = 16;
   int64_t v[16], r[16];
   // The MAC's saturation to int32, then the BS ALU add (saturating).
-  for (int64_t j = 0; j < count; ++j) v[j] = clamp64(clamp64(static_cast<int64_t>(a[j]) + base[j], kMin, kMax) + alu[j], kMin, kMax);
+  _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) v[j] = clamp64(clamp64(static_cast<int64_t>(a[j]) + base[j], kMin, kMax) + alu[j], kMin, kMax);
   if constexpr (kMul) {
-    for (int64_t j = 0; j < count; ++j) {  // BS MUL, shifted half up by the sign's shift field
+    _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) {  // BS MUL, shifted half up by the sign's shift field
       const int64_t prod = v[j] * mul[j];
       const int64_t pos = (prod + half_p) >> sp, neg = (prod + half_n) >> sn;
       v[j] = clamp64(prod >= 0 ? pos : neg, kMin, kMax);
     }
   }
-  for (int64_t j = 0; j < count; ++j) {  // ReLU / ReLUX as [lo, hi], OUT_CVT half to even, offset, int8
-    const int64_t p2 = clamp64(v[j], lo, hi) * scale;
+  _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) v[j] = clamp64(v[j], lo, hi);  // ReLU / ReLUX as [lo, hi]
+  if constexpr (kEw) {
+    int64_t x[16];
+    _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) x[j] = static_cast<int8_t>(e[j]);
+    _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) {  // EW: the operand converted (half up) and added
+      const int64_t c = ((x[j] + ew.offset) * ew.scale + ew.half) >> ew.shift;
+      v[j] = clamp64(v[j] + c, kMin, kMax);
+    }
+  }
+  _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) {  // OUT_CVT half to even, offset, int8
+    const int64_t p2 = v[j] * scale;
     const int64_t q = p2 >> so, rem = p2 & mask_o;
     const int64_t up = (rem > half_o || (rem == half_o && (q & 1))) ? 1 : 0;
     r[j] = clamp64(q + up + offset, -128, 127);
   }
-  for (int64_t j = 0; j < count; ++j) o[j] = static_cast<uint8_t>(r[j]);
+  _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) o[j] = static_cast<uint8_t>(r[j]);
 }
 
-template <bool kMul>
+template <bool kMul, bool kEw>
 [[gnu::always_inline]] inline void common_epilogue_body(const Epilogue& e, int64_t p0, int64_t p1, int64_t pixels, int64_t OCw, int64_t out_surface,
                                                         uint8_t* y, const int32_t* acc, int64_t M, int64_t pad, const int64_t* wsum) {
   const int64_t lo = e.bs.relu_bypass ? std::numeric_limits<int64_t>::min() : 0;
@@ -255,6 +297,8 @@ template <bool kMul>
   const int64_t half_p = int64_t{1} << (sp - 1), half_n = int64_t{1} << (sn - 1);
   const int64_t half_o = int64_t{1} << (so - 1), mask_o = (int64_t{1} << so) - 1, scale = e.scale, offset = e.offset;
   const int64_t total = pixels * M;  // accumulators in the buffer
+  EwLanes ew;
+  if (e.ew.on) ew = EwLanes{e.ew.offset, e.ew.scale, e.ew.shift > 0 ? int64_t{1} << (e.ew.shift - 1) : 0, e.ew.shift};
   for (int64_t k0 = 0; k0 < OCw; k0 += 16) {
     const int64_t n = std::min<int64_t>(16, OCw - k0);
     alignas(64) int64_t base[16] = {}, alu[16] = {}, mul[16] = {};
@@ -264,17 +308,19 @@ template <bool kMul>
       mul[j] = e.mul[k0 + j];
     }
     uint8_t* out = y + (k0 / 16) * out_surface;
+    const uint8_t* eb = e.ew.on ? e.ew.e + (k0 / 16) * e.ew.surface : nullptr;
     for (int64_t p = p0; p < p1; ++p) {
+      const uint8_t* ep = eb ? eb + p * 16 : nullptr;
       // A partial block (n < 16) computes all 16 lanes too: the lanes past n read the next
       // accumulators (operands 0) and write padding channels of the same 16-channel group,
       // which the hardware writes as well and nobody reads. Only the last accumulators,
       // where 16 lanes would run past the buffer, go through a copy.
       if (p * M + k0 + 16 <= total) {
-        common_block<kMul>(acc + p * M + k0, base, alu, mul, lo, hi, sp, sn, half_p, half_n, scale, so, half_o, mask_o, offset, out + p * 16);
+        common_block<kMul, kEw>(acc + p * M + k0, base, alu, mul, lo, hi, sp, sn, half_p, half_n, scale, so, half_o, mask_o, offset, ew, ep, out + p * 16);
       } else {
         alignas(64) int32_t a16[16] = {};
         std::memcpy(a16, acc + p * M + k0, static_cast<size_t>(n) * 4);
-        common_block<kMul>(a16, base, alu, mul, lo, hi, sp, sn, half_p, half_n, scale, so, half_o, mask_o, offset, out + p * 16);
+        common_block<kMul, kEw>(a16, base, alu, mul, lo, hi, sp, sn, half_p, half_n, scale, so, half_o, mask_o, offset, ew, ep, out + p * 16);
       }
     }
   }
@@ -283,11 +329,13 @@ template <bool kMul>
 // Pixels [p0, p1) of `pixels`.
 RKD_TARGET_CLONES void run_common_epilogue_mul(const Epilogue& e, int64_t p0, int64_t p1, int64_t pixels, int64_t OCw, int64_t out_surface, uint8_t* y,
                                                  const int32_t* acc, int64_t M, int64_t pad, const int64_t* wsum) {
-  common_epilogue_body<true>(e, p0, p1, pixels, OCw, out_surface, y, acc, M, pad, wsum);
+  if (e.ew.on) common_epilogue_body<true, true>(e, p0, p1, pixels, OCw, out_surface, y, acc, M, pad, wsum);
+  else common_epilogue_body<true, false>(e, p0, p1, pixels, OCw, out_surface, y, acc, M, pad, wsum);
 }
 RKD_TARGET_CLONES void run_common_epilogue_plain(const Epilogue& e, int64_t p0, int64_t p1, int64_t pixels, int64_t OCw, int64_t out_surface,
                                                    uint8_t* y, const int32_t* acc, int64_t M, int64_t pad, const int64_t* wsum) {
-  common_epilogue_body<false>(e, p0, p1, pixels, OCw, out_surface, y, acc, M, pad, wsum);
+  if (e.ew.on) common_epilogue_body<false, true>(e, p0, p1, pixels, OCw, out_surface, y, acc, M, pad, wsum);
+  else common_epilogue_body<false, false>(e, p0, p1, pixels, OCw, out_surface, y, acc, M, pad, wsum);
 }
 
 template <typename AccFn>
@@ -297,6 +345,7 @@ void run_epilogue(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t out_su
       int32_t v = sat32(round_shift(sat32(acc(p, k)), e.truncate, e.core_round));
       v = apply_stage(e.bs, v, e.alu[k], e.mul[k], e.bs_round);
       v = apply_stage(e.bn, v, 0, 0, e.bs_round);
+      v = apply_ew(e.ew, v, p, k);
       const int64_t o = round_shift(static_cast<int64_t>(v) * e.scale, e.shift, e.out_round) + e.offset;
       y[(k / 16) * out_surface + p * 16 + k % 16] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp<int64_t>(o, -128, 127)));
     }
@@ -384,7 +433,23 @@ Result<TaskStats> run_conv(DeviceMemory& mem, const Regs& r, const Quirks& q, Si
   const Stage bs = bs_stage(r), bn = bn_stage(r);
   RKD_TRY(check_stage(bs, "DPU.BS", true));
   RKD_TRY(check_stage(bn, "DPU.BN", false));
-  if (!r.get(DPU_EW_CFG_EW_BYPASS)) return unsupported("DPU.EW_CFG: the elementwise stage (fused add) is not simulated yet");
+  Ew ew;
+  ew.on = r.get(DPU_EW_CFG_EW_BYPASS) == 0;
+  if (ew.on) {
+    if (r.get(DPU_EW_CFG_EW_OP_BYPASS) || !r.get(DPU_EW_CFG_EW_OP_SRC) || r.get(DPU_EW_CFG_EW_ALU_ALGO) != 2 || !r.get(DPU_EW_CFG_EW_LUT_BYPASS) ||
+        r.get(DPU_EW_CFG_EW_MUL_PRELU) || r.get(DPU_EW_CFG_EW_RELUX_EN) || r.get(DPU_EW_CFG_EW_DATA_MODE) != 1 || r.get(DPU_EW_CFG_EDATA_SIZE) != 1) {
+      return unsupported("DPU.EW_CFG " + hex32(r.get(DPU_EW_CFG)) +
+                         ": only the add of one int8 ERDMA operand per element (EW_OP_SRC 1, EW_ALU_ALGO 2, LUT bypassed, EW_DATA_MODE 1, EDATA_SIZE 1) is simulated");
+    }
+    if (r.get(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DISABLE)) return invalid("DPU.EW_CFG adds an ERDMA operand but DPU_RDMA.RDMA_ERDMA_CFG.ERDMA_DISABLE is set");
+    ew.cvt_bypass = r.get(DPU_EW_CFG_EW_OP_CVT_BYPASS) != 0;
+    ew.relu = r.get(DPU_EW_CFG_EW_RELU_BYPASS) == 0;
+    ew.as_float = q.ew_float;
+    ew.offset = static_cast<int32_t>(r.get(DPU_EW_CVT_OFFSET_VALUE));
+    ew.scale = r.get(DPU_EW_CVT_SCALE_VALUE_EW_OP_CVT_SCALE);
+    ew.shift = static_cast<int>(r.get(DPU_EW_CVT_SCALE_VALUE_EW_OP_CVT_SHIFT));
+    ew.surface = static_cast<int64_t>(r.get(DPU_RDMA_RDMA_EW_SURF_STRIDE_EW_SURF_STRIDE)) * 16;
+  }
   const uint32_t data_use = r.get(DPU_RDMA_RDMA_BRDMA_CFG_BRDMA_DATA_USE);
   const bool bs_dma = !bs.bypass && ((!bs.alu_bypass && bs.alu_src) || (!bs.mul_bypass && bs.mul_src));
   std::vector<int32_t> alu(static_cast<size_t>(OC), 0);
@@ -414,6 +479,11 @@ Result<TaskStats> run_conv(DeviceMemory& mem, const Regs& r, const Quirks& q, Si
   const int64_t out_surface = static_cast<int64_t>(r.get(DPU_DST_SURF_STRIDE_DST_SURF_STRIDE)) * 16;
   if (out_surface < OH * OW * 16 && OC > 16) return invalid("DPU.DST_SURF_STRIDE is smaller than one output surface");
   RKD_ASSIGN(auto y, mem.span(dst, static_cast<size_t>((OC - 1) / 16 * out_surface + OH * OW * 16)));
+  if (ew.on) {
+    if (ew.surface < OH * OW * 16 && OC > 16) return invalid("DPU_RDMA.RDMA_EW_SURF_STRIDE is smaller than one output surface");
+    RKD_ASSIGN(auto eb, mem.read(r.get(DPU_RDMA_RDMA_EW_BASE_ADDR), static_cast<size_t>((OC - 1) / 16 * ew.surface + OH * OW * 16)));
+    ew.e = eb.data();
+  }
   // The MAC array: acc[(oy * OW + ox) * OC + k] = sum over taps of x * (w + OW_OP), padding
   // cells holding PAD. Written channels past the stored kernels see (0 + OW_OP) weights; a
   // depthwise task's channels past C have all-padding weights and accumulate 0.
@@ -426,7 +496,7 @@ Result<TaskStats> run_conv(DeviceMemory& mem, const Regs& r, const Quirks& q, Si
   stats.macs = OH * OW * std::min(OC, OC_real) * kk * (depthwise ? 1 : C_real);
   stats.padded_macs = OH * OW * OC * kk * (depthwise ? 1 : C);
   stats.output_values = OH * OW * OC;
-  const Epilogue ep{truncate, core_round, q.bs_shift_rounding, q.out_cvt_rounding, bs, bn, alu.data(), mul.data(), scale, offset, shift};
+  const Epilogue ep{truncate, core_round, q.bs_shift_rounding, q.out_cvt_rounding, bs, bn, ew, alu.data(), mul.data(), scale, offset, shift};
   if (fast) {
     // oneDNN's exact int8 accumulation: with the padding value as the input zero point it
     // gives sum (x - PAD) w over all taps, so acc = that + PAD * (sum of the kernel's weights)
@@ -523,6 +593,8 @@ std::vector<KnobInfo> knob_list() {
       {"out_cvt_scale_signed", "true|false", "true", "OUT_CVT_SCALE read as signed 16-bit (0x8000 flips the sign on RK3576)"},
       {"width_is_line", "true|false", "true",
        "CNA.DATA_SIZE0.DATAIN_WIDTH is the contiguous line dimension (hardware notes); false: Mesa's swap, consistent only on square maps"},
+      {"ew_mode", "integer|float", "integer",
+       "fused add (EW stage): Mesa's integer operand converter ((e + OFFSET) * SCALE >> SHIFT, half up) or float32 arithmetic (another report); disputed"},
   };
 }
 
@@ -548,6 +620,11 @@ Status set_knob(Quirks& q, const std::string& a) {
   if (k == "bs_shift_rounding") return rounding(q.bs_shift_rounding);
   if (k == "out_cvt_scale_signed") return boolean(q.out_cvt_scale_signed);
   if (k == "width_is_line") return boolean(q.width_is_line);
+  if (k == "ew_mode") {
+    if (v != "integer" && v != "float") return invalid("sim knob ew_mode: '" + v + "' is not integer or float");
+    q.ew_float = v == "float";
+    return {};
+  }
   return invalid("sim knob '" + k + "': unknown (rkdeploy help sim lists them)");
 }
 

@@ -20,8 +20,13 @@
 //     (negative ones), saturating to int32 (quirk bs_shift_rounding); ReLU / ReLUX.
 //  5. BN: the same shape from registers (per-channel NRDMA operands are not simulated:
 //     BN_ALU_SRC / BN_MUL_SRC set is reported as unsupported).
-//  6. EW: bypass only (EW_CFG.EW_BYPASS must be set; a fused add is reported unsupported
-//     until the elementwise arithmetic is settled, quirk ew_mode).
+//  6. EW (fused add, EW_CFG.EW_BYPASS clear): the operand e (int8, ERDMA at
+//     DPU_RDMA.RDMA_EW_BASE_ADDR, NC1HWC2, surface RDMA_EW_SURF_STRIDE * 16 bytes) converted
+//     and added: quirk ew_mode integer (Mesa's converter, default): v = sat32(v +
+//     round_half_up((e + EW_CVT_OFFSET) * EW_OP_CVT_SCALE / 2^EW_OP_CVT_SHIFT)); float: v =
+//     sat32(round_half_even(float32(v) + float32(e + OFFSET) * float32(SCALE * 2^-SHIFT)));
+//     then the EW ReLU unless bypassed. Only the add of one ERDMA operand per element is
+//     simulated (EW_OP_SRC 1, EW_ALU_ALGO 2, LUT bypassed, EW_DATA_MODE 1, EDATA_SIZE 1).
 //  7. OUT_CVT: y = sat_int8(round_shift(v * SCALE, SHIFT) + OFFSET), SCALE signed 16-bit
 //     (quirk out_cvt_scale_signed), rounding quirk out_cvt_rounding; written NC1HWC2 at
 //     DPU.DST_BASE_ADDR, surface DST_SURF_STRIDE * 16 bytes, DATA_CUBE_CHANNEL.ORIG_CHANNEL + 1
@@ -59,6 +64,7 @@ struct Quirks {
   Rounding bs_shift_rounding = Rounding::half_up;      // unmeasured on RK3588 [knob]
   bool out_cvt_scale_signed = true;                    // 0x8000 flips the sign on RK3576 [HW]
   bool width_is_line = true;                           // DATAIN_WIDTH is the contiguous dimension [HW]; false: Mesa's swap
+  bool ew_float = false;                               // EW add: integer converter (Mesa) or float32 (another report) [knob]
 };
 
 struct KnobInfo {

@@ -1,0 +1,266 @@
+#include "runtime/npu_conv.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "ir/shape_inference.h"
+#include "npu/regcmd/regcmd.h"
+
+namespace rkd::runtime {
+
+namespace {
+
+using ir::Node;
+using ir::Value;
+using npu::lower::ConvSpec;
+
+const Tensor* constant_of(const Node& n, size_t i) {
+  return i < n.inputs.size() && n.inputs[i] && n.inputs[i]->constant ? &*n.inputs[i]->constant : nullptr;
+}
+
+}  // namespace
+
+Result<ConvSpec> npu_conv_spec(const Node& n) {
+  const auto xs = ir::static_shape(n.inputs[0]);
+  const auto ys = ir::static_shape(n.outputs[0]);
+  const Tensor* w = constant_of(n, 3);
+  for (size_t i : {1u, 2u, 4u, 6u, 7u}) {
+    if (!constant_of(n, i)) return unsupported("scale or zero point " + std::to_string(i) + " is not a constant");
+  }
+  if (!xs || !ys || xs->size() != 4 || (*xs)[0] != 1) return unsupported("input is not a static [1, C, H, W]");
+  if (!w || w->rank() != 4) return unsupported("weights are not a constant 4-D tensor");
+  if (constant_of(n, 1)->numel() != 1 || constant_of(n, 6)->numel() != 1) return unsupported("per-axis input or output quantization");
+  RKD_ASSIGN(auto dil, n.attr_ints("dilations", {1, 1}));
+  if (dil != std::vector<int64_t>{1, 1}) return unsupported("dilation (not lowered yet)");
+  RKD_ASSIGN(int64_t group, n.attr_int("group", 1));
+  ConvSpec s;
+  s.C = (*xs)[1];
+  s.H = (*xs)[2];
+  s.W = (*xs)[3];
+  s.OC = w->dim(0);
+  s.KH = w->dim(2);
+  s.KW = w->dim(3);
+  if (group != 1 && !(group == s.C && s.OC == s.C && w->dim(1) == 1)) return unsupported("grouped convolution with " + std::to_string(group) + " groups");
+  s.depthwise = group != 1;
+  RKD_ASSIGN(auto strides, n.attr_ints("strides", {1, 1}));
+  s.stride_h = strides.at(0);
+  s.stride_w = strides.at(1);
+  RKD_ASSIGN(std::string auto_pad, n.attr_string("auto_pad", "NOTSET"));
+  const int64_t OH = (*ys)[2], OW = (*ys)[3];
+  if (auto_pad == "NOTSET") {
+    RKD_ASSIGN(auto pads, n.attr_ints("pads", {0, 0, 0, 0}));
+    s.pad_top = pads.at(0);
+    s.pad_left = pads.at(1);
+    s.pad_bottom = pads.at(2);
+    s.pad_right = pads.at(3);
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    const int64_t th = std::max<int64_t>((OH - 1) * s.stride_h + s.KH - s.H, 0), tw = std::max<int64_t>((OW - 1) * s.stride_w + s.KW - s.W, 0);
+    s.pad_top = auto_pad == "SAME_UPPER" ? th / 2 : th - th / 2;
+    s.pad_bottom = th - s.pad_top;
+    s.pad_left = auto_pad == "SAME_UPPER" ? tw / 2 : tw - tw / 2;
+    s.pad_right = tw - s.pad_left;
+  }
+  if (s.OH() != OH || s.OW() != OW) return unsupported("output size does not follow from the padding");
+  s.dtype = w->dtype();
+  if (!n.inputs[0]->dtype || *n.inputs[0]->dtype != s.dtype) return unsupported("input and weights of different types");
+  s.weights = w->contiguous();
+  const Tensor* ws = constant_of(n, 4);
+  for (int64_t i = 0; i < ws->numel(); ++i) s.w_scales.push_back(static_cast<float>(ws->get_as_double(i)));
+  if (const Tensor* wz = constant_of(n, 5)) {
+    for (int64_t i = 0; i < wz->numel(); ++i) s.w_zero_points.push_back(static_cast<int32_t>(wz->get_as_double(i)));
+  } else {
+    s.w_zero_points = {0};
+  }
+  bool same = true;
+  for (int32_t z : s.w_zero_points) same = same && z == s.w_zero_points[0];
+  if (same) s.w_zero_points.resize(1);
+  s.x_scale = static_cast<float>(constant_of(n, 1)->get_as_double(0));
+  s.x_zero_point = static_cast<int32_t>(constant_of(n, 2)->get_as_double(0));
+  s.y_scale = static_cast<float>(constant_of(n, 6)->get_as_double(0));
+  s.y_zero_point = static_cast<int32_t>(constant_of(n, 7)->get_as_double(0));
+  if (const Tensor* b = constant_of(n, 8)) {
+    for (int64_t i = 0; i < b->numel(); ++i) s.bias.push_back(static_cast<int32_t>(b->get_as_double(i)));
+  }
+  const int32_t qmin = s.dtype == DType::i8 ? -128 : 0, qmax = s.dtype == DType::i8 ? 127 : 255;
+  RKD_ASSIGN(int64_t amin, n.attr_int("rkd_act_min", qmin));
+  RKD_ASSIGN(int64_t amax, n.attr_int("rkd_act_max", qmax));
+  s.act_min = static_cast<int32_t>(std::max<int64_t>(amin, qmin));
+  s.act_max = static_cast<int32_t>(std::min<int64_t>(amax, qmax));
+  // A fused residual add (npu_sim_placement_pass): inputs 9-11 are the Add's other operand
+  // and its scale and zero point, 6-7 the Add's output parameters; rkd_conv_relu marks a
+  // ReLU on the convolution before the add.
+  RKD_ASSIGN(int64_t residual, n.attr_int("rkd_residual", 0));
+  if (residual) {
+    if (n.inputs.size() < 12 || !n.inputs[9] || !constant_of(n, 10) || !constant_of(n, 11)) return invalid("fused residual: inputs 9-11 missing");
+    if (!n.inputs[9]->dtype || *n.inputs[9]->dtype != s.dtype) return unsupported("fused residual of another type");
+    if (ir::static_shape(n.inputs[9]) != ys) return unsupported("fused residual of another shape than the output");
+    RKD_ASSIGN(int64_t conv_relu, n.attr_int("rkd_conv_relu", 0));
+    s.residual = true;
+    s.conv_relu = conv_relu != 0;
+    s.r_scale = static_cast<float>(constant_of(n, 10)->get_as_double(0));
+    s.r_zero_point = static_cast<int32_t>(constant_of(n, 11)->get_as_double(0));
+  }
+  return s;
+}
+
+
+namespace {
+
+// One lowered convolution in its own device memory.
+struct SimConv {
+  ConvSpec spec;
+  npu::lower::Strategy strategy;
+  npu::sim::Quirks quirks;
+  npu::DeviceMemory mem;
+  npu::lower::Lowered lowered;
+  uint32_t regcmd = 0;
+  size_t first_words = 0;
+  bool ready = false;
+  npu::sim::SimCache cache;  // the MAC prepared once (oneDNN), reused by every call
+  std::mutex m;
+
+  Status prepare(const Tensor& x) {
+    RKD_ASSIGN(uint32_t in, npu::lower::place_input(mem, spec, x));
+    RKD_ASSIGN(lowered, npu::lower::lower_conv(spec, strategy, mem, in));
+    RKD_ASSIGN(auto placed, npu::lower::place_regcmd(mem, lowered));
+    regcmd = placed.address;
+    first_words = placed.spans[0].word_count;
+    ready = true;
+    return {};
+  }
+};
+
+}  // namespace
+
+Result<Kernel> npu_sim_kernel(const Node& n, npu::lower::Strategy strategy, const npu::sim::Quirks& quirks) {
+  RKD_ASSIGN(ConvSpec spec, npu_conv_spec(n));
+  auto sc = std::make_shared<SimConv>();
+  sc->spec = std::move(spec);
+  sc->strategy = strategy;
+  sc->quirks = quirks;
+  const std::string what = n.describe();
+  return Kernel([sc, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+    std::lock_guard<std::mutex> lock(sc->m);
+    auto go = [&]() -> Status {
+      if (!sc->ready) {
+        RKD_TRY(sc->prepare(*in[0]));
+      } else {
+        // The input buffer sits where the first placement put it: write the new input there.
+        RKD_TRY(npu::lower::write_input(sc->mem, sc->lowered.input_address, sc->spec, *in[0]));
+      }
+      if (sc->spec.residual) {
+        if (in.size() < 10 || !in[9]) return invalid("fused residual input missing");
+        RKD_TRY(npu::lower::write_residual(sc->mem, sc->spec, sc->lowered, *in[9]));
+      }
+      auto stats = npu::sim::run(sc->mem, sc->regcmd, sc->first_words, sc->quirks, &sc->cache);
+      if (!stats.ok()) return stats.error();
+      return npu::lower::gather_output_into(sc->mem, sc->spec, sc->lowered, out[0]);
+    };
+    Status s = go();
+    return s.ok() ? s : s.error().with_context(what + " (NPU simulator)");
+  });
+}
+
+namespace {
+
+// QLinearConv -> QLinearAdd (rkdeploy's, from qdq-to-qlinear) where the convolution's output
+// is read by the Add alone: one QLinearConv with the residual fused (npu_conv_spec's inputs
+// 9-11), when the lowering can express it. Returns the fused node or nullptr.
+Node* fuse_residual_add(ir::Graph& g, Node* n) {
+  Value* y = n->outputs[0];
+  if (!y || y->consumers.size() != 1 || std::find(g.outputs.begin(), g.outputs.end(), y) != g.outputs.end()) return nullptr;
+  Node* a = y->consumers[0];
+  if (a->op_type != "QLinearAdd" || a->domain != "rkdeploy" || a->inputs.size() < 8) return nullptr;
+  const size_t other = a->inputs[0] == y ? 3 : a->inputs[3] == y ? 0 : 99;
+  if (other == 99 || a->inputs[other] == y || !a->inputs[other] || a->inputs[other]->constant) return nullptr;
+  for (size_t i : {1u, 2u, 4u, 5u, 6u, 7u}) {
+    if (!a->inputs[i] || !a->inputs[i]->constant || a->inputs[i]->constant->numel() != 1) return nullptr;
+  }
+  auto conv = npu_conv_spec(*n);
+  if (!conv.ok()) return nullptr;
+  const int32_t qmin = conv->dtype == DType::i8 ? -128 : 0, qmax = conv->dtype == DType::i8 ? 127 : 255;
+  // The convolution's own activation: none, or a ReLU (its lower bound at its zero point).
+  if (conv->act_max != qmax || (conv->act_min != qmin && conv->act_min != conv->y_zero_point)) return nullptr;
+  // The Add's operands as its inputs 0-2 (a) and 3-5 (b): the convolution's scale must be
+  // the one the Add reads it with.
+  const size_t mine = other == 3 ? 0 : 3;
+  if (a->inputs[mine + 1]->constant->get_as_double(0) != static_cast<double>(conv->y_scale) ||
+      a->inputs[mine + 2]->constant->get_as_double(0) != static_cast<double>(conv->y_zero_point)) {
+    return nullptr;
+  }
+  std::vector<Value*> ins(n->inputs.begin(), n->inputs.end());
+  ins.resize(12, nullptr);
+  ins[6] = a->inputs[6];
+  ins[7] = a->inputs[7];
+  ins[9] = a->inputs[other];
+  ins[10] = a->inputs[other + 1];
+  ins[11] = a->inputs[other + 2];
+  std::string out = y->name + "/npu_add";
+  for (int k = 1; g.find(out); ++k) out = y->name + "/npu_add_" + std::to_string(k);
+  auto f = g.add_node(n->name + "/with_add", "QLinearConv", "", ins, {out});
+  if (!f.ok()) return nullptr;
+  Node* fused = *f;
+  fused->attrs = n->attrs;
+  fused->attrs["rkd_residual"] = int64_t{1};
+  fused->attrs["rkd_conv_relu"] = int64_t{conv->act_min != qmin ? 1 : 0};
+  fused->attrs["rkd_act_min"] = int64_t{qmin};
+  fused->attrs["rkd_act_max"] = int64_t{qmax};
+  fused->outputs[0]->dtype = a->outputs[0]->dtype;
+  fused->outputs[0]->shape = a->outputs[0]->shape;
+  // Only if the lowering accepts it (e.g. the EW converter's range): otherwise undo.
+  if (!npu_conv_spec(*fused).ok()) {
+    g.remove_nodes([fused](const Node& x) { return &x == fused; });
+    return nullptr;
+  }
+  g.move_output(a, 0, fused, 0);
+  g.remove_nodes([n, a](const Node& x) { return &x == n || &x == a; });
+  return fused;
+}
+
+}  // namespace
+
+ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, FusionReport* report) {
+  std::string joined;
+  for (const std::string& k : knobs) joined += (joined.empty() ? "" : ";") + k;
+  return ir::Pass{"npu-sim-placement", [strategy, joined, report](ir::Graph& g) -> Status {
+                    std::vector<Node*> convs;
+                    for (const auto& np : g.nodes()) {
+                      if (np->op_type == "QLinearConv" && np->domain.empty()) convs.push_back(np.get());
+                    }
+                    bool fused_any = false;
+                    for (Node* n : convs) {
+                      auto spec = npu_conv_spec(*n);
+                      if (!spec.ok()) {
+                        if (report) report->npu_cpu_convs.push_back(n->name + ": " + spec.error().message);
+                        continue;
+                      }
+                      if (Node* f = fuse_residual_add(g, n)) {
+                        n = f;
+                        fused_any = true;
+                        if (report) ++report->npu_fused_adds;
+                      }
+                      n->attrs["rkd_sim_strategy"] = strategy;
+                      n->attrs["rkd_sim_knobs"] = joined;
+                      if (report) ++report->npu_sim_convs;
+                    }
+                    if (fused_any) RKD_TRY(g.sort_topologically());
+                    return {};
+                  }};
+}
+
+Result<Kernel> npu_sim_kernel_from_attrs(const Node& n) {
+  RKD_ASSIGN(std::string name, n.attr_string("rkd_sim_strategy", ""));
+  RKD_ASSIGN(npu::lower::Strategy st, npu::lower::parse_strategy(name));
+  RKD_ASSIGN(std::string knobs, n.attr_string("rkd_sim_knobs", ""));
+  npu::sim::Quirks q;
+  size_t at = 0;
+  while (at < knobs.size()) {
+    const size_t end = std::min(knobs.find(';', at), knobs.size());
+    RKD_TRY(npu::sim::set_knob(q, knobs.substr(at, end - at)));
+    at = end + 1;
+  }
+  return npu_sim_kernel(n, st, q);
+}
+
+}  // namespace rkd::runtime
