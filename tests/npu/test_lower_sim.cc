@@ -286,16 +286,20 @@ TEST(NpuLowerSim, FusedResidualAddInTheEwStage) {
   // depthwise and row-sliced maps.
   std::mt19937 rng(21);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  int64_t n = 0, exact = 0, worst = 0;
+  int64_t n = 0, exact = 0, worst = 0, truncated_tasks = 0;
   for (int trial = 0; trial < 18; ++trial) {
     const bool dw = trial % 3 == 2, u8 = trial % 4 == 3;
     Dims d;
     if (trial == 5) d = Dims{32, 8, 60, 200, 3, 1};  // 2 row slices
-    Case c = random_case(rng, dw, u8 ? DType::u8 : DType::i8, u8 ? 0.0 : 1.0, false, d);
+    // Trials 12+: weight scales over 4 decades and a residual scale far above the output's
+    // steps, so that tasks of small-scale channels need CORE truncation for the EW
+    // converter's range (lower.cc).
+    const bool coarse = trial >= 12 && !u8;
+    Case c = random_case(rng, dw, u8 ? DType::u8 : DType::i8, u8 ? 0.0 : coarse ? 4.0 : 1.0, false, d);
     auto& s = c.spec;
     s.residual = true;
     s.conv_relu = trial % 2 == 1;
-    s.r_scale = s.y_scale * static_cast<float>(std::uniform_real_distribution<double>(0.4, 2.5)(rng));
+    s.r_scale = s.y_scale * static_cast<float>(std::uniform_real_distribution<double>(0.4, 2.5)(rng)) * (coarse ? 40.f : 1.f);
     s.r_zero_point = u8 ? pick(100, 150) : pick(-20, 20);
     s.y_scale *= 1.7f;
     Tensor r = Tensor::empty(s.dtype, {1, s.OC, s.OH(), s.OW()});
@@ -311,6 +315,12 @@ TEST(NpuLowerSim, FusedResidualAddInTheEwStage) {
       for (lower::Strategy st : {lower::Strategy::per_channel, lower::Strategy::sorted_bs_multiplier}) {
         auto y = simulate(c, st, nullptr, {}, nullptr, q, &r);
         ASSERT_TRUE(y.ok()) << "trial " << trial << ": " << y.error().to_string();
+        if (!as_float) {
+          DeviceMemory mem;
+          auto l = lower::lower_conv(s, st, mem, mem.alloc(16));
+          ASSERT_TRUE(l.ok());
+          for (const auto& t : l->tasks) truncated_tasks += t.regs.get(arch::CORE_CLIP_TRUNCATE_CLIP_TRUNCATE) > 0;
+        }
         const int64_t plane = s.OH() * s.OW();
         for (int64_t i = 0; i < y->numel(); ++i) {
           const int64_t k = i / plane;
@@ -328,7 +338,8 @@ TEST(NpuLowerSim, FusedResidualAddInTheEwStage) {
       }
     }
   }
-  std::printf("fused residual add: max |diff| %lld, %.3f%% exact of %lld\n", static_cast<long long>(worst), 100.0 * static_cast<double>(exact) / static_cast<double>(n),
+  EXPECT_GT(truncated_tasks, 0);
+  std::printf("fused residual add: %lld tasks with CORE truncation; max |diff| %lld, %.3f%% exact of %lld\n", static_cast<long long>(truncated_tasks), static_cast<long long>(worst), 100.0 * static_cast<double>(exact) / static_cast<double>(n),
               static_cast<long long>(n));
   EXPECT_LE(worst, 1);
   EXPECT_GE(static_cast<double>(exact) / static_cast<double>(n), 0.99);

@@ -406,14 +406,27 @@ Result<Lowered> lower_conv(const ConvSpec& s, Strategy st, DeviceMemory& mem, ui
     RKD_TRY(mem.write(waddr, wb));
     out.weight_bytes += wb.size();
     out.buffers.push_back(Buffer{"weights", out.tasks.size(), waddr, wb.size()});
-    // bias'[k] = bias[k] - z_x_s * sum_taps (w - z_w).
+    // With a residual the EW converter (15-bit scale, shift >= 0) must hold the multiplier
+    // m = s_r / (s_y M_out), M_out = SCALE / 2^SHIFT the OUT_CVT's. When M_out is so small
+    // that m >= 2^15, CORE truncates the accumulator by T bits (half to even) and the bias is
+    // folded in that coarser unit: M_out grows by 2^T (SHIFT - T) and m shrinks by 2^T. The
+    // extra rounding is at most one unit of M_out 2^T output steps (measured in the tests).
+    int truncate = 0;
+    if (s.residual) {
+      const double m0 = static_cast<double>(s.r_scale) / static_cast<double>(s.y_scale) * std::ldexp(1.0, p.cvt.shift) / p.cvt.scale;
+      while (std::ldexp(m0, -truncate) >= 32767.0 && truncate < 31) ++truncate;
+      if (truncate > p.cvt.shift) return unsupported("npu lowering: residual multiplier " + std::to_string(m0) + " outside the EW converter's range");
+      p.cvt.shift -= truncate;
+    }
+    // bias'[k] = bias[k] - z_x_s * sum_taps (w - z_w) (in units of 2^T, rounded half up).
     std::vector<int32_t> bias(static_cast<size_t>(n));
     for (int64_t k = 0; k < n; ++k) {
       const int64_t oc = p.channels[static_cast<size_t>(k)];
       int64_t sum = 0;
       for (int64_t c = 0; c < (s.depthwise ? 1 : s.C); ++c)
         for (int64_t t = 0; t < kk; ++t) sum += load(w, (oc * (s.depthwise ? 1 : s.C) + c) * kk + t) - zw;
-      const int64_t b = (s.bias.empty() ? 0 : s.bias[static_cast<size_t>(oc)]) - static_cast<int64_t>(zx) * sum;
+      int64_t b = (s.bias.empty() ? 0 : s.bias[static_cast<size_t>(oc)]) - static_cast<int64_t>(zx) * sum;
+      if (truncate > 0) b = (b + (int64_t{1} << (truncate - 1))) >> truncate;
       if (b < INT32_MIN || b > INT32_MAX) return unsupported("npu lowering: folded bias of channel " + std::to_string(oc) + " overflows int32");
       bias[static_cast<size_t>(k)] = static_cast<int32_t>(b);
     }
@@ -511,7 +524,7 @@ Result<Lowered> lower_conv(const ConvSpec& s, Strategy st, DeviceMemory& mem, ui
       RKD_TRY(r.set(CORE_DATAOUT_SIZE_0_DATAOUT_WIDTH, static_cast<uint64_t>(OW - 1)));
       RKD_TRY(r.set(CORE_DATAOUT_SIZE_0_DATAOUT_HEIGHT, static_cast<uint64_t>(sl.out_rows - 1)));
       RKD_TRY(r.set(CORE_DATAOUT_SIZE_1_DATAOUT_CHANNEL, static_cast<uint64_t>(written - 1)));
-      RKD_TRY(r.set(CORE_CLIP_TRUNCATE_CLIP_TRUNCATE, 0));
+      RKD_TRY(r.set(CORE_CLIP_TRUNCATE_CLIP_TRUNCATE, static_cast<uint64_t>(truncate)));
       r.set(DPU_DST_BASE_ADDR, region.address + static_cast<uint32_t>(sl.out_row0 * OW * 16));
       RKD_TRY(r.set(DPU_DST_SURF_STRIDE_DST_SURF_STRIDE, static_cast<uint64_t>(OH * OW)));
       RKD_TRY(r.set(DPU_DATA_CUBE_WIDTH_WIDTH, static_cast<uint64_t>(OW - 1)));

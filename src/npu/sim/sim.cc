@@ -239,7 +239,7 @@ struct Epilogue {
 bool common_epilogue(const Epilogue& e) {
   const Stage& b = e.bs;
   const bool ew_ok = !e.ew.on || (!e.ew.cvt_bypass && !e.ew.relu && !e.ew.as_float && e.ew.shift >= 0 && e.ew.shift < 63);
-  return e.truncate == 0 && e.bn.bypass && ew_ok && !b.bypass && !b.alu_bypass && b.alu_src && b.alu_algo == 2 && !b.prelu &&
+  return (e.truncate == 0 || e.core_round == Rounding::half_to_even) && e.truncate < 32 && e.bn.bypass && ew_ok && !b.bypass && !b.alu_bypass && b.alu_src && b.alu_algo == 2 && !b.prelu &&
          (b.mul_bypass || b.mul_src) && e.bs_round == Rounding::half_up && e.out_round == Rounding::half_to_even && e.shift > 0 &&
          (b.mul_bypass || (b.shift_pos > 0 && b.shift_neg > 0 && b.shift_pos < 63 && b.shift_neg < 63));
 }
@@ -256,13 +256,21 @@ struct EwLanes {
 template <bool kMul, bool kEw>
 [[gnu::always_inline]] inline void common_block(const int32_t* __restrict a, const int64_t* __restrict base, const int64_t* __restrict alu,
                                                 const int64_t* __restrict mul, int64_t lo, int64_t hi, int sp, int sn, int64_t half_p, int64_t half_n,
-                                                int64_t scale, int so, int64_t half_o, int64_t mask_o, int64_t offset, const EwLanes& ew,
+                                                int64_t scale, int so, int64_t half_o, int64_t mask_o, int64_t offset, int trunc, const EwLanes& ew,
                                                 const uint8_t* __restrict e, uint8_t* __restrict o) {
   constexpr int64_t kMin = std::numeric_limits<int32_t>::min(), kMax = std::numeric_limits<int32_t>::max();
   constexpr int count = 16;
   int64_t v[16], r[16];
-  // The MAC's saturation to int32, then the BS ALU add (saturating).
-  _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) v[j] = clamp64(clamp64(static_cast<int64_t>(a[j]) + base[j], kMin, kMax) + alu[j], kMin, kMax);
+  // The MAC's saturation to int32, CORE's truncation (half to even), the BS ALU add (saturating).
+  _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) v[j] = clamp64(static_cast<int64_t>(a[j]) + base[j], kMin, kMax);
+  if (trunc > 0) {
+    const int64_t th = int64_t{1} << (trunc - 1), tm = (int64_t{1} << trunc) - 1;
+    _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) {
+      const int64_t q = v[j] >> trunc, rem = v[j] & tm;
+      v[j] = q + ((rem > th || (rem == th && (q & 1))) ? 1 : 0);
+    }
+  }
+  _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) v[j] = clamp64(v[j] + alu[j], kMin, kMax);
   if constexpr (kMul) {
     _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) {  // BS MUL, shifted half up by the sign's shift field
       const int64_t prod = v[j] * mul[j];
@@ -316,11 +324,11 @@ template <bool kMul, bool kEw>
       // which the hardware writes as well and nobody reads. Only the last accumulators,
       // where 16 lanes would run past the buffer, go through a copy.
       if (p * M + k0 + 16 <= total) {
-        common_block<kMul, kEw>(acc + p * M + k0, base, alu, mul, lo, hi, sp, sn, half_p, half_n, scale, so, half_o, mask_o, offset, ew, ep, out + p * 16);
+        common_block<kMul, kEw>(acc + p * M + k0, base, alu, mul, lo, hi, sp, sn, half_p, half_n, scale, so, half_o, mask_o, offset, e.truncate, ew, ep, out + p * 16);
       } else {
         alignas(64) int32_t a16[16] = {};
         std::memcpy(a16, acc + p * M + k0, static_cast<size_t>(n) * 4);
-        common_block<kMul, kEw>(a16, base, alu, mul, lo, hi, sp, sn, half_p, half_n, scale, so, half_o, mask_o, offset, ew, ep, out + p * 16);
+        common_block<kMul, kEw>(a16, base, alu, mul, lo, hi, sp, sn, half_p, half_n, scale, so, half_o, mask_o, offset, e.truncate, ew, ep, out + p * 16);
       }
     }
   }
