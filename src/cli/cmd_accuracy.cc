@@ -22,19 +22,6 @@ struct AccuracyArgs {
   int top = 10, threads = 0;
 };
 
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) fail(io_error(path + ": cannot write"));
-    f << text;
-    if (!f) fail(io_error(path + ": write failed"));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) fail(io_error(path + ": " + ec.message()));
-}
-
 void run_accuracy(const AccuracyArgs& a) {
   std::map<std::string, Tensor> inputs;
   if (!a.image.empty()) {

@@ -14,7 +14,7 @@ namespace rkd::cli {
 
 namespace {
 struct AnalyzeArgs {
-  std::string model, image, config, strategy = "all", requant;
+  std::string model, image, config, strategy = "all", requant, html;
   std::vector<std::string> inputs, knobs;
   bool json = false, per_conv = false;
   int threads = 0;
@@ -53,6 +53,7 @@ void add_analyze_command(CLI::App& app) {
   c->add_option("--sorted-spread-log2", a->lower.sorted_bs_spread_log2, "sorted-bs-multiplier: largest scale spread per task, as a power of two")
       ->check(CLI::Range(0, 14));
   c->add_flag("--json", a->json, "print JSON (docs/npu.md)");
+  c->add_option("--html", a->html, "also write a self-contained HTML report (chart and tables)");
   c->add_option("--threads", a->threads, "threads for the reference run (0 = all cores)");
   c->callback([a] {
     std::map<std::string, Tensor> inputs;
@@ -75,6 +76,7 @@ void add_analyze_command(CLI::App& app) {
     npu::sim::Quirks q;
     for (const std::string& k : a->knobs) check(npu::sim::set_knob(q, k));
     const auto rep = take(runtime::analyze_npu(a->model, inputs, strategies, q, a->threads, a->lower, a->requant));
+    if (!a->html.empty()) write_atomically(a->html, runtime::npu_analysis_html(rep));
     if (a->json) {
       std::cout << runtime::npu_analysis_json(rep) << "\n";
       return;

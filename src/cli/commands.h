@@ -29,6 +29,8 @@ T take(Result<T> r) {
 inline void check(const Status& s) {
   if (!s.ok()) fail(s.error());
 }
+// Writes text to path through path.tmp and a rename (an earlier file stays intact on failure).
+void write_atomically(const std::string& path, const std::string& text);
 
 void add_sample_commands(CLI::App& app);
 void add_demo_command(CLI::App& app);

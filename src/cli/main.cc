@@ -1,4 +1,6 @@
 // rkdeploy: one binary, subcommands. `rkdeploy help [SUBCOMMAND...]` documents each.
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <vector>
 
@@ -8,6 +10,19 @@ namespace rkd::cli {
 void fail(const Error& e) {
   std::cerr << "rkdeploy: " << e.to_string() << "\n";
   throw CommandFailed(e.kind == ErrorKind::invalid || e.kind == ErrorKind::unsupported ? 2 : 1);
+}
+
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) fail(io_error(path + ": cannot write"));
+    f << text;
+    if (!f) fail(io_error(path + ": write failed"));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) fail(io_error(path + ": " + ec.message()));
 }
 
 }  // namespace rkd::cli

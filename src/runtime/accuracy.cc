@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "runtime/html.h"
 #include "runtime/executor.h"
 #include "runtime/op_registry.h"
 #include "runtime/quantize.h"
@@ -199,22 +200,8 @@ std::string accuracy_json(const AccuracyReport& r) {
 }
 
 namespace {
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else if (c == '"') o += "&quot;";
-    else o += c;
-  }
-  return o;
-}
-std::string num(double v, int prec = 6) {
-  std::ostringstream o;
-  o << std::setprecision(prec) << v;
-  return o.str();
-}
+std::string esc(const std::string& s) { return html_escape(s); }
+std::string num(double v, int prec = 6) { return html_number(v, prec); }
 }  // namespace
 
 std::string accuracy_html(const AccuracyReport& r) {

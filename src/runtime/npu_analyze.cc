@@ -12,6 +12,7 @@
 #include "npu/arch/arch.h"
 #include "npu/regcmd/regcmd.h"
 #include "quant/requant.h"
+#include "runtime/html.h"
 #include "runtime/executor.h"
 #include "runtime/model.h"
 #include "runtime/npu_conv.h"
@@ -224,6 +225,73 @@ std::string npu_analysis_json(const NpuAnalysis& a) {
     j["convs"].push_back(jc);
   }
   return j.dump(1);
+}
+
+namespace {
+double exact_percent(const StrategyResult& r) { return r.values ? 100.0 * static_cast<double>(r.exact) / static_cast<double>(r.values) : 0.0; }
+}  // namespace
+
+std::string npu_analysis_html(const NpuAnalysis& a) {
+  std::string h;
+  h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>rkdeploy analyze: " + html_escape(a.model) +
+       "</title>\n<style>body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:13px;margin-bottom:18px}"
+       "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td.l,th.l{text-align:left}.bad{background:#fdd}"
+       "svg text{font-size:11px}</style></head><body>\n";
+  int lowered = 0;
+  for (const auto& c : a.convs) lowered += c.skipped.empty();
+  h += "<h1>RK3588 NPU: per-axis strategies</h1>\n<p>model <code>" + html_escape(a.model) + "</code><br>" + std::to_string(a.convs.size()) +
+       " int8 convolutions, " + std::to_string(lowered) + " lowered; each strategy's tasks run on the simulator and every output value is " +
+       "compared with the int8 reference (requantization <code>" + html_escape(a.requant) + "</code>).</p>\n";
+  // Bar chart: bit-exact share per strategy, the largest difference above each bar.
+  const double w = 960, ht = 240, left = 40, bottom = 60, bw = (w - left) / static_cast<double>(std::max<size_t>(a.totals.size(), 1));
+  h += "<svg id=\"exact\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" + html_number(w) + "\" height=\"" + html_number(ht) + "\" role=\"img\">\n";
+  for (int k = 0; k <= 4; ++k) {
+    const double y = 10 + (ht - bottom - 10) * (1.0 - k / 4.0);
+    h += "<line x1=\"" + html_number(left) + "\" x2=\"" + html_number(w) + "\" y1=\"" + html_number(y) + "\" y2=\"" + html_number(y) +
+         "\" stroke=\"#ddd\"/><text x=\"4\" y=\"" + html_number(y + 4) + "\">" + std::to_string(25 * k) + "%</text>\n";
+  }
+  for (size_t i = 0; i < a.totals.size(); ++i) {
+    const auto& t = a.totals[i];
+    if (!t.error.empty()) continue;
+    const double e = exact_percent(t), bh = (ht - bottom - 10) * e / 100.0, x = left + bw * static_cast<double>(i) + 6;
+    h += "<rect class=\"bar\" data-strategy=\"" + html_escape(t.strategy) + "\" data-exact=\"" + html_number(e, 8) + "\" data-max=\"" +
+         std::to_string(t.max_diff) + "\" x=\"" + html_number(x) + "\" y=\"" + html_number(ht - bottom - bh) + "\" width=\"" + html_number(bw - 12) +
+         "\" height=\"" + html_number(bh) + "\" fill=\"" + (t.max_diff <= 1 ? "#2e86c1" : "#c0392b") + "\"/>\n";
+    h += "<text x=\"" + html_number(x) + "\" y=\"" + html_number(ht - bottom - bh - 3) + "\">max " + std::to_string(t.max_diff) + " LSB</text>\n";
+    h += "<text x=\"" + html_number(x) + "\" y=\"" + html_number(ht - bottom + 14) + "\">" + html_escape(t.strategy) + "</text>\n";
+  }
+  h += "<text x=\"" + html_number(left) + "\" y=\"" + html_number(ht - 8) +
+       "\">bit-exact values per strategy (blue: at most one step everywhere; red: larger errors)</text>\n</svg>\n";
+  h += "<h2>Totals</h2>\n<table id=\"totals\"><tr><th class=\"l\">strategy</th><th>max LSB</th><th>mean LSB</th><th>exact %</th><th>tasks</th>"
+       "<th>weights B</th><th>operands B</th><th>est. cycles</th><th>row slices</th></tr>\n";
+  for (const auto& t : a.totals) {
+    if (!t.error.empty()) {
+      h += "<tr class=\"bad\"><td class=\"l\">" + html_escape(t.strategy) + "</td><td class=\"l\" colspan=\"8\">failed: " + html_escape(t.error) + "</td></tr>\n";
+      continue;
+    }
+    h += std::string("<tr") + (t.max_diff > 1 ? " class=\"bad\"" : "") + "><td class=\"l\">" + html_escape(t.strategy) + "</td><td>" +
+         std::to_string(t.max_diff) + "</td><td>" + html_number(t.mean_diff) + "</td><td>" + html_number(exact_percent(t), 8) + "</td><td>" +
+         std::to_string(t.tasks) + "</td><td>" + std::to_string(t.weight_bytes) + "</td><td>" + std::to_string(t.operand_bytes) + "</td><td>" +
+         std::to_string(t.est_cycles) + "</td><td>" + std::to_string(t.row_slices) + "</td></tr>\n";
+  }
+  h += "</table>\n<h2>Convolutions</h2>\n<table id=\"convs\"><tr><th class=\"l\">node</th><th class=\"l\">shape</th><th>scale spread</th>";
+  for (const auto& t : a.totals) h += "<th>" + html_escape(t.strategy) + "<br>exact % / max</th>";
+  h += "</tr>\n";
+  for (const auto& c : a.convs) {
+    h += "<tr><td class=\"l\">" + html_escape(c.node) + "</td>";
+    if (!c.skipped.empty()) {
+      h += "<td class=\"l\" colspan=\"" + std::to_string(a.totals.size() + 2) + "\">not lowered: " + html_escape(c.skipped) + "</td></tr>\n";
+      continue;
+    }
+    h += "<td class=\"l\">" + html_escape(c.shape) + "</td><td>" + html_number(c.scale_spread, 4) + "</td>";
+    for (const auto& r : c.strategies) {
+      if (!r.error.empty()) h += "<td class=\"bad\">failed</td>";
+      else h += std::string("<td") + (r.max_diff > 1 ? " class=\"bad\"" : "") + ">" + html_number(exact_percent(r), 6) + " / " + std::to_string(r.max_diff) + "</td>";
+    }
+    h += "</tr>\n";
+  }
+  h += "</table>\n</body></html>\n";
+  return h;
 }
 
 }  // namespace rkd::runtime

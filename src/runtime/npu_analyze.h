@@ -59,5 +59,10 @@ Result<NpuAnalysis> analyze_npu(const std::string& model, const std::map<std::st
 
 std::string npu_analysis_text(const NpuAnalysis& a, bool per_conv);
 std::string npu_analysis_json(const NpuAnalysis& a);
+// A self-contained page (no scripts, no network): a bar chart of each strategy's bit-exact
+// share (svg#exact, one rect per strategy with data-exact and data-max), the totals
+// (table#totals, the text report's columns plus row slices) and every convolution
+// (table#convs: exact % / max LSB per strategy).
+std::string npu_analysis_html(const NpuAnalysis& a);
 
 }  // namespace rkd::runtime

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The accuracy report opens in headless Chromium (Debian's chromium, no network): the chart
+# The accuracy and NPU-strategy reports open in headless Chromium (Debian's chromium, no network): the chart
 # and the table render, and the numbers on the page equal the JSON report's.
 #   test_report_html.sh RKDEPLOY HUMAN_DIR
 set -euo pipefail
@@ -54,4 +54,48 @@ blue = np.all(np.abs(img - [0x24, 0x71, 0xa3]) < 40, axis=-1).sum()
 assert red > 200 and blue > 200, f"chart lines not drawn (red {red}, blue {blue} pixels)"
 print(f"report: {len(layers)} layers, chart {len(p.poly['entire'])}+{len(p.poly['single'])} points, "
       f"{len(body)} table rows equal to the JSON, {red}/{blue} red/blue chart pixels rendered by Chromium")
+PY
+# The NPU strategy report (`rkdeploy analyze --html`) on the same quantized model.
+"$rkd" analyze "$work/q.onnx" --image /usr/lib/python3/dist-packages/skimage/data/astronaut.png --config "$cfg" --json \
+  --html "$work/analyze.html" > "$work/analyze.json"
+"${browser[@]}" --dump-dom "file://$work/analyze.html" > "$work/adom.html" 2>> "$work/chromium.log"
+"${browser[@]}" --window-size=1100,700 --screenshot="$work/ashot.png" "file://$work/analyze.html" 2>> "$work/chromium.log"
+/usr/bin/python3 - "$work" <<'PY'
+import json, sys
+from html.parser import HTMLParser
+import numpy as np
+from skimage import io
+work = sys.argv[1]
+rep = json.load(open(f"{work}/analyze.json"))
+class P(HTMLParser):
+    def __init__(self):
+        super().__init__(); self.bars = []; self.tables = {}; self.table = None; self.row = None; self.cell = None
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "rect" and a.get("class") == "bar": self.bars.append(a)
+        if tag == "table": self.table = a.get("id"); self.tables[self.table] = []
+        if tag == "tr": self.row = []
+        if tag in ("td", "th"): self.cell = ""
+    def handle_data(self, d):
+        if self.cell is not None: self.cell += d
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self.row is not None: self.row.append(self.cell); self.cell = None
+        if tag == "tr" and self.table: self.tables[self.table].append(self.row); self.row = None
+p = P(); p.feed(open(f"{work}/adom.html").read())
+totals = rep["totals"]
+assert len(p.bars) == len(totals) == 8, (len(p.bars), len(totals))
+for b, t in zip(p.bars, totals):
+    assert b["data-strategy"] == t["strategy"] and int(b["data-max"]) == t["max_diff_lsb"], (b, t)
+    assert abs(float(b["data-exact"]) - t["exact_percent"]) < 1e-5, (b, t)
+rows = p.tables["totals"][1:]
+for r, t in zip(rows, totals):
+    assert r[0] == t["strategy"] and int(r[1]) == t["max_diff_lsb"] and int(r[4]) == t["tasks"] and int(r[7]) == t["est_cycles"], (r, t)
+    assert abs(float(r[3]) - t["exact_percent"]) < 1e-5 and int(r[8]) == t["row_slices"], (r, t)
+assert len(p.tables["convs"]) - 1 == len(rep["convs"]), "one row per convolution"
+img = io.imread(f"{work}/ashot.png")[..., :3].astype(int)
+blue = np.all(np.abs(img - [0x2e, 0x86, 0xc1]) < 30, axis=-1).sum()
+red = np.all(np.abs(img - [0xc0, 0x39, 0x2b]) < 30, axis=-1).sum()
+assert blue > 2000 and red > 200, f"bars not drawn (blue {blue}, red {red} pixels)"
+print(f"analyze report: {len(p.bars)} bars and {len(rows)} totals rows equal to the JSON, {len(rep['convs'])} convolution rows, "
+      f"{blue}/{red} blue/red bar pixels rendered by Chromium")
 PY
