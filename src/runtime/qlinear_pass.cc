@@ -147,13 +147,14 @@ bool tflite_supported(const Node& n, const std::vector<Dq>& ins, const Quantized
 }
 
 // Data movement commutes with a per-tensor DequantizeLinear: T(DQ(q)) = DQ(T(q)) exactly
-// for Reshape, Transpose, Flatten, Squeeze, Unsqueeze. Moving T to the integer side lets the
+// for Reshape, Transpose, Flatten, Squeeze, Unsqueeze, and Pad (edge, reflect, or constant
+// 0, which is the zero point on the integer side). Moving T to the integer side lets the
 // op after it see DequantizeLinear directly (e.g. a FULLY_CONNECTED on a 4-D tensor, flattened
 // first) and moves 4x fewer bytes. A QuantizeLinear of a DequantizeLinear with the same
 // scale, zero point and type returns the integers unchanged (round((q - z) s / s) + z = q:
 // the float error is far below half a step), so that pair is dropped.
 Status commute_data_movement(ir::Graph& g, std::set<const Node*>& gone) {
-  static const std::set<std::string> movers = {"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze"};
+  static const std::set<std::string> movers = {"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Pad"};
   std::vector<Node*> nodes;
   for (const auto& np : g.nodes()) nodes.push_back(np.get());
   for (Node* t : nodes) {
@@ -163,8 +164,29 @@ Status commute_data_movement(ir::Graph& g, std::set<const Node*>& gone) {
     if (!d || !dq || !per_tensor(dq->scale) || !dq->q->dtype || !t->outputs[0]->shape) continue;
     std::vector<Value*> ins = t->inputs;
     ins[0] = dq->q;
+    double zp = 0;
+    if (t->op_type == "Pad") {
+      RKD_ASSIGN(std::string mode, t->attr_string("mode", "constant"));
+      if (mode != "constant" && mode != "edge" && mode != "reflect") continue;
+      if (mode == "constant") {
+        // The real pad value must be 0: the integer side pads with the zero point.
+        RKD_ASSIGN(float attr_value, t->attr_float("value", 0.f));
+        const bool input_value = ins.size() > 2 && ins[2];
+        if (attr_value != 0.f || (input_value && (!ins[2]->constant || ins[2]->constant->numel() != 1 || ins[2]->constant->get_as_double(0) != 0.0))) continue;
+        zp = dq->zp && dq->zp->constant ? dq->zp->constant->get_as_double(0) : 0.0;
+        if (g.opset >= 11) {
+          Tensor z = Tensor::empty(*dq->q->dtype, {});
+          if (*dq->q->dtype == DType::i8) z.data<int8_t>()[0] = static_cast<int8_t>(zp);
+          else if (*dq->q->dtype == DType::u8) z.data<uint8_t>()[0] = static_cast<uint8_t>(zp);
+          else continue;
+          if (ins.size() < 3) ins.resize(3, nullptr);
+          ins[2] = g.add_constant(t->name + "/zero_point", std::move(z));
+        }
+      }
+    }
     RKD_ASSIGN(Node * tq, g.add_node(t->name + "/int", t->op_type, "", ins, {fresh(g, t->outputs[0]->name + "/int")}));
     tq->attrs = t->attrs;
+    if (t->op_type == "Pad" && g.opset < 11 && zp != 0) tq->attrs["value"] = static_cast<float>(zp);
     tq->outputs[0]->dtype = dq->q->dtype;
     tq->outputs[0]->shape = t->outputs[0]->shape;
     std::vector<Value*> dins{tq->outputs[0], dq->scale};
@@ -190,6 +212,75 @@ Status commute_data_movement(ir::Graph& g, std::set<const Node*>& gone) {
     id->outputs[0]->shape = q->outputs[0]->shape;
     g.move_output(q, 0, id, 0);
     gone.insert(q);
+  }
+  return {};
+}
+
+// An integer Pad that only feeds a QLinearConv and pads H and W with the convolution's input
+// zero point is the convolution's own padding (QLinearConv pads with x_zero_point): folded
+// into its pads, exactly.
+Status fold_pad_into_qlinear_conv(ir::Graph& g, std::set<const Node*>& gone) {
+  for (const auto& np : g.nodes()) {
+    Node* c = np.get();
+    if (gone.count(c) || c->op_type != "QLinearConv" || !c->domain.empty() || c->inputs.size() < 3 || !c->inputs[2] || !c->inputs[2]->constant) continue;
+    // Through the Identity a dropped DequantizeLinear -> QuantizeLinear pair leaves.
+    // (Readers whose outputs nobody reads - the DequantizeLinear the commutation left - do
+    // not count: dead-code elimination removes them.)
+    auto is_output = [&](const Value* v) { return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end(); };
+    auto sole_reader = [&](const Value* v) {
+      int live = 0;
+      for (const Node* r : v->consumers) {
+        bool used = false;
+        for (const Value* o : r->outputs) used = used || (o && (!o->consumers.empty() || is_output(o)));
+        live += used;
+      }
+      return live == 1 && !is_output(v);
+    };
+    Node* id = ir::produced_by(c->inputs[0], "Identity");
+    const Value* padded = id && id->domain.empty() && sole_reader(c->inputs[0]) ? id->inputs[0] : c->inputs[0];
+    Node* p = ir::produced_by(padded, "Pad");
+    if (!p || gone.count(p) || !p->domain.empty() || !sole_reader(padded) || !sole_reader(c->inputs[0])) continue;
+    RKD_ASSIGN(std::string mode, p->attr_string("mode", "constant"));
+    RKD_ASSIGN(std::string auto_pad, c->attr_string("auto_pad", "NOTSET"));
+    // VALID is pads 0; SAME_* depend on the input size and stay as they are.
+    if (mode != "constant" || (auto_pad != "NOTSET" && auto_pad != "VALID") || (p->inputs.size() > 3 && p->inputs[3])) continue;
+    std::vector<int64_t> pads;
+    double value = 0;
+    if (g.opset >= 11) {
+      if (p->inputs.size() < 2 || !p->inputs[1] || !p->inputs[1]->constant) continue;
+      const Tensor& t = *p->inputs[1]->constant;
+      for (int64_t i = 0; i < t.numel(); ++i) pads.push_back(static_cast<int64_t>(t.get_as_double(i)));
+      if (p->inputs.size() > 2 && p->inputs[2]) {
+        if (!p->inputs[2]->constant || p->inputs[2]->constant->numel() != 1) continue;
+        value = p->inputs[2]->constant->get_as_double(0);
+      }
+    } else {
+      RKD_ASSIGN(pads, p->attr_ints("pads", {}));
+      RKD_ASSIGN(float v, p->attr_float("value", 0.f));
+      value = v;
+    }
+    if (pads.size() != 8 || value != c->inputs[2]->constant->get_as_double(0)) continue;
+    // [n, c, h, w] begins then ends: only H and W, never negative.
+    if (pads[0] || pads[1] || pads[4] || pads[5] || pads[2] < 0 || pads[3] < 0 || pads[6] < 0 || pads[7] < 0) continue;
+    RKD_ASSIGN(auto cp, c->attr_ints("pads", {0, 0, 0, 0}));
+    if (auto_pad == "VALID") cp = {0, 0, 0, 0};
+    if (cp.size() != 4) continue;
+    c->attrs["auto_pad"] = std::string("NOTSET");
+    c->attrs["pads"] = std::vector<int64_t>{cp[0] + pads[2], cp[1] + pads[3], cp[2] + pads[6], cp[3] + pads[7]};
+    const bool through_identity = padded != c->inputs[0];
+    // The dead readers go with the Pad (and the Identity).
+    auto drop_dead_readers = [&](const Value* v) {
+      for (const Node* r : v->consumers) {
+        bool used = false;
+        for (const Value* o : r->outputs) used = used || (o && (!o->consumers.empty() || is_output(o)));
+        if (!used) gone.insert(r);
+      }
+    };
+    drop_dead_readers(padded);
+    if (through_identity) drop_dead_readers(c->inputs[0]);
+    g.set_input(c, 0, p->inputs[0]);
+    gone.insert(p);
+    if (through_identity) gone.insert(id);
   }
   return {};
 }
@@ -331,6 +422,12 @@ ir::Pass qdq_to_qlinear_pass() {
                       if (o->identity) gone.insert(o->identity);
                       if (bias_add) gone.insert(bias_add);
                     }
+                    if (!gone.empty()) {
+                      g.remove_nodes([&](const Node& n) { return gone.count(&n) > 0; });
+                      RKD_TRY(g.sort_topologically());
+                      gone.clear();
+                    }
+                    RKD_TRY(fold_pad_into_qlinear_conv(g, gone));
                     if (gone.empty()) return {};
                     g.remove_nodes([&](const Node& n) { return gone.count(&n) > 0; });
                     return g.sort_topologically();
