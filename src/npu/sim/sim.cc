@@ -195,8 +195,6 @@ Result<bool> fast_mac(SimCache::Entry& f, const MacGeometry& g, WeightFn weight,
   return true;
 }
 
-// CORE truncate, BS, BN, OUT_CVT and the NC1HWC2 write of channels [0, OCw) at every pixel;
-// acc(p, k) gives the MAC's accumulator.
 // The EW stage's operand add (see sim.h, stage 6).
 struct Ew {
   bool on = false, cvt_bypass = false, relu = false, as_float = false;
@@ -231,11 +229,11 @@ struct Epilogue {
   int64_t scale, offset;
   int shift;
 };
-// The same computation for the configuration every lowering emits (CORE truncate 0, BS ALU
-// add and optional MUL from BRDMA, ReLU/ReLUX, BN bypassed, default roundings: BS shift half
-// up, OUT_CVT half to even, the EW add in its integer form) on oneDNN's accumulators (pixel-major, M kernels), 16 channels at
-// a time so that the compiler vectorises it. The simulator's loop tests compare it with
-// run_epilogue bit for bit.
+// run_epilogue's computation for the configuration every lowering emits (CORE truncate half
+// to even, BS ALU add and optional MUL from BRDMA, ReLU/ReLUX, BN bypassed, the EW add in its
+// integer form, default roundings: BS shift half up, OUT_CVT half to even) on oneDNN's
+// accumulators (pixel-major, M kernels), 16 channels at a time so that the compiler
+// vectorises it. The simulator's loop tests compare the two bit for bit.
 bool common_epilogue(const Epilogue& e) {
   const Stage& b = e.bs;
   const bool ew_ok = !e.ew.on || (!e.ew.cvt_bypass && !e.ew.relu && !e.ew.as_float && e.ew.shift >= 0 && e.ew.shift < 63);
@@ -346,6 +344,8 @@ RKD_TARGET_CLONES void run_common_epilogue_plain(const Epilogue& e, int64_t p0, 
   else common_epilogue_body<false, false>(e, p0, p1, pixels, OCw, out_surface, y, acc, M, pad, wsum);
 }
 
+// CORE truncate, BS, BN, EW, OUT_CVT and the NC1HWC2 write of channels [0, OCw) at every
+// pixel, stage by stage (the definition); acc(p, k) gives the MAC's accumulator.
 template <typename AccFn>
 void run_epilogue(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t out_surface, uint8_t* y, AccFn acc) {
   for (int64_t p = 0; p < pixels; ++p) {
