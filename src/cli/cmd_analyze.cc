@@ -9,6 +9,7 @@
 #include "runtime/model.h"
 #include "runtime/npu_analyze.h"
 #include "runtime/npu_compile.h"
+#include "quant/requant.h"
 
 namespace rkd::cli {
 
@@ -46,7 +47,7 @@ void add_analyze_command(CLI::App& app) {
   c->add_option("--requant", a->requant,
                 "the reference's requantization, replacing the model format's: tflite_double_rounding, tflite_single_rounding, "
                 "tflite_xnnpack, onnx_float, rknpu_out_cvt (the NPU's own; docs/quantization.md)")
-      ->check(CLI::IsMember({"tflite_double_rounding", "tflite_single_rounding", "tflite_xnnpack", "onnx_float", "rknpu_out_cvt"}));
+      ->check(CLI::IsMember(quant::requant_names()));
   c->add_option("--sim", a->knobs, "simulator knob NAME=VALUE (rkdeploy help sim lists them)");
   c->add_flag("--per-conv", a->per_conv, "also print every convolution's results");
   c->add_option("--hybrid-ratio", a->lower.hybrid_ratio, "hybrid: split a 16-channel group into per-channel tasks above this max/min scale ratio");

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "npu/lower/lower.h"
 #include "core/npy.h"
+#include "quant/requant.h"
 #include "runtime/detect.h"
 #include "runtime/model.h"
 #include <nlohmann/json.hpp>
@@ -223,7 +224,7 @@ void add_run_command(CLI::App& app) {
   c->add_option("--requant", a->requant,
                 "with --backend int8 or sim: requantization of every integer op, replacing the model format's "
                 "(tflite_double_rounding, tflite_single_rounding, tflite_xnnpack, onnx_float, rknpu_out_cvt; docs/quantization.md)")
-      ->check(CLI::IsMember({"tflite_double_rounding", "tflite_single_rounding", "tflite_xnnpack", "onnx_float", "rknpu_out_cvt"}));
+      ->check(CLI::IsMember(quant::requant_names()));
   c->add_option("--input", a->inputs, "NAME=FILE.npy, one per graph input");
   c->add_option("--output-dir", a->output_dir, "write DIR/<output name>.npy for every graph output");
   c->add_option("--threads", a->threads, "threads (0 = all cores)");

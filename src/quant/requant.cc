@@ -17,12 +17,25 @@ const char* to_string(Requant r) {
   return "?";
 }
 
+namespace {
+constexpr Requant kAll[] = {Requant::tflite_double_rounding, Requant::tflite_single_rounding, Requant::tflite_xnnpack, Requant::onnx_float,
+                            Requant::rknpu_out_cvt};
+}  // namespace
+
+std::vector<std::string> requant_names() {
+  std::vector<std::string> v;
+  for (Requant r : kAll) v.emplace_back(to_string(r));
+  return v;
+}
+
 Result<Requant> parse_requant(const std::string& s) {
-  for (Requant r : {Requant::tflite_double_rounding, Requant::tflite_single_rounding, Requant::tflite_xnnpack, Requant::onnx_float,
-                    Requant::rknpu_out_cvt}) {
+  std::string names;
+  for (Requant r : kAll) {
     if (s == to_string(r)) return r;
+    names += names.empty() ? "" : ", ";
+    names += to_string(r);
   }
-  return invalid("requantization '" + s + "': expected tflite_double_rounding, tflite_single_rounding, tflite_xnnpack, onnx_float or rknpu_out_cvt");
+  return invalid("requantization '" + s + "': expected one of " + names);
 }
 
 Result<QuantizedMultiplier> quantize_multiplier(double m) {

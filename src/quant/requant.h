@@ -67,6 +67,7 @@ inline bool float_requant(Requant r) { return r == Requant::onnx_float || r == R
 
 const char* to_string(Requant r);
 Result<Requant> parse_requant(const std::string& s);  // the names above
+std::vector<std::string> requant_names();             // every convention's name, in enum order
 
 struct QuantizedMultiplier {
   int32_t multiplier = 0;  // q, fixed point with 31 fractional bits

@@ -145,6 +145,10 @@ Result<NpuAnalysis> analyze_npu(const std::string& model, const std::map<std::st
   return a;
 }
 
+namespace {
+double exact_percent(const StrategyResult& r) { return r.values ? 100.0 * static_cast<double>(r.exact) / static_cast<double>(r.values) : 0.0; }
+}  // namespace
+
 std::string npu_analysis_text(const NpuAnalysis& a, bool per_conv) {
   std::string out;
   char line[512];
@@ -162,7 +166,7 @@ std::string npu_analysis_text(const NpuAnalysis& a, bool per_conv) {
       continue;
     }
     std::snprintf(line, sizeof line, "  %-22s %8lld %9.4f %9.3f %7lld %11lld %11lld %12lld\n", t.strategy.c_str(), static_cast<long long>(t.max_diff),
-                  t.mean_diff, t.values ? 100.0 * static_cast<double>(t.exact) / static_cast<double>(t.values) : 0.0, static_cast<long long>(t.tasks),
+                  t.mean_diff, exact_percent(t), static_cast<long long>(t.tasks),
                   static_cast<long long>(t.weight_bytes), static_cast<long long>(t.operand_bytes), static_cast<long long>(t.est_cycles));
     out += line;
   }
@@ -180,7 +184,7 @@ std::string npu_analysis_text(const NpuAnalysis& a, bool per_conv) {
         continue;
       }
       std::snprintf(line, sizeof line, "    %-22s max %4lld  mean %.4f  exact %7.3f%%  tasks %4lld\n", r.strategy.c_str(), static_cast<long long>(r.max_diff),
-                    r.mean_diff, r.values ? 100.0 * static_cast<double>(r.exact) / static_cast<double>(r.values) : 0.0, static_cast<long long>(r.tasks));
+                    r.mean_diff, exact_percent(r), static_cast<long long>(r.tasks));
       out += line;
     }
   }
@@ -198,7 +202,7 @@ std::string npu_analysis_json(const NpuAnalysis& a) {
     j["mean_diff_lsb"] = r.mean_diff;
     j["exact"] = r.exact;
     j["values"] = r.values;
-    j["exact_percent"] = r.values ? 100.0 * static_cast<double>(r.exact) / static_cast<double>(r.values) : 0.0;
+    j["exact_percent"] = exact_percent(r);
     j["tasks"] = r.tasks;
     j["weight_bytes"] = r.weight_bytes;
     j["operand_bytes"] = r.operand_bytes;
@@ -226,10 +230,6 @@ std::string npu_analysis_json(const NpuAnalysis& a) {
   }
   return j.dump(1);
 }
-
-namespace {
-double exact_percent(const StrategyResult& r) { return r.values ? 100.0 * static_cast<double>(r.exact) / static_cast<double>(r.values) : 0.0; }
-}  // namespace
 
 std::string npu_analysis_html(const NpuAnalysis& a) {
   std::string h;

@@ -227,15 +227,13 @@ Status fold_pad_into_qlinear_conv(ir::Graph& g, std::set<const Node*>& gone) {
     // (Readers whose outputs nobody reads - the DequantizeLinear the commutation left - do
     // not count: dead-code elimination removes them.)
     auto is_output = [&](const Value* v) { return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end(); };
-    auto sole_reader = [&](const Value* v) {
-      int live = 0;
-      for (const Node* r : v->consumers) {
-        bool used = false;
-        for (const Value* o : r->outputs) used = used || (o && (!o->consumers.empty() || is_output(o)));
-        live += used;
+    auto live = [&](const Node* r) {
+      for (const Value* o : r->outputs) {
+        if (o && (!o->consumers.empty() || is_output(o))) return true;
       }
-      return live == 1 && !is_output(v);
+      return false;
     };
+    auto sole_reader = [&](const Value* v) { return std::count_if(v->consumers.begin(), v->consumers.end(), live) == 1 && !is_output(v); };
     Node* id = ir::produced_by(c->inputs[0], "Identity");
     const Value* padded = id && id->domain.empty() && sole_reader(c->inputs[0]) ? id->inputs[0] : c->inputs[0];
     Node* p = ir::produced_by(padded, "Pad");
@@ -271,9 +269,7 @@ Status fold_pad_into_qlinear_conv(ir::Graph& g, std::set<const Node*>& gone) {
     // The dead readers go with the Pad (and the Identity).
     auto drop_dead_readers = [&](const Value* v) {
       for (const Node* r : v->consumers) {
-        bool used = false;
-        for (const Value* o : r->outputs) used = used || (o && (!o->consumers.empty() || is_output(o)));
-        if (!used) gone.insert(r);
+        if (!live(r)) gone.insert(r);
       }
     };
     drop_dead_readers(padded);

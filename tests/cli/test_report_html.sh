@@ -13,8 +13,12 @@ cfg="$here/scripts/models/human/configs/blazeface.json"
   --config "$cfg" --json --html "$work/report.html" > "$work/report.json"
 browser=(chromium --headless=new --no-sandbox --disable-gpu --no-proxy-server --proxy-server='direct://'
          --host-resolver-rules='MAP * ~NOTFOUND' --user-data-dir="$work/profile")
-"${browser[@]}" --dump-dom "file://$work/report.html" > "$work/dom.html" 2> "$work/chromium.log"
-"${browser[@]}" --window-size=1100,900 --screenshot="$work/shot.png" "file://$work/report.html" 2>> "$work/chromium.log"
+# render PAGE DOM SHOT WxH: the DOM after Chromium ran the page, and a screenshot of it.
+render() {
+  "${browser[@]}" --dump-dom "file://$1" > "$2" 2>> "$work/chromium.log"
+  "${browser[@]}" --window-size="$4" --screenshot="$3" "file://$1" 2>> "$work/chromium.log"
+}
+render "$work/report.html" "$work/dom.html" "$work/shot.png" 1100,900
 /usr/bin/python3 - "$work" <<'PY'
 import json, sys
 from html.parser import HTMLParser
@@ -58,8 +62,7 @@ PY
 # The NPU strategy report (`rkdeploy analyze --html`) on the same quantized model.
 "$rkd" analyze "$work/q.onnx" --image /usr/lib/python3/dist-packages/skimage/data/astronaut.png --config "$cfg" --json \
   --html "$work/analyze.html" > "$work/analyze.json"
-"${browser[@]}" --dump-dom "file://$work/analyze.html" > "$work/adom.html" 2>> "$work/chromium.log"
-"${browser[@]}" --window-size=1100,700 --screenshot="$work/ashot.png" "file://$work/analyze.html" 2>> "$work/chromium.log"
+render "$work/analyze.html" "$work/adom.html" "$work/ashot.png" 1100,700
 /usr/bin/python3 - "$work" <<'PY'
 import json, sys
 from html.parser import HTMLParser

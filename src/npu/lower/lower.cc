@@ -333,7 +333,7 @@ Result<Lowered> lower_conv(const ConvSpec& s, Strategy st, DeviceMemory& mem, ui
                                     " input rows do not fit the CBUF (width or channel splitting is not implemented)");
     std::vector<TaskPlan> chunked;
     for (const TaskPlan& p : plans) {
-      if ((align(static_cast<int64_t>(p.channels.size()), 2)) * kernel + (min_data) * bank <= banks * bank) {
+      if (align(static_cast<int64_t>(p.channels.size()), 2) * kernel <= (banks - min_data) * bank) {
         chunked.push_back(p);
         continue;
       }
