@@ -139,14 +139,16 @@ void Graph::move_output(Node* from, size_t from_index, Node* to, size_t to_index
   if (v) v->producer = to;
 }
 
-Value* Graph::add_constant(const std::string& base, Tensor t) {
+std::string Graph::fresh_name(const std::string& base) const {
   std::string fresh = base;
   for (int k = 1; by_name_.count(fresh); ++k) fresh = base + "_" + std::to_string(k);
-  Value* v = *add_value(fresh);
+  return fresh;
+}
+
+Value* Graph::add_constant(const std::string& base, Tensor t) {
+  Value* v = *add_value(fresh_name(base));
   v->dtype = t.dtype();
-  Dims d;
-  for (int64_t x : t.shape()) d.push_back(Dim{x, ""});
-  v->shape = d;
+  v->shape = to_dims(t.shape());
   v->constant = std::move(t);
   return v;
 }

@@ -33,6 +33,11 @@ struct Dim {
   std::string to_string() const { return is_static() ? std::to_string(value) : (symbol.empty() ? "?" : symbol); }
 };
 using Dims = std::vector<Dim>;
+inline Dims to_dims(const Shape& s) {  // all static
+  Dims d;
+  for (int64_t x : s) d.push_back(Dim{x, ""});
+  return d;
+}
 std::string dims_to_string(const Dims& d);  // "[N, 3, 640, 640]"
 
 class Node;
@@ -113,6 +118,8 @@ class Graph {
   void move_output(Node* from, size_t from_index, Node* to, size_t to_index);
   // Creates a constant value with a fresh name derived from `base`.
   Value* add_constant(const std::string& base, Tensor t);
+  // `base`, or `base`_K with the smallest K >= 1 that no value has.
+  std::string fresh_name(const std::string& base) const;
 
   // Removes the nodes for which `dead` is true and their entries in the consumer lists of
   // their inputs. Their output values are removed too, except those still read by another

@@ -23,12 +23,6 @@ inline int64_t mul_sat(int64_t a, int64_t b) {
   return r;
 }
 
-inline Dims to_dims(const Shape& s) {
-  Dims d;
-  for (int64_t x : s) d.push_back(Dim{x, ""});
-  return d;
-}
-
 struct Ctx {
   Node& n;
   int64_t opset;

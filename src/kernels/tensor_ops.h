@@ -110,6 +110,7 @@ struct PoolParams {
   std::vector<int64_t> kernel, strides, dilations, pads;  // pads: begins then ends
   bool count_include_pad = false;
 };
+// float32; int8 and uint8 too for 4-D input without dilation (the caller checks).
 void max_pool(const Tensor& x, const PoolParams& p, Tensor& out);
 void average_pool(const Tensor& x, const PoolParams& p, Tensor& out);
 void global_pool(const Tensor& x, bool max, Tensor& out);

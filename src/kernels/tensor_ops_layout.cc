@@ -552,6 +552,29 @@ Status pad(const Tensor& x0, const std::vector<int64_t>& pads, PadMode mode, dou
   const uint8_t* px = static_cast<const uint8_t*>(x.raw());
   uint8_t* po = static_cast<uint8_t*>(out.raw());
   const int64_t n = out.numel();
+  const bool grow_only = std::all_of(pads.begin(), pads.begin() + 2 * r, [](int64_t v) { return v >= 0; });
+  if (mode == PadMode::constant && grow_only && r > 0) {
+    // Constant padding that only grows: the fill everywhere, then every input line (the
+    // last axis) copied to its place.
+    if (std::all_of(fillv.begin(), fillv.end(), [&](uint8_t b) { return b == fillv[0]; })) {
+      std::memset(po, fillv[0], static_cast<size_t>(n) * es);
+    } else {
+      for (int64_t i = 0; i < n; ++i) std::memcpy(po + static_cast<size_t>(i) * es, fillv.data(), es);
+    }
+    const int64_t line = is[static_cast<size_t>(r - 1)];
+    const int64_t lines = line == 0 ? 0 : x.numel() / line;
+    const Shape ostr = contiguous_strides(os);
+    for (int64_t l = 0; l < lines; ++l) {
+      int64_t rem = l, off = pads[static_cast<size_t>(r - 1)];
+      for (int d = r - 1; d-- > 0;) {
+        const int64_t len = is[static_cast<size_t>(d)];
+        off += (rem % len + pads[static_cast<size_t>(d)]) * ostr[static_cast<size_t>(d)];
+        rem /= len;
+      }
+      std::memcpy(po + static_cast<size_t>(off) * es, px + static_cast<size_t>(l * line) * es, static_cast<size_t>(line) * es);
+    }
+    return {};
+  }
   for (int64_t i = 0; i < n; ++i) {
     int64_t off = 0;
     bool inside = true;

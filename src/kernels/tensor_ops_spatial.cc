@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
+#include <type_traits>
 #include <map>
 
 #include "kernels/tensor_ops.h"
@@ -62,45 +64,61 @@ void pool_loop(const Tensor& x0, const PoolParams& p, Tensor& out, Body body) {
 
 }  // namespace
 
+namespace {
+
+// Separable 2-D max pooling without dilation: the max over a kh x kw window is the max over
+// kh rows of the max over kw columns (max is exact, so the order does not matter). Padding
+// cells are skipped; a float NaN wins.
+template <typename T>
+void max_pool_2d(const Tensor& x0, const PoolParams& p, Tensor& out) {
+  const Tensor x = x0.contiguous();
+  const int64_t planes = x.shape()[0] * x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  const int64_t OH = out.shape()[2], OW = out.shape()[3];
+  const int64_t kh = p.kernel[0], kw = p.kernel[1], sh = p.strides[0], sw = p.strides[1], ph = p.pads[0], pw = p.pads[1];
+  const T* px = x.data<T>();
+  T* po = out.data<T>();
+  const T lowest = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+  auto better = [](T v, T m) {
+    if constexpr (std::is_floating_point_v<T>) return v > m || std::isnan(v);
+    else return v > m;
+  };
+  omp_for(planes, [&](int64_t pl) {
+    std::vector<T> rowmax(static_cast<size_t>(H * OW));
+    const T* xp = px + pl * H * W;
+    for (int64_t y = 0; y < H; ++y) {
+      for (int64_t ox = 0; ox < OW; ++ox) {
+        const int64_t x0i = std::max<int64_t>(ox * sw - pw, 0), x1i = std::min<int64_t>(ox * sw - pw + kw, W);
+        T m = lowest;
+        for (int64_t xx = x0i; xx < x1i; ++xx) {
+          const T v = xp[y * W + xx];
+          m = better(v, m) ? v : m;
+        }
+        rowmax[static_cast<size_t>(y * OW + ox)] = m;
+      }
+    }
+    T* op = po + pl * OH * OW;
+    for (int64_t oy = 0; oy < OH; ++oy) {
+      const int64_t y0 = std::max<int64_t>(oy * sh - ph, 0), y1 = std::min<int64_t>(oy * sh - ph + kh, H);
+      for (int64_t ox = 0; ox < OW; ++ox) {
+        T m = lowest;
+        for (int64_t yy = y0; yy < y1; ++yy) {
+          const T v = rowmax[static_cast<size_t>(yy * OW + ox)];
+          m = better(v, m) ? v : m;
+        }
+        op[oy * OW + ox] = m;
+      }
+    }
+  });
+}
+
+}  // namespace
+
 void max_pool(const Tensor& x0, const PoolParams& p, Tensor& out) {
   const bool dense_2d = x0.rank() == 4 && (p.dilations.empty() || (p.dilations[0] == 1 && p.dilations[1] == 1));
   if (dense_2d) {
-    // Separable: the max over a kh x kw window is the max over kh rows of the max over kw
-    // columns (max is exact, so the order does not matter). Padding cells are skipped.
-    const Tensor x = x0.contiguous();
-    const int64_t planes = x.shape()[0] * x.shape()[1], H = x.shape()[2], W = x.shape()[3];
-    const int64_t OH = out.shape()[2], OW = out.shape()[3];
-    const int64_t kh = p.kernel[0], kw = p.kernel[1], sh = p.strides[0], sw = p.strides[1], ph = p.pads[0],
-                  pw = p.pads[1];
-    const float* px = x.data<float>();
-    float* po = out.data<float>();
-    omp_for(planes, [&](int64_t pl) {
-      std::vector<float> rowmax(static_cast<size_t>(H * OW));
-      const float* xp = px + pl * H * W;
-      for (int64_t y = 0; y < H; ++y) {
-        for (int64_t ox = 0; ox < OW; ++ox) {
-          const int64_t x0i = std::max<int64_t>(ox * sw - pw, 0), x1i = std::min<int64_t>(ox * sw - pw + kw, W);
-          float m = -INFINITY;
-          for (int64_t xx = x0i; xx < x1i; ++xx) {
-            const float v = xp[y * W + xx];
-            m = (v > m || std::isnan(v)) ? v : m;
-          }
-          rowmax[static_cast<size_t>(y * OW + ox)] = m;
-        }
-      }
-      float* op = po + pl * OH * OW;
-      for (int64_t oy = 0; oy < OH; ++oy) {
-        const int64_t y0 = std::max<int64_t>(oy * sh - ph, 0), y1 = std::min<int64_t>(oy * sh - ph + kh, H);
-        for (int64_t ox = 0; ox < OW; ++ox) {
-          float m = -INFINITY;
-          for (int64_t yy = y0; yy < y1; ++yy) {
-            const float v = rowmax[static_cast<size_t>(yy * OW + ox)];
-            m = (v > m || std::isnan(v)) ? v : m;
-          }
-          op[oy * OW + ox] = m;
-        }
-      }
-    });
+    if (x0.dtype() == DType::i8) max_pool_2d<int8_t>(x0, p, out);
+    else if (x0.dtype() == DType::u8) max_pool_2d<uint8_t>(x0, p, out);
+    else max_pool_2d<float>(x0, p, out);
     return;
   }
   const Tensor& x = x0;
@@ -311,6 +329,47 @@ Status resize(const Tensor& x0, const ResizeParams& p, Tensor& out) {
       }
     });
     return {};
+  }
+  if (r >= 2 && p.coordinate_transformation != "tf_crop_and_resize") {
+    // Only the last two axes have several taps (the usual 2-D resize): the same sum as the
+    // general loop below, in the same order (tap pairs (a, b) with b fastest, weight
+    // 1 * ... * wy[a] * wx[b], terms with weight 0 skipped), without its per-element index
+    // arithmetic.
+    bool outer_identity = true;
+    for (size_t a = 0; a + 2 < r; ++a) outer_identity = outer_identity && taps[a].count == 1;
+    if (outer_identity) {
+      const Taps& ty = taps[r - 2];
+      const Taps& tx = taps[r - 1];
+      const int64_t oh = out.shape()[r - 2], iw = x.shape()[r - 1];
+      const int64_t planes = rows / std::max<int64_t>(oh, 1);
+      const int cy = ty.count, cx = tx.count;
+      omp_for(planes, [&](int64_t plane) {
+        int64_t rem = plane, off = 0;
+        for (size_t a = r - 2; a-- > 0;) {
+          const size_t at = static_cast<size_t>(rem % out.shape()[a]);
+          off += taps[a].index[at] * xs[a];
+          rem /= out.shape()[a];
+        }
+        const float* src = px + off;
+        float* dst = po + plane * oh * ow;
+        for (int64_t y = 0; y < oh; ++y) {
+          for (int64_t xw = 0; xw < ow; ++xw) {
+            float acc = 0.f;
+            for (int a = 0; a < cy; ++a) {
+              const size_t ay = static_cast<size_t>(y * cy + a);
+              const float* line = src + ty.index[ay] * iw;
+              for (int b = 0; b < cx; ++b) {
+                const size_t bx = static_cast<size_t>(xw * cx + b);
+                const float wgt = ty.weight[ay] * tx.weight[bx];
+                if (wgt != 0.f) acc += wgt * line[tx.index[bx]];
+              }
+            }
+            dst[y * ow + xw] = acc;
+          }
+        }
+      });
+      return {};
+    }
   }
   omp_for(std::max<int64_t>(1, std::min<int64_t>(rows, 64)), [&](int64_t chunk) {
     const int64_t nch = std::max<int64_t>(1, std::min<int64_t>(rows, 64));

@@ -1,4 +1,5 @@
 #include "runtime/fusion.h"
+#include "runtime/qlinear_lut.h"
 
 #include <algorithm>
 #include <cmath>
@@ -428,6 +429,7 @@ bool is_fused_op(const ir::Node& n) { return n.domain == "rkdeploy"; }
 
 Result<Kernel> prepare_fused_op(const ir::Node& n) {
   if (n.op_type == "QLinearAdd" || n.op_type == "QLinearTflite") return prepare_int8_fused_op(n);
+  if (n.op_type == "QLinearLut") return prepare_qlinear_lut(n);
   std::vector<MsdaLevelShape> levels;
   const auto hs = ints_attr(n, "level_h"), ws = ints_attr(n, "level_w");
   if (hs.size() != ws.size() || hs.empty()) return invalid(n.describe() + ": level_h/level_w must have one value per level");

@@ -416,6 +416,11 @@ const std::map<std::string, Factory>& registry() {
       if (!xs) return unsupported(n.describe() + ": shapes must be static");
       if (n.outputs.size() > 1 && n.outputs[1]) return unsupported(n.describe() + ": the Indices output");
       RKD_ASSIGN(ops::PoolParams p, pool_params(n, *xs));
+      const DType t = n.inputs[0]->dtype.value_or(DType::f32);
+      const bool dense_2d = xs->size() == 4 && std::all_of(p.dilations.begin(), p.dilations.end(), [](int64_t d) { return d == 1; });
+      if (t != DType::f32 && !((t == DType::i8 || t == DType::u8) && dense_2d)) {
+        return unsupported(n.describe() + ": input of type " + dtype_name(t) + " (float32, or 8-bit integers in 2-D without dilation)");
+      }
       return Kernel([p](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         ops::max_pool(*in[0], p, out[0]);
         return {};
@@ -695,7 +700,7 @@ Result<Kernel> prepare_op(const ir::Node& n, int64_t opset) {
     return unsupported(n.describe() + ": no CPU kernel for " + (n.domain.empty() ? "" : n.domain + ".") + n.op_type);
   }
   static const std::set<std::string> kFloatOnly = {
-      "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Resize",
+      "Conv", "ConvTranspose", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Resize",
       "Softmax", "LogSoftmax", "LayerNormalization", "BatchNormalization", "MatMul", "Gemm", "Einsum",
       "GridSample", "Sigmoid", "Tanh", "Erf", "Gelu", "Sqrt", "Exp", "Log", "Reciprocal", "HardSigmoid",
       "HardSwish", "LeakyRelu", "Elu", "Selu", "Softplus", "Sin", "Cos", "Floor", "Ceil", "Round", "ArgMax",

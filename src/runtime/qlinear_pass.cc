@@ -10,6 +10,7 @@
 #include "quant/int8.h"
 #include "quant/int8_tflite.h"
 #include "runtime/fusion.h"
+#include "runtime/qlinear_lut.h"
 
 namespace rkd::runtime {
 
@@ -18,13 +19,6 @@ namespace {
 using ir::Node;
 using ir::Value;
 
-
-// A value name not yet in the graph, derived from base.
-std::string fresh(const ir::Graph& g, const std::string& base) {
-  std::string n = base;
-  for (int k = 1; g.find(n); ++k) n = base + "_" + std::to_string(k);
-  return n;
-}
 
 // x = DequantizeLinear(q, scale, zp) with constant scale (and zero point).
 struct Dq {
@@ -184,14 +178,14 @@ Status commute_data_movement(ir::Graph& g, std::set<const Node*>& gone) {
         }
       }
     }
-    RKD_ASSIGN(Node * tq, g.add_node(t->name + "/int", t->op_type, "", ins, {fresh(g, t->outputs[0]->name + "/int")}));
+    RKD_ASSIGN(Node * tq, g.add_node(t->name + "/int", t->op_type, "", ins, {g.fresh_name(t->outputs[0]->name + "/int")}));
     tq->attrs = t->attrs;
     if (t->op_type == "Pad" && g.opset < 11 && zp != 0) tq->attrs["value"] = static_cast<float>(zp);
     tq->outputs[0]->dtype = dq->q->dtype;
     tq->outputs[0]->shape = t->outputs[0]->shape;
     std::vector<Value*> dins{tq->outputs[0], dq->scale};
     if (dq->zp) dins.push_back(dq->zp);
-    RKD_ASSIGN(Node * nd, g.add_node(t->name + "/dq", "DequantizeLinear", "", dins, {fresh(g, t->outputs[0]->name + "/dq")}));
+    RKD_ASSIGN(Node * nd, g.add_node(t->name + "/dq", "DequantizeLinear", "", dins, {g.fresh_name(t->outputs[0]->name + "/dq")}));
     nd->outputs[0]->dtype = DType::f32;
     nd->outputs[0]->shape = t->outputs[0]->shape;
     g.move_output(t, 0, nd, 0);
@@ -207,7 +201,7 @@ Status commute_data_movement(ir::Graph& g, std::set<const Node*>& gone) {
     if (z1.dtype() != z2.dtype() || z1.numel() != 1 || z2.numel() != 1 || z1.get_as_double(0) != z2.get_as_double(0)) continue;
     if (static_cast<float>(dq->scale->constant->get_as_double(0)) != static_cast<float>(q->inputs[1]->constant->get_as_double(0))) continue;
     // The Q's output keeps its name: an Identity of the integers produces it.
-    RKD_ASSIGN(Node * id, g.add_node(q->name + "/same", "Identity", "", {dq->q}, {fresh(g, q->outputs[0]->name + "/same")}));
+    RKD_ASSIGN(Node * id, g.add_node(q->name + "/same", "Identity", "", {dq->q}, {g.fresh_name(q->outputs[0]->name + "/same")}));
     id->outputs[0]->dtype = dq->q->dtype;
     id->outputs[0]->shape = q->outputs[0]->shape;
     g.move_output(q, 0, id, 0);
@@ -286,12 +280,15 @@ Status fold_pad_into_qlinear_conv(ir::Graph& g, std::set<const Node*>& gone) {
 ir::Pass qdq_to_qlinear_pass() {
   return ir::Pass{"qdq-to-qlinear", [](ir::Graph& g) -> Status {
                     std::set<const Node*> gone;
-                    RKD_TRY(commute_data_movement(g, gone));
-                    if (!gone.empty()) {
+                    // Removes the replaced nodes and restores topological order.
+                    auto flush = [&]() -> Status {
+                      if (gone.empty()) return {};
                       g.remove_nodes([&](const Node& n) { return gone.count(&n) > 0; });
-                      RKD_TRY(g.sort_topologically());
                       gone.clear();
-                    }
+                      return g.sort_topologically();
+                    };
+                    RKD_TRY(commute_data_movement(g, gone));
+                    RKD_TRY(flush());
                     auto requant = g.metadata.find("rkdeploy.requant");
                     const bool tflite = requant != g.metadata.end() && requant->second.rfind("tflite_", 0) == 0;
                     std::vector<Node*> ops, others;
@@ -325,7 +322,7 @@ ir::Pass qdq_to_qlinear_pass() {
                       Node* ql = nullptr;
                       if (tflite) {
                         if (!tflite_supported(*op, ins, *o)) continue;
-                        RKD_ASSIGN(ql, g.add_node(op->name + "/qlinear", "QLinearTflite", "rkdeploy", args, {fresh(g, o->q->outputs[0]->name + "/qlinear")}));
+                        RKD_ASSIGN(ql, g.add_node(op->name + "/qlinear", "QLinearTflite", "rkdeploy", args, {g.fresh_name(o->q->outputs[0]->name + "/qlinear")}));
                         ql->attrs = op->attrs;
                         ql->attrs["op"] = op->op_type;
                         ql->attrs["rkd_requant"] = requant->second;
@@ -338,7 +335,7 @@ ir::Pass qdq_to_qlinear_pass() {
                         int64_t nb = 1;
                         for (int64_t d : *sb) nb *= d;
                         if (*sb != *sa && nb != 1) continue;
-                        RKD_ASSIGN(ql, g.add_node(op->name + "/qlinear", "QLinearAdd", "rkdeploy", args, {fresh(g, o->q->outputs[0]->name + "/qlinear")}));
+                        RKD_ASSIGN(ql, g.add_node(op->name + "/qlinear", "QLinearAdd", "rkdeploy", args, {g.fresh_name(o->q->outputs[0]->name + "/qlinear")}));
                       }
                       ql->outputs[0]->dtype = o->q->inputs[2]->constant->dtype();
                       ql->outputs[0]->shape = o->q->outputs[0]->shape;
@@ -398,7 +395,7 @@ ir::Pass qdq_to_qlinear_pass() {
                       std::vector<Value*> ins{dx->q, dx->scale, dx->zp, dw->q, dw->scale, w_zp, qy->inputs[1], qy->inputs[2]};
                       if (bias_q) ins.push_back(bias_q);
                       RKD_ASSIGN(Node * ql, g.add_node(op->name + "/qlinear", conv ? "QLinearConv" : "QLinearMatMul", "", ins,
-                                                       {fresh(g, qy->outputs[0]->name + "/qlinear")}));
+                                                       {g.fresh_name(qy->outputs[0]->name + "/qlinear")}));
                       if (conv) {
                         for (const char* a : {"strides", "dilations", "pads", "group", "auto_pad", "kernel_shape"}) {
                           if (op->attrs.count(a)) ql->attrs[a] = op->attrs.at(a);
@@ -418,15 +415,15 @@ ir::Pass qdq_to_qlinear_pass() {
                       if (o->identity) gone.insert(o->identity);
                       if (bias_add) gone.insert(bias_add);
                     }
-                    if (!gone.empty()) {
-                      g.remove_nodes([&](const Node& n) { return gone.count(&n) > 0; });
-                      RKD_TRY(g.sort_topologically());
-                      gone.clear();
+                    RKD_TRY(flush());
+                    if (!tflite) {
+                      RKD_TRY(lut_sites(g, gone));
+                      RKD_TRY(flush());
+                      RKD_TRY(compose_luts(g, gone));
+                      RKD_TRY(flush());
                     }
                     RKD_TRY(fold_pad_into_qlinear_conv(g, gone));
-                    if (gone.empty()) return {};
-                    g.remove_nodes([&](const Node& n) { return gone.count(&n) > 0; });
-                    return g.sort_topologically();
+                    return flush();
                   }};
 }
 

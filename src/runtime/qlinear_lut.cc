@@ -1,0 +1,270 @@
+// Table and integer-side rewrites of per-tensor QDQ sites (qlinear_lut.h).
+#include "runtime/qlinear_lut.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "ir/shape_inference.h"
+#include "runtime/op_registry.h"
+
+namespace rkd::runtime {
+
+using ir::Node;
+using ir::Value;
+
+namespace {
+
+// Elementwise ops with one varying input: with every other input a constant scalar, the
+// output at a position depends only on the input at that position.
+const std::set<std::string>& elementwise_ops() {
+  static const std::set<std::string> ops = {
+      "Relu", "LeakyRelu", "PRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Clip", "Elu", "Selu", "Celu", "Exp", "Log", "Neg",
+      "Abs", "Sqrt", "Reciprocal", "Softplus", "Softsign", "Erf", "Gelu", "Mish", "Sin", "Cos", "Floor", "Ceil", "Round", "Sign",
+      "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"};
+  return ops;
+}
+
+bool is_int8(DType t) { return t == DType::i8 || t == DType::u8; }
+
+// A per-tensor DequantizeLinear producing v (constant scale and zero point, 8-bit input).
+Node* per_tensor_dq(const Value* v) {
+  Node* d = ir::produced_by(v, "DequantizeLinear");
+  if (!d || !d->domain.empty() || d->inputs.size() < 3 || !d->inputs[1] || !d->inputs[2]) return nullptr;
+  const Value* q = d->inputs[0];
+  if (!q || !q->dtype || !is_int8(*q->dtype)) return nullptr;
+  if (!d->inputs[1]->constant || d->inputs[1]->constant->numel() != 1 || !d->inputs[2]->constant || d->inputs[2]->constant->numel() != 1) return nullptr;
+  return d;
+}
+
+// The per-tensor QuantizeLinear (constant scale and 8-bit zero point) that is v's only
+// reader, v not being a graph output.
+Node* sole_per_tensor_q(const ir::Graph& g, const Value* v) {
+  if (v->consumers.size() != 1 || std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end()) return nullptr;
+  Node* q = v->consumers[0];
+  if (q->op_type != "QuantizeLinear" || !q->domain.empty() || q->inputs.size() < 3 || q->inputs[0] != v || !q->inputs[1] || !q->inputs[2]) return nullptr;
+  if (!q->inputs[1]->constant || q->inputs[1]->constant->numel() != 1 || !q->inputs[2]->constant || q->inputs[2]->constant->numel() != 1) return nullptr;
+  if (!is_int8(q->inputs[2]->constant->dtype())) return nullptr;
+  return q;
+}
+
+// `proto` (its op, attributes and constant inputs) evaluated by the executor's kernel on x in
+// place of input `vary`, in a scratch graph whose output has x's shape.
+Result<Tensor> run_like(const Node& proto, int64_t opset, size_t vary, const Tensor& x, DType out_dtype) {
+  ir::Graph t;
+  t.opset = opset;
+  std::vector<Value*> ins;
+  std::vector<const Tensor*> args;
+  for (size_t i = 0; i < proto.inputs.size(); ++i) {
+    const Value* v = proto.inputs[i];
+    if (i == vary) {
+      RKD_ASSIGN(Value * xv, t.add_value("x"));
+      xv->dtype = x.dtype();
+      xv->shape = ir::to_dims(x.shape());
+      ins.push_back(xv);
+    } else if (!v) {
+      ins.push_back(nullptr);
+    } else if (v->constant) {
+      ins.push_back(t.add_constant("c", *v->constant));
+    } else {
+      return invalid(proto.describe() + ": input " + std::to_string(i) + " is not constant");
+    }
+  }
+  RKD_ASSIGN(Node * n, t.add_node(proto.name, proto.op_type, proto.domain, ins, {"y"}));
+  n->attrs = proto.attrs;
+  n->outputs[0]->dtype = out_dtype;
+  n->outputs[0]->shape = ir::to_dims(x.shape());
+  for (size_t i = 0; i < ins.size(); ++i) args.push_back(i == vary ? &x : ins[i] ? &*ins[i]->constant : nullptr);
+  RKD_ASSIGN(std::vector<Tensor> out, evaluate_node(*n, opset, args));
+  return std::move(out[0]);
+}
+
+// All codes of an 8-bit type in increasing order: the table's index.
+Tensor all_codes(DType t) {
+  Tensor c = Tensor::empty(t, {256});
+  for (int i = 0; i < 256; ++i) {
+    if (t == DType::i8) c.data<int8_t>()[i] = static_cast<int8_t>(i - 128);
+    else c.data<uint8_t>()[i] = static_cast<uint8_t>(i);
+  }
+  return c;
+}
+
+// The table of q(op(dq(code))) for every code, computed by the executor's own kernels; op
+// may be null (q(dq(code))).
+Result<Tensor> site_table(const Node& dq, const Node* op, size_t vary, const Node& q, int64_t opset) {
+  const DType in_t = *dq.inputs[0]->dtype;
+  RKD_ASSIGN(Tensor f, run_like(dq, opset, 0, all_codes(in_t), DType::f32));
+  if (op) {
+    RKD_ASSIGN(Tensor g, run_like(*op, opset, vary, f, DType::f32));
+    f = std::move(g);
+  }
+  return run_like(q, opset, 0, f, q.inputs[2]->constant->dtype());
+}
+
+bool same_quantization(const Node& dq, const Node& q) {
+  const Tensor& z1 = *dq.inputs[2]->constant;
+  const Tensor& z2 = *q.inputs[2]->constant;
+  return z1.dtype() == z2.dtype() && z1.get_as_double(0) == z2.get_as_double(0) &&
+         static_cast<float>(dq.inputs[1]->constant->get_as_double(0)) == static_cast<float>(q.inputs[1]->constant->get_as_double(0));
+}
+
+// rkdeploy.QLinearLut(x, table) producing q's output value (its name stays).
+Result<Node*> add_lut(ir::Graph& g, const std::string& name, Value* x, Tensor table, Node& q) {
+  Value* tv = g.add_constant(name + "/table", std::move(table));
+  RKD_ASSIGN(Node * lut, g.add_node(name + "/lut", "QLinearLut", "rkdeploy", {x, tv}, {g.fresh_name(q.outputs[0]->name + "/lut")}));
+  lut->outputs[0]->dtype = q.inputs[2]->constant->dtype();
+  lut->outputs[0]->shape = q.outputs[0]->shape;
+  return lut;
+}
+
+// The DequantizeLinear d becomes dead when op was its only reader.
+void drop_if_sole(Node* d, const Node* op, std::set<const Node*>& gone) {
+  if (d->outputs[0]->consumers.size() == 1 && d->outputs[0]->consumers[0] == op) gone.insert(d);
+}
+
+// MaxPool windows that always hold an input element (pads below the kernel, floor mode,
+// no dilation, no Indices output): the max of the integers is the integer of the max.
+bool integer_max_pool(const Node& n) {
+  if (n.outputs.size() > 1 && n.outputs[1]) return false;
+  auto k = n.attr_ints("kernel_shape", {});
+  auto p = n.attr_ints("pads", {});
+  auto d = n.attr_ints("dilations", {});
+  auto c = n.attr_int("ceil_mode", 0);
+  auto a = n.attr_string("auto_pad", "NOTSET");
+  if (!k.ok() || !p.ok() || !d.ok() || !c.ok() || !a.ok() || *c != 0 || k->size() != 2) return false;
+  if (*a != "NOTSET" && *a != "VALID") return false;
+  for (int64_t v : *d) if (v != 1) return false;
+  for (size_t i = 0; i < p->size(); ++i) if ((*p)[i] < 0 || (*p)[i] >= (*k)[i % k->size()]) return false;
+  return true;
+}
+
+}  // namespace
+
+Status lut_sites(ir::Graph& g, std::set<const Node*>& gone) {
+  std::vector<Node*> nodes;
+  for (const auto& np : g.nodes()) nodes.push_back(np.get());
+  for (Node* op : nodes) {
+    if (gone.count(op) || !op->domain.empty() || op->outputs.size() != 1 || !op->outputs[0]) continue;
+    const bool unary = elementwise_ops().count(op->op_type) > 0;
+    const bool maxpool = op->op_type == "MaxPool";
+    const bool pad = op->op_type == "Pad";
+    if (!unary && !maxpool && !pad) continue;
+    // The one varying input, from a per-tensor DequantizeLinear; the rest constant.
+    size_t vary = op->inputs.size();
+    bool ok = true;
+    for (size_t i = 0; i < op->inputs.size() && ok; ++i) {
+      const Value* v = op->inputs[i];
+      if (!v || v->constant) continue;
+      if (vary != op->inputs.size()) ok = false;
+      vary = i;
+    }
+    if (!ok || vary == op->inputs.size() || (!unary && vary != 0)) continue;
+    Node* dq = per_tensor_dq(op->inputs[vary]);
+    Node* q = sole_per_tensor_q(g, op->outputs[0]);
+    if (!dq || !q || gone.count(dq) || gone.count(q)) continue;
+    const auto xs = ir::static_shape(op->inputs[vary]);
+    const auto ys = ir::static_shape(op->outputs[0]);
+    if (!xs || !ys) continue;
+    const DType in_t = *dq->inputs[0]->dtype;
+    if (unary) {
+      // Same shape in and out, every constant a scalar: a function of the value alone.
+      if (*xs != *ys) continue;
+      for (const Value* v : op->inputs) ok = ok && (!v || !v->constant || v->constant->numel() == 1);
+      if (!ok) continue;
+      auto table = site_table(*dq, op, vary, *q, g.opset);
+      if (!table.ok()) continue;  // an op the kernels cannot run in this form stays float
+      RKD_ASSIGN(Node * lut, add_lut(g, op->name, dq->inputs[0], std::move(*table), *q));
+      g.move_output(q, 0, lut, 0);
+    } else if (maxpool) {
+      if (!integer_max_pool(*op)) continue;
+      RKD_ASSIGN(Node * mp, g.add_node(op->name + "/int", "MaxPool", "", {dq->inputs[0]}, {g.fresh_name(op->outputs[0]->name + "/int")}));
+      mp->attrs = op->attrs;
+      mp->outputs[0]->dtype = in_t;
+      mp->outputs[0]->shape = op->outputs[0]->shape;
+      if (same_quantization(*dq, *q)) {
+        g.move_output(q, 0, mp, 0);
+      } else {
+        auto table = site_table(*dq, nullptr, 0, *q, g.opset);
+        if (!table.ok()) return table.error();
+        RKD_ASSIGN(Node * lut, add_lut(g, op->name, mp->outputs[0], std::move(*table), *q));
+        g.move_output(q, 0, lut, 0);
+      }
+    } else {
+      // Constant Pad: q(pad(dq(x), v)) = pad(q(dq(x)), q(v)) elementwise.
+      auto mode = op->attr_string("mode", "constant");
+      if (!mode.ok() || *mode != "constant" || g.opset < 11 || op->inputs.size() < 2 || !op->inputs[1] || !op->inputs[1]->constant) continue;
+      if (op->inputs.size() > 3 && op->inputs[3]) continue;
+      const Tensor& pads = *op->inputs[1]->constant;
+      for (int64_t i = 0; i < pads.numel(); ++i) ok = ok && pads.get_as_double(i) >= 0;
+      const bool has_value = op->inputs.size() > 2 && op->inputs[2];
+      if (!ok || (has_value && (!op->inputs[2]->constant || op->inputs[2]->constant->numel() != 1))) continue;
+      Tensor v = Tensor::empty(DType::f32, {1});
+      v.data<float>()[0] = 0.f;
+      if (has_value) v.data<float>()[0] = static_cast<float>(op->inputs[2]->constant->get_as_double(0));
+      RKD_ASSIGN(Tensor qv, run_like(*q, g.opset, 0, v, q->inputs[2]->constant->dtype()));
+      Value* src = dq->inputs[0];
+      if (!same_quantization(*dq, *q)) {
+        auto table = site_table(*dq, nullptr, 0, *q, g.opset);
+        if (!table.ok()) return table.error();
+        Value* tv = g.add_constant(op->name + "/table", std::move(*table));
+        RKD_ASSIGN(Node * lut, g.add_node(op->name + "/lut", "QLinearLut", "rkdeploy", {src, tv}, {g.fresh_name(op->inputs[0]->name + "/lut")}));
+        lut->outputs[0]->dtype = q->inputs[2]->constant->dtype();
+        lut->outputs[0]->shape = op->inputs[0]->shape;
+        src = lut->outputs[0];
+      }
+      RKD_ASSIGN(Tensor qv0, qv.reshape({}));
+      Value* value = g.add_constant(op->name + "/int_value", std::move(qv0));
+      RKD_ASSIGN(Node * p, g.add_node(op->name + "/int", "Pad", "", {src, op->inputs[1], value}, {g.fresh_name(op->outputs[0]->name + "/int")}));
+      p->attrs = op->attrs;
+      p->outputs[0]->dtype = q->inputs[2]->constant->dtype();
+      p->outputs[0]->shape = op->outputs[0]->shape;
+      g.move_output(q, 0, p, 0);
+    }
+    gone.insert(q);
+    gone.insert(op);
+    drop_if_sole(dq, op, gone);
+  }
+  return {};
+}
+
+Status compose_luts(ir::Graph& g, std::set<const Node*>& gone) {
+  for (const auto& np : g.nodes()) {
+    Node* b = np.get();
+    if (gone.count(b) || b->op_type != "QLinearLut" || b->domain != "rkdeploy") continue;
+    Node* a = b->inputs[0]->producer;
+    if (!a || gone.count(a) || a->op_type != "QLinearLut" || a->domain != "rkdeploy") continue;
+    if (a->outputs[0]->consumers.size() != 1 || std::find(g.outputs.begin(), g.outputs.end(), a->outputs[0]) != g.outputs.end()) continue;
+    const Tensor& ta = *a->inputs[1]->constant;
+    const Tensor& tb = *b->inputs[1]->constant;
+    Tensor t = Tensor::empty(tb.dtype(), {256});
+    const auto* pa = static_cast<const uint8_t*>(ta.raw());
+    const auto* pb = static_cast<const uint8_t*>(tb.raw());
+    const uint8_t flip = ta.dtype() == DType::i8 ? 0x80 : 0;  // a's output code -> b's index
+    for (int i = 0; i < 256; ++i) static_cast<uint8_t*>(t.raw())[i] = pb[pa[i] ^ flip];
+    Value* tv = g.add_constant(b->name + "/composed", std::move(t));
+    g.set_input(b, 0, a->inputs[0]);
+    g.set_input(b, 1, tv);
+    gone.insert(a);
+  }
+  return {};
+}
+
+Result<Kernel> prepare_qlinear_lut(const Node& n) {
+  if (n.inputs.size() != 2 || !n.inputs[0] || !n.inputs[0]->dtype || !is_int8(*n.inputs[0]->dtype) || !n.inputs[1] || !n.inputs[1]->constant ||
+      n.inputs[1]->constant->numel() != 256 || !is_int8(n.inputs[1]->constant->dtype())) {
+    return invalid(n.describe() + ": QLinearLut needs an 8-bit input and a constant table of 256 8-bit codes");
+  }
+  std::array<uint8_t, 256> table{};
+  std::memcpy(table.data(), n.inputs[1]->constant->contiguous().raw(), 256);
+  const uint8_t flip = *n.inputs[0]->dtype == DType::i8 ? 0x80 : 0;
+  return Kernel([table, flip](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+    const Tensor x = in[0]->contiguous();
+    const auto* px = static_cast<const uint8_t*>(x.raw());
+    auto* py = static_cast<uint8_t*>(out[0].raw());
+    const int64_t count = x.numel();
+    for (int64_t i = 0; i < count; ++i) py[i] = table[px[i] ^ flip];
+    return {};
+  });
+}
+
+}  // namespace rkd::runtime

@@ -1,0 +1,29 @@
+// Per-tensor QDQ sites computed on the integers, inside qdq-to-qlinear (fusion.h). Every
+// rewrite is exact by construction: the tables are the executor's own DequantizeLinear, op and
+// QuantizeLinear kernels run over all 256 input codes.
+#pragma once
+
+#include <set>
+
+#include "ir/ir.h"
+#include "runtime/op_registry.h"
+
+namespace rkd::runtime {
+
+// With DQ and Q per tensor (constant scale and zero point, 8-bit), Q the op's only reader:
+//   DQ(x) -> U -> Q, U elementwise (Relu, LeakyRelu, Sigmoid, HardSwish, Clip, Mul by a
+//     scalar, ...) with its other inputs constant scalars: rkdeploy.QLinearLut(x, table),
+//     table[c] = Q(U(DQ(c)));
+//   DQ(x) -> MaxPool -> Q, every window holding an input element: MaxPool on the integers
+//     (DQ and Q are non-decreasing, so they commute with max), then QLinearLut(Q o DQ)
+//     unless DQ and Q quantize alike;
+//   DQ(x) -> Pad(constant v) -> Q: Pad on QLinearLut(Q o DQ)(x) with the value Q(v).
+// Sites whose op the kernels cannot evaluate this way stay float.
+Status lut_sites(ir::Graph& g, std::set<const ir::Node*>& gone);
+// QLinearLut -> QLinearLut (the first read only by the second): one composed table.
+Status compose_luts(ir::Graph& g, std::set<const ir::Node*>& gone);
+// rkdeploy.QLinearLut(x: int8|uint8, table: 256 codes of the output type, indexed by x's
+// code in increasing order): y = table[x].
+Result<Kernel> prepare_qlinear_lut(const ir::Node& n);
+
+}  // namespace rkd::runtime

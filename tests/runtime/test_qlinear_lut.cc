@@ -1,0 +1,123 @@
+// qdq-to-qlinear's table and integer-side rewrites (runtime/qlinear_lut.h) against the same
+// QDQ graph executed as written in float32 (DequantizeLinear, the op, QuantizeLinear): the
+// integers must be equal bit for bit, for int8 and uint8 activations.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <random>
+
+#include "ir/ir.h"
+#include "runtime/executor.h"
+
+namespace rkd {
+namespace {
+
+using ir::Dim;
+
+struct Builder {
+  ir::Graph g;
+  DType t;
+  int n = 0;
+  ir::Value* scalar(float v) { return g.add_constant("s", Tensor::from_floats({}, std::vector<float>{v})); }
+  ir::Value* zp(int v) {
+    Tensor z = Tensor::empty(t, {});
+    if (t == DType::i8) z.data<int8_t>()[0] = static_cast<int8_t>(v);
+    else z.data<uint8_t>()[0] = static_cast<uint8_t>(v + 128);  // the same grid shifted to uint8
+    return g.add_constant("z", z);
+  }
+  std::string id(const char* base) {
+    std::string s = base;
+    s += std::to_string(n++);
+    return s;
+  }
+  ir::Value* q(ir::Value* x, float s, int z) { return (*g.add_node(id("q"), "QuantizeLinear", "", {x, scalar(s), zp(z)}, {id("qv")}))->outputs[0]; }
+  ir::Value* dq(ir::Value* x, float s, int z) { return (*g.add_node(id("d"), "DequantizeLinear", "", {x, scalar(s), zp(z)}, {id("dv")}))->outputs[0]; }
+  ir::Node* op(const char* type, std::vector<ir::Value*> in) { return *g.add_node(id(type), type, "", in, {id("v")}); }
+};
+
+// x -> Q -> DQ -> LeakyRelu -> Q -> DQ -> Pad(-inf) -> Q -> DQ -> MaxPool -> Q (another scale)
+//   -> DQ -> { Sigmoid, Mul by 1.7, Sub from 0.5 (the varying input second),
+//              Mul by a per-channel constant (not a table: stays float) } -> Q -> outputs.
+void build(Builder& b) {
+  ir::Graph& g = b.g;
+  g.opset = 13;
+  ir::Value* x = *g.add_value("x");
+  x->dtype = DType::f32;
+  x->shape = ir::Dims{Dim{1, ""}, Dim{3, ""}, Dim{9, ""}, Dim{10, ""}};
+  g.inputs.push_back(x);
+  ir::Value* v = b.dq(b.q(x, 0.05f, -3), 0.05f, -3);
+  ir::Node* lr = b.op("LeakyRelu", {v});
+  lr->attrs["alpha"] = 0.1f;
+  v = b.dq(b.q(lr->outputs[0], 0.03f, -100), 0.03f, -100);
+  Tensor pads = Tensor::empty(DType::i64, {8});
+  const int64_t pv[8] = {0, 0, 1, 1, 0, 0, 1, 1};
+  std::memcpy(pads.raw(), pv, sizeof pv);
+  ir::Node* pad = b.op("Pad", {v, g.add_constant("pads", pads), b.scalar(-INFINITY)});
+  v = b.dq(b.q(pad->outputs[0], 0.031f, -100), 0.031f, -100);
+  ir::Node* mp = b.op("MaxPool", {v});
+  mp->attrs["kernel_shape"] = std::vector<int64_t>{3, 3};
+  mp->attrs["strides"] = std::vector<int64_t>{2, 2};
+  v = b.dq(b.q(mp->outputs[0], 0.04f, 5), 0.04f, 5);
+  ir::Node* sg = b.op("Sigmoid", {v});
+  ir::Node* mul = b.op("Mul", {v, b.scalar(1.7f)});
+  ir::Node* sub = b.op("Sub", {b.scalar(0.5f), v});
+  ir::Node* chan = b.op("Mul", {v, g.add_constant("c", Tensor::from_floats({1, 3, 1, 1}, std::vector<float>{0.5f, -1.f, 2.f}))});
+  int k = 0;
+  for (ir::Node* n : {sg, mul, sub, chan}) {
+    ir::Value* y = b.q(n->outputs[0], 0.0079f + 0.003f * static_cast<float>(k++), -7);
+    std::string name = "y";
+    name += std::to_string(k);
+    ASSERT_TRUE(g.rename_value(y, name).ok());
+    g.outputs.push_back(y);
+  }
+}
+
+std::map<std::string, Tensor> run(Builder& b, bool int8, const Tensor& x, std::map<std::string, int>* ops) {
+  runtime::CompileOptions opt;
+  opt.int8 = int8;
+  Status s = runtime::optimize(b.g, opt);
+  EXPECT_TRUE(s.ok()) << s.error().to_string();
+  if (ops) {
+    for (const auto& n : b.g.nodes()) ++(*ops)[n->op_type];
+  }
+  auto ex = runtime::Executor::create(b.g);
+  EXPECT_TRUE(ex.ok()) << ex.error().to_string();
+  auto out = (*ex)->run({{"x", x}});
+  EXPECT_TRUE(out.ok()) << out.error().to_string();
+  return *out;
+}
+
+class QLinearLut : public ::testing::TestWithParam<DType> {};
+
+TEST_P(QLinearLut, TablesAndIntegerPoolAndPadEqualTheFloatQdqGraphBitForBit) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-7.f, 7.f);  // beyond the input grid on both sides
+  Tensor x = Tensor::empty(DType::f32, {1, 3, 9, 10});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(rng);
+  Builder fb{{}, GetParam()}, ib{{}, GetParam()};
+  build(fb);
+  build(ib);
+  std::map<std::string, int> ops;
+  const auto want = run(fb, false, x, nullptr);
+  const auto got = run(ib, true, x, &ops);
+  // Every site but the per-channel Mul is on the integers; the LeakyRelu and Pad tables
+  // compose into one, the MaxPool (other output scale) needs its own.
+  EXPECT_EQ(ops["LeakyRelu"] + ops["Pad"] + ops["MaxPool"] + ops["Sigmoid"] + ops["Sub"], 0 + 1 + 1 + 0 + 0);
+  EXPECT_EQ(ops["Mul"], 1);
+  EXPECT_EQ(ops["QLinearLut"], 1 + 1 + 3);
+  for (const char* name : {"y1", "y2", "y3", "y4"}) {
+    const Tensor& w = want.at(name);
+    const Tensor& g = got.at(name);
+    ASSERT_EQ(w.dtype(), GetParam());
+    ASSERT_EQ(g.dtype(), GetParam());
+    ASSERT_EQ(w.shape(), g.shape());
+    EXPECT_EQ(std::memcmp(w.raw(), g.raw(), static_cast<size_t>(w.numel())), 0) << name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, QLinearLut, ::testing::Values(DType::i8, DType::u8),
+                         [](const ::testing::TestParamInfo<DType>& p) { return std::string(p.param == DType::i8 ? "int8" : "uint8"); });
+
+}  // namespace
+}  // namespace rkd
