@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
+
+#include "core/target_clones.h"
 
 namespace rkd::quant {
 
@@ -143,6 +146,51 @@ Result<Requantizer> Requantizer::make(Requant convention, float x_scale, const s
     }
   }
   return r;
+}
+
+namespace {
+
+// apply()'s onnx_float arithmetic over the M channels of one pixel, written so that the
+// compiler vectorises it (nearbyint rounds half to even in the default mode either way).
+RKD_TARGET_CLONES void float_requant_row(const int32_t* __restrict acc, const int32_t* __restrict bias, const float* __restrict s, int64_t M,
+                                         float lo, float hi, int32_t zp, uint8_t* __restrict out) {
+  for (int64_t c = 0; c < M; ++c) {
+    float f = static_cast<float>(acc[c] + bias[c]) * s[c];
+    f = std::min(std::max(f, lo), hi);
+    out[c] = static_cast<uint8_t>(static_cast<int32_t>(std::nearbyint(f)) + zp);
+  }
+}
+
+}  // namespace
+
+void Requantizer::apply_to_planes(const int32_t* acc, const int32_t* bias, int64_t P, int64_t M, uint8_t* y, int64_t plane) const {
+  constexpr int64_t kBlock = 64;  // pixels per transposed block
+  std::vector<int32_t> b(static_cast<size_t>(M), 0);
+  if (bias) std::copy(bias, bias + M, b.begin());
+  const bool as_float = float_requant(conv_);
+  std::vector<float> s;
+  if (as_float) {
+    s.resize(static_cast<size_t>(M));
+    for (int64_t c = 0; c < M; ++c) s[static_cast<size_t>(c)] = scales_[scales_.size() == 1 ? 0 : static_cast<size_t>(c)];
+  }
+  const float lo = static_cast<float>(qmin_ - zp_), hi = static_cast<float>(qmax_ - zp_);
+  std::vector<uint8_t> rows(static_cast<size_t>(kBlock * M));
+  for (int64_t p0 = 0; p0 < P; p0 += kBlock) {
+    const int64_t n = std::min(kBlock, P - p0);
+    for (int64_t j = 0; j < n; ++j) {
+      const int32_t* a = acc + (p0 + j) * M;
+      uint8_t* r = rows.data() + j * M;
+      if (as_float) {
+        float_requant_row(a, b.data(), s.data(), M, lo, hi, zp_, r);
+      } else {
+        for (int64_t c = 0; c < M; ++c) r[c] = static_cast<uint8_t>(apply(a[c] + b[static_cast<size_t>(c)], static_cast<size_t>(c)));
+      }
+    }
+    for (int64_t c = 0; c < M; ++c) {
+      uint8_t* out = y + c * plane + p0;
+      for (int64_t j = 0; j < n; ++j) out[j] = rows[static_cast<size_t>(j * M + c)];
+    }
+  }
 }
 
 int32_t Requantizer::apply(int32_t acc, size_t c) const {

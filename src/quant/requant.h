@@ -101,6 +101,10 @@ class Requantizer {
   static Result<Requantizer> make(Requant convention, float x_scale, const std::vector<float>& w_scales, float y_scale,
                                   int32_t y_zero_point, int32_t qmin, int32_t qmax);
   int32_t apply(int32_t acc, size_t channel) const;
+  // y[c * plane + p] = apply(acc[p * M + c] + bias[c]) for p in [0, P), c in [0, M): pixel-major
+  // accumulators (bias may be null) into channel-major 8-bit planes (the value's low byte:
+  // int8 or uint8 by [qmin, qmax]). The same values as apply(), faster.
+  void apply_to_planes(const int32_t* acc, const int32_t* bias, int64_t P, int64_t M, uint8_t* y, int64_t plane) const;
   Requant convention() const { return conv_; }
   size_t channels() const { return float_requant(conv_) ? scales_.size() : conv_ == Requant::rknpu_out_cvt ? m15_.size() : mults_.size(); }
 

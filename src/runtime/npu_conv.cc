@@ -196,8 +196,7 @@ Node* fuse_residual_add(ir::Graph& g, Node* n) {
   ins[9] = a->inputs[other];
   ins[10] = a->inputs[other + 1];
   ins[11] = a->inputs[other + 2];
-  std::string out = y->name + "/npu_add";
-  for (int k = 1; g.find(out); ++k) out = y->name + "/npu_add_" + std::to_string(k);
+  const std::string out = g.fresh_name(y->name + "/npu_add");
   auto f = g.add_node(n->name + "/with_add", "QLinearConv", "", ins, {out});
   if (!f.ok()) return nullptr;
   Node* fused = *f;

@@ -155,14 +155,8 @@ void register_int8_ops(std::map<std::string, Factory>& r) {
           const int64_t N = y.dim(0), M = y.dim(1), HW = y.dim(2) * y.dim(3);
           const int32_t* ac = buf->data<int32_t>();
           const int32_t* b = bias.defined() ? bias.data<int32_t>() : nullptr;
-          for (int64_t nn = 0; nn < N; ++nn) {
-            for (int64_t oc = 0; oc < M; ++oc) {
-              const int32_t bm = b ? b[oc] : 0;
-              for (int64_t i = 0; i < HW; ++i) {
-                store_int8(y, (nn * M + oc) * HW + i, rq.apply(ac[(nn * HW + i) * M + oc] + bm, static_cast<size_t>(oc)));
-              }
-            }
-          }
+          auto* py = static_cast<uint8_t*>(y.raw());
+          for (int64_t nn = 0; nn < N; ++nn) rq.apply_to_planes(ac + nn * HW * M, b, HW, M, py + nn * M * HW, HW);
           return {};
         });
       }

@@ -132,7 +132,8 @@ bool integer_max_pool(const Node& n) {
   auto c = n.attr_int("ceil_mode", 0);
   auto a = n.attr_string("auto_pad", "NOTSET");
   if (!k.ok() || !p.ok() || !d.ok() || !c.ok() || !a.ok() || *c != 0 || k->size() != 2) return false;
-  if (*a != "NOTSET" && *a != "VALID") return false;
+  // SAME_* pads at most kernel - 1 in all (ceil(in / s) - 1) * s <= in - 1.
+  if (*a != "NOTSET" && *a != "VALID" && *a != "SAME_UPPER" && *a != "SAME_LOWER") return false;
   for (int64_t v : *d) if (v != 1) return false;
   for (size_t i = 0; i < p->size(); ++i) if ((*p)[i] < 0 || (*p)[i] >= (*k)[i % k->size()]) return false;
   return true;
