@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "runtime/html.h"
+#include "core/html.h"
 #include "runtime/executor.h"
 #include "runtime/op_registry.h"
 #include "runtime/quantize.h"

@@ -12,7 +12,7 @@
 #include "npu/arch/arch.h"
 #include "npu/regcmd/regcmd.h"
 #include "quant/requant.h"
-#include "runtime/html.h"
+#include "core/html.h"
 #include "runtime/executor.h"
 #include "runtime/model.h"
 #include "runtime/npu_conv.h"

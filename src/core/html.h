@@ -1,4 +1,4 @@
-// Small helpers for the self-contained HTML reports (accuracy, analyze): text escaping and
+// Small helpers for the self-contained HTML reports (accuracy, analyze, plan): text escaping and
 // numbers with a fixed count of significant digits.
 #pragma once
 
@@ -6,7 +6,7 @@
 #include <sstream>
 #include <string>
 
-namespace rkd::runtime {
+namespace rkd {
 
 inline std::string html_escape(const std::string& s) {
   std::string o;
@@ -26,4 +26,4 @@ inline std::string html_number(double v, int significant = 6) {
   return o.str();
 }
 
-}  // namespace rkd::runtime
+}  // namespace rkd

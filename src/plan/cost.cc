@@ -1,0 +1,254 @@
+// The latency model (docs/planner.md): per-node times, boundaries, terms, calibration.
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "plan/plan.h"
+
+namespace rkd::plan {
+
+double Terms::total() const {
+  return npu_compute + npu_traffic + npu_overhead + cpu + gpu + boundary_sync + boundary_layout + boundary_copy;
+}
+
+const std::vector<std::pair<std::string, double Terms::*>>& term_fields() {
+  static const std::vector<std::pair<std::string, double Terms::*>> f = {
+      {"npu_compute", &Terms::npu_compute},     {"npu_traffic", &Terms::npu_traffic},   {"npu_overhead", &Terms::npu_overhead},
+      {"cpu", &Terms::cpu},                     {"gpu", &Terms::gpu},                   {"boundary_sync", &Terms::boundary_sync},
+      {"boundary_layout", &Terms::boundary_layout}, {"boundary_copy", &Terms::boundary_copy}};
+  return f;
+}
+
+void price(VariantPlan& p, const Target& t) {
+  p.terms = Terms{};
+  const double mac_rate = t.npu.macs_per_cycle * t.npu.cores_used * t.npu.clock_mhz * 1e6 * t.npu.utilization;  // MAC/s
+  const double ddr = t.npu.ddr_gbps * 1e9;                                                                         // B/s
+  for (Segment& s : p.segments) {
+    s.ms = 0;
+    for (size_t i : s.nodes) {
+      PlannedNode& n = p.nodes[i];
+      n.ms = 0;
+      if (n.zero_cost) continue;
+      switch (s.device) {
+        case Device::npu: {
+          const double compute = n.macs / mac_rate * 1e3, traffic = (n.weight_bytes + n.feature_bytes) / ddr * 1e3, over = t.npu.task_overhead_us / 1e3;
+          p.terms.npu_compute += compute;
+          p.terms.npu_traffic += traffic;
+          p.terms.npu_overhead += over;
+          n.ms = compute + traffic + over;
+          break;
+        }
+        case Device::cpu:
+          n.ms = n.host_ms * t.cpu.host_factor;
+          p.terms.cpu += n.ms;
+          break;
+        case Device::gpu:
+          n.ms = n.host_ms * t.gpu.host_factor + t.gpu.op_overhead_us / 1e3;
+          p.terms.gpu += n.ms;
+          break;
+        case Device::none: break;
+      }
+      s.ms += n.ms;
+    }
+  }
+  for (size_t i = 1; i < p.segments.size(); ++i) {
+    Segment& s = p.segments[i];
+    const double mb = s.in_bytes / 1e6;
+    const double sync = t.boundary.sync_us / 1e3, layout = t.boundary.layout_us_per_mb * mb / 1e3, copy = s.in_bytes / (t.boundary.copy_gbps * 1e9) * 1e3;
+    s.boundary_ms = sync + layout + copy;
+    p.terms.boundary_sync += sync;
+    p.terms.boundary_layout += layout;
+    p.terms.boundary_copy += copy;
+  }
+}
+
+std::optional<double> node_macs(const ir::Node& n) {
+  auto numel_batch1 = [](const ir::Value* v) -> std::optional<double> {
+    if (!v || !v->shape) return std::nullopt;
+    double p = 1;
+    for (size_t i = 0; i < v->shape->size(); ++i) {
+      const ir::Dim& d = (*v->shape)[i];
+      if (d.is_static()) {
+        p *= static_cast<double>(d.value);
+      } else if (i != 0) {
+        return std::nullopt;
+      }
+    }
+    return p;
+  };
+  const bool qconv = n.op_type == "QLinearConv";
+  if ((n.op_type == "Conv" || n.op_type == "ConvTranspose" || qconv) && n.inputs.size() >= (qconv ? 4u : 2u) && !n.outputs.empty() && n.outputs[0]) {
+    const ir::Value* w = n.inputs[qconv ? 3 : 1];
+    if (!w || !w->shape || w->shape->size() < 3) return std::nullopt;
+    double per = 1;  // weight elements per output channel (Conv) / per input channel (ConvTranspose)
+    for (size_t i = 1; i < w->shape->size(); ++i) {
+      if (!(*w->shape)[i].is_static()) return std::nullopt;
+      per *= static_cast<double>((*w->shape)[i].value);
+    }
+    if (n.op_type == "Conv" || qconv) {
+      auto out = numel_batch1(n.outputs[0]);
+      return out ? std::optional<double>(*out * per) : std::nullopt;
+    }
+    auto in = numel_batch1(n.inputs[0]);
+    return in ? std::optional<double>(*in * per) : std::nullopt;
+  }
+  if ((n.op_type == "MatMul" || n.op_type == "Gemm") && n.inputs.size() >= 2 && !n.outputs.empty() && n.outputs[0]) {
+    auto out = numel_batch1(n.outputs[0]);
+    const ir::Value* a = n.inputs[0];
+    if (!out || !a || !a->shape || a->shape->empty()) return std::nullopt;
+    int64_t trans_a = 0;
+    if (n.op_type == "Gemm") trans_a = n.attr_int("transA", 0).ok() ? *n.attr_int("transA", 0) : 0;
+    const int r = static_cast<int>(a->shape->size());
+    const ir::Dim& k = (*a->shape)[static_cast<size_t>(trans_a && r >= 2 ? r - 2 : r - 1)];
+    if (!k.is_static()) return std::nullopt;
+    return *out * static_cast<double>(k.value);
+  }
+  return std::nullopt;
+}
+
+Result<std::vector<Measurement>> read_measurements(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return io_error(path + ": cannot open the measurements");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::exception& e) {
+    return invalid(path + ": not valid JSON: " + e.what());
+  }
+  if (!j.is_object() || j.value("schema", "") != "rkdeploy-measurements/1") return invalid(path + ": schema: expected \"rkdeploy-measurements/1\"");
+  if (!j.contains("measurements") || !j["measurements"].is_array()) return invalid(path + ": measurements: missing or not an array");
+  std::vector<Measurement> v;
+  for (size_t i = 0; i < j["measurements"].size(); ++i) {
+    const auto& e = j["measurements"][i];
+    const std::string where = path + ": measurements[" + std::to_string(i) + "]";
+    if (!e.is_object()) return invalid(where + ": must be an object");
+    for (auto it = e.begin(); it != e.end(); ++it) {
+      const std::string& k = it.key();
+      if (k != "target" && k != "variant" && k != "latency_ms" && k != "role" && k != "source") return invalid(where + "." + k + ": unknown field");
+    }
+    Measurement m;
+    if (!e.contains("target") || !e["target"].is_string()) return invalid(where + ".target: missing or not a string");
+    if (!e.contains("variant") || !e["variant"].is_string()) return invalid(where + ".variant: missing or not a string");
+    if (!e.contains("latency_ms") || !e["latency_ms"].is_number() || !(e["latency_ms"].get<double>() > 0)) {
+      return invalid(where + ".latency_ms: missing or not a positive number");
+    }
+    m.target = e["target"].get<std::string>();
+    m.variant = e["variant"].get<std::string>();
+    if (auto pv = parse_variant(m.variant); !pv.ok()) return invalid(where + ".variant: " + pv.error().message);
+    m.latency_ms = e["latency_ms"].get<double>();
+    m.role = e.value("role", "fit");
+    if (m.role != "fit" && m.role != "check") return invalid(where + ".role: '" + m.role + "' (fit or check)");
+    m.source = e.value("source", "");
+    v.push_back(std::move(m));
+  }
+  return v;
+}
+
+namespace {
+
+std::pair<double, double> parameter_bounds(const std::string& name) {
+  if (name == "npu.utilization") return {1e-4, 1.0};
+  return {1e-6, 1e7};
+}
+
+}  // namespace
+
+Result<FitResult> calibrate(Target& t, std::vector<VariantPlan>& plans, const std::vector<Measurement>& ms) {
+  FitResult fr;
+  struct Row {
+    VariantPlan* plan;
+    const Measurement* m;
+  };
+  std::vector<Row> fit, all;
+  for (const Measurement& m : ms) {
+    if (m.target != t.name) continue;
+    VariantPlan* p = nullptr;
+    for (auto& vp : plans) {
+      if (variant_name(vp.variant) == m.variant) p = &vp;
+    }
+    if (!p) return invalid("--calibrate: a measurement of variant '" + m.variant + "' on " + t.name + ", which this plan did not compute (add it to --variant)");
+    if (!p->executable) return invalid("--calibrate: variant '" + m.variant + "' is measured at " + std::to_string(m.latency_ms) + " ms but not executable on " + t.name);
+    all.push_back({p, &m});
+    if (m.role == "fit") fit.push_back({p, &m});
+  }
+  if (all.empty()) return invalid("--calibrate: no measurement for target " + t.name);
+  const std::vector<std::string>& free = t.free_parameters;
+  if (free.empty()) return invalid("--calibrate: " + t.path + " lists no calibration.free parameters");
+  if (fit.empty()) return invalid("--calibrate: no measurement with role \"fit\" for " + t.name);
+  for (const auto& pname : free) {
+    RKD_ASSIGN(fr.before[pname], get_parameter(t, pname));
+  }
+  std::vector<double> before_ms;
+  for (const Row& r : all) before_ms.push_back(r.plan->terms.total());
+  // Least squares of relative residuals over the fit rows, by coordinate descent: a golden
+  // section search of each parameter in log space within its bounds, 30 rounds.
+  auto objective = [&]() {
+    double s = 0;
+    for (const Row& r : fit) {
+      price(*r.plan, t);
+      const double e = (r.plan->terms.total() - r.m->latency_ms) / r.m->latency_ms;
+      s += e * e;
+    }
+    return s;
+  };
+  for (int round = 0; round < 30; ++round) {
+    for (const auto& name : free) {
+      auto [lo, hi] = parameter_bounds(name);
+      double a = std::log(lo), b = std::log(hi);
+      const double g = (std::sqrt(5.0) - 1) / 2;
+      auto at = [&](double u) {
+        (void)set_parameter(t, name, std::exp(u));
+        return objective();
+      };
+      double c = b - g * (b - a), d = a + g * (b - a), fc = at(c), fd = at(d);
+      for (int it = 0; it < 80; ++it) {
+        if (fc < fd) {
+          b = d;
+          d = c;
+          fd = fc;
+          c = b - g * (b - a);
+          fc = at(c);
+        } else {
+          a = c;
+          c = d;
+          fc = fd;
+          d = a + g * (b - a);
+          fd = at(d);
+        }
+      }
+      (void)set_parameter(t, name, std::exp((a + b) / 2));
+    }
+  }
+  objective();
+  for (auto& vp : plans) price(vp, t);
+  for (const auto& pname : free) {
+    RKD_ASSIGN(fr.after[pname], get_parameter(t, pname));
+  }
+  for (size_t i = 0; i < all.size(); ++i) {
+    FitResult::Row row;
+    row.variant = all[i].m->variant;
+    row.role = all[i].m->role;
+    row.source = all[i].m->source;
+    row.measured_ms = all[i].m->latency_ms;
+    row.predicted_before_ms = before_ms[i];
+    row.predicted_ms = all[i].plan->terms.total();
+    fr.rows.push_back(row);
+  }
+  if (fit.size() < free.size()) {
+    fr.note = std::to_string(fit.size()) + " fit measurement(s) for " + std::to_string(free.size()) +
+              " free parameter(s): the fit is not unique; the values found are one solution";
+  }
+  for (const auto& name : free) {
+    const auto [lo, hi] = parameter_bounds(name);
+    const double v = fr.after[name];
+    if (v <= lo * 1.0001 || v >= hi * 0.9999) fr.note += (fr.note.empty() ? "" : "; ") + name + " ended at its bound: the model cannot reach the measurement with it alone";
+  }
+  return fr;
+}
+
+}  // namespace rkd::plan

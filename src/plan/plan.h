@@ -1,0 +1,232 @@
+// The deployment planner: target profiles (targets/*.json) as data, the placement of every
+// node on a device, the variants a user can compare, execution segments and boundaries, and
+// the latency decomposition (docs/planner.md for the model, docs/target-profile.md for the
+// file format).
+//
+// Contract:
+//  - load_target() reads one profile and validates every field; an error names the file and
+//    the field (e.g. "targets/x.json: ops[3].requires[0].check: unknown check 'foo'").
+//  - place() answers, for one node as written, where the profile runs it and why: the first
+//    rule for its op type whose requirements all hold puts it on the rule's device; a failed
+//    requirement puts it on the rule's fallback with that requirement's reason; op types
+//    without a rule take the profile's default. Device `none` means the runtime accepts the
+//    model but has no implementation: it fails at run time.
+//  - plan_variant() takes a graph already in the variant's form (the runtime layer builds it:
+//    as imported, with the deformable-attention fusion, or the discrete-sampling model), the
+//    host's measured per-node CPU times, and returns the placement, the segments of a serial
+//    schedule that delays every device switch while the current device still has ready work,
+//    k = the number of switches in that schedule (segments - 1), and the latency terms.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "ir/ir.h"
+
+namespace rkd::plan {
+
+enum class Device { npu, cpu, gpu, none };
+const char* device_name(Device d);
+Result<Device> parse_device(const std::string& s);
+
+// One requirement of an op rule: a check over the node and why the runtime has it.
+//   max_rank N         input 0 has at most N dims
+//   attr_in A [V...]   attribute A (its default when absent, given as `default`) is one of V
+//   max_kernel N       every kernel dim (kernel_shape, or the weight's spatial dims) <= N
+//   max_stride N       every stride <= N
+//   groups [dense|depthwise|grouped...]  the convolution's grouping is listed
+//   const_input I      input I is a constant (weights known at conversion)
+//   max_dim N          every static dim of input 0 and output 0 <= N (hardware size fields)
+//   quantized          input 0 is 8-bit or comes from a DequantizeLinear (a QDQ site)
+//   per_tensor_quant   a quantized site whose weights (input 1) have one scale, not one per channel
+struct Constraint {
+  std::string check;
+  int64_t value = 0;
+  std::string attr, attr_default;
+  std::vector<std::string> values;
+  std::string reason;
+};
+
+struct OpRule {
+  std::string op;                 // ONNX op type; rkdeploy's own ops as "rkdeploy.<type>"
+  Device device = Device::cpu;
+  std::vector<Constraint> requirements;
+  Device fallback = Device::cpu;  // where the op goes when a requirement fails
+  std::string reason;             // why it is on `device` (for `none`: how it fails)
+  std::vector<Device> custom_op;  // devices on which a user-registered custom op can run it
+  bool lowered = true;            // false: the hardware can, this runtime's lowering does not yet
+};
+
+struct NpuCost {
+  int cores_used = 1;
+  double macs_per_cycle = 1024;   // per core, at the profile's precision
+  double clock_mhz = 1000;
+  double utilization = 0.5;       // fraction of the MAC array busy on average
+  double task_overhead_us = 10;   // per NPU op (register programming, kick, interrupt)
+  double ddr_gbps = 10;           // achieved DDR bandwidth for weights and features
+  int bytes_per_element = 1;      // int8 = 1, fp16 = 2
+};
+struct CpuCost {
+  std::string name;
+  double host_factor = 1;  // target CPU time = this host's measured time x host_factor
+};
+struct GpuCost {
+  bool present = false;
+  std::string name;
+  double host_factor = 1;     // GPU time = host CPU time x host_factor + op_overhead_us per op
+  double op_overhead_us = 0;
+};
+struct BoundaryCost {
+  double sync_us = 0;            // per switch: wait for the device, cache maintenance, submit
+  double layout_us_per_mb = 0;   // per MB crossing: NC1HWC2 <-> NCHW and precision conversion
+  double copy_gbps = 10;         // per MB crossing: the copy itself
+};
+
+struct Target {
+  std::string path, name, soc, runtime, version, summary;
+  std::vector<std::string> sources;
+  NpuCost npu;
+  CpuCost cpu;
+  GpuCost gpu;
+  BoundaryCost boundary;
+  std::vector<Device> custom_op_devices;  // where the runtime lets users register custom ops
+  std::set<std::string> zero_cost_ops;    // views: run wherever their input is, cost nothing
+  OpRule default_rule;
+  std::vector<OpRule> ops;
+  std::vector<std::string> free_parameters;  // what --calibrate may fit (parameter names below)
+
+  // The rules for an op type, in file order (empty: the default applies).
+  std::vector<const OpRule*> rules_for(const std::string& op_type) const;
+};
+
+Result<Target> load_target(const std::string& path);
+// NAME (targets/NAME.json in dir) or a path to a .json file.
+Result<Target> find_target(const std::string& name_or_path, const std::string& dir);
+Result<std::vector<Target>> load_targets(const std::string& dir);  // every *.json, by name
+// Where the profiles are: $RKDEPLOY_TARGETS, else the source tree's targets/ (compiled in).
+std::string default_targets_dir();
+
+// Calibratable parameters, by name: npu.utilization, npu.task_overhead_us, npu.ddr_gbps,
+// cpu.host_factor, gpu.host_factor, gpu.op_overhead_us, boundary.sync_us,
+// boundary.layout_us_per_mb, boundary.copy_gbps.
+const std::vector<std::string>& parameter_names();
+Result<double> get_parameter(const Target& t, const std::string& name);
+Status set_parameter(Target& t, const std::string& name, double v);
+
+struct Placement {
+  Device device = Device::cpu;
+  std::string reason;
+  bool zero_cost = false;
+  bool lowered = true;
+  std::vector<Device> custom_op;
+};
+Placement place(const Target& t, const ir::Node& n);
+
+// docs/SUPPORTED_OPS.md: every op any profile names, per profile: device and conditions.
+std::string supported_ops_markdown(const std::vector<Target>& targets);
+
+enum class Variant { as_is, custom_op_cpu, custom_op_gpu, fused_fallback, decoder_on_cpu, discrete };
+const std::vector<Variant>& all_variants();
+const char* variant_name(Variant v);
+const char* variant_description(Variant v);
+Result<Variant> parse_variant(const std::string& s);
+// The graph form the variant plans: the model as imported, with the fused
+// deformable-attention op per decoder layer, or the discrete-sampling export.
+enum class GraphForm { imported, fused, discrete };
+GraphForm graph_form(Variant v);
+
+// Latency terms in milliseconds; total() is their sum (a serial critical path).
+struct Terms {
+  double npu_compute = 0, npu_traffic = 0, npu_overhead = 0, cpu = 0, gpu = 0;
+  double boundary_sync = 0, boundary_layout = 0, boundary_copy = 0;
+  double total() const;
+};
+const std::vector<std::pair<std::string, double Terms::*>>& term_fields();
+
+struct PlannedNode {
+  std::string name, op_type;
+  Device device = Device::cpu;
+  std::string reason;
+  bool zero_cost = false, lowered = true;
+  double macs = 0, weight_bytes = 0, feature_bytes = 0;  // NPU estimate inputs
+  double host_ms = 0;                                    // measured on this host (CPU/GPU nodes)
+  double ms = 0;                                         // this node's predicted time on the target
+  int segment = -1;
+};
+struct Segment {
+  Device device = Device::cpu;
+  std::vector<size_t> nodes;     // indexes into VariantPlan::nodes, in schedule order
+  double ms = 0;                 // the nodes' time
+  double in_bytes = 0;           // bytes produced on another device and read here
+  double boundary_ms = 0;        // the switch into this segment (0 for the first)
+};
+struct VariantPlan {
+  Variant variant = Variant::as_is;
+  bool executable = true;
+  std::vector<std::string> failures;  // "node N (Op): reason" when not executable
+  std::vector<std::string> notes;     // e.g. a different model; ops the lowering lacks
+  std::vector<PlannedNode> nodes;
+  std::vector<Segment> segments;
+  int k = 0;
+  Terms terms;
+};
+
+// host_ms: per node name, this host's measured CPU time (median of runs).
+Result<VariantPlan> plan_variant(const ir::Graph& g, const Target& t, Variant v, const std::map<std::string, double>& host_ms);
+// Recomputes the times of a plan under (possibly re-calibrated) cost parameters.
+void price(VariantPlan& p, const Target& t);
+
+// Multiply-accumulates of a Conv/ConvTranspose/QLinearConv/MatMul/Gemm node with known shapes
+// (a symbolic batch counts as 1).
+std::optional<double> node_macs(const ir::Node& n);
+
+// --calibrate: measured latencies; role "fit" entries fit the free parameters, "check"
+// entries are predicted and compared.
+struct Measurement {
+  std::string target, variant, source, role = "fit";
+  double latency_ms = 0;
+};
+Result<std::vector<Measurement>> read_measurements(const std::string& path);
+struct FitResult {
+  std::map<std::string, double> before, after;  // free parameters
+  struct Row {
+    std::string variant, role, source;
+    double measured_ms = 0, predicted_before_ms = 0, predicted_ms = 0;
+    double error_pct() const { return measured_ms > 0 ? 100.0 * (predicted_ms - measured_ms) / measured_ms : 0; }
+  };
+  std::vector<Row> rows;
+  std::string note;
+};
+// Fits t's free parameters (least squares over the "fit" rows of this target) and re-prices
+// `plans` in place.
+Result<FitResult> calibrate(Target& t, std::vector<VariantPlan>& plans, const std::vector<Measurement>& m);
+
+// ---- reports (report.cc) ----
+
+struct PlanReport {
+  std::string model, discrete_model;
+  Target target;                 // after calibration when fit is set
+  std::vector<VariantPlan> plans;
+  std::optional<FitResult> fit;
+  std::map<std::string, std::string> host;  // where the CPU times were measured
+  int layers = 25;               // rows of the per-layer tables (text, Markdown, HTML)
+};
+// The op groups a variant does not run on the NPU: op, device, count, reason.
+struct Fallback {
+  std::string op;
+  Device device = Device::cpu;
+  int count = 0;
+  double ms = 0;
+  std::string reason;
+};
+std::vector<Fallback> fallbacks(const VariantPlan& p);
+std::string plan_json(const PlanReport& r);      // docs/cli-json.md "plan"
+std::string plan_text(const PlanReport& r);      // the terminal summary
+std::string plan_markdown(const PlanReport& r);
+std::string plan_html(const PlanReport& r);      // self-contained: SVG timeline and stacked bars
+
+}  // namespace rkd::plan

@@ -1,0 +1,547 @@
+// Target profiles: reading targets/*.json (docs/target-profile.md), placing nodes, and the
+// supported-ops table generated from the same data.
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "plan/plan.h"
+
+namespace rkd::plan {
+
+using nlohmann::json;
+
+const char* device_name(Device d) {
+  switch (d) {
+    case Device::npu: return "npu";
+    case Device::cpu: return "cpu";
+    case Device::gpu: return "gpu";
+    case Device::none: return "none";
+  }
+  return "?";
+}
+
+Result<Device> parse_device(const std::string& s) {
+  for (Device d : {Device::npu, Device::cpu, Device::gpu, Device::none}) {
+    if (s == device_name(d)) return d;
+  }
+  return invalid("unknown device '" + s + "' (npu, cpu, gpu, none)");
+}
+
+namespace {
+
+// Field access with errors that name the file and the field path.
+struct Reader {
+  std::string file;
+  Error err(const std::string& where, const std::string& what) const { return Error{ErrorKind::invalid, file + ": " + where + ": " + what}; }
+
+  Status only_keys(const json& j, const std::string& where, std::initializer_list<const char*> keys) const {
+    if (!j.is_object()) return err(where, "must be an object");
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return it.key() == k; })) return err(where + "." + it.key(), "unknown field");
+    }
+    return {};
+  }
+  Result<std::string> str(const json& j, const std::string& where, const char* key, std::optional<std::string> fallback = std::nullopt) const {
+    if (!j.contains(key)) {
+      if (fallback) return *fallback;
+      return err(where + "." + key, "missing");
+    }
+    if (!j[key].is_string()) return err(where + "." + key, "must be a string");
+    return j[key].get<std::string>();
+  }
+  Result<double> num(const json& j, const std::string& where, const char* key, double lo, double hi, std::optional<double> fallback = std::nullopt) const {
+    if (!j.contains(key)) {
+      if (fallback) return *fallback;
+      return err(where + "." + key, "missing");
+    }
+    if (!j[key].is_number()) return err(where + "." + key, "must be a number");
+    const double v = j[key].get<double>();
+    if (!(v >= lo && v <= hi)) {
+      std::ostringstream o;
+      o << v << " is outside [" << lo << ", " << hi << "]";
+      return err(where + "." + key, o.str());
+    }
+    return v;
+  }
+  Result<std::vector<std::string>> strings(const json& j, const std::string& where, const char* key) const {
+    std::vector<std::string> v;
+    if (!j.contains(key)) return v;
+    if (!j[key].is_array()) return err(where + "." + key, "must be an array of strings");
+    for (const auto& e : j[key]) {
+      if (e.is_string()) v.push_back(e.get<std::string>());
+      else if (e.is_number_integer()) v.push_back(std::to_string(e.get<int64_t>()));
+      else return err(where + "." + key, "must be an array of strings");
+    }
+    return v;
+  }
+  Result<Device> device(const json& j, const std::string& where, const char* key, std::optional<Device> fallback = std::nullopt) const {
+    auto s = str(j, where, key, fallback ? std::optional<std::string>(device_name(*fallback)) : std::nullopt);
+    if (!s.ok()) return s.error();
+    auto d = parse_device(*s);
+    if (!d.ok()) return err(where + "." + key, d.error().message);
+    return *d;
+  }
+};
+
+const std::set<std::string>& known_checks() {
+  static const std::set<std::string> c = {"max_rank", "attr_in", "max_kernel", "max_stride", "groups", "const_input", "max_dim", "quantized", "per_tensor_quant"};
+  return c;
+}
+
+Result<Constraint> read_constraint(const Reader& r, const json& j, const std::string& where) {
+  RKD_TRY(r.only_keys(j, where, {"check", "value", "attr", "default", "values", "reason"}));
+  Constraint c;
+  RKD_ASSIGN(c.check, r.str(j, where, "check"));
+  if (!known_checks().count(c.check)) return r.err(where + ".check", "unknown check '" + c.check + "'");
+  RKD_ASSIGN(c.reason, r.str(j, where, "reason"));
+  if (c.check == "max_rank" || c.check == "max_kernel" || c.check == "max_stride" || c.check == "const_input" || c.check == "max_dim") {
+    RKD_ASSIGN(double v, r.num(j, where, "value", 0, 1e9));
+    c.value = static_cast<int64_t>(v);
+  }
+  if (c.check == "attr_in") {
+    RKD_ASSIGN(c.attr, r.str(j, where, "attr"));
+    RKD_ASSIGN(c.attr_default, r.str(j, where, "default", std::string()));
+  }
+  if (c.check == "attr_in" || c.check == "groups") {
+    RKD_ASSIGN(c.values, r.strings(j, where, "values"));
+    if (c.values.empty()) return r.err(where + ".values", "must list at least one value");
+  }
+  return c;
+}
+
+Result<std::vector<Device>> read_devices(const Reader& r, const json& j, const std::string& where, const char* key) {
+  RKD_ASSIGN(auto names, r.strings(j, where, key));
+  std::vector<Device> v;
+  for (const auto& n : names) {
+    auto d = parse_device(n);
+    if (!d.ok() || *d == Device::none) return r.err(where + "." + key, "'" + n + "' is not npu, cpu or gpu");
+    v.push_back(*d);
+  }
+  return v;
+}
+
+Result<OpRule> read_rule(const Reader& r, const json& j, const std::string& where, bool needs_op) {
+  RKD_TRY(r.only_keys(j, where, {"op", "device", "requires", "fallback", "reason", "custom_op", "lowered"}));
+  OpRule o;
+  if (needs_op) {
+    RKD_ASSIGN(o.op, r.str(j, where, "op"));
+  }
+  RKD_ASSIGN(o.device, r.device(j, where, "device"));
+  RKD_ASSIGN(o.fallback, r.device(j, where, "fallback", Device::cpu));
+  RKD_ASSIGN(o.reason, r.str(j, where, "reason", std::string()));
+  if (o.device == Device::none && o.reason.empty()) return r.err(where + ".reason", "a rule with device none must say how the op fails");
+  RKD_ASSIGN(o.custom_op, read_devices(r, j, where, "custom_op"));
+  if (j.contains("lowered")) {
+    if (!j["lowered"].is_boolean()) return r.err(where + ".lowered", "must be true or false");
+    o.lowered = j["lowered"].get<bool>();
+  }
+  if (j.contains("requires")) {
+    if (!j["requires"].is_array()) return r.err(where + ".requires", "must be an array");
+    for (size_t i = 0; i < j["requires"].size(); ++i) {
+      RKD_ASSIGN(Constraint c, read_constraint(r, j["requires"][i], where + ".requires[" + std::to_string(i) + "]"));
+      o.requirements.push_back(std::move(c));
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+std::vector<const OpRule*> Target::rules_for(const std::string& op_type) const {
+  std::vector<const OpRule*> v;
+  for (const OpRule& r : ops) {
+    if (r.op == op_type) v.push_back(&r);
+  }
+  return v;
+}
+
+Result<Target> load_target(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return io_error(path + ": cannot open the target profile");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  json j;
+  try {
+    j = json::parse(ss.str());
+  } catch (const json::exception& e) {
+    return Error{ErrorKind::invalid, path + ": not valid JSON: " + e.what()};
+  }
+  const Reader r{path};
+  RKD_TRY(r.only_keys(j, "profile", {"schema", "name", "soc", "runtime", "version", "summary", "sources", "npu", "cpu", "gpu", "boundary",
+                                     "custom_op_devices", "zero_cost_ops", "default", "ops", "calibration"}));
+  RKD_ASSIGN(std::string schema, r.str(j, "profile", "schema"));
+  if (schema != "rkdeploy-target/1") return r.err("schema", "'" + schema + "' (this build reads rkdeploy-target/1)");
+  Target t;
+  t.path = path;
+  RKD_ASSIGN(t.name, r.str(j, "profile", "name"));
+  RKD_ASSIGN(t.soc, r.str(j, "profile", "soc"));
+  RKD_ASSIGN(t.runtime, r.str(j, "profile", "runtime"));
+  RKD_ASSIGN(t.version, r.str(j, "profile", "version"));
+  RKD_ASSIGN(t.summary, r.str(j, "profile", "summary", std::string()));
+  RKD_ASSIGN(t.sources, r.strings(j, "profile", "sources"));
+  if (!j.contains("npu")) return r.err("npu", "missing");
+  const json& n = j["npu"];
+  RKD_TRY(r.only_keys(n, "npu", {"cores_used", "macs_per_cycle", "clock_mhz", "utilization", "task_overhead_us", "ddr_gbps", "bytes_per_element"}));
+  RKD_ASSIGN(double cores, r.num(n, "npu", "cores_used", 1, 64));
+  t.npu.cores_used = static_cast<int>(cores);
+  RKD_ASSIGN(t.npu.macs_per_cycle, r.num(n, "npu", "macs_per_cycle", 1, 1e6));
+  RKD_ASSIGN(t.npu.clock_mhz, r.num(n, "npu", "clock_mhz", 1, 1e5));
+  RKD_ASSIGN(t.npu.utilization, r.num(n, "npu", "utilization", 1e-4, 1));
+  RKD_ASSIGN(t.npu.task_overhead_us, r.num(n, "npu", "task_overhead_us", 0, 1e6));
+  RKD_ASSIGN(t.npu.ddr_gbps, r.num(n, "npu", "ddr_gbps", 1e-3, 1e4));
+  RKD_ASSIGN(double bpe, r.num(n, "npu", "bytes_per_element", 1, 4));
+  t.npu.bytes_per_element = static_cast<int>(bpe);
+  if (!j.contains("cpu")) return r.err("cpu", "missing");
+  RKD_TRY(r.only_keys(j["cpu"], "cpu", {"name", "host_factor"}));
+  RKD_ASSIGN(t.cpu.name, r.str(j["cpu"], "cpu", "name"));
+  RKD_ASSIGN(t.cpu.host_factor, r.num(j["cpu"], "cpu", "host_factor", 1e-3, 1e3));
+  if (j.contains("gpu")) {
+    RKD_TRY(r.only_keys(j["gpu"], "gpu", {"name", "host_factor", "op_overhead_us"}));
+    t.gpu.present = true;
+    RKD_ASSIGN(t.gpu.name, r.str(j["gpu"], "gpu", "name"));
+    RKD_ASSIGN(t.gpu.host_factor, r.num(j["gpu"], "gpu", "host_factor", 1e-3, 1e3));
+    RKD_ASSIGN(t.gpu.op_overhead_us, r.num(j["gpu"], "gpu", "op_overhead_us", 0, 1e6));
+  }
+  if (!j.contains("boundary")) return r.err("boundary", "missing");
+  RKD_TRY(r.only_keys(j["boundary"], "boundary", {"sync_us", "layout_us_per_mb", "copy_gbps"}));
+  RKD_ASSIGN(t.boundary.sync_us, r.num(j["boundary"], "boundary", "sync_us", 0, 1e7));
+  RKD_ASSIGN(t.boundary.layout_us_per_mb, r.num(j["boundary"], "boundary", "layout_us_per_mb", 0, 1e7));
+  RKD_ASSIGN(t.boundary.copy_gbps, r.num(j["boundary"], "boundary", "copy_gbps", 1e-3, 1e4));
+  RKD_ASSIGN(t.custom_op_devices, read_devices(r, j, "profile", "custom_op_devices"));
+  RKD_ASSIGN(auto zc, r.strings(j, "profile", "zero_cost_ops"));
+  t.zero_cost_ops.insert(zc.begin(), zc.end());
+  if (!j.contains("default")) return r.err("default", "missing");
+  RKD_ASSIGN(t.default_rule, read_rule(r, j["default"], "default", false));
+  t.default_rule.op = "*";
+  if (!j.contains("ops") || !j["ops"].is_array()) return r.err("ops", "missing or not an array");
+  for (size_t i = 0; i < j["ops"].size(); ++i) {
+    RKD_ASSIGN(OpRule o, read_rule(r, j["ops"][i], "ops[" + std::to_string(i) + "]", true));
+    if (o.device == Device::gpu && !t.gpu.present) return r.err("ops[" + std::to_string(i) + "].device", "gpu, but the profile has no gpu section");
+    t.ops.push_back(std::move(o));
+  }
+  if (j.contains("calibration")) {
+    RKD_TRY(r.only_keys(j["calibration"], "calibration", {"free"}));
+    RKD_ASSIGN(t.free_parameters, r.strings(j["calibration"], "calibration", "free"));
+    for (const auto& p : t.free_parameters) {
+      if (!get_parameter(t, p).ok()) return r.err("calibration.free", "unknown parameter '" + p + "'");
+    }
+  }
+  return t;
+}
+
+std::string default_targets_dir() {
+  if (const char* e = std::getenv("RKDEPLOY_TARGETS"); e && *e) return e;
+#ifdef RKD_TARGETS_DIR
+  return RKD_TARGETS_DIR;
+#else
+  return "targets";
+#endif
+}
+
+Result<Target> find_target(const std::string& name_or_path, const std::string& dir) {
+  if (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".json") return load_target(name_or_path);
+  const std::filesystem::path p = std::filesystem::path(dir) / (name_or_path + ".json");
+  if (!std::filesystem::exists(p)) {
+    std::string known;
+    auto all = load_targets(dir);
+    if (all.ok()) {
+      for (const auto& t : *all) known += (known.empty() ? "" : ", ") + t.name;
+    }
+    return io_error("--target '" + name_or_path + "': no profile " + p.string() + (known.empty() ? "" : " (known: " + known + ")"));
+  }
+  return load_target(p.string());
+}
+
+Result<std::vector<Target>> load_targets(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().extension() == ".json") files.push_back(e.path().string());
+  }
+  if (ec) return io_error(dir + ": cannot list the target profiles: " + ec.message());
+  std::sort(files.begin(), files.end());
+  std::vector<Target> v;
+  for (const auto& f : files) {
+    RKD_ASSIGN(Target t, load_target(f));
+    v.push_back(std::move(t));
+  }
+  return v;
+}
+
+namespace {
+
+double* parameter_slot(Target& t, const std::string& name) {
+  if (name == "npu.utilization") return &t.npu.utilization;
+  if (name == "npu.task_overhead_us") return &t.npu.task_overhead_us;
+  if (name == "npu.ddr_gbps") return &t.npu.ddr_gbps;
+  if (name == "cpu.host_factor") return &t.cpu.host_factor;
+  if (name == "gpu.host_factor") return &t.gpu.host_factor;
+  if (name == "gpu.op_overhead_us") return &t.gpu.op_overhead_us;
+  if (name == "boundary.sync_us") return &t.boundary.sync_us;
+  if (name == "boundary.layout_us_per_mb") return &t.boundary.layout_us_per_mb;
+  if (name == "boundary.copy_gbps") return &t.boundary.copy_gbps;
+  return nullptr;
+}
+
+}  // namespace
+
+const std::vector<std::string>& parameter_names() {
+  static const std::vector<std::string> n = {"npu.utilization", "npu.task_overhead_us", "npu.ddr_gbps", "cpu.host_factor", "gpu.host_factor",
+                                             "gpu.op_overhead_us", "boundary.sync_us", "boundary.layout_us_per_mb", "boundary.copy_gbps"};
+  return n;
+}
+
+Result<double> get_parameter(const Target& t, const std::string& name) {
+  const double* p = parameter_slot(const_cast<Target&>(t), name);
+  if (!p) return invalid("unknown cost parameter '" + name + "'");
+  return *p;
+}
+
+Status set_parameter(Target& t, const std::string& name, double v) {
+  double* p = parameter_slot(t, name);
+  if (!p) return invalid("unknown cost parameter '" + name + "'");
+  *p = v;
+  return {};
+}
+
+// ---- placement ----
+
+namespace {
+
+std::optional<Shape> shape_of(const ir::Value* v) {
+  if (!v || !v->shape) return std::nullopt;
+  Shape s;
+  for (const auto& d : *v->shape) {
+    if (!d.is_static()) return std::nullopt;
+    s.push_back(d.value);
+  }
+  return s;
+}
+
+std::string attr_text(const ir::Node& n, const std::string& a, const std::string& fallback) {
+  auto it = n.attrs.find(a);
+  if (it == n.attrs.end()) return fallback;
+  if (auto* i = std::get_if<int64_t>(&it->second)) return std::to_string(*i);
+  if (auto* s = std::get_if<std::string>(&it->second)) return *s;
+  if (auto* f = std::get_if<float>(&it->second)) {
+    std::ostringstream o;
+    o << *f;
+    return o.str();
+  }
+  return "?";
+}
+
+bool quantized_input(const ir::Value* v) {
+  if (!v) return false;
+  if (v->dtype && (*v->dtype == DType::i8 || *v->dtype == DType::u8)) return true;
+  return v->producer && v->producer->op_type == "DequantizeLinear";
+}
+
+const ir::Value* weight_scale(const ir::Node& n) {
+  if (n.op_type == "QLinearConv" || n.op_type == "QLinearMatMul") return n.inputs.size() > 4 ? n.inputs[4] : nullptr;
+  const ir::Value* w = n.inputs.size() > 1 ? n.inputs[1] : nullptr;
+  if (w && w->producer && w->producer->op_type == "DequantizeLinear" && w->producer->inputs.size() > 1) return w->producer->inputs[1];
+  return nullptr;
+}
+
+// Empty when the constraint holds; else what was found.
+std::string violation(const Constraint& c, const ir::Node& n) {
+  const ir::Value* x = n.inputs.empty() ? nullptr : n.inputs[0];
+  const ir::Value* y = n.outputs.empty() ? nullptr : n.outputs[0];
+  if (c.check == "max_rank") {
+    const size_t r = x && x->shape ? x->shape->size() : 0;
+    return static_cast<int64_t>(r) > c.value ? "rank " + std::to_string(r) : "";
+  }
+  if (c.check == "attr_in") {
+    const std::string v = attr_text(n, c.attr, c.attr_default);
+    return std::find(c.values.begin(), c.values.end(), v) == c.values.end() ? c.attr + " = " + v : "";
+  }
+  if (c.check == "max_kernel" || c.check == "max_stride") {
+    const bool kernel = c.check == "max_kernel";
+    std::vector<int64_t> v;
+    if (auto it = n.attrs.find(kernel ? "kernel_shape" : "strides"); it != n.attrs.end()) {
+      if (auto* p = std::get_if<std::vector<int64_t>>(&it->second)) v = *p;
+    } else if (kernel && n.inputs.size() > 1) {
+      if (auto s = shape_of(n.inputs[n.op_type == "QLinearConv" ? 3 : 1]); s && s->size() > 2) v.assign(s->begin() + 2, s->end());
+    }
+    for (int64_t e : v) {
+      if (e > c.value) return std::string(kernel ? "kernel " : "stride ") + std::to_string(e);
+    }
+    return "";
+  }
+  if (c.check == "groups") {
+    const int64_t g = n.attr_int("group", 1).ok() ? *n.attr_int("group", 1) : 1;
+    std::string kind = "dense";
+    if (g > 1) {
+      auto xs = shape_of(x);
+      kind = xs && xs->size() > 1 && (*xs)[1] == g ? "depthwise" : "grouped";
+    }
+    return std::find(c.values.begin(), c.values.end(), kind) == c.values.end() ? kind + " (" + std::to_string(g) + " groups)" : "";
+  }
+  if (c.check == "const_input") {
+    const size_t i = static_cast<size_t>(c.value);
+    const ir::Value* v = i < n.inputs.size() ? n.inputs[i] : nullptr;
+    bool constant = v && v->constant;
+    if (v && !constant && v->producer && v->producer->op_type == "DequantizeLinear") constant = v->producer->inputs[0] && v->producer->inputs[0]->constant;
+    return constant ? "" : "input " + std::to_string(i) + " is computed at run time";
+  }
+  if (c.check == "max_dim") {
+    for (const ir::Value* v : {x, y}) {
+      if (auto s = shape_of(v)) {
+        for (int64_t d : *s) {
+          if (d > c.value) return "dim " + std::to_string(d);
+        }
+      }
+    }
+    return "";
+  }
+  if (c.check == "quantized") return quantized_input(x) ? "" : "float input";
+  if (c.check == "per_tensor_quant") {
+    if (!quantized_input(x)) return "float input";
+    const ir::Value* s = weight_scale(n);
+    if (s && s->constant && s->constant->numel() > 1) return std::to_string(s->constant->numel()) + " weight scales (per channel)";
+    return "";
+  }
+  return "unknown check";
+}
+
+}  // namespace
+
+Placement place(const Target& t, const ir::Node& n) {
+  const std::string op = n.domain.empty() || n.domain == "ai.onnx" ? n.op_type : n.domain + "." + n.op_type;
+  Placement p;
+  if (t.zero_cost_ops.count(op)) {
+    p.zero_cost = true;
+    p.reason = "view: runs where its input is";
+    return p;
+  }
+  const auto rules = t.rules_for(op);
+  if (rules.empty()) {
+    p.device = t.default_rule.device;
+    p.reason = t.default_rule.reason;
+    p.custom_op = t.default_rule.custom_op;
+    p.lowered = t.default_rule.lowered;
+    return p;
+  }
+  std::string first_failure;
+  const OpRule* failed = nullptr;
+  for (const OpRule* r : rules) {
+    std::string why;
+    for (const Constraint& c : r->requirements) {
+      const std::string v = violation(c, n);
+      if (!v.empty()) {
+        why = v + ": " + c.reason;
+        break;
+      }
+    }
+    if (why.empty()) {
+      p.device = r->device;
+      p.reason = r->reason;
+      p.custom_op = r->custom_op;
+      p.lowered = r->lowered;
+      return p;
+    }
+    if (!failed) {
+      failed = r;
+      first_failure = why;
+    }
+  }
+  p.device = failed->fallback;
+  p.reason = first_failure;
+  p.custom_op = failed->custom_op;
+  return p;
+}
+
+// ---- docs/SUPPORTED_OPS.md ----
+
+namespace {
+
+std::string constraint_text(const Constraint& c) {
+  std::string s = c.check;
+  if (c.check == "attr_in" || c.check == "groups") {
+    s = (c.check == "attr_in" ? c.attr : std::string("groups")) + " in {";
+    for (size_t i = 0; i < c.values.size(); ++i) s += (i ? ", " : "") + c.values[i];
+    s += "}";
+  } else if (c.check != "quantized" && c.check != "per_tensor_quant") {
+    s += " " + std::to_string(c.value);
+  }
+  return s;
+}
+
+std::string rule_cell(const OpRule& r) {
+  std::string s = device_name(r.device);
+  if (!r.lowered) s += " (not lowered yet)";
+  if (!r.requirements.empty()) {
+    s += " if ";
+    for (size_t i = 0; i < r.requirements.size(); ++i) s += (i ? ", " : "") + constraint_text(r.requirements[i]);
+    s += std::string(", else ") + device_name(r.fallback);
+  }
+  if (!r.custom_op.empty()) {
+    s += "; custom op:";
+    for (Device d : r.custom_op) s += std::string(" ") + device_name(d);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string supported_ops_markdown(const std::vector<Target>& targets) {
+  std::set<std::string> ops;
+  for (const auto& t : targets) {
+    for (const auto& r : t.ops) ops.insert(r.op);
+  }
+  std::string s =
+      "# Supported operators per target\n\n"
+      "Generated by `rkdeploy plan --supported-ops` from `targets/*.json` (do not edit: the test\n"
+      "`supported_ops_doc` fails when this file and the profiles disagree). A cell says where the\n"
+      "runtime puts the op and under which conditions; `none` means the runtime accepts the model\n"
+      "but fails when it runs the op. Ops not listed for a target take its default row.\n\n";
+  s += "| op |";
+  for (const auto& t : targets) s += " " + t.name + " |";
+  s += "\n|---|";
+  for (size_t i = 0; i < targets.size(); ++i) s += "---|";
+  s += "\n";
+  auto row = [&](const std::string& name, auto cell) {
+    s += "| ";
+    s += name;
+    s += " |";
+    for (const auto& t : targets) {
+      s += " ";
+      s += cell(t);
+      s += " |";
+    }
+    s += "\n";
+  };
+  for (const auto& op : ops) {
+    row(op, [&](const Target& t) {
+      if (t.zero_cost_ops.count(op)) return std::string("view (free)");
+      const auto rules = t.rules_for(op);
+      if (rules.empty()) return std::string("default");
+      std::string c;
+      for (const OpRule* r : rules) c += (c.empty() ? "" : "; or ") + rule_cell(*r);
+      return c;
+    });
+  }
+  row("*(default)*", [&](const Target& t) { return rule_cell(t.default_rule); });
+  s += "\n## Reasons\n";
+  for (const auto& t : targets) {
+    s += "\n### " + t.name + "\n\n" + t.soc + ", " + t.runtime + " " + t.version + ". " + t.summary + "\n\n";
+    for (const auto& r : t.ops) {
+      std::string line = "- **" + r.op + "** (" + device_name(r.device) + "): " + (r.reason.empty() ? "-" : r.reason);
+      for (const auto& c : r.requirements) line += " Requires " + constraint_text(c) + ": " + c.reason + ".";
+      s += line + "\n";
+    }
+    s += "- *default* (" + std::string(device_name(t.default_rule.device)) + "): " + t.default_rule.reason + "\n";
+    if (!t.sources.empty()) {
+      s += "\nSources:\n";
+      for (const auto& src : t.sources) s += "- " + src + "\n";
+    }
+  }
+  return s;
+}
+
+}  // namespace rkd::plan
