@@ -57,20 +57,7 @@ void add_analyze_command(CLI::App& app) {
   c->add_option("--html", a->html, "also write a self-contained HTML report (chart and tables)");
   c->add_option("--threads", a->threads, "threads for the reference run (0 = all cores)");
   c->callback([a] {
-    std::map<std::string, Tensor> inputs;
-    if (!a->image.empty()) {
-      if (!a->inputs.empty()) fail(invalid("--image and --input cannot be combined"));
-      auto imp = take(runtime::import_model(a->model, 1));
-      const runtime::DetectorConfig cfg = a->config.empty() ? runtime::default_config(imp.graph) : take(runtime::read_config(a->config));
-      inputs = take(runtime::preprocess(take(runtime::load_image(a->image)), cfg, false)).inputs;
-    } else {
-      if (a->inputs.empty()) fail(invalid("give the input: --image PHOTO or --input NAME=FILE.npy"));
-      for (const std::string& spec : a->inputs) {
-        const auto eq = spec.find('=');
-        if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) fail(invalid("--input '" + spec + "': expected NAME=FILE.npy"));
-        inputs[spec.substr(0, eq)] = take(read_npy(spec.substr(eq + 1)));
-      }
-    }
+    const auto inputs = take(runtime::model_inputs(a->model, a->image, a->config, a->inputs));
     std::vector<npu::lower::Strategy> strategies;
     if (a->strategy == "all") strategies = npu::lower::all_strategies();
     else strategies = {take(npu::lower::parse_strategy(a->strategy))};

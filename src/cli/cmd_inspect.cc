@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "plan/plan.h"
 #include "runtime/model.h"
 #include "runtime/executor.h"
 
@@ -24,56 +25,6 @@ struct InspectArgs {
 const char* const kPlacementOps[] = {"GridSample", "TopK", "GatherND", "GatherElements", "ScatterND", "NonZero",
                                      "Einsum"};
 
-std::optional<int64_t> static_dim(const ir::Value* v, int i) {
-  if (!v || !v->shape || i >= static_cast<int>(v->shape->size())) return std::nullopt;
-  const ir::Dim& d = (*v->shape)[static_cast<size_t>(i < 0 ? static_cast<int>(v->shape->size()) + i : i)];
-  if (d.is_static()) return d.value;
-  return std::nullopt;
-}
-
-// Multiply-accumulates of one node, when its shapes are known (symbolic batch counts as 1).
-std::optional<double> node_macs(const ir::Node& n) {
-  auto numel_batch1 = [](const ir::Value* v) -> std::optional<double> {
-    if (!v || !v->shape) return std::nullopt;
-    double p = 1;
-    for (size_t i = 0; i < v->shape->size(); ++i) {
-      const ir::Dim& d = (*v->shape)[i];
-      if (d.is_static()) {
-        p *= static_cast<double>(d.value);
-      } else if (i != 0) {
-        return std::nullopt;
-      }
-    }
-    return p;
-  };
-  const bool qconv = n.op_type == "QLinearConv";
-  if ((n.op_type == "Conv" || n.op_type == "ConvTranspose" || qconv) && n.inputs.size() >= (qconv ? 4u : 2u) && n.outputs[0]) {
-    const ir::Value* w = n.inputs[qconv ? 3 : 1];
-    if (!w || !w->shape || w->shape->size() < 3) return std::nullopt;
-    double per = 1;  // weight elements per output channel (Conv) / per input channel (ConvTranspose)
-    for (size_t i = 1; i < w->shape->size(); ++i) {
-      if (!(*w->shape)[i].is_static()) return std::nullopt;
-      per *= static_cast<double>((*w->shape)[i].value);
-    }
-    if (n.op_type == "Conv" || qconv) {
-      auto out = numel_batch1(n.outputs[0]);
-      return out ? std::optional<double>(*out * per) : std::nullopt;
-    }
-    auto in = numel_batch1(n.inputs[0]);
-    return in ? std::optional<double>(*in * per) : std::nullopt;
-  }
-  if ((n.op_type == "MatMul" || n.op_type == "Gemm") && n.inputs.size() >= 2 && n.outputs[0]) {
-    auto out = numel_batch1(n.outputs[0]);
-    const ir::Value* a = n.inputs[0];
-    if (!out || !a || !a->shape || a->shape->empty()) return std::nullopt;
-    int64_t trans_a = 0;
-    if (n.op_type == "Gemm") trans_a = n.attr_int("transA", 0).ok() ? *n.attr_int("transA", 0) : 0;
-    auto k = static_dim(a, trans_a ? static_cast<int>(a->shape->size()) - 2 : static_cast<int>(a->shape->size()) - 1);
-    if (!k) return std::nullopt;
-    return *out * static_cast<double>(*k);
-  }
-  return std::nullopt;
-}
 
 std::string type_text(const ir::Value* v) {
   return std::string(v->dtype ? dtype_name(*v->dtype) : "?") + " " + (v->shape ? ir::dims_to_string(*v->shape) : "[?]");
@@ -97,7 +48,7 @@ void run_inspect(const InspectArgs& a) {
   std::map<std::string, int64_t> macs_unknown;
   for (const auto& n : g.nodes()) count[n->op_type]++;
   for (const auto& n : shapes_from.nodes()) {
-    if (auto m = node_macs(*n)) {
+    if (auto m = plan::node_macs(*n)) {
       macs[n->op_type] += *m;
     } else if (n->op_type == "Conv" || n->op_type == "ConvTranspose" || n->op_type == "MatMul" || n->op_type == "Gemm") {
       macs_unknown[n->op_type]++;

@@ -41,6 +41,7 @@ void add_accuracy_command(CLI::App& app);
 void add_regcmd_command(CLI::App& app);
 void add_analyze_command(CLI::App& app);
 void add_compile_command(CLI::App& app);
+void add_plan_commands(CLI::App& app);  // plan, bench
 // `rkdeploy help sim`: the simulator's quirk knobs, their values, defaults and sources.
 std::string sim_help();
 

@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   rkd::cli::add_regcmd_command(app);
   rkd::cli::add_analyze_command(app);
   rkd::cli::add_compile_command(app);
+  rkd::cli::add_plan_commands(app);
   rkd::cli::add_sample_commands(app);
   rkd::cli::add_demo_command(app);
 

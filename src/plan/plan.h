@@ -166,6 +166,7 @@ struct Segment {
 };
 struct VariantPlan {
   Variant variant = Variant::as_is;
+  bool planned = true;                // false: an input was missing (failures say which)
   bool executable = true;
   std::vector<std::string> failures;  // "node N (Op): reason" when not executable
   std::vector<std::string> notes;     // e.g. a different model; ops the lowering lacks

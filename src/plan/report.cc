@@ -70,6 +70,7 @@ std::string plan_json(const PlanReport& r) {
     json v;
     v["variant"] = variant_name(p.variant);
     v["description"] = variant_description(p.variant);
+    v["planned"] = p.planned;
     v["executable"] = p.executable;
     v["failures"] = p.failures;
     v["notes"] = p.notes;
@@ -124,7 +125,7 @@ std::string plan_text(const PlanReport& r) {
   o << line;
   for (const auto& p : r.plans) {
     if (!p.executable) {
-      std::snprintf(line, sizeof line, "  %-16s %-10s\n", variant_name(p.variant), "FAILS");
+      std::snprintf(line, sizeof line, "  %-16s %-10s\n", variant_name(p.variant), p.planned ? "FAILS" : "skipped");
       o << line;
       continue;
     }
@@ -135,7 +136,8 @@ std::string plan_text(const PlanReport& r) {
   }
   for (const auto& p : r.plans) {
     o << "\n" << variant_name(p.variant) << ": " << variant_description(p.variant) << "\n";
-    for (const auto& f : p.failures) o << "  fails at run time: " << f << "\n";
+    for (size_t i = 0; i < p.failures.size() && i < 3; ++i) o << (p.planned ? "  fails at run time: " : "  ") << p.failures[i] << "\n";
+    if (p.failures.size() > 3) o << "  ... and " << p.failures.size() - 3 << " more (--json lists all)\n";
     for (const auto& n : p.notes) o << "  note: " << n << "\n";
     if (!p.executable) continue;
     o << "  " << p.segments.size() << " segment(s), k = " << p.k << "; NPU " << fmt("%.1f", p.terms.npu_compute) << " compute + "
@@ -172,7 +174,7 @@ std::string plan_markdown(const PlanReport& r) {
   for (size_t i = 0; i < term_fields().size(); ++i) o << "---|";
   o << "\n";
   for (const auto& p : r.plans) {
-    o << "| " << variant_name(p.variant) << " | " << (p.executable ? "ok" : "fails") << " | ";
+    o << "| " << variant_name(p.variant) << " | " << (p.executable ? "ok" : p.planned ? "fails" : "not planned") << " | ";
     if (!p.executable) {
       o << "- | - |";
       for (size_t i = 0; i < term_fields().size(); ++i) o << " - |";
@@ -184,7 +186,7 @@ std::string plan_markdown(const PlanReport& r) {
   }
   for (const auto& p : r.plans) {
     o << "\n## " << variant_name(p.variant) << "\n\n" << variant_description(p.variant) << ".\n\n";
-    for (const auto& f : p.failures) o << "- **fails at run time**: " << f << "\n";
+    for (const auto& f : p.failures) o << (p.planned ? "- **fails at run time**: " : "- ") << f << "\n";
     for (const auto& n : p.notes) o << "- note: " << n << "\n";
     if (!p.executable) continue;
     o << "\nSegments (k = " << p.k << "):";
@@ -318,7 +320,7 @@ std::string plan_html(const PlanReport& r) {
     const std::string v = variant_name(p.variant);
     o << "<tr><td>" << v << "</td>";
     if (!p.executable) {
-      o << "<td class='fails' data-variant='" << v << "' data-field='status'>fails</td><td colspan='" << term_fields().size() + 2 << "'>"
+      o << "<td class='fails' data-variant='" << v << "' data-field='status'>" << (p.planned ? "fails" : "not planned") << "</td><td colspan='" << term_fields().size() + 2 << "'>"
         << html_escape(p.failures.empty() ? "" : p.failures.front()) << (p.failures.size() > 1 ? " (+" + std::to_string(p.failures.size() - 1) + " more)" : "")
         << "</td></tr>";
       continue;
@@ -331,7 +333,7 @@ std::string plan_html(const PlanReport& r) {
   o << "</table>";
   for (const auto& p : r.plans) {
     o << "<h2>" << variant_name(p.variant) << "</h2><p>" << html_escape(variant_description(p.variant)) << ".</p>";
-    for (const auto& f : p.failures) o << "<p class='fails'>fails at run time: " << html_escape(f) << "</p>";
+    for (const auto& f : p.failures) o << "<p class='fails'>" << (p.planned ? "fails at run time: " : "") << html_escape(f) << "</p>";
     for (const auto& n : p.notes) o << "<p>note: " << html_escape(n) << "</p>";
     if (!p.executable) continue;
     o << timeline_svg(p, scale);

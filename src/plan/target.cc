@@ -159,7 +159,14 @@ std::vector<const OpRule*> Target::rules_for(const std::string& op_type) const {
   return v;
 }
 
-Result<Target> load_target(const std::string& path) {
+namespace {
+
+// The profile's JSON with its "extends" chain applied: the base file (relative to this one)
+// first, then this file's fields on top - objects merged field by field, "ops" and "sources"
+// as this file's entries followed by the base's (the first matching rule wins), anything else
+// replaced.
+Result<json> read_profile_json(const std::string& path, int depth) {
+  if (depth > 8) return invalid(path + ": extends: more than 8 levels (a cycle?)");
   std::ifstream f(path, std::ios::binary);
   if (!f) return io_error(path + ": cannot open the target profile");
   std::stringstream ss;
@@ -168,8 +175,35 @@ Result<Target> load_target(const std::string& path) {
   try {
     j = json::parse(ss.str());
   } catch (const json::exception& e) {
-    return Error{ErrorKind::invalid, path + ": not valid JSON: " + e.what()};
+    return invalid(path + ": not valid JSON: " + e.what());
   }
+  if (!j.is_object()) return invalid(path + ": a profile must be a JSON object");
+  if (!j.contains("extends")) return j;
+  if (!j["extends"].is_string()) return invalid(path + ": extends: must be a file name");
+  const std::string base_path = (std::filesystem::path(path).parent_path() / j["extends"].get<std::string>()).string();
+  auto base = read_profile_json(base_path, depth + 1);
+  if (!base.ok()) return base.error().with_context(path + ": extends");
+  json merged = *base;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& k = it.key();
+    if (k == "extends") continue;
+    if ((k == "ops" || k == "sources") && it->is_array() && merged.contains(k) && merged[k].is_array()) {
+      json v = *it;
+      for (const auto& e : merged[k]) v.push_back(e);
+      merged[k] = v;
+    } else if (it->is_object() && merged.contains(k) && merged[k].is_object()) {
+      for (auto f2 = it->begin(); f2 != it->end(); ++f2) merged[k][f2.key()] = *f2;
+    } else {
+      merged[k] = *it;
+    }
+  }
+  return merged;
+}
+
+}  // namespace
+
+Result<Target> load_target(const std::string& path) {
+  RKD_ASSIGN(json j, read_profile_json(path, 0));
   const Reader r{path};
   RKD_TRY(r.only_keys(j, "profile", {"schema", "name", "soc", "runtime", "version", "summary", "sources", "npu", "cpu", "gpu", "boundary",
                                      "custom_op_devices", "zero_cost_ops", "default", "ops", "calibration"}));
@@ -416,7 +450,7 @@ Placement place(const Target& t, const ir::Node& n) {
   Placement p;
   if (t.zero_cost_ops.count(op)) {
     p.zero_cost = true;
-    p.reason = "view: runs where its input is";
+    p.reason = "no work of its own (a view, or quantization the converter folds into its neighbours)";
     return p;
   }
   const auto rules = t.rules_for(op);

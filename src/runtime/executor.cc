@@ -49,7 +49,7 @@ Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
   pm.add(ir::constant_folding_pass(evaluate_node, {}, "constant-folding-2"));
   FusionReport local;
   if (opt.fuse && !opt.portable) pm.add(deform_attn_fusion_pass(report ? report : &local));
-  if (!opt.portable) pm.add(conv_activation_fusion_pass());
+  if (!opt.portable && opt.fuse_activations) pm.add(conv_activation_fusion_pass());
   ir::Pass dce2 = ir::dead_code_elimination_pass();
   dce2.name = "dead-code-elimination-2";
   pm.add(dce2);

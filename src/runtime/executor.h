@@ -37,6 +37,7 @@ namespace rkd::runtime {
 
 struct CompileOptions {
   bool fuse = true;                      // deform-attn-fusion
+  bool fuse_activations = true;          // conv-activation-fusion (off: the planner keeps ONNX ops)
   // qdq-to-qlinear: QDQ patterns become integer ops on the int8 reference kernels
   // (`run --backend int8`). Off (`--backend cpu`), QuantizeLinear/DequantizeLinear run as
   // written and everything between them in float: ONNX's definition of the QDQ graph.

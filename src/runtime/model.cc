@@ -1,5 +1,8 @@
 #include "runtime/model.h"
 
+#include "core/npy.h"
+#include "runtime/detect.h"
+
 #include "frontends/onnx/onnx_import.h"
 #include "frontends/tfjs/tfjs_import.h"
 #include "frontends/tflite/tflite_import.h"
@@ -65,6 +68,50 @@ Status check_detector_inputs(const std::map<std::string, Tensor>& inputs) {
     if (v > static_cast<double>(kMaxImageSide)) {
       return invalid(what + ": row " + std::to_string(i / 2) + " holds " + std::to_string(static_cast<int64_t>(v)) +
                      ", more than " + std::to_string(kMaxImageSide) + " pixels");
+    }
+  }
+  return {};
+}
+
+Result<std::map<std::string, Tensor>> model_inputs(const std::string& model, const std::string& image, const std::string& config,
+                                                   const std::vector<std::string>& specs) {
+  std::map<std::string, Tensor> inputs;
+  if (!image.empty()) {
+    if (!specs.empty()) return invalid("--image and --input cannot be combined");
+    RKD_ASSIGN(ImportedModel imp, import_model(model, 1));
+    DetectorConfig cfg;
+    if (config.empty()) {
+      cfg = default_config(imp.graph);
+    } else {
+      RKD_ASSIGN(cfg, read_config(config));
+    }
+    bool deim = false;
+    for (const ir::Value* v : imp.graph.inputs) deim = deim || v->name == "orig_target_sizes";
+    RKD_ASSIGN(Image img, load_image(image));
+    RKD_ASSIGN(Prepared prep, preprocess(img, cfg, deim));
+    return prep.inputs;
+  }
+  if (specs.empty()) return invalid("give the input: --image PHOTO or --input NAME=FILE.npy");
+  for (const std::string& spec : specs) {
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) return invalid("--input '" + spec + "': expected NAME=FILE.npy");
+    const std::string name = spec.substr(0, eq);
+    if (inputs.count(name)) return invalid("--input: '" + name + "' given twice");
+    RKD_ASSIGN(inputs[name], read_npy(spec.substr(eq + 1)));
+  }
+  return inputs;
+}
+
+Status check_real_inputs(const std::map<std::string, Tensor>& inputs) {
+  RKD_TRY(check_detector_inputs(inputs));
+  for (const auto& [name, t] : inputs) {
+    if (t.numel() < 2 || name == "orig_target_sizes") continue;
+    const double first = t.get_as_double(0);
+    bool constant = true;
+    for (int64_t i = 1; i < t.numel() && constant; ++i) constant = t.get_as_double(i) == first;
+    if (constant) {
+      return invalid("input '" + name + "': every element is " + std::to_string(first) +
+                     "; a measurement needs real data (a photo: --image) because data-dependent ops (TopK, sampling) would take one path");
     }
   }
   return {};

@@ -50,5 +50,13 @@ Result<ImportedModel> import_model(const std::string& path, int64_t batch);
 
 // See the contract above.
 Status check_detector_inputs(const std::map<std::string, Tensor>& inputs);
+// A model's inputs: a photo preprocessed by the detector config (`config`, or the default for
+// the model; a DEIM-style model also gets orig_target_sizes), or NAME=FILE.npy specs - one of
+// the two. Errors name the spec or file.
+Result<std::map<std::string, Tensor>> model_inputs(const std::string& model, const std::string& image, const std::string& config,
+                                                   const std::vector<std::string>& specs);
+// For measurements (bench, plan): check_detector_inputs, and no input whose elements are all
+// equal (an all-zero image takes one path through data-dependent ops such as TopK).
+Status check_real_inputs(const std::map<std::string, Tensor>& inputs);
 
 }  // namespace rkd::runtime

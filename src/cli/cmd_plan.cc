@@ -1,0 +1,196 @@
+// rkdeploy plan MODEL --target PROFILE: placement, boundaries and latency per deployment
+// variant (src/plan, docs/planner.md); rkdeploy bench MODEL: P50/P95 latency on this host.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "npu/lower/lower.h"
+#include "plan/plan.h"
+#include "runtime/detect.h"
+#include "runtime/model.h"
+#include "runtime/plan_model.h"
+
+namespace rkd::cli {
+
+namespace {
+
+struct PlanArgs {
+  std::string model, target, targets_dir, calibrate, html, markdown, discrete_model, image, config;
+  std::vector<std::string> variants{"all"}, inputs;
+  bool json = false, supported_ops = false;
+  int runs = 3, warmup = 1, threads = 1, layers = 25;
+};
+
+void run_plan(const PlanArgs& a) {
+  const std::string dir = a.targets_dir.empty() ? plan::default_targets_dir() : a.targets_dir;
+  if (a.supported_ops) {
+    std::cout << plan::supported_ops_markdown(take(plan::load_targets(dir)));
+    return;
+  }
+  if (a.model.empty()) fail(invalid("plan: give a MODEL (or --supported-ops)"));
+  if (a.target.empty()) fail(invalid("plan: give --target PROFILE (a name in " + dir + " or a .json path)"));
+  plan::PlanReport rep;
+  rep.target = take(plan::find_target(a.target, dir));
+  runtime::PlanOptions po;
+  po.model = a.model;
+  po.discrete_model = a.discrete_model;
+  po.runs = a.runs;
+  po.warmup = a.warmup;
+  po.threads = a.threads;
+  for (const std::string& v : a.variants) {
+    if (v == "all") {
+      po.variants = plan::all_variants();
+      break;
+    }
+    po.variants.push_back(take(plan::parse_variant(v)));
+  }
+  po.inputs = take(runtime::model_inputs(a.model, a.image, a.config, a.inputs));
+  rep.model = a.model;
+  rep.discrete_model = a.discrete_model;
+  rep.layers = a.layers;
+  rep.plans = take(runtime::plan_model(po, rep.target));
+  rep.host = runtime::environment(a.threads);
+  rep.host["runs"] = std::to_string(a.runs);
+  if (!a.calibrate.empty()) {
+    const auto ms = take(plan::read_measurements(a.calibrate));
+    auto fit = plan::calibrate(rep.target, rep.plans, ms);
+    if (!fit.ok()) fail(fit.error().with_context(a.calibrate));
+    rep.fit = std::move(fit).value();
+  }
+  if (!a.html.empty()) write_atomically(a.html, plan::plan_html(rep));
+  if (!a.markdown.empty()) write_atomically(a.markdown, plan::plan_markdown(rep));
+  std::cout << (a.json ? plan::plan_json(rep) : plan::plan_text(rep));
+}
+
+struct BenchArgs {
+  std::string model, backend = "cpu", image, config, strategy;
+  std::vector<std::string> inputs;
+  int warmup = 3, runs = 20, threads = 0;
+  bool json = false;
+};
+
+struct Stats {
+  double p50 = 0, p95 = 0, min = 0, max = 0, mean = 0;
+};
+// Nearest-rank percentiles of the samples.
+Stats stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  Stats s;
+  auto rank = [&](double p) {  // the smallest sample with at least p of the samples at or below it
+    const size_t r = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
+    return v[std::min(v.size(), std::max<size_t>(r, 1)) - 1];
+  };
+  s.p50 = rank(0.5);
+  s.p95 = rank(0.95);
+  s.min = v.front();
+  s.max = v.back();
+  for (double x : v) s.mean += x / static_cast<double>(v.size());
+  return s;
+}
+
+nlohmann::json stats_json(const Stats& s) { return {{"p50", s.p50}, {"p95", s.p95}, {"min", s.min}, {"max", s.max}, {"mean", s.mean}}; }
+
+void run_bench(const BenchArgs& a) {
+  if (a.runs < 1 || a.warmup < 0) fail(invalid("bench: --runs must be at least 1 and --warmup at least 0"));
+  runtime::LoadOptions lo;
+  lo.batch = 1;
+  lo.compile.int8 = a.backend != "cpu";
+  if (a.backend == "sim") lo.compile.npu_sim_strategy = a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy;
+  else if (!a.strategy.empty()) fail(invalid("--strategy needs --backend sim"));
+  lo.exec.threads = a.threads;
+  const auto inputs = take(runtime::model_inputs(a.model, a.image, a.config, a.inputs));
+  check(runtime::check_real_inputs(inputs));
+  runtime::LoadedModel m = take(runtime::load_model(a.model, lo));
+  using clock = std::chrono::steady_clock;
+  auto ms_since = [](clock::time_point t0) { return std::chrono::duration<double, std::milli>(clock::now() - t0).count(); };
+  std::vector<double> fwd, e2e;
+  for (int i = 0; i < a.warmup + a.runs; ++i) {
+    const auto t0 = clock::now();
+    take(m.executor->run(inputs));
+    if (i >= a.warmup) fwd.push_back(ms_since(t0));
+  }
+  if (!a.image.empty()) {
+    // End to end from the decoded photo: preprocessing, the forward pass, decoding the outputs.
+    const runtime::Image img = take(runtime::load_image(a.image));
+    const runtime::DetectorConfig cfg = a.config.empty() ? runtime::default_config(*m.graph) : take(runtime::read_config(a.config));
+    bool deim = false;
+    for (const ir::Value* v : m.graph->inputs) deim = deim || v->name == "orig_target_sizes";
+    for (int i = 0; i < a.warmup + a.runs; ++i) {
+      const auto t0 = clock::now();
+      const auto prep = take(runtime::preprocess(img, cfg, deim));
+      const auto out = take(m.executor->run(prep.inputs));
+      const auto dets = take(runtime::postprocess(out, cfg, prep, img));
+      if (i >= a.warmup) e2e.push_back(ms_since(t0));
+    }
+  }
+  const Stats f = stats(fwd);
+  nlohmann::json j;
+  j["command"] = "bench";
+  j["model"] = a.model;
+  j["backend"] = a.backend;
+  j["warmup"] = a.warmup;
+  j["runs"] = a.runs;
+  j["forward_ms"] = stats_json(f);
+  j["end_to_end_ms"] = e2e.empty() ? nlohmann::json(nullptr) : stats_json(stats(e2e));
+  j["environment"] = runtime::environment(a.threads);
+  if (a.json) {
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::printf("%s on %s (%s), %d runs after %d warm-up\n", a.model.c_str(), a.backend.c_str(), j["environment"]["cpu"].get<std::string>().c_str(), a.runs,
+              a.warmup);
+  std::printf("  forward      P50 %9.3f ms  P95 %9.3f ms  (min %.3f, max %.3f)\n", f.p50, f.p95, f.min, f.max);
+  if (!e2e.empty()) {
+    const Stats e = stats(e2e);
+    std::printf("  end to end   P50 %9.3f ms  P95 %9.3f ms  (min %.3f, max %.3f; preprocessing and decoding included)\n", e.p50, e.p95, e.min, e.max);
+  }
+}
+
+}  // namespace
+
+void add_plan_commands(CLI::App& app) {
+  auto a = std::make_shared<PlanArgs>();
+  CLI::App* c = app.add_subcommand("plan", "Place a model on a target profile and compare deployment variants: segments, execution boundaries (k) "
+                                           "and a latency decomposition (docs/planner.md): rkdeploy plan MODEL --target PROFILE --image PHOTO");
+  c->add_option("model", a->model, "the model (ONNX)");
+  c->add_option("--target", a->target, "profile name (targets/NAME.json) or a .json path");
+  c->add_option("--targets", a->targets_dir, "profile folder (default: $RKDEPLOY_TARGETS or the source tree's targets/)");
+  c->add_option("--variant", a->variants, "all, or any of as-is, custom-op-cpu, custom-op-gpu, fused-fallback, decoder-on-cpu, discrete");
+  c->add_option("--discrete-model", a->discrete_model, "the same model exported with discrete sampling (for --variant discrete)");
+  c->add_option("--calibrate", a->calibrate, "measured latencies (docs/planner.md): fit the profile's free parameters, predict the rest");
+  c->add_option("--image", a->image, "a photo to measure the CPU parts on (preprocessed by the detector config)");
+  c->add_option("--config", a->config, "detector config JSON (docs/detector-config.md)");
+  c->add_option("--input", a->inputs, "NAME=FILE.npy, one per graph input (instead of --image)");
+  c->add_option("--runs", a->runs, "profiled runs per graph form (the median per node counts)");
+  c->add_option("--warmup", a->warmup, "unprofiled runs first");
+  c->add_option("--threads", a->threads, "threads of the host measurement (the target's CPU factor assumes 1)");
+  c->add_option("--layers", a->layers, "rows of the slowest-node tables");
+  c->add_flag("--json", a->json, "print JSON (docs/cli-json.md)");
+  c->add_option("--html", a->html, "also write a self-contained HTML report (timeline, stacked terms, tables)");
+  c->add_option("--markdown", a->markdown, "also write a Markdown report");
+  c->add_flag("--supported-ops", a->supported_ops, "print docs/SUPPORTED_OPS.md from the profiles and exit");
+  c->callback([a] { run_plan(*a); });
+
+  auto b = std::make_shared<BenchArgs>();
+  CLI::App* bc = app.add_subcommand("bench", "Latency on this host: forward-only and end-to-end P50/P95 with the environment recorded: "
+                                             "rkdeploy bench MODEL --image PHOTO");
+  bc->add_option("model", b->model, "the model (ONNX, TFLite or TensorFlow.js)")->required();
+  bc->add_option("--backend", b->backend, "cpu (float), int8 (integer kernels) or sim (int8, convolutions on the RK3588 NPU simulator)")
+      ->check(CLI::IsMember({"cpu", "int8", "sim"}));
+  bc->add_option("--strategy", b->strategy, "with --backend sim: the per-axis lowering strategy");
+  bc->add_option("--image", b->image, "a photo (also enables the end-to-end measurement)");
+  bc->add_option("--config", b->config, "detector config JSON");
+  bc->add_option("--input", b->inputs, "NAME=FILE.npy, one per graph input (instead of --image)");
+  bc->add_option("--warmup", b->warmup, "runs before measuring");
+  bc->add_option("--runs", b->runs, "measured runs");
+  bc->add_option("--threads", b->threads, "threads (0 = all cores)");
+  bc->add_flag("--json", b->json, "print JSON (docs/cli-json.md)");
+  bc->callback([b] { run_bench(*b); });
+}
+
+}  // namespace rkd::cli

@@ -1,0 +1,101 @@
+#include "runtime/plan_model.h"
+
+#include <dnnl.hpp>
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <fstream>
+#include <thread>
+
+#include "runtime/model.h"
+
+namespace rkd::runtime {
+
+namespace {
+
+// Per-node median host milliseconds of `runs` profiled runs after `warmup` unprofiled ones.
+Result<std::map<std::string, double>> measure(ir::Graph& g, const PlanOptions& o) {
+  ExecutorOptions eo;
+  eo.threads = o.threads;
+  eo.profile = true;
+  RKD_ASSIGN(auto ex, Executor::create(g, eo));
+  std::map<std::string, std::vector<double>> samples;
+  for (int i = 0; i < o.warmup + o.runs; ++i) {
+    RKD_ASSIGN(auto out, ex->run(o.inputs));
+    if (i < o.warmup) continue;
+    for (const NodeTime& t : ex->last_profile()) samples[t.node].push_back(t.micros / 1e3);
+  }
+  std::map<std::string, double> ms;
+  for (auto& [name, v] : samples) {
+    std::sort(v.begin(), v.end());
+    ms[name] = v[v.size() / 2];
+  }
+  return ms;
+}
+
+}  // namespace
+
+Result<std::vector<plan::VariantPlan>> plan_model(const PlanOptions& o, const plan::Target& t) {
+  if (o.runs < 1 || o.warmup < 0) return invalid("plan: --runs must be at least 1 and --warmup at least 0");
+  RKD_TRY(check_real_inputs(o.inputs));
+  std::vector<plan::VariantPlan> plans;
+  std::map<plan::GraphForm, std::vector<plan::Variant>> by_form;
+  for (plan::Variant v : o.variants) by_form[plan::graph_form(v)].push_back(v);
+  std::map<plan::Variant, plan::VariantPlan> done;
+  for (const auto& [form, variants] : by_form) {
+    const std::string path = form == plan::GraphForm::discrete ? o.discrete_model : o.model;
+    if (path.empty()) {
+      for (plan::Variant v : variants) {
+        plan::VariantPlan p;
+        p.variant = v;
+        p.planned = false;
+        p.executable = false;
+        p.failures.push_back("not planned: give --discrete-model FILE, the same model exported with discrete sampling "
+                             "(scripts/models/make_models.py --models deim_discrete)");
+        done[v] = std::move(p);
+      }
+      continue;
+    }
+    RKD_ASSIGN(ImportedModel imp, import_model(path, 1));
+    CompileOptions co;
+    co.fuse = form == plan::GraphForm::fused;
+    co.fuse_activations = false;
+    Status s = optimize(imp.graph, co);
+    if (!s.ok()) return s.error().with_context(path);
+    auto host = measure(imp.graph, o);
+    if (!host.ok()) return host.error().with_context(path);
+    for (plan::Variant v : variants) {
+      auto p = plan::plan_variant(imp.graph, t, v, *host);
+      if (!p.ok()) return p.error().with_context(path);
+      done[v] = std::move(p).value();
+    }
+  }
+  for (plan::Variant v : o.variants) plans.push_back(std::move(done[v]));
+  return plans;
+}
+
+std::map<std::string, std::string> environment(int threads) {
+  std::map<std::string, std::string> e;
+  e["rkdeploy"] = RKD_VERSION;
+#if defined(__clang__)
+  e["compiler"] = std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+  e["compiler"] = std::string("gcc ") + __VERSION__;
+#endif
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      e["cpu"] = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  e["hardware_threads"] = std::to_string(std::thread::hardware_concurrency());
+  e["threads"] = std::to_string(threads);
+  const dnnl_version_t* dv = dnnl_version();
+  e["onednn"] = std::to_string(dv->major) + "." + std::to_string(dv->minor) + "." + std::to_string(dv->patch);
+  e["highway"] = std::to_string(HWY_MAJOR) + "." + std::to_string(HWY_MINOR) + "." + std::to_string(HWY_PATCH);
+  return e;
+}
+
+}  // namespace rkd::runtime

@@ -1,0 +1,35 @@
+// Planning a model file on a target profile (plan/plan.h): builds each variant's graph form,
+// measures this host's CPU time of every node with the executor, and plans.
+//
+// Contract:
+//  - The imported form runs the executor's pipeline without its fusions (fuse = false,
+//    fuse_activations = false): ONNX ops as a vendor converter sees them, after shape
+//    inference and constant folding. The fused form adds deform-attn-fusion (one
+//    MSDeformAttn per decoder layer). The discrete form is PlanOptions::discrete_model.
+//  - Every form runs `warmup` + `runs` times on `inputs` (check_real_inputs first); a node's
+//    host time is its median over the runs.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "plan/plan.h"
+
+namespace rkd::runtime {
+
+struct PlanOptions {
+  std::string model, discrete_model;
+  std::map<std::string, Tensor> inputs;
+  std::vector<plan::Variant> variants;
+  int threads = 1, warmup = 1, runs = 3;
+};
+
+Result<std::vector<plan::VariantPlan>> plan_model(const PlanOptions& o, const plan::Target& t);
+
+// Facts about this host and build for measurement reports: rkdeploy version, compiler, CPU
+// model, thread count, library versions.
+std::map<std::string, std::string> environment(int threads);
+
+}  // namespace rkd::runtime
