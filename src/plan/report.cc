@@ -250,7 +250,7 @@ std::string timeline_svg(const VariantPlan& p, double scale_ms) {
       t += s.boundary_ms;
     }
     const size_t l = static_cast<size_t>(std::find(lanes.begin(), lanes.end(), s.device) - lanes.begin());
-    o << "<rect class='segment' data-device='" << device_name(s.device) << "' data-ms='" << s.ms << "' x='" << x(t) << "' y='" << l * lane + 3 << "' width='"
+    o << "<rect class='segment' data-device='" << device_name(s.device) << "' data-ms='" << html_number(s.ms, 17) << "' x='" << x(t) << "' y='" << l * lane + 3 << "' width='"
       << std::max(0.5, x(t + s.ms) - x(t)) << "' height='" << lane - 6 << "' fill='" << device_color(s.device) << "'><title>" << device_name(s.device) << " segment "
       << i << ": " << s.nodes.size() << " nodes, " << html_number(s.ms, 4) << " ms</title></rect>";
     t += s.ms;
@@ -269,7 +269,7 @@ std::string terms_svg(const std::vector<VariantPlan>& plans, double scale_ms) {
     const double y = static_cast<double>(i) * row + 4;
     o << "<text x='4' y='" << y + 15 << "' font-size='12'>" << variant_name(p.variant) << "</text>";
     if (!p.executable) {
-      o << "<text x='" << left << "' y='" << y + 15 << "' font-size='12' fill='#b00'>fails at run time</text>";
+      o << "<text x='" << left << "' y='" << y + 15 << "' font-size='12' fill='#b00'>" << (p.planned ? "fails at run time" : "not planned") << "</text>";
       continue;
     }
     double x = left;
@@ -277,7 +277,7 @@ std::string terms_svg(const std::vector<VariantPlan>& plans, double scale_ms) {
     for (const auto& [name, field] : term_fields()) {
       const double w = width * (p.terms.*field) / std::max(scale_ms, 1e-9);
       if (w > 0) {
-        o << "<rect class='term' data-variant='" << variant_name(p.variant) << "' data-term='" << name << "' data-ms='" << p.terms.*field << "' x='" << x
+        o << "<rect class='term' data-variant='" << variant_name(p.variant) << "' data-term='" << name << "' data-ms='" << html_number(p.terms.*field, 17) << "' x='" << x
           << "' y='" << y << "' width='" << w << "' height='" << row - 6 << "' fill='" << term_color(k) << "'><title>" << name << " "
           << html_number(p.terms.*field, 4) << " ms</title></rect>";
       }

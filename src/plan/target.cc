@@ -162,9 +162,9 @@ std::vector<const OpRule*> Target::rules_for(const std::string& op_type) const {
 namespace {
 
 // The profile's JSON with its "extends" chain applied: the base file (relative to this one)
-// first, then this file's fields on top - objects merged field by field, "ops" and "sources"
-// as this file's entries followed by the base's (the first matching rule wins), anything else
-// replaced.
+// first, then this file's fields on top - objects merged field by field, "sources" as this
+// file's entries followed by the base's, "ops" as this file's rules followed by the base's
+// rules for op types this file does not name, anything else replaced.
 Result<json> read_profile_json(const std::string& path, int depth) {
   if (depth > 8) return invalid(path + ": extends: more than 8 levels (a cycle?)");
   std::ifstream f(path, std::ios::binary);
@@ -189,7 +189,14 @@ Result<json> read_profile_json(const std::string& path, int depth) {
     if (k == "extends") continue;
     if ((k == "ops" || k == "sources") && it->is_array() && merged.contains(k) && merged[k].is_array()) {
       json v = *it;
-      for (const auto& e : merged[k]) v.push_back(e);
+      std::set<std::string> named;
+      for (const auto& e : *it) {
+        if (e.is_object() && e.contains("op") && e["op"].is_string()) named.insert(e["op"].get<std::string>());
+      }
+      for (const auto& e : merged[k]) {
+        if (k == "ops" && e.is_object() && e.contains("op") && e["op"].is_string() && named.count(e["op"].get<std::string>())) continue;
+        v.push_back(e);
+      }
       merged[k] = v;
     } else if (it->is_object() && merged.contains(k) && merged[k].is_object()) {
       for (auto f2 = it->begin(); f2 != it->end(); ++f2) merged[k][f2.key()] = *f2;
@@ -285,7 +292,7 @@ Result<Target> find_target(const std::string& name_or_path, const std::string& d
     if (all.ok()) {
       for (const auto& t : *all) known += (known.empty() ? "" : ", ") + t.name;
     }
-    return io_error("--target '" + name_or_path + "': no profile " + p.string() + (known.empty() ? "" : " (known: " + known + ")"));
+    return invalid("--target '" + name_or_path + "': no profile " + p.string() + (known.empty() ? "" : " (known: " + known + ")"));
   }
   return load_target(p.string());
 }

@@ -1,0 +1,134 @@
+#!/bin/bash
+# rkdeploy plan and bench on the reduced-width reference models: the as-is DEIMv2 deployment
+# fails on rk3576-rknn-2.3.2 naming its GridSample nodes, the other variants plan with k and
+# terms that add up, calibration reproduces its fit point, YOLOv8n plans with k = 0 on
+# rk3588-rkdeploy, degenerate inputs are refused, bench reports P50/P95 with its environment,
+# and the HTML report renders in headless Chromium with the JSON's numbers.
+#   test_plan.sh RKDEPLOY MODELS_DIR
+set -euo pipefail
+rkd="$1"; models="$2"
+here="$(cd "$(dirname "$0")/../.." && pwd)"
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+photo=/usr/lib/python3/dist-packages/skimage/data/astronaut.png
+deim="$models/deimv2_s_arch_tiny.onnx"
+
+"$rkd" plan "$deim" --target rk3576-rknn-2.3.2 --image "$photo" --discrete-model "$models/deimv2_s_arch_discrete_tiny.onnx" \
+  --runs 1 --calibrate "$here/targets/measurements/deimv2-s-rk3576-rknn-2.3.2.json" --json \
+  --html "$work/plan.html" --markdown "$work/plan.md" > "$work/plan.json"
+/usr/bin/python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+rep = json.load(open(f"{work}/plan.json"))
+v = {x["variant"]: x for x in rep["variants"]}
+assert set(v) == {"as-is", "custom-op-cpu", "custom-op-gpu", "fused-fallback", "decoder-on-cpu", "discrete"}, v.keys()
+a = v["as-is"]
+assert not a["executable"] and a["planned"], a
+gs = [f for f in a["failures"] if "(GridSample)" in f and "Unsupport CPU op" in f]
+assert len(gs) == len(a["failures"]) == 6, a["failures"]   # 2 decoder layers x 3 levels
+for name, x in v.items():
+    if name == "as-is": continue
+    assert x["executable"], (name, x["failures"])
+    assert abs(sum(x["terms_ms"].values()) - x["total_ms"]) <= 1e-9 * x["total_ms"], name
+    assert x["k"] == len(x["segments"]) - 1, name
+    assert sum(s["boundary_ms"] for s in x["segments"]) > 0 or x["k"] == 0, name
+assert v["decoder-on-cpu"]["k"] == 1, v["decoder-on-cpu"]["k"]
+assert v["custom-op-cpu"]["k"] >= 2 and v["fused-fallback"]["k"] >= 2
+assert any("different model" in n for n in v["discrete"]["notes"])
+assert not any(f["op"] == "GridSample" for f in v["discrete"]["fallbacks"])
+# Calibration: one fit row (reproduced), two check rows (predicted, error reported).
+c = rep["calibration"]
+rows = {r["variant"]: r for r in c["rows"]}
+assert rows["custom-op-cpu"]["role"] == "fit" and abs(rows["custom-op-cpu"]["error_pct"]) < 0.1, rows
+assert rows["fused-fallback"]["role"] == "check" and rows["fused-fallback"]["measured_ms"] == 856.5
+assert abs(rows["custom-op-cpu"]["predicted_ms"] - v["custom-op-cpu"]["total_ms"]) < 1e-6
+assert c["after"]["npu.utilization"] != c["before"]["npu.utilization"]
+md = open(f"{work}/plan.md").read()
+assert "| as-is | fails |" in md and "## Calibration" in md
+print("plan: as-is fails on 6 GridSample nodes; k =", {n: x.get("k") for n, x in v.items()},
+      "; fused-fallback predicted", round(rows["fused-fallback"]["predicted_ms"], 1), "ms for 856.5 measured")
+PY
+
+# YOLOv8n-style: every node on the NPU of rkdeploy's own stack.
+"$rkd" plan "$models/yolov8n_arch_tiny.onnx" --target rk3588-rkdeploy --variant as-is --image "$photo" --runs 1 --json > "$work/yolo.json"
+/usr/bin/python3 -c "
+import json, sys
+v = json.load(open(sys.argv[1]))['variants'][0]
+assert v['executable'] and v['k'] == 0 and len(v['segments']) == 1 and v['segments'][0]['device'] == 'npu', v
+print('plan: yolov8n on rk3588-rkdeploy, k = 0')" "$work/yolo.json"
+
+# Degenerate inputs are refused with the reason, exit code 2.
+/usr/bin/python3 -c "
+import numpy as np, sys
+np.save(sys.argv[1] + '/zero_sizes.npy', np.zeros((1, 2), np.int64))
+np.save(sys.argv[1] + '/sizes.npy', np.array([[640, 480]], np.int64))
+np.save(sys.argv[1] + '/zero_images.npy', np.zeros((1, 3, 320, 320), np.float32))
+np.save(sys.argv[1] + '/images.npy', np.random.default_rng(1).random((1, 3, 320, 320), np.float32))" "$work"
+expect_refusal() {  # expect_refusal PATTERN COMMAND...
+  local pattern="$1"; shift
+  set +e; "$@" > /dev/null 2> "$work/err"; local rc=$?; set -e
+  [ "$rc" = 2 ] || { echo "expected exit 2, got $rc: $*"; cat "$work/err"; exit 1; }
+  grep -q "$pattern" "$work/err" || { echo "expected '$pattern' in:"; cat "$work/err"; exit 1; }
+}
+expect_refusal "scaled to zero" "$rkd" plan "$deim" --target rk3588-rknn-2.3.2 --input "images=$work/images.npy" --input "orig_target_sizes=$work/zero_sizes.npy"
+expect_refusal "every element is 0" "$rkd" bench "$deim" --input "images=$work/zero_images.npy" --input "orig_target_sizes=$work/sizes.npy"
+expect_refusal "known: " "$rkd" plan "$deim" --target rk9999 --image "$photo"
+echo '{"schema": "rkdeploy-target/1", "name": 3}' > "$work/bad.json"
+expect_refusal "bad.json: profile.name: must be a string" "$rkd" plan "$deim" --target "$work/bad.json" --image "$photo"
+expect_refusal "unknown variant" "$rkd" plan "$deim" --target rk3588-rknn-2.3.2 --variant fastest --image "$photo"
+
+# bench: percentiles and the environment.
+"$rkd" bench "$models/yolov8n_arch_tiny.onnx" --image "$photo" --warmup 1 --runs 5 --threads 1 --json > "$work/bench.json"
+/usr/bin/python3 -c "
+import json, sys
+b = json.load(open(sys.argv[1]))
+for k in ('forward_ms', 'end_to_end_ms'):
+    s = b[k]; assert 0 < s['min'] <= s['p50'] <= s['p95'] <= s['max'], (k, s)
+assert b['end_to_end_ms']['p50'] >= b['forward_ms']['min']
+e = b['environment']
+for k in ('rkdeploy', 'compiler', 'cpu', 'threads', 'onednn', 'highway'): assert e.get(k), (k, e)
+print('bench: forward P50 %.2f ms, P95 %.2f ms; end to end P50 %.2f ms' % (b['forward_ms']['p50'], b['forward_ms']['p95'], b['end_to_end_ms']['p50']))" "$work/bench.json"
+
+# The HTML report in headless Chromium without network: the numbers equal the JSON's.
+browser=(chromium --headless=new --no-sandbox --disable-gpu --no-proxy-server --proxy-server='direct://'
+         --host-resolver-rules='MAP * ~NOTFOUND' --user-data-dir="$work/profile")
+"${browser[@]}" --dump-dom "file://$work/plan.html" > "$work/dom.html" 2>> "$work/chromium.log"
+"${browser[@]}" --window-size=1100,1400 --screenshot="$work/shot.png" "file://$work/plan.html" 2>> "$work/chromium.log"
+/usr/bin/python3 - "$work" <<'PY'
+import json, sys
+from html.parser import HTMLParser
+import numpy as np
+from skimage import io
+work = sys.argv[1]
+rep = json.load(open(f"{work}/plan.json"))
+class P(HTMLParser):
+    def __init__(self):
+        super().__init__(); self.cells = {}; self.cur = None; self.segments = {}; self.terms = {}; self.svg = None
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "svg" and a.get("class") == "timeline": self.svg = a["data-variant"]
+        if tag == "rect" and a.get("class") == "segment": self.segments.setdefault(self.svg, []).append(float(a["data-ms"]))
+        if tag == "rect" and a.get("class") == "term": self.terms[(a["data-variant"], a["data-term"])] = float(a["data-ms"])
+        if tag == "td" and "data-field" in a: self.cur = (a["data-variant"], a["data-field"]); self.cells[self.cur] = ""
+    def handle_data(self, d):
+        if self.cur: self.cells[self.cur] += d
+    def handle_endtag(self, tag):
+        if tag == "td": self.cur = None
+p = P(); p.feed(open(f"{work}/dom.html").read())
+checked = 0
+for v in rep["variants"]:
+    name = v["variant"]
+    if not v["executable"]:
+        assert p.cells[(name, "status")] == "fails", name; continue
+    assert int(p.cells[(name, "k")]) == v["k"]
+    assert abs(float(p.cells[(name, "total_ms")]) - v["total_ms"]) <= 1e-5 * v["total_ms"]
+    for t, ms in v["terms_ms"].items():
+        assert abs(float(p.cells[(name, t)]) - ms) <= 1e-5 * max(ms, 1e-3), (name, t)
+        if ms > 0: assert abs(p.terms[(name, t)] - ms) <= 1e-9 * max(ms, 1), (name, t); checked += 1
+    seg = p.segments[name]
+    assert len(seg) == len(v["segments"]) and all(abs(a - b["ms"]) <= 1e-9 * max(1, a) for a, b in zip(seg, v["segments"])), name
+img = io.imread(f"{work}/shot.png")[..., :3].astype(int)
+npu = np.all(np.abs(img - [0x2f, 0x7e, 0xd8]) < 30, axis=-1).sum()
+cpu = np.all(np.abs(img - [0xe4, 0x57, 0x2e]) < 30, axis=-1).sum()
+assert npu > 500 and cpu > 50, f"timeline not drawn ({npu} NPU, {cpu} CPU pixels)"
+print(f"plan html: summary, {checked} stacked terms and every timeline segment equal the JSON; {npu}/{cpu} NPU/CPU pixels rendered")
+PY

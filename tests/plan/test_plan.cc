@@ -1,0 +1,229 @@
+// The planner (src/plan): profiles load and their errors name file and field; placement
+// follows the rules; k counts device switches of the serial schedule, not unsupported nodes;
+// the latency terms equal the model's formulas computed here in double; calibration
+// recovers a known parameter; docs/SUPPORTED_OPS.md equals what the profiles generate.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "plan/plan.h"
+
+namespace rkd {
+namespace {
+
+using ir::Dim;
+
+const std::string kTargets = std::string(RKD_SOURCE_DIR) + "/targets";
+
+struct TempFile {
+  std::string path;
+  explicit TempFile(const std::string& name, const std::string& text) {
+    path = (std::filesystem::temp_directory_path() / ("rkd_plan_" + std::to_string(::getpid()) + "_" + name)).string();
+    std::ofstream(path) << text;
+  }
+  ~TempFile() { std::filesystem::remove(path); }
+};
+
+// A small profile: Conv and Add on the NPU, GridSample missing (custom op on the CPU), the
+// rest on the CPU; round numbers so the terms are easy to recompute.
+const char* kProfile = R"({
+  "schema": "rkdeploy-target/1", "name": "test", "soc": "T", "runtime": "R", "version": "1",
+  "npu": {"cores_used": 2, "macs_per_cycle": 500, "clock_mhz": 1000, "utilization": 0.5, "task_overhead_us": 10, "ddr_gbps": 2, "bytes_per_element": 1},
+  "cpu": {"name": "c", "host_factor": 2},
+  "boundary": {"sync_us": 100, "layout_us_per_mb": 1000, "copy_gbps": 1},
+  "custom_op_devices": ["cpu"],
+  "zero_cost_ops": ["Reshape"],
+  "default": {"device": "cpu", "reason": "default"},
+  "calibration": {"free": ["boundary.sync_us"]},
+  "ops": [
+    {"op": "Conv", "device": "npu", "fallback": "cpu", "reason": "conv", "requires": [
+      {"check": "max_kernel", "value": 3, "reason": "kernels up to 3"}]},
+    {"op": "Add", "device": "npu", "reason": "ew"},
+    {"op": "GridSample", "device": "none", "custom_op": ["cpu"], "reason": "no kernel"}
+  ]
+})";
+
+ir::Value* input(ir::Graph& g, const std::string& name, std::vector<int64_t> dims) {
+  ir::Value* v = *g.add_value(name);
+  v->dtype = DType::f32;
+  ir::Dims d;
+  for (int64_t x : dims) d.push_back(Dim{x, ""});
+  v->shape = d;
+  g.inputs.push_back(v);
+  return v;
+}
+
+ir::Node* node(ir::Graph& g, const std::string& op, std::vector<ir::Value*> in, std::vector<int64_t> out_dims) {
+  ir::Node* n = *g.add_node(op + std::to_string(g.nodes().size()), op, "", in, {op + "_out" + std::to_string(g.nodes().size())});
+  n->outputs[0]->dtype = DType::f32;
+  ir::Dims d;
+  for (int64_t x : out_dims) d.push_back(Dim{x, ""});
+  n->outputs[0]->shape = d;
+  return n;
+}
+
+ir::Node* conv(ir::Graph& g, ir::Value* x, int64_t c, int64_t m, int64_t k, int64_t h) {
+  Tensor w = Tensor::zeros(DType::f32, {m, c, k, k}).value();
+  ir::Node* n = node(g, "Conv", {x, g.add_constant("w", w)}, {1, m, h, h});
+  n->attrs["kernel_shape"] = std::vector<int64_t>{k, k};
+  n->attrs["pads"] = std::vector<int64_t>{k / 2, k / 2, k / 2, k / 2};
+  return n;
+}
+
+TEST(TargetProfiles, EveryShippedProfileLoads) {
+  auto all = plan::load_targets(kTargets);
+  ASSERT_TRUE(all.ok()) << all.error().to_string();
+  std::set<std::string> names;
+  for (const auto& t : *all) names.insert(t.name);
+  for (const char* want : {"rk3588-rknn-2.3.2", "rk3576-rknn-2.3.2", "rk3576-rknn-2.4", "rk3588-mesa-rocket", "rk3588-rkdeploy"}) {
+    EXPECT_TRUE(names.count(want)) << want;
+  }
+  // The 2.4 profile extends 2.3.2 and replaces its GridSample rule.
+  auto t = plan::find_target("rk3576-rknn-2.4", kTargets);
+  ASSERT_TRUE(t.ok());
+  ASSERT_EQ(t->rules_for("GridSample").size(), 1u);
+  EXPECT_EQ(t->rules_for("GridSample")[0]->device, plan::Device::gpu);
+  EXPECT_EQ(t->rules_for("Conv").size(), 1u);
+}
+
+TEST(TargetProfiles, ErrorsNameTheFileAndTheField) {
+  struct Case {
+    std::string from, to, field;
+  };
+  const std::vector<Case> cases = {
+      {R"("check": "max_kernel")", R"("check": "max_kernal")", "ops[0].requires[0].check"},
+      {R"("device": "none", "custom_op")", R"("device": "tpu", "custom_op")", "ops[2].device"},
+      {R"("reason": "no kernel")", R"("note": "x")", "ops[2].note"},
+      {R"("utilization": 0.5)", R"("utilization": 1.5)", "npu.utilization"},
+      {R"("schema": "rkdeploy-target/1")", R"("schema": "rkdeploy-target/9")", "schema"},
+      {R"("free": ["boundary.sync_us"])", R"("free": ["npu.speed"])", "calibration.free"},
+  };
+  for (const Case& c : cases) {
+    std::string text = kProfile;
+    const size_t at = text.find(c.from);
+    ASSERT_NE(at, std::string::npos) << c.from;
+    text.replace(at, c.from.size(), c.to);
+    TempFile f("bad.json", text);
+    auto t = plan::load_target(f.path);
+    ASSERT_FALSE(t.ok()) << c.to;
+    EXPECT_NE(t.error().message.find(f.path), std::string::npos) << t.error().message;
+    EXPECT_NE(t.error().message.find(c.field), std::string::npos) << t.error().message;
+  }
+  TempFile junk("junk.json", "{\"schema\": ");
+  auto t = plan::load_target(junk.path);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().message.find("not valid JSON"), std::string::npos);
+  const std::string self = "rkd_plan_" + std::to_string(::getpid()) + "_loop.json";
+  TempFile loop("loop.json", "{\"extends\": \"" + self + "\"}");
+  EXPECT_FALSE(plan::load_target(loop.path).ok());
+}
+
+TEST(Placement, RequirementsDecideAndTheirReasonsAreReported) {
+  TempFile f("p.json", kProfile);
+  const plan::Target t = *plan::load_target(f.path);
+  ir::Graph g;
+  g.opset = 17;
+  ir::Value* x = input(g, "x", {1, 4, 8, 8});
+  ir::Node* small = conv(g, x, 4, 4, 3, 8);
+  ir::Node* big = conv(g, small->outputs[0], 4, 4, 5, 8);
+  ir::Node* gs = node(g, "GridSample", {big->outputs[0], x}, {1, 4, 8, 8});
+  ir::Node* other = node(g, "Softmax", {gs->outputs[0]}, {1, 4, 8, 8});
+  EXPECT_EQ(plan::place(t, *small).device, plan::Device::npu);
+  const plan::Placement pb = plan::place(t, *big);
+  EXPECT_EQ(pb.device, plan::Device::cpu);
+  EXPECT_NE(pb.reason.find("kernel 5"), std::string::npos) << pb.reason;
+  EXPECT_NE(pb.reason.find("kernels up to 3"), std::string::npos) << pb.reason;
+  EXPECT_EQ(plan::place(t, *gs).device, plan::Device::none);
+  EXPECT_EQ(plan::place(t, *other).reason, "default");
+}
+
+// x -> conv -> {GridSample a, GridSample b} -> Add -> conv -> GridSample c -> conv: three
+// unsupported nodes; the two parallel ones share one CPU segment, so the custom-op variant
+// has NPU, CPU, NPU, CPU, NPU: k = 4, and the as-is variant fails naming all three.
+TEST(Partition, KCountsDeviceSwitchesNotUnsupportedNodes) {
+  TempFile f("p.json", kProfile);
+  const plan::Target t = *plan::load_target(f.path);
+  ir::Graph g;
+  g.opset = 17;
+  ir::Value* x = input(g, "x", {1, 4, 8, 8});
+  ir::Node* c1 = conv(g, x, 4, 4, 3, 8);
+  ir::Node* ga = node(g, "GridSample", {c1->outputs[0], x}, {1, 4, 8, 8});
+  ir::Node* gb = node(g, "GridSample", {c1->outputs[0], x}, {1, 4, 8, 8});
+  ir::Node* add = node(g, "Add", {ga->outputs[0], gb->outputs[0]}, {1, 4, 8, 8});
+  ir::Node* view = node(g, "Reshape", {add->outputs[0]}, {1, 4, 8, 8});
+  ir::Node* c2 = conv(g, view->outputs[0], 4, 4, 3, 8);
+  ir::Node* gc = node(g, "GridSample", {c2->outputs[0], x}, {1, 4, 8, 8});
+  ir::Node* c3 = conv(g, gc->outputs[0], 4, 4, 3, 8);
+  g.outputs.push_back(c3->outputs[0]);
+  std::map<std::string, double> host;
+  for (const auto& n : g.nodes()) host[n->name] = 1.5;
+  auto as_is = plan::plan_variant(g, t, plan::Variant::as_is, host);
+  ASSERT_TRUE(as_is.ok());
+  EXPECT_FALSE(as_is->executable);
+  EXPECT_EQ(as_is->failures.size(), 3u);
+  EXPECT_NE(as_is->failures[0].find(ga->name), std::string::npos);
+  auto p = plan::plan_variant(g, t, plan::Variant::custom_op_cpu, host);
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(p->executable);
+  EXPECT_EQ(p->k, 4);
+  ASSERT_EQ(p->segments.size(), 5u);
+  const std::vector<plan::Device> want = {plan::Device::npu, plan::Device::cpu, plan::Device::npu, plan::Device::cpu, plan::Device::npu};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(p->segments[i].device, want[i]) << i;
+  EXPECT_EQ(p->segments[1].nodes.size(), 2u);  // both parallel GridSamples
+  // The custom-op GPU variant is not available on this profile.
+  auto gpu = plan::plan_variant(g, t, plan::Variant::custom_op_gpu, host);
+  ASSERT_TRUE(gpu.ok());
+  EXPECT_FALSE(gpu->executable);
+
+  // The terms, recomputed from the model's definition in double.
+  const double rate = 500.0 * 2 * 1000e6 * 0.5;  // MAC/s
+  double npu_compute = 0, npu_traffic = 0, cpu = 0;
+  for (ir::Node* c : {c1, add, c2, c3}) {
+    const double macs = c->op_type == "Conv" ? 8.0 * 8 * 4 * 4 * 9 : 0;
+    npu_compute += macs / rate * 1e3;
+    const double bytes = c->op_type == "Conv" ? (256 + 144 + 256) : 3 * 256;
+    npu_traffic += bytes / 2e9 * 1e3;
+  }
+  cpu = 3 * 1.5 * 2;
+  EXPECT_NEAR(p->terms.npu_compute, npu_compute, 1e-9);
+  EXPECT_NEAR(p->terms.npu_traffic, npu_traffic, 1e-9);
+  EXPECT_NEAR(p->terms.npu_overhead, 4 * 0.010, 1e-12);
+  EXPECT_NEAR(p->terms.cpu, cpu, 1e-12);
+  // Entering segments: CPU 1 reads c1 (1 KiB), NPU 2 reads a and b (2 KiB), CPU 3 reads c2, NPU 4 reads c.
+  const double in_bytes = (1 + 2 + 1 + 1) * 256 * 4.0;
+  EXPECT_NEAR(p->terms.boundary_sync, 4 * 0.1, 1e-12);
+  EXPECT_NEAR(p->terms.boundary_layout, 1000.0 * in_bytes / 1e6 / 1e3, 1e-12);
+  EXPECT_NEAR(p->terms.boundary_copy, in_bytes / 1e9 * 1e3, 1e-12);
+  EXPECT_NEAR(p->terms.total(), npu_compute + npu_traffic + 0.04 + cpu + 0.4 + in_bytes / 1e6 + in_bytes / 1e6, 1e-9);
+
+  // Calibration recovers a sync cost from a latency computed with it.
+  plan::Target t2 = t;
+  std::vector<plan::VariantPlan> plans{*p};
+  const double truth = 2345.0;
+  const double measured = p->terms.total() + 4 * (truth - 100) / 1e3;
+  auto fit = plan::calibrate(t2, plans, {plan::Measurement{"test", "custom-op-cpu", "unit test", "fit", measured}});
+  ASSERT_TRUE(fit.ok()) << fit.error().to_string();
+  EXPECT_NEAR(fit->after.at("boundary.sync_us"), truth, 1e-3 * truth);
+  EXPECT_NEAR(fit->rows[0].predicted_ms, measured, 1e-6 * measured);
+  // A measurement of a variant the plan does not hold is an error that says so.
+  auto bad = plan::calibrate(t2, plans, {plan::Measurement{"test", "fused-fallback", "", "fit", 10}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("fused-fallback"), std::string::npos);
+}
+
+TEST(SupportedOpsDoc, MatchesTheProfiles) {
+  auto all = plan::load_targets(kTargets);
+  ASSERT_TRUE(all.ok());
+  std::ifstream f(std::string(RKD_SOURCE_DIR) + "/docs/SUPPORTED_OPS.md");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  EXPECT_EQ(ss.str(), plan::supported_ops_markdown(*all)) << "regenerate: rkdeploy plan --supported-ops > docs/SUPPORTED_OPS.md";
+}
+
+}  // namespace
+}  // namespace rkd
