@@ -20,7 +20,7 @@ namespace rkd::cli {
 namespace {
 
 struct PlanArgs {
-  std::string model, target, targets_dir, calibrate, html, markdown, discrete_model, image, config;
+  std::string model, target, targets_dir, calibrate, cpu_times, html, markdown, discrete_model, image, config;
   std::vector<std::string> variants{"all"}, inputs;
   bool json = false, supported_ops = false;
   int runs = 3, warmup = 1, threads = 1, layers = 25;
@@ -56,6 +56,15 @@ void run_plan(const PlanArgs& a) {
   rep.plans = take(runtime::plan_model(po, rep.target));
   rep.host = runtime::environment(a.threads);
   rep.host["runs"] = std::to_string(a.runs);
+  if (!a.cpu_times.empty()) {
+    const plan::BoardTimes bt = take(plan::read_board_times(a.cpu_times));
+    int covered = 0;
+    for (auto& p : rep.plans) {
+      covered += plan::apply_board_times(p, bt);
+      plan::price(p, rep.target);
+    }
+    rep.host["cpu_times"] = a.cpu_times + " (" + std::to_string(covered) + " CPU nodes over all variants measured on the board)";
+  }
   if (!a.calibrate.empty()) {
     const auto ms = take(plan::read_measurements(a.calibrate));
     auto fit = plan::calibrate(rep.target, rep.plans, ms);
@@ -163,6 +172,7 @@ void add_plan_commands(CLI::App& app) {
   c->add_option("--variant", a->variants, "all, or any of as-is, custom-op-cpu, custom-op-gpu, fused-fallback, decoder-on-cpu, discrete");
   c->add_option("--discrete-model", a->discrete_model, "the same model exported with discrete sampling (for --variant discrete)");
   c->add_option("--calibrate", a->calibrate, "measured latencies (docs/planner.md): fit the profile's free parameters, predict the rest");
+  c->add_option("--cpu-times", a->cpu_times, "CPU node times measured on the board (docs/planner.md), replacing this host's x the CPU factor");
   c->add_option("--image", a->image, "a photo to measure the CPU parts on (preprocessed by the detector config)");
   c->add_option("--config", a->config, "detector config JSON (docs/detector-config.md)");
   c->add_option("--input", a->inputs, "NAME=FILE.npy, one per graph input (instead of --image)");

@@ -42,7 +42,7 @@ void price(VariantPlan& p, const Target& t) {
           break;
         }
         case Device::cpu:
-          n.ms = n.host_ms * t.cpu.host_factor;
+          n.ms = n.board_ms >= 0 ? n.board_ms : n.host_ms * t.cpu.host_factor;
           p.terms.cpu += n.ms;
           break;
         case Device::gpu:
@@ -109,17 +109,58 @@ std::optional<double> node_macs(const ir::Node& n) {
   return std::nullopt;
 }
 
-Result<std::vector<Measurement>> read_measurements(const std::string& path) {
+namespace {
+
+Result<nlohmann::json> read_json_file(const std::string& path, const char* what) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) return io_error(path + ": cannot open the measurements");
+  if (!f) return io_error(path + ": cannot open the " + what);
   std::stringstream ss;
   ss << f.rdbuf();
-  nlohmann::json j;
   try {
-    j = nlohmann::json::parse(ss.str());
+    return nlohmann::json::parse(ss.str());
   } catch (const nlohmann::json::exception& e) {
     return invalid(path + ": not valid JSON: " + e.what());
   }
+}
+
+}  // namespace
+
+Result<BoardTimes> read_board_times(const std::string& path) {
+  RKD_ASSIGN(nlohmann::json j, read_json_file(path, "CPU times"));
+  if (!j.is_object() || j.value("schema", "") != "rkdeploy-cpu-times/1") return invalid(path + ": schema: expected \"rkdeploy-cpu-times/1\"");
+  BoardTimes bt;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() == "schema") continue;
+    if (it.key() != "nodes" && it.key() != "ops") return invalid(path + ": " + it.key() + ": unknown field");
+    if (!it->is_object()) return invalid(path + ": " + it.key() + ": must map names to milliseconds");
+    auto& into = it.key() == "nodes" ? bt.nodes : bt.ops;
+    for (auto e = it->begin(); e != it->end(); ++e) {
+      if (!e->is_number() || !(e->get<double>() >= 0)) return invalid(path + ": " + it.key() + "." + e.key() + ": must be milliseconds >= 0");
+      into[e.key()] = e->get<double>();
+    }
+  }
+  return bt;
+}
+
+int apply_board_times(VariantPlan& p, const BoardTimes& bt) {
+  int n = 0;
+  for (PlannedNode& node : p.nodes) {
+    if (node.device != Device::cpu || node.zero_cost) continue;
+    const double* v = nullptr;
+    if (auto a = bt.nodes.find(node.name); a != bt.nodes.end()) {
+      v = &a->second;
+    } else if (auto b = bt.ops.find(node.op_type); b != bt.ops.end()) {
+      v = &b->second;
+    }
+    if (!v) continue;
+    node.board_ms = *v;
+    ++n;
+  }
+  return n;
+}
+
+Result<std::vector<Measurement>> read_measurements(const std::string& path) {
+  RKD_ASSIGN(nlohmann::json j, read_json_file(path, "measurements"));
   if (!j.is_object() || j.value("schema", "") != "rkdeploy-measurements/1") return invalid(path + ": schema: expected \"rkdeploy-measurements/1\"");
   if (!j.contains("measurements") || !j["measurements"].is_array()) return invalid(path + ": measurements: missing or not an array");
   std::vector<Measurement> v;

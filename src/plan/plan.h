@@ -154,6 +154,7 @@ struct PlannedNode {
   bool zero_cost = false, lowered = true;
   double macs = 0, weight_bytes = 0, feature_bytes = 0;  // NPU estimate inputs
   double host_ms = 0;                                    // measured on this host (CPU/GPU nodes)
+  double board_ms = -1;                                  // >= 0: measured on the target's CPU (--cpu-times)
   double ms = 0;                                         // this node's predicted time on the target
   int segment = -1;
 };
@@ -180,6 +181,16 @@ struct VariantPlan {
 Result<VariantPlan> plan_variant(const ir::Graph& g, const Target& t, Variant v, const std::map<std::string, double>& host_ms);
 // Recomputes the times of a plan under (possibly re-calibrated) cost parameters.
 void price(VariantPlan& p, const Target& t);
+
+// --cpu-times: CPU node times measured on the board itself, which replace host time x
+// host_factor: {"schema": "rkdeploy-cpu-times/1", "nodes": {NAME: ms}, "ops": {OP_TYPE: ms per node}}
+// (a node's own entry wins over its op type's).
+struct BoardTimes {
+  std::map<std::string, double> nodes, ops;
+};
+Result<BoardTimes> read_board_times(const std::string& path);
+// Sets board_ms of the plan's CPU nodes the times cover; returns how many.
+int apply_board_times(VariantPlan& p, const BoardTimes& bt);
 
 // Multiply-accumulates of a Conv/ConvTranspose/QLinearConv/MatMul/Gemm node with known shapes
 // (a symbolic batch counts as 1).

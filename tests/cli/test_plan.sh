@@ -48,6 +48,17 @@ print("plan: as-is fails on 6 GridSample nodes; k =", {n: x.get("k") for n, x in
       "; fused-fallback predicted", round(rows["fused-fallback"]["predicted_ms"], 1), "ms for 856.5 measured")
 PY
 
+# Board-measured CPU times replace the host's: 5 ms per GridSample.
+echo '{"schema": "rkdeploy-cpu-times/1", "ops": {"GridSample": 5.0}}' > "$work/times.json"
+"$rkd" plan "$deim" --target rk3576-rknn-2.3.2 --variant custom-op-cpu --image "$photo" --runs 1 --cpu-times "$work/times.json" --json > "$work/times_plan.json"
+/usr/bin/python3 -c "
+import json, sys
+v = json.load(open(sys.argv[1]))['variants'][0]
+gs = [f for f in v['fallbacks'] if f['op'] == 'GridSample']
+assert len(gs) == 1 and gs[0]['count'] == 6 and abs(gs[0]['ms'] - 30.0) < 1e-9, gs
+print('plan: --cpu-times sets the 6 GridSample nodes to 30.0 ms')" "$work/times_plan.json"
+echo '{"schema": "rkdeploy-cpu-times/1", "ops": {"GridSample": -1}}' > "$work/bad_times.json"
+
 # YOLOv8n-style: every node on the NPU of rkdeploy's own stack.
 "$rkd" plan "$models/yolov8n_arch_tiny.onnx" --target rk3588-rkdeploy --variant as-is --image "$photo" --runs 1 --json > "$work/yolo.json"
 /usr/bin/python3 -c "
@@ -74,6 +85,7 @@ expect_refusal "every element is 0" "$rkd" bench "$deim" --input "images=$work/z
 expect_refusal "known: " "$rkd" plan "$deim" --target rk9999 --image "$photo"
 echo '{"schema": "rkdeploy-target/1", "name": 3}' > "$work/bad.json"
 expect_refusal "bad.json: profile.name: must be a string" "$rkd" plan "$deim" --target "$work/bad.json" --image "$photo"
+expect_refusal "ops.GridSample: must be milliseconds" "$rkd" plan "$deim" --target rk3588-rknn-2.3.2 --variant as-is --image "$photo" --runs 1 --cpu-times "$work/bad_times.json"
 expect_refusal "unknown variant" "$rkd" plan "$deim" --target rk3588-rknn-2.3.2 --variant fastest --image "$photo"
 
 # bench: percentiles and the environment.
