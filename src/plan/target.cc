@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ir/shape_inference.h"
 #include "plan/plan.h"
 
 namespace rkd::plan {
@@ -353,16 +354,6 @@ Status set_parameter(Target& t, const std::string& name, double v) {
 
 namespace {
 
-std::optional<Shape> shape_of(const ir::Value* v) {
-  if (!v || !v->shape) return std::nullopt;
-  Shape s;
-  for (const auto& d : *v->shape) {
-    if (!d.is_static()) return std::nullopt;
-    s.push_back(d.value);
-  }
-  return s;
-}
-
 std::string attr_text(const ir::Node& n, const std::string& a, const std::string& fallback) {
   auto it = n.attrs.find(a);
   if (it == n.attrs.end()) return fallback;
@@ -407,7 +398,7 @@ std::string violation(const Constraint& c, const ir::Node& n) {
     if (auto it = n.attrs.find(kernel ? "kernel_shape" : "strides"); it != n.attrs.end()) {
       if (auto* p = std::get_if<std::vector<int64_t>>(&it->second)) v = *p;
     } else if (kernel && n.inputs.size() > 1) {
-      if (auto s = shape_of(n.inputs[n.op_type == "QLinearConv" ? 3 : 1]); s && s->size() > 2) v.assign(s->begin() + 2, s->end());
+      if (auto s = ir::static_shape(n.inputs[n.op_type == "QLinearConv" ? 3 : 1]); s && s->size() > 2) v.assign(s->begin() + 2, s->end());
     }
     for (int64_t e : v) {
       if (e > c.value) return std::string(kernel ? "kernel " : "stride ") + std::to_string(e);
@@ -418,7 +409,7 @@ std::string violation(const Constraint& c, const ir::Node& n) {
     const int64_t g = n.attr_int("group", 1).ok() ? *n.attr_int("group", 1) : 1;
     std::string kind = "dense";
     if (g > 1) {
-      auto xs = shape_of(x);
+      auto xs = ir::static_shape(x);
       kind = xs && xs->size() > 1 && (*xs)[1] == g ? "depthwise" : "grouped";
     }
     return std::find(c.values.begin(), c.values.end(), kind) == c.values.end() ? kind + " (" + std::to_string(g) + " groups)" : "";
@@ -432,7 +423,7 @@ std::string violation(const Constraint& c, const ir::Node& n) {
   }
   if (c.check == "max_dim") {
     for (const ir::Value* v : {x, y}) {
-      if (auto s = shape_of(v)) {
+      if (auto s = ir::static_shape(v)) {
         for (int64_t d : *s) {
           if (d > c.value) return "dim " + std::to_string(d);
         }
