@@ -36,6 +36,10 @@ void run_plan(const PlanArgs& a) {
   if (a.target.empty()) fail(invalid("plan: give --target PROFILE (a name in " + dir + " or a .json path)"));
   plan::PlanReport rep;
   rep.target = take(plan::find_target(a.target, dir));
+  if (a.threads > rep.target.cpu.cores) {
+    fail(invalid("--threads " + std::to_string(a.threads) + ": " + rep.target.name + "'s CPU has " + std::to_string(rep.target.cpu.cores) +
+                 " big cores (the CPU factor scales this host's time at the same thread count)"));
+  }
   runtime::PlanOptions po;
   po.model = a.model;
   po.discrete_model = a.discrete_model;

@@ -41,6 +41,7 @@ Result<Device> parse_device(const std::string& s);
 //   groups [dense|depthwise|grouped...]  the convolution's grouping is listed
 //   const_input I      input I is a constant (weights known at conversion)
 //   max_dim N          every static dim of input 0 and output 0 <= N (hardware size fields)
+//   dtype_in [T...]    input 0's element type is one of T (float32, float16, int8, uint8, ...)
 //   quantized          input 0 is 8-bit or comes from a DequantizeLinear (a QDQ site)
 //   per_tensor_quant   a quantized site whose weights (input 1) have one scale, not one per channel
 struct Constraint {
@@ -72,6 +73,7 @@ struct NpuCost {
 };
 struct CpuCost {
   std::string name;
+  int cores = 1;           // big cores: --threads beyond this is refused
   double host_factor = 1;  // target CPU time = this host's measured time x host_factor
 };
 struct GpuCost {

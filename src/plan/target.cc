@@ -89,7 +89,8 @@ struct Reader {
 };
 
 const std::set<std::string>& known_checks() {
-  static const std::set<std::string> c = {"max_rank", "attr_in", "max_kernel", "max_stride", "groups", "const_input", "max_dim", "quantized", "per_tensor_quant"};
+  static const std::set<std::string> c = {"max_rank", "attr_in", "max_kernel", "max_stride", "groups", "const_input", "max_dim", "dtype_in", "quantized",
+                                          "per_tensor_quant"};
   return c;
 }
 
@@ -107,7 +108,7 @@ Result<Constraint> read_constraint(const Reader& r, const json& j, const std::st
     RKD_ASSIGN(c.attr, r.str(j, where, "attr"));
     RKD_ASSIGN(c.attr_default, r.str(j, where, "default", std::string()));
   }
-  if (c.check == "attr_in" || c.check == "groups") {
+  if (c.check == "attr_in" || c.check == "groups" || c.check == "dtype_in") {
     RKD_ASSIGN(c.values, r.strings(j, where, "values"));
     if (c.values.empty()) return r.err(where + ".values", "must list at least one value");
   }
@@ -238,8 +239,10 @@ Result<Target> load_target(const std::string& path) {
   RKD_ASSIGN(double bpe, r.num(n, "npu", "bytes_per_element", 1, 4));
   t.npu.bytes_per_element = static_cast<int>(bpe);
   if (!j.contains("cpu")) return r.err("cpu", "missing");
-  RKD_TRY(r.only_keys(j["cpu"], "cpu", {"name", "host_factor"}));
+  RKD_TRY(r.only_keys(j["cpu"], "cpu", {"name", "cores", "host_factor"}));
   RKD_ASSIGN(t.cpu.name, r.str(j["cpu"], "cpu", "name"));
+  RKD_ASSIGN(double cpu_cores, r.num(j["cpu"], "cpu", "cores", 1, 64));
+  t.cpu.cores = static_cast<int>(cpu_cores);
   RKD_ASSIGN(t.cpu.host_factor, r.num(j["cpu"], "cpu", "host_factor", 1e-3, 1e3));
   if (j.contains("gpu")) {
     RKD_TRY(r.only_keys(j["gpu"], "gpu", {"name", "host_factor", "op_overhead_us"}));
@@ -431,6 +434,10 @@ std::string violation(const Constraint& c, const ir::Node& n) {
     }
     return "";
   }
+  if (c.check == "dtype_in") {
+    const std::string t = x && x->dtype ? dtype_name(*x->dtype) : "unknown";
+    return std::find(c.values.begin(), c.values.end(), t) == c.values.end() ? t + " input" : "";
+  }
   if (c.check == "quantized") return quantized_input(x) ? "" : "float input";
   if (c.check == "per_tensor_quant") {
     if (!quantized_input(x)) return "float input";
@@ -494,8 +501,8 @@ namespace {
 
 std::string constraint_text(const Constraint& c) {
   std::string s = c.check;
-  if (c.check == "attr_in" || c.check == "groups") {
-    s = (c.check == "attr_in" ? c.attr : std::string("groups")) + " in {";
+  if (c.check == "attr_in" || c.check == "groups" || c.check == "dtype_in") {
+    s = (c.check == "attr_in" ? c.attr : c.check == "groups" ? std::string("groups") : std::string("dtype")) + " in {";
     for (size_t i = 0; i < c.values.size(); ++i) s += (i ? ", " : "") + c.values[i];
     s += "}";
   } else if (c.check != "quantized" && c.check != "per_tensor_quant") {

@@ -34,7 +34,7 @@ struct TempFile {
 const char* kProfile = R"({
   "schema": "rkdeploy-target/1", "name": "test", "soc": "T", "runtime": "R", "version": "1",
   "npu": {"cores_used": 2, "macs_per_cycle": 500, "clock_mhz": 1000, "utilization": 0.5, "task_overhead_us": 10, "ddr_gbps": 2, "bytes_per_element": 1},
-  "cpu": {"name": "c", "host_factor": 2},
+  "cpu": {"name": "c", "cores": 2, "host_factor": 2},
   "boundary": {"sync_us": 100, "layout_us_per_mb": 1000, "copy_gbps": 1},
   "custom_op_devices": ["cpu"],
   "zero_cost_ops": ["Reshape"],
@@ -44,6 +44,7 @@ const char* kProfile = R"({
     {"op": "Conv", "device": "npu", "fallback": "cpu", "reason": "conv", "requires": [
       {"check": "max_kernel", "value": 3, "reason": "kernels up to 3"}]},
     {"op": "Add", "device": "npu", "reason": "ew"},
+    {"op": "Sigmoid", "device": "npu", "reason": "lut", "requires": [{"check": "dtype_in", "values": ["float16"], "reason": "fp16 tables only"}]},
     {"op": "GridSample", "device": "none", "custom_op": ["cpu"], "reason": "no kernel"}
   ]
 })";
@@ -97,8 +98,8 @@ TEST(TargetProfiles, ErrorsNameTheFileAndTheField) {
   };
   const std::vector<Case> cases = {
       {R"("check": "max_kernel")", R"("check": "max_kernal")", "ops[0].requires[0].check"},
-      {R"("device": "none", "custom_op")", R"("device": "tpu", "custom_op")", "ops[2].device"},
-      {R"("reason": "no kernel")", R"("note": "x")", "ops[2].note"},
+      {R"("device": "none", "custom_op")", R"("device": "tpu", "custom_op")", "ops[3].device"},
+      {R"("reason": "no kernel")", R"("note": "x")", "ops[3].note"},
       {R"("utilization": 0.5)", R"("utilization": 1.5)", "npu.utilization"},
       {R"("schema": "rkdeploy-target/1")", R"("schema": "rkdeploy-target/9")", "schema"},
       {R"("free": ["boundary.sync_us"])", R"("free": ["npu.speed"])", "calibration.free"},
@@ -140,6 +141,9 @@ TEST(Placement, RequirementsDecideAndTheirReasonsAreReported) {
   EXPECT_NE(pb.reason.find("kernels up to 3"), std::string::npos) << pb.reason;
   EXPECT_EQ(plan::place(t, *gs).device, plan::Device::none);
   EXPECT_EQ(plan::place(t, *other).reason, "default");
+  ir::Node* sig = node(g, "Sigmoid", {other->outputs[0]}, {1, 4, 8, 8});
+  EXPECT_EQ(plan::place(t, *sig).device, plan::Device::cpu);
+  EXPECT_EQ(plan::place(t, *sig).reason, "float32 input: fp16 tables only");
 }
 
 // x -> conv -> {GridSample a, GridSample b} -> Add -> conv -> GridSample c -> conv: three
