@@ -7,7 +7,6 @@
 #include <set>
 
 #include "cli/commands.h"
-#include "core/npy.h"
 #include "runtime/accuracy.h"
 #include "runtime/detect.h"
 #include "runtime/model.h"
@@ -23,22 +22,7 @@ struct AccuracyArgs {
 };
 
 void run_accuracy(const AccuracyArgs& a) {
-  std::map<std::string, Tensor> inputs;
-  if (!a.image.empty()) {
-    if (!a.inputs.empty()) fail(invalid("--image and --input cannot be combined"));
-    auto imp = take(runtime::import_model(a.float_model, 1));
-    const runtime::DetectorConfig cfg = a.config.empty() ? runtime::default_config(imp.graph) : take(runtime::read_config(a.config));
-    bool deim = false;
-    for (const ir::Value* v : imp.graph.inputs) deim = deim || v->name == "orig_target_sizes";
-    inputs = take(runtime::preprocess(take(runtime::load_image(a.image)), cfg, deim)).inputs;
-  } else {
-    if (a.inputs.empty()) fail(invalid("give the input: --image PHOTO or --input NAME=FILE.npy"));
-    for (const std::string& spec : a.inputs) {
-      const auto eq = spec.find('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) fail(invalid("--input '" + spec + "': expected NAME=FILE.npy"));
-      inputs[spec.substr(0, eq)] = take(read_npy(spec.substr(eq + 1)));
-    }
-  }
+  const auto inputs = take(runtime::model_inputs(a.float_model, a.image, a.config, a.inputs));
   check(runtime::check_detector_inputs(inputs));
   const auto rep = take(runtime::analyze_accuracy(a.float_model, a.quant_model, inputs, a.threads));
   if (!a.html.empty()) write_atomically(a.html, runtime::accuracy_html(rep));

@@ -119,27 +119,28 @@ void run_bench(const BenchArgs& a) {
   const auto inputs = take(runtime::model_inputs(a.model, a.image, a.config, a.inputs));
   check(runtime::check_real_inputs(inputs));
   runtime::LoadedModel m = take(runtime::load_model(a.model, lo));
-  using clock = std::chrono::steady_clock;
-  auto ms_since = [](clock::time_point t0) { return std::chrono::duration<double, std::milli>(clock::now() - t0).count(); };
-  std::vector<double> fwd, e2e;
-  for (int i = 0; i < a.warmup + a.runs; ++i) {
-    const auto t0 = clock::now();
-    take(m.executor->run(inputs));
-    if (i >= a.warmup) fwd.push_back(ms_since(t0));
-  }
+  // Milliseconds of each of `runs` calls of f after `warmup` untimed ones.
+  auto timed = [&](auto f) {
+    std::vector<double> ms;
+    for (int i = 0; i < a.warmup + a.runs; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      f();
+      if (i >= a.warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return ms;
+  };
+  const std::vector<double> fwd = timed([&] { take(m.executor->run(inputs)); });
+  std::vector<double> e2e;
   if (!a.image.empty()) {
     // End to end from the decoded photo: preprocessing, the forward pass, decoding the outputs.
     const runtime::Image img = take(runtime::load_image(a.image));
     const runtime::DetectorConfig cfg = a.config.empty() ? runtime::default_config(*m.graph) : take(runtime::read_config(a.config));
-    bool deim = false;
-    for (const ir::Value* v : m.graph->inputs) deim = deim || v->name == "orig_target_sizes";
-    for (int i = 0; i < a.warmup + a.runs; ++i) {
-      const auto t0 = clock::now();
+    const bool deim = runtime::takes_target_sizes(*m.graph);
+    e2e = timed([&] {
       const auto prep = take(runtime::preprocess(img, cfg, deim));
       const auto out = take(m.executor->run(prep.inputs));
-      const auto dets = take(runtime::postprocess(out, cfg, prep, img));
-      if (i >= a.warmup) e2e.push_back(ms_since(t0));
-    }
+      take(runtime::postprocess(out, cfg, prep, img));
+    });
   }
   const Stats f = stats(fwd);
   nlohmann::json j;

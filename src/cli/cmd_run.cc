@@ -52,9 +52,7 @@ void run_on_image(const RunArgs& a, runtime::LoadOptions lo) {
   runtime::LoadedModel m = take(runtime::load_model(a.model, lo));
   report_npu(a, m.fusion);
   runtime::DetectorConfig cfg = a.config.empty() ? runtime::default_config(*m.graph) : take(runtime::read_config(a.config));
-  bool deim = false;
-  for (const ir::Value* v : m.graph->inputs) deim = deim || v->name == "orig_target_sizes";
-  const runtime::Prepared prep = take(runtime::preprocess(img, cfg, deim));
+  const runtime::Prepared prep = take(runtime::preprocess(img, cfg, runtime::takes_target_sizes(*m.graph)));
   check(runtime::check_detector_inputs(prep.inputs));
   auto outputs = take(m.executor->run(prep.inputs));
   for (int i = 1; i < a.repeat; ++i) outputs = take(m.executor->run(prep.inputs));

@@ -264,12 +264,10 @@ Result<VariantPlan> plan_variant(const ir::Graph& g, const Target& t, Variant v,
   }
   // Bytes that enter each segment from another device (read once per segment).
   {
-    std::vector<int> seg_of(N);
-    for (size_t i = 0; i < N; ++i) seg_of[i] = p.nodes[i].segment;
     size_t i = 0;
     std::vector<std::set<const ir::Value*>> entering(p.segments.size());
     for (const auto& np : g.nodes()) {
-      const int s = seg_of[i++];
+      const int s = p.nodes[i++].segment;
       for (const ir::Value* in : np->inputs) {
         if (!in || !in->producer || !index.count(in->producer)) continue;
         const size_t q = index[in->producer];

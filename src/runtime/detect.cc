@@ -96,10 +96,13 @@ Result<DetectorConfig> read_config(const std::string& path) {
   return c;
 }
 
+bool takes_target_sizes(const ir::Graph& g) {
+  return std::any_of(g.inputs.begin(), g.inputs.end(), [](const ir::Value* v) { return v->name == "orig_target_sizes"; });
+}
+
 DetectorConfig default_config(const ir::Graph& g) {
   DetectorConfig c;
-  bool deim = false;
-  for (const ir::Value* v : g.inputs) deim = deim || v->name == "orig_target_sizes";
+  const bool deim = takes_target_sizes(g);
   for (const ir::Value* v : g.inputs) {
     if (v->name == "orig_target_sizes" || !v->shape || v->shape->size() != 4) continue;
     c.input = v->name;

@@ -62,6 +62,8 @@ struct DetectorConfig {
 Result<DetectorConfig> read_config(const std::string& path);
 // From the graph's inputs (size of the image input, deim vs yolo).
 DetectorConfig default_config(const ir::Graph& g);
+// A DEIM/D-FINE/RT-DETR-style export: the graph has an `orig_target_sizes` input.
+bool takes_target_sizes(const ir::Graph& g);
 
 struct Detection {
   int64_t label = 0;

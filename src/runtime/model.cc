@@ -85,10 +85,8 @@ Result<std::map<std::string, Tensor>> model_inputs(const std::string& model, con
     } else {
       RKD_ASSIGN(cfg, read_config(config));
     }
-    bool deim = false;
-    for (const ir::Value* v : imp.graph.inputs) deim = deim || v->name == "orig_target_sizes";
     RKD_ASSIGN(Image img, load_image(image));
-    RKD_ASSIGN(Prepared prep, preprocess(img, cfg, deim));
+    RKD_ASSIGN(Prepared prep, preprocess(img, cfg, takes_target_sizes(imp.graph)));
     return prep.inputs;
   }
   if (specs.empty()) return invalid("give the input: --image PHOTO or --input NAME=FILE.npy");

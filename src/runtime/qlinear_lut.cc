@@ -108,12 +108,14 @@ bool same_quantization(const Node& dq, const Node& q) {
          static_cast<float>(dq.inputs[1]->constant->get_as_double(0)) == static_cast<float>(q.inputs[1]->constant->get_as_double(0));
 }
 
-// rkdeploy.QLinearLut(x, table) producing q's output value (its name stays).
-Result<Node*> add_lut(ir::Graph& g, const std::string& name, Value* x, Tensor table, Node& q) {
+// rkdeploy.QLinearLut(x, table): a new value named after `like`, of like's shape and the
+// table's type.
+Result<Node*> add_lut(ir::Graph& g, const std::string& name, Value* x, Tensor table, const Value& like) {
+  const DType t = table.dtype();
   Value* tv = g.add_constant(name + "/table", std::move(table));
-  RKD_ASSIGN(Node * lut, g.add_node(name + "/lut", "QLinearLut", "rkdeploy", {x, tv}, {g.fresh_name(q.outputs[0]->name + "/lut")}));
-  lut->outputs[0]->dtype = q.inputs[2]->constant->dtype();
-  lut->outputs[0]->shape = q.outputs[0]->shape;
+  RKD_ASSIGN(Node * lut, g.add_node(name + "/lut", "QLinearLut", "rkdeploy", {x, tv}, {g.fresh_name(like.name + "/lut")}));
+  lut->outputs[0]->dtype = t;
+  lut->outputs[0]->shape = like.shape;
   return lut;
 }
 
@@ -174,7 +176,7 @@ Status lut_sites(ir::Graph& g, std::set<const Node*>& gone) {
       if (!ok) continue;
       auto table = site_table(*dq, op, vary, *q, g.opset);
       if (!table.ok()) continue;  // an op the kernels cannot run in this form stays float
-      RKD_ASSIGN(Node * lut, add_lut(g, op->name, dq->inputs[0], std::move(*table), *q));
+      RKD_ASSIGN(Node * lut, add_lut(g, op->name, dq->inputs[0], std::move(*table), *q->outputs[0]));
       g.move_output(q, 0, lut, 0);
     } else if (maxpool) {
       if (!integer_max_pool(*op)) continue;
@@ -187,7 +189,7 @@ Status lut_sites(ir::Graph& g, std::set<const Node*>& gone) {
       } else {
         auto table = site_table(*dq, nullptr, 0, *q, g.opset);
         if (!table.ok()) return table.error();
-        RKD_ASSIGN(Node * lut, add_lut(g, op->name, mp->outputs[0], std::move(*table), *q));
+        RKD_ASSIGN(Node * lut, add_lut(g, op->name, mp->outputs[0], std::move(*table), *q->outputs[0]));
         g.move_output(q, 0, lut, 0);
       }
     } else {
@@ -207,10 +209,7 @@ Status lut_sites(ir::Graph& g, std::set<const Node*>& gone) {
       if (!same_quantization(*dq, *q)) {
         auto table = site_table(*dq, nullptr, 0, *q, g.opset);
         if (!table.ok()) return table.error();
-        Value* tv = g.add_constant(op->name + "/table", std::move(*table));
-        RKD_ASSIGN(Node * lut, g.add_node(op->name + "/lut", "QLinearLut", "rkdeploy", {src, tv}, {g.fresh_name(op->inputs[0]->name + "/lut")}));
-        lut->outputs[0]->dtype = q->inputs[2]->constant->dtype();
-        lut->outputs[0]->shape = op->inputs[0]->shape;
+        RKD_ASSIGN(Node * lut, add_lut(g, op->name, src, std::move(*table), *op->inputs[0]));
         src = lut->outputs[0];
       }
       RKD_ASSIGN(Tensor qv0, qv.reshape({}));

@@ -29,8 +29,7 @@ Result<std::vector<Sample>> load_calibration(const CalibrationInput& in, const i
     if (!in.config.empty()) {
       RKD_ASSIGN(cfg, read_config(in.config));
     }
-    bool deim = false;
-    for (const ir::Value* v : model.inputs) deim = deim || v->name == "orig_target_sizes";
+    const bool deim = takes_target_sizes(model);
     for (const fs::path& p : photos) {
       RKD_ASSIGN(Image img, load_image(p.string()));
       RKD_ASSIGN(Prepared prep, preprocess(img, cfg, deim));
