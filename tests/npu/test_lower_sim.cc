@@ -9,6 +9,7 @@
 #include <cstring>
 #include <random>
 
+#include "kernels/tensor_ops.h"
 #include "npu/lower/lower.h"
 #include "npu/sim/sim.h"
 #include "quant/int8.h"
@@ -96,8 +97,11 @@ Tensor reference(const Case& c, quant::Requant conv) {
   return y;
 }
 
+// mac_runs: the oneDNN convolutions the cached runs computed for the chain (one per group of
+// tasks over one input map).
 Result<Tensor> simulate(const Case& c, lower::Strategy st, size_t* tasks = nullptr, const lower::LowerOptions& opt = {},
-                        int64_t* row_slices = nullptr, const sim::Quirks& quirks = {}, const Tensor* residual = nullptr) {
+                        int64_t* row_slices = nullptr, const sim::Quirks& quirks = {}, const Tensor* residual = nullptr,
+                        size_t* mac_runs = nullptr) {
   DeviceMemory mem;
   RKD_ASSIGN(uint32_t in, lower::place_input(mem, c.spec, c.x));
   RKD_ASSIGN(lower::Lowered l, lower::lower_conv(c.spec, st, mem, in, opt));
@@ -118,7 +122,9 @@ Result<Tensor> simulate(const Case& c, lower::Strategy st, size_t* tasks = nullp
     if (!again.ok()) return again.error();
     RKD_ASSIGN(Tensor fast, lower::gather_output(mem, c.spec, l));
     if (std::memcmp(fast.raw(), loops.raw(), loops.nbytes()) != 0) return invalid("the prepared MAC differs from the simulator's loops");
+    if (cache.last_tasks != l.tasks.size()) return invalid("the cached run ran " + std::to_string(cache.last_tasks) + " tasks");
   }
+  if (mac_runs) *mac_runs = cache.last_mac_runs;
   return loops;
 }
 
@@ -233,9 +239,9 @@ TEST(NpuLowerSim, CbufTilingComputesWhatTheWholeLoweringComputes) {
     Case c = random_case(rng, c0.depthwise, c0.t, c0.t == DType::i8 ? 1.0 : 0.0, false, c0.d);
     const std::string what = std::string(c0.depthwise ? "dw " : "conv ") + std::to_string(c0.d.C) + "x" + std::to_string(c0.d.H) + "x" +
                              std::to_string(c0.d.W) + " k" + std::to_string(c0.d.K) + " s" + std::to_string(c0.d.stride);
-    size_t tasks = 0, whole_tasks = 0;
+    size_t tasks = 0, whole_tasks = 0, mac_runs = 0;
     int64_t slices = 0;
-    auto tiled = simulate(c, lower::Strategy::sorted_bs_multiplier, &tasks, {}, &slices);
+    auto tiled = simulate(c, lower::Strategy::sorted_bs_multiplier, &tasks, {}, &slices, {}, nullptr, &mac_runs);
     ASSERT_TRUE(tiled.ok()) << what << ": " << tiled.error().to_string();
     lower::LowerOptions whole;
     whole.cbuf_tiling = false;
@@ -244,6 +250,12 @@ TEST(NpuLowerSim, CbufTilingComputesWhatTheWholeLoweringComputes) {
     EXPECT_GE(slices, c0.min_slices) << what;
     EXPECT_GE(tasks, c0.min_tasks) << what;
     EXPECT_GT(tasks, whole_tasks) << what;
+    // The row slices, channel groups and kernel chunks of one map: one oneDNN convolution
+    // (where the CPU has VNNI and w + OW_OP fits int8: not for uint8, where w - z_w needs 9
+    // bits; otherwise the loops, none).
+    if (ops::int8_conv_available() && c0.t == DType::i8) {
+      EXPECT_EQ(mac_runs, 1u) << what;
+    }
     EXPECT_EQ(std::memcmp(tiled->raw(), ref_whole->raw(), tiled->nbytes()), 0) << what;
     const Diff d = compare(*tiled, reference(c, quant::Requant::onnx_float));
     EXPECT_LE(d.max, 1) << what;
@@ -252,6 +264,50 @@ TEST(NpuLowerSim, CbufTilingComputesWhatTheWholeLoweringComputes) {
     ASSERT_TRUE(per_channel.ok()) << what << ": " << per_channel.error().to_string();
     EXPECT_EQ(compare(*per_channel, reference(c, quant::Requant::rknpu_out_cvt)).max, 0) << what;
   }
+}
+
+TEST(NpuSim, SharedMacsOnlyWhereNoTaskWritesTheInputInBetween) {
+  // Three tasks over one map (group16: 16 output channels each), the first redirected to
+  // write its output over the input's first channel block: the later two read what it wrote.
+  // The prepared path may compute one convolution for the tasks over one map only while that
+  // map stays as it is: here the first task alone, the other two together - and the device
+  // memory afterwards is the loops' byte for byte.
+  std::mt19937 rng(5);
+  Case c = random_case(rng, false, DType::i8, 1.0, false, {32, 48, 9, 10, 3, 1});
+  DeviceMemory mem;
+  auto in = lower::place_input(mem, c.spec, c.x);
+  ASSERT_TRUE(in.ok());
+  auto l = lower::lower_conv(c.spec, lower::Strategy::group16, mem, *in);
+  ASSERT_TRUE(l.ok()) << l.error().to_string();
+  ASSERT_EQ(l->tasks.size(), 3u);
+  const DeviceMemory untouched = mem;
+  l->tasks[0].regs.set(arch::DPU_DST_BASE_ADDR, *in);
+  auto placed = lower::place_regcmd(mem, *l);
+  ASSERT_TRUE(placed.ok());
+  auto image = [](const DeviceMemory& m) {
+    auto b = m.read(m.base(), m.size());
+    return std::vector<uint8_t>(b->begin(), b->end());
+  };
+  DeviceMemory by_loops = mem, cached = mem;
+  ASSERT_TRUE(sim::run(by_loops, placed->address, placed->spans[0].word_count, {}).ok());
+  sim::SimCache cache;
+  ASSERT_TRUE(sim::run(cached, placed->address, placed->spans[0].word_count, {}, &cache).ok());
+  EXPECT_TRUE(image(cached) == image(by_loops)) << "the device memory after the cached run differs from the loops'";
+  if (ops::int8_conv_available()) {
+    EXPECT_EQ(cache.last_mac_runs, 2u);
+  }
+  // The redirection matters: the last task's output differs from the unmodified chain's.
+  DeviceMemory plain = untouched;
+  auto l2 = lower::lower_conv(c.spec, lower::Strategy::group16, plain, *in);
+  ASSERT_TRUE(l2.ok());
+  auto placed2 = lower::place_regcmd(plain, *l2);
+  ASSERT_TRUE(placed2.ok());
+  ASSERT_TRUE(sim::run(plain, placed2->address, placed2->spans[0].word_count, {}).ok());
+  const auto& last = l->outputs.back();
+  auto a = by_loops.read(last.address, static_cast<size_t>(last.surface_bytes));
+  auto b = plain.read(l2->outputs.back().address, static_cast<size_t>(last.surface_bytes));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(std::memcmp(a->data(), b->data(), a->size()), 0);
 }
 
 // The convolution's int64 accumulators sum (x - z_x)(w - z_w) + bias, [OC][OH][OW].

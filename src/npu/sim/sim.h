@@ -83,21 +83,27 @@ struct TaskStats {
   int64_t output_values = 0;  // int8 values written
 };
 
-// What the simulator prepares per task and may reuse across runs of the same buffer: the
-// MAC as oneDNN's exact int8 accumulation (where the CPU has VNNI and w + OW_OP fits int8),
-// rebuilt whenever the task's registers or weight bytes change.
+// What the simulator prepares per chain of tasks and reuses across runs of the same buffer:
+// the MACs as oneDNN's exact int8 accumulation (where the CPU has VNNI and w + OW_OP fits
+// int8), one oneDNN convolution for each group of tasks that read one input map (the channel
+// groups and row slices of one lowered convolution: their union computed once, each task
+// reading its rows and kernels). Rebuilt whenever a task's registers or weight bytes change;
+// a group is formed only where the registers prove it exact (see fast.cc).
 class SimCache {
  public:
   SimCache();
   ~SimCache();
-  struct Entry;
-  std::map<uint32_t, std::shared_ptr<Entry>> entries;  // by task address
+  struct Chain;
+  std::map<uint32_t, std::shared_ptr<Chain>> chains;  // by the chain's first task address
+  // The last run: tasks executed, and oneDNN convolutions computed for them.
+  size_t last_tasks = 0, last_mac_runs = 0;
 };
 
 // Executes the chain at `regcmd_address`..: each task's registers decoded from the words,
 // run, outputs written into `mem`. The words are read from `mem`, following the trailers.
-// With a cache, the MAC runs on oneDNN (bit-exact by construction: the same integer sums);
-// without, on the simulator's own loops.
+// With a cache, the MACs run on oneDNN (bit-exact by construction: the same integer sums),
+// the chain decoded before it runs; without, each task is decoded and run in turn on the
+// simulator's own loops (the definition).
 Result<std::vector<TaskStats>> run(DeviceMemory& mem, uint32_t regcmd_address, size_t first_task_words, const Quirks& q,
                                    SimCache* cache = nullptr);
 

@@ -1,0 +1,122 @@
+// Internal to the simulator: one convolution task as its registers describe it, and the
+// pieces of its datapath that the prepared (fast) path in fast.cc shares with the
+// stage-by-stage definition in sim.cc. Not part of the public interface.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "core/result.h"
+#include "npu/memory.h"
+#include "npu/sim/sim.h"
+
+namespace rkd::npu::sim::detail {
+
+using RegValues = std::map<uint16_t, uint32_t>;
+
+// One BS or BN stage's configuration (the two share a register layout).
+struct Stage {
+  bool bypass, alu_bypass, mul_bypass, prelu, relu_bypass, relux;
+  bool alu_src, mul_src;
+  uint32_t alu_algo;
+  int32_t alu_operand;
+  int16_t mul_operand;
+  int shift_pos, shift_neg;
+  int32_t relux_value;
+};
+
+// The EW stage's operand add (sim.h, stage 6). `e` is set when the task runs.
+struct Ew {
+  bool on = false, cvt_bypass = false, relu = false, as_float = false;
+  int64_t offset = 0, scale = 1, surface = 0;
+  int shift = 0;
+  uint32_t address = 0;
+  const uint8_t* e = nullptr;
+};
+
+// A convolution task decoded and checked from its registers alone: geometry, device
+// addresses and byte counts of what it reads and writes, and the epilogue's parameters.
+struct ConvTask {
+  bool depthwise = false;
+  int64_t W = 0, H = 0, C = 0, C_real = 0, sx = 1, sy = 1, pad_top = 0, pad_left = 0, KH = 1, KW = 1, kernels = 0;
+  int64_t OW = 0, OH = 0, OC = 0, OC_real = 0;
+  int32_t pad_value = 0, ow_op = 0;
+  int64_t line = 0, surface = 0;            // input strides in bytes
+  uint32_t input = 0, weights = 0;          // device addresses
+  int64_t input_bytes = 0, weight_bytes = 0;
+  int truncate = 0;
+  Rounding core_round = Rounding::half_to_even;
+  Stage bs{}, bn{};
+  Ew ew;
+  uint32_t data_use = 0, operands = 0;
+  bool bs_dma = false;
+  int64_t scale = 1, offset = 0;
+  int shift = 0;
+  uint32_t output = 0;
+  int64_t out_surface = 0, output_bytes = 0;
+
+  // Kernels whose weights are stored (the rest of the written channels see 0 + OW_OP).
+  int64_t stored() const { return depthwise ? std::min(OC, C) : std::min(OC, kernels); }
+  // Channels CORE..OUT_CVT compute and write (DATA_CUBE_CHANNEL.ORIG_CHANNEL + 1).
+  int64_t written() const { return std::min(OC, OC_real); }
+  // Byte offset of weight (kernel oc < stored(), input channel ic, tap ky, kx) in the packed
+  // weights (sim.h: the direct and depthwise layouts).
+  size_t weight_index(int64_t oc, int64_t ic, int64_t ky, int64_t kx) const {
+    const int64_t kk = KH * KW;
+    if (depthwise) return static_cast<size_t>((oc / 64) * kk * 64 + (ky * KW + kx) * 64 + oc % 64);
+    const int64_t oc1 = oc / 32, goc = std::min<int64_t>(32, kernels - 32 * oc1);
+    const int64_t ic1 = ic / 32, gic = std::min<int64_t>(32, C - 32 * ic1);
+    return static_cast<size_t>(oc1 * 32 * kk * C + ic1 * goc * kk * 32 + ((ky * KW + kx) * goc + oc % 32) * gic + ic % 32);
+  }
+};
+
+Result<ConvTask> decode_conv(const RegValues& regs, const Quirks& q);
+
+struct Epilogue {
+  int truncate;
+  Rounding core_round, bs_round, out_round;
+  Stage bs, bn;
+  Ew ew;
+  const int32_t* alu;
+  const int16_t* mul;
+  int64_t scale, offset;
+  int shift;
+};
+
+// The configuration every lowering emits, which run_common_epilogue computes (see fast.cc).
+bool common_epilogue(const Epilogue& e);
+
+// A task's MAC results in a prepared (shared) accumulator buffer: pixel p, kernel k at
+// acc[p * stride + k] holds sum (x - pad) (w + OW_OP); adding pad * wsum[k] gives the MAC.
+// `avail`: int32 values readable from acc.
+struct MacView {
+  const int32_t* acc;
+  int64_t stride, avail;
+  const int64_t* wsum;
+  int64_t pad;
+};
+
+// Pixels [p0, p1) of the task's output, channels [0, OCw), with the common epilogue.
+void run_common_epilogue(const Epilogue& e, int64_t p0, int64_t p1, int64_t OCw, int64_t out_surface, uint8_t* y, const MacView& v);
+
+// One task of a chain as read from device memory.
+struct ChainTask {
+  uint32_t address = 0;
+  RegValues values;
+};
+
+// The cache's plan for a chain, rebuilt when a task's registers or weight bytes change:
+// tasks whose MACs one oneDNN convolution computes exactly are grouped (channel groups and
+// row slices over one input map). Returns nullptr when the chain cannot use it.
+SimCache::Chain* plan_chain(SimCache& cache, DeviceMemory& mem, const std::vector<ChainTask>& tasks, const std::vector<ConvTask>& convs);
+// Task i's MAC view, computing its group's convolution once per run (new_run() starts one);
+// nullopt: the task computes its MAC on the simulator's loops.
+Result<std::optional<MacView>> chain_mac(SimCache::Chain& chain, DeviceMemory& mem, size_t i);
+void new_run(SimCache::Chain& chain);
+// oneDNN convolutions computed since new_run().
+size_t mac_runs(const SimCache::Chain& chain);
+
+}  // namespace rkd::npu::sim::detail

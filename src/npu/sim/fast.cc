@@ -1,0 +1,465 @@
+// The simulator's prepared path: the MACs of a chain's tasks on oneDNN's exact int8
+// accumulation, one oneDNN convolution per group of tasks over one input map, and the
+// epilogue for the configuration the lowering emits in 16-channel int64 lanes. Everything
+// here computes bit for bit what sim.cc's stage-by-stage definition computes (the
+// simulator's loop tests compare the two on every lowered case).
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <memory>
+
+#include "core/target_clones.h"
+#include "core/thread_pool.h"
+#include "kernels/tensor_ops.h"
+#include "npu/sim/conv_task.h"
+
+namespace rkd::npu::sim {
+
+namespace detail {
+
+// One oneDNN convolution whose output holds the MACs of a group of tasks that read one input
+// map: row r of channel block c1 at base + c1 * surface + r * line. A member reads its own
+// rows (and, depthwise, its own channel window) of that map; the group's convolution covers
+// the union of the rows it reads and, for direct convolutions, the concatenation of the
+// members' distinct kernel sets (channel groups and kernel chunks), for depthwise ones the
+// union of their channel windows. Its output row oy + row_offset and kernel k + kernel0 is
+// then a member's (oy, k), exactly: the conditions are checked in layout().
+struct Group {
+  std::vector<size_t> members;  // task indices, in chain order
+  std::vector<int64_t> acc_offset, kernel0;  // per member: int32 index of its (pixel 0, kernel 0); its kernel 0
+  bool depthwise = false;
+  uint32_t base = 0;
+  int64_t C = 0, line = 0, surface = 0, W = 0, OW = 0, OH = 0, M = 0, KH = 1, KW = 1, sy = 1, sx = 1;
+  int64_t row_first = 0, crop_h = 0, crop_w = 0, pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  int32_t pad = 0;
+  uint64_t lo = 0, hi = 0;  // the device bytes the group's input copy reads
+  // Per distinct kernel set (direct): (weights address, kernels, OW_OP) -> its kernel 0.
+  std::vector<std::pair<std::tuple<uint32_t, int64_t, int32_t>, int64_t>> kernel_sets;
+  std::unique_ptr<ops::QConvAccumulator> acc;
+  std::vector<int64_t> wsum;  // per kernel: sum of (w + OW_OP) over its taps and channels
+  Tensor out;                 // int32 [1, OH, OW, M]
+  uint64_t done = 0;          // the run whose MACs `out` holds
+};
+
+}  // namespace detail
+
+struct SimCache::Chain {
+  std::vector<uint32_t> addresses;
+  std::vector<detail::RegValues> regs;
+  std::vector<std::vector<uint8_t>> weights;  // each task's weight bytes when planned
+  std::vector<detail::Group> groups;
+  std::vector<int> group_of;   // -1: the task's MAC on the simulator's loops
+  std::vector<size_t> member;  // its place in its group
+  uint64_t run = 0;
+  size_t mac_runs = 0;
+};
+
+SimCache::SimCache() = default;
+SimCache::~SimCache() = default;
+
+namespace detail {
+
+// run_epilogue's computation for the configuration every lowering emits (CORE truncate half
+// to even, BS ALU add and optional MUL from BRDMA, ReLU/ReLUX, BN bypassed, the EW add in its
+// integer form, default roundings: BS shift half up, OUT_CVT half to even) on oneDNN's
+// accumulators (pixel-major, M kernels), 16 channels at a time so that the compiler
+// vectorises it. The simulator's loop tests compare the two bit for bit.
+bool common_epilogue(const Epilogue& e) {
+  const Stage& b = e.bs;
+  const bool ew_ok = !e.ew.on || (!e.ew.cvt_bypass && !e.ew.relu && !e.ew.as_float && e.ew.shift >= 0 && e.ew.shift < 63);
+  return (e.truncate == 0 || e.core_round == Rounding::half_to_even) && e.truncate < 32 && e.bn.bypass && ew_ok && !b.bypass && !b.alu_bypass && b.alu_src && b.alu_algo == 2 && !b.prelu &&
+         (b.mul_bypass || b.mul_src) && e.bs_round == Rounding::half_up && e.out_round == Rounding::half_to_even && e.shift > 0 &&
+         (b.mul_bypass || (b.shift_pos > 0 && b.shift_neg > 0 && b.shift_pos < 63 && b.shift_neg < 63));
+}
+namespace {
+
+inline int64_t clamp64(int64_t v, int64_t l, int64_t h) { return v < l ? l : (v > h ? h : v); }
+
+// The EW operand converter in the form common_block applies.
+struct EwLanes {
+  int64_t offset = 0, scale = 1, half = 0;
+  int shift = 0;
+};
+
+// One block of 16 channels of one pixel; written as simple loops over int64 lanes so that
+// GCC vectorises them. e: the EW operand's 16 bytes, or nullptr.
+template <bool kMul, bool kEw>
+[[gnu::always_inline]] inline void common_block(const int32_t* __restrict a, const int64_t* __restrict base, const int64_t* __restrict alu,
+                                                const int64_t* __restrict mul, int64_t lo, int64_t hi, int sp, int sn, int64_t half_p, int64_t half_n,
+                                                int64_t scale, int so, int64_t half_o, int64_t mask_o, int64_t offset, int trunc, const EwLanes& ew,
+                                                const uint8_t* __restrict e, uint8_t* __restrict o) {
+  constexpr int64_t kMin = std::numeric_limits<int32_t>::min(), kMax = std::numeric_limits<int32_t>::max();
+  constexpr int count = 16;
+  int64_t v[16], r[16];
+  // The MAC's saturation to int32, CORE's truncation (half to even), the BS ALU add (saturating).
+  _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) v[j] = clamp64(static_cast<int64_t>(a[j]) + base[j], kMin, kMax);
+  if (trunc > 0) {
+    const int64_t th = int64_t{1} << (trunc - 1), tm = (int64_t{1} << trunc) - 1;
+    _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) {
+      const int64_t q = v[j] >> trunc, rem = v[j] & tm;
+      v[j] = q + ((rem > th || (rem == th && (q & 1))) ? 1 : 0);
+    }
+  }
+  _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) v[j] = clamp64(v[j] + alu[j], kMin, kMax);
+  if constexpr (kMul) {
+    _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) {  // BS MUL, shifted half up by the sign's shift field
+      const int64_t prod = v[j] * mul[j];
+      const int64_t pos = (prod + half_p) >> sp, neg = (prod + half_n) >> sn;
+      v[j] = clamp64(prod >= 0 ? pos : neg, kMin, kMax);
+    }
+  }
+  _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) v[j] = clamp64(v[j], lo, hi);  // ReLU / ReLUX as [lo, hi]
+  if constexpr (kEw) {
+    int64_t x[16];
+    _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) x[j] = static_cast<int8_t>(e[j]);
+    _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) {  // EW: the operand converted (half up) and added
+      const int64_t c = ((x[j] + ew.offset) * ew.scale + ew.half) >> ew.shift;
+      v[j] = clamp64(v[j] + c, kMin, kMax);
+    }
+  }
+  _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) {  // OUT_CVT half to even, offset, int8
+    const int64_t p2 = v[j] * scale;
+    const int64_t q = p2 >> so, rem = p2 & mask_o;
+    const int64_t up = (rem > half_o || (rem == half_o && (q & 1))) ? 1 : 0;
+    r[j] = clamp64(q + up + offset, -128, 127);
+  }
+  _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) o[j] = static_cast<uint8_t>(r[j]);
+}
+
+template <bool kMul, bool kEw>
+[[gnu::always_inline]] inline void common_epilogue_body(const Epilogue& e, int64_t p0, int64_t p1, int64_t OCw, int64_t out_surface, uint8_t* y,
+                                                        const MacView& view) {
+  const int32_t* acc = view.acc;
+  const int64_t M = view.stride, pad = view.pad, total = view.avail;
+  const int64_t* wsum = view.wsum;
+  const int64_t lo = e.bs.relu_bypass ? std::numeric_limits<int64_t>::min() : 0;
+  const int64_t hi = e.bs.relux ? static_cast<int64_t>(e.bs.relux_value) : std::numeric_limits<int64_t>::max();
+  const int sp = kMul ? e.bs.shift_pos : 1, sn = kMul ? e.bs.shift_neg : 1, so = e.shift;
+  const int64_t half_p = int64_t{1} << (sp - 1), half_n = int64_t{1} << (sn - 1);
+  const int64_t half_o = int64_t{1} << (so - 1), mask_o = (int64_t{1} << so) - 1, scale = e.scale, offset = e.offset;
+  EwLanes ew;
+  if (e.ew.on) ew = EwLanes{e.ew.offset, e.ew.scale, e.ew.shift > 0 ? int64_t{1} << (e.ew.shift - 1) : 0, e.ew.shift};
+  for (int64_t k0 = 0; k0 < OCw; k0 += 16) {
+    const int64_t n = std::min<int64_t>(16, OCw - k0);
+    alignas(64) int64_t base[16] = {}, alu[16] = {}, mul[16] = {};
+    for (int64_t j = 0; j < n; ++j) {
+      base[j] = pad * wsum[k0 + j];
+      alu[j] = e.alu[k0 + j];
+      mul[j] = e.mul[k0 + j];
+    }
+    uint8_t* out = y + (k0 / 16) * out_surface;
+    const uint8_t* eb = e.ew.on ? e.ew.e + (k0 / 16) * e.ew.surface : nullptr;
+    for (int64_t p = p0; p < p1; ++p) {
+      const uint8_t* ep = eb ? eb + p * 16 : nullptr;
+      // A partial block (n < 16) computes all 16 lanes too: the lanes past n read the next
+      // accumulators (another task's kernels, operands 0) and write padding channels of the
+      // same 16-channel group, which the hardware writes as well and nobody reads. Only the
+      // last accumulators, where 16 lanes would run past the buffer, go through a copy.
+      if (p * M + k0 + 16 <= total) {
+        common_block<kMul, kEw>(acc + p * M + k0, base, alu, mul, lo, hi, sp, sn, half_p, half_n, scale, so, half_o, mask_o, offset, e.truncate, ew, ep, out + p * 16);
+      } else {
+        alignas(64) int32_t a16[16] = {};
+        std::memcpy(a16, acc + p * M + k0, static_cast<size_t>(n) * 4);
+        common_block<kMul, kEw>(a16, base, alu, mul, lo, hi, sp, sn, half_p, half_n, scale, so, half_o, mask_o, offset, e.truncate, ew, ep, out + p * 16);
+      }
+    }
+  }
+}
+
+RKD_TARGET_CLONES void run_common_epilogue_mul(const Epilogue& e, int64_t p0, int64_t p1, int64_t OCw, int64_t out_surface, uint8_t* y, const MacView& v) {
+  if (e.ew.on) common_epilogue_body<true, true>(e, p0, p1, OCw, out_surface, y, v);
+  else common_epilogue_body<true, false>(e, p0, p1, OCw, out_surface, y, v);
+}
+RKD_TARGET_CLONES void run_common_epilogue_plain(const Epilogue& e, int64_t p0, int64_t p1, int64_t OCw, int64_t out_surface, uint8_t* y,
+                                                 const MacView& v) {
+  if (e.ew.on) common_epilogue_body<false, true>(e, p0, p1, OCw, out_surface, y, v);
+  else common_epilogue_body<false, false>(e, p0, p1, OCw, out_surface, y, v);
+}
+
+}  // namespace
+
+void run_common_epilogue(const Epilogue& e, int64_t p0, int64_t p1, int64_t OCw, int64_t out_surface, uint8_t* y, const MacView& v) {
+  if (e.bs.mul_bypass) run_common_epilogue_plain(e, p0, p1, OCw, out_surface, y, v);
+  else run_common_epilogue_mul(e, p0, p1, OCw, out_surface, y, v);
+}
+
+namespace {
+
+uint64_t end_of(uint32_t address, int64_t bytes) { return static_cast<uint64_t>(address) + static_cast<uint64_t>(bytes); }
+bool overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) { return a0 < b1 && b0 < a1; }
+
+// Tasks whose MAC oneDNN can compute: w + OW_OP fits int8 for every stored kernel, and the
+// written channels past them accumulate 0 (OW_OP 0, or depthwise with every channel stored).
+bool eligible(const ConvTask& t, const std::vector<uint8_t>& w) {
+  if (t.depthwise ? t.stored() != t.C : (t.stored() < t.OC && t.ow_op != 0)) return false;
+  if (static_cast<int64_t>(w.size()) != t.weight_bytes) return false;
+  const int64_t cg = t.depthwise ? 1 : t.C;
+  for (int64_t k = 0; k < t.stored(); ++k)
+    for (int64_t c = 0; c < cg; ++c)
+      for (int64_t ky = 0; ky < t.KH; ++ky)
+        for (int64_t kx = 0; kx < t.KW; ++kx) {
+          const int32_t v = static_cast<int8_t>(w[t.weight_index(k, c, ky, kx)]) + t.ow_op;
+          if (v < -128 || v > 127) return false;  // uint8 models: w - z_w needs 9 bits
+        }
+  return true;
+}
+
+// Tasks that can read one map in one convolution: the same kind, line and surface strides,
+// width, horizontal geometry, kernel size, strides and padding value (direct: the same
+// channels).
+bool compatible(const ConvTask& a, const ConvTask& b) {
+  return a.depthwise == b.depthwise && (a.depthwise || a.C == b.C) && a.W == b.W && a.line == b.line && a.surface == b.surface &&
+         a.pad_left == b.pad_left && a.pad_value == b.pad_value && a.KH == b.KH && a.KW == b.KW && a.sx == b.sx && a.sy == b.sy &&
+         a.OW == b.OW;
+}
+
+// Lays out g.members as one convolution; false when one convolution would not give each
+// member's MAC exactly. Each member's input address is decomposed as base + c1 * surface +
+// row * line (base: the lowest); the member's taps start at row y0 = row - PAD_TOP. Exact
+// when (1) every member reads channel block 0 (direct) and the members' tap origins lie on
+// one stride grid; (2) rows a member sees as padding are padding of the union too: rows
+// above its window exist in the union only if its window starts at row 0, rows below it only
+// if its window ends where the union ends. Rows inside its window are the same bytes.
+bool layout(Group& g, const std::vector<ConvTask>& convs) {
+  const ConvTask& f = convs[g.members.front()];
+  const size_t n = g.members.size();
+  uint32_t base = std::numeric_limits<uint32_t>::max();
+  for (size_t m : g.members) base = std::min(base, convs[m].input);
+  const int64_t L = f.line, S = f.surface, sy = f.sy;
+  std::vector<int64_t> c1(n), row(n), y0(n);
+  int64_t Y0 = std::numeric_limits<int64_t>::max(), Hv = 0, C = f.depthwise ? 0 : f.C;
+  for (size_t i = 0; i < n; ++i) {
+    const ConvTask& t = convs[g.members[i]];
+    const int64_t off = static_cast<int64_t>(t.input - base), rem = off % S;
+    if (rem % L != 0) return false;
+    c1[i] = off / S;
+    row[i] = rem / L;
+    if (!f.depthwise && c1[i] != 0) return false;
+    y0[i] = row[i] - t.pad_top;
+    Y0 = std::min(Y0, y0[i]);
+    Hv = std::max(Hv, row[i] + t.H);
+    if (f.depthwise) C = std::max(C, c1[i] * 16 + t.C);
+  }
+  int64_t OHv = 0;
+  std::vector<int64_t> oy0(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ConvTask& t = convs[g.members[i]];
+    if ((y0[i] - Y0) % sy != 0) return false;
+    oy0[i] = (y0[i] - Y0) / sy;
+    OHv = std::max(OHv, oy0[i] + t.OH);
+    const int64_t end = y0[i] + (t.OH - 1) * sy + t.KH;
+    if (y0[i] < row[i] && row[i] > 0) return false;
+    if (end > row[i] + t.H && row[i] + t.H < Hv) return false;
+  }
+  const int64_t need_end = Y0 + (OHv - 1) * sy + f.KH;
+  g.row_first = std::max<int64_t>(Y0, 0);
+  const int64_t row_last = std::min(need_end, Hv);
+  if (row_last <= g.row_first) return false;
+  g.depthwise = f.depthwise;
+  g.base = base;
+  g.C = C;
+  g.line = L;
+  g.surface = S;
+  g.W = f.W;
+  g.OW = f.OW;
+  g.OH = OHv;
+  g.KH = f.KH;
+  g.KW = f.KW;
+  g.sy = sy;
+  g.sx = f.sx;
+  g.pad = f.pad_value;
+  g.crop_h = row_last - g.row_first;
+  g.pad_top = std::max<int64_t>(-Y0, 0);
+  g.pad_bottom = std::max<int64_t>(need_end - Hv, 0);
+  const int64_t need_w = (f.OW - 1) * f.sx + f.KW - f.pad_left;
+  g.crop_w = std::min(need_w, f.W);
+  g.pad_left = f.pad_left;
+  g.pad_right = std::max<int64_t>(need_w - f.W, 0);
+  g.lo = static_cast<uint64_t>(base) + static_cast<uint64_t>(g.row_first * L);
+  g.hi = static_cast<uint64_t>(base) + static_cast<uint64_t>((C / 16 - 1) * S + (row_last - 1) * L + g.crop_w * 16);
+  // Kernels: depthwise, one per channel of the union; direct, each distinct set once.
+  g.kernel_sets.clear();
+  g.kernel0.assign(n, 0);
+  g.M = f.depthwise ? C : 0;
+  for (size_t i = 0; i < n; ++i) {
+    const ConvTask& t = convs[g.members[i]];
+    if (f.depthwise) {
+      g.kernel0[i] = c1[i] * 16;
+      continue;
+    }
+    const auto key = std::make_tuple(t.weights, t.kernels, t.ow_op);
+    auto it = std::find_if(g.kernel_sets.begin(), g.kernel_sets.end(), [&](const auto& e) { return e.first == key; });
+    if (it == g.kernel_sets.end()) {
+      g.kernel_sets.emplace_back(key, g.M);
+      g.kernel0[i] = g.M;
+      g.M += t.stored();
+    } else {
+      g.kernel0[i] = it->second;
+    }
+  }
+  g.acc_offset.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) g.acc_offset[i] = oy0[i] * g.OW * g.M + g.kernel0[i];
+  return true;
+}
+
+// No task that runs between the group's first member (which computes the group's MACs) and
+// its last may write into the bytes the group's input copy reads.
+bool input_stays(const Group& g, const std::vector<ConvTask>& convs) {
+  for (size_t j = g.members.front(); j < g.members.back(); ++j) {
+    if (overlap(convs[j].output, end_of(convs[j].output, convs[j].output_bytes), g.lo, g.hi)) return false;
+  }
+  return true;
+}
+
+// The group's weights (w + OW_OP) and its oneDNN convolution. False when depthwise members
+// disagree on a shared channel's kernel or oneDNN refuses the shape.
+bool build(Group& g, const std::vector<ConvTask>& convs, const std::vector<std::vector<uint8_t>>& weights) {
+  const int64_t cg = g.depthwise ? 1 : g.C, kk = g.KH * g.KW;
+  Tensor w = Tensor::empty(DType::i8, {g.M, cg, g.KH, g.KW});  // zero-filled: channels no member covers
+  int8_t* wd = w.data<int8_t>();
+  std::vector<bool> set(static_cast<size_t>(g.M), false);
+  for (size_t i = 0; i < g.members.size(); ++i) {
+    const ConvTask& t = convs[g.members[i]];
+    const std::vector<uint8_t>& wb = weights[g.members[i]];
+    for (int64_t k = 0; k < t.stored(); ++k) {
+      const int64_t K = g.kernel0[i] + k;
+      const bool first = !set[static_cast<size_t>(K)];
+      set[static_cast<size_t>(K)] = true;
+      for (int64_t c = 0; c < cg; ++c)
+        for (int64_t ky = 0; ky < g.KH; ++ky)
+          for (int64_t kx = 0; kx < g.KW; ++kx) {
+            const int8_t v = static_cast<int8_t>(static_cast<int8_t>(wb[t.weight_index(k, c, ky, kx)]) + t.ow_op);  // eligible(): fits
+            int8_t& d = wd[(K * cg + c) * kk + ky * g.KW + kx];
+            if (first) d = v;
+            else if (d != v) return false;
+          }
+    }
+  }
+  g.wsum.assign(static_cast<size_t>(g.M), 0);
+  for (int64_t k = 0; k < g.M; ++k)
+    for (int64_t i = 0; i < cg * kk; ++i) g.wsum[static_cast<size_t>(k)] += wd[k * cg * kk + i];
+  ops::ConvParams cp;
+  cp.strides = {g.sy, g.sx};
+  cp.dilations = {1, 1};
+  cp.pads = {g.pad_top, g.pad_left, g.pad_bottom, g.pad_right};
+  cp.group = g.depthwise ? g.C : 1;
+  auto a = ops::make_qconv_accumulator({1, g.C, g.crop_h, g.crop_w}, DType::i8, g.pad, w, cp, {1, g.M, g.OH, g.OW});
+  if (!a.ok()) return false;
+  g.acc = std::move(a).value();
+  g.out = Tensor::empty(DType::i32, {1, g.OH, g.OW, g.M});
+  return true;
+}
+
+bool same_chain(const SimCache::Chain& ch, DeviceMemory& mem, const std::vector<ChainTask>& tasks, const std::vector<ConvTask>& convs) {
+  if (ch.addresses.size() != tasks.size()) return false;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (ch.addresses[i] != tasks[i].address || ch.regs[i] != tasks[i].values) return false;
+    auto wb = mem.read(convs[i].weights, static_cast<size_t>(convs[i].weight_bytes));
+    if (!wb.ok() || wb->size() != ch.weights[i].size() || std::memcmp(wb->data(), ch.weights[i].data(), wb->size()) != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+SimCache::Chain* plan_chain(SimCache& cache, DeviceMemory& mem, const std::vector<ChainTask>& tasks, const std::vector<ConvTask>& convs) {
+  if (tasks.empty() || !ops::int8_conv_available()) return nullptr;
+  auto& slot = cache.chains[tasks[0].address];
+  if (slot && same_chain(*slot, mem, tasks, convs)) return slot.get();
+  slot.reset();
+  auto ch = std::make_shared<SimCache::Chain>();
+  const size_t n = tasks.size();
+  for (size_t i = 0; i < n; ++i) {
+    auto wb = mem.read(convs[i].weights, static_cast<size_t>(convs[i].weight_bytes));
+    if (!wb.ok()) return nullptr;  // the task reports it when it runs
+    ch->addresses.push_back(tasks[i].address);
+    ch->regs.push_back(tasks[i].values);
+    ch->weights.emplace_back(wb->begin(), wb->end());
+  }
+  // Weights are prepared once: no task may write over any task's weights.
+  for (const ConvTask& a : convs)
+    for (const ConvTask& b : convs) {
+      if (overlap(a.output, end_of(a.output, a.output_bytes), b.weights, end_of(b.weights, b.weight_bytes))) return nullptr;
+    }
+  ch->group_of.assign(n, -1);
+  ch->member.assign(n, 0);
+  std::vector<detail::Group> groups;
+  for (size_t i = 0; i < n; ++i) {
+    if (!eligible(convs[i], ch->weights[i])) continue;
+    bool placed = false;
+    for (auto& g : groups) {
+      if (!compatible(convs[g.members.front()], convs[i])) continue;
+      detail::Group trial;
+      trial.members = g.members;
+      trial.members.push_back(i);
+      if (layout(trial, convs) && input_stays(trial, convs)) {
+        g = std::move(trial);
+        placed = true;
+        break;
+      }
+    }
+    if (placed) continue;
+    detail::Group single;
+    single.members = {i};
+    if (layout(single, convs) && input_stays(single, convs)) groups.push_back(std::move(single));
+  }
+  for (auto& g : groups) {
+    if (build(g, convs, ch->weights)) {
+      ch->groups.push_back(std::move(g));
+      continue;
+    }
+    for (size_t m : g.members) {  // members that disagree: each on its own
+      detail::Group single;
+      single.members = {m};
+      if (layout(single, convs) && build(single, convs, ch->weights)) ch->groups.push_back(std::move(single));
+    }
+  }
+  for (size_t gi = 0; gi < ch->groups.size(); ++gi)
+    for (size_t i = 0; i < ch->groups[gi].members.size(); ++i) {
+      ch->group_of[ch->groups[gi].members[i]] = static_cast<int>(gi);
+      ch->member[ch->groups[gi].members[i]] = i;
+    }
+  slot = std::move(ch);
+  return slot.get();
+}
+
+void new_run(SimCache::Chain& chain) {
+  ++chain.run;
+  chain.mac_runs = 0;
+}
+
+size_t mac_runs(const SimCache::Chain& chain) { return chain.mac_runs; }
+
+Result<std::optional<MacView>> chain_mac(SimCache::Chain& ch, DeviceMemory& mem, size_t i) {
+  const int gi = ch.group_of[i];
+  if (gi < 0) return std::optional<MacView>();
+  Group& g = ch.groups[static_cast<size_t>(gi)];
+  if (g.done != ch.run) {
+    auto src = mem.read(static_cast<uint32_t>(g.lo), static_cast<size_t>(g.hi - g.lo));
+    if (!src.ok()) return std::optional<MacView>();
+    // NC1HWC2 -> oneDNN's padded channels-last uint8 (x + 128 = x ^ 0x80) for the rows and
+    // columns the taps reach: 16 channels per copy, rows on the kernels' thread pool.
+    uint8_t* buf = g.acc->padded_input();
+    const uint8_t* in = src->data();
+    const int64_t padded_w = g.crop_w + g.pad_left + g.pad_right, c1s = g.C / 16;
+    ThreadPool::global().parallel_for(g.crop_h, [&](int64_t h) {
+      for (int64_t w = 0; w < g.crop_w; ++w) {
+        uint8_t* dst = buf + ((g.pad_top + h) * padded_w + g.pad_left + w) * g.C;
+        for (int64_t c1 = 0; c1 < c1s; ++c1) {
+          const uint8_t* s16 = in + c1 * g.surface + h * g.line + w * 16;
+          for (int j = 0; j < 16; ++j) dst[c1 * 16 + j] = static_cast<uint8_t>(s16[j] ^ 0x80);
+        }
+      }
+    });
+    RKD_TRY(g.acc->run_filled(g.out));
+    g.done = ch.run;
+    ++ch.mac_runs;
+  }
+  const size_t m = ch.member[i];
+  const int64_t at = g.acc_offset[m];
+  return std::optional<MacView>(MacView{g.out.data<int32_t>() + at, g.M, g.out.numel() - at, g.wsum.data() + g.kernel0[m], g.pad});
+}
+
+}  // namespace detail
+
+}  // namespace rkd::npu::sim
