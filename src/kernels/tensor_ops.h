@@ -169,6 +169,11 @@ class QConvAccumulator {
   // row offset pad_top and column offset pad_left, then run_filled() gives what run() gives.
   virtual uint8_t* padded_input() = 0;
   virtual Status run_filled(Tensor& acc) = 0;
+  // run_filled() without the zero-point compensation: acc = sum over taps of the padded
+  // buffer's uint8 bytes times the weights, i.e. run_filled()'s value + zp_u8 * sum(w) per
+  // kernel (zp_u8 = x_zero_point, + 128 for int8 inputs). Saves a pass over acc for callers
+  // that fold the compensation into their own epilogue.
+  virtual Status run_filled_raw(Tensor& acc) = 0;
   virtual std::string implementation() const = 0;
 };
 bool int8_conv_available();

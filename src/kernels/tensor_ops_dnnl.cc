@@ -461,6 +461,17 @@ class QConvDnnl final : public QConvAccumulator {
   }
 
   Status run_filled(Tensor& acc) override {
+    RKD_TRY(run_filled_raw(acc));
+    // Every padded tap holds the zero point, so sum((x_u8 - zp_u8) w) = raw - zp_u8 * sum(w).
+    int32_t* a = acc.data<int32_t>();
+    const int64_t pixels = acc.numel() / m_;
+    for (int64_t i = 0; i < pixels; ++i) {
+      for (int64_t m = 0; m < m_; ++m) a[i * m_ + m] -= zp_u8_ * wsum_[static_cast<size_t>(m)];
+    }
+    return {};
+  }
+
+  Status run_filled_raw(Tensor& acc) override {
     uint8_t* pp = padded_.data<uint8_t>();
     try {
       memory src(src_md_, engine(), pp), dst(dst_md_, engine(), acc.raw());
@@ -469,12 +480,6 @@ class QConvDnnl final : public QConvAccumulator {
       st.wait();
     } catch (const dnnl::error& e) {
       return dnnl_error("int8 convolution", e);
-    }
-    // Every padded tap holds the zero point, so sum((x_u8 - zp_u8) w) = raw - zp_u8 * sum(w).
-    int32_t* a = acc.data<int32_t>();
-    const int64_t pixels = acc.numel() / m_;
-    for (int64_t i = 0; i < pixels; ++i) {
-      for (int64_t m = 0; m < m_; ++m) a[i * m_ + m] -= zp_u8_ * wsum_[static_cast<size_t>(m)];
     }
     return {};
   }

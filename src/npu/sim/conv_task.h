@@ -86,17 +86,22 @@ struct Epilogue {
   int shift;
 };
 
-// The configuration every lowering emits, which run_common_epilogue computes (see fast.cc).
+// run_epilogue's configuration for every lowering (CORE truncate half to even, BS ALU add
+// and optional MUL from BRDMA, ReLU/ReLUX, BN bypassed, the EW add in its integer form,
+// default roundings: BS shift half up, OUT_CVT half to even, operands in the ranges where
+// int32 x 16-bit products are exact), which run_common_epilogue computes on SIMD lanes
+// (epilogue_simd.cc).
 bool common_epilogue(const Epilogue& e);
 
-// A task's MAC results in a prepared (shared) accumulator buffer: pixel p, kernel k at
-// acc[p * stride + k] holds sum (x - pad) (w + OW_OP); adding pad * wsum[k] gives the MAC.
-// `avail`: int32 values readable from acc.
+// A task's MAC results in a prepared (shared) accumulator buffer: the MAC of pixel p,
+// kernel k is acc[p * stride + k] + wsum_scale * wsum[k] (oneDNN's sum of (x + 128) (w +
+// OW_OP), wsum the sum of a kernel's w + OW_OP, wsum_scale -128). `avail`: int32 values
+// readable from acc.
 struct MacView {
   const int32_t* acc;
   int64_t stride, avail;
   const int64_t* wsum;
-  int64_t pad;
+  int64_t wsum_scale;
 };
 
 // Pixels [p0, p1) of the task's output, channels [0, OCw), with the common epilogue.

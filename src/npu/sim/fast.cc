@@ -1,14 +1,13 @@
 // The simulator's prepared path: the MACs of a chain's tasks on oneDNN's exact int8
-// accumulation, one oneDNN convolution per group of tasks over one input map, and the
-// epilogue for the configuration the lowering emits in 16-channel int64 lanes. Everything
-// here computes bit for bit what sim.cc's stage-by-stage definition computes (the
-// simulator's loop tests compare the two on every lowered case).
+// accumulation, one oneDNN convolution per group of tasks over one input map (the epilogue
+// that reads them: epilogue_simd.cc). Everything here computes bit for bit what sim.cc's
+// stage-by-stage definition computes (the simulator's loop tests compare the two on every
+// lowered case).
 #include <algorithm>
 #include <cstring>
 #include <limits>
 #include <memory>
 
-#include "core/target_clones.h"
 #include "core/thread_pool.h"
 #include "kernels/tensor_ops.h"
 #include "npu/sim/conv_task.h"
@@ -58,130 +57,6 @@ SimCache::SimCache() = default;
 SimCache::~SimCache() = default;
 
 namespace detail {
-
-// run_epilogue's computation for the configuration every lowering emits (CORE truncate half
-// to even, BS ALU add and optional MUL from BRDMA, ReLU/ReLUX, BN bypassed, the EW add in its
-// integer form, default roundings: BS shift half up, OUT_CVT half to even) on oneDNN's
-// accumulators (pixel-major, M kernels), 16 channels at a time so that the compiler
-// vectorises it. The simulator's loop tests compare the two bit for bit.
-bool common_epilogue(const Epilogue& e) {
-  const Stage& b = e.bs;
-  const bool ew_ok = !e.ew.on || (!e.ew.cvt_bypass && !e.ew.relu && !e.ew.as_float && e.ew.shift >= 0 && e.ew.shift < 63);
-  return (e.truncate == 0 || e.core_round == Rounding::half_to_even) && e.truncate < 32 && e.bn.bypass && ew_ok && !b.bypass && !b.alu_bypass && b.alu_src && b.alu_algo == 2 && !b.prelu &&
-         (b.mul_bypass || b.mul_src) && e.bs_round == Rounding::half_up && e.out_round == Rounding::half_to_even && e.shift > 0 &&
-         (b.mul_bypass || (b.shift_pos > 0 && b.shift_neg > 0 && b.shift_pos < 63 && b.shift_neg < 63));
-}
-namespace {
-
-inline int64_t clamp64(int64_t v, int64_t l, int64_t h) { return v < l ? l : (v > h ? h : v); }
-
-// The EW operand converter in the form common_block applies.
-struct EwLanes {
-  int64_t offset = 0, scale = 1, half = 0;
-  int shift = 0;
-};
-
-// One block of 16 channels of one pixel; written as simple loops over int64 lanes so that
-// GCC vectorises them. e: the EW operand's 16 bytes, or nullptr.
-template <bool kMul, bool kEw>
-[[gnu::always_inline]] inline void common_block(const int32_t* __restrict a, const int64_t* __restrict base, const int64_t* __restrict alu,
-                                                const int64_t* __restrict mul, int64_t lo, int64_t hi, int sp, int sn, int64_t half_p, int64_t half_n,
-                                                int64_t scale, int so, int64_t half_o, int64_t mask_o, int64_t offset, int trunc, const EwLanes& ew,
-                                                const uint8_t* __restrict e, uint8_t* __restrict o) {
-  constexpr int64_t kMin = std::numeric_limits<int32_t>::min(), kMax = std::numeric_limits<int32_t>::max();
-  constexpr int count = 16;
-  int64_t v[16], r[16];
-  // The MAC's saturation to int32, CORE's truncation (half to even), the BS ALU add (saturating).
-  _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) v[j] = clamp64(static_cast<int64_t>(a[j]) + base[j], kMin, kMax);
-  if (trunc > 0) {
-    const int64_t th = int64_t{1} << (trunc - 1), tm = (int64_t{1} << trunc) - 1;
-    _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) {
-      const int64_t q = v[j] >> trunc, rem = v[j] & tm;
-      v[j] = q + ((rem > th || (rem == th && (q & 1))) ? 1 : 0);
-    }
-  }
-  _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) v[j] = clamp64(v[j] + alu[j], kMin, kMax);
-  if constexpr (kMul) {
-    _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) {  // BS MUL, shifted half up by the sign's shift field
-      const int64_t prod = v[j] * mul[j];
-      const int64_t pos = (prod + half_p) >> sp, neg = (prod + half_n) >> sn;
-      v[j] = clamp64(prod >= 0 ? pos : neg, kMin, kMax);
-    }
-  }
-  _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) v[j] = clamp64(v[j], lo, hi);  // ReLU / ReLUX as [lo, hi]
-  if constexpr (kEw) {
-    int64_t x[16];
-    _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) x[j] = static_cast<int8_t>(e[j]);
-    _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) {  // EW: the operand converted (half up) and added
-      const int64_t c = ((x[j] + ew.offset) * ew.scale + ew.half) >> ew.shift;
-      v[j] = clamp64(v[j] + c, kMin, kMax);
-    }
-  }
-  _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) {  // OUT_CVT half to even, offset, int8
-    const int64_t p2 = v[j] * scale;
-    const int64_t q = p2 >> so, rem = p2 & mask_o;
-    const int64_t up = (rem > half_o || (rem == half_o && (q & 1))) ? 1 : 0;
-    r[j] = clamp64(q + up + offset, -128, 127);
-  }
-  _Pragma("GCC unroll 1") for (int64_t j = 0; j < count; ++j) o[j] = static_cast<uint8_t>(r[j]);
-}
-
-template <bool kMul, bool kEw>
-[[gnu::always_inline]] inline void common_epilogue_body(const Epilogue& e, int64_t p0, int64_t p1, int64_t OCw, int64_t out_surface, uint8_t* y,
-                                                        const MacView& view) {
-  const int32_t* acc = view.acc;
-  const int64_t M = view.stride, pad = view.pad, total = view.avail;
-  const int64_t* wsum = view.wsum;
-  const int64_t lo = e.bs.relu_bypass ? std::numeric_limits<int64_t>::min() : 0;
-  const int64_t hi = e.bs.relux ? static_cast<int64_t>(e.bs.relux_value) : std::numeric_limits<int64_t>::max();
-  const int sp = kMul ? e.bs.shift_pos : 1, sn = kMul ? e.bs.shift_neg : 1, so = e.shift;
-  const int64_t half_p = int64_t{1} << (sp - 1), half_n = int64_t{1} << (sn - 1);
-  const int64_t half_o = int64_t{1} << (so - 1), mask_o = (int64_t{1} << so) - 1, scale = e.scale, offset = e.offset;
-  EwLanes ew;
-  if (e.ew.on) ew = EwLanes{e.ew.offset, e.ew.scale, e.ew.shift > 0 ? int64_t{1} << (e.ew.shift - 1) : 0, e.ew.shift};
-  for (int64_t k0 = 0; k0 < OCw; k0 += 16) {
-    const int64_t n = std::min<int64_t>(16, OCw - k0);
-    alignas(64) int64_t base[16] = {}, alu[16] = {}, mul[16] = {};
-    for (int64_t j = 0; j < n; ++j) {
-      base[j] = pad * wsum[k0 + j];
-      alu[j] = e.alu[k0 + j];
-      mul[j] = e.mul[k0 + j];
-    }
-    uint8_t* out = y + (k0 / 16) * out_surface;
-    const uint8_t* eb = e.ew.on ? e.ew.e + (k0 / 16) * e.ew.surface : nullptr;
-    for (int64_t p = p0; p < p1; ++p) {
-      const uint8_t* ep = eb ? eb + p * 16 : nullptr;
-      // A partial block (n < 16) computes all 16 lanes too: the lanes past n read the next
-      // accumulators (another task's kernels, operands 0) and write padding channels of the
-      // same 16-channel group, which the hardware writes as well and nobody reads. Only the
-      // last accumulators, where 16 lanes would run past the buffer, go through a copy.
-      if (p * M + k0 + 16 <= total) {
-        common_block<kMul, kEw>(acc + p * M + k0, base, alu, mul, lo, hi, sp, sn, half_p, half_n, scale, so, half_o, mask_o, offset, e.truncate, ew, ep, out + p * 16);
-      } else {
-        alignas(64) int32_t a16[16] = {};
-        std::memcpy(a16, acc + p * M + k0, static_cast<size_t>(n) * 4);
-        common_block<kMul, kEw>(a16, base, alu, mul, lo, hi, sp, sn, half_p, half_n, scale, so, half_o, mask_o, offset, e.truncate, ew, ep, out + p * 16);
-      }
-    }
-  }
-}
-
-RKD_TARGET_CLONES void run_common_epilogue_mul(const Epilogue& e, int64_t p0, int64_t p1, int64_t OCw, int64_t out_surface, uint8_t* y, const MacView& v) {
-  if (e.ew.on) common_epilogue_body<true, true>(e, p0, p1, OCw, out_surface, y, v);
-  else common_epilogue_body<true, false>(e, p0, p1, OCw, out_surface, y, v);
-}
-RKD_TARGET_CLONES void run_common_epilogue_plain(const Epilogue& e, int64_t p0, int64_t p1, int64_t OCw, int64_t out_surface, uint8_t* y,
-                                                 const MacView& v) {
-  if (e.ew.on) common_epilogue_body<false, true>(e, p0, p1, OCw, out_surface, y, v);
-  else common_epilogue_body<false, false>(e, p0, p1, OCw, out_surface, y, v);
-}
-
-}  // namespace
-
-void run_common_epilogue(const Epilogue& e, int64_t p0, int64_t p1, int64_t OCw, int64_t out_surface, uint8_t* y, const MacView& v) {
-  if (e.bs.mul_bypass) run_common_epilogue_plain(e, p0, p1, OCw, out_surface, y, v);
-  else run_common_epilogue_mul(e, p0, p1, OCw, out_surface, y, v);
-}
 
 namespace {
 
@@ -451,13 +326,13 @@ Result<std::optional<MacView>> chain_mac(SimCache::Chain& ch, DeviceMemory& mem,
         }
       }
     });
-    RKD_TRY(g.acc->run_filled(g.out));
+    RKD_TRY(g.acc->run_filled_raw(g.out));
     g.done = ch.run;
     ++ch.mac_runs;
   }
   const size_t m = ch.member[i];
   const int64_t at = g.acc_offset[m];
-  return std::optional<MacView>(MacView{g.out.data<int32_t>() + at, g.M, g.out.numel() - at, g.wsum.data() + g.kernel0[m], g.pad});
+  return std::optional<MacView>(MacView{g.out.data<int32_t>() + at, g.M, g.out.numel() - at, g.wsum.data() + g.kernel0[m], -128});
 }
 
 }  // namespace detail

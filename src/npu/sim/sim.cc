@@ -241,7 +241,7 @@ Result<TaskStats> run_conv(DeviceMemory& mem, const ConvTask& t, const Quirks& q
       }
       const int64_t stored = t.stored();
       run_epilogue(ep, pixels, OCw, t.out_surface, y.data(), [&](int64_t p, int64_t k) -> int64_t {
-        return k < stored ? static_cast<int64_t>(v.acc[p * v.stride + k]) + v.pad * v.wsum[k] : 0;
+        return k < stored ? static_cast<int64_t>(v.acc[p * v.stride + k]) + v.wsum_scale * v.wsum[k] : 0;
       });
       return stats;
     }

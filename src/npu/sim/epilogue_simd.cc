@@ -1,0 +1,197 @@
+// The simulator's epilogue for the configuration every lowering emits (see
+// common_epilogue()), in Highway's int64 lanes (dynamic dispatch: the best target of the
+// running CPU). Exact integer arithmetic only: every value it computes is the one
+// run_epilogue() (sim.cc, stage by stage) computes, which the simulator's loop tests check
+// bit for bit. Products are taken with MulEven on the low 32 bits of each lane: both factors
+// are int32 there (a value already saturated to int32 times a 16-bit operand).
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "npu/sim/epilogue_simd.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "npu/sim/conv_task.h"
+
+#ifndef RKD_NPU_SIM_EPILOGUE_PARAMS
+#define RKD_NPU_SIM_EPILOGUE_PARAMS
+namespace rkd::npu::sim::detail {
+// The epilogue's constants, prepared once per task.
+struct EpilogueParams {
+  int64_t lo, hi;                // ReLU / ReLUX as a clamp
+  int sp, sn, so, trunc, ew_shift;
+  int64_t half_p, half_n, half_o, mask_o, scale, offset;
+  int64_t ew_offset, ew_scale, ew_half;
+  bool mul, ew;
+};
+// Pixels [p0, p1) of one task's output, channels [0, OCw).
+struct EpilogueJob {
+  MacView view;
+  int64_t p0, p1, OCw, out_surface;
+  uint8_t* y;
+  const int32_t* alu;
+  const int16_t* mul;
+  const uint8_t* ew;  // the EW operand (NC1HWC2), or nullptr
+  int64_t ew_surface;
+};
+}  // namespace rkd::npu::sim::detail
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace rkd::npu::sim::detail {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// a * b for int64 lanes whose values are int32 (the product is exact in int64).
+template <class D, class V>
+HWY_INLINE V MulInt32(D d, V a, V b) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)d;
+  return hn::Mul(a, b);
+#else
+  const hn::Repartition<int32_t, D> dw;  // the lanes' 32-bit halves: MulEven takes the low ones
+  return hn::MulEven(hn::BitCast(dw, a), hn::BitCast(dw, b));
+#endif
+}
+
+// 16 channels of one pixel: a the accumulators, base/alu/mul the channels' operands (int64),
+// x the EW operand widened to int32 (kEw), o the 16 output bytes.
+template <bool kMul, bool kEw>
+HWY_INLINE void Block(const EpilogueParams& P, const int32_t* HWY_RESTRICT a, const int64_t* HWY_RESTRICT base, const int64_t* HWY_RESTRICT alu,
+                      const int64_t* HWY_RESTRICT mul, const int32_t* HWY_RESTRICT x, uint8_t* HWY_RESTRICT o) {
+  const hn::ScalableTag<int64_t> d;
+  const hn::Rebind<int32_t, decltype(d)> dh;     // as many int32 as d has lanes
+  const hn::RebindToUnsigned<decltype(d)> du;
+  const hn::Rebind<uint8_t, decltype(d)> d8;
+  const size_t N = hn::Lanes(d);
+  const auto kMin = hn::Set(d, std::numeric_limits<int32_t>::min()), kMax = hn::Set(d, std::numeric_limits<int32_t>::max());
+  const auto one = hn::Set(d, 1), zero = hn::Zero(d);
+  auto sat32 = [&](decltype(kMin) v) { return hn::Min(hn::Max(v, kMin), kMax); };
+  // v rounded right by s bits, half to even (mask = 2^s - 1, half = 2^(s-1)).
+  auto round_even = [&](decltype(kMin) v, int s, decltype(kMin) mask, decltype(kMin) half) {
+    const auto q = hn::ShiftRightSame(v, s), rem = hn::And(v, mask);
+    const auto up = hn::Or(hn::Gt(rem, half), hn::And(hn::Eq(rem, half), hn::Eq(hn::And(q, one), one)));
+    return hn::Add(q, hn::IfThenElseZero(up, one));
+  };
+  for (size_t j = 0; j < 16; j += N) {
+    // The MAC saturated to int32, CORE's truncation, the BS ALU add (saturating).
+    auto v = sat32(hn::Add(hn::PromoteTo(d, hn::LoadU(dh, a + j)), hn::LoadU(d, base + j)));
+    if (P.trunc > 0) {
+      v = round_even(v, P.trunc, hn::Set(d, (int64_t{1} << P.trunc) - 1), hn::Set(d, int64_t{1} << (P.trunc - 1)));
+    }
+    v = sat32(hn::Add(v, hn::LoadU(d, alu + j)));
+    if constexpr (kMul) {  // BS MUL, shifted half up by the sign's shift field
+      const auto prod = MulInt32(d, v, hn::LoadU(d, mul + j));
+      const auto pos = hn::ShiftRightSame(hn::Add(prod, hn::Set(d, P.half_p)), P.sp);
+      const auto neg = hn::ShiftRightSame(hn::Add(prod, hn::Set(d, P.half_n)), P.sn);
+      v = sat32(hn::IfThenElse(hn::Lt(prod, zero), neg, pos));
+    }
+    v = hn::Min(hn::Max(v, hn::Set(d, P.lo)), hn::Set(d, P.hi));
+    if constexpr (kEw) {  // EW: the operand converted (half up) and added; e + OFFSET fits int32 (common_epilogue)
+      const auto e = hn::Add(hn::PromoteTo(d, hn::LoadU(dh, x + j)), hn::Set(d, P.ew_offset));
+      const auto c = MulInt32(d, e, hn::Set(d, P.ew_scale));
+      v = sat32(hn::Add(v, hn::ShiftRightSame(hn::Add(c, hn::Set(d, P.ew_half)), P.ew_shift)));
+    }
+    // OUT_CVT: times SCALE, half to even, offset, int8.
+    const auto p2 = MulInt32(d, v, hn::Set(d, P.scale));
+    auto r = hn::Add(round_even(p2, P.so, hn::Set(d, P.mask_o), hn::Set(d, P.half_o)), hn::Set(d, P.offset));
+    r = hn::Min(hn::Max(r, hn::Set(d, -128)), hn::Set(d, 127));
+    hn::StoreU(hn::TruncateTo(d8, hn::BitCast(du, r)), d8, o + j);
+  }
+}
+
+template <bool kMul, bool kEw>
+HWY_INLINE void Range(const EpilogueParams& P, const EpilogueJob& J) {
+  const MacView& view = J.view;
+  const int64_t M = view.stride, total = view.avail;
+  for (int64_t k0 = 0; k0 < J.OCw; k0 += 16) {
+    const int64_t n = std::min<int64_t>(16, J.OCw - k0);
+    HWY_ALIGN int64_t base[16] = {}, alu[16] = {}, mul[16] = {};
+    for (int64_t j = 0; j < n; ++j) {
+      base[j] = view.wsum_scale * view.wsum[k0 + j];
+      alu[j] = J.alu[k0 + j];
+      mul[j] = J.mul[k0 + j];
+    }
+    uint8_t* out = J.y + (k0 / 16) * J.out_surface;
+    const uint8_t* eb = kEw ? J.ew + (k0 / 16) * J.ew_surface : nullptr;
+    HWY_ALIGN int32_t x[16] = {};
+    for (int64_t p = J.p0; p < J.p1; ++p) {
+      if constexpr (kEw) {
+        for (int j = 0; j < 16; ++j) x[j] = static_cast<int8_t>(eb[p * 16 + j]);
+      }
+      // A partial block (n < 16) computes all 16 lanes too: the lanes past n read the next
+      // accumulators (another task's kernels, operands 0) and write padding channels of the
+      // same 16-channel group, which the hardware writes as well and nobody reads. Only the
+      // last accumulators, where 16 lanes would run past the buffer, go through a copy.
+      const int32_t* a = view.acc + p * M + k0;
+      if (p * M + k0 + 16 <= total) {
+        Block<kMul, kEw>(P, a, base, alu, mul, x, out + p * 16);
+      } else {
+        HWY_ALIGN int32_t a16[16] = {};
+        std::memcpy(a16, a, static_cast<size_t>(n) * 4);
+        Block<kMul, kEw>(P, a16, base, alu, mul, x, out + p * 16);
+      }
+    }
+  }
+}
+
+void EpilogueRange(const EpilogueParams& P, const EpilogueJob& J) {
+  if (P.mul) {
+    if (P.ew) Range<true, true>(P, J);
+    else Range<true, false>(P, J);
+  } else {
+    if (P.ew) Range<false, true>(P, J);
+    else Range<false, false>(P, J);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace rkd::npu::sim::detail
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace rkd::npu::sim::detail {
+
+HWY_EXPORT(EpilogueRange);
+
+bool common_epilogue(const Epilogue& e) {
+  const Stage& b = e.bs;
+  constexpr int64_t kLo = std::numeric_limits<int32_t>::min() + 128, kHi = std::numeric_limits<int32_t>::max() - 127;
+  const bool ew_ok = !e.ew.on || (!e.ew.cvt_bypass && !e.ew.relu && !e.ew.as_float && e.ew.shift >= 0 && e.ew.shift < 63 && e.ew.offset >= kLo &&
+                                  e.ew.offset <= kHi && e.ew.scale >= 0 && e.ew.scale <= 0xffff);
+  return (e.truncate == 0 || e.core_round == Rounding::half_to_even) && e.truncate < 32 && e.bn.bypass && ew_ok && !b.bypass && !b.alu_bypass &&
+         b.alu_src && b.alu_algo == 2 && !b.prelu && (b.mul_bypass || b.mul_src) && e.bs_round == Rounding::half_up &&
+         e.out_round == Rounding::half_to_even && e.shift > 0 && e.shift < 63 && e.scale >= -32768 && e.scale <= 0xffff &&
+         (b.mul_bypass || (b.shift_pos > 0 && b.shift_neg > 0 && b.shift_pos < 63 && b.shift_neg < 63));
+}
+
+void run_common_epilogue(const Epilogue& e, int64_t p0, int64_t p1, int64_t OCw, int64_t out_surface, uint8_t* y, const MacView& v) {
+  const EpilogueJob job{v, p0, p1, OCw, out_surface, y, e.alu, e.mul, e.ew.on ? e.ew.e : nullptr, e.ew.surface};
+  EpilogueParams P{};
+  P.mul = !e.bs.mul_bypass;
+  P.ew = e.ew.on;
+  P.lo = e.bs.relu_bypass ? std::numeric_limits<int64_t>::min() : 0;
+  P.hi = e.bs.relux ? static_cast<int64_t>(e.bs.relux_value) : std::numeric_limits<int64_t>::max();
+  P.sp = P.mul ? e.bs.shift_pos : 1;
+  P.sn = P.mul ? e.bs.shift_neg : 1;
+  P.half_p = int64_t{1} << (P.sp - 1);
+  P.half_n = int64_t{1} << (P.sn - 1);
+  P.so = e.shift;
+  P.half_o = int64_t{1} << (P.so - 1);
+  P.mask_o = (int64_t{1} << P.so) - 1;
+  P.scale = e.scale;
+  P.offset = e.offset;
+  P.trunc = e.truncate;
+  if (P.ew) {
+    P.ew_offset = e.ew.offset;
+    P.ew_scale = e.ew.scale;
+    P.ew_shift = e.ew.shift;
+    P.ew_half = e.ew.shift > 0 ? int64_t{1} << (e.ew.shift - 1) : 0;
+  }
+  HWY_DYNAMIC_DISPATCH(EpilogueRange)(P, job);
+}
+
+}  // namespace rkd::npu::sim::detail
+#endif
