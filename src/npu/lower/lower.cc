@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "core/thread_pool.h"
 #include "npu/arch/arch.h"
 #include "quant/requant.h"
 
@@ -275,6 +276,116 @@ namespace {
 int64_t input_bytes(const ConvSpec& s) { return align(std::max<int64_t>(s.C, 16), 16) / 16 * stored_height(s) * s.W * 16; }
 }  // namespace
 
+namespace {
+
+// NC1HWC2 <-> channel planes. Channel j of a map lives in block j / 16 (at blocks + (j / 16)
+// * surface), lane j % 16 of every 16-byte pixel. Both directions move 8 pixels x 8 channels
+// as an 8 x 8 byte transpose of eight 64-bit words (three rounds of masked swaps); blocks and
+// chunks of pixels on the kernels' thread pool. Every byte is XORed with `flip`.
+constexpr int64_t kChunk = 4096;
+
+// fn(job) for jobs [0, n): on the thread pool when there is more than one.
+template <typename Fn>
+void for_jobs(int64_t n, Fn&& fn) {
+  if (n == 1) {
+    fn(0);
+    return;
+  }
+  ThreadPool::global().parallel_for(n, fn);
+}
+
+// Rows r[0..7] (byte k of r[i]: row i, column k) become their transpose.
+inline void transpose8x8(uint64_t* r) {
+  auto swap = [&](int a, int b, int sh, uint64_t m) {
+    const uint64_t t = ((r[a] >> sh) ^ r[b]) & m;
+    r[b] ^= t;
+    r[a] ^= t << sh;
+  };
+  for (int i : {0, 2, 4, 6}) swap(i, i + 1, 8, 0x00FF00FF00FF00FFull);
+  for (int i : {0, 1, 4, 5}) swap(i, i + 2, 16, 0x0000FFFF0000FFFFull);
+  for (int i : {0, 1, 2, 3}) swap(i, i + 4, 32, 0x00000000FFFFFFFFull);
+}
+
+// Block bytes of pixels [0, pixels) from planes[j] (nullptr: `fill` in that lane).
+void planes_to_blocks(const std::vector<const uint8_t*>& planes, int64_t pixels, uint8_t fill, uint8_t flip, uint8_t* blocks, int64_t surface) {
+  const int64_t nb = (static_cast<int64_t>(planes.size()) + 15) / 16, chunks = (pixels + kChunk - 1) / kChunk;
+  const uint64_t fill8 = 0x0101010101010101ull * fill, flip8 = 0x0101010101010101ull * flip;
+  for_jobs(nb * chunks, [&](int64_t job) {
+    const int64_t b = job / chunks, i0 = (job % chunks) * kChunk, i1 = std::min(pixels, i0 + kChunk);
+    uint8_t* dst = blocks + b * surface;
+    const uint8_t* src[16];
+    for (size_t lane = 0; lane < 16; ++lane) {
+      const size_t j = static_cast<size_t>(b) * 16 + lane;
+      src[lane] = j < planes.size() ? planes[j] : nullptr;
+    }
+    int64_t i = i0;
+    for (; i + 8 <= i1; i += 8) {
+      uint64_t r[16];
+      for (int lane = 0; lane < 16; ++lane) {
+        if (src[lane]) {
+          std::memcpy(&r[lane], src[lane] + i, 8);
+          r[lane] ^= flip8;
+        } else {
+          r[lane] = fill8;
+        }
+      }
+      transpose8x8(r);
+      transpose8x8(r + 8);
+      for (int p = 0; p < 8; ++p) {
+        std::memcpy(dst + (i + p) * 16, &r[p], 8);
+        std::memcpy(dst + (i + p) * 16 + 8, &r[8 + p], 8);
+      }
+    }
+    for (; i < i1; ++i)
+      for (int lane = 0; lane < 16; ++lane) dst[i * 16 + lane] = src[lane] ? static_cast<uint8_t>(src[lane][i] ^ flip) : fill;
+  });
+}
+
+// planes[j][i] = block byte of channel j, pixel i, for the planes that are not nullptr.
+void blocks_to_planes(const uint8_t* blocks, int64_t surface, int64_t pixels, uint8_t flip, const std::vector<uint8_t*>& planes) {
+  const int64_t nb = (static_cast<int64_t>(planes.size()) + 15) / 16, chunks = (pixels + kChunk - 1) / kChunk;
+  const uint64_t flip8 = 0x0101010101010101ull * flip;
+  for_jobs(nb * chunks, [&](int64_t job) {
+    const int64_t b = job / chunks, i0 = (job % chunks) * kChunk, i1 = std::min(pixels, i0 + kChunk);
+    const uint8_t* src = blocks + b * surface;
+    uint8_t* dst[16];
+    int used = 0;
+    for (size_t lane = 0; lane < 16; ++lane) {
+      const size_t j = static_cast<size_t>(b) * 16 + lane;
+      dst[lane] = j < planes.size() ? planes[j] : nullptr;
+      used += dst[lane] != nullptr;
+    }
+    if (used < 8) {  // a depthwise window's block that holds few of the region's channels: lane by lane
+      for (int lane = 0; lane < 16; ++lane) {
+        if (!dst[lane]) continue;
+        for (int64_t i = i0; i < i1; ++i) dst[lane][i] = static_cast<uint8_t>(src[i * 16 + lane] ^ flip);
+      }
+      return;
+    }
+    int64_t i = i0;
+    for (; i + 8 <= i1; i += 8) {
+      uint64_t r[16];
+      for (int p = 0; p < 8; ++p) {
+        std::memcpy(&r[p], src + (i + p) * 16, 8);
+        std::memcpy(&r[8 + p], src + (i + p) * 16 + 8, 8);
+      }
+      transpose8x8(r);
+      transpose8x8(r + 8);
+      for (int lane = 0; lane < 16; ++lane) {
+        if (!dst[lane]) continue;
+        const uint64_t v = r[lane] ^ flip8;
+        std::memcpy(dst[lane] + i, &v, 8);
+      }
+    }
+    for (; i < i1; ++i)
+      for (int lane = 0; lane < 16; ++lane) {
+        if (dst[lane]) dst[lane][i] = static_cast<uint8_t>(src[i * 16 + lane] ^ flip);
+      }
+  });
+}
+
+}  // namespace
+
 Status write_input(DeviceMemory& mem, uint32_t address, const ConvSpec& s, const Tensor& x0) {
   if (x0.shape() != Shape{1, s.C, s.H, s.W} || x0.dtype() != s.dtype) return invalid("npu input: expected [1, C, H, W] of the convolution's type");
   const Tensor x = x0.contiguous();
@@ -285,16 +396,10 @@ Status write_input(DeviceMemory& mem, uint32_t address, const ConvSpec& s, const
   const uint8_t zx = static_cast<uint8_t>(static_cast<int8_t>(stored(s.x_zero_point, s.dtype)));
   const uint8_t flip = s.dtype == DType::u8 ? 0x80 : 0;  // uint8 -> stored int8: x - 128
   const uint8_t* src = static_cast<const uint8_t*>(x.raw());
-  for (int64_t c = 0; c < ICp; ++c) {
-    uint8_t* dst = bytes.data() + (c / 16) * plane * 16 + c % 16;
-    if (c >= s.C) {
-      for (int64_t i = 0; i < plane; ++i) dst[i * 16] = zx;
-      continue;
-    }
-    const uint8_t* row = src + c * real;
-    for (int64_t i = 0; i < real; ++i) dst[i * 16] = static_cast<uint8_t>(row[i] ^ flip);
-    for (int64_t i = real; i < plane; ++i) dst[i * 16] = zx;
-  }
+  std::vector<const uint8_t*> planes(static_cast<size_t>(ICp), nullptr);
+  for (int64_t c = 0; c < s.C; ++c) planes[static_cast<size_t>(c)] = src + c * real;
+  planes_to_blocks(planes, real, zx, flip, bytes.data(), plane * 16);
+  for (int64_t b = 0; b < ICp / 16; ++b) std::memset(bytes.data() + (b * plane + real) * 16, zx, static_cast<size_t>((plane - real) * 16));
   return {};
 }
 
@@ -616,11 +721,12 @@ Status write_residual(DeviceMemory& mem, const ConvSpec& s, const Lowered& l, co
   for (const OutputRegion& reg : l.outputs) {
     const int64_t n = static_cast<int64_t>(reg.channels.size());
     RKD_ASSIGN(std::span<uint8_t> b, mem.span(reg.residual_address, static_cast<size_t>((n - 1) / 16 * reg.residual_surface_bytes + plane * 16)));
+    std::vector<const uint8_t*> planes(static_cast<size_t>(n), nullptr);
     for (int64_t j = 0; j < n; ++j) {
       const int64_t oc = reg.channels[static_cast<size_t>(j)];
-      uint8_t* dst = b.data() + (j / 16) * reg.residual_surface_bytes + j % 16;
-      for (int64_t i = 0; i < plane; ++i) dst[i * 16] = oc < 0 ? 0 : static_cast<uint8_t>(src[oc * plane + i] ^ flip);
+      if (oc >= 0) planes[static_cast<size_t>(j)] = src + oc * plane;
     }
+    planes_to_blocks(planes, plane, 0, flip, b.data(), reg.residual_surface_bytes);  // lanes past n (padding channels): 0
   }
   return {};
 }
@@ -635,13 +741,12 @@ Status gather_output_into(const DeviceMemory& mem, const ConvSpec& s, const Lowe
   for (const OutputRegion& r : l.outputs) {
     const int64_t n = static_cast<int64_t>(r.channels.size());
     RKD_ASSIGN(auto b, mem.read(r.address, static_cast<size_t>((n - 1) / 16 * r.surface_bytes + plane * 16)));
+    std::vector<uint8_t*> planes(static_cast<size_t>(n), nullptr);
     for (int64_t j = 0; j < n; ++j) {
       const int64_t oc = r.channels[static_cast<size_t>(j)];
-      if (oc < 0) continue;  // a depthwise window's channel another task computes
-      const uint8_t* src = b.data() + (j / 16) * r.surface_bytes + j % 16;
-      uint8_t* dst = out + oc * plane;
-      for (int64_t i = 0; i < plane; ++i) dst[i] = static_cast<uint8_t>(src[i * 16] ^ flip);
+      if (oc >= 0) planes[static_cast<size_t>(j)] = out + oc * plane;  // oc < 0: a depthwise window's channel another task computes
     }
+    blocks_to_planes(b.data(), r.surface_bytes, plane, flip, planes);
   }
   return {};
 }

@@ -56,50 +56,77 @@ HWY_INLINE V MulInt32(D d, V a, V b) {
 #endif
 }
 
-// 16 channels of one pixel: a the accumulators, base/alu/mul the channels' operands (int64),
-// x the EW operand widened to int32 (kEw), o the 16 output bytes.
-template <bool kMul, bool kEw>
-HWY_INLINE void Block(const EpilogueParams& P, const int32_t* HWY_RESTRICT a, const int64_t* HWY_RESTRICT base, const int64_t* HWY_RESTRICT alu,
-                      const int64_t* HWY_RESTRICT mul, const int32_t* HWY_RESTRICT x, uint8_t* HWY_RESTRICT o) {
-  const hn::ScalableTag<int64_t> d;
-  const hn::Rebind<int32_t, decltype(d)> dh;     // as many int32 as d has lanes
-  const hn::RebindToUnsigned<decltype(d)> du;
-  const hn::Rebind<uint8_t, decltype(d)> d8;
-  const size_t N = hn::Lanes(d);
-  const auto kMin = hn::Set(d, std::numeric_limits<int32_t>::min()), kMax = hn::Set(d, std::numeric_limits<int32_t>::max());
-  const auto one = hn::Set(d, 1), zero = hn::Zero(d);
-  auto sat32 = [&](decltype(kMin) v) { return hn::Min(hn::Max(v, kMin), kMax); };
-  // v rounded right by s bits, half to even (mask = 2^s - 1, half = 2^(s-1)).
-  auto round_even = [&](decltype(kMin) v, int s, decltype(kMin) mask, decltype(kMin) half) {
-    const auto q = hn::ShiftRightSame(v, s), rem = hn::And(v, mask);
+// The stages for one vector of channels: v the MACs before saturation (int64 lanes), the
+// channels' operands, x the EW operand (kEw). Returns the int8 results in int64 lanes.
+template <bool kMul, bool kEw, class D, class V>
+HWY_INLINE V Stages(D d, const EpilogueParams& P, V v, V alu, V mul, V x) {
+  const V kMin = hn::Set(d, std::numeric_limits<int32_t>::min()), kMax = hn::Set(d, std::numeric_limits<int32_t>::max());
+  const V one = hn::Set(d, 1);
+  auto sat32 = [&](V u) { return hn::Min(hn::Max(u, kMin), kMax); };
+  // u rounded right by s bits, half to even (mask = 2^s - 1, half = 2^(s-1)).
+  auto round_even = [&](V u, int s, V mask, V half) {
+    const V q = hn::ShiftRightSame(u, s), rem = hn::And(u, mask);
     const auto up = hn::Or(hn::Gt(rem, half), hn::And(hn::Eq(rem, half), hn::Eq(hn::And(q, one), one)));
     return hn::Add(q, hn::IfThenElseZero(up, one));
   };
-  for (size_t j = 0; j < 16; j += N) {
-    // The MAC saturated to int32, CORE's truncation, the BS ALU add (saturating).
-    auto v = sat32(hn::Add(hn::PromoteTo(d, hn::LoadU(dh, a + j)), hn::LoadU(d, base + j)));
-    if (P.trunc > 0) {
-      v = round_even(v, P.trunc, hn::Set(d, (int64_t{1} << P.trunc) - 1), hn::Set(d, int64_t{1} << (P.trunc - 1)));
-    }
-    v = sat32(hn::Add(v, hn::LoadU(d, alu + j)));
-    if constexpr (kMul) {  // BS MUL, shifted half up by the sign's shift field
-      const auto prod = MulInt32(d, v, hn::LoadU(d, mul + j));
-      const auto pos = hn::ShiftRightSame(hn::Add(prod, hn::Set(d, P.half_p)), P.sp);
-      const auto neg = hn::ShiftRightSame(hn::Add(prod, hn::Set(d, P.half_n)), P.sn);
-      v = sat32(hn::IfThenElse(hn::Lt(prod, zero), neg, pos));
-    }
-    v = hn::Min(hn::Max(v, hn::Set(d, P.lo)), hn::Set(d, P.hi));
-    if constexpr (kEw) {  // EW: the operand converted (half up) and added; e + OFFSET fits int32 (common_epilogue)
-      const auto e = hn::Add(hn::PromoteTo(d, hn::LoadU(dh, x + j)), hn::Set(d, P.ew_offset));
-      const auto c = MulInt32(d, e, hn::Set(d, P.ew_scale));
-      v = sat32(hn::Add(v, hn::ShiftRightSame(hn::Add(c, hn::Set(d, P.ew_half)), P.ew_shift)));
-    }
-    // OUT_CVT: times SCALE, half to even, offset, int8.
-    const auto p2 = MulInt32(d, v, hn::Set(d, P.scale));
-    auto r = hn::Add(round_even(p2, P.so, hn::Set(d, P.mask_o), hn::Set(d, P.half_o)), hn::Set(d, P.offset));
-    r = hn::Min(hn::Max(r, hn::Set(d, -128)), hn::Set(d, 127));
-    hn::StoreU(hn::TruncateTo(d8, hn::BitCast(du, r)), d8, o + j);
+  // The MAC saturated to int32, CORE's truncation, the BS ALU add (saturating).
+  v = sat32(v);
+  if (P.trunc > 0) v = round_even(v, P.trunc, hn::Set(d, (int64_t{1} << P.trunc) - 1), hn::Set(d, int64_t{1} << (P.trunc - 1)));
+  v = sat32(hn::Add(v, alu));
+  if constexpr (kMul) {  // BS MUL, shifted half up by the sign's shift field
+    const V prod = MulInt32(d, v, mul);
+    const V pos = hn::ShiftRightSame(hn::Add(prod, hn::Set(d, P.half_p)), P.sp);
+    const V neg = hn::ShiftRightSame(hn::Add(prod, hn::Set(d, P.half_n)), P.sn);
+    v = sat32(hn::IfThenElse(hn::Lt(prod, hn::Zero(d)), neg, pos));
   }
+  v = hn::Min(hn::Max(v, hn::Set(d, P.lo)), hn::Set(d, P.hi));  // ReLU / ReLUX
+  if constexpr (kEw) {  // EW: the operand converted (half up) and added; e + OFFSET fits int32 (common_epilogue)
+    const V c = MulInt32(d, hn::Add(x, hn::Set(d, P.ew_offset)), hn::Set(d, P.ew_scale));
+    v = sat32(hn::Add(v, hn::ShiftRightSame(hn::Add(c, hn::Set(d, P.ew_half)), P.ew_shift)));
+  }
+  // OUT_CVT: times SCALE, half to even, offset, int8.
+  const V r = hn::Add(round_even(MulInt32(d, v, hn::Set(d, P.scale)), P.so, hn::Set(d, P.mask_o), hn::Set(d, P.half_o)), hn::Set(d, P.offset));
+  return hn::Min(hn::Max(r, hn::Set(d, -128)), hn::Set(d, 127));
+}
+
+// One 16-channel block's operands, split into even and odd channels: [0] channel 2t, [1]
+// channel 2t + 1 at index t.
+struct BlockOperands {
+  HWY_ALIGN int64_t base[2][8];  // wsum_scale * wsum: the MAC = acc + base
+  HWY_ALIGN int64_t alu[2][8];
+  HWY_ALIGN int64_t mul[2][8];
+  HWY_ALIGN int64_t x[2][8];  // the EW operand of the current pixel
+};
+
+// 16 channels of one pixel: a the accumulators, o the 16 output bytes. The accumulators are
+// read as int64 lanes holding channel pairs and split into even and odd channels (no
+// widening shuffles); the int8 results are paired back into int32 lanes in channel order and
+// narrowed once.
+template <bool kMul, bool kEw>
+HWY_INLINE void Block(const EpilogueParams& P, const int32_t* HWY_RESTRICT a, const BlockOperands& B, uint8_t* HWY_RESTRICT o) {
+  const hn::ScalableTag<int64_t> d;
+#if HWY_TARGET == HWY_SCALAR
+  for (int c = 0; c < 16; ++c) {
+    const int e = c & 1, t = c / 2;
+    const auto r = Stages<kMul, kEw>(d, P, hn::Set(d, int64_t{a[c]} + B.base[e][t]), hn::Set(d, B.alu[e][t]), hn::Set(d, B.mul[e][t]),
+                                     hn::Set(d, B.x[e][t]));
+    o[c] = static_cast<uint8_t>(static_cast<int8_t>(hn::GetLane(r)));
+  }
+#else
+  const hn::Repartition<int32_t, decltype(d)> dw;
+  const hn::Rebind<int8_t, decltype(dw)> d8;
+  const size_t N = hn::Lanes(d);
+  for (size_t q = 0; q < 16; q += 2 * N) {
+    const size_t t = q / 2;
+    const auto pairs = hn::BitCast(d, hn::LoadU(dw, a + q));
+    const auto even = hn::Add(hn::ShiftRight<32>(hn::ShiftLeft<32>(pairs)), hn::Load(d, B.base[0] + t));
+    const auto odd = hn::Add(hn::ShiftRight<32>(pairs), hn::Load(d, B.base[1] + t));
+    const auto re = Stages<kMul, kEw>(d, P, even, hn::Load(d, B.alu[0] + t), hn::Load(d, B.mul[0] + t), hn::Load(d, B.x[0] + t));
+    const auto ro = Stages<kMul, kEw>(d, P, odd, hn::Load(d, B.alu[1] + t), hn::Load(d, B.mul[1] + t), hn::Load(d, B.x[1] + t));
+    const auto paired = hn::Or(hn::And(re, hn::Set(d, int64_t{0xffffffff})), hn::ShiftLeft<32>(ro));
+    hn::StoreU(hn::DemoteTo(d8, hn::BitCast(dw, paired)), d8, reinterpret_cast<int8_t*>(o + q));
+  }
+#endif
 }
 
 template <bool kMul, bool kEw>
@@ -108,18 +135,17 @@ HWY_INLINE void Range(const EpilogueParams& P, const EpilogueJob& J) {
   const int64_t M = view.stride, total = view.avail;
   for (int64_t k0 = 0; k0 < J.OCw; k0 += 16) {
     const int64_t n = std::min<int64_t>(16, J.OCw - k0);
-    HWY_ALIGN int64_t base[16] = {}, alu[16] = {}, mul[16] = {};
+    BlockOperands B{};
     for (int64_t j = 0; j < n; ++j) {
-      base[j] = view.wsum_scale * view.wsum[k0 + j];
-      alu[j] = J.alu[k0 + j];
-      mul[j] = J.mul[k0 + j];
+      B.base[j & 1][j / 2] = view.wsum_scale * view.wsum[k0 + j];
+      B.alu[j & 1][j / 2] = J.alu[k0 + j];
+      B.mul[j & 1][j / 2] = J.mul[k0 + j];
     }
     uint8_t* out = J.y + (k0 / 16) * J.out_surface;
     const uint8_t* eb = kEw ? J.ew + (k0 / 16) * J.ew_surface : nullptr;
-    HWY_ALIGN int32_t x[16] = {};
     for (int64_t p = J.p0; p < J.p1; ++p) {
       if constexpr (kEw) {
-        for (int j = 0; j < 16; ++j) x[j] = static_cast<int8_t>(eb[p * 16 + j]);
+        for (int j = 0; j < 16; ++j) B.x[j & 1][j / 2] = static_cast<int8_t>(eb[p * 16 + j]);
       }
       // A partial block (n < 16) computes all 16 lanes too: the lanes past n read the next
       // accumulators (another task's kernels, operands 0) and write padding channels of the
@@ -127,11 +153,11 @@ HWY_INLINE void Range(const EpilogueParams& P, const EpilogueJob& J) {
       // last accumulators, where 16 lanes would run past the buffer, go through a copy.
       const int32_t* a = view.acc + p * M + k0;
       if (p * M + k0 + 16 <= total) {
-        Block<kMul, kEw>(P, a, base, alu, mul, x, out + p * 16);
+        Block<kMul, kEw>(P, a, B, out + p * 16);
       } else {
         HWY_ALIGN int32_t a16[16] = {};
         std::memcpy(a16, a, static_cast<size_t>(n) * 4);
-        Block<kMul, kEw>(P, a16, base, alu, mul, x, out + p * 16);
+        Block<kMul, kEw>(P, a16, B, out + p * 16);
       }
     }
   }
