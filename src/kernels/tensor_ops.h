@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -201,5 +202,9 @@ Status einsum(const std::vector<std::string>& operand_labels, const std::string&
 
 // Sets the thread count of the oneDNN/OpenMP side (the kernels' own pool is core's global pool).
 void set_math_threads(int threads);
+// fn(i) for every i in [0, n) on those OpenMP threads: for loops that run between oneDNN
+// calls, which on core's pool would compete with OpenMP's spinning workers for the same
+// cores (tensor_ops_parallel.h). Serial when n < 2 or one thread is set.
+void math_parallel_for(int64_t n, const std::function<void(int64_t)>& fn);
 
 }  // namespace rkd::ops

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "core/thread_pool.h"
+#include "kernels/tensor_ops.h"
 #include "npu/arch/arch.h"
 #include "quant/requant.h"
 
@@ -281,17 +281,17 @@ namespace {
 // NC1HWC2 <-> channel planes. Channel j of a map lives in block j / 16 (at blocks + (j / 16)
 // * surface), lane j % 16 of every 16-byte pixel. Both directions move 8 pixels x 8 channels
 // as an 8 x 8 byte transpose of eight 64-bit words (three rounds of masked swaps); blocks and
-// chunks of pixels on the kernels' thread pool. Every byte is XORed with `flip`.
+// chunks of pixels on the math threads (OpenMP). Every byte is XORed with `flip`.
 constexpr int64_t kChunk = 4096;
 
-// fn(job) for jobs [0, n): on the thread pool when there is more than one.
+// fn(job) for jobs [0, n): on the math threads when there is more than one.
 template <typename Fn>
 void for_jobs(int64_t n, Fn&& fn) {
   if (n == 1) {
     fn(0);
     return;
   }
-  ThreadPool::global().parallel_for(n, fn);
+  ops::math_parallel_for(n, fn);
 }
 
 // Rows r[0..7] (byte k of r[i]: row i, column k) become their transpose.

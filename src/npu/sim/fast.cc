@@ -8,7 +8,6 @@
 #include <limits>
 #include <memory>
 
-#include "core/thread_pool.h"
 #include "kernels/tensor_ops.h"
 #include "npu/sim/conv_task.h"
 
@@ -313,11 +312,11 @@ Result<std::optional<MacView>> chain_mac(SimCache::Chain& ch, DeviceMemory& mem,
     auto src = mem.read(static_cast<uint32_t>(g.lo), static_cast<size_t>(g.hi - g.lo));
     if (!src.ok()) return std::optional<MacView>();
     // NC1HWC2 -> oneDNN's padded channels-last uint8 (x + 128 = x ^ 0x80) for the rows and
-    // columns the taps reach: 16 channels per copy, rows on the kernels' thread pool.
+    // columns the taps reach: 16 channels per copy, rows on the math threads.
     uint8_t* buf = g.acc->padded_input();
     const uint8_t* in = src->data();
     const int64_t padded_w = g.crop_w + g.pad_left + g.pad_right, c1s = g.C / 16;
-    ThreadPool::global().parallel_for(g.crop_h, [&](int64_t h) {
+    ops::math_parallel_for(g.crop_h, [&](int64_t h) {
       for (int64_t w = 0; w < g.crop_w; ++w) {
         uint8_t* dst = buf + ((g.pad_top + h) * padded_w + g.pad_left + w) * g.C;
         for (int64_t c1 = 0; c1 < c1s; ++c1) {

@@ -6,7 +6,7 @@
 #include <limits>
 #include <map>
 
-#include "core/thread_pool.h"
+#include "kernels/tensor_ops.h"
 #include "npu/arch/arch.h"
 #include "npu/regcmd/regcmd.h"
 #include "npu/sim/conv_task.h"
@@ -231,10 +231,10 @@ Result<TaskStats> run_conv(DeviceMemory& mem, const ConvTask& t, const Quirks& q
     if (view) {
       const MacView v = *view;
       if (detail::common_epilogue(ep) && OCw <= t.stored()) {
-        // Pixel ranges on the kernels' thread pool (each writes its own pixels).
+        // Pixel ranges on the math threads (each writes its own pixels).
         const int64_t chunk = 256, chunks = (pixels + chunk - 1) / chunk;
         uint8_t* yd = y.data();
-        ThreadPool::global().parallel_for(chunks, [&](int64_t i) {
+        ops::math_parallel_for(chunks, [&](int64_t i) {
           detail::run_common_epilogue(ep, i * chunk, std::min(pixels, (i + 1) * chunk), OCw, t.out_surface, yd, v);
         });
         return stats;
