@@ -11,6 +11,7 @@
 
 #include "kernels/tensor_ops.h"
 #include "npu/lower/lower.h"
+#include "npu/sim/conv_task.h"
 #include "npu/sim/sim.h"
 #include "quant/int8.h"
 
@@ -308,6 +309,109 @@ TEST(NpuSim, SharedMacsOnlyWhereNoTaskWritesTheInputInBetween) {
   auto b = plain.read(l2->outputs.back().address, static_cast<size_t>(last.surface_bytes));
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_NE(std::memcmp(a->data(), b->data(), a->size()), 0);
+}
+
+TEST(NpuSim, PreparedPathEqualsTheDefinitionOnRandomStageRegisters) {
+  // The lowering emits few of the epilogue's variants. Here each task's stage registers are
+  // redrawn - BS shifts different per sign, OUT_CVT scale, shift and offset, CORE truncation,
+  // ReLU / ReLUX on and off - and the prepared path (shared oneDNN MAC, SIMD epilogue) must
+  // write what the stage-by-stage definition writes, value for value.
+  std::mt19937 rng(31);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int64_t compared = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const bool depthwise = trial % 3 == 0;
+    Case c = random_case(rng, depthwise, DType::i8, 2.0, trial % 2 == 0);
+    DeviceMemory mem;
+    auto in = lower::place_input(mem, c.spec, c.x);
+    ASSERT_TRUE(in.ok());
+    auto l = lower::lower_conv(c.spec, trial % 4 == 1 ? lower::Strategy::per_tensor : lower::Strategy::sorted_bs_multiplier, mem, *in);
+    ASSERT_TRUE(l.ok()) << l.error().to_string();
+    for (auto& t : l->tasks) {
+      ASSERT_TRUE(t.regs.set(arch::DPU_BS_MUL_CFG_BS_MUL_SHIFT_VALUE, static_cast<uint64_t>(pick(1, 40))).ok());
+      ASSERT_TRUE(t.regs.set(arch::DPU_DATA_FORMAT_BS_MUL_SHIFT_VALUE_NEG, static_cast<uint64_t>(pick(1, 40))).ok());
+      ASSERT_TRUE(t.regs.set(arch::DPU_OUT_CVT_SHIFT_OUT_CVT_SHIFT, static_cast<uint64_t>(pick(1, 45))).ok());
+      ASSERT_TRUE(t.regs.set(arch::DPU_OUT_CVT_SCALE_OUT_CVT_SCALE, static_cast<uint64_t>(pick(0, 0xffff))).ok());
+      t.regs.set(arch::DPU_OUT_CVT_OFFSET, static_cast<uint32_t>(pick(-300, 300)));
+      ASSERT_TRUE(t.regs.set(arch::CORE_CLIP_TRUNCATE_CLIP_TRUNCATE, static_cast<uint64_t>(pick(0, 1) ? 0 : pick(1, 12))).ok());
+      ASSERT_TRUE(t.regs.set(arch::DPU_BS_CFG_BS_RELU_BYPASS, static_cast<uint64_t>(pick(0, 1))).ok());
+      ASSERT_TRUE(t.regs.set(arch::DPU_BS_CFG_BS_RELUX_EN, static_cast<uint64_t>(pick(0, 1))).ok());
+      t.regs.set(arch::DPU_BS_RELUX_CMP_VALUE, static_cast<uint32_t>(pick(-1000, 100000)));
+    }
+    auto placed = lower::place_regcmd(mem, *l);
+    ASSERT_TRUE(placed.ok());
+    DeviceMemory by_loops = mem, cached = mem;
+    ASSERT_TRUE(sim::run(by_loops, placed->address, placed->spans[0].word_count, {}).ok());
+    sim::SimCache cache;
+    ASSERT_TRUE(sim::run(cached, placed->address, placed->spans[0].word_count, {}, &cache).ok());
+    auto a = lower::gather_output(by_loops, c.spec, *l), b = lower::gather_output(cached, c.spec, *l);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(std::memcmp(a->raw(), b->raw(), a->nbytes()), 0) << "trial " << trial;
+    compared += a->numel();
+  }
+  EXPECT_GT(compared, 10000);
+}
+
+TEST(NpuSim, SimdEpilogueEqualsTheStageByStageDefinition) {
+  // The epilogue alone, on accumulators over the whole int32 range and operands drawn from
+  // every field's range (BS shifts per sign, CORE truncation, ReLU / ReLUX, the EW add, OUT_CVT
+  // scale, shift and offset), at every configuration common_epilogue() accepts: the SIMD
+  // lanes must give the definition's bytes. Ties of every rounding are forced by small
+  // shifts and accumulators near multiples of their powers of two.
+  std::mt19937 rng(77);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  int64_t compared = 0, accepted = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const int64_t pixels = pick(1, 40), OCw = pick(1, 40), M = OCw + pick(0, 20);
+    sim::detail::Epilogue e{};
+    e.truncate = pick(0, 1) ? 0 : static_cast<int>(pick(1, 8));
+    e.core_round = sim::Rounding::half_to_even;
+    e.bs_round = sim::Rounding::half_up;
+    e.out_round = sim::Rounding::half_to_even;
+    e.bs = sim::detail::Stage{false, false, pick(0, 1) == 0, false, pick(0, 1) == 0, pick(0, 3) == 0, true, true, 2, 0, 0,
+                              static_cast<int>(pick(1, 20)), static_cast<int>(pick(1, 20)), static_cast<int32_t>(pick(-50, 100000))};
+    if (pick(0, 1)) e.bs.shift_neg = e.bs.shift_pos;
+    e.bn = sim::detail::Stage{};
+    e.bn.bypass = true;
+    const bool small = pick(0, 1);  // small values: every rounding's ties and saturation edges are hit
+    std::vector<int32_t> alu(static_cast<size_t>(M)), acc(static_cast<size_t>(pixels * M));
+    std::vector<int16_t> mul(static_cast<size_t>(M));
+    std::vector<int64_t> wsum(static_cast<size_t>(M));
+    for (auto& a : alu) a = static_cast<int32_t>(small ? pick(-300, 300) : pick(INT32_MIN, INT32_MAX));
+    for (auto& m : mul) m = static_cast<int16_t>(small ? pick(-8, 8) : pick(-32768, 32767));
+    for (auto& w : wsum) w = small ? pick(-4, 4) : pick(-2000000, 2000000);
+    for (auto& a : acc) a = static_cast<int32_t>(small ? pick(-2000, 2000) : pick(INT32_MIN, INT32_MAX));
+    e.mac_fits = small;  // |acc + (-128) wsum| stays far inside int32
+    e.alu = alu.data();
+    e.mul = mul.data();
+    e.scale = small ? pick(-40, 40) : pick(-32768, 65535);
+    e.shift = static_cast<int>(small ? pick(1, 6) : pick(1, 50));
+    e.offset = pick(-200, 200);
+    std::vector<uint8_t> ew_bytes(static_cast<size_t>((M + 15) / 16 * pixels * 16));
+    for (auto& b : ew_bytes) b = static_cast<uint8_t>(pick(0, 255));
+    e.ew.on = pick(0, 2) == 0;
+    e.ew.scale = pick(0, 0xffff);
+    e.ew.shift = static_cast<int>(pick(0, 30));
+    e.ew.offset = pick(-100000, 100000);
+    e.ew.surface = pixels * 16;
+    e.ew.e = ew_bytes.data();
+    if (!sim::detail::common_epilogue(e)) continue;
+    ++accepted;
+    const sim::detail::MacView v{acc.data(), M, static_cast<int64_t>(acc.size()), wsum.data(), -128};
+    const int64_t surface = pixels * 16, bytes = (OCw + 15) / 16 * surface;
+    std::vector<uint8_t> want(static_cast<size_t>(bytes), 0), got(static_cast<size_t>(bytes), 0);
+    sim::detail::reference_epilogue(e, pixels, OCw, surface, want.data(), v);
+    sim::detail::run_common_epilogue(e, 0, pixels, OCw, surface, got.data(), v);
+    for (int64_t p = 0; p < pixels; ++p)
+      for (int64_t k = 0; k < OCw; ++k) {
+        const size_t at = static_cast<size_t>((k / 16) * surface + p * 16 + k % 16);
+        ASSERT_EQ(static_cast<int>(static_cast<int8_t>(got[at])), static_cast<int>(static_cast<int8_t>(want[at])))
+            << "trial " << trial << " pixel " << p << " channel " << k;
+        ++compared;
+      }
+  }
+  EXPECT_GT(accepted, 2500);
+  EXPECT_GT(compared, 1000000);
 }
 
 // The convolution's int64 accumulators sum (x - z_x)(w - z_w) + bias, [OC][OH][OW].

@@ -84,6 +84,7 @@ struct Epilogue {
   const int16_t* mul;
   int64_t scale, offset;
   int shift;
+  bool mac_fits;  // every MAC provably within int32 (taps x 128 x 128 < 2^31): its saturation is a no-op
 };
 
 // run_epilogue's configuration for every lowering (CORE truncate half to even, BS ALU add
@@ -106,6 +107,10 @@ struct MacView {
 
 // Pixels [p0, p1) of the task's output, channels [0, OCw), with the common epilogue.
 void run_common_epilogue(const Epilogue& e, int64_t p0, int64_t p1, int64_t OCw, int64_t out_surface, uint8_t* y, const MacView& v);
+
+// The definition (sim.cc, stage by stage) on the same inputs, all pixels: for tests of the
+// SIMD epilogue.
+void reference_epilogue(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t out_surface, uint8_t* y, const MacView& v);
 
 // One task of a chain as read from device memory.
 struct ChainTask {

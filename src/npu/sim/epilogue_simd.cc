@@ -20,11 +20,11 @@
 namespace rkd::npu::sim::detail {
 // The epilogue's constants, prepared once per task.
 struct EpilogueParams {
-  int64_t lo, hi;                // ReLU / ReLUX as a clamp
+  int64_t lo2, hi2;  // saturation to int32 and ReLU / ReLUX as one clamp
   int sp, sn, so, trunc, ew_shift;
-  int64_t half_p, half_n, half_o, mask_o, scale, offset;
+  int64_t half_p, half_n, half_o, scale, offset;
   int64_t ew_offset, ew_scale, ew_half;
-  bool mul, ew;
+  bool mul, ew, mac_fits;
 };
 // Pixels [p0, p1) of one task's output, channels [0, OCw).
 struct EpilogueJob {
@@ -56,36 +56,45 @@ HWY_INLINE V MulInt32(D d, V a, V b) {
 #endif
 }
 
-// The stages for one vector of channels: v the MACs before saturation (int64 lanes), the
-// channels' operands, x the EW operand (kEw). Returns the int8 results in int64 lanes.
-template <bool kMul, bool kEw, class D, class V>
+// Variants of the stages, as template flags: the BS MUL stage on; the EW add on; the BS
+// shift the same for both signs; the MAC provably within int32 (its saturation a no-op).
+enum : int { kMul = 1, kEw = 2, kSameShift = 4, kMacFits = 8 };
+
+// The stages for one vector of channels: v the MACs (int64 lanes), the channels' operands,
+// x the EW operand. Returns the int8 results in int64 lanes. Roundings in closed form:
+// half up, (u + 2^(s-1)) >> s; half to even, (u + 2^(s-1) - 1 + ((u >> s) & 1)) >> s.
+// Saturation to int32 followed by the ReLU/ReLUX clamp is one clamp to the intersection
+// (P.lo2, P.hi2): the ReLU bounds are 0 or none below and an int32 or none above.
+template <int F, class D, class V>
 HWY_INLINE V Stages(D d, const EpilogueParams& P, V v, V alu, V mul, V x) {
   const V kMin = hn::Set(d, std::numeric_limits<int32_t>::min()), kMax = hn::Set(d, std::numeric_limits<int32_t>::max());
   const V one = hn::Set(d, 1);
   auto sat32 = [&](V u) { return hn::Min(hn::Max(u, kMin), kMax); };
-  // u rounded right by s bits, half to even (mask = 2^s - 1, half = 2^(s-1)).
-  auto round_even = [&](V u, int s, V mask, V half) {
-    const V q = hn::ShiftRightSame(u, s), rem = hn::And(u, mask);
-    const auto up = hn::Or(hn::Gt(rem, half), hn::And(hn::Eq(rem, half), hn::Eq(hn::And(q, one), one)));
-    return hn::Add(q, hn::IfThenElseZero(up, one));
+  auto round_even = [&](V u, int s, V half_minus_one) {
+    return hn::ShiftRightSame(hn::Add(hn::Add(u, half_minus_one), hn::And(hn::ShiftRightSame(u, s), one)), s);
   };
   // The MAC saturated to int32, CORE's truncation, the BS ALU add (saturating).
-  v = sat32(v);
-  if (P.trunc > 0) v = round_even(v, P.trunc, hn::Set(d, (int64_t{1} << P.trunc) - 1), hn::Set(d, int64_t{1} << (P.trunc - 1)));
-  v = sat32(hn::Add(v, alu));
-  if constexpr (kMul) {  // BS MUL, shifted half up by the sign's shift field
+  if constexpr (!(F & kMacFits)) v = sat32(v);
+  if (P.trunc > 0) v = round_even(v, P.trunc, hn::Set(d, (int64_t{1} << (P.trunc - 1)) - 1));
+  v = hn::Add(v, alu);
+  if constexpr (F & kMul) {  // BS MUL, shifted half up by the sign's shift field
+    v = sat32(v);
     const V prod = MulInt32(d, v, mul);
-    const V pos = hn::ShiftRightSame(hn::Add(prod, hn::Set(d, P.half_p)), P.sp);
-    const V neg = hn::ShiftRightSame(hn::Add(prod, hn::Set(d, P.half_n)), P.sn);
-    v = sat32(hn::IfThenElse(hn::Lt(prod, hn::Zero(d)), neg, pos));
+    if constexpr (F & kSameShift) {
+      v = hn::ShiftRightSame(hn::Add(prod, hn::Set(d, P.half_p)), P.sp);
+    } else {
+      const V pos = hn::ShiftRightSame(hn::Add(prod, hn::Set(d, P.half_p)), P.sp);
+      const V neg = hn::ShiftRightSame(hn::Add(prod, hn::Set(d, P.half_n)), P.sn);
+      v = hn::IfThenElse(hn::Lt(prod, hn::Zero(d)), neg, pos);
+    }
   }
-  v = hn::Min(hn::Max(v, hn::Set(d, P.lo)), hn::Set(d, P.hi));  // ReLU / ReLUX
-  if constexpr (kEw) {  // EW: the operand converted (half up) and added; e + OFFSET fits int32 (common_epilogue)
+  v = hn::Min(hn::Max(v, hn::Set(d, P.lo2)), hn::Set(d, P.hi2));  // saturation and ReLU / ReLUX
+  if constexpr (F & kEw) {  // EW: the operand converted (half up) and added; e + OFFSET fits int32 (common_epilogue)
     const V c = MulInt32(d, hn::Add(x, hn::Set(d, P.ew_offset)), hn::Set(d, P.ew_scale));
     v = sat32(hn::Add(v, hn::ShiftRightSame(hn::Add(c, hn::Set(d, P.ew_half)), P.ew_shift)));
   }
   // OUT_CVT: times SCALE, half to even, offset, int8.
-  const V r = hn::Add(round_even(MulInt32(d, v, hn::Set(d, P.scale)), P.so, hn::Set(d, P.mask_o), hn::Set(d, P.half_o)), hn::Set(d, P.offset));
+  const V r = hn::Add(round_even(MulInt32(d, v, hn::Set(d, P.scale)), P.so, hn::Set(d, P.half_o - 1)), hn::Set(d, P.offset));
   return hn::Min(hn::Max(r, hn::Set(d, -128)), hn::Set(d, 127));
 }
 
@@ -102,13 +111,13 @@ struct BlockOperands {
 // read as int64 lanes holding channel pairs and split into even and odd channels (no
 // widening shuffles); the int8 results are paired back into int32 lanes in channel order and
 // narrowed once.
-template <bool kMul, bool kEw>
+template <int F>
 HWY_INLINE void Block(const EpilogueParams& P, const int32_t* HWY_RESTRICT a, const BlockOperands& B, uint8_t* HWY_RESTRICT o) {
   const hn::ScalableTag<int64_t> d;
 #if HWY_TARGET == HWY_SCALAR
   for (int c = 0; c < 16; ++c) {
     const int e = c & 1, t = c / 2;
-    const auto r = Stages<kMul, kEw>(d, P, hn::Set(d, int64_t{a[c]} + B.base[e][t]), hn::Set(d, B.alu[e][t]), hn::Set(d, B.mul[e][t]),
+    const auto r = Stages<F>(d, P, hn::Set(d, int64_t{a[c]} + B.base[e][t]), hn::Set(d, B.alu[e][t]), hn::Set(d, B.mul[e][t]),
                                      hn::Set(d, B.x[e][t]));
     o[c] = static_cast<uint8_t>(static_cast<int8_t>(hn::GetLane(r)));
   }
@@ -121,15 +130,15 @@ HWY_INLINE void Block(const EpilogueParams& P, const int32_t* HWY_RESTRICT a, co
     const auto pairs = hn::BitCast(d, hn::LoadU(dw, a + q));
     const auto even = hn::Add(hn::ShiftRight<32>(hn::ShiftLeft<32>(pairs)), hn::Load(d, B.base[0] + t));
     const auto odd = hn::Add(hn::ShiftRight<32>(pairs), hn::Load(d, B.base[1] + t));
-    const auto re = Stages<kMul, kEw>(d, P, even, hn::Load(d, B.alu[0] + t), hn::Load(d, B.mul[0] + t), hn::Load(d, B.x[0] + t));
-    const auto ro = Stages<kMul, kEw>(d, P, odd, hn::Load(d, B.alu[1] + t), hn::Load(d, B.mul[1] + t), hn::Load(d, B.x[1] + t));
+    const auto re = Stages<F>(d, P, even, hn::Load(d, B.alu[0] + t), hn::Load(d, B.mul[0] + t), hn::Load(d, B.x[0] + t));
+    const auto ro = Stages<F>(d, P, odd, hn::Load(d, B.alu[1] + t), hn::Load(d, B.mul[1] + t), hn::Load(d, B.x[1] + t));
     const auto paired = hn::Or(hn::And(re, hn::Set(d, int64_t{0xffffffff})), hn::ShiftLeft<32>(ro));
     hn::StoreU(hn::DemoteTo(d8, hn::BitCast(dw, paired)), d8, reinterpret_cast<int8_t*>(o + q));
   }
 #endif
 }
 
-template <bool kMul, bool kEw>
+template <int F>
 HWY_INLINE void Range(const EpilogueParams& P, const EpilogueJob& J) {
   const MacView& view = J.view;
   const int64_t M = view.stride, total = view.avail;
@@ -142,9 +151,9 @@ HWY_INLINE void Range(const EpilogueParams& P, const EpilogueJob& J) {
       B.mul[j & 1][j / 2] = J.mul[k0 + j];
     }
     uint8_t* out = J.y + (k0 / 16) * J.out_surface;
-    const uint8_t* eb = kEw ? J.ew + (k0 / 16) * J.ew_surface : nullptr;
+    const uint8_t* eb = (F & kEw) ? J.ew + (k0 / 16) * J.ew_surface : nullptr;
     for (int64_t p = J.p0; p < J.p1; ++p) {
-      if constexpr (kEw) {
+      if constexpr (F & kEw) {
         for (int j = 0; j < 16; ++j) B.x[j & 1][j / 2] = static_cast<int8_t>(eb[p * 16 + j]);
       }
       // A partial block (n < 16) computes all 16 lanes too: the lanes past n read the next
@@ -153,24 +162,27 @@ HWY_INLINE void Range(const EpilogueParams& P, const EpilogueJob& J) {
       // last accumulators, where 16 lanes would run past the buffer, go through a copy.
       const int32_t* a = view.acc + p * M + k0;
       if (p * M + k0 + 16 <= total) {
-        Block<kMul, kEw>(P, a, B, out + p * 16);
+        Block<F>(P, a, B, out + p * 16);
       } else {
         HWY_ALIGN int32_t a16[16] = {};
         std::memcpy(a16, a, static_cast<size_t>(n) * 4);
-        Block<kMul, kEw>(P, a16, B, out + p * 16);
+        Block<F>(P, a16, B, out + p * 16);
       }
     }
   }
 }
 
-void EpilogueRange(const EpilogueParams& P, const EpilogueJob& J) {
-  if (P.mul) {
-    if (P.ew) Range<true, true>(P, J);
-    else Range<true, false>(P, J);
-  } else {
-    if (P.ew) Range<false, true>(P, J);
-    else Range<false, false>(P, J);
+template <int F>
+void RangeIf(int f, const EpilogueParams& P, const EpilogueJob& J) {
+  if constexpr (F < 16) {
+    if (f == F) Range<F>(P, J);
+    else RangeIf<F + 1>(f, P, J);
   }
+}
+
+void EpilogueRange(const EpilogueParams& P, const EpilogueJob& J) {
+  const int f = (P.mul ? kMul : 0) | (P.ew ? kEw : 0) | (P.mul && P.sp == P.sn ? kSameShift : 0) | (P.mac_fits ? kMacFits : 0);
+  RangeIf<0>(f, P, J);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -198,15 +210,15 @@ void run_common_epilogue(const Epilogue& e, int64_t p0, int64_t p1, int64_t OCw,
   EpilogueParams P{};
   P.mul = !e.bs.mul_bypass;
   P.ew = e.ew.on;
-  P.lo = e.bs.relu_bypass ? std::numeric_limits<int64_t>::min() : 0;
-  P.hi = e.bs.relux ? static_cast<int64_t>(e.bs.relux_value) : std::numeric_limits<int64_t>::max();
+  P.mac_fits = e.mac_fits;
+  P.lo2 = e.bs.relu_bypass ? std::numeric_limits<int32_t>::min() : 0;
+  P.hi2 = e.bs.relux ? static_cast<int64_t>(e.bs.relux_value) : std::numeric_limits<int32_t>::max();
   P.sp = P.mul ? e.bs.shift_pos : 1;
   P.sn = P.mul ? e.bs.shift_neg : 1;
   P.half_p = int64_t{1} << (P.sp - 1);
   P.half_n = int64_t{1} << (P.sn - 1);
   P.so = e.shift;
   P.half_o = int64_t{1} << (P.so - 1);
-  P.mask_o = (int64_t{1} << P.so) - 1;
   P.scale = e.scale;
   P.offset = e.offset;
   P.trunc = e.truncate;

@@ -225,7 +225,11 @@ Result<TaskStats> run_conv(DeviceMemory& mem, const ConvTask& t, const Quirks& q
   stats.macs = pixels * OCw * t.KH * t.KW * (t.depthwise ? 1 : t.C_real);
   stats.padded_macs = pixels * t.OC * t.KH * t.KW * (t.depthwise ? 1 : t.C);
   stats.output_values = pixels * t.OC;
-  const Epilogue ep{t.truncate, t.core_round, q.bs_shift_rounding, q.out_cvt_rounding, t.bs, t.bn, ew, alu.data(), mul.data(), t.scale, t.offset, t.shift};
+  // |x| <= 128 and |w + OW_OP| <= 128 where the prepared MAC runs (int8 operands).
+  const int64_t taps = t.KH * t.KW * (t.depthwise ? 1 : t.C);
+  const bool mac_fits = taps * 128 * 128 <= std::numeric_limits<int32_t>::max();
+  const Epilogue ep{t.truncate, t.core_round, q.bs_shift_rounding, q.out_cvt_rounding, t.bs, t.bn, ew, alu.data(), mul.data(), t.scale, t.offset, t.shift,
+                    mac_fits};
   if (chain) {
     RKD_ASSIGN(std::optional<MacView> view, detail::chain_mac(*chain, mem, index));
     if (view) {
@@ -252,6 +256,11 @@ Result<TaskStats> run_conv(DeviceMemory& mem, const ConvTask& t, const Quirks& q
 }
 
 }  // namespace
+
+void detail::reference_epilogue(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t out_surface, uint8_t* y, const MacView& v) {
+  run_epilogue(e, pixels, OCw, out_surface, y,
+               [&](int64_t p, int64_t k) -> int64_t { return static_cast<int64_t>(v.acc[p * v.stride + k]) + v.wsum_scale * v.wsum[k]; });
+}
 
 // The int8 convolution task the registers `values` program, checked without reading memory.
 Result<ConvTask> detail::decode_conv(const RegValues& values, const Quirks& q) {
