@@ -11,6 +11,7 @@
 
 #include "kernels/tensor_ops.h"
 #include "npu/lower/lower.h"
+#include "npu/regcmd/regcmd.h"
 #include "npu/sim/conv_task.h"
 #include "npu/sim/sim.h"
 #include "quant/int8.h"
@@ -309,6 +310,46 @@ TEST(NpuSim, SharedMacsOnlyWhereNoTaskWritesTheInputInBetween) {
   auto b = plain.read(l2->outputs.back().address, static_cast<size_t>(last.surface_bytes));
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_NE(std::memcmp(a->data(), b->data(), a->size()), 0);
+}
+
+TEST(NpuSim, CacheFollowsChangedCommandWordsAndWeights) {
+  // One cache across runs of a buffer whose command words, then weights, change in place:
+  // each run must give what the loops give on the buffer as it is then.
+  std::mt19937 rng(8);
+  Case c = random_case(rng, false, DType::i8, 1.5, false, {32, 40, 12, 9, 3, 1});
+  DeviceMemory mem;
+  auto in = lower::place_input(mem, c.spec, c.x);
+  ASSERT_TRUE(in.ok());
+  auto l = lower::lower_conv(c.spec, lower::Strategy::sorted_bs_multiplier, mem, *in);
+  ASSERT_TRUE(l.ok());
+  auto placed = lower::place_regcmd(mem, *l);
+  ASSERT_TRUE(placed.ok());
+  sim::SimCache cache;
+  auto check = [&](const char* what) {
+    DeviceMemory by_loops = mem;
+    ASSERT_TRUE(sim::run(by_loops, placed->address, placed->spans[0].word_count, {}).ok()) << what;
+    ASSERT_TRUE(sim::run(mem, placed->address, placed->spans[0].word_count, {}, &cache).ok()) << what;
+    auto a = lower::gather_output(by_loops, c.spec, *l), b = lower::gather_output(mem, c.spec, *l);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(std::memcmp(a->raw(), b->raw(), a->nbytes()), 0) << what;
+  };
+  check("first run");
+  check("same buffer");
+  // New OUT_CVT offsets, written over the same command words.
+  for (auto& t : l->tasks) t.regs.set(arch::DPU_OUT_CVT_OFFSET, static_cast<uint32_t>(t.regs.get(arch::DPU_OUT_CVT_OFFSET) + 9));
+  auto words = regcmd::encode(l->tasks, placed->address);
+  ASSERT_TRUE(words.ok());
+  std::vector<uint8_t> bytes(words->size() * 8);
+  std::memcpy(bytes.data(), words->data(), bytes.size());
+  ASSERT_TRUE(mem.write(placed->address, bytes).ok());
+  check("changed command words");
+  // New weights for the first task, written over its weight buffer.
+  const uint32_t waddr = l->tasks[0].regs.get(arch::CNA_DCOMP_ADDR0);
+  const size_t wbytes = l->tasks[0].regs.get(arch::CNA_WEIGHT_SIZE0_WEIGHT_BYTES);
+  std::vector<uint8_t> w(wbytes);
+  for (auto& b : w) b = static_cast<uint8_t>(std::uniform_int_distribution<int>(-100, 100)(rng));
+  ASSERT_TRUE(mem.write(waddr, w).ok());
+  check("changed weights");
 }
 
 TEST(NpuSim, PreparedPathEqualsTheDefinitionOnRandomStageRegisters) {

@@ -121,7 +121,10 @@ struct ChainTask {
 // The cache's plan for a chain, rebuilt when a task's registers or weight bytes change:
 // tasks whose MACs one oneDNN convolution computes exactly are grouped (channel groups and
 // row slices over one input map). Returns nullptr when the chain cannot use it.
-SimCache::Chain* plan_chain(SimCache& cache, DeviceMemory& mem, const std::vector<ChainTask>& tasks, const std::vector<ConvTask>& convs);
+// same_tasks: the tasks are those of the previous call for this chain (decoded from the same
+// words), so only the weight bytes need comparing.
+SimCache::Chain* plan_chain(SimCache& cache, DeviceMemory& mem, const std::vector<ChainTask>& tasks, const std::vector<ConvTask>& convs,
+                            bool same_tasks);
 // Task i's MAC view, computing its group's convolution once per run (new_run() starts one);
 // nullopt: the task computes its MAC on the simulator's loops.
 Result<std::optional<MacView>> chain_mac(SimCache::Chain& chain, DeviceMemory& mem, size_t i);

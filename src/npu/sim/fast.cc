@@ -224,10 +224,10 @@ bool build(Group& g, const std::vector<ConvTask>& convs, const std::vector<std::
   return true;
 }
 
-bool same_chain(const SimCache::Chain& ch, DeviceMemory& mem, const std::vector<ChainTask>& tasks, const std::vector<ConvTask>& convs) {
+bool same_chain(const SimCache::Chain& ch, DeviceMemory& mem, const std::vector<ChainTask>& tasks, const std::vector<ConvTask>& convs, bool same_tasks) {
   if (ch.addresses.size() != tasks.size()) return false;
   for (size_t i = 0; i < tasks.size(); ++i) {
-    if (ch.addresses[i] != tasks[i].address || ch.regs[i] != tasks[i].values) return false;
+    if (!same_tasks && (ch.addresses[i] != tasks[i].address || ch.regs[i] != tasks[i].values)) return false;
     auto wb = mem.read(convs[i].weights, static_cast<size_t>(convs[i].weight_bytes));
     if (!wb.ok() || wb->size() != ch.weights[i].size() || std::memcmp(wb->data(), ch.weights[i].data(), wb->size()) != 0) return false;
   }
@@ -236,10 +236,11 @@ bool same_chain(const SimCache::Chain& ch, DeviceMemory& mem, const std::vector<
 
 }  // namespace
 
-SimCache::Chain* plan_chain(SimCache& cache, DeviceMemory& mem, const std::vector<ChainTask>& tasks, const std::vector<ConvTask>& convs) {
+SimCache::Chain* plan_chain(SimCache& cache, DeviceMemory& mem, const std::vector<ChainTask>& tasks, const std::vector<ConvTask>& convs,
+                            bool same_tasks) {
   if (tasks.empty() || !ops::int8_conv_available()) return nullptr;
   auto& slot = cache.chains[tasks[0].address];
-  if (slot && same_chain(*slot, mem, tasks, convs)) return slot.get();
+  if (slot && same_chain(*slot, mem, tasks, convs, same_tasks)) return slot.get();
   slot.reset();
   auto ch = std::make_shared<SimCache::Chain>();
   const size_t n = tasks.size();

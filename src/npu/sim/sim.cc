@@ -478,34 +478,66 @@ bool overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) { return a0 < b
 
 }  // namespace
 
-Result<std::vector<TaskStats>> run(DeviceMemory& mem, uint32_t address, size_t words, const Quirks& q, SimCache* cache) {
-  if (!cache) return run_in_turn(mem, address, words, q);
-  // The whole chain decoded first. Where that could differ from decoding each task when it
-  // runs - a task that does not decode, or one whose output overwrites command words - the
-  // chain runs in turn (the definition's errors, at the same task).
-  const uint32_t start = address;
-  const size_t start_words = words;
+struct SimCache::Decoded {
+  size_t start_words = 0;
+  Quirks quirks;
+  std::vector<std::pair<uint32_t, std::vector<uint8_t>>> words;  // each task's command words
   std::vector<detail::ChainTask> tasks;
   std::vector<ConvTask> convs;
-  std::vector<std::pair<uint64_t, uint64_t>> words_at;
+};
+
+namespace {
+
+// The chain at `start` decoded (all tasks), or nullptr where decoding all of it first could
+// differ from decoding each task when it runs - a task that does not decode, or one whose
+// output overwrites command words: the caller then runs the chain in turn (the definition's
+// errors, at the same task).
+std::shared_ptr<SimCache::Decoded> decode_chain(const DeviceMemory& mem, uint32_t address, size_t words, const Quirks& q) {
+  auto d = std::make_shared<SimCache::Decoded>();
+  d->start_words = words;
+  d->quirks = q;
   for (size_t t = 0; address != 0; ++t) {
     auto r = read_task(mem, address, words, t);
-    if (!r.ok()) return run_in_turn(mem, start, start_words, q);
+    if (!r.ok()) return nullptr;
     auto c = detail::decode_conv(r->task.values, q);
-    if (!c.ok()) return run_in_turn(mem, start, start_words, q);
-    words_at.emplace_back(address, address + words * 8);
-    tasks.push_back(std::move(r->task));
-    convs.push_back(*c);
+    if (!c.ok()) return nullptr;
+    auto bytes = mem.read(address, words * 8);
+    d->words.emplace_back(address, std::vector<uint8_t>(bytes->begin(), bytes->end()));
+    d->tasks.push_back(std::move(r->task));
+    d->convs.push_back(*c);
     address = r->next;
     words = r->next_words;
   }
-  for (const ConvTask& c : convs)
-    for (const auto& [w0, w1] : words_at) {
-      if (overlap(c.output, static_cast<uint64_t>(c.output) + static_cast<uint64_t>(c.output_bytes), w0, w1)) {
-        return run_in_turn(mem, start, start_words, q);
+  for (const ConvTask& c : d->convs)
+    for (const auto& [at, bytes] : d->words) {
+      if (overlap(c.output, static_cast<uint64_t>(c.output) + static_cast<uint64_t>(c.output_bytes), at, static_cast<uint64_t>(at) + bytes.size())) {
+        return nullptr;
       }
     }
-  SimCache::Chain* chain = detail::plan_chain(*cache, mem, tasks, convs);
+  return d;
+}
+
+// The same command words as when `d` was decoded, with the same quirks.
+bool same_words(const SimCache::Decoded& d, const DeviceMemory& mem, size_t words, const Quirks& q) {
+  if (d.start_words != words || !(d.quirks == q)) return false;
+  for (const auto& [at, bytes] : d.words) {
+    auto now = mem.read(at, bytes.size());
+    if (!now.ok() || std::memcmp(now->data(), bytes.data(), bytes.size()) != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::vector<TaskStats>> run(DeviceMemory& mem, uint32_t address, size_t words, const Quirks& q, SimCache* cache) {
+  if (!cache) return run_in_turn(mem, address, words, q);
+  auto& slot = cache->decoded[address];
+  const bool same = slot && same_words(*slot, mem, words, q);
+  if (!same) slot = decode_chain(mem, address, words, q);
+  if (!slot) return run_in_turn(mem, address, words, q);
+  const std::vector<detail::ChainTask>& tasks = slot->tasks;
+  const std::vector<ConvTask>& convs = slot->convs;
+  SimCache::Chain* chain = detail::plan_chain(*cache, mem, tasks, convs, same);
   if (chain) detail::new_run(*chain);
   std::vector<TaskStats> stats;
   for (size_t t = 0; t < tasks.size(); ++t) {

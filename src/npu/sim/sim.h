@@ -65,6 +65,7 @@ struct Quirks {
   bool out_cvt_scale_signed = true;                    // 0x8000 flips the sign on RK3576 [HW]
   bool width_is_line = true;                           // DATAIN_WIDTH is the contiguous dimension [HW]; false: Mesa's swap
   bool ew_float = false;                               // EW add: integer converter (Mesa) or float32 (another report) [knob]
+  bool operator==(const Quirks&) const = default;
 };
 
 struct KnobInfo {
@@ -95,6 +96,10 @@ class SimCache {
   ~SimCache();
   struct Chain;
   std::map<uint32_t, std::shared_ptr<Chain>> chains;  // by the chain's first task address
+  // The chain's tasks as last decoded, reused while its command words and the quirks are
+  // the same bytes and values.
+  struct Decoded;
+  std::map<uint32_t, std::shared_ptr<Decoded>> decoded;
   // The last run: tasks executed, and oneDNN convolutions computed for them.
   size_t last_tasks = 0, last_mac_runs = 0;
 };
