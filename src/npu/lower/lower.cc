@@ -284,14 +284,14 @@ namespace {
 // chunks of pixels on the math threads (OpenMP). Every byte is XORed with `flip`.
 constexpr int64_t kChunk = 4096;
 
-// fn(job) for jobs [0, n): on the math threads when there is more than one.
+// fn(job) for jobs [0, n) that move `bytes` in all: on the math threads when that pays.
 template <typename Fn>
-void for_jobs(int64_t n, Fn&& fn) {
+void for_jobs(int64_t n, int64_t bytes, Fn&& fn) {
   if (n == 1) {
     fn(0);
     return;
   }
-  ops::math_parallel_for(n, fn);
+  ops::math_parallel_for(n, bytes, fn);
 }
 
 // Rows r[0..7] (byte k of r[i]: row i, column k) become their transpose.
@@ -310,7 +310,7 @@ inline void transpose8x8(uint64_t* r) {
 void planes_to_blocks(const std::vector<const uint8_t*>& planes, int64_t pixels, uint8_t fill, uint8_t flip, uint8_t* blocks, int64_t surface) {
   const int64_t nb = (static_cast<int64_t>(planes.size()) + 15) / 16, chunks = (pixels + kChunk - 1) / kChunk;
   const uint64_t fill8 = 0x0101010101010101ull * fill, flip8 = 0x0101010101010101ull * flip;
-  for_jobs(nb * chunks, [&](int64_t job) {
+  for_jobs(nb * chunks, nb * 16 * pixels, [&](int64_t job) {
     const int64_t b = job / chunks, i0 = (job % chunks) * kChunk, i1 = std::min(pixels, i0 + kChunk);
     uint8_t* dst = blocks + b * surface;
     const uint8_t* src[16];
@@ -345,7 +345,7 @@ void planes_to_blocks(const std::vector<const uint8_t*>& planes, int64_t pixels,
 void blocks_to_planes(const uint8_t* blocks, int64_t surface, int64_t pixels, uint8_t flip, const std::vector<uint8_t*>& planes) {
   const int64_t nb = (static_cast<int64_t>(planes.size()) + 15) / 16, chunks = (pixels + kChunk - 1) / kChunk;
   const uint64_t flip8 = 0x0101010101010101ull * flip;
-  for_jobs(nb * chunks, [&](int64_t job) {
+  for_jobs(nb * chunks, nb * 16 * pixels, [&](int64_t job) {
     const int64_t b = job / chunks, i0 = (job % chunks) * kChunk, i1 = std::min(pixels, i0 + kChunk);
     const uint8_t* src = blocks + b * surface;
     uint8_t* dst[16];

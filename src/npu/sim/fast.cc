@@ -317,7 +317,7 @@ Result<std::optional<MacView>> chain_mac(SimCache::Chain& ch, DeviceMemory& mem,
     uint8_t* buf = g.acc->padded_input();
     const uint8_t* in = src->data();
     const int64_t padded_w = g.crop_w + g.pad_left + g.pad_right, c1s = g.C / 16;
-    ops::math_parallel_for(g.crop_h, [&](int64_t h) {
+    ops::math_parallel_for(g.crop_h, g.crop_h * g.crop_w * g.C, [&](int64_t h) {
       for (int64_t w = 0; w < g.crop_w; ++w) {
         uint8_t* dst = buf + ((g.pad_top + h) * padded_w + g.pad_left + w) * g.C;
         for (int64_t c1 = 0; c1 < c1s; ++c1) {

@@ -238,7 +238,7 @@ Result<TaskStats> run_conv(DeviceMemory& mem, const ConvTask& t, const Quirks& q
         // Pixel ranges on the math threads (each writes its own pixels).
         const int64_t chunk = 256, chunks = (pixels + chunk - 1) / chunk;
         uint8_t* yd = y.data();
-        ops::math_parallel_for(chunks, [&](int64_t i) {
+        ops::math_parallel_for(chunks, pixels * OCw, [&](int64_t i) {
           detail::run_common_epilogue(ep, i * chunk, std::min(pixels, (i + 1) * chunk), OCw, t.out_surface, yd, v);
         });
         return stats;
