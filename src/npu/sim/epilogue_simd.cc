@@ -139,8 +139,11 @@ HWY_INLINE void Block(const EpilogueParams& P, const int32_t* HWY_RESTRICT a, co
 }
 
 template <int F>
-HWY_INLINE void Range(const EpilogueParams& P, const EpilogueJob& J) {
-  const MacView& view = J.view;
+HWY_INLINE void Range(const EpilogueParams& params, const EpilogueJob& J) {
+  // Local copies: the output bytes (uint8_t) may alias anything the caller passed by
+  // reference, which would make the compiler reload every parameter after every store.
+  const EpilogueParams P = params;
+  const MacView view = J.view;
   const int64_t M = view.stride, total = view.avail;
   for (int64_t k0 = 0; k0 < J.OCw; k0 += 16) {
     const int64_t n = std::min<int64_t>(16, J.OCw - k0);

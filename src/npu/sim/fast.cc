@@ -316,13 +316,21 @@ Result<std::optional<MacView>> chain_mac(SimCache::Chain& ch, DeviceMemory& mem,
     // columns the taps reach: 16 channels per copy, rows on the math threads.
     uint8_t* buf = g.acc->padded_input();
     const uint8_t* in = src->data();
-    const int64_t padded_w = g.crop_w + g.pad_left + g.pad_right, c1s = g.C / 16;
-    ops::math_parallel_for(g.crop_h, g.crop_h * g.crop_w * g.C, [&](int64_t h) {
-      for (int64_t w = 0; w < g.crop_w; ++w) {
-        uint8_t* dst = buf + ((g.pad_top + h) * padded_w + g.pad_left + w) * g.C;
-        for (int64_t c1 = 0; c1 < c1s; ++c1) {
-          const uint8_t* s16 = in + c1 * g.surface + h * g.line + w * 16;
-          for (int j = 0; j < 16; ++j) dst[c1 * 16 + j] = static_cast<uint8_t>(s16[j] ^ 0x80);
+    const int64_t padded_w = g.crop_w + g.pad_left + g.pad_right, c1s = g.C / 16, crop_w = g.crop_w, C = g.C, S = g.surface, L = g.line;
+    const int64_t pad_top = g.pad_top, pad_left = g.pad_left;
+    ops::math_parallel_for(g.crop_h, g.crop_h * g.crop_w * g.C, [=](int64_t h) {
+      constexpr uint64_t kFlip = 0x8080808080808080ull;
+      for (int64_t c1 = 0; c1 < c1s; ++c1) {
+        const uint8_t* s = in + c1 * S + h * L;
+        uint8_t* d = buf + ((pad_top + h) * padded_w + pad_left) * C + c1 * 16;
+        for (int64_t w = 0; w < crop_w; ++w) {  // 16 bytes as two 64-bit words
+          uint64_t lo, hi;
+          std::memcpy(&lo, s + w * 16, 8);
+          std::memcpy(&hi, s + w * 16 + 8, 8);
+          lo ^= kFlip;
+          hi ^= kFlip;
+          std::memcpy(d + w * C, &lo, 8);
+          std::memcpy(d + w * C + 8, &hi, 8);
         }
       }
     });
