@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "kernels/tensor_ops.h"
+#include "npu/lower/layout_simd.h"
 #include "npu/arch/arch.h"
 #include "quant/requant.h"
 
@@ -279,9 +280,9 @@ int64_t input_bytes(const ConvSpec& s) { return align(std::max<int64_t>(s.C, 16)
 namespace {
 
 // NC1HWC2 <-> channel planes. Channel j of a map lives in block j / 16 (at blocks + (j / 16)
-// * surface), lane j % 16 of every 16-byte pixel. Both directions move 8 pixels x 8 channels
-// as an 8 x 8 byte transpose of eight 64-bit words (three rounds of masked swaps); blocks and
-// chunks of pixels on the math threads (OpenMP). Every byte is XORed with `flip`.
+// * surface), lane j % 16 of every 16-byte pixel. Blocks and chunks of pixels on the math
+// threads (OpenMP), each a 16 x 16 byte transpose per 16 pixels (layout_simd.cc). Every
+// byte is XORed with `flip`.
 constexpr int64_t kChunk = 4096;
 
 // fn(job) for jobs [0, n) that move `bytes` in all: on the math threads when that pays.
@@ -294,57 +295,23 @@ void for_jobs(int64_t n, int64_t bytes, Fn&& fn) {
   ops::math_parallel_for(n, bytes, fn);
 }
 
-// Rows r[0..7] (byte k of r[i]: row i, column k) become their transpose.
-inline void transpose8x8(uint64_t* r) {
-  auto swap = [&](int a, int b, int sh, uint64_t m) {
-    const uint64_t t = ((r[a] >> sh) ^ r[b]) & m;
-    r[b] ^= t;
-    r[a] ^= t << sh;
-  };
-  for (int i : {0, 2, 4, 6}) swap(i, i + 1, 8, 0x00FF00FF00FF00FFull);
-  for (int i : {0, 1, 4, 5}) swap(i, i + 2, 16, 0x0000FFFF0000FFFFull);
-  for (int i : {0, 1, 2, 3}) swap(i, i + 4, 32, 0x00000000FFFFFFFFull);
-}
-
 // Block bytes of pixels [0, pixels) from planes[j] (nullptr: `fill` in that lane).
 void planes_to_blocks(const std::vector<const uint8_t*>& planes, int64_t pixels, uint8_t fill, uint8_t flip, uint8_t* blocks, int64_t surface) {
   const int64_t nb = (static_cast<int64_t>(planes.size()) + 15) / 16, chunks = (pixels + kChunk - 1) / kChunk;
-  const uint64_t fill8 = 0x0101010101010101ull * fill, flip8 = 0x0101010101010101ull * flip;
   for_jobs(nb * chunks, nb * 16 * pixels, [&](int64_t job) {
     const int64_t b = job / chunks, i0 = (job % chunks) * kChunk, i1 = std::min(pixels, i0 + kChunk);
-    uint8_t* dst = blocks + b * surface;
     const uint8_t* src[16];
     for (size_t lane = 0; lane < 16; ++lane) {
       const size_t j = static_cast<size_t>(b) * 16 + lane;
       src[lane] = j < planes.size() ? planes[j] : nullptr;
     }
-    int64_t i = i0;
-    for (; i + 8 <= i1; i += 8) {
-      uint64_t r[16];
-      for (int lane = 0; lane < 16; ++lane) {
-        if (src[lane]) {
-          std::memcpy(&r[lane], src[lane] + i, 8);
-          r[lane] ^= flip8;
-        } else {
-          r[lane] = fill8;
-        }
-      }
-      transpose8x8(r);
-      transpose8x8(r + 8);
-      for (int p = 0; p < 8; ++p) {
-        std::memcpy(dst + (i + p) * 16, &r[p], 8);
-        std::memcpy(dst + (i + p) * 16 + 8, &r[8 + p], 8);
-      }
-    }
-    for (; i < i1; ++i)
-      for (int lane = 0; lane < 16; ++lane) dst[i * 16 + lane] = src[lane] ? static_cast<uint8_t>(src[lane][i] ^ flip) : fill;
+    detail::planes_to_block(src, i0, i1, fill, flip, blocks + b * surface);
   });
 }
 
 // planes[j][i] = block byte of channel j, pixel i, for the planes that are not nullptr.
 void blocks_to_planes(const uint8_t* blocks, int64_t surface, int64_t pixels, uint8_t flip, const std::vector<uint8_t*>& planes) {
   const int64_t nb = (static_cast<int64_t>(planes.size()) + 15) / 16, chunks = (pixels + kChunk - 1) / kChunk;
-  const uint64_t flip8 = 0x0101010101010101ull * flip;
   for_jobs(nb * chunks, nb * 16 * pixels, [&](int64_t job) {
     const int64_t b = job / chunks, i0 = (job % chunks) * kChunk, i1 = std::min(pixels, i0 + kChunk);
     const uint8_t* src = blocks + b * surface;
@@ -355,32 +322,7 @@ void blocks_to_planes(const uint8_t* blocks, int64_t surface, int64_t pixels, ui
       dst[lane] = j < planes.size() ? planes[j] : nullptr;
       used += dst[lane] != nullptr;
     }
-    if (used < 8) {  // a depthwise window's block that holds few of the region's channels: lane by lane
-      for (int lane = 0; lane < 16; ++lane) {
-        if (!dst[lane]) continue;
-        for (int64_t i = i0; i < i1; ++i) dst[lane][i] = static_cast<uint8_t>(src[i * 16 + lane] ^ flip);
-      }
-      return;
-    }
-    int64_t i = i0;
-    for (; i + 8 <= i1; i += 8) {
-      uint64_t r[16];
-      for (int p = 0; p < 8; ++p) {
-        std::memcpy(&r[p], src + (i + p) * 16, 8);
-        std::memcpy(&r[8 + p], src + (i + p) * 16 + 8, 8);
-      }
-      transpose8x8(r);
-      transpose8x8(r + 8);
-      for (int lane = 0; lane < 16; ++lane) {
-        if (!dst[lane]) continue;
-        const uint64_t v = r[lane] ^ flip8;
-        std::memcpy(dst[lane] + i, &v, 8);
-      }
-    }
-    for (; i < i1; ++i)
-      for (int lane = 0; lane < 16; ++lane) {
-        if (dst[lane]) dst[lane][i] = static_cast<uint8_t>(src[i * 16 + lane] ^ flip);
-      }
+    if (used > 0) detail::block_to_planes(src, i0, i1, flip, dst);  // none: a depthwise window's block another task computes
   });
 }
 
