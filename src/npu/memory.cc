@@ -1,5 +1,6 @@
 #include "npu/memory.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -14,24 +15,67 @@ std::string hex32(uint64_t v) {
 }
 }  // namespace
 
+namespace {
+uint64_t next_identity() {
+  static std::atomic<uint64_t> next{1};
+  return next++;
+}
+}  // namespace
+
+DeviceMemory::DeviceMemory(uint32_t base) : base_(base), id_(next_identity()) {}
+DeviceMemory::DeviceMemory(const DeviceMemory& o) : base_(o.base_), bytes_(o.bytes_), id_(next_identity()), seq_(o.seq_), history_(o.history_) {}
+DeviceMemory& DeviceMemory::operator=(const DeviceMemory& o) {
+  if (this != &o) {
+    base_ = o.base_;
+    bytes_ = o.bytes_;
+    id_ = next_identity();
+    seq_ = o.seq_;
+    history_ = o.history_;
+  }
+  return *this;
+}
+
 uint32_t DeviceMemory::alloc(size_t bytes, size_t align) {
   size_t at = (bytes_.size() + align - 1) / align * align;
   bytes_.resize(at + bytes, 0);
   return base_ + static_cast<uint32_t>(at);
 }
 
-Result<std::span<uint8_t>> DeviceMemory::span(uint32_t address, size_t bytes) {
+Result<size_t> DeviceMemory::offset_of(uint32_t address, size_t bytes) const {
   if (address < base_ || static_cast<uint64_t>(address - base_) + bytes > bytes_.size()) {
     return invalid("device memory: " + std::to_string(bytes) + " bytes at " + hex32(address) + " lie outside [" + hex32(base_) + ", " +
                    hex32(base_ + bytes_.size()) + ")");
   }
-  return std::span<uint8_t>(bytes_.data() + (address - base_), bytes);
+  return static_cast<size_t>(address - base_);
+}
+
+void DeviceMemory::record(uint32_t address, size_t bytes) {
+  ++seq_;
+  const Access a{seq_, address, static_cast<uint64_t>(address) + bytes};
+  if (history_.size() < kHistory) history_.push_back(a);  // seq s at index (s - 1) % kHistory
+  else history_[static_cast<size_t>((seq_ - 1) % kHistory)] = a;
+}
+
+bool DeviceMemory::written_since(uint64_t since, uint32_t address, size_t bytes) const {
+  if (since >= seq_) return false;
+  if (seq_ - since > history_.size()) return true;  // older than the record
+  const uint64_t lo = address, hi = lo + bytes;
+  for (uint64_t q = seq_; q > since; --q) {  // the accesses after `since`, newest first
+    const Access& a = history_[static_cast<size_t>((q - 1) % kHistory)];
+    if (a.lo < hi && lo < a.hi) return true;
+  }
+  return false;
+}
+
+Result<std::span<uint8_t>> DeviceMemory::span(uint32_t address, size_t bytes) {
+  RKD_ASSIGN(size_t at, offset_of(address, bytes));
+  record(address, bytes);
+  return std::span<uint8_t>(bytes_.data() + at, bytes);
 }
 
 Result<std::span<const uint8_t>> DeviceMemory::read(uint32_t address, size_t bytes) const {
-  auto self = const_cast<DeviceMemory*>(this);
-  RKD_ASSIGN(auto s, self->span(address, bytes));
-  return std::span<const uint8_t>(s.data(), s.size());
+  RKD_ASSIGN(size_t at, offset_of(address, bytes));
+  return std::span<const uint8_t>(bytes_.data() + at, bytes);
 }
 
 Status DeviceMemory::write(uint32_t address, std::span<const uint8_t> data) {

@@ -312,6 +312,33 @@ TEST(NpuSim, SharedMacsOnlyWhereNoTaskWritesTheInputInBetween) {
   EXPECT_NE(std::memcmp(a->data(), b->data(), a->size()), 0);
 }
 
+TEST(DeviceMemory, WrittenSinceTracksMutableAccessesWithinItsHorizon) {
+  DeviceMemory m;
+  const uint32_t a = m.alloc(64), b = m.alloc(64);
+  const uint64_t t0 = m.sequence();
+  EXPECT_FALSE(m.written_since(t0, a, 64));
+  const std::vector<uint8_t> bytes(8, 1);
+  ASSERT_TRUE(m.write(b, bytes).ok());
+  EXPECT_FALSE(m.written_since(t0, a, 64));  // another range
+  EXPECT_TRUE(m.written_since(t0, b + 4, 1));
+  ASSERT_TRUE(m.read(a, 64).ok());  // reads are not changes
+  EXPECT_FALSE(m.written_since(t0, a, 64));
+  ASSERT_FALSE(m.span(b + 60, 8).ok());  // past the end: refused, not recorded
+  EXPECT_FALSE(m.written_since(t0, a, 64));
+  ASSERT_TRUE(m.span(a + 63, 1).ok());  // a mutable view counts as a change
+  EXPECT_TRUE(m.written_since(t0, a, 64));
+  // Past the record's horizon the answer is "maybe".
+  const uint64_t t1 = m.sequence();
+  for (size_t i = 0; i < DeviceMemory::kHistory + 1; ++i) ASSERT_TRUE(m.write(b, bytes).ok());
+  EXPECT_TRUE(m.written_since(t1, a, 64));
+  const uint64_t t2 = m.sequence();
+  ASSERT_TRUE(m.write(b, bytes).ok());
+  EXPECT_FALSE(m.written_since(t2, a, 64));
+  // A copy is another memory: a cache keyed on identity() checks it afresh.
+  const DeviceMemory copy = m;
+  EXPECT_NE(copy.identity(), m.identity());
+}
+
 TEST(NpuSim, CacheFollowsChangedCommandWordsAndWeights) {
   // One cache across runs of a buffer whose command words, then weights, change in place:
   // each run must give what the loops give on the buffer as it is then.

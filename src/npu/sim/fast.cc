@@ -50,6 +50,7 @@ struct SimCache::Chain {
   std::vector<size_t> member;  // its place in its group
   uint64_t run = 0;
   size_t mac_runs = 0;
+  uint64_t memory = 0, checked_at = 0;  // the weights matched in this DeviceMemory at this sequence()
 };
 
 SimCache::SimCache() = default;
@@ -224,13 +225,19 @@ bool build(Group& g, const std::vector<ConvTask>& convs, const std::vector<std::
   return true;
 }
 
-bool same_chain(const SimCache::Chain& ch, DeviceMemory& mem, const std::vector<ChainTask>& tasks, const std::vector<ConvTask>& convs, bool same_tasks) {
+// The chain as planned: the same tasks and weight bytes. Weights are compared byte for byte
+// unless the memory's change record shows nothing wrote to them since the last match.
+bool same_chain(SimCache::Chain& ch, DeviceMemory& mem, const std::vector<ChainTask>& tasks, const std::vector<ConvTask>& convs, bool same_tasks) {
   if (ch.addresses.size() != tasks.size()) return false;
+  const bool tracked = ch.memory == mem.identity();
   for (size_t i = 0; i < tasks.size(); ++i) {
     if (!same_tasks && (ch.addresses[i] != tasks[i].address || ch.regs[i] != tasks[i].values)) return false;
+    if (tracked && !mem.written_since(ch.checked_at, convs[i].weights, static_cast<size_t>(convs[i].weight_bytes))) continue;
     auto wb = mem.read(convs[i].weights, static_cast<size_t>(convs[i].weight_bytes));
     if (!wb.ok() || wb->size() != ch.weights[i].size() || std::memcmp(wb->data(), ch.weights[i].data(), wb->size()) != 0) return false;
   }
+  ch.memory = mem.identity();
+  ch.checked_at = mem.sequence();
   return true;
 }
 
@@ -294,6 +301,8 @@ SimCache::Chain* plan_chain(SimCache& cache, DeviceMemory& mem, const std::vecto
       ch->group_of[ch->groups[gi].members[i]] = static_cast<int>(gi);
       ch->member[ch->groups[gi].members[i]] = i;
     }
+  ch->memory = mem.identity();
+  ch->checked_at = mem.sequence();
   slot = std::move(ch);
   return slot.get();
 }
