@@ -445,11 +445,15 @@ TEST(NpuSim, SimdEpilogueEqualsTheStageByStageDefinition) {
     std::vector<int32_t> alu(static_cast<size_t>(M)), acc(static_cast<size_t>(pixels * M));
     std::vector<int16_t> mul(static_cast<size_t>(M));
     std::vector<int64_t> wsum(static_cast<size_t>(M));
-    for (auto& a : alu) a = static_cast<int32_t>(small ? pick(-300, 300) : pick(INT32_MIN, INT32_MAX));
+    const bool small_alu = small && pick(0, 3) != 0;  // small MACs with a large ALU operand: the add may saturate
+    for (auto& a : alu) {  // large: anywhere, or within a few thousand of int32's limits (MAC + ALU saturates)
+      const int64_t edge = pick(0, 1) ? INT32_MAX - pick(0, 3000) : INT32_MIN + pick(0, 3000);
+      a = static_cast<int32_t>(small_alu ? pick(-300, 300) : pick(0, 1) ? pick(INT32_MIN, INT32_MAX) : edge);
+    }
     for (auto& m : mul) m = static_cast<int16_t>(small ? pick(-8, 8) : pick(-32768, 32767));
     for (auto& w : wsum) w = small ? pick(-4, 4) : pick(-2000000, 2000000);
     for (auto& a : acc) a = static_cast<int32_t>(small ? pick(-2000, 2000) : pick(INT32_MIN, INT32_MAX));
-    e.mac_fits = small;  // |acc + (-128) wsum| stays far inside int32
+    e.mac_bound = small ? 2000 + 128 * 4 : std::numeric_limits<int64_t>::max();  // |acc - 128 wsum|
     e.alu = alu.data();
     e.mul = mul.data();
     e.scale = small ? pick(-40, 40) : pick(-32768, 65535);

@@ -84,7 +84,7 @@ struct Epilogue {
   const int16_t* mul;
   int64_t scale, offset;
   int shift;
-  bool mac_fits;  // every MAC provably within int32 (taps x 128 x 128 < 2^31): its saturation is a no-op
+  int64_t mac_bound;  // |MAC| <= mac_bound for every accumulator (taps x 128 x 128 on the prepared path)
 };
 
 // run_epilogue's configuration for every lowering (CORE truncate half to even, BS ALU add

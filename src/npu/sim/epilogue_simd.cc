@@ -24,7 +24,8 @@ struct EpilogueParams {
   int sp, sn, so, trunc, ew_shift;
   int64_t half_p, half_n, half_o, scale, offset;
   int64_t ew_offset, ew_scale, ew_half;
-  bool mul, ew, mac_fits;
+  int64_t mac_bound;  // |MAC| <= mac_bound
+  bool mul, ew;
 };
 // Pixels [p0, p1) of one task's output, channels [0, OCw).
 struct EpilogueJob {
@@ -57,8 +58,13 @@ HWY_INLINE V MulInt32(D d, V a, V b) {
 }
 
 // Variants of the stages, as template flags: the BS MUL stage on; the EW add on; the BS
-// shift the same for both signs; the MAC provably within int32 (its saturation a no-op).
-enum : int { kMul = 1, kEw = 2, kSameShift = 4, kMacFits = 8 };
+// shift the same for both signs; the MAC provably within int32 (its saturation a no-op);
+// no CORE truncation either, so that the ALU operand is folded into the MAC's offset; and
+// MAC + ALU provably within int32 too (the saturation after the add a no-op).
+enum : int { kMul = 1, kEw = 2, kSameShift = 4, kMacFits = 8, kFolded = 16, kAluFits = 32 };
+constexpr bool valid_flags(int f) {
+  return (!(f & kSameShift) || (f & kMul)) && (!(f & kFolded) || (f & kMacFits)) && (!(f & kAluFits) || (f & kFolded));
+}
 
 // The stages for one vector of channels: v the MACs (int64 lanes), the channels' operands,
 // x the EW operand. Returns the int8 results in int64 lanes. Roundings in closed form:
@@ -75,10 +81,12 @@ HWY_INLINE V Stages(D d, const EpilogueParams& P, V v, V alu, V mul, V x) {
   };
   // The MAC saturated to int32, CORE's truncation, the BS ALU add (saturating).
   if constexpr (!(F & kMacFits)) v = sat32(v);
-  if (P.trunc > 0) v = round_even(v, P.trunc, hn::Set(d, (int64_t{1} << (P.trunc - 1)) - 1));
-  v = hn::Add(v, alu);
+  if constexpr (!(F & kFolded)) {
+    if (P.trunc > 0) v = round_even(v, P.trunc, hn::Set(d, (int64_t{1} << (P.trunc - 1)) - 1));
+    v = hn::Add(v, alu);
+  }
   if constexpr (F & kMul) {  // BS MUL, shifted half up by the sign's shift field
-    v = sat32(v);
+    if constexpr (!(F & kAluFits)) v = sat32(v);
     const V prod = MulInt32(d, v, mul);
     if constexpr (F & kSameShift) {
       v = hn::ShiftRightSame(hn::Add(prod, hn::Set(d, P.half_p)), P.sp);
@@ -152,6 +160,7 @@ HWY_INLINE void Range(const EpilogueParams& params, const EpilogueJob& J) {
       B.base[j & 1][j / 2] = view.wsum_scale * view.wsum[k0 + j];
       B.alu[j & 1][j / 2] = J.alu[k0 + j];
       B.mul[j & 1][j / 2] = J.mul[k0 + j];
+      if constexpr ((F & kFolded) != 0) B.base[j & 1][j / 2] += J.alu[k0 + j];  // MAC + ALU, exact: no saturation or truncation between
     }
     uint8_t* out = J.y + (k0 / 16) * J.out_surface;
     const uint8_t* eb = (F & kEw) ? J.ew + (k0 / 16) * J.ew_surface : nullptr;
@@ -177,14 +186,21 @@ HWY_INLINE void Range(const EpilogueParams& params, const EpilogueJob& J) {
 
 template <int F>
 void RangeIf(int f, const EpilogueParams& P, const EpilogueJob& J) {
-  if constexpr (F < 16) {
-    if (f == F) Range<F>(P, J);
-    else RangeIf<F + 1>(f, P, J);
+  if constexpr (F < 64) {
+    if constexpr (valid_flags(F)) {
+      if (f == F) return Range<F>(P, J);
+    }
+    RangeIf<F + 1>(f, P, J);
   }
 }
 
 void EpilogueRange(const EpilogueParams& P, const EpilogueJob& J) {
-  const int f = (P.mul ? kMul : 0) | (P.ew ? kEw : 0) | (P.mul && P.sp == P.sn ? kSameShift : 0) | (P.mac_fits ? kMacFits : 0);
+  constexpr int64_t kMax32 = std::numeric_limits<int32_t>::max();
+  const bool mac_fits = P.mac_bound <= kMax32, folded = mac_fits && P.trunc == 0;
+  int64_t alu_max = 0;
+  for (int64_t k = 0; k < J.OCw; ++k) alu_max = std::max<int64_t>(alu_max, J.alu[k] < 0 ? -int64_t{J.alu[k]} : J.alu[k]);
+  const int f = (P.mul ? kMul : 0) | (P.ew ? kEw : 0) | (P.mul && P.sp == P.sn ? kSameShift : 0) | (mac_fits ? kMacFits : 0) |
+                (folded ? kFolded : 0) | (folded && P.mac_bound + alu_max <= kMax32 ? kAluFits : 0);
   RangeIf<0>(f, P, J);
 }
 
@@ -213,7 +229,7 @@ void run_common_epilogue(const Epilogue& e, int64_t p0, int64_t p1, int64_t OCw,
   EpilogueParams P{};
   P.mul = !e.bs.mul_bypass;
   P.ew = e.ew.on;
-  P.mac_fits = e.mac_fits;
+  P.mac_bound = e.mac_bound;
   P.lo2 = e.bs.relu_bypass ? std::numeric_limits<int32_t>::min() : 0;
   P.hi2 = e.bs.relux ? static_cast<int64_t>(e.bs.relux_value) : std::numeric_limits<int32_t>::max();
   P.sp = P.mul ? e.bs.shift_pos : 1;

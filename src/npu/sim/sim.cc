@@ -227,9 +227,8 @@ Result<TaskStats> run_conv(DeviceMemory& mem, const ConvTask& t, const Quirks& q
   stats.output_values = pixels * t.OC;
   // |x| <= 128 and |w + OW_OP| <= 128 where the prepared MAC runs (int8 operands).
   const int64_t taps = t.KH * t.KW * (t.depthwise ? 1 : t.C);
-  const bool mac_fits = taps * 128 * 128 <= std::numeric_limits<int32_t>::max();
   const Epilogue ep{t.truncate, t.core_round, q.bs_shift_rounding, q.out_cvt_rounding, t.bs, t.bn, ew, alu.data(), mul.data(), t.scale, t.offset, t.shift,
-                    mac_fits};
+                    taps * 128 * 128};
   if (chain) {
     RKD_ASSIGN(std::optional<MacView> view, detail::chain_mac(*chain, mem, index));
     if (view) {
