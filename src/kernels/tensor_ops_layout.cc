@@ -620,7 +620,79 @@ void slice(const Tensor& x, const std::vector<int64_t>& start, const std::vector
   copy_into(x.with_layout(out.shape(), strides, offset), out);
 }
 
+namespace {
+
+// out[b][c][r] = in[b][r][c] for a contiguous [batches, rows, cols] of T, in 32 x 32 tiles
+// (each tile's rows and columns stay in L1 whatever the strides).
+template <typename T>
+void transpose_tiles(const T* in, T* out, int64_t batches, int64_t rows, int64_t cols) {
+  constexpr int64_t kTile = 32;
+  for (int64_t b = 0; b < batches; ++b) {
+    const T* src = in + b * rows * cols;
+    T* dst = out + b * rows * cols;
+    for (int64_t r0 = 0; r0 < rows; r0 += kTile)
+      for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+        const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+        for (int64_t c = c0; c < c1; ++c)
+          for (int64_t r = r0; r < r1; ++r) dst[c * rows + r] = src[r * cols + c];
+      }
+  }
+}
+
+// The permutation as [batches, rows, cols] -> [batches, cols, rows] of contiguous x: size-1
+// axes dropped, axes that stay neighbours merged. False when it is not of that form.
+bool as_batched_2d(const Shape& shape, const std::vector<int64_t>& perm, int64_t& batches, int64_t& rows, int64_t& cols) {
+  std::vector<int64_t> p;  // the permutation over the axes of size > 1
+  std::vector<int64_t> keep(shape.size(), -1);
+  int64_t n = 0;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] != 1) keep[i] = n++;
+  }
+  for (int64_t a : perm) {
+    if (keep[static_cast<size_t>(a)] >= 0) p.push_back(keep[static_cast<size_t>(a)]);
+  }
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] != 1) dims.push_back(shape[i]);
+  }
+  // Runs of consecutive input axes in output order: [batch run] then two runs swapped.
+  std::vector<std::pair<int64_t, int64_t>> runs;  // (first input axis, last input axis)
+  for (int64_t a : p) {
+    if (!runs.empty() && runs.back().second + 1 == a) runs.back().second = a;
+    else runs.emplace_back(a, a);
+  }
+  auto size = [&](const std::pair<int64_t, int64_t>& r) {
+    int64_t v = 1;
+    for (int64_t a = r.first; a <= r.second; ++a) v *= dims[static_cast<size_t>(a)];
+    return v;
+  };
+  if (runs.size() == 2 && runs[0].first > runs[1].first) {
+    batches = 1;
+    rows = size(runs[1]);
+    cols = size(runs[0]);
+    return true;
+  }
+  if (runs.size() == 3 && runs[0].first == 0 && runs[1].first > runs[2].first) {
+    batches = size(runs[0]);
+    rows = size(runs[2]);
+    cols = size(runs[1]);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void transpose(const Tensor& x, const std::vector<int64_t>& perm, Tensor& out) {
+  int64_t batches = 0, rows = 0, cols = 0;
+  const size_t es = dtype_size(x.dtype());
+  if (x.is_contiguous() && out.is_contiguous() && (es == 1 || es == 4 || es == 8) && as_batched_2d(x.shape(), perm, batches, rows, cols)) {
+    switch (es) {
+      case 1: transpose_tiles(static_cast<const uint8_t*>(x.raw()), static_cast<uint8_t*>(out.raw()), batches, rows, cols); return;
+      case 4: transpose_tiles(static_cast<const uint32_t*>(x.raw()), static_cast<uint32_t*>(out.raw()), batches, rows, cols); return;
+      default: transpose_tiles(static_cast<const uint64_t*>(x.raw()), static_cast<uint64_t*>(out.raw()), batches, rows, cols); return;
+    }
+  }
   std::vector<int> order(perm.begin(), perm.end());
   auto p = x.permute(order);
   copy_into(*p, out);
