@@ -112,6 +112,9 @@ void run_common_epilogue(const Epilogue& e, int64_t p0, int64_t p1, int64_t OCw,
 // SIMD epilogue.
 void reference_epilogue(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t out_surface, uint8_t* y, const MacView& v);
 
+// Whether the byte ranges [a0, a1) and [b0, b1) share a byte.
+inline bool overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) { return a0 < b1 && b0 < a1; }
+
 // One task of a chain as read from device memory.
 struct ChainTask {
   uint32_t address = 0;

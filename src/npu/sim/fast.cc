@@ -7,6 +7,8 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <tuple>
+#include <vector>
 
 #include "kernels/tensor_ops.h"
 #include "npu/sim/conv_task.h"
@@ -20,8 +22,8 @@ namespace detail {
 // rows (and, depthwise, its own channel window) of that map; the group's convolution covers
 // the union of the rows it reads and, for direct convolutions, the concatenation of the
 // members' distinct kernel sets (channel groups and kernel chunks), for depthwise ones the
-// union of their channel windows. Its output row oy + row_offset and kernel k + kernel0 is
-// then a member's (oy, k), exactly: the conditions are checked in layout().
+// union of their channel windows. A member's (oy, k) is then the group's output at its
+// acc_offset + oy * OW * M + k, exactly: the conditions are checked in layout().
 struct Group {
   std::vector<size_t> members;  // task indices, in chain order
   std::vector<int64_t> acc_offset, kernel0;  // per member: int32 index of its (pixel 0, kernel 0); its kernel 0
@@ -61,7 +63,6 @@ namespace detail {
 namespace {
 
 uint64_t end_of(uint32_t address, int64_t bytes) { return static_cast<uint64_t>(address) + static_cast<uint64_t>(bytes); }
-bool overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) { return a0 < b1 && b0 < a1; }
 
 // Tasks whose MAC oneDNN can compute: w + OW_OP fits int8 for every stored kernel, and the
 // written channels past them accumulate 0 (OW_OP 0, or depthwise with every channel stored).

@@ -473,7 +473,6 @@ Result<std::vector<TaskStats>> run_in_turn(DeviceMemory& mem, uint32_t address, 
   return stats;
 }
 
-bool overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) { return a0 < b1 && b0 < a1; }
 
 }  // namespace
 
@@ -509,7 +508,7 @@ std::shared_ptr<SimCache::Decoded> decode_chain(const DeviceMemory& mem, uint32_
   }
   for (const ConvTask& c : d->convs)
     for (const auto& [at, bytes] : d->words) {
-      if (overlap(c.output, static_cast<uint64_t>(c.output) + static_cast<uint64_t>(c.output_bytes), at, static_cast<uint64_t>(at) + bytes.size())) {
+      if (detail::overlap(c.output, static_cast<uint64_t>(c.output) + static_cast<uint64_t>(c.output_bytes), at, static_cast<uint64_t>(at) + bytes.size())) {
         return nullptr;
       }
     }
