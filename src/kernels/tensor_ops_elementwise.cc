@@ -84,7 +84,44 @@ Status binary_typed(Binary op, const Tensor& a0, const Tensor& b0, Tensor& out, 
   const T* pb = b.data<T>();
   R* po = out.data<R>();
   std::atomic<bool> div_zero{false};
+  // A small operand repeated along a contiguous full-size one ([1, H, W, 3] - [1, 1, 1, 3]):
+  // row by row that is rows of 3; instead one flat loop against the tile laid out a few
+  // hundred elements long. Returns the tile's length k, or 0.
+  auto trailing_tile = [&](const Tensor& t0) -> int64_t {
+    const Shape& ts = t0.shape();
+    const Shape& os = out.shape();
+    size_t lead = 0;
+    while (lead < ts.size() && ts[lead] == 1) ++lead;
+    const size_t m = ts.size() - lead;
+    if (!t0.is_contiguous() || m == 0 || m > os.size()) return 0;
+    for (size_t i = 0; i < m; ++i) {
+      if (ts[lead + i] != os[os.size() - m + i]) return 0;
+    }
+    return t0.numel();
+  };
+  const int64_t total = out.numel();
+  const bool a_full = a0.shape() == out.shape() && a0.is_contiguous(), b_full = b0.shape() == out.shape() && b0.is_contiguous();
+  const int64_t tile_b = a_full && !b_full ? trailing_tile(b0) : 0, tile_a = b_full && !a_full ? trailing_tile(a0) : 0;
   auto kernel = [&](auto f) {
+    if ((tile_b > 1 && tile_b < 64) || (tile_a > 1 && tile_a < 64)) {
+      const bool b_tiled = tile_b > 1;
+      const int64_t k = b_tiled ? tile_b : tile_a, len = k * std::max<int64_t>(1, 512 / k);
+      const T* src = b_tiled ? b0.data<T>() : a0.data<T>();
+      const T* full = b_tiled ? a0.data<T>() : b0.data<T>();
+      std::vector<T> tile(static_cast<size_t>(len));
+      for (int64_t j = 0; j < len; ++j) tile[static_cast<size_t>(j)] = src[j % k];
+      for (int64_t i0 = 0; i0 < total; i0 += len) {
+        const int64_t n = std::min(len, total - i0);
+        const T* x = full + i0;
+        R* z = po + i0;
+        if (b_tiled) {
+          for (int64_t j = 0; j < n; ++j) z[j] = f(x[j], tile[static_cast<size_t>(j)]);
+        } else {
+          for (int64_t j = 0; j < n; ++j) z[j] = f(tile[static_cast<size_t>(j)], x[j]);
+        }
+      }
+      return;
+    }
     for_each_row<2>(out.shape(), {&a.strides(), &b.strides()}, [&](int64_t o, const auto& off, int64_t n, const auto& st) {
       const T* x = pa + off[0];
       const T* y = pb + off[1];
