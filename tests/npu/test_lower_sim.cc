@@ -268,6 +268,19 @@ TEST(NpuLowerSim, CbufTilingComputesWhatTheWholeLoweringComputes) {
   }
 }
 
+// A case's input placed and its convolution lowered into fresh device memory.
+struct InMemory {
+  DeviceMemory mem;
+  uint32_t input = 0;
+  lower::Lowered l;
+};
+Result<InMemory> lower_in_memory(const Case& c, lower::Strategy st) {
+  InMemory m;
+  RKD_ASSIGN(m.input, lower::place_input(m.mem, c.spec, c.x));
+  RKD_ASSIGN(m.l, lower::lower_conv(c.spec, st, m.mem, m.input));
+  return m;
+}
+
 TEST(NpuSim, SharedMacsOnlyWhereNoTaskWritesTheInputInBetween) {
   // Three tasks over one map (group16: 16 output channels each), the first redirected to
   // write its output over the input's first channel block: the later two read what it wrote.
@@ -276,11 +289,11 @@ TEST(NpuSim, SharedMacsOnlyWhereNoTaskWritesTheInputInBetween) {
   // memory afterwards is the loops' byte for byte.
   std::mt19937 rng(5);
   Case c = random_case(rng, false, DType::i8, 1.0, false, {32, 48, 9, 10, 3, 1});
-  DeviceMemory mem;
-  auto in = lower::place_input(mem, c.spec, c.x);
-  ASSERT_TRUE(in.ok());
-  auto l = lower::lower_conv(c.spec, lower::Strategy::group16, mem, *in);
-  ASSERT_TRUE(l.ok()) << l.error().to_string();
+  auto lowered = lower_in_memory(c, lower::Strategy::group16);
+  ASSERT_TRUE(lowered.ok()) << lowered.error().to_string();
+  DeviceMemory& mem = lowered->mem;
+  const uint32_t* in = &lowered->input;
+  lower::Lowered* l = &lowered->l;
   ASSERT_EQ(l->tasks.size(), 3u);
   const DeviceMemory untouched = mem;
   l->tasks[0].regs.set(arch::DPU_DST_BASE_ADDR, *in);
@@ -344,11 +357,10 @@ TEST(NpuSim, CacheFollowsChangedCommandWordsAndWeights) {
   // each run must give what the loops give on the buffer as it is then.
   std::mt19937 rng(8);
   Case c = random_case(rng, false, DType::i8, 1.5, false, {32, 40, 12, 9, 3, 1});
-  DeviceMemory mem;
-  auto in = lower::place_input(mem, c.spec, c.x);
-  ASSERT_TRUE(in.ok());
-  auto l = lower::lower_conv(c.spec, lower::Strategy::sorted_bs_multiplier, mem, *in);
-  ASSERT_TRUE(l.ok());
+  auto lowered = lower_in_memory(c, lower::Strategy::sorted_bs_multiplier);
+  ASSERT_TRUE(lowered.ok()) << lowered.error().to_string();
+  DeviceMemory& mem = lowered->mem;
+  lower::Lowered* l = &lowered->l;
   auto placed = lower::place_regcmd(mem, *l);
   ASSERT_TRUE(placed.ok());
   sim::SimCache cache;
@@ -390,11 +402,10 @@ TEST(NpuSim, PreparedPathEqualsTheDefinitionOnRandomStageRegisters) {
   for (int trial = 0; trial < 40; ++trial) {
     const bool depthwise = trial % 3 == 0;
     Case c = random_case(rng, depthwise, DType::i8, 2.0, trial % 2 == 0);
-    DeviceMemory mem;
-    auto in = lower::place_input(mem, c.spec, c.x);
-    ASSERT_TRUE(in.ok());
-    auto l = lower::lower_conv(c.spec, trial % 4 == 1 ? lower::Strategy::per_tensor : lower::Strategy::sorted_bs_multiplier, mem, *in);
-    ASSERT_TRUE(l.ok()) << l.error().to_string();
+    auto lowered = lower_in_memory(c, trial % 4 == 1 ? lower::Strategy::per_tensor : lower::Strategy::sorted_bs_multiplier);
+    ASSERT_TRUE(lowered.ok()) << lowered.error().to_string();
+    DeviceMemory& mem = lowered->mem;
+    lower::Lowered* l = &lowered->l;
     for (auto& t : l->tasks) {
       ASSERT_TRUE(t.regs.set(arch::DPU_BS_MUL_CFG_BS_MUL_SHIFT_VALUE, static_cast<uint64_t>(pick(1, 40))).ok());
       ASSERT_TRUE(t.regs.set(arch::DPU_DATA_FORMAT_BS_MUL_SHIFT_VALUE_NEG, static_cast<uint64_t>(pick(1, 40))).ok());
