@@ -473,9 +473,9 @@ Result<std::vector<TaskStats>> run_in_turn(DeviceMemory& mem, uint32_t address, 
   return stats;
 }
 
-
 }  // namespace
 
+// The chain's tasks as decoded from its command words (SimCache::decoded).
 struct SimCache::Decoded {
   size_t start_words = 0;
   Quirks quirks;
