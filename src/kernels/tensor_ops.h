@@ -204,11 +204,10 @@ Status einsum(const std::vector<std::string>& operand_labels, const std::string&
 void set_math_threads(int threads);
 // fn(i) for every i in [0, n) on those OpenMP threads: for loops that run between oneDNN
 // calls, which on core's pool would compete with OpenMP's spinning workers for the same
-// cores (tensor_ops_parallel.h). Serial when n < 2 or one thread is set.
-void math_parallel_for(int64_t n, const std::function<void(int64_t)>& fn);
-// The same, serial when `work` (bytes or values the loop touches) is below what pays for
-// waking the other threads: an OpenMP fork/join costs microseconds, and a model's hundreds
-// of small loops paid it at two threads until they ran slower than at one.
+// cores (tensor_ops_parallel.h). Serial when n < 2, one thread is set, or `work` (bytes or
+// values the loop touches) is below what pays for waking the other threads: an OpenMP
+// fork/join costs microseconds, and a model's hundreds of small loops paid it at two
+// threads until they ran slower than at one.
 void math_parallel_for(int64_t n, int64_t work, const std::function<void(int64_t)>& fn);
 
 }  // namespace rkd::ops

@@ -669,7 +669,6 @@ Status gemm(const Tensor& a0, const Tensor& b0, const Tensor* c, bool trans_a, b
 }
 
 void set_math_threads(int threads) { omp_set_num_threads(threads > 0 ? threads : omp_get_num_procs()); }
-void math_parallel_for(int64_t n, const std::function<void(int64_t)>& fn) { omp_for(n, fn); }
 void math_parallel_for(int64_t n, int64_t work, const std::function<void(int64_t)>& fn) {
   constexpr int64_t kMinParallelWork = int64_t{1} << 17;
   if (work < kMinParallelWork) {

@@ -13,9 +13,6 @@ std::string hex32(uint64_t v) {
   std::snprintf(b, sizeof b, "0x%08llx", static_cast<unsigned long long>(v));
   return b;
 }
-}  // namespace
-
-namespace {
 uint64_t next_identity() {
   static std::atomic<uint64_t> next{1};
   return next++;

@@ -484,7 +484,7 @@ TEST(NpuSim, SimdEpilogueEqualsTheStageByStageDefinition) {
     const int64_t surface = pixels * 16, bytes = (OCw + 15) / 16 * surface;
     std::vector<uint8_t> want(static_cast<size_t>(bytes), 0), got(static_cast<size_t>(bytes), 0);
     sim::detail::reference_epilogue(e, pixels, OCw, surface, want.data(), v);
-    sim::detail::run_common_epilogue(e, 0, pixels, OCw, surface, got.data(), v);
+    sim::detail::run_common_epilogue(e, pixels, OCw, surface, got.data(), v);
     for (int64_t p = 0; p < pixels; ++p)
       for (int64_t k = 0; k < OCw; ++k) {
         const size_t at = static_cast<size_t>((k / 16) * surface + p * 16 + k % 16);

@@ -285,20 +285,10 @@ namespace {
 // byte is XORed with `flip`.
 constexpr int64_t kChunk = 4096;
 
-// fn(job) for jobs [0, n) that move `bytes` in all: on the math threads when that pays.
-template <typename Fn>
-void for_jobs(int64_t n, int64_t bytes, Fn&& fn) {
-  if (n == 1) {
-    fn(0);
-    return;
-  }
-  ops::math_parallel_for(n, bytes, fn);
-}
-
 // Block bytes of pixels [0, pixels) from planes[j] (nullptr: `fill` in that lane).
 void planes_to_blocks(const std::vector<const uint8_t*>& planes, int64_t pixels, uint8_t fill, uint8_t flip, uint8_t* blocks, int64_t surface) {
   const int64_t nb = (static_cast<int64_t>(planes.size()) + 15) / 16, chunks = (pixels + kChunk - 1) / kChunk;
-  for_jobs(nb * chunks, nb * 16 * pixels, [&](int64_t job) {
+  ops::math_parallel_for(nb * chunks, nb * 16 * pixels, [&](int64_t job) {
     const int64_t b = job / chunks, i0 = (job % chunks) * kChunk, i1 = std::min(pixels, i0 + kChunk);
     const uint8_t* src[16];
     for (size_t lane = 0; lane < 16; ++lane) {
@@ -312,7 +302,7 @@ void planes_to_blocks(const std::vector<const uint8_t*>& planes, int64_t pixels,
 // planes[j][i] = block byte of channel j, pixel i, for the planes that are not nullptr.
 void blocks_to_planes(const uint8_t* blocks, int64_t surface, int64_t pixels, uint8_t flip, const std::vector<uint8_t*>& planes) {
   const int64_t nb = (static_cast<int64_t>(planes.size()) + 15) / 16, chunks = (pixels + kChunk - 1) / kChunk;
-  for_jobs(nb * chunks, nb * 16 * pixels, [&](int64_t job) {
+  ops::math_parallel_for(nb * chunks, nb * 16 * pixels, [&](int64_t job) {
     const int64_t b = job / chunks, i0 = (job % chunks) * kChunk, i1 = std::min(pixels, i0 + kChunk);
     const uint8_t* src = blocks + b * surface;
     uint8_t* dst[16];

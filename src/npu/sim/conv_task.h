@@ -105,8 +105,9 @@ struct MacView {
   int64_t wsum_scale;
 };
 
-// Pixels [p0, p1) of the task's output, channels [0, OCw), with the common epilogue.
-void run_common_epilogue(const Epilogue& e, int64_t p0, int64_t p1, int64_t OCw, int64_t out_surface, uint8_t* y, const MacView& v);
+// The task's output pixels [0, pixels), channels [0, OCw), with the common epilogue (pixel
+// ranges on the math threads).
+void run_common_epilogue(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t out_surface, uint8_t* y, const MacView& v);
 
 // The definition (sim.cc, stage by stage) on the same inputs, all pixels: for tests of the
 // SIMD epilogue.

@@ -13,19 +13,21 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/tensor_ops.h"
 #include "npu/sim/conv_task.h"
 
 #ifndef RKD_NPU_SIM_EPILOGUE_PARAMS
 #define RKD_NPU_SIM_EPILOGUE_PARAMS
 namespace rkd::npu::sim::detail {
-// The epilogue's constants, prepared once per task.
+// The epilogue's constants, prepared once per task (run_common_epilogue).
 struct EpilogueParams {
   int64_t lo2, hi2;  // saturation to int32 and ReLU / ReLUX as one clamp
   int sp, sn, so, trunc, ew_shift;
   int64_t half_p, half_n, half_o, scale, offset;
   int64_t ew_offset, ew_scale, ew_half;
-  int64_t mac_bound;  // |MAC| <= mac_bound
   bool mul, ew;
+  bool mac_fits;  // |MAC| provably within int32
+  bool alu_fits;  // |MAC| + |ALU operand| too, for every channel
 };
 // Pixels [p0, p1) of one task's output, channels [0, OCw).
 struct EpilogueJob {
@@ -195,12 +197,9 @@ void RangeIf(int f, const EpilogueParams& P, const EpilogueJob& J) {
 }
 
 void EpilogueRange(const EpilogueParams& P, const EpilogueJob& J) {
-  constexpr int64_t kMax32 = std::numeric_limits<int32_t>::max();
-  const bool mac_fits = P.mac_bound <= kMax32, folded = mac_fits && P.trunc == 0;
-  int64_t alu_max = 0;
-  for (int64_t k = 0; k < J.OCw; ++k) alu_max = std::max<int64_t>(alu_max, J.alu[k] < 0 ? -int64_t{J.alu[k]} : J.alu[k]);
-  const int f = (P.mul ? kMul : 0) | (P.ew ? kEw : 0) | (P.mul && P.sp == P.sn ? kSameShift : 0) | (mac_fits ? kMacFits : 0) |
-                (folded ? kFolded : 0) | (folded && P.mac_bound + alu_max <= kMax32 ? kAluFits : 0);
+  const bool folded = P.mac_fits && P.trunc == 0;
+  const int f = (P.mul ? kMul : 0) | (P.ew ? kEw : 0) | (P.mul && P.sp == P.sn ? kSameShift : 0) | (P.mac_fits ? kMacFits : 0) |
+                (folded ? kFolded : 0) | (folded && P.alu_fits ? kAluFits : 0);
   RangeIf<0>(f, P, J);
 }
 
@@ -224,12 +223,15 @@ bool common_epilogue(const Epilogue& e) {
          (b.mul_bypass || (b.shift_pos > 0 && b.shift_neg > 0 && b.shift_pos < 63 && b.shift_neg < 63));
 }
 
-void run_common_epilogue(const Epilogue& e, int64_t p0, int64_t p1, int64_t OCw, int64_t out_surface, uint8_t* y, const MacView& v) {
-  const EpilogueJob job{v, p0, p1, OCw, out_surface, y, e.alu, e.mul, e.ew.on ? e.ew.e : nullptr, e.ew.surface};
+void run_common_epilogue(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t out_surface, uint8_t* y, const MacView& v) {
+  constexpr int64_t kMax32 = std::numeric_limits<int32_t>::max();
   EpilogueParams P{};
   P.mul = !e.bs.mul_bypass;
   P.ew = e.ew.on;
-  P.mac_bound = e.mac_bound;
+  P.mac_fits = e.mac_bound <= kMax32;
+  int64_t alu_max = 0;
+  for (int64_t k = 0; k < OCw; ++k) alu_max = std::max<int64_t>(alu_max, e.alu[k] < 0 ? -int64_t{e.alu[k]} : e.alu[k]);
+  P.alu_fits = P.mac_fits && e.mac_bound + alu_max <= kMax32;
   P.lo2 = e.bs.relu_bypass ? std::numeric_limits<int32_t>::min() : 0;
   P.hi2 = e.bs.relux ? static_cast<int64_t>(e.bs.relux_value) : std::numeric_limits<int32_t>::max();
   P.sp = P.mul ? e.bs.shift_pos : 1;
@@ -247,7 +249,12 @@ void run_common_epilogue(const Epilogue& e, int64_t p0, int64_t p1, int64_t OCw,
     P.ew_shift = e.ew.shift;
     P.ew_half = e.ew.shift > 0 ? int64_t{1} << (e.ew.shift - 1) : 0;
   }
-  HWY_DYNAMIC_DISPATCH(EpilogueRange)(P, job);
+  // Pixel ranges on the math threads (each writes its own pixels).
+  const int64_t chunk = 256, chunks = (pixels + chunk - 1) / chunk;
+  ops::math_parallel_for(chunks, pixels * OCw, [&](int64_t i) {
+    const EpilogueJob job{v, i * chunk, std::min(pixels, (i + 1) * chunk), OCw, out_surface, y, e.alu, e.mul, e.ew.on ? e.ew.e : nullptr, e.ew.surface};
+    HWY_DYNAMIC_DISPATCH(EpilogueRange)(P, job);
+  });
 }
 
 }  // namespace rkd::npu::sim::detail

@@ -28,13 +28,10 @@ struct Group {
   std::vector<size_t> members;  // task indices, in chain order
   std::vector<int64_t> acc_offset, kernel0;  // per member: int32 index of its (pixel 0, kernel 0); its kernel 0
   bool depthwise = false;
-  uint32_t base = 0;
-  int64_t C = 0, line = 0, surface = 0, W = 0, OW = 0, OH = 0, M = 0, KH = 1, KW = 1, sy = 1, sx = 1;
-  int64_t row_first = 0, crop_h = 0, crop_w = 0, pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  int64_t C = 0, line = 0, surface = 0, OW = 0, OH = 0, M = 0, KH = 1, KW = 1, sy = 1, sx = 1;
+  int64_t crop_h = 0, crop_w = 0, pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
   int32_t pad = 0;
-  uint64_t lo = 0, hi = 0;  // the device bytes the group's input copy reads
-  // Per distinct kernel set (direct): (weights address, kernels, OW_OP) -> its kernel 0.
-  std::vector<std::pair<std::tuple<uint32_t, int64_t, int32_t>, int64_t>> kernel_sets;
+  uint64_t lo = 0, hi = 0;  // the device bytes the group's input copy reads: from the first row it needs
   std::unique_ptr<ops::QConvAccumulator> acc;
   std::vector<int64_t> wsum;  // per kernel: sum of (w + OW_OP) over its taps and channels
   Tensor out;                 // int32 [1, OH, OW, M]
@@ -128,15 +125,12 @@ bool layout(Group& g, const std::vector<ConvTask>& convs) {
     if (end > row[i] + t.H && row[i] + t.H < Hv) return false;
   }
   const int64_t need_end = Y0 + (OHv - 1) * sy + f.KH;
-  g.row_first = std::max<int64_t>(Y0, 0);
-  const int64_t row_last = std::min(need_end, Hv);
-  if (row_last <= g.row_first) return false;
+  const int64_t row_first = std::max<int64_t>(Y0, 0), row_last = std::min(need_end, Hv);
+  if (row_last <= row_first) return false;
   g.depthwise = f.depthwise;
-  g.base = base;
   g.C = C;
   g.line = L;
   g.surface = S;
-  g.W = f.W;
   g.OW = f.OW;
   g.OH = OHv;
   g.KH = f.KH;
@@ -144,17 +138,17 @@ bool layout(Group& g, const std::vector<ConvTask>& convs) {
   g.sy = sy;
   g.sx = f.sx;
   g.pad = f.pad_value;
-  g.crop_h = row_last - g.row_first;
+  g.crop_h = row_last - row_first;
   g.pad_top = std::max<int64_t>(-Y0, 0);
   g.pad_bottom = std::max<int64_t>(need_end - Hv, 0);
   const int64_t need_w = (f.OW - 1) * f.sx + f.KW - f.pad_left;
   g.crop_w = std::min(need_w, f.W);
   g.pad_left = f.pad_left;
   g.pad_right = std::max<int64_t>(need_w - f.W, 0);
-  g.lo = static_cast<uint64_t>(base) + static_cast<uint64_t>(g.row_first * L);
+  g.lo = static_cast<uint64_t>(base) + static_cast<uint64_t>(row_first * L);
   g.hi = static_cast<uint64_t>(base) + static_cast<uint64_t>((C / 16 - 1) * S + (row_last - 1) * L + g.crop_w * 16);
   // Kernels: depthwise, one per channel of the union; direct, each distinct set once.
-  g.kernel_sets.clear();
+  std::vector<std::pair<std::tuple<uint32_t, int64_t, int32_t>, int64_t>> kernel_sets;  // (weights, kernels, OW_OP) -> kernel 0
   g.kernel0.assign(n, 0);
   g.M = f.depthwise ? C : 0;
   for (size_t i = 0; i < n; ++i) {
@@ -164,9 +158,9 @@ bool layout(Group& g, const std::vector<ConvTask>& convs) {
       continue;
     }
     const auto key = std::make_tuple(t.weights, t.kernels, t.ow_op);
-    auto it = std::find_if(g.kernel_sets.begin(), g.kernel_sets.end(), [&](const auto& e) { return e.first == key; });
-    if (it == g.kernel_sets.end()) {
-      g.kernel_sets.emplace_back(key, g.M);
+    auto it = std::find_if(kernel_sets.begin(), kernel_sets.end(), [&](const auto& e) { return e.first == key; });
+    if (it == kernel_sets.end()) {
+      kernel_sets.emplace_back(key, g.M);
       g.kernel0[i] = g.M;
       g.M += t.stored();
     } else {

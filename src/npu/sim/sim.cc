@@ -6,7 +6,6 @@
 #include <limits>
 #include <map>
 
-#include "kernels/tensor_ops.h"
 #include "npu/arch/arch.h"
 #include "npu/regcmd/regcmd.h"
 #include "npu/sim/conv_task.h"
@@ -234,12 +233,7 @@ Result<TaskStats> run_conv(DeviceMemory& mem, const ConvTask& t, const Quirks& q
     if (view) {
       const MacView v = *view;
       if (detail::common_epilogue(ep) && OCw <= t.stored()) {
-        // Pixel ranges on the math threads (each writes its own pixels).
-        const int64_t chunk = 256, chunks = (pixels + chunk - 1) / chunk;
-        uint8_t* yd = y.data();
-        ops::math_parallel_for(chunks, pixels * OCw, [&](int64_t i) {
-          detail::run_common_epilogue(ep, i * chunk, std::min(pixels, (i + 1) * chunk), OCw, t.out_surface, yd, v);
-        });
+        detail::run_common_epilogue(ep, pixels, OCw, t.out_surface, y.data(), v);
         return stats;
       }
       const int64_t stored = t.stored();
