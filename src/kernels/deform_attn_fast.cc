@@ -13,6 +13,8 @@
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
+#include "core/isa.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -188,6 +190,8 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 namespace rkd {
+
+RKD_HIGHWAY_HONOURS_ISA_CEILING;
 
 HWY_EXPORT(MsdaTask);
 

@@ -14,6 +14,8 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include "core/isa.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -203,6 +205,8 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 namespace rkd {
+
+RKD_HIGHWAY_HONOURS_ISA_CEILING;
 
 HWY_EXPORT(SampleBlock2D);
 

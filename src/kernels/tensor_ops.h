@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -178,6 +179,12 @@ class QConvAccumulator {
   virtual std::string implementation() const = 0;
 };
 bool int8_conv_available();
+// What each run-time dispatcher chose under the ISA ceiling (core/isa.h), in this order:
+// isa_ceiling (RKD_MAX_ISA), highway_target (Highway's target name, e.g. AVX3, AVX2, SSE4, NEON),
+// onednn_isa (oneDNN's effective ISA, e.g. avx512_core_vnni, avx2), int8_products (onednn_vnni:
+// the exact oneDNN int8 products above; reference: the readable loops) and vectorised_loops
+// (the RKD_ISA_CLONES level: x86-64-v4, x86-64-v3, baseline).
+std::vector<std::pair<std::string, std::string>> dispatch_report();
 // The same for a matrix product with constant symmetric int8 B [K, N]: acc [rows, N] =
 // sum_k (a[r][k] - a_zero_point) * b[k][n], a int8 or uint8 [rows, K] (leading dims folded).
 class QMatMulAccumulator {

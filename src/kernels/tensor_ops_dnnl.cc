@@ -11,8 +11,10 @@
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "core/isa.h"
 #include "kernels/tensor_ops.h"
 #include "kernels/tensor_ops_parallel.h"
+#include "kernels/tensor_ops_simd.h"
 
 namespace rkd::ops {
 
@@ -22,8 +24,31 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
+// The ceiling (core/isa.h) as oneDNN's maximal ISA, set before oneDNN reads it (its first
+// primitive or ISA query); everything here that touches oneDNN goes through engine().
+bool onednn_honours_isa_ceiling() {
+  static const bool applied = [] {
+    dnnl::cpu_isa max = dnnl::cpu_isa::all;
+    switch (isa_ceiling()) {
+      case IsaLevel::native: return true;
+      case IsaLevel::avx512_vnni: max = dnnl::cpu_isa::avx512_core_vnni; break;
+      case IsaLevel::avx512: max = dnnl::cpu_isa::avx512_core; break;
+      case IsaLevel::avx2_vnni: max = dnnl::cpu_isa::avx2_vnni; break;
+      case IsaLevel::avx2: max = dnnl::cpu_isa::avx2; break;
+      case IsaLevel::sse4: max = dnnl::cpu_isa::sse41; break;
+    }
+    // Fails only when oneDNN's ISA was fixed already (ONEDNN_MAX_CPU_ISA read by an earlier
+    // call): then oneDNN's own setting stands, and dispatch_report() shows it.
+    return dnnl_set_max_cpu_isa(static_cast<dnnl_cpu_isa_t>(max)) == dnnl_success;
+  }();
+  return applied;
+}
+
 dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  static dnnl::engine e = [] {
+    onednn_honours_isa_ceiling();
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
   return e;
 }
 
@@ -364,11 +389,38 @@ class PatchDeconv final : public ConvPrimitive {
 
 bool int8_conv_available() {
   static const bool ok = [] {
+    engine();
     const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
     return isa == dnnl::cpu_isa::avx512_core_vnni || isa == dnnl::cpu_isa::avx512_core_bf16 ||
            isa == dnnl::cpu_isa::avx512_core_amx || isa == dnnl::cpu_isa::avx2_vnni;
   }();
   return ok;
+}
+
+std::string onednn_isa_name() {
+  engine();
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::sse41: return "sse41";
+    case dnnl::cpu_isa::avx: return "avx";
+    case dnnl::cpu_isa::avx2: return "avx2";
+    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
+    case dnnl::cpu_isa::avx512_core: return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
+    default: return "other (" + std::to_string(static_cast<int>(dnnl::get_effective_cpu_isa())) + ")";
+  }
+}
+
+std::vector<std::pair<std::string, std::string>> dispatch_report() {
+  const int clones = x86_clone_level();
+  return {
+      {"isa_ceiling", isa_level_name(isa_ceiling())},
+      {"highway_target", highway_dispatched_target()},
+      {"onednn_isa", onednn_isa_name()},
+      {"int8_products", int8_conv_available() ? "onednn_vnni" : "reference"},
+      {"vectorised_loops", clones == 4 ? "x86-64-v4" : clones == 3 ? "x86-64-v3" : "baseline"},
+  };
 }
 
 namespace {

@@ -10,6 +10,8 @@
 #define HWY_TARGET_INCLUDE "kernels/tensor_ops_simd.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
+
+#include "core/isa.h"
 #include <hwy/contrib/math/math-inl.h>
 
 #include <algorithm>
@@ -145,18 +147,26 @@ void LayerNormRow(const float* x, const float* scale, const float* bias, float* 
   if (inv_out) *inv_out = inv;
 }
 
+// The target HWY_DYNAMIC_DISPATCH runs (every Highway kernel of the project picks the same one:
+// the best the CPU supports among those compiled and not disabled by the ISA ceiling).
+const char* DispatchedTarget() { return hwy::TargetName(HWY_TARGET); }
+
 }  // namespace HWY_NAMESPACE
 }  // namespace rkd::ops
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 namespace rkd::ops {
+
+RKD_HIGHWAY_HONOURS_ISA_CEILING;
 HWY_EXPORT(MapExp);
 HWY_EXPORT(MapSigmoid);
 HWY_EXPORT(MapErf);
 HWY_EXPORT(SoftmaxRow);
 HWY_EXPORT(LayerNormRow);
+HWY_EXPORT(DispatchedTarget);
 
+const char* highway_dispatched_target() { return HWY_DYNAMIC_DISPATCH(DispatchedTarget)(); }
 void simd_exp(const float* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(MapExp)(x, y, n); }
 void simd_sigmoid(const float* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(MapSigmoid)(x, y, n); }
 void simd_erf(const float* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(MapErf)(x, y, n); }

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "core/target_clones.h"
+#include "core/isa.h"
 #include "quant/int8_access.h"
 
 namespace rkd::quant {
@@ -59,14 +59,18 @@ template <typename T>
     y[i] = static_cast<T>(static_cast<int32_t>(std::min(std::max(r + zp, lo), hi)));
   }
 }
-RKD_TARGET_CLONES void quantize_even_i8(const float* x, int64_t n, float scale, float zp, int8_t* y) { quantize_even_body(x, n, scale, zp, -128.f, 127.f, y); }
-RKD_TARGET_CLONES void quantize_even_u8(const float* x, int64_t n, float scale, float zp, uint8_t* y) { quantize_even_body(x, n, scale, zp, 0.f, 255.f, y); }
+RKD_ISA_CLONES(quantize_even_i8, (const float* x, int64_t n, float scale, float zp, int8_t* y), (x, n, scale, zp, y),
+               quantize_even_body(x, n, scale, zp, -128.f, 127.f, y))
+RKD_ISA_CLONES(quantize_even_u8, (const float* x, int64_t n, float scale, float zp, uint8_t* y), (x, n, scale, zp, y),
+               quantize_even_body(x, n, scale, zp, 0.f, 255.f, y))
 template <typename T>
 [[gnu::always_inline]] inline void dequantize_body(const T* __restrict q, int64_t n, int32_t zp, float scale, float* __restrict y) {
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<int32_t>(q[i]) - zp) * scale;
 }
-RKD_TARGET_CLONES void dequantize_i8(const int8_t* q, int64_t n, int32_t zp, float scale, float* y) { dequantize_body(q, n, zp, scale, y); }
-RKD_TARGET_CLONES void dequantize_u8(const uint8_t* q, int64_t n, int32_t zp, float scale, float* y) { dequantize_body(q, n, zp, scale, y); }
+RKD_ISA_CLONES(dequantize_i8, (const int8_t* q, int64_t n, int32_t zp, float scale, float* y), (q, n, zp, scale, y),
+               dequantize_body(q, n, zp, scale, y))
+RKD_ISA_CLONES(dequantize_u8, (const uint8_t* q, int64_t n, int32_t zp, float scale, float* y), (q, n, zp, scale, y),
+               dequantize_body(q, n, zp, scale, y))
 
 }  // namespace
 
@@ -226,8 +230,10 @@ template <typename T>
     po[i] = static_cast<T>(std::min(std::max(y, k.act_min), k.act_max));
   }
 }
-RKD_TARGET_CLONES void ort_add_i8(const OrtAdd& k, const int8_t* a, const int8_t* b, int64_t n, int8_t* y) { ort_add_body(k, a, b, n, y); }
-RKD_TARGET_CLONES void ort_add_u8(const OrtAdd& k, const uint8_t* a, const uint8_t* b, int64_t n, uint8_t* y) { ort_add_body(k, a, b, n, y); }
+RKD_ISA_CLONES(ort_add_i8, (const OrtAdd& k, const int8_t* a, const int8_t* b, int64_t n, int8_t* y), (k, a, b, n, y),
+               ort_add_body(k, a, b, n, y))
+RKD_ISA_CLONES(ort_add_u8, (const OrtAdd& k, const uint8_t* a, const uint8_t* b, int64_t n, uint8_t* y), (k, a, b, n, y),
+               ort_add_body(k, a, b, n, y))
 }  // namespace
 
 Status tflite_add(const Tensor& a0, const Tensor& b0, const QBinaryParams& p, bool subtract, Tensor& out) {

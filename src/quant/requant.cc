@@ -5,7 +5,7 @@
 #include <limits>
 #include <vector>
 
-#include "core/target_clones.h"
+#include "core/isa.h"
 
 namespace rkd::quant {
 
@@ -152,14 +152,17 @@ namespace {
 
 // apply()'s onnx_float arithmetic over the M channels of one pixel, written so that the
 // compiler vectorises it (nearbyint rounds half to even in the default mode either way).
-RKD_TARGET_CLONES void float_requant_row(const int32_t* __restrict acc, const int32_t* __restrict bias, const float* __restrict s, int64_t M,
-                                         float lo, float hi, int32_t zp, uint8_t* __restrict out) {
+[[gnu::always_inline]] inline void float_requant_row_body(const int32_t* __restrict acc, const int32_t* __restrict bias, const float* __restrict s,
+                                                          int64_t M, float lo, float hi, int32_t zp, uint8_t* __restrict out) {
   for (int64_t c = 0; c < M; ++c) {
     float f = static_cast<float>(acc[c] + bias[c]) * s[c];
     f = std::min(std::max(f, lo), hi);
     out[c] = static_cast<uint8_t>(static_cast<int32_t>(std::nearbyint(f)) + zp);
   }
 }
+RKD_ISA_CLONES(float_requant_row,
+               (const int32_t* acc, const int32_t* bias, const float* s, int64_t M, float lo, float hi, int32_t zp, uint8_t* out),
+               (acc, bias, s, M, lo, hi, zp, out), float_requant_row_body(acc, bias, s, M, lo, hi, zp, out))
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "kernels/tensor_ops.h"
 #include "runtime/model.h"
 
 namespace rkd::runtime {
@@ -95,6 +96,7 @@ std::map<std::string, std::string> environment(int threads) {
   const dnnl_version_t* dv = dnnl_version();
   e["onednn"] = std::to_string(dv->major) + "." + std::to_string(dv->minor) + "." + std::to_string(dv->patch);
   e["highway"] = std::to_string(HWY_MAJOR) + "." + std::to_string(HWY_MINOR) + "." + std::to_string(HWY_PATCH);
+  for (const auto& [k, v] : ops::dispatch_report()) e[k] = v;
   return e;
 }
 

@@ -7,6 +7,8 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include "core/isa.h"
+
 #include "npu/lower/layout_simd.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -94,6 +96,8 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 namespace rkd::npu::lower::detail {
+
+RKD_HIGHWAY_HONOURS_ISA_CEILING;
 
 HWY_EXPORT(PlanesToBlock);
 HWY_EXPORT(BlockToPlanes);

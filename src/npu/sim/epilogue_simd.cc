@@ -9,6 +9,8 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include "core/isa.h"
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -209,6 +211,8 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 namespace rkd::npu::sim::detail {
+
+RKD_HIGHWAY_HONOURS_ISA_CEILING;
 
 HWY_EXPORT(EpilogueRange);
 
