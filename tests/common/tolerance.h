@@ -16,11 +16,15 @@
 //    backend-test criterion, onnx_agree: |a - e| <= 1e-3 * |e| + 1e-7 (onnx/backend/test/
 //    runner uses rtol=1e-3, atol=1e-7): the expected values come from numpy in float64
 //    or float32 with its own summation order, which is the conformance bar every runtime meets.
-//  - Whole models against PyTorch (tests/runtime/test_models.cc) use model_agree:
-//    |a - e| <= 2^-16 * max|e| over the output tensor. A detector's output passes through
-//    ~50-200 layers whose sums oneDNN and PyTorch order differently; errors are relative to
-//    the scale of the activations, not of each element. Measured: 1.8e-7 x max|e| (boxes
-//    of the tiny DEIM model), i.e. 80x inside the bound.
+//  - Whole models against PyTorch or TensorFlow.js (tests/runtime/test_models.cc,
+//    test_tfjs_models.cc) use model_agree: |a - e| <= 2^-14 * max|e| over the output tensor.
+//    A detector's output passes through ~50-200 layers whose sums oneDNN and the peer order
+//    differently; errors are relative to the scale of the activations, not of each element,
+//    and they depend on the instruction set oneDNN runs (its blocking, and whether products
+//    and sums fuse): worst measured max|a - e| / max|e| (centernet's wh head, the worst of the
+//    five TF.js detectors) 0.9e-5 on AVX-512, 1.5e-5 with RKD_MAX_ISA=avx2, 1.7e-5 with sse4;
+//    the bound 6.1e-5 keeps a factor 3.6 over the worst ISA (2^-16 held on AVX-512 only).
+//    The tiny DEIM model: 1.8e-7.
 #pragma once
 
 #include <cmath>
@@ -56,7 +60,7 @@ inline bool onnx_agree(double actual, double expected) {
 
 inline bool model_agree(double actual, double expected, double max_abs_expected) {
   if (std::isnan(expected) || std::isnan(actual)) return std::isnan(expected) && std::isnan(actual);
-  return std::fabs(actual - expected) <= max_abs_expected / 65536.0;
+  return std::fabs(actual - expected) <= max_abs_expected / 16384.0;
 }
 
 }  // namespace rkd::test

@@ -1,11 +1,19 @@
-// The fast int8 convolution and matrix product (oneDNN u8 x s8 -> s32,
-// ops::QConvAccumulator / QMatMulAccumulator) that the executor's QLinearConv and
-// QLinearMatMul use must give the reference kernels' outputs bit for bit. Convolution: random geometries (kernel 1..5, stride 1/2, dilation 1/2, asymmetric pads,
+// The executor's QLinearConv and QLinearMatMul, on whichever path this CPU (and the ISA ceiling,
+// core/isa.h) gives them - oneDNN's exact u8 x s8 -> s32 products (ops::QConvAccumulator /
+// QMatMulAccumulator) where oneDNN has VNNI, the reference loops elsewhere - must give
+// (1) an independent evaluation written here (int64 accumulation, then ONNX Runtime's float32
+// requantization from its contract in quant/requant.h) and (2) the reference kernels'
+// outputs, bit for bit. On a CPU without VNNI (2) compares the reference with itself; (1) is
+// the check that holds on every path. Convolution: random geometries (kernel 1..5, stride 1/2, dilation 1/2, asymmetric pads,
 // groups incl. depthwise), int8 and uint8 inputs with random zero points, per-channel
 // scales, int32 bias.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <random>
+#include <type_traits>
 
 #include "kernels/tensor_ops.h"
 #include "quant/int8.h"
@@ -30,8 +38,48 @@ Tensor scalar(DType dt, double v) {
   return t;
 }
 
+// y = clamp(nearbyint(clamp((float)acc * s))) + y_zp with s = (float)(x_scale * w_scale) / y_scale
+// in float32 (the onnx_float contract), acc summed in int64.
+template <typename T>
+T onnx_requant_int64(int64_t acc, float x_scale, float w_scale, float y_scale, int32_t y_zp) {
+  constexpr int32_t qmin = std::is_same_v<T, uint8_t> ? 0 : -128, qmax = std::is_same_v<T, uint8_t> ? 255 : 127;
+  const float s = x_scale * w_scale / y_scale;
+  const float f = std::min(std::max(static_cast<float>(acc) * s, static_cast<float>(qmin - y_zp)), static_cast<float>(qmax - y_zp));
+  return static_cast<T>(static_cast<int32_t>(std::nearbyint(f)) + y_zp);
+}
+
+// QLinearConv from its definition: NCHW, groups, strides, dilations, pads [top, left, bottom,
+// right], symmetric weights, int32 bias; padding taps contribute nothing.
+template <typename T>
+Tensor qlinear_conv_int64(const Tensor& x, int32_t x_zp, float x_scale, const Tensor& w, const Tensor& w_scale, const Tensor& bias,
+                          float y_scale, int32_t y_zp, int64_t S, int64_t D, const std::vector<int64_t>& pads, int64_t group) {
+  const int64_t C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  const int64_t M = w.shape()[0], Cg = w.shape()[1], KH = w.shape()[2], KW = w.shape()[3];
+  const int64_t OH = (H + pads[0] + pads[2] - ((KH - 1) * D + 1)) / S + 1, OW = (W + pads[1] + pads[3] - ((KW - 1) * D + 1)) / S + 1;
+  Tensor y = Tensor::empty(x.dtype(), {1, M, OH, OW});
+  const T* xp = x.data<T>();
+  const int8_t* wp = w.data<int8_t>();
+  for (int64_t m = 0; m < M; ++m) {
+    const int64_t g = m / (M / group);
+    for (int64_t oy = 0; oy < OH; ++oy)
+      for (int64_t ox = 0; ox < OW; ++ox) {
+        int64_t acc = bias.data<int32_t>()[m];
+        for (int64_t c = 0; c < Cg; ++c)
+          for (int64_t ky = 0; ky < KH; ++ky)
+            for (int64_t kx = 0; kx < KW; ++kx) {
+              const int64_t iy = oy * S - pads[0] + ky * D, ix = ox * S - pads[1] + kx * D;
+              if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+              acc += (static_cast<int64_t>(xp[((g * Cg + c) * H + iy) * W + ix]) - x_zp) * wp[((m * Cg + c) * KH + ky) * KW + kx];
+            }
+        y.data<T>()[(m * OH + oy) * OW + ox] = onnx_requant_int64<T>(acc, x_scale, w_scale.data<float>()[m], y_scale, y_zp);
+      }
+  }
+  (void)C;
+  return y;
+}
+
 TEST(Int8Fast, QLinearConvMatchesTheReferenceBitForBit) {
-  if (!ops::int8_conv_available()) GTEST_SKIP() << "no VNNI instructions: the executor uses the reference kernel";
+  SCOPED_TRACE(std::string("int8 products: ") + (ops::int8_conv_available() ? "oneDNN VNNI" : "reference loops"));
   std::mt19937 rng(20261130);
   int fast_runs = 0;
   for (int trial = 0; trial < 40; ++trial) {
@@ -92,13 +140,17 @@ TEST(Int8Fast, QLinearConvMatchesTheReferenceBitForBit) {
     ASSERT_EQ(y.shape(), want.shape()) << "trial " << trial;
     ASSERT_EQ(std::memcmp(y.raw(), want.raw(), want.nbytes()), 0)
         << "trial " << trial << ": K" << K << " S" << S << " D" << D << " group " << group << " C" << C << " M" << M;
+    const Tensor exact = u8 ? qlinear_conv_int64<uint8_t>(x, x_zp, x_scale, w, w_scale, bias, y_scale, y_zp, S, D, pads, group)
+                            : qlinear_conv_int64<int8_t>(x, x_zp, x_scale, w, w_scale, bias, y_scale, y_zp, S, D, pads, group);
+    ASSERT_EQ(std::memcmp(y.raw(), exact.raw(), exact.nbytes()), 0)
+        << "trial " << trial << " against the int64 evaluation: K" << K << " S" << S << " D" << D << " group " << group;
     ++fast_runs;
   }
   EXPECT_GT(fast_runs, 25);
 }
 
 TEST(Int8Fast, QLinearMatMulMatchesTheReferenceBitForBit) {
-  if (!ops::int8_conv_available()) GTEST_SKIP() << "no VNNI instructions: the executor uses the reference kernel";
+  SCOPED_TRACE(std::string("int8 products: ") + (ops::int8_conv_available() ? "oneDNN VNNI" : "reference loops"));
   std::mt19937 rng(7);
   for (int trial = 0; trial < 20; ++trial) {
     std::uniform_int_distribution<int> dim(1, 70);
@@ -139,6 +191,20 @@ TEST(Int8Fast, QLinearMatMulMatchesTheReferenceBitForBit) {
     ASSERT_TRUE(quant::qlinear_matmul(a, a_zp, b, std::vector<int32_t>(ws.size(), 0), *rq, want).ok());
     ASSERT_EQ(got->at("y").shape(), want.shape());
     ASSERT_EQ(std::memcmp(got->at("y").raw(), want.raw(), want.nbytes()), 0) << "trial " << trial << " M" << M << " K" << K << " N" << N;
+    // The int64 evaluation (a [B, M, K] x b [K, N], per-column or per-tensor scales).
+    Tensor exact = Tensor::empty(at, {B, M, N});
+    for (int64_t r = 0; r < B * M; ++r)
+      for (int64_t j = 0; j < N; ++j) {
+        int64_t acc = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const int64_t a_rk = u8 ? a.data<uint8_t>()[r * K + k] : a.data<int8_t>()[r * K + k];
+          acc += (a_rk - a_zp) * b.data<int8_t>()[k * N + j];
+        }
+        const float bs = b_scale.data<float>()[per_column ? j : 0];
+        if (u8) exact.data<uint8_t>()[r * N + j] = onnx_requant_int64<uint8_t>(acc, a_scale, bs, y_scale, y_zp);
+        else exact.data<int8_t>()[r * N + j] = onnx_requant_int64<int8_t>(acc, a_scale, bs, y_scale, y_zp);
+      }
+    ASSERT_EQ(std::memcmp(got->at("y").raw(), exact.raw(), exact.nbytes()), 0) << "trial " << trial << " against the int64 evaluation";
   }
 }
 
