@@ -1,11 +1,14 @@
-# Thin wrapper over scripts/setup.sh, CMake and CTest. The two commands that matter:
+# Thin wrapper over scripts/setup.sh, CMake and CTest. The two commands that matter (the README
+# runs each as `bash scripts/setup.sh && make ...`, which also works where make is not installed):
 #   make demo   install what is missing, build, run the showcase (CPU kernels, then a real detector on the NPU simulator)
 #   make test   install what is missing, build (warnings are errors), run every test
+#   make demo-fresh / make test-fresh   the README's two commands, as written, on a pristine Debian 12 root
+#               (scripts/fresh_machine.sh: mmdebstrap, a clean clone of HEAD, everything torn down after)
 JOBS ?= $(shell nproc)
 BUILD ?= build
 CMAKE_FLAGS ?=
 
-.PHONY: deps build demo test test-sanitize test-aarch64 bench bench-models fuzz models clean
+.PHONY: deps build demo test demo-fresh test-fresh test-isa test-sanitize test-aarch64 bench bench-models fuzz models clean
 
 deps:
 	bash scripts/setup.sh
@@ -22,6 +25,16 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The README's commands on a machine that never saw this project (see scripts/fresh_machine.sh).
+demo-fresh:
+	bash scripts/fresh_machine.sh --readme demo
+test-fresh:
+	bash scripts/fresh_machine.sh --readme test
+
+# Only the runs under instruction-set ceilings (label isa; `make test` includes them).
+test-isa: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L isa
 
 # Unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-sanitize: deps
