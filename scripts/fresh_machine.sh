@@ -12,8 +12,9 @@
 #
 # What the command sees: the clone at /root/rkdeploy (its working directory), HOME=/root, a
 # clean environment (PATH, LANG, TERM, CI, JOBS and RKD_* pass through), /proc, /sys (read-only),
-# /dev, /dev/pts, a fresh /dev/shm and the host's name resolution. Uncommitted changes are not
-# in the clone: commit first.
+# /dev, /dev/pts, a fresh /dev/shm, the host's name resolution and its local certificate
+# authorities (/usr/local/share/ca-certificates). Uncommitted changes are not in the clone:
+# commit first.
 #
 # Download caches: unless --no-cache, the host's apt archive folder and a host npm cache
 # (/var/cache/rkdeploy-fresh/npm) are mounted at the root's /var/cache/apt/archives and
@@ -116,8 +117,15 @@ say "root ready in $((SECONDS - t0)) s"
 
 git clone --quiet --no-hardlinks "$top" "$root/root/rkdeploy"
 git -C "$root/root/rkdeploy" checkout --quiet --detach "$head"
+# The host's network set-up, as any machine on this network has it: name resolution, and the
+# site's own certificate authorities (a TLS-inspecting proxy's, say), which the ca-certificates
+# package adds to the root's trust store when setup.sh installs it.
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 [ -f /etc/hosts ] && cp -L /etc/hosts "$root/etc/hosts"
+if compgen -G "/usr/local/share/ca-certificates/*" > /dev/null; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp -rL /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/"
+fi
 mkdir -p "$root/root/.npm"
 if [ "$cache" = 1 ]; then
   mkdir -p /var/cache/apt/archives/partial /var/cache/rkdeploy-fresh/npm

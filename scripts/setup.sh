@@ -26,12 +26,13 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 pkgs=(build-essential cmake ninja-build pkg-config git ca-certificates
       libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libfmt-dev
       libhwy-dev libzip-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
-      libdnnl-dev ocl-icd-opencl-dev libstb-dev python3-torch python3-numpy python3-skimage python3-onnx nodejs npm chromium
+      libdnnl-dev ocl-icd-opencl-dev libstb-dev python3-torch python3-numpy python3-skimage python3-onnx nodejs npm chromium qemu-user
       libflatbuffers-dev flatbuffers-compiler)
 # ocl-icd-opencl-dev: Debian's libdnnl-dev only recommends it, but dnnl-config.cmake fails
 # without OpenCL's headers and library (and we install with --no-install-recommends).
 # ca-certificates: npm (the peers, the real models) reaches its registry over https; nodejs only
-# recommends it.
+# recommends it. qemu-user: qemu-x86_64 runs ONNX Runtime on an emulated CPU without VNNI
+# (tests/cli/test_ort_oracle.sh); qemu-aarch64 the arm64 tests (--cross).
 [ "$want_cross" = 1 ] && pkgs+=(g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64 libgtest-dev:arm64 libzip-dev:arm64)
 [ "$want_fuzz" = 1 ] && pkgs+=(clang libclang-rt-14-dev)
 

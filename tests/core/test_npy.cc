@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -123,7 +124,7 @@ TEST(Npy, RandomBytesNeverCrash) {
 }
 
 TEST(Npy, WriteReadRoundTripAllDtypesAndViews) {
-  const auto dir = std::filesystem::temp_directory_path() / "rkd_npy_test";
+  const auto dir = std::filesystem::temp_directory_path() / ("rkd_npy_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   for (DType dt : {DType::f32, DType::f16, DType::i8, DType::u8, DType::i16, DType::i32, DType::i64, DType::b8}) {
     Tensor t = Tensor::empty(dt, {3, 5});
@@ -146,7 +147,7 @@ TEST(Npy, WriteReadRoundTripAllDtypesAndViews) {
 }
 
 TEST(Npy, FailedWriteLeavesTheExistingFileIntact) {
-  const auto dir = std::filesystem::temp_directory_path() / "rkd_npy_atomic";
+  const auto dir = std::filesystem::temp_directory_path() / ("rkd_npy_atomic_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string p = (dir / "keep.npy").string();
   ASSERT_TRUE(write_npy(p, Tensor::from_floats({1}, std::vector<float>{42})).ok());
@@ -175,7 +176,7 @@ TEST(Npz, ReadsNumpySavezStoredAndCompressed) {
 }
 
 TEST(Npz, WriteReadRoundTripAndGarbage) {
-  const auto p = (std::filesystem::temp_directory_path() / "rkd_test.npz").string();
+  const auto p = (std::filesystem::temp_directory_path() / ("rkd_test_" + std::to_string(::getpid()) + ".npz")).string();
   TensorMap m;
   m["x"] = Tensor::from_floats({2}, std::vector<float>{1, 2});
   m["y"] = Tensor::empty(DType::i64, {3});

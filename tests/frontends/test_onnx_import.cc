@@ -2,6 +2,7 @@
 // give errors that name the node or tensor (all unsupported findings at once), external
 // data stays inside the model's folder, and truncated or mutated files never crash.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <onnx/onnx_pb.h>
 
 #include <filesystem>
@@ -152,7 +153,7 @@ TEST(OnnxImport, UnsupportedFindingsAreReportedTogether) {
 }
 
 TEST(OnnxImport, ExternalDataStaysInTheModelFolder) {
-  const fs::path dir = fs::temp_directory_path() / "rkd_onnx_ext";
+  const fs::path dir = fs::temp_directory_path() / ("rkd_onnx_ext_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const float vals[4] = {5, 6, 7, 8};
   {

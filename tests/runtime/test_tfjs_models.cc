@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <nlohmann/json.hpp>
 
 #include "common/tolerance.h"
@@ -22,6 +23,9 @@ namespace fs = std::filesystem;
 struct HumanModel {
   std::string name, input;
 };
+// GoogleTest prints the parameter in the test list (and CTest's names carry it): the model's
+// name, not the struct's bytes.
+void PrintTo(const HumanModel& m, std::ostream* os) { *os << m.name; }
 
 std::vector<HumanModel> human_models() {
   std::ifstream f(std::string(RKD_SOURCE_DIR) + "/scripts/models/human/models.json");
