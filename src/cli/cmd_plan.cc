@@ -156,8 +156,13 @@ void run_bench(const BenchArgs& a) {
     std::cout << j.dump(2) << "\n";
     return;
   }
-  std::printf("%s on %s (%s), %d runs after %d warm-up\n", a.model.c_str(), a.backend.c_str(), j["environment"]["cpu"].get<std::string>().c_str(), a.runs,
+  const auto& env = j["environment"];
+  std::printf("%s on %s (%s), %d runs after %d warm-up\n", a.model.c_str(), a.backend.c_str(), env["cpu"].get<std::string>().c_str(), a.runs,
               a.warmup);
+  std::printf("  dispatch     Highway %s, oneDNN %s, int8 products %s, vectorised loops %s (ISA ceiling %s)\n",
+              env["highway_target"].get<std::string>().c_str(), env["onednn_isa"].get<std::string>().c_str(),
+              env["int8_products"].get<std::string>().c_str(), env["vectorised_loops"].get<std::string>().c_str(),
+              env["isa_ceiling"].get<std::string>().c_str());
   std::printf("  forward      P50 %9.3f ms  P95 %9.3f ms  (min %.3f, max %.3f)\n", f.p50, f.p95, f.min, f.max);
   if (!e2e.empty()) {
     const Stats e = stats(e2e);
