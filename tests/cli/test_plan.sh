@@ -97,8 +97,22 @@ for k in ('forward_ms', 'end_to_end_ms'):
     s = b[k]; assert 0 < s['min'] <= s['p50'] <= s['p95'] <= s['max'], (k, s)
 assert b['end_to_end_ms']['p50'] >= b['forward_ms']['min']
 e = b['environment']
-for k in ('rkdeploy', 'compiler', 'cpu', 'threads', 'onednn', 'highway'): assert e.get(k), (k, e)
+for k in ('rkdeploy', 'compiler', 'cpu', 'threads', 'onednn', 'highway', 'isa_ceiling', 'highway_target', 'onednn_isa',
+          'int8_products', 'vectorised_loops'): assert e.get(k), (k, e)
 print('bench: forward P50 %.2f ms, P95 %.2f ms; end to end P50 %.2f ms' % (b['forward_ms']['p50'], b['forward_ms']['p95'], b['end_to_end_ms']['p50']))" "$work/bench.json"
+# The dispatch it records follows the ISA ceiling (x86-64: an AVX2 ceiling leaves no AVX-512 and
+# no VNNI anywhere); a bad ceiling is a usage error.
+if [ "$(uname -m)" = x86_64 ]; then
+  RKD_MAX_ISA=avx2 "$rkd" bench "$models/yolov8n_arch_tiny.onnx" --image "$photo" --warmup 0 --runs 1 --threads 1 --json > "$work/bench_avx2.json"
+  /usr/bin/python3 -c "
+import json, sys
+e = json.load(open(sys.argv[1]))['environment']
+assert e['isa_ceiling'] == 'avx2' and e['highway_target'] in ('AVX2', 'SSE4', 'SSSE3') and 'avx512' not in e['onednn_isa'] \
+    and 'vnni' not in e['onednn_isa'] and e['int8_products'] == 'reference' and e['vectorised_loops'] != 'x86-64-v4', e
+print('bench under RKD_MAX_ISA=avx2:', {k: e[k] for k in ('highway_target', 'onednn_isa', 'int8_products', 'vectorised_loops')})" "$work/bench_avx2.json"
+  set +e; RKD_MAX_ISA=avx3000 "$rkd" bench "$models/yolov8n_arch_tiny.onnx" --image "$photo" > /dev/null 2> "$work/bad_isa.err"; rc=$?; set -e
+  [ "$rc" = 2 ] && grep -q "RKD_MAX_ISA=avx3000" "$work/bad_isa.err" || { echo "bad RKD_MAX_ISA: exit $rc, $(cat "$work/bad_isa.err")"; exit 1; }
+fi
 
 # The HTML report in headless Chromium without network: the numbers equal the JSON's.
 browser=(chromium --headless=new --no-sandbox --disable-gpu --no-proxy-server --proxy-server='direct://'
