@@ -36,7 +36,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --keep) keep=1; shift ;;
     --no-cache) cache=0; shift ;;
-    --readme) readme="${2:-}"; shift 2 || true ;;
+    --readme) [ $# -ge 2 ] || { echo "fresh_machine.sh: --readme needs test or demo" >&2; exit 3; }; readme="$2"; shift 2 ;;
     --) shift; break ;;
     -*) echo "fresh_machine.sh: unknown option '$1'" >&2; exit 3 ;;
     *) break ;;
