@@ -5,14 +5,15 @@
 // Contract:
 //  - The ceiling comes from the environment variable RKD_MAX_ISA, read once per process:
 //    native (or unset), avx512_vnni, avx512, avx2_vnni, avx2, sse4. Each level allows the
-//    instruction sets below it (avx512 does not include AVX-VNNI, as on Skylake-SP); the CPU's own limit still applies (a ceiling above the CPU changes nothing).
+//    instruction sets below it (avx512 does not include AVX-VNNI, as on Skylake-SP); the CPU's
+//    own limit still applies (a ceiling above the CPU changes nothing).
 //    On arm64 only `native` is accepted. Any other value is a usage error: the process prints
 //    "rkdeploy: RKD_MAX_ISA=..." with the accepted values and exits with status 2.
 //  - It governs three dispatchers, each from one place:
 //      Highway (the SIMD kernels): apply_isa_ceiling_to_highway(), run before main by every
 //        translation unit that dispatches (RKD_HIGHWAY_HONOURS_ISA_CEILING);
-//      oneDNN (float convolution and products, the VNNI int8 products): dnnl::set_max_cpu_isa
-//        before its first primitive (kernels/tensor_ops_dnnl.cc);
+//      oneDNN (float convolution and products, the VNNI int8 products): dnnl_set_max_cpu_isa
+//        before its engine is made (kernels/tensor_ops_dnnl.cc);
 //      the compiler-vectorised loops (RKD_ISA_CLONES below): x86_clone_level().
 //    ops::dispatch_report() (kernels/tensor_ops.h) says what each one chose.
 #pragma once
@@ -39,7 +40,8 @@ bool apply_isa_ceiling_to_highway();
 
 // The x86-64 micro-architecture level the RKD_ISA_CLONES functions run at: 4 (x86-64-v4:
 // AVX-512 F/BW/CD/DQ/VL), 3 (x86-64-v3: AVX2, FMA, BMI2), or 0 (the baseline): the highest the
-// CPU supports and the ceiling allows (avx512 and up -> 4, avx2 and avx2_vnni -> 3, sse4 -> 0). 0 off x86.
+// CPU supports and the ceiling allows (avx512 and up -> 4, avx2 and avx2_vnni -> 3, sse4 -> 0);
+// 0 off x86-64.
 int x86_clone_level();
 
 }  // namespace rkd
