@@ -24,7 +24,8 @@
 #
 # Teardown: the command runs in its own mount and PID namespaces (unshare --mount --pid), so
 # every mount made for it disappears with its last process, and that process ends with the
-# command (the kernel kills the namespace's processes when its first one exits). The root is
+# command (the kernel kills the namespace's processes when its first one exits; on an interrupt
+# the script stops unshare, whose --kill-child then kills that first process). The root is
 # deleted after that, on success, failure or interrupt, and only after checking that nothing is
 # mounted below it in the host's namespace. Exit status: the command's; 3 when the root cannot be
 # made or the arguments are wrong.
@@ -139,7 +140,7 @@ done
 
 say "running as root in the fresh root ($((SECONDS - t0)) s so far): $cmd"
 # Inside the new namespaces: mount, chroot, run. Arguments: root, cache flag, command, env...
-unshare --mount --propagation private --pid --fork bash -c '
+unshare --mount --propagation private --pid --fork --kill-child bash -c '
   set -e
   root="$1" cache="$2" cmd="$3"; shift 3
   mount -t proc proc "$root/proc"
