@@ -67,7 +67,7 @@ void add_accuracy_command(CLI::App& app) {
   c->add_option("--image", a->image, "a photo, preprocessed by --config (or the defaults)");
   c->add_option("--config", a->config, "detector config JSON (docs/detector-config.md)");
   c->add_option("--top", a->top, "rows of the worst-layer table");
-  c->add_option("--threads", a->threads, "threads (0 = all cores)");
+  add_threads_option(c, a->threads, "threads (0 = all cores)");
   c->add_option("--html", a->html, "write a self-contained HTML report");
   c->add_flag("--json", a->json, "print every layer as JSON");
   c->callback([a] { run_accuracy(*a); });

@@ -55,7 +55,7 @@ void add_analyze_command(CLI::App& app) {
       ->check(CLI::Range(0, 14));
   c->add_flag("--json", a->json, "print JSON (docs/npu.md)");
   c->add_option("--html", a->html, "also write a self-contained HTML report (chart and tables)");
-  c->add_option("--threads", a->threads, "threads for the reference run (0 = all cores)");
+  add_threads_option(c, a->threads, "threads for the reference run (0 = all cores)");
   c->callback([a] {
     const auto inputs = take(runtime::model_inputs(a->model, a->image, a->config, a->inputs));
     std::vector<npu::lower::Strategy> strategies;

@@ -273,7 +273,7 @@ void add_demo_command(CLI::App& app) {
   auto a = std::make_shared<DemoArgs>();
   CLI::App* demo = app.add_subcommand("demo", "Showcase on DEIMv2-S shapes: the three deformable-attention sampling methods "
                                               "on a rectangular map, and fast vs reference kernel timings");
-  demo->add_option("--threads", a->threads, "worker threads (0 = all cores)")->capture_default_str();
+  add_threads_option(demo, a->threads, "worker threads (0 = all cores)")->capture_default_str();
   demo->add_option("--runs", a->runs, "timed runs per kernel")->capture_default_str()->check(CLI::Range(1, 100000));
   demo->add_option("--seed", a->seed, "random seed for locations and weights")->capture_default_str();
   demo->add_option("--save", a->save_dir, "also write the example inputs (.npy) into this existing folder")

@@ -188,7 +188,7 @@ void add_plan_commands(CLI::App& app) {
   c->add_option("--input", a->inputs, "NAME=FILE.npy, one per graph input (instead of --image)");
   c->add_option("--runs", a->runs, "profiled runs per graph form (the median per node counts)");
   c->add_option("--warmup", a->warmup, "unprofiled runs first");
-  c->add_option("--threads", a->threads, "threads of the host measurement (the target's CPU factor assumes 1)");
+  add_threads_option(c, a->threads, "threads of the host measurement (the target's CPU factor assumes 1)");
   c->add_option("--layers", a->layers, "rows of the slowest-node tables");
   c->add_flag("--json", a->json, "print JSON (docs/cli-json.md)");
   c->add_option("--html", a->html, "also write a self-contained HTML report (timeline, stacked terms, tables)");
@@ -208,7 +208,7 @@ void add_plan_commands(CLI::App& app) {
   bc->add_option("--input", b->inputs, "NAME=FILE.npy, one per graph input (instead of --image)");
   bc->add_option("--warmup", b->warmup, "runs before measuring");
   bc->add_option("--runs", b->runs, "measured runs");
-  bc->add_option("--threads", b->threads, "threads (0 = all cores)");
+  add_threads_option(bc, b->threads, "threads (0 = all cores)");
   bc->add_flag("--json", b->json, "print JSON (docs/cli-json.md)");
   bc->callback([b] { run_bench(*b); });
 }

@@ -95,7 +95,7 @@ void add_quantize_command(CLI::App& app) {
   c->add_option("--dtype", a->dtype, "int8 (default), or uint8: TFLite's uint8 scheme, per-tensor asymmetric weights (Mesa's rocket driver)")
       ->check(CLI::IsMember({"int8", "uint8"}));
   c->add_flag("--symmetric-activations", a->symmetric, "activation zero points 0");
-  c->add_option("--threads", a->threads, "threads (0 = all cores)");
+  add_threads_option(c, a->threads, "threads (0 = all cores)");
   c->add_option("-o,--output", a->output, "QDQ model to write (.onnx)")->required();
   c->add_flag("--json", a->json, "print the summary as JSON");
   c->callback([a] { run_quantize(*a); });

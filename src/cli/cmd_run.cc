@@ -225,7 +225,7 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::IsMember(quant::requant_names()));
   c->add_option("--input", a->inputs, "NAME=FILE.npy, one per graph input");
   c->add_option("--output-dir", a->output_dir, "write DIR/<output name>.npy for every graph output");
-  c->add_option("--threads", a->threads, "threads (0 = all cores)");
+  add_threads_option(c, a->threads, "threads (0 = all cores)");
   c->add_flag("--no-fuse", a->no_fuse, "skip the deformable-attention fusion (run the exported subgraph)");
   c->add_flag("--profile", a->profile, "time every node and print the top op types");
   c->add_option("--top", a->top, "rows of the --profile table");

@@ -123,7 +123,7 @@ void add_sample_commands(CLI::App& app) {
                    "pytorch (default; bit-exact with PyTorch's CPU kernel) or onnx (ONNX Runtime's order and "
                    "nearest/reflection rules)")->capture_default_str();
   grid->add_option("--impl", ga->impl, "fast or reference")->capture_default_str();
-  grid->add_option("--threads", ga->threads, "worker threads (0 = all cores)")->capture_default_str();
+  add_threads_option(grid, ga->threads, "worker threads (0 = all cores)")->capture_default_str();
   grid->add_option("-o,--output", ga->output, "output .npy (written atomically)")->required();
   grid->add_flag("--json", ga->json, "print a JSON object (docs/cli-json.md) instead of a line");
   grid->footer(
@@ -145,7 +145,7 @@ void add_sample_commands(CLI::App& app) {
   deform->add_option("--weights", da->weights, "attention weights (.npy); must be finite")->required();
   deform->add_option("--method", da->method, "default, discrete, discrete_fixed")->capture_default_str();
   deform->add_option("--impl", da->impl, "fast or reference")->capture_default_str();
-  deform->add_option("--threads", da->threads, "worker threads (0 = all cores)")->capture_default_str();
+  add_threads_option(deform, da->threads, "worker threads (0 = all cores)")->capture_default_str();
   deform->add_option("-o,--output", da->output, "output .npy (written atomically)")->required();
   deform->add_flag("--json", da->json, "print a JSON object (docs/cli-json.md) instead of a line");
   deform->footer(

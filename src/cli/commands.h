@@ -29,6 +29,11 @@ T take(Result<T> r) {
 inline void check(const Status& s) {
   if (!s.ok()) fail(s.error());
 }
+// The largest --threads any subcommand takes: more workers than this is a typo, and creating them
+// can fail at the OS's thread limit after the work has begun.
+constexpr int kMaxThreads = 1024;
+// `--threads N` with 0 <= N <= kMaxThreads checked while parsing (a usage error otherwise).
+CLI::Option* add_threads_option(CLI::App* c, int& threads, const std::string& description);
 // Writes text to path through path.tmp and a rename (an earlier file stays intact on failure).
 void write_atomically(const std::string& path, const std::string& text);
 

@@ -78,6 +78,7 @@ Result<std::vector<plan::VariantPlan>> plan_model(const PlanOptions& o, const pl
 std::map<std::string, std::string> environment(int threads) {
   std::map<std::string, std::string> e;
   e["rkdeploy"] = RKD_VERSION;
+  e["build_type"] = RKD_BUILD_TYPE;
 #if defined(__clang__)
   e["compiler"] = std::string("clang ") + __clang_version__;
 #elif defined(__GNUC__)

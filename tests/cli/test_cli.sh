@@ -140,5 +140,28 @@ else
   bad "tiny models missing in '$models' (ctest fixture models_tiny)"
 fi
 
+# The command line's own exit codes (0 ok, 1 I/O, 2 usage or invalid input) and its prefix: no
+# abort and no CLI11 code (104-109), whatever the arguments.
+expect_exit() {  # expect_exit NAME CODE SUBSTRING -- command...
+  local name="$1" code="$2" want="$3"
+  shift 4
+  "$@" >"$dir/stdout" 2>"$dir/stderr"
+  local rc=$?
+  if [ "$rc" -ne "$code" ]; then bad "$name: exit $rc, wanted $code: $(head -3 "$dir/stderr")"; return; fi
+  if ! grep -qF -- "$want" "$dir/stdout" "$dir/stderr"; then bad "$name: output lacks '$want': $(cat "$dir/stderr")"; return; fi
+  ok
+}
+mkdir -p "$dir/adir" "$dir/adir.tflite"
+expect_exit "regcmd decode a directory" 1 "rkdeploy: io: $dir/adir: is a directory" -- "$bin" regcmd decode "$dir/adir"
+expect_exit "regcmd diff a directory" 1 "is a directory" -- "$bin" regcmd diff "$dir/adir" "$dir/adir"
+expect_exit "inspect a directory" 1 "adir.tflite: is a directory" -- "$bin" inspect "$dir/adir.tflite"
+expect_exit "unknown subcommand" 2 "rkdeploy: invalid: no subcommand 'nosuch'" -- "$bin" nosuch
+expect_exit "subcommand typo" 2 "did you mean 'run'?" -- "$bin" rnu
+expect_exit "missing positional" 2 "rkdeploy: invalid: model is required" -- "$bin" run
+expect_exit "threads beyond the limit" 2 "--threads: Value 100000 not in range 0 to 1024" -- "$bin" run "$dir/x.npy" --threads 100000
+expect_exit "negative threads" 2 "--threads" -- "$bin" sample grid --input "$dir/x.npy" --grid "$dir/g.npy" -o "$dir/y2.npy" --threads -1
+expect_exit "version" 0 "dispatch: Highway" -- "$bin" --version
+expect_exit "help" 0 "Usage: rkdeploy" -- "$bin" --help
+
 echo "$pass passed, $fails failed"
 [ "$fails" -eq 0 ]

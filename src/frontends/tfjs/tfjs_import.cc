@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 
+#include "core/npy.h"
 #include "frontends/tf/tf_convert.h"
 #include "ir/shape_inference.h"
 
@@ -345,14 +346,7 @@ Result<Imported> import_tfjs(std::string_view text, std::span<const uint8_t> wei
 
 Result<Imported> import_tfjs_file(const std::string& json_path, const ImportOptions& opt) {
   namespace fs = std::filesystem;
-  auto read_all = [](const fs::path& p, std::string& into) -> bool {
-    std::ifstream f(p, std::ios::binary);
-    if (!f) return false;
-    into.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-    return !f.bad();
-  };
-  std::string text;
-  if (!read_all(json_path, text)) return io_error(json_path + ": cannot read");
+  RKD_ASSIGN(const std::string text, read_file_bytes(json_path));
   const Json j = Json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return invalid(json_path + ": not a JSON object");
   std::vector<uint8_t> bytes;
@@ -369,9 +363,9 @@ Result<Imported> import_tfjs_file(const std::string& json_path, const ImportOpti
         if (rel.empty() || rel.is_absolute() || escapes) {
           return invalid(json_path + ": weight path '" + rel.string() + "' must stay inside the model's folder");
         }
-        std::string shard;
-        if (!read_all(dir / rel, shard)) return io_error(json_path + ": cannot read weight file '" + (dir / rel).string() + "'");
-        bytes.insert(bytes.end(), shard.begin(), shard.end());
+        Result<std::string> shard = read_file_bytes((dir / rel).string());
+        if (!shard.ok()) return shard.error().with_context(json_path + ": weight file");
+        bytes.insert(bytes.end(), shard->begin(), shard->end());
       }
     }
   }

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "core/npy.h"
 #include "frontends/tf/tf_convert.h"
 #include "ir/shape_inference.h"
 #include "tflite_subset_generated.h"
@@ -793,10 +794,8 @@ Result<Imported> import_tflite(std::span<const uint8_t> bytes, const std::string
 }
 
 Result<Imported> import_tflite_file(const std::string& path, const ImportOptions& opt) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return io_error(path + ": cannot read");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) return io_error(path + ": read failed");
+  RKD_ASSIGN(std::string data, read_file_bytes(path));
+  const std::vector<uint8_t> bytes(data.begin(), data.end());
   return import_tflite(bytes, path, opt);
 }
 

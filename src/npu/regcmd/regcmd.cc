@@ -4,6 +4,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "core/npy.h"
+
 namespace rkd::npu::regcmd {
 
 namespace {
@@ -189,9 +191,8 @@ Result<std::vector<uint64_t>> parse_regcmd_bytes(std::span<const uint8_t> bytes,
 }
 
 Result<std::vector<uint64_t>> read_regcmd_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Error{ErrorKind::io, path + ": cannot open"};
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  RKD_ASSIGN(std::string data, read_file_bytes(path));
+  const std::vector<uint8_t> bytes(data.begin(), data.end());
   return parse_regcmd_bytes(bytes, path);
 }
 
