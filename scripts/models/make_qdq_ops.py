@@ -120,7 +120,7 @@ def probe(kind):
     inits = [nh.from_array(np.array(1.0, np.float32), "x_s"), nh.from_array(np.array(0, at), "x_z"),
              nh.from_array(wq.astype(wt), "w_q"), nh.from_array(np.asarray(ws, np.float32), "w_s"),
              nh.from_array(np.array(wz, wt) if w_u8 else np.zeros(m, wt), "w_z"),
-             nh.from_array(bq, "bias_q"), nh.from_array(np.asarray(ws_vec * np.float32(1.0), np.float32), "bias_s"),
+             nh.from_array(bq, "bias_q"), nh.from_array(ws_vec, "bias_s"),
              nh.from_array(np.zeros(m, np.int32), "bias_z"),
              nh.from_array(np.array(ys, np.float32), "o_s"), nh.from_array(np.array(yz, at), "o_z")]
     waxis = {} if w_u8 else {"axis": 0}

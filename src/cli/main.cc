@@ -1,6 +1,5 @@
 // rkdeploy: one binary, subcommands. `rkdeploy help [SUBCOMMAND...]` documents each.
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>

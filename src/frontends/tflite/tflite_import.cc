@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <set>
 
@@ -794,9 +793,8 @@ Result<Imported> import_tflite(std::span<const uint8_t> bytes, const std::string
 }
 
 Result<Imported> import_tflite_file(const std::string& path, const ImportOptions& opt) {
-  RKD_ASSIGN(std::string data, read_file_bytes(path));
-  const std::vector<uint8_t> bytes(data.begin(), data.end());
-  return import_tflite(bytes, path, opt);
+  RKD_ASSIGN(const std::string data, read_file_bytes(path));
+  return import_tflite(std::span(reinterpret_cast<const uint8_t*>(data.data()), data.size()), path, opt);
 }
 
 }  // namespace rkd::tflite_frontend

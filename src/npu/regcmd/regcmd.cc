@@ -1,8 +1,6 @@
 #include "npu/regcmd/regcmd.h"
 
 #include <cctype>
-#include <fstream>
-#include <iterator>
 
 #include "core/npy.h"
 
@@ -191,9 +189,8 @@ Result<std::vector<uint64_t>> parse_regcmd_bytes(std::span<const uint8_t> bytes,
 }
 
 Result<std::vector<uint64_t>> read_regcmd_file(const std::string& path) {
-  RKD_ASSIGN(std::string data, read_file_bytes(path));
-  const std::vector<uint8_t> bytes(data.begin(), data.end());
-  return parse_regcmd_bytes(bytes, path);
+  RKD_ASSIGN(const std::string data, read_file_bytes(path));
+  return parse_regcmd_bytes(std::span(reinterpret_cast<const uint8_t*>(data.data()), data.size()), path);
 }
 
 std::vector<RegisterDiff> diff(const std::vector<DecodedTask>& a, const std::vector<DecodedTask>& b) {
