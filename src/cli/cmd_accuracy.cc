@@ -7,6 +7,7 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "core/output.h"
 #include "runtime/accuracy.h"
 #include "runtime/detect.h"
 #include "runtime/model.h"
@@ -22,12 +23,15 @@ struct AccuracyArgs {
 };
 
 void run_accuracy(const AccuracyArgs& a) {
+  OutputTransaction out_tx(read_paths({a.float_model, a.quant_model, a.image, a.config}, a.inputs));
+  const std::string html_tmp = a.html.empty() ? "" : take(out_tx.file(a.html));
   const auto inputs = take(runtime::model_inputs(a.float_model, a.image, a.config, a.inputs));
   check(runtime::check_detector_inputs(inputs));
   const auto rep = take(runtime::analyze_accuracy(a.float_model, a.quant_model, inputs, a.threads));
-  if (!a.html.empty()) write_atomically(a.html, runtime::accuracy_html(rep));
+  if (!a.html.empty()) write_text(html_tmp, runtime::accuracy_html(rep));
+  check(out_tx.publish());
   if (a.json) {
-    std::cout << runtime::accuracy_json(rep) << "\n";
+    std::cout << runtime::accuracy_json(rep);
     return;
   }
   std::printf("%zu quantized layers of %s\n", rep.layers.size(), a.quant_model.c_str());

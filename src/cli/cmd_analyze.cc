@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "core/output.h"
 #include "core/npy.h"
 #include "runtime/detect.h"
 #include "runtime/model.h"
@@ -57,6 +58,8 @@ void add_analyze_command(CLI::App& app) {
   c->add_option("--html", a->html, "also write a self-contained HTML report (chart and tables)");
   add_threads_option(c, a->threads, "threads for the reference run (0 = all cores)");
   c->callback([a] {
+    OutputTransaction out_tx(read_paths({a->model, a->image, a->config}, a->inputs));
+    const std::string html_tmp = a->html.empty() ? "" : take(out_tx.file(a->html));
     const auto inputs = take(runtime::model_inputs(a->model, a->image, a->config, a->inputs));
     std::vector<npu::lower::Strategy> strategies;
     if (a->strategy == "all") strategies = npu::lower::all_strategies();
@@ -64,18 +67,24 @@ void add_analyze_command(CLI::App& app) {
     npu::sim::Quirks q;
     for (const std::string& k : a->knobs) check(npu::sim::set_knob(q, k));
     const auto rep = take(runtime::analyze_npu(a->model, inputs, strategies, q, a->threads, a->lower, a->requant));
-    if (!a->html.empty()) write_atomically(a->html, runtime::npu_analysis_html(rep));
-    if (a->json) {
-      std::cout << runtime::npu_analysis_json(rep) << "\n";
-      return;
+    if (!a->html.empty()) write_text(html_tmp, runtime::npu_analysis_html(rep));
+    check(out_tx.publish());
+    if (a->json) std::cout << runtime::npu_analysis_json(rep);
+    else std::cout << runtime::npu_analysis_text(rep, a->per_conv);
+    // A strategy that failed on a convolution within the shared limits is a result the user
+    // must not miss: the report stands, the exit status says it.
+    std::string failed;
+    for (const auto& t : rep.totals) {
+      if (!t.error.empty()) failed += (failed.empty() ? "" : ", ") + t.strategy;
     }
-    std::cout << runtime::npu_analysis_text(rep, a->per_conv);
+    if (!failed.empty()) fail(unsupported("analyze: strategy " + failed + " could not lower every convolution (the report says where)"));
   });
 }
 
 void add_compile_command(CLI::App& app) {
   struct Args {
     std::string model, target = "rk3588", strategy, out;
+    bool force = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand("compile", "Lower a quantized model's int8 convolutions for the RK3588 NPU and write the register commands, "
@@ -83,12 +92,17 @@ void add_compile_command(CLI::App& app) {
   c->add_option("model", a->model, "quantized model (ONNX QDQ/QOperator or int8 TFLite)")->required();
   c->add_option("--target", a->target, "the NPU (rk3588)")->check(CLI::IsMember({"rk3588"}));
   c->add_option("--strategy", a->strategy, "per-axis lowering strategy (default sorted-bs-multiplier)");
-  c->add_option("-o,--output", a->out, "output directory (replaced once the new one is complete)")->required();
+  c->add_option("-o,--output", a->out, "output folder: new or empty (published once complete; docs/cli.md)")->required();
+  c->add_flag("--force", a->force, "replace a non-empty output folder (never one that holds the model)");
   c->callback([a] {
     const auto st = a->strategy.empty() ? npu::lower::kDefaultStrategy : take(npu::lower::parse_strategy(a->strategy));
-    const auto s = take(runtime::compile_for_npu(a->model, st, a->out));
+    OutputTransaction out_tx({a->model}, a->force);
+    const std::string dir = take(out_tx.folder(a->out));
+    const auto s = take(runtime::compile_for_npu(a->model, st, dir));
+    check(out_tx.publish());
     std::printf("%s: %d convolution(s) in %d task(s) for %s (%s), %d node(s) on the CPU\n", a->out.c_str(), s.convs_on_npu, s.tasks,
                 a->target.c_str(), npu::lower::strategy_name(st), s.nodes_on_cpu);
+    for (const auto& r : s.cpu_convs) std::printf("  convolution on the CPU: %s\n", r.c_str());
     std::printf("  %zu register-command words, %zu bytes of weights, %zu bytes of BS operands; manifest.json lists them\n", s.regcmd_words,
                 s.weight_bytes, s.operand_bytes);
   });

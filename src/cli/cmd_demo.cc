@@ -7,13 +7,16 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
+#include <map>
 #include <random>
 
 #include "cli/commands.h"
 #include "runtime/detect.h"
 #include "runtime/model.h"
 #include "core/npy.h"
+#include "core/output.h"
 #include "core/thread_pool.h"
 #include "kernels/deform_attn.h"
 #include "kernels/grid_sample.h"
@@ -27,6 +30,8 @@ struct DemoArgs {
   uint32_t seed = 1;
   std::string save_dir;
   std::string models_dir, photo, draw;
+  // Temporaries of the declared outputs (core/output.h): file name or "draw" -> path.
+  std::map<std::string, std::string> tmp;
 };
 
 // Runs one DEIM model file on the photo; returns the detections (score >= 0) and prints
@@ -101,7 +106,7 @@ void run_model_demo(const DemoArgs& a) {
     runtime::Image out = img;
     std::vector<runtime::Detection> top(d1.begin(), d1.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(d1.size(), 10)));
     runtime::draw_detections(out, top);
-    check(runtime::write_png(a.draw, out));
+    check(runtime::write_png(a.tmp.at("draw"), out));
     std::printf("  wrote %s (top 10 default-sampling boxes)\n", a.draw.c_str());
   }
 }
@@ -255,12 +260,11 @@ void run_demo(const DemoArgs& a) {
   std::printf("\n   Peer ratios (PyTorch, ONNX Runtime) are measured by 'make bench'; see BENCHMARKS.md.\n");
 
   if (!a.save_dir.empty()) {
-    const std::string d = a.save_dir + "/";
-    check(write_npy(d + "value.npy", vs));
-    check(write_npy(d + "locations.npy", loc));
-    check(write_npy(d + "weights.npy", w));
-    check(write_npy(d + "gs_input.npy", gin));
-    check(write_npy(d + "gs_grid.npy", grid));
+    check(write_npy(a.tmp.at("value.npy"), vs));
+    check(write_npy(a.tmp.at("locations.npy"), loc));
+    check(write_npy(a.tmp.at("weights.npy"), w));
+    check(write_npy(a.tmp.at("gs_input.npy"), gin));
+    check(write_npy(a.tmp.at("gs_grid.npy"), grid));
     std::printf("\nwrote the DEIMv2-S example inputs to %s: value.npy [1, 8400, 8, 24], locations.npy "
                 "[1, 300, 8, 12, 2], weights.npy [1, 300, 8, 12], gs_input.npy [8, 24, 80, 80], gs_grid.npy [8, 300, 3, 2]\n",
                 a.save_dir.c_str());
@@ -276,18 +280,26 @@ void add_demo_command(CLI::App& app) {
   add_threads_option(demo, a->threads, "worker threads (0 = all cores)")->capture_default_str();
   demo->add_option("--runs", a->runs, "timed runs per kernel")->capture_default_str()->check(CLI::Range(1, 100000));
   demo->add_option("--seed", a->seed, "random seed for locations and weights")->capture_default_str();
-  demo->add_option("--save", a->save_dir, "also write the example inputs (.npy) into this existing folder")
-      ->check(CLI::ExistingDirectory);
+  demo->add_option("--save", a->save_dir, "also write the example inputs (.npy) into this folder (created if absent; "
+                                          "files of the same names replaced, nothing else touched)");
   demo->add_option("--models", a->models_dir, "folder with deimv2_s_arch.onnx and deimv2_s_arch_discrete.onnx "
                                               "(make models): also run them end to end on --photo");
   demo->add_option("--photo", a->photo, "photo for the model run (e.g. skimage's astronaut.png)");
   demo->add_option("--draw", a->draw, "write the photo with the default model's top boxes to this PNG");
   demo->callback([a] {
-    run_demo(*a);
-    if (!a->models_dir.empty()) {
-      if (a->photo.empty()) fail(invalid("--models needs --photo"));
-      run_model_demo(*a);
+    if (!a->models_dir.empty() && a->photo.empty()) fail(invalid("--models needs --photo"));
+    if (!a->draw.empty() && a->models_dir.empty()) fail(invalid("--draw needs --models and --photo (it draws the model run's boxes)"));
+    OutputTransaction out_tx({a->models_dir, a->photo});
+    if (!a->save_dir.empty()) {
+      check(out_tx.files_in(a->save_dir));
+      for (const char* f : {"value.npy", "locations.npy", "weights.npy", "gs_input.npy", "gs_grid.npy"}) {
+        a->tmp[f] = take(out_tx.file((std::filesystem::path(a->save_dir) / f).string()));
+      }
     }
+    if (!a->draw.empty()) a->tmp["draw"] = take(out_tx.file(a->draw));
+    run_demo(*a);
+    if (!a->models_dir.empty()) run_model_demo(*a);
+    check(out_tx.publish());
   });
 }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "core/json_style.h"
 #include "plan/plan.h"
 #include "runtime/model.h"
 #include "runtime/executor.h"
@@ -111,7 +112,7 @@ void run_inspect(const InspectArgs& a) {
     j["macs_batch"] = (a.batch > 0 ? a.batch : 1);
     j["cpu_executor"] = executor_text;
     j["fusion"] = {{"fused_sites", fusion.fused_sites}, {"fused", fusion.fused}, {"not_fused", fusion.not_fused}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j);
     return;
   }
   std::printf("model       %s\n", a.model.c_str());

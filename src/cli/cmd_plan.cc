@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "core/json_style.h"
+#include "core/output.h"
 #include "npu/lower/lower.h"
 #include "plan/plan.h"
 #include "runtime/detect.h"
@@ -34,6 +36,9 @@ void run_plan(const PlanArgs& a) {
   }
   if (a.model.empty()) fail(invalid("plan: give a MODEL (or --supported-ops)"));
   if (a.target.empty()) fail(invalid("plan: give --target PROFILE (a name in " + dir + " or a .json path)"));
+  OutputTransaction out_tx(read_paths({a.model, a.discrete_model, a.calibrate, a.cpu_times, a.image, a.config}, a.inputs));
+  const std::string html_tmp = a.html.empty() ? "" : take(out_tx.file(a.html));
+  const std::string md_tmp = a.markdown.empty() ? "" : take(out_tx.file(a.markdown));
   plan::PlanReport rep;
   rep.target = take(plan::find_target(a.target, dir));
   if (a.threads > rep.target.cpu.cores) {
@@ -58,7 +63,7 @@ void run_plan(const PlanArgs& a) {
   rep.discrete_model = a.discrete_model;
   rep.layers = a.layers;
   rep.plans = take(runtime::plan_model(po, rep.target));
-  rep.host = runtime::environment(a.threads);
+  rep.host = runtime::environment();
   rep.host["runs"] = std::to_string(a.runs);
   if (!a.cpu_times.empty()) {
     const plan::BoardTimes bt = take(plan::read_board_times(a.cpu_times));
@@ -75,8 +80,9 @@ void run_plan(const PlanArgs& a) {
     if (!fit.ok()) fail(fit.error().with_context(a.calibrate));
     rep.fit = std::move(fit).value();
   }
-  if (!a.html.empty()) write_atomically(a.html, plan::plan_html(rep));
-  if (!a.markdown.empty()) write_atomically(a.markdown, plan::plan_markdown(rep));
+  if (!a.html.empty()) write_text(html_tmp, plan::plan_html(rep));
+  if (!a.markdown.empty()) write_text(md_tmp, plan::plan_markdown(rep));
+  check(out_tx.publish());
   std::cout << (a.json ? plan::plan_json(rep) : plan::plan_text(rep));
 }
 
@@ -151,18 +157,17 @@ void run_bench(const BenchArgs& a) {
   j["runs"] = a.runs;
   j["forward_ms"] = stats_json(f);
   j["end_to_end_ms"] = e2e.empty() ? nlohmann::json(nullptr) : stats_json(stats(e2e));
-  j["environment"] = runtime::environment(a.threads);
+  j["environment"] = json_record<nlohmann::json>(runtime::environment());
   if (a.json) {
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j);
     return;
   }
-  const auto& env = j["environment"];
-  std::printf("%s on %s (%s), %d runs after %d warm-up\n", a.model.c_str(), a.backend.c_str(), env["cpu"].get<std::string>().c_str(), a.runs,
+  const auto env = runtime::environment();
+  std::printf("%s on %s (%s), %d runs after %d warm-up\n", a.model.c_str(), a.backend.c_str(), env.at("cpu").c_str(), a.runs,
               a.warmup);
   std::printf("  dispatch     Highway %s, oneDNN %s, int8 products %s, vectorised loops %s (ISA ceiling %s)\n",
-              env["highway_target"].get<std::string>().c_str(), env["onednn_isa"].get<std::string>().c_str(),
-              env["int8_products"].get<std::string>().c_str(), env["vectorised_loops"].get<std::string>().c_str(),
-              env["isa_ceiling"].get<std::string>().c_str());
+              env.at("highway_target").c_str(), env.at("onednn_isa").c_str(), env.at("int8_products").c_str(),
+              env.at("vectorised_loops").c_str(), env.at("isa_ceiling").c_str());
   std::printf("  forward      P50 %9.3f ms  P95 %9.3f ms  (min %.3f, max %.3f)\n", f.p50, f.p95, f.min, f.max);
   if (!e2e.empty()) {
     const Stats e = stats(e2e);

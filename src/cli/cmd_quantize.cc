@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "core/json_style.h"
+#include "core/output.h"
 #include "frontends/onnx/onnx_export.h"
 #include "runtime/quantize.h"
 
@@ -19,7 +21,7 @@ struct QuantizeArgs {
   std::string method = "minmax";
   std::string dtype = "int8";
   double percentile = 99.99;
-  bool per_tensor = false, per_channel = false, symmetric = false, json = false;
+  bool per_tensor = false, per_channel = false, symmetric = false, json = false, percentile_given = false;
   int threads = 0;
 };
 
@@ -28,6 +30,11 @@ void run_quantize(const QuantizeArgs& a) {
   const bool u8 = a.dtype == "uint8";
   if (u8 && a.per_channel) fail(invalid("--dtype uint8: weights are per tensor (TFLite's uint8 scheme); drop --per-channel"));
   const bool per_tensor = a.per_tensor || u8;
+  if (a.percentile_given && a.method != "percentile") {
+    fail(invalid("--percentile applies to --method percentile only (the method is " + a.method + ")"));
+  }
+  OutputTransaction out_tx({a.model, a.calib, a.config});
+  const std::string out_tmp = take(out_tx.file(a.output));
   runtime::QuantizeOptions opt;
   opt.qdq.dtype = u8 ? DType::u8 : DType::i8;
   opt.method = take(quant::calib_method_from_name(a.method));
@@ -47,7 +54,8 @@ void run_quantize(const QuantizeArgs& a) {
   const auto samples = take(runtime::load_calibration(ci, *probe));
   probe.reset();
   auto q = take(runtime::quantize_model(a.model, samples, opt));
-  check(onnx_frontend::export_onnx_file(*q.graph, a.output));
+  check(onnx_frontend::export_onnx_file(*q.graph, out_tmp));
+  check(out_tx.publish());
   const auto& r = q.report;
   if (a.json) {
     nlohmann::json j;
@@ -65,7 +73,7 @@ void run_quantize(const QuantizeArgs& a) {
     j["bias_rescaled_channels"] = r.bias_rescaled;
     j["shared_scale_groups"] = r.shared_groups;
     j["fused_activations"] = r.fused_activations;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j);
     return;
   }
   std::printf("quantized %s with %d calibration sample(s), method %s\n", a.model.c_str(), q.samples, a.method.c_str());
@@ -98,7 +106,10 @@ void add_quantize_command(CLI::App& app) {
   add_threads_option(c, a->threads, "threads (0 = all cores)");
   c->add_option("-o,--output", a->output, "QDQ model to write (.onnx)")->required();
   c->add_flag("--json", a->json, "print the summary as JSON");
-  c->callback([a] { run_quantize(*a); });
+  c->callback([a, c] {
+    a->percentile_given = c->count("--percentile") > 0;
+    run_quantize(*a);
+  });
 }
 
 }  // namespace rkd::cli

@@ -8,8 +8,10 @@
 #include <map>
 
 #include "cli/commands.h"
+#include "core/json_style.h"
 #include "npu/lower/lower.h"
 #include "core/npy.h"
+#include "core/output.h"
 #include "quant/requant.h"
 #include "runtime/detect.h"
 #include "runtime/model.h"
@@ -48,6 +50,8 @@ std::string file_safe(const std::string& name) {
 }
 
 void run_on_image(const RunArgs& a, runtime::LoadOptions lo) {
+  OutputTransaction out_tx({a.model, a.image, a.config});
+  const std::string draw_tmp = a.draw.empty() ? "" : take(out_tx.file(a.draw));
   const runtime::Image img = take(runtime::load_image(a.image));
   runtime::LoadedModel m = take(runtime::load_model(a.model, lo));
   report_npu(a, m.fusion);
@@ -74,7 +78,7 @@ void run_on_image(const RunArgs& a, runtime::LoadOptions lo) {
       arr.push_back({{"label", d.label}, {"class", name_of(d.label)}, {"score", d.score}, {"box_xyxy", {d.x0, d.y0, d.x1, d.y1}}});
     }
     j["detections"] = arr;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j);
   } else {
     std::printf("%s: %lldx%lld, %s output, %zu detection(s) with score >= %.2f\n", a.image.c_str(),
                 static_cast<long long>(img.width), static_cast<long long>(img.height), cfg.output.c_str(), dets.size(),
@@ -88,7 +92,8 @@ void run_on_image(const RunArgs& a, runtime::LoadOptions lo) {
   if (!a.draw.empty()) {
     runtime::Image out = img;
     runtime::draw_detections(out, dets);
-    check(runtime::write_png(a.draw, out));
+    check(runtime::write_png(draw_tmp, out));
+    check(out_tx.publish());
     if (!a.json) std::printf("wrote %s\n", a.draw.c_str());
   }
 }
@@ -117,6 +122,7 @@ void report_npu(const RunArgs& a, const runtime::FusionReport& f) {
 void run_model(const RunArgs& a) {
   if (!a.image.empty()) {
     if (!a.inputs.empty()) fail(invalid("--image and --input cannot be combined"));
+    if (!a.output_dir.empty()) fail(invalid("--output-dir writes the graph outputs of an --input run; with --image use --json or --draw"));
     runtime::LoadOptions lo;
     lo.batch = 1;
     lo.compile.fuse = !a.no_fuse;
@@ -126,6 +132,8 @@ void run_model(const RunArgs& a) {
     return;
   }
   if (!a.draw.empty() || !a.config.empty()) fail(invalid("--draw and --config need --image"));
+  OutputTransaction out_tx(read_paths({a.model}, a.inputs));
+  if (!a.output_dir.empty()) check(out_tx.files_in(a.output_dir));
   std::map<std::string, Tensor> inputs;
   for (const std::string& spec : a.inputs) {
     const auto eq = spec.find('=');
@@ -156,6 +164,13 @@ void run_model(const RunArgs& a) {
   lo.exec.profile = a.profile;
   runtime::LoadedModel m = take(runtime::load_model(a.model, lo));
   report_npu(a, m.fusion);
+  // Every output file is declared (and checked) before the inference.
+  std::map<std::string, std::string> out_tmp;
+  if (!a.output_dir.empty()) {
+    for (const ir::Value* v : m.graph->outputs) {
+      out_tmp[v->name] = take(out_tx.file((std::filesystem::path(a.output_dir) / (file_safe(v->name) + ".npy")).string()));
+    }
+  }
   if (m.fusion.fused_sites > 0 || !m.fusion.not_fused.empty()) {
     std::fprintf(stderr, "deform-attn-fusion: %d site(s) fused, %zu similar site(s) left unfused\n", m.fusion.fused_sites,
                  m.fusion.not_fused.size());
@@ -175,15 +190,11 @@ void run_model(const RunArgs& a) {
     std::fprintf(stderr, "timing: %zu warm runs, median %.3f ms, min %.3f ms, max %.3f ms\n", ms.size(), ms[ms.size() / 2],
                  ms.front(), ms.back());
   }
-  if (!a.output_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(a.output_dir, ec);
-    if (ec) fail(io_error(a.output_dir + ": " + ec.message()));
-  }
   for (const auto& [name, t] : outputs) {
     std::printf("%-24s %-8s %s\n", name.c_str(), dtype_name(t.dtype()), shape_to_string(t.shape()).c_str());
-    if (!a.output_dir.empty()) check(write_npy(a.output_dir + "/" + file_safe(name) + ".npy", t));
+    if (!a.output_dir.empty()) check(write_npy(out_tmp.at(name), t));
   }
+  check(out_tx.publish());
   if (a.profile) {
     std::map<std::string, std::pair<double, int>> by_op;
     double total = 0;

@@ -4,8 +4,12 @@
 #include <cstdio>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
+#include "core/json_style.h"
 #include "core/npy.h"
+#include "core/output.h"
 #include "core/thread_pool.h"
 #include "kernels/deform_attn.h"
 #include "kernels/grid_sample.h"
@@ -29,24 +33,21 @@ struct DeformArgs {
 
 // One line of human output, or the JSON object documented in docs/cli-json.md.
 void report(bool json, const std::string& command, const std::string& output, const Tensor& y, double elapsed_us,
-            const std::string& options_json) {
+            nlohmann::ordered_json options) {
   if (!json) {
     std::printf("wrote %s %s %s (%.1f us)\n", output.c_str(), shape_to_string(y.shape()).c_str(), dtype_name(y.dtype()),
                 elapsed_us);
     return;
   }
-  std::string shape = "[";
-  for (int i = 0; i < y.rank(); ++i) shape += (i ? ", " : "") + std::to_string(y.dim(i));
-  shape += "]";
-  std::string escaped;
-  for (char ch : output) {
-    if (ch == '"' || ch == '\\') escaped += '\\';
-    escaped += ch;
-  }
-  std::printf("{\"command\": \"%s\", \"output\": \"%s\", \"shape\": %s, \"dtype\": \"%s\", \"elapsed_us\": %.1f, "
-              "\"threads\": %d, \"options\": %s}\n",
-              command.c_str(), escaped.c_str(), shape.c_str(), dtype_name(y.dtype()), elapsed_us, global_thread_count(),
-              options_json.c_str());
+  nlohmann::ordered_json j;
+  j["command"] = command;
+  j["output"] = output;
+  j["shape"] = y.shape();
+  j["dtype"] = dtype_name(y.dtype());
+  j["elapsed_us"] = std::round(elapsed_us * 10) / 10;
+  j["threads"] = global_thread_count();
+  j["options"] = std::move(options);
+  std::cout << json_text(j);
 }
 
 double micros_since(std::chrono::steady_clock::time_point t0) {
@@ -67,17 +68,19 @@ void run_grid(const GridArgs& a) {
   opt.align_corners = a.align_corners != 0;
   const KernelImpl impl = parse_impl(a.impl);
   set_global_thread_count(a.threads);
+  OutputTransaction out_tx({a.input, a.grid});
+  const std::string out_tmp = take(out_tx.file(a.output));
   const Tensor x = take(read_npy(a.input));
   const Tensor g = take(read_npy(a.grid));
   const auto t0 = std::chrono::steady_clock::now();
   auto y = grid_sample(x, g, opt, impl);
   const double us = micros_since(t0);
   if (!y.ok()) fail(y.error().with_context("sample grid (" + a.input + ", " + a.grid + ")"));
-  check(write_npy(a.output, *y));
+  check(write_npy(out_tmp, *y));
+  check(out_tx.publish());
   report(a.json, "sample grid", a.output, *y, us,
-         std::string("{\"mode\": \"") + to_string(opt.mode) + "\", \"padding\": \"" + to_string(opt.padding) +
-             "\", \"align_corners\": " + (opt.align_corners ? "1" : "0") + ", \"convention\": \"" +
-             to_string(opt.convention) + "\", \"impl\": \"" + a.impl + "\"}");
+         {{"mode", to_string(opt.mode)}, {"padding", to_string(opt.padding)}, {"align_corners", opt.align_corners ? 1 : 0},
+          {"convention", to_string(opt.convention)}, {"impl", a.impl}});
 }
 
 void run_deform(const DeformArgs& a) {
@@ -88,6 +91,8 @@ void run_deform(const DeformArgs& a) {
   set_global_thread_count(a.threads);
   const auto shapes = take(parse_level_shapes(a.shapes));
   const auto points = take(parse_points(a.points));
+  OutputTransaction out_tx({a.value, a.locations, a.weights});
+  const std::string out_tmp = take(out_tx.file(a.output));
   const Tensor v = take(read_npy(a.value));
   const Tensor loc = take(read_npy(a.locations));
   const Tensor w = take(read_npy(a.weights));
@@ -97,10 +102,10 @@ void run_deform(const DeformArgs& a) {
   auto y = msda(*prepared, loc, w, points, opt);
   const double us = micros_since(t0);
   if (!y.ok()) fail(y.error().with_context("sample deform-attn (" + a.locations + ", " + a.weights + ")"));
-  check(write_npy(a.output, *y));
+  check(write_npy(out_tmp, *y));
+  check(out_tx.publish());
   report(a.json, "sample deform-attn", a.output, *y, us,
-         std::string("{\"method\": \"") + to_string(opt.method) + "\", \"shapes\": \"" + a.shapes + "\", \"points\": \"" +
-             a.points + "\", \"impl\": \"" + a.impl + "\"}");
+         {{"method", to_string(opt.method)}, {"shapes", a.shapes}, {"points", a.points}, {"impl", a.impl}});
 }
 
 }  // namespace

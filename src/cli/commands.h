@@ -17,9 +17,19 @@ struct CommandFailed : std::runtime_error {
   int code;
 };
 
-// Prints "rkdeploy: <kind>: <message>" to stderr and throws CommandFailed(2 for invalid
-// or unsupported input, 1 otherwise).
+// The exit status of an error (docs/cli.md): 1 I/O (and internal), 2 invalid input or usage,
+// 3 unsupported (valid input this version cannot take).
+constexpr int exit_code(ErrorKind k) {
+  return k == ErrorKind::invalid ? 2 : k == ErrorKind::unsupported ? 3 : 1;
+}
+// Prints "rkdeploy: <kind>: <message>" to stderr (one JSON object instead when --json is
+// set: set_json_errors) and throws CommandFailed(exit_code(kind)).
 [[noreturn]] void fail(const Error& e);
+// With --json anywhere on the command line, errors are printed as
+// {"error": {"kind": K, "message": M, "exit_code": N}} (docs/cli-json.md).
+void set_json_errors(bool on);
+// Prints one error in the current style: "rkdeploy: KIND: MESSAGE" or the JSON object.
+void print_error(const std::string& kind, const std::string& message, int exit_code);
 
 template <typename T>
 T take(Result<T> r) {
@@ -34,8 +44,11 @@ inline void check(const Status& s) {
 constexpr int kMaxThreads = 1024;
 // `--threads N` with 0 <= N <= kMaxThreads checked while parsing (a usage error otherwise).
 CLI::Option* add_threads_option(CLI::App* c, int& threads, const std::string& description);
-// Writes text to path through path.tmp and a rename (an earlier file stays intact on failure).
-void write_atomically(const std::string& path, const std::string& text);
+// The files a command reads, protected from its outputs: `files` plus the FILE of every
+// --input NAME=FILE.
+std::vector<std::string> read_paths(std::vector<std::string> files, const std::vector<std::string>& input_specs = {});
+// Writes text to a file (an OutputTransaction's temporary; core/output.h publishes it).
+void write_text(const std::string& path, const std::string& text);
 
 void add_sample_commands(CLI::App& app);
 void add_demo_command(CLI::App& app);

@@ -5,30 +5,50 @@
 #include <iostream>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
+#include "core/json_style.h"
+#include "core/output.h"
 #include "runtime/plan_model.h"
 
 namespace rkd::cli {
+namespace {
+bool g_json_errors = false;
+}  // namespace
+
+void set_json_errors(bool on) { g_json_errors = on; }
+
+void print_error(const std::string& kind, const std::string& message, int code) {
+  if (g_json_errors) {
+    nlohmann::ordered_json j;
+    j["error"] = {{"kind", kind}, {"message", message}, {"exit_code", code}};
+    std::cerr << json_text(j);
+  } else {
+    std::cerr << "rkdeploy: " << kind << ": " << message << "\n";
+  }
+}
+
 void fail(const Error& e) {
-  std::cerr << "rkdeploy: " << e.to_string() << "\n";
-  throw CommandFailed(e.kind == ErrorKind::invalid || e.kind == ErrorKind::unsupported ? 2 : 1);
+  print_error(error_kind_name(e.kind), e.message, exit_code(e.kind));
+  throw CommandFailed(exit_code(e.kind));
 }
 
 CLI::Option* add_threads_option(CLI::App* c, int& threads, const std::string& description) {
   return c->add_option("--threads", threads, description)->check(CLI::Range(0, kMaxThreads));
 }
 
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) fail(io_error(path + ": cannot write"));
-    f << text;
-    if (!f) fail(io_error(path + ": write failed"));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) fail(io_error(path + ": " + ec.message()));
+std::vector<std::string> read_paths(std::vector<std::string> files, const std::vector<std::string>& input_specs) {
+  for (const std::string& spec : input_specs) files.push_back(spec.substr(spec.find('=') + 1));
+  return files;
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) fail(io_error(path + ": cannot write"));
+  f << text;
+  f.flush();
+  if (!f) fail(io_error(path + ": write failed"));
 }
 
 namespace {
@@ -52,7 +72,7 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 // `rkdeploy --version`: version and commit, build type, compiler, and what the run-time
 // dispatchers choose on this CPU (the same record as `bench --json`'s environment).
 std::string version_text() {
-  auto e = rkd::runtime::environment(0);
+  auto e = rkd::runtime::environment();
   return "rkdeploy " + e["rkdeploy"] + " (" + e["build_type"] + ", " + e["compiler"] + ")\n" + "cpu: " + e["cpu"] +
          "\ndispatch: Highway " + e["highway_target"] + ", oneDNN " + e["onednn"] + " " + e["onednn_isa"] + ", int8 products " +
          e["int8_products"] + ", vectorised loops " + e["vectorised_loops"] + " (ISA ceiling " + e["isa_ceiling"] + ")";
@@ -63,6 +83,8 @@ std::string version_text() {
 }  // namespace rkd::cli
 
 int main(int argc, char** argv) {
+  // Before any thread exists: SIGINT/SIGTERM/SIGHUP remove unpublished outputs (core/output.h).
+  rkd::install_signal_cleanup();
   CLI::App app{"rkdeploy: take detection models to Rockchip NPUs and prove, on any host, that what "
                "runs there computes the right thing."};
   app.name("rkdeploy");
@@ -93,7 +115,7 @@ int main(int argc, char** argv) {
       try {
         next = target->get_subcommand(name);
       } catch (const CLI::OptionNotFound&) {
-        std::cerr << "rkdeploy: invalid: help: no subcommand '" << name << "'\n";
+        rkd::cli::print_error("invalid", "help: no subcommand '" + name + "'", 2);
         throw rkd::cli::CommandFailed(2);
       }
       target = next;
@@ -102,6 +124,9 @@ int main(int argc, char** argv) {
     std::cout << target->get_formatter()->make_help(target, target->get_name(), CLI::AppFormatMode::Normal);
   });
 
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--json") rkd::cli::set_json_errors(true);
+  }
   // An unknown subcommand (CLI11 would only say that one is required): name it, suggest the
   // nearest one.
   if (argc >= 2 && argv[1][0] != '-') {
@@ -117,8 +142,8 @@ int main(int argc, char** argv) {
       if (d < best) best = d, nearest = n;
     }
     if (!known) {
-      std::cerr << "rkdeploy: invalid: no subcommand '" << word << "'"
-                << (nearest.empty() ? "" : "; did you mean '" + nearest + "'?") << " (subcommands: " << names << ")\n";
+      rkd::cli::print_error("invalid", "no subcommand '" + word + "'" + (nearest.empty() ? "" : "; did you mean '" + nearest + "'?") +
+                                           " (subcommands: " + names + ")", 2);
       return 2;
     }
   }
@@ -127,17 +152,17 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
     // A usage error: the README's convention (exit 2, "rkdeploy:"), not CLI11's own codes.
-    std::cerr << "rkdeploy: invalid: " << e.what() << " (rkdeploy help [SUBCOMMAND] lists the options)\n";
+    rkd::cli::print_error("invalid", std::string(e.what()) + " (rkdeploy help [SUBCOMMAND] lists the options)", 2);
     return 2;
   } catch (const rkd::cli::CommandFailed& e) {
     return e.code;
   } catch (const std::bad_alloc&) {
-    std::cerr << "rkdeploy: io: out of memory\n";
+    rkd::cli::print_error("io", "out of memory", 1);
     return 1;
   } catch (const std::exception& e) {
     // Nothing may end the process with an abort: an exception that no command turned into an
     // Error is reported as what it is (the OS refusing threads, a stream failure, a bug).
-    std::cerr << "rkdeploy: internal: " << e.what() << "\n";
+    rkd::cli::print_error("internal", e.what(), 1);
     return 1;
   }
   return 0;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/html.h"
+#include "core/json_style.h"
 #include "plan/plan.h"
 
 namespace rkd::plan {
@@ -64,7 +65,7 @@ std::string plan_json(const PlanReport& r) {
   j["model"] = r.model;
   if (!r.discrete_model.empty()) j["discrete_model"] = r.discrete_model;
   j["target"] = target_json(r.target);
-  j["host"] = r.host;
+  j["host"] = json_record<nlohmann::ordered_json>(r.host);
   json vs = json::array();
   for (const auto& p : r.plans) {
     json v;
@@ -111,7 +112,7 @@ std::string plan_json(const PlanReport& r) {
     c["note"] = r.fit->note;
     j["calibration"] = c;
   }
-  return j.dump(2) + "\n";
+  return json_text(j);
 }
 
 std::string plan_text(const PlanReport& r) {

@@ -1,5 +1,6 @@
 // Per-layer accuracy analysis (contract in accuracy.h).
 #include "runtime/accuracy.h"
+#include "core/json_style.h"
 
 #include <algorithm>
 #include <cmath>
@@ -196,7 +197,7 @@ std::string accuracy_json(const AccuracyReport& r) {
     if (l.has_single) e["single"] = err(l.single);
     j["layers"].push_back(e);
   }
-  return j.dump(2);
+  return json_text(j);
 }
 
 namespace {

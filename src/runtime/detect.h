@@ -30,6 +30,7 @@
 #include "core/result.h"
 #include "core/tensor.h"
 #include "ir/ir.h"
+#include "runtime/detector_config.h"
 
 namespace rkd::runtime {
 
@@ -41,25 +42,6 @@ struct Image {
 Result<Image> load_image(const std::string& path);
 Status write_png(const std::string& path, const Image& img);
 
-struct DetectorConfig {
-  std::string input = "images";
-  int64_t width = 640, height = 640;
-  std::string resize = "stretch";  // stretch | letterbox
-  float pad_value = 114.f;         // letterbox fill, in 0..255 pixel units
-  float scale = 1.f / 255.f;       // pixel * scale, then (x - mean) / std
-  float mean[3] = {0.f, 0.f, 0.f};
-  float std[3] = {1.f, 1.f, 1.f};
-  std::string channel_order = "rgb";  // rgb | bgr
-  std::string layout = "nchw";        // nchw [1, 3, H, W] | nhwc [1, H, W, 3]
-  std::string dtype = "float32";      // float32 | int32 (values rounded, as for integer image inputs)
-  std::string output = "deim";        // deim | yolo | gfl | none (no decoding: quantize, accuracy)
-  float score_threshold = 0.25f;
-  float nms_iou = 0.45f;
-  int64_t max_detections = 100;
-};
-
-// Reads a JSON config (fields as above; unknown fields are an error naming them).
-Result<DetectorConfig> read_config(const std::string& path);
 // From the graph's inputs (size of the image input, deim vs yolo).
 DetectorConfig default_config(const ir::Graph& g);
 // A DEIM/D-FINE/RT-DETR-style export: the graph has an `orig_target_sizes` input.

@@ -27,6 +27,17 @@ std::vector<std::string> pass_names(bool fuse) {
 }
 
 Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
+  if (opt.int8) {
+    // The integer back ends on a float model would run it in float and say nothing.
+    const bool quantized = std::any_of(g.nodes().begin(), g.nodes().end(), [](const auto& n) {
+      const std::string& t = n->op_type;
+      return t.find("Quantize") != std::string::npos || t.rfind("QLinear", 0) == 0 || t.ends_with("Integer");
+    });
+    if (!quantized) {
+      return unsupported("no quantized operator (QuantizeLinear, DequantizeLinear, QLinear*, *Integer): a float model; the int8 "
+                         "back ends (--backend int8, sim, analyze, compile) need a quantized one (rkdeploy quantize)");
+    }
+  }
   if (opt.int8 && !opt.requant.empty()) {
     if (auto r = quant::parse_requant(opt.requant); !r.ok()) return r.error().with_context("--requant");
     g.metadata["rkdeploy.requant"] = opt.requant;

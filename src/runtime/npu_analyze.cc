@@ -1,4 +1,5 @@
 #include "runtime/npu_analyze.h"
+#include "core/json_style.h"
 
 #include <nlohmann/json.hpp>
 
@@ -228,7 +229,7 @@ std::string npu_analysis_json(const NpuAnalysis& a) {
     }
     j["convs"].push_back(jc);
   }
-  return j.dump(1);
+  return json_text(j);
 }
 
 std::string npu_analysis_html(const NpuAnalysis& a) {

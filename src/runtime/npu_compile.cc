@@ -1,7 +1,9 @@
 #include "runtime/npu_compile.h"
+#include "core/json_style.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -40,11 +42,9 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   CompileOptions co;
   co.int8 = true;
   RKD_TRY(optimize(g, co));
-  const fs::path dir(out_dir);
-  const fs::path tmp = dir.string() + ".tmp";
+  const fs::path tmp(out_dir);
   std::error_code ec;
-  fs::remove_all(tmp, ec);
-  if (!fs::create_directories(tmp, ec) || ec) return io_error(tmp.string() + ": cannot create (" + ec.message() + ")");
+  if (!fs::is_directory(tmp, ec)) return io_error(out_dir + ": not a folder");
 
   npu::DeviceMemory mem;
   NpuCompileSummary sum;
@@ -56,6 +56,11 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   man["convolutions"] = nlohmann::ordered_json::array();
   man["cpu"] = nlohmann::ordered_json::array();
   std::map<std::string, int> cpu_ops;
+  const bool any_conv = std::any_of(g.nodes().begin(), g.nodes().end(),
+                                    [](const auto& np) { return np->op_type == "QLinearConv" && np->domain.empty(); });
+  if (!any_conv) {
+    return unsupported(model + ": no int8 convolution to lower (a float model? rkdeploy quantize writes a QDQ model; docs/quantization.md)");
+  }
   for (const auto& np : g.nodes()) {
     const ir::Node& n = *np;
     if (n.op_type != "QLinearConv" || !n.domain.empty()) {
@@ -65,8 +70,10 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
       continue;
     }
     auto spec = npu_conv_spec(n);
-    if (!spec.ok()) {
-      man["cpu"].push_back({{"node", n.name}, {"op", n.op_type}, {"reason", spec.error().message}});
+    Status lowerable = spec.ok() ? npu_try_lower(*spec, strategy) : Status(spec.error());
+    if (!lowerable.ok()) {
+      man["cpu"].push_back({{"node", n.name}, {"op", n.op_type}, {"reason", lowerable.error().message}});
+      sum.cpu_convs.push_back(n.name + ": " + lowerable.error().message);
       ++sum.nodes_on_cpu;
       continue;
     }
@@ -130,18 +137,8 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
     sum.operand_bytes += l.operand_bytes;
   }
   man["device_bytes"] = mem.size();
-  const std::string text = man.dump(1) + "\n";
+  const std::string text = json_text(man);
   RKD_TRY(write_file(tmp / "manifest.json", std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size())));
-  // Replace DIR only now that the new one is complete.
-  const fs::path old = dir.string() + ".old";
-  fs::remove_all(old, ec);
-  if (fs::exists(dir)) {
-    fs::rename(dir, old, ec);
-    if (ec) return io_error(dir.string() + ": cannot move the previous output aside (" + ec.message() + ")");
-  }
-  fs::rename(tmp, dir, ec);
-  if (ec) return io_error(dir.string() + ": " + ec.message());
-  fs::remove_all(old, ec);
   return sum;
 }
 

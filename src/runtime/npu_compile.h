@@ -12,11 +12,12 @@
 //    with the original channel of each region channel), and every node that stays on the CPU
 //    with the reason. DIR/conv<NNN>/task<TTT>.regcmd (raw little-endian words),
 //    .weights.bin, .operands.bin hold the bytes.
-//  - The directory is written beside DIR and renamed into place: an existing DIR is replaced
-//    only once the new one is complete.
+//  - DIR must exist (the CLI passes an OutputTransaction's empty temporary folder, so the
+//    artifacts appear all at once; core/output.h).
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/result.h"
 #include "npu/lower/lower.h"
@@ -26,6 +27,7 @@ namespace rkd::runtime {
 struct NpuCompileSummary {
   int convs_on_npu = 0, nodes_on_cpu = 0, tasks = 0;
   size_t regcmd_words = 0, weight_bytes = 0, operand_bytes = 0;
+  std::vector<std::string> cpu_convs;  // "node: reason" for each convolution left on the CPU
 };
 
 Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::Strategy strategy, const std::string& out_dir);

@@ -101,9 +101,20 @@ Result<ConvSpec> npu_conv_spec(const Node& n) {
     s.r_scale = static_cast<float>(constant_of(n, 10)->get_as_double(0));
     s.r_zero_point = static_cast<int32_t>(constant_of(n, 11)->get_as_double(0));
   }
+  RKD_TRY(npu::lower::check_spec(s));
   return s;
 }
 
+Status npu_try_lower(const ConvSpec& spec, npu::lower::Strategy strategy) {
+  npu::DeviceMemory mem;
+  Tensor zero = Tensor::empty(spec.dtype, {1, spec.C, spec.H, spec.W});
+  std::memset(zero.raw(), 0, zero.nbytes());
+  RKD_ASSIGN(uint32_t in, npu::lower::place_input(mem, spec, zero));
+  RKD_ASSIGN(npu::lower::Lowered l, npu::lower::lower_conv(spec, strategy, mem, in));
+  RKD_ASSIGN(auto placed, npu::lower::place_regcmd(mem, l));
+  (void)placed;
+  return {};
+}
 
 namespace {
 
@@ -223,6 +234,7 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
   std::string joined;
   for (const std::string& k : knobs) joined += (joined.empty() ? "" : ";") + k;
   return ir::Pass{"npu-sim-placement", [strategy, joined, report](ir::Graph& g) -> Status {
+                    RKD_ASSIGN(npu::lower::Strategy st, npu::lower::parse_strategy(strategy));
                     std::vector<Node*> convs;
                     for (const auto& np : g.nodes()) {
                       if (np->op_type == "QLinearConv" && np->domain.empty()) convs.push_back(np.get());
@@ -230,8 +242,9 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                     bool fused_any = false;
                     for (Node* n : convs) {
                       auto spec = npu_conv_spec(*n);
-                      if (!spec.ok()) {
-                        if (report) report->npu_cpu_convs.push_back(n->name + ": " + spec.error().message);
+                      Status lowerable = spec.ok() ? npu_try_lower(*spec, st) : Status(spec.error());
+                      if (!lowerable.ok()) {
+                        if (report) report->npu_cpu_convs.push_back(n->name + ": " + lowerable.error().message);
                         continue;
                       }
                       if (Node* f = fuse_residual_add(g, n)) {

@@ -17,15 +17,20 @@ namespace rkd::runtime {
 
 // The NPU convolution of a QLinearConv node (static [1, C, H, W] input, constant weights,
 // per-tensor input/output quantization, groups 1 or depthwise, no dilation; fused clamp from
-// rkd_act_min / rkd_act_max), or why the lowering cannot express it.
+// rkd_act_min / rkd_act_max) within the lowering's shared limits (npu::lower::check_spec),
+// or why the lowering cannot express it.
 Result<npu::lower::ConvSpec> npu_conv_spec(const ir::Node& n);
+// Lowers `spec` with `strategy` into scratch device memory and discards it: ok when the
+// convolution can run on the NPU that way, else the lowering's reason (weights that no CBUF
+// split fits, ...). What cannot be lowered stays on the CPU.
+Status npu_try_lower(const npu::lower::ConvSpec& spec, npu::lower::Strategy strategy);
 
 // A kernel computing the QLinearConv by lowering it once with `strategy` (weights, operands,
 // register commands in its own simulated device memory) and, per call, writing the input,
 // executing the register commands on the simulator and compacting the output.
 Result<Kernel> npu_sim_kernel(const ir::Node& n, npu::lower::Strategy strategy, const npu::sim::Quirks& quirks);
 
-// npu-sim-placement: marks every QLinearConv the lowering can express with the attributes
+// npu-sim-placement: marks every QLinearConv that npu_try_lower() takes with the attributes
 // rkd_sim_strategy and rkd_sim_knobs (';'-separated NAME=VALUE), so that its kernel is
 // npu_sim_kernel; counts them, and lists the others with the reason, in `report`.
 ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, FusionReport* report);

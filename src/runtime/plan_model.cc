@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "core/thread_pool.h"
 #include "kernels/tensor_ops.h"
 #include "runtime/model.h"
 
@@ -75,7 +76,7 @@ Result<std::vector<plan::VariantPlan>> plan_model(const PlanOptions& o, const pl
   return plans;
 }
 
-std::map<std::string, std::string> environment(int threads) {
+std::map<std::string, std::string> environment() {
   std::map<std::string, std::string> e;
   e["rkdeploy"] = RKD_VERSION;
   e["build_type"] = RKD_BUILD_TYPE;
@@ -93,7 +94,7 @@ std::map<std::string, std::string> environment(int threads) {
     }
   }
   e["hardware_threads"] = std::to_string(std::thread::hardware_concurrency());
-  e["threads"] = std::to_string(threads);
+  e["threads"] = std::to_string(global_thread_count());
   const dnnl_version_t* dv = dnnl_version();
   e["onednn"] = std::to_string(dv->major) + "." + std::to_string(dv->minor) + "." + std::to_string(dv->patch);
   e["highway"] = std::to_string(HWY_MAJOR) + "." + std::to_string(HWY_MINOR) + "." + std::to_string(HWY_PATCH);

@@ -29,7 +29,8 @@ struct PlanOptions {
 Result<std::vector<plan::VariantPlan>> plan_model(const PlanOptions& o, const plan::Target& t);
 
 // Facts about this host and build for measurement reports: rkdeploy version, compiler, CPU
-// model, thread count, library versions.
-std::map<std::string, std::string> environment(int threads);
+// model, the thread count the kernels use now (set by the last executor created), library
+// versions, the ISA dispatch.
+std::map<std::string, std::string> environment();
 
 }  // namespace rkd::runtime

@@ -163,5 +163,21 @@ expect_exit "negative threads" 2 "--threads" -- "$bin" sample grid --input "$dir
 expect_exit "version" 0 "dispatch: Highway" -- "$bin" --version
 expect_exit "help" 0 "Usage: rkdeploy" -- "$bin" --help
 
+# The NPU path: a convolution the lowering cannot take (DEIMv2-S's 16x16 stride-16 patch
+# embedding) runs on the CPU, named with the reason, in run, analyze and compile; the int8
+# back ends refuse a float model instead of running it in float.
+if [ -n "$models" ] && [ -f "$models/deimv2_s_arch_tiny.onnx" ]; then
+  m="$models/deimv2_s_arch_tiny"
+  "$py" -c "import numpy as np; np.savez('$dir/calib.npz', images=np.load('$m.input_images.npy'), orig_target_sizes=np.load('$m.input_orig_target_sizes.npy'))"
+  "$bin" quantize "$m.onnx" --calib "$dir/calib.npz" -o "$dir/q.onnx" >/dev/null && ok || bad "quantize deim tiny"
+  din=(--input images="$m.input_images.npy" --input orig_target_sizes="$m.input_orig_target_sizes.npy")
+  expect_exit "sim falls back to the CPU" 0 "on the CPU: /backbone/patch/Conv/qlinear: npu lowering: kernel above 31" -- "$bin" run "$dir/q.onnx" "${din[@]}" --backend sim
+  expect_exit "analyze names the CPU convolution" 0 "not lowered: /backbone/patch/Conv/qlinear" -- "$bin" analyze "$dir/q.onnx" "${din[@]}" --strategy per-channel
+  expect_exit "analyze counts it" 0 "26 int8 convolutions (25 lowered)" -- "$bin" analyze "$dir/q.onnx" "${din[@]}" --strategy per-channel
+  expect_exit "compile names the CPU convolution" 0 "convolution on the CPU: /backbone/patch/Conv/qlinear" -- "$bin" compile "$dir/q.onnx" -o "$dir/npu_out"
+  expect_exit "int8 on a float model" 3 "rkdeploy: unsupported: $m.onnx: no quantized operator" -- "$bin" run "$m.onnx" "${din[@]}" --backend int8
+  expect_exit "sim on a float model" 3 "no quantized operator" -- "$bin" run "$m.onnx" "${din[@]}" --backend sim
+fi
+
 echo "$pass passed, $fails failed"
 [ "$fails" -eq 0 ]

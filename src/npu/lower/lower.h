@@ -155,6 +155,11 @@ struct Lowered {
   int64_t row_slices = 1;  // the most row slices of any channel group (1: no tiling)
 };
 
+// The limits every strategy's lowering shares (register field widths, types, the fused
+// activation forms): an unsupported Error naming the limit, or ok. lower_conv() checks it
+// first; callers check it to keep a convolution on the CPU before they lower anything.
+Status check_spec(const ConvSpec& s);
+
 // Places the input (NCHW [1, C, H, W] of spec.dtype) in `mem` as NC1HWC2 with the stored
 // domain's padding lanes; returns its address.
 Result<uint32_t> place_input(DeviceMemory& mem, const ConvSpec& spec, const Tensor& x);

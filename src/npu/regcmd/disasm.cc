@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "npu/regcmd/regcmd.h"
+#include "core/json_style.h"
 
 namespace rkd::npu::regcmd {
 
@@ -103,7 +104,7 @@ std::string to_json(const std::vector<DecodedTask>& tasks) {
     jt["problems"] = d.problems;
     j["tasks"].push_back(jt);
   }
-  return j.dump(1) + "\n";
+  return json_text(j);
 }
 
 std::string diff_text(const std::vector<RegisterDiff>& d, size_t tasks_a, size_t tasks_b) {
@@ -157,7 +158,7 @@ std::string diff_json(const std::vector<RegisterDiff>& d, size_t tasks_a, size_t
     jr["fields"] = fields;
     j["differences"].push_back(jr);
   }
-  return j.dump(1) + "\n";
+  return json_text(j);
 }
 
 }  // namespace rkd::npu::regcmd

@@ -1,0 +1,259 @@
+#include "core/output.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace rkd {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Temporaries of every live transaction, for the signal thread.
+std::mutex g_mu;
+std::set<std::string>& live_temps() {
+  static std::set<std::string> s;
+  return s;
+}
+void track(const std::string& p) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  live_temps().insert(p);
+}
+void untrack(const std::string& p) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  live_temps().erase(p);
+}
+
+mode_t process_umask() {
+  static const mode_t m = [] {
+    const mode_t old = ::umask(0);
+    ::umask(old);
+    return old;
+  }();
+  return m;
+}
+
+std::string err() { return std::strerror(errno); }
+
+fs::path absolute_normal(const std::string& p) {
+  std::error_code ec;
+  fs::path a = fs::weakly_canonical(fs::absolute(p, ec), ec);
+  if (ec) a = fs::absolute(p, ec).lexically_normal();
+  return a;
+}
+
+bool is_within(const fs::path& inner, const fs::path& outer) {
+  auto i = inner.begin();
+  for (auto o = outer.begin(); o != outer.end(); ++o, ++i) {
+    if (o->empty()) continue;  // a trailing separator
+    if (i == inner.end() || *i != *o) return false;
+  }
+  return true;
+}
+
+// "DIR/.NAME<suffix>": hidden, beside the destination. (Appended piecewise: GCC 12's
+// -Wrestrict misfires on "." + std::string.)
+std::string hidden_sibling(const fs::path& dest, const char* suffix) {
+  std::string name(1, '.');
+  name.append(dest.filename().string()).append(suffix);
+  return (dest.parent_path() / name).string();
+}
+std::string temp_template(const fs::path& dest) { return hidden_sibling(dest, ".rkdeploy-XXXXXX"); }
+
+}  // namespace
+
+struct OutputTransaction::Item {
+  enum Kind { kFile, kFolder, kFilesIn } kind;
+  std::string shown;  // as the user wrote it
+  fs::path dest;      // absolute, symbolic links resolved
+  std::string temp;   // empty: nothing to move (a files_in folder that exists)
+  bool nested = false;  // a file inside an absent files_in folder: moved with it
+};
+
+OutputTransaction::OutputTransaction(std::vector<std::string> inputs, bool force) : force_(force) {
+  for (const auto& in : inputs) {
+    if (!in.empty()) inputs_.push_back(absolute_normal(in).string());
+  }
+}
+
+OutputTransaction::~OutputTransaction() {
+  if (published_) return;
+  // Nested files go with their folder; remove folders last.
+  for (auto it = items_.rbegin(); it != items_.rend(); ++it) {
+    if (it->temp.empty() || it->nested) continue;
+    std::error_code ec;
+    fs::remove_all(it->temp, ec);
+    untrack(it->temp);
+  }
+}
+
+Status OutputTransaction::check_free(const std::string& abs, const std::string& shown) const {
+  for (const auto& in : inputs_) {
+    if (in == abs) return invalid(shown + ": is also an input of this command; choose another output");
+  }
+  for (const auto& it : items_) {
+    if (it.dest.string() == abs) return invalid(shown + ": named twice as an output");
+  }
+  return {};
+}
+
+Result<std::string> OutputTransaction::file(const std::string& path) {
+  if (path.empty()) return invalid("an output path is empty");
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(path, ec)) && !fs::exists(path, ec)) {
+    return invalid(path + ": a symbolic link to nothing; remove it or name another output");
+  }
+  const fs::path abs = absolute_normal(path);
+  const auto st = fs::status(abs, ec);
+  if (fs::is_directory(st)) return invalid(path + ": is a folder, not a file");
+  if (fs::exists(st) && !fs::is_regular_file(st)) return invalid(path + ": exists and is not a regular file");
+  RKD_TRY(check_free(abs.string(), path));
+  Item item{Item::kFile, path, abs, "", false};
+  for (const auto& f : items_) {
+    if (f.kind == Item::kFilesIn && !f.temp.empty() && f.dest == abs.parent_path()) {
+      // The folder does not exist yet: the file goes into its temporary.
+      item.temp = (fs::path(f.temp) / abs.filename()).string();
+      const int fd = ::open(item.temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      if (fd < 0) return io_error(path + ": cannot create " + item.temp + ": " + err());
+      ::close(fd);
+      item.nested = true;
+      items_.push_back(std::move(item));
+      return items_.back().temp;
+    }
+  }
+  const fs::path parent = abs.parent_path();
+  if (!fs::is_directory(parent, ec)) {
+    return io_error(path + ": the folder " + parent.string() + (fs::exists(parent, ec) ? " is not a folder" : " does not exist"));
+  }
+  std::string t = temp_template(abs);
+  const int fd = ::mkstemp(t.data());
+  if (fd < 0) return io_error(path + ": cannot create a file in " + parent.string() + ": " + err());
+  ::fchmod(fd, 0666 & ~process_umask());
+  ::close(fd);
+  item.temp = t;
+  track(t);
+  items_.push_back(std::move(item));
+  return items_.back().temp;
+}
+
+Result<std::string> OutputTransaction::folder(const std::string& path) {
+  if (path.empty()) return invalid("an output folder is empty");
+  std::error_code ec;
+  const fs::path abs = absolute_normal(path);
+  const fs::path cwd = absolute_normal(".");
+  if (abs == abs.root_path() || is_within(cwd, abs)) {
+    return invalid(path + ": is the working folder or one of its parents; name a new folder for the output");
+  }
+  for (const auto& in : inputs_) {
+    if (is_within(fs::path(in), abs)) return invalid(path + ": holds an input of this command (" + in + "); choose another output folder");
+  }
+  RKD_TRY(check_free(abs.string(), path));
+  const auto st = fs::status(abs, ec);
+  if (fs::exists(st) && !fs::is_directory(st)) return invalid(path + ": exists and is not a folder");
+  if (fs::is_directory(st) && !fs::is_empty(abs, ec) && !force_) {
+    return invalid(path + ": the folder is not empty; remove it, name another, or pass --force to replace it");
+  }
+  const fs::path parent = abs.parent_path();
+  if (!fs::is_directory(parent, ec)) {
+    return io_error(path + ": the folder " + parent.string() + (fs::exists(parent, ec) ? " is not a folder" : " does not exist"));
+  }
+  std::string t = temp_template(abs);
+  if (!::mkdtemp(t.data())) return io_error(path + ": cannot create a folder in " + parent.string() + ": " + err());
+  ::chmod(t.c_str(), 0777 & ~process_umask());
+  track(t);
+  items_.push_back(Item{Item::kFolder, path, abs, t, false});
+  return items_.back().temp;
+}
+
+Status OutputTransaction::files_in(const std::string& path) {
+  if (path.empty()) return invalid("an output folder is empty");
+  std::error_code ec;
+  const fs::path abs = absolute_normal(path);
+  const auto st = fs::status(abs, ec);
+  if (fs::is_directory(st)) {
+    items_.push_back(Item{Item::kFilesIn, path, abs, "", false});
+    return {};
+  }
+  if (fs::exists(st)) return invalid(path + ": exists and is not a folder");
+  RKD_TRY(check_free(abs.string(), path));
+  const fs::path parent = abs.parent_path();
+  if (!fs::is_directory(parent, ec)) {
+    return io_error(path + ": the folder " + parent.string() + (fs::exists(parent, ec) ? " is not a folder" : " does not exist"));
+  }
+  std::string t = temp_template(abs);
+  if (!::mkdtemp(t.data())) return io_error(path + ": cannot create a folder in " + parent.string() + ": " + err());
+  ::chmod(t.c_str(), 0777 & ~process_umask());
+  track(t);
+  items_.push_back(Item{Item::kFilesIn, path, abs, t, false});
+  return {};
+}
+
+Status OutputTransaction::publish() {
+  if (published_) return {};
+  std::error_code ec;
+  for (auto& it : items_) {
+    if (it.temp.empty() || it.nested) continue;
+    if (it.kind == Item::kFolder && fs::exists(it.dest, ec)) {
+      // Checked empty (or --force) when declared: move it aside, put the new one in place.
+      std::string old = hidden_sibling(it.dest, ".rkdeploy-old-XXXXXX");
+      if (!::mkdtemp(old.data())) return io_error(it.shown + ": cannot make room for the previous folder: " + err());
+      if (::rename(it.dest.c_str(), old.c_str()) != 0) {
+        const std::string e = err();
+        ::rmdir(old.c_str());
+        return io_error(it.shown + ": cannot move the previous folder aside: " + e);
+      }
+      if (::rename(it.temp.c_str(), it.dest.c_str()) != 0) {
+        const std::string e = err();
+        ::rename(old.c_str(), it.dest.c_str());
+        return io_error(it.shown + ": " + e);
+      }
+      fs::remove_all(old, ec);
+    } else if (::rename(it.temp.c_str(), it.dest.c_str()) != 0) {
+      return io_error(it.shown + ": " + err());
+    }
+    untrack(it.temp);
+    it.temp.clear();
+  }
+  published_ = true;
+  return {};
+}
+
+void install_signal_cleanup() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, s);
+  if (pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) return;
+  std::thread([set] {
+    int sig = 0;
+    if (sigwait(&set, &sig) != 0) return;
+    {
+      std::lock_guard<std::mutex> lk(g_mu);
+      for (const auto& p : live_temps()) {
+        std::error_code ec;
+        fs::remove_all(p, ec);
+      }
+      live_temps().clear();
+    }
+    // End the process by the same signal, as if nothing had caught it.
+    std::signal(sig, SIG_DFL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+    ::raise(sig);
+    ::_exit(128 + sig);
+  }).detach();
+}
+
+}  // namespace rkd

@@ -1,0 +1,67 @@
+// The output discipline of every command that writes files (docs/cli.md, "Outputs").
+//
+// Contract:
+//  - Destinations are declared before the work: each declaration checks the destination at
+//    once and creates its temporary sibling (a hidden `.NAME.rkdeploy-XXXXXX` in the same
+//    folder, so the final rename never crosses a file system). The command writes into the
+//    temporary paths it is given.
+//  - publish() moves every temporary into place, after all of them are complete; a
+//    transaction destroyed without publish() (an error, an exception) removes them, and so
+//    does SIGINT/SIGTERM/SIGHUP once install_signal_cleanup() ran (the process then ends by
+//    the signal, exit status 128 + N).
+//  - Nothing the command did not create is deleted or replaced, except:
+//      * a regular file named as a file destination (the user named it, as with cc -o), and
+//      * with `force`, a non-empty folder named as a folder destination.
+//    Refused always: a destination that is also an input (or a folder holding one), a file
+//    destination that is a folder or not a regular file, a folder destination that is a
+//    file, the working directory or one of its ancestors, the same destination twice.
+//  - A missing parent folder is an I/O error (exit 1); nothing creates parent folders.
+//  - A symbolic link as a file destination: its target is replaced (the link stays).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+
+namespace rkd {
+
+class OutputTransaction {
+ public:
+  // `inputs`: every path the command reads (files or folders), protected from the outputs.
+  explicit OutputTransaction(std::vector<std::string> inputs = {}, bool force = false);
+  ~OutputTransaction();
+  OutputTransaction(const OutputTransaction&) = delete;
+  OutputTransaction& operator=(const OutputTransaction&) = delete;
+
+  // One file. Returns the temporary path to write (an empty file already exists there).
+  // A file inside a folder declared with files_in() goes into that folder's temporary.
+  Result<std::string> file(const std::string& path);
+  // A folder the command fills as a whole (compile -o): absent, empty, or with force a
+  // folder to replace. Returns the (empty) temporary folder to fill.
+  Result<std::string> folder(const std::string& path);
+  // A folder that receives files declared afterwards with file(): an existing folder keeps
+  // its other contents; an absent one is created (as a temporary, renamed on publish).
+  Status files_in(const std::string& path);
+
+  // Moves every temporary into place. After a failure part way (the file system refusing a
+  // rename that the checks allowed), the outputs already moved stay and the error names the
+  // first one that did not.
+  Status publish();
+
+ private:
+  struct Item;
+  std::vector<Item> items_;
+  std::vector<std::string> inputs_;  // absolute, lexically normal
+  bool force_;
+  bool published_ = false;
+  Status check_free(const std::string& abs, const std::string& shown) const;
+};
+
+// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread (call it first in main, before any
+// thread exists, so every later thread inherits the mask) and starts a thread that, on one
+// of them, removes the temporaries of every live OutputTransaction and ends the process by
+// that signal.
+void install_signal_cleanup();
+
+}  // namespace rkd

@@ -1,0 +1,35 @@
+// The detector config (docs/detector-config.md): how to feed a model a photo and how to read
+// its outputs. Kept apart from the pre/post-processing (detect.h) so that its reader can be
+// fuzzed without the executor.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/result.h"
+
+namespace rkd::runtime {
+
+struct DetectorConfig {
+  std::string input = "images";
+  int64_t width = 640, height = 640;
+  std::string resize = "stretch";  // stretch | letterbox
+  float pad_value = 114.f;         // letterbox fill, in 0..255 pixel units
+  float scale = 1.f / 255.f;       // pixel * scale, then (x - mean) / std
+  float mean[3] = {0.f, 0.f, 0.f};
+  float std[3] = {1.f, 1.f, 1.f};
+  std::string channel_order = "rgb";  // rgb | bgr
+  std::string layout = "nchw";        // nchw [1, 3, H, W] | nhwc [1, H, W, 3]
+  std::string dtype = "float32";      // float32 | int32 (values rounded, as for integer image inputs)
+  std::string output = "deim";        // deim | yolo | gfl | none (no decoding: quantize, accuracy)
+  float score_threshold = 0.25f;
+  float nms_iou = 0.45f;
+  int64_t max_detections = 100;
+};
+
+// Reads a JSON config (fields as above; unknown fields are an error naming them).
+Result<DetectorConfig> read_config(const std::string& path);
+// The same from the file's text; `path` names it in errors.
+Result<DetectorConfig> parse_config(const std::string& text, const std::string& path);
+
+}  // namespace rkd::runtime
