@@ -18,7 +18,7 @@ namespace {
 struct AccuracyArgs {
   std::string float_model, quant_model, image, config, html;
   std::vector<std::string> inputs;
-  bool json = false;
+  bool json = false, allow_nonfinite = false;
   int top = 10, threads = 0;
 };
 
@@ -27,6 +27,7 @@ void run_accuracy(const AccuracyArgs& a) {
   const std::string html_tmp = a.html.empty() ? "" : take(out_tx.file(a.html));
   const auto inputs = take(runtime::model_inputs(a.float_model, a.image, a.config, a.inputs));
   check(runtime::check_detector_inputs(inputs));
+  if (!a.allow_nonfinite) check(runtime::check_finite_inputs(inputs));
   const auto rep = take(runtime::analyze_accuracy(a.float_model, a.quant_model, inputs, a.threads));
   if (!a.html.empty()) write_text(html_tmp, runtime::accuracy_html(rep));
   check(out_tx.publish());
@@ -70,10 +71,11 @@ void add_accuracy_command(CLI::App& app) {
   c->add_option("--input", a->inputs, "NAME=FILE.npy, one per graph input");
   c->add_option("--image", a->image, "a photo, preprocessed by --config (or the defaults)");
   c->add_option("--config", a->config, "detector config JSON (docs/detector-config.md)");
-  c->add_option("--top", a->top, "rows of the worst-layer table");
+  c->add_option("--top", a->top, "rows of the worst-layer table")->check(CLI::Range(1, kMaxCount));
   add_threads_option(c, a->threads, "threads (0 = all cores)");
   c->add_option("--html", a->html, "write a self-contained HTML report");
   c->add_flag("--json", a->json, "print every layer as JSON");
+  add_nonfinite_option(c, a->allow_nonfinite);
   c->callback([a] { run_accuracy(*a); });
 }
 

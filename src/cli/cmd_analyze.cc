@@ -18,7 +18,7 @@ namespace {
 struct AnalyzeArgs {
   std::string model, image, config, strategy = "all", requant, html;
   std::vector<std::string> inputs, knobs;
-  bool json = false, per_conv = false;
+  bool json = false, per_conv = false, allow_nonfinite = false;
   int threads = 0;
   npu::lower::LowerOptions lower;
 };
@@ -51,16 +51,19 @@ void add_analyze_command(CLI::App& app) {
       ->check(CLI::IsMember(quant::requant_names()));
   c->add_option("--sim", a->knobs, "simulator knob NAME=VALUE (rkdeploy help sim lists them)");
   c->add_flag("--per-conv", a->per_conv, "also print every convolution's results");
-  c->add_option("--hybrid-ratio", a->lower.hybrid_ratio, "hybrid: split a 16-channel group into per-channel tasks above this max/min scale ratio");
+  c->add_option("--hybrid-ratio", a->lower.hybrid_ratio, "hybrid: split a 16-channel group into per-channel tasks above this max/min scale ratio")
+      ->check(finite_range(1.0, 1e9));
   c->add_option("--sorted-spread-log2", a->lower.sorted_bs_spread_log2, "sorted-bs-multiplier: largest scale spread per task, as a power of two")
       ->check(CLI::Range(0, 14));
   c->add_flag("--json", a->json, "print JSON (docs/npu.md)");
+  add_nonfinite_option(c, a->allow_nonfinite);
   c->add_option("--html", a->html, "also write a self-contained HTML report (chart and tables)");
   add_threads_option(c, a->threads, "threads for the reference run (0 = all cores)");
   c->callback([a] {
     OutputTransaction out_tx(read_paths({a->model, a->image, a->config}, a->inputs));
     const std::string html_tmp = a->html.empty() ? "" : take(out_tx.file(a->html));
     const auto inputs = take(runtime::model_inputs(a->model, a->image, a->config, a->inputs));
+    if (!a->allow_nonfinite) check(runtime::check_finite_inputs(inputs));
     std::vector<npu::lower::Strategy> strategies;
     if (a->strategy == "all") strategies = npu::lower::all_strategies();
     else strategies = {take(npu::lower::parse_strategy(a->strategy))};

@@ -24,7 +24,7 @@ namespace {
 struct PlanArgs {
   std::string model, target, targets_dir, calibrate, cpu_times, html, markdown, discrete_model, image, config;
   std::vector<std::string> variants{"all"}, inputs;
-  bool json = false, supported_ops = false;
+  bool json = false, supported_ops = false, allow_nonfinite = false;
   int runs = 3, warmup = 1, threads = 1, layers = 25;
 };
 
@@ -59,6 +59,7 @@ void run_plan(const PlanArgs& a) {
     po.variants.push_back(take(plan::parse_variant(v)));
   }
   po.inputs = take(runtime::model_inputs(a.model, a.image, a.config, a.inputs));
+  if (!a.allow_nonfinite) check(runtime::check_finite_inputs(po.inputs));
   rep.model = a.model;
   rep.discrete_model = a.discrete_model;
   rep.layers = a.layers;
@@ -90,7 +91,7 @@ struct BenchArgs {
   std::string model, backend = "cpu", image, config, strategy;
   std::vector<std::string> inputs;
   int warmup = 3, runs = 20, threads = 0;
-  bool json = false;
+  bool json = false, allow_nonfinite = false;
 };
 
 struct Stats {
@@ -115,7 +116,6 @@ Stats stats(std::vector<double> v) {
 nlohmann::json stats_json(const Stats& s) { return {{"p50", s.p50}, {"p95", s.p95}, {"min", s.min}, {"max", s.max}, {"mean", s.mean}}; }
 
 void run_bench(const BenchArgs& a) {
-  if (a.runs < 1 || a.warmup < 0) fail(invalid("bench: --runs must be at least 1 and --warmup at least 0"));
   runtime::LoadOptions lo;
   lo.batch = 1;
   lo.compile.int8 = a.backend != "cpu";
@@ -124,6 +124,7 @@ void run_bench(const BenchArgs& a) {
   lo.exec.threads = a.threads;
   const auto inputs = take(runtime::model_inputs(a.model, a.image, a.config, a.inputs));
   check(runtime::check_real_inputs(inputs));
+  if (!a.allow_nonfinite) check(runtime::check_finite_inputs(inputs));
   runtime::LoadedModel m = take(runtime::load_model(a.model, lo));
   // Milliseconds of each of `runs` calls of f after `warmup` untimed ones.
   auto timed = [&](auto f) {
@@ -191,14 +192,15 @@ void add_plan_commands(CLI::App& app) {
   c->add_option("--image", a->image, "a photo to measure the CPU parts on (preprocessed by the detector config)");
   c->add_option("--config", a->config, "detector config JSON (docs/detector-config.md)");
   c->add_option("--input", a->inputs, "NAME=FILE.npy, one per graph input (instead of --image)");
-  c->add_option("--runs", a->runs, "profiled runs per graph form (the median per node counts)");
-  c->add_option("--warmup", a->warmup, "unprofiled runs first");
+  c->add_option("--runs", a->runs, "profiled runs per graph form (the median per node counts)")->check(CLI::Range(1, kMaxCount));
+  c->add_option("--warmup", a->warmup, "unprofiled runs first")->check(CLI::Range(0, kMaxCount));
   add_threads_option(c, a->threads, "threads of the host measurement (the target's CPU factor assumes 1)");
-  c->add_option("--layers", a->layers, "rows of the slowest-node tables");
+  c->add_option("--layers", a->layers, "rows of the slowest-node tables")->check(CLI::Range(1, kMaxCount));
   c->add_flag("--json", a->json, "print JSON (docs/cli-json.md)");
   c->add_option("--html", a->html, "also write a self-contained HTML report (timeline, stacked terms, tables)");
   c->add_option("--markdown", a->markdown, "also write a Markdown report");
   c->add_flag("--supported-ops", a->supported_ops, "print docs/SUPPORTED_OPS.md from the profiles and exit");
+  add_nonfinite_option(c, a->allow_nonfinite);
   c->callback([a] { run_plan(*a); });
 
   auto b = std::make_shared<BenchArgs>();
@@ -211,10 +213,11 @@ void add_plan_commands(CLI::App& app) {
   bc->add_option("--image", b->image, "a photo (also enables the end-to-end measurement)");
   bc->add_option("--config", b->config, "detector config JSON");
   bc->add_option("--input", b->inputs, "NAME=FILE.npy, one per graph input (instead of --image)");
-  bc->add_option("--warmup", b->warmup, "runs before measuring");
-  bc->add_option("--runs", b->runs, "measured runs");
+  bc->add_option("--warmup", b->warmup, "runs before measuring")->check(CLI::Range(0, kMaxCount));
+  bc->add_option("--runs", b->runs, "measured runs")->check(CLI::Range(1, kMaxCount));
   add_threads_option(bc, b->threads, "threads (0 = all cores)");
   bc->add_flag("--json", b->json, "print JSON (docs/cli-json.md)");
+  add_nonfinite_option(bc, b->allow_nonfinite);
   bc->callback([b] { run_bench(*b); });
 }
 

@@ -10,6 +10,7 @@
 #include "core/json_style.h"
 #include "core/output.h"
 #include "frontends/onnx/onnx_export.h"
+#include "runtime/model.h"
 #include "runtime/quantize.h"
 
 namespace rkd::cli {
@@ -21,7 +22,7 @@ struct QuantizeArgs {
   std::string method = "minmax";
   std::string dtype = "int8";
   double percentile = 99.99;
-  bool per_tensor = false, per_channel = false, symmetric = false, json = false, percentile_given = false;
+  bool per_tensor = false, per_channel = false, symmetric = false, json = false, percentile_given = false, allow_nonfinite = false;
   int threads = 0;
 };
 
@@ -52,6 +53,9 @@ void run_quantize(const QuantizeArgs& a) {
   auto probe = take(runtime::load_with_all_values(a.model));
   runtime::CalibrationInput ci{a.calib, a.images, a.config};
   const auto samples = take(runtime::load_calibration(ci, *probe));
+  for (size_t i = 0; i < samples.size() && !a.allow_nonfinite; ++i) {
+    check(runtime::check_finite_inputs(samples[i], a.calib + ": calibration sample " + std::to_string(i) + ", input"));
+  }
   probe.reset();
   auto q = take(runtime::quantize_model(a.model, samples, opt));
   check(onnx_frontend::export_onnx_file(*q.graph, out_tmp));
@@ -97,7 +101,7 @@ void add_quantize_command(CLI::App& app) {
   c->add_option("--config", a->config, "detector config JSON for the photos (docs/detector-config.md)");
   c->add_option("--method", a->method, "activation ranges: minmax, percentile, kl or mse")
       ->check(CLI::IsMember({"minmax", "percentile", "kl", "mse"}));
-  c->add_option("--percentile", a->percentile, "with --method percentile (default 99.99)")->check(CLI::Range(50.0, 100.0));
+  c->add_option("--percentile", a->percentile, "with --method percentile (default 99.99)")->check(finite_range(50.0, 100.0));
   c->add_flag("--per-channel", a->per_channel, "per-output-channel weight scales (default)");
   c->add_flag("--per-tensor", a->per_tensor, "one weight scale per tensor");
   c->add_option("--dtype", a->dtype, "int8 (default), or uint8: TFLite's uint8 scheme, per-tensor asymmetric weights (Mesa's rocket driver)")
@@ -106,6 +110,8 @@ void add_quantize_command(CLI::App& app) {
   add_threads_option(c, a->threads, "threads (0 = all cores)");
   c->add_option("-o,--output", a->output, "QDQ model to write (.onnx)")->required();
   c->add_flag("--json", a->json, "print the summary as JSON");
+  c->add_flag("--allow-nonfinite", a->allow_nonfinite, "calibrate on samples with NaN or infinite values (refused by default; the "
+                                                       "ranges ignore them)");
   c->callback([a, c] {
     a->percentile_given = c->count("--percentile") > 0;
     run_quantize(*a);

@@ -38,7 +38,7 @@ struct RunArgs {
   int repeat = 1;
   std::vector<std::string> dump_after;
   std::string image, config, draw, classes = "coco";
-  bool json = false;
+  bool json = false, allow_nonfinite = false;
 };
 
 std::string file_safe(const std::string& name) {
@@ -145,6 +145,7 @@ void run_model(const RunArgs& a) {
     inputs[name] = take(read_npy(path));
   }
   check(runtime::check_detector_inputs(inputs));
+  if (!a.allow_nonfinite) check(runtime::check_finite_inputs(inputs));
   int64_t batch = 0;
   for (const auto& [name, t] : inputs) {
     if (t.rank() > 0) {
@@ -239,14 +240,15 @@ void add_run_command(CLI::App& app) {
   add_threads_option(c, a->threads, "threads (0 = all cores)");
   c->add_flag("--no-fuse", a->no_fuse, "skip the deformable-attention fusion (run the exported subgraph)");
   c->add_flag("--profile", a->profile, "time every node and print the top op types");
-  c->add_option("--top", a->top, "rows of the --profile table");
+  c->add_option("--top", a->top, "rows of the --profile table")->check(CLI::Range(1, kMaxCount));
   c->add_option("--repeat", a->repeat, "run N times; outputs and --profile come from the last run")->check(CLI::Range(1, 100000));
   c->add_option("--dump-after", a->dump_after, "print the IR after this pass to stderr (repeatable)");
   c->add_option("--image", a->image, "a photo (PNG/JPEG): preprocess, run, decode and print detections");
   c->add_option("--config", a->config, "detector config JSON (docs/detector-config.md); default from the model's inputs");
-  c->add_option("--classes", a->classes, "label names: coco (default) or ids");
+  c->add_option("--classes", a->classes, "label names: coco (default) or ids")->check(CLI::IsMember({"coco", "ids"}));
   c->add_option("--draw", a->draw, "with --image: write the photo with boxes to this PNG");
   c->add_flag("--json", a->json, "with --image: print detections as JSON");
+  add_nonfinite_option(c, a->allow_nonfinite);
   c->callback([a] { run_model(*a); });
 }
 

@@ -42,6 +42,14 @@ inline void check(const Status& s) {
 // The largest --threads any subcommand takes: more workers than this is a typo, and creating them
 // can fail at the OS's thread limit after the work has begun.
 constexpr int kMaxThreads = 1024;
+// A floating-point option's check: a finite number in [lo, hi] (CLI::Range lets NaN through,
+// since every comparison with NaN is false).
+CLI::Validator finite_range(double lo, double hi);
+// The largest count of runs, rows or samples any option takes.
+constexpr int kMaxCount = 1000000;
+// `--allow-nonfinite`: pass NaN and infinities in the inputs (or calibration data) through
+// instead of refusing them (runtime::check_finite_inputs).
+CLI::Option* add_nonfinite_option(CLI::App* c, bool& allow);
 // `--threads N` with 0 <= N <= kMaxThreads checked while parsing (a usage error otherwise).
 CLI::Option* add_threads_option(CLI::App* c, int& threads, const std::string& description);
 // The files a command reads, protected from its outputs: `files` plus the FILE of every

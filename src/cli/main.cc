@@ -1,5 +1,6 @@
 // rkdeploy: one binary, subcommands. `rkdeploy help [SUBCOMMAND...]` documents each.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -36,6 +37,28 @@ void fail(const Error& e) {
 
 CLI::Option* add_threads_option(CLI::App* c, int& threads, const std::string& description) {
   return c->add_option("--threads", threads, description)->check(CLI::Range(0, kMaxThreads));
+}
+
+CLI::Validator finite_range(double lo, double hi) {
+  const std::string range = "[" + CLI::detail::to_string(lo) + ", " + CLI::detail::to_string(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        double v = 0;
+        size_t used = 0;
+        try {
+          v = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size()) return "'" + text + "' is not a number";
+        if (!std::isfinite(v) || v < lo || v > hi) return "Value " + text + " not in range " + range + " (finite)";
+        return {};
+      },
+      "FLOAT in " + range);
+}
+
+CLI::Option* add_nonfinite_option(CLI::App* c, bool& allow) {
+  return c->add_flag("--allow-nonfinite", allow, "run with NaN or infinite input values (refused by default; IEEE semantics in every kernel)");
 }
 
 std::vector<std::string> read_paths(std::vector<std::string> files, const std::vector<std::string>& input_specs) {

@@ -102,6 +102,18 @@ uint8_t* conv_workspace(size_t bytes) {
   return b.p.get();
 }
 
+// max(x, 0) with ONNX's NaN semantics (x < 0 ? 0 : x keeps NaN), in place, over the
+// threads for a large output.
+void relu_keeping_nan(float* p, int64_t n) {
+  constexpr int64_t kChunk = 1 << 16;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  math_parallel_for(chunks, n, [&](int64_t c) {
+    float* q = p + c * kChunk;
+    const int64_t m = std::min(kChunk, n - c * kChunk);
+    for (int64_t i = 0; i < m; ++i) q[i] = q[i] < 0.f ? 0.f : q[i];
+  });
+}
+
 class DnnlConv final : public ConvPrimitive {
  public:
   Status init(const Shape& x_shape, const Tensor& weights0, const Tensor* bias, const ConvParams& p, bool transposed,
@@ -176,11 +188,16 @@ class DnnlConv final : public ConvPrimitive {
         }
       }
       dnnl::primitive_attr attr;
-      if (!act.empty()) {
+      // ReLU is applied after the primitive, not as oneDNN's post-op: with alpha 0 that is
+      // vmaxps(x, 0), which turns NaN into 0 where ONNX's (and PyTorch's) Relu keeps it.
+      // Swish (x * sigmoid(x)) keeps NaN and infinities as the unfused ops do.
+      relu_after_ = act == "relu";
+      if (act == "silu") {
         dnnl::post_ops po;
-        po.append_eltwise(1.f, act == "relu" ? dnnl::algorithm::eltwise_relu : dnnl::algorithm::eltwise_swish,
-                          act == "relu" ? 0.f : 1.f, 0.f);
+        po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f);
         attr.set_post_ops(po);
+      } else if (!act.empty() && act != "relu") {
+        return invalid("convolution: fused activation '" + act + "' is not relu or silu");
       }
       const int64_t oc = out_shape[1];
       memory::desc b_md;
@@ -292,6 +309,7 @@ class DnnlConv final : public ConvPrimitive {
     } catch (const dnnl::error& e) {
       return dnnl_error("convolution", e);
     }
+    if (relu_after_) relu_keeping_nan(out.data<float>(), out.numel());
     return {};
   }
   std::string implementation() const override { return impl_; }
@@ -303,6 +321,7 @@ class DnnlConv final : public ConvPrimitive {
   dnnl::reorder src_reorder_, dst_reorder_;
   Tensor bias_copy_;
   bool has_bias_ = false;
+  bool relu_after_ = false;
   bool src_channels_last_ = false;
   std::string impl_;
 };

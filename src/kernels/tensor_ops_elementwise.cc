@@ -15,6 +15,10 @@ namespace rkd::ops {
 
 namespace {
 
+// min(max(v, lo), hi) with IEEE NaN kept (std::min and std::max return their first operand
+// when the second is NaN), as ONNX Clip, HardSigmoid and PyTorch's clamp do.
+inline float clamp_keeping_nan(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
 // Iterates over a dense output of `shape` in C order, calling fn(out_offset, in_offsets,
 // inner_count, inner_strides) for every run of the innermost dimension. Strides are in
 // elements per input. Outputs of at least kParallelElements are split into row ranges run
@@ -392,10 +396,10 @@ Status unary(Unary op, const Tensor& x, Tensor& out, const UnaryParams& p) {
     case Unary::leaky_relu: map_unary<float>(x, out, [a = p.alpha](float v) { return v < 0.f ? v * a : v; }); break;
     case Unary::sigmoid: map_simd(x, out, simd_sigmoid); break;
     case Unary::hard_sigmoid:
-      map_unary<float>(x, out, [a = p.alpha, b = p.beta](float v) { return std::max(0.f, std::min(1.f, a * v + b)); });
+      map_unary<float>(x, out, [a = p.alpha, b = p.beta](float v) { return clamp_keeping_nan(a * v + b, 0.f, 1.f); });
       break;
     case Unary::hard_swish:
-      map_unary<float>(x, out, [](float v) { return v * std::max(0.f, std::min(1.f, v / 6.f + 0.5f)); });
+      map_unary<float>(x, out, [](float v) { return v * clamp_keeping_nan(v / 6.f + 0.5f, 0.f, 1.f); });
       break;
     case Unary::tanh: map_unary<float>(x, out, [](float v) { return std::tanh(v); }); break;
     case Unary::erf: map_simd(x, out, simd_erf); break;
@@ -408,7 +412,7 @@ Status unary(Unary op, const Tensor& x, Tensor& out, const UnaryParams& p) {
     case Unary::neg: map_unary<float>(x, out, [](float v) { return -v; }); break;
     case Unary::reciprocal: map_unary<float>(x, out, [](float v) { return 1.f / v; }); break;
     case Unary::clip:
-      map_unary<float>(x, out, [lo = p.lo, hi = p.hi](float v) { return std::isnan(v) ? v : std::min(std::max(v, lo), hi); });
+      map_unary<float>(x, out, [lo = p.lo, hi = p.hi](float v) { return clamp_keeping_nan(v, lo, hi); });
       break;
     case Unary::floor: map_unary<float>(x, out, [](float v) { return std::floor(v); }); break;
     case Unary::ceil: map_unary<float>(x, out, [](float v) { return std::ceil(v); }); break;

@@ -3,7 +3,8 @@
 //
 // Accuracy (all float32): Exp is Highway's contrib Exp (documented within a few ULP);
 // Sigmoid = 1 / (1 + Exp(-x)) with x clamped to [-88, 88] (the result is already 0 or 1
-// to float precision there); Erf is Abramowitz & Stegun 7.1.26 (absolute error <= 1.5e-7,
+// to float precision there); NaN in gives NaN out (Exp, Sigmoid and a softmax row with a NaN,
+// as in PyTorch and ONNX Runtime: Highway's Exp and a clamp through Min/Max would not); Erf is Abramowitz & Stegun 7.1.26 (absolute error <= 1.5e-7,
 // the same class of approximation ONNX Runtime's MLAS uses). These are float kernels
 // compared with tolerance (tests/common/tolerance.h), not exact-semantics paths.
 #undef HWY_TARGET_INCLUDE
@@ -17,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "kernels/tensor_ops_simd.h"
 
@@ -44,7 +46,7 @@ void MapTail(const float* x, float* y, int64_t n, F f) {
 struct ExpOp {
   template <class D, class V>
   V operator()(D d, V v) const {
-    return hn::CallExp(d, v);
+    return hn::IfThenElse(hn::IsNaN(v), v, hn::CallExp(d, v));
   }
 };
 struct SigmoidOp {
@@ -52,7 +54,7 @@ struct SigmoidOp {
   V operator()(D d, V v) const {
     const V c = hn::Min(hn::Max(v, hn::Set(d, -88.f)), hn::Set(d, 88.f));
     const V one = hn::Set(d, 1.f);
-    return hn::Div(one, hn::Add(one, hn::CallExp(d, hn::Neg(c))));
+    return hn::IfThenElse(hn::IsNaN(v), v, hn::Div(one, hn::Add(one, hn::CallExp(d, hn::Neg(c)))));
   }
 };
 struct ErfOp {
@@ -80,10 +82,24 @@ void SoftmaxRow(const float* x, float* y, int64_t n, bool log) {
   const hn::ScalableTag<float> d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   auto vmax = hn::Set(d, -INFINITY);
+  auto nan = hn::Zero(d);  // all-ones lanes where a NaN was seen
   int64_t i = 0;
-  for (; i + L <= n; i += L) vmax = hn::Max(vmax, hn::LoadU(d, x + i));
+  for (; i + L <= n; i += L) {
+    const auto v = hn::LoadU(d, x + i);
+    nan = hn::Or(nan, hn::VecFromMask(d, hn::IsNaN(v)));
+    vmax = hn::Max(vmax, v);
+  }
+  bool any_nan = !hn::AllFalse(d, hn::MaskFromVec(nan));
   float m = hn::GetLane(hn::MaxOfLanes(d, vmax));
-  for (; i < n; ++i) m = std::max(m, x[i]);
+  for (; i < n; ++i) {
+    any_nan |= std::isnan(x[i]);
+    m = std::max(m, x[i]);
+  }
+  if (any_nan || (std::isinf(m) && m > 0)) {
+    // A NaN, or +inf (inf - inf in the exponent), makes every value of the row NaN.
+    std::fill(y, y + n, std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
   if (std::isinf(m) && m < 0) m = 0.f;  // a row of -inf: exp gives 0s, as the scalar loop
   const auto vm = hn::Set(d, m);
   auto vsum = hn::Zero(d);

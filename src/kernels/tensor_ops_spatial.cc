@@ -263,8 +263,11 @@ Taps make_taps(const ResizeParams& p, size_t axis, int64_t in_len, int64_t out_l
       t.index.push_back(std::clamp<int64_t>(nearest_index(p.nearest_mode, s), 0, in_len - 1));
       t.weight.push_back(1.f);
     } else if (p.mode == ResizeParams::Mode::linear) {
-      s = std::clamp(s, 0.f, static_cast<float>(in_len - 1));
-      const int64_t i0 = static_cast<int64_t>(std::floor(s));
+      // PyTorch's taps (upsample_linear: the source index clamped at 0, the weight not
+      // clamped at the far edge, where both taps read the last element), which is also
+      // ONNX's reference (edge padding): (1 - r) x + r x there, so inf stays inf.
+      s = std::max(s, 0.f);
+      const int64_t i0 = std::min(static_cast<int64_t>(std::floor(s)), in_len - 1);
       const int64_t i1 = std::min(i0 + 1, in_len - 1);
       const float r = s - static_cast<float>(i0);
       t.index.push_back(i0);
@@ -333,8 +336,7 @@ Status resize(const Tensor& x0, const ResizeParams& p, Tensor& out) {
   if (r >= 2 && p.coordinate_transformation != "tf_crop_and_resize") {
     // Only the last two axes have several taps (the usual 2-D resize): the same sum as the
     // general loop below, in the same order (tap pairs (a, b) with b fastest, weight
-    // 1 * ... * wy[a] * wx[b], terms with weight 0 skipped), without its per-element index
-    // arithmetic.
+    // 1 * ... * wy[a] * wx[b]), without its per-element index arithmetic.
     bool outer_identity = true;
     for (size_t a = 0; a + 2 < r; ++a) outer_identity = outer_identity && taps[a].count == 1;
     if (outer_identity) {
@@ -361,7 +363,7 @@ Status resize(const Tensor& x0, const ResizeParams& p, Tensor& out) {
               for (int b = 0; b < cx; ++b) {
                 const size_t bx = static_cast<size_t>(xw * cx + b);
                 const float wgt = ty.weight[ay] * tx.weight[bx];
-                if (wgt != 0.f) acc += wgt * line[tx.index[bx]];
+                acc += wgt * line[tx.index[bx]];
               }
             }
             dst[y * ow + xw] = acc;
@@ -399,7 +401,9 @@ Status resize(const Tensor& x0, const ResizeParams& p, Tensor& out) {
             off += std::max<int64_t>(i, 0) * xs[a];
           }
           if (extrapolate) break;
-          if (wgt != 0.f) acc += wgt * px[off];
+          // Taps of weight 0 count too: 0 x NaN or 0 x inf is NaN, as in PyTorch's kernels
+          // (for finite values they add +-0).
+          acc += wgt * px[off];
           size_t a = r;
           while (a-- > 0) {
             if (++k[a] < taps[a].count) break;

@@ -68,7 +68,18 @@ Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
   po.dump_after = opt.dump_after;
   po.dump = opt.dump;
   RKD_TRY(pm.run(g, po));
+  if (!opt.require_executable) return {};
   // Everything left must be executable: report every node that is not, at once.
+  const std::vector<std::string> problems = unexecutable_nodes(g);
+  if (!problems.empty()) {
+    std::string msg = std::to_string(problems.size()) + " node(s) cannot run on the CPU executor:";
+    for (const auto& p : problems) msg += "\n  " + p;
+    return unsupported(msg);
+  }
+  return {};
+}
+
+std::vector<std::string> unexecutable_nodes(const ir::Graph& g) {
   std::vector<std::string> problems;
   for (const auto& n : g.nodes()) {
     if (!has_kernel(n->domain, n->op_type) && !is_fused_op(*n)) {
@@ -82,12 +93,7 @@ Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
       }
     }
   }
-  if (!problems.empty()) {
-    std::string msg = std::to_string(problems.size()) + " node(s) cannot run on the CPU executor:";
-    for (const auto& p : problems) msg += "\n  " + p;
-    return unsupported(msg);
-  }
-  return {};
+  return problems;
 }
 
 struct Executor::Step {

@@ -55,6 +55,9 @@ struct CompileOptions {
   // attributes; QuantizeLinear/DequantizeLinear of activations kept (those of constant
   // weights fold into float constants). The graph `quantize` and `accuracy` work on.
   bool portable = false;
+  // Fail when a node is left without a CPU kernel or a static shape (the executor needs
+  // both). Off for the planner, which places such nodes and reports them.
+  bool require_executable = true;
   std::set<std::string> dump_after;      // pass names
   std::function<void(const std::string& pass, const std::string& ir)> dump;
 };
@@ -70,6 +73,8 @@ struct FusionReport {
 };
 
 Status optimize(ir::Graph& g, const CompileOptions& opt = {}, FusionReport* report = nullptr);
+// The nodes of an optimized graph the CPU executor cannot run: "node X (Op): why".
+std::vector<std::string> unexecutable_nodes(const ir::Graph& g);
 // The pass names optimize() runs, in order.
 std::vector<std::string> pass_names(bool fuse);
 

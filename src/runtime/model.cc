@@ -1,5 +1,7 @@
 #include "runtime/model.h"
 
+#include <cmath>
+
 #include "core/npy.h"
 #include "runtime/detect.h"
 
@@ -98,6 +100,30 @@ Result<std::map<std::string, Tensor>> model_inputs(const std::string& model, con
     RKD_ASSIGN(inputs[name], read_npy(spec.substr(eq + 1)));
   }
   return inputs;
+}
+
+Status check_finite_inputs(const std::map<std::string, Tensor>& inputs, const std::string& what) {
+  for (const auto& [name, t] : inputs) {
+    if (t.dtype() != DType::f32 && t.dtype() != DType::f16 && t.dtype() != DType::bf16) continue;
+    int64_t bad = 0, first = -1;
+    double value = 0;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const double v = t.get_as_double(i);
+      if (std::isfinite(v)) continue;
+      if (bad++ == 0) first = i, value = v;
+    }
+    if (!bad) continue;
+    std::string index;
+    int64_t rem = first;
+    for (int d = t.rank() - 1; d >= 0; --d) {
+      index = std::to_string(rem % t.dim(d)) + (index.empty() ? "" : ", ") + index;
+      rem /= t.dim(d);
+    }
+    return invalid(what + " '" + name + "': element [" + index + "] is " + (std::isnan(value) ? "NaN" : value > 0 ? "+inf" : "-inf") +
+                   (bad > 1 ? " (" + std::to_string(bad) + " non-finite values in all)" : "") +
+                   "; inputs must be finite (--allow-nonfinite runs with them, IEEE semantics in every kernel)");
+  }
+  return {};
 }
 
 Status check_real_inputs(const std::map<std::string, Tensor>& inputs) {

@@ -58,5 +58,10 @@ Result<std::map<std::string, Tensor>> model_inputs(const std::string& model, con
 // For measurements (bench, plan): check_detector_inputs, and no input whose elements are all
 // equal (an all-zero image takes one path through data-dependent ops such as TopK).
 Status check_real_inputs(const std::map<std::string, Tensor>& inputs);
+// The trust boundary for values (docs/cli.md, "Non-finite values"): every floating-point
+// input element finite, or an invalid Error naming the input (`what`: "input", "calibration
+// sample 3"), the first offending element's index and value and how many there are. The
+// kernels keep IEEE semantics for NaN and infinities (--allow-nonfinite passes them).
+Status check_finite_inputs(const std::map<std::string, Tensor>& inputs, const std::string& what = "input");
 
 }  // namespace rkd::runtime

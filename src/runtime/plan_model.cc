@@ -62,13 +62,25 @@ Result<std::vector<plan::VariantPlan>> plan_model(const PlanOptions& o, const pl
     CompileOptions co;
     co.fuse = form == plan::GraphForm::fused;
     co.fuse_activations = false;
+    co.require_executable = false;
     Status s = optimize(imp.graph, co);
     if (!s.ok()) return s.error().with_context(path);
-    auto host = measure(imp.graph, o);
-    if (!host.ok()) return host.error().with_context(path);
+    // A graph this host cannot run is still placed: its nodes without a CPU kernel are
+    // reported in every plan, and no host time is measured (the CPU terms would be partial).
+    const std::vector<std::string> unrunnable = unexecutable_nodes(imp.graph);
+    std::map<std::string, double> host;
+    if (unrunnable.empty()) {
+      auto m = measure(imp.graph, o);
+      if (!m.ok()) return m.error().with_context(path);
+      host = std::move(m).value();
+    }
     for (plan::Variant v : variants) {
-      auto p = plan::plan_variant(imp.graph, t, v, *host);
+      auto p = plan::plan_variant(imp.graph, t, v, host);
       if (!p.ok()) return p.error().with_context(path);
+      if (!unrunnable.empty()) {
+        p->executable = false;
+        for (const std::string& u : unrunnable) p->failures.push_back(u + " in rkdeploy: the host cannot run the graph to measure it");
+      }
       done[v] = std::move(p).value();
     }
   }
