@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/progress.h"
 #include "cli/commands.h"
 #include "core/json_style.h"
 #include "core/output.h"
@@ -130,6 +131,8 @@ void run_bench(const BenchArgs& a) {
   auto timed = [&](auto f) {
     std::vector<double> ms;
     for (int i = 0; i < a.warmup + a.runs; ++i) {
+      report_progress(i < a.warmup ? "bench: warm-up" : "bench: measuring", i < a.warmup ? i + 1 : i + 1 - a.warmup,
+                      i < a.warmup ? a.warmup : a.runs);
       const auto t0 = std::chrono::steady_clock::now();
       f();
       if (i >= a.warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());

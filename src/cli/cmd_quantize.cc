@@ -43,12 +43,6 @@ void run_quantize(const QuantizeArgs& a) {
   opt.qdq.per_channel = !per_tensor;
   opt.qdq.symmetric_activations = a.symmetric;
   opt.threads = a.threads;
-  const bool tty = isatty(STDERR_FILENO) != 0;
-  opt.progress = [&](int pass, int done, int total) {
-    if (!tty) return;
-    std::fprintf(stderr, "\rcalibrating: pass %d, sample %d/%d", pass, done, total);
-    if (done == total) std::fprintf(stderr, "\n");
-  };
   // The calibration photos are preprocessed for the model's own inputs: read them once.
   auto probe = take(runtime::load_with_all_values(a.model));
   runtime::CalibrationInput ci{a.calib, a.images, a.config};

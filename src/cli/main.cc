@@ -1,5 +1,9 @@
 // rkdeploy: one binary, subcommands. `rkdeploy help [SUBCOMMAND...]` documents each.
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +15,7 @@
 #include "cli/commands.h"
 #include "core/json_style.h"
 #include "core/output.h"
+#include "core/progress.h"
 #include "runtime/plan_model.h"
 
 namespace rkd::cli {
@@ -92,6 +97,20 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+// One line on stderr, rewritten in place, at most ten times a second; erased when its
+// stage ends, so the command's own output follows on a clean line.
+void terminal_progress(const std::string& stage, int64_t done, int64_t total) {
+  static auto last = std::chrono::steady_clock::time_point{};
+  const auto now = std::chrono::steady_clock::now();
+  if (done >= total) {
+    std::fprintf(stderr, "\r\033[K");
+    return;
+  }
+  if (now - last < std::chrono::milliseconds(100)) return;
+  last = now;
+  std::fprintf(stderr, "\r\033[K%s: %lld/%lld", stage.c_str(), static_cast<long long>(done), static_cast<long long>(total));
+}
+
 // `rkdeploy --version`: version and commit, build type, compiler, and what the run-time
 // dispatchers choose on this CPU (the same record as `bench --json`'s environment).
 std::string version_text() {
@@ -113,6 +132,9 @@ int main(int argc, char** argv) {
   app.name("rkdeploy");
   app.require_subcommand(1);
   app.set_version_flag("--version", std::function<std::string()>(rkd::cli::version_text), "Version, build and the CPU dispatch, then exit");
+  bool quiet = false;
+  app.add_flag("-q,--quiet", quiet, "no progress lines (they are printed only when stderr is a terminal anyway)");
+  app.fallthrough();  // --quiet after the subcommand too
   rkd::cli::add_inspect_command(app);
   rkd::cli::add_run_command(app);
   rkd::cli::add_quantize_command(app);
@@ -169,6 +191,12 @@ int main(int argc, char** argv) {
                                            " (subcommands: " + names + ")", 2);
       return 2;
     }
+  }
+  // Progress of long work: one rewritten line on a terminal (docs/cli.md, "Progress").
+  if (::isatty(STDERR_FILENO)) {
+    bool q = false;
+    for (int i = 1; i < argc; ++i) q |= std::string(argv[i]) == "--quiet" || std::string(argv[i]) == "-q";
+    if (!q) rkd::set_progress_sink(rkd::cli::terminal_progress);
   }
   try {
     app.parse(argc, argv);

@@ -1,6 +1,5 @@
 // Per-layer accuracy analysis (contract in accuracy.h).
 #include "runtime/accuracy.h"
-#include "core/json_style.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/json_style.h"
+#include "core/progress.h"
 #include "core/html.h"
 #include "runtime/executor.h"
 #include "runtime/op_registry.h"
@@ -128,7 +129,9 @@ Result<AccuracyReport> analyze_accuracy(const std::string& float_model, const st
     return std::nullopt;
   };
 
+  int64_t done_sites = 0;
   for (const QdqSite& s : sites) {
+    report_progress("accuracy: layers", ++done_sites, static_cast<int64_t>(sites.size()));
     LayerAccuracy la;
     la.name = s.name;
     la.scale = s.scale;

@@ -1,5 +1,4 @@
 #include "runtime/npu_analyze.h"
-#include "core/json_style.h"
 
 #include <nlohmann/json.hpp>
 
@@ -9,6 +8,8 @@
 #include <cstring>
 #include <set>
 
+#include "core/json_style.h"
+#include "core/progress.h"
 #include "ir/shape_inference.h"
 #include "npu/arch/arch.h"
 #include "npu/regcmd/regcmd.h"
@@ -97,7 +98,9 @@ Result<NpuAnalysis> analyze_npu(const std::string& model, const std::map<std::st
   RKD_ASSIGN(auto vals, ex->run(inputs));
   for (const auto& [k, t] : inputs) vals.emplace(k, t);
   std::map<std::string, StrategyResult> totals;
+  int64_t done_convs = 0;
   for (const Node* n : convs) {
+    report_progress("analyze: lowering and simulating convolutions", ++done_convs, static_cast<int64_t>(convs.size()));
     ConvResult c;
     c.node = n->name;
     auto spec = npu_conv_spec(*n);

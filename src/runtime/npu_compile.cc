@@ -1,5 +1,4 @@
 #include "runtime/npu_compile.h"
-#include "core/json_style.h"
 
 #include <nlohmann/json.hpp>
 
@@ -9,6 +8,7 @@
 #include <fstream>
 #include <map>
 
+#include "core/json_style.h"
 #include "npu/regcmd/regcmd.h"
 #include "runtime/executor.h"
 #include "runtime/model.h"

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "core/progress.h"
 #include "core/thread_pool.h"
 #include "kernels/tensor_ops.h"
 #include "runtime/model.h"
@@ -23,6 +24,7 @@ Result<std::map<std::string, double>> measure(ir::Graph& g, const PlanOptions& o
   RKD_ASSIGN(auto ex, Executor::create(g, eo));
   std::map<std::string, std::vector<double>> samples;
   for (int i = 0; i < o.warmup + o.runs; ++i) {
+    report_progress("plan: measuring on this host", i + 1, o.warmup + o.runs);
     RKD_ASSIGN(auto out, ex->run(o.inputs));
     if (i < o.warmup) continue;
     for (const NodeTime& t : ex->last_profile()) samples[t.node].push_back(t.micros / 1e3);

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "core/npy.h"
+#include "core/progress.h"
 #include "runtime/executor.h"
 #include "runtime/model.h"
 
@@ -118,11 +119,13 @@ Result<QuantizedModel> quantize_model(const std::string& model_path, const std::
         if (pass == 1) stats[name].observe_minmax(t);
         else stats[name].observe_histogram(t);
       }
-      if (opt.progress) opt.progress(pass, i + 1, total);
+      report_progress(passes == 1 ? "calibrating" : pass == 1 ? "calibrating: ranges" : "calibrating: histograms", i + 1, total);
     }
   }
+  int64_t chosen = 0;
   for (const auto& [name, st] : stats) {
     if (st.seen()) q.ranges[name] = st.choose_range(opt.method, opt.percentile, opt.qdq.symmetric_activations);
+    report_progress(std::string("choosing ranges (") + quant::calib_method_name(opt.method) + ")", ++chosen, static_cast<int64_t>(stats.size()));
   }
   RKD_ASSIGN(q.report, quant::insert_qdq(*q.graph, q.ranges, opt.qdq));
   q.samples = total;

@@ -43,7 +43,6 @@ struct QuantizeOptions {
   double percentile = 99.99;
   quant::QdqOptions qdq;
   int threads = 0;
-  std::function<void(int pass, int done, int total)> progress;
 };
 
 struct QuantizedModel {

@@ -163,6 +163,46 @@ expect_exit "negative threads" 2 "--threads" -- "$bin" sample grid --input "$dir
 expect_exit "version" 0 "dispatch: Highway" -- "$bin" --version
 expect_exit "help" 0 "Usage: rkdeploy" -- "$bin" --help
 
+# One JSON style (two-space indentation) and errors as JSON on stderr in --json mode.
+json_style() {  # json_style NAME FILE
+  "$py" - "$2" <<'PY' && ok || bad "$1: not two-space-indented JSON: $(head -3 "$2")"
+import json, sys
+text = open(sys.argv[1]).read()
+json.loads(text)
+lines = text.splitlines()
+assert len(lines) > 2 and lines[0] == "{" and lines[1].startswith('  "') and not lines[1].startswith('   '), lines[:2]
+PY
+}
+"$bin" inspect "$gs_model" --json >"$dir/j1.json" && json_style "inspect --json" "$dir/j1.json"
+"$bin" sample grid --input "$dir/x.npy" --grid "$dir/g.npy" -o "$dir/yj.npy" --json >"$dir/j2.json" && json_style "sample grid --json" "$dir/j2.json"
+"$bin" regcmd decode "$(dirname "$0")/../data/regcmd/two_conv_tasks.txt" --json >"$dir/j3.json" && json_style "regcmd decode --json" "$dir/j3.json"
+"$bin" run "$dir/nope.onnx" --image x.png --json 2>"$dir/jerr.json" >/dev/null
+rc=$?
+[ "$rc" -eq 1 ] && ok || bad "--json error: exit $rc"
+"$py" -c "import json; e = json.load(open('$dir/jerr.json'))['error']; assert e['kind'] == 'io' and 'x.png' in e['message'] and e['exit_code'] == 1, e" && ok || bad "--json error is not JSON: $(cat "$dir/jerr.json")"
+"$bin" run "$dir/x.npy" --top -1 --json 2>"$dir/jerr2.json" >/dev/null
+"$py" -c "import json; e = json.load(open('$dir/jerr2.json'))['error']; assert e['kind'] == 'invalid' and '--top' in e['message'] and e['exit_code'] == 2, e" && ok || bad "--json usage error is not JSON: $(cat "$dir/jerr2.json")"
+expect_exit "top -1" 2 "--top: Value -1 not in range" -- "$bin" run "$dir/x.npy" --top -1
+expect_exit "classes voc" 2 "--classes: voc not in {coco,ids}" -- "$bin" run "$dir/x.npy" --classes voc
+expect_exit "hybrid-ratio nan" 2 "--hybrid-ratio: Value nan not in range" -- "$bin" analyze "$dir/x.npy" --hybrid-ratio nan
+expect_exit "percentile nan" 2 "--percentile: Value nan not in range" -- "$bin" quantize "$dir/x.npy" --calib "$dir" -o "$dir/q.onnx" --method percentile --percentile nan
+expect_exit "percentile with minmax" 2 "--percentile applies to --method percentile only" -- "$bin" quantize "$dir/x.npy" --calib "$dir" -o "$dir/q.onnx" --percentile 99
+expect_exit "bench runs 0" 2 "--runs: Value 0 not in range" -- "$bin" bench "$dir/x.npy" --runs 0
+expect_exit "plan layers 0" 2 "--layers: Value 0 not in range" -- "$bin" plan "$dir/x.npy" --layers 0
+expect_exit "quiet after the subcommand" 0 "Usage" -- "$bin" help run --quiet
+
+# Progress: a line on a terminal (script(1) gives the command one), none with --quiet or piped.
+if [ -n "$models" ] && [ -f "$models/deimv2_s_arch_tiny.onnx" ] && command -v script >/dev/null; then
+  m="$models/deimv2_s_arch_tiny"
+  cmd="$bin bench $m.onnx --input images=$m.input_images.npy --input orig_target_sizes=$m.input_orig_target_sizes.npy --runs 5 --warmup 1"
+  script -qec "$cmd" "$dir/tty.log" >/dev/null 2>&1
+  grep -q "bench: measuring: 1/5" "$dir/tty.log" && ok || bad "no progress on a terminal: $(head -c 300 "$dir/tty.log")"
+  script -qec "$cmd --quiet" "$dir/tty_q.log" >/dev/null 2>&1
+  grep -q "bench: measuring" "$dir/tty_q.log" && bad "progress despite --quiet" || ok
+  $cmd 2>"$dir/piped.err" >/dev/null
+  [ ! -s "$dir/piped.err" ] && ok || bad "progress on a pipe: $(cat "$dir/piped.err")"
+fi
+
 # The NPU path: a convolution the lowering cannot take (DEIMv2-S's 16x16 stride-16 patch
 # embedding) runs on the CPU, named with the reason, in run, analyze and compile; the int8
 # back ends refuse a float model instead of running it in float.
