@@ -17,21 +17,33 @@ mkdir -p "$out"
 bash "$here/scripts/models/human/fetch.sh" "$human" > /dev/null
 bash "$here/scripts/models/human/calib_photos.sh" "$human/calib"
 q="$out/nanodet.qdq.onnx"
+# Prints the command as a user types it (files of the build by name, files of the source
+# tree relative to it: the README quotes these lines), then runs exactly that command.
+show() {
+  local shown=() a
+  for a in "$@"; do
+    case "$a" in
+      "$here"/*) shown+=("${a#"$here"/}") ;;
+      /*) shown+=("$(basename "$a")") ;;
+      *) shown+=("$a") ;;
+    esac
+  done
+  echo "\$ rkdeploy ${shown[*]}"
+  "$rk" "$@"
+}
 echo
 echo "== NanoDet for the RK3588 NPU, on the simulator =="
 if [ ! -f "$q" ]; then
-  echo "\$ rkdeploy quantize nanodet.json --calib calib/ --config nanodet.json --method percentile -o nanodet.qdq.onnx"
-  "$rk" quantize "$models/nanodet.json" --calib "$human/calib" --config "$cfg" --method percentile -o "$q"
+  show quantize "$models/nanodet.json" --calib "$human/calib" --config "$cfg" --method percentile -o "$q"
 fi
-echo "\$ rkdeploy compile nanodet.qdq.onnx --target rk3588 -o nanodet.rk3588"
-"$rk" compile "$q" --target rk3588 -o "$out/nanodet.rk3588"
-echo "\$ rkdeploy run nanodet.json --image $(basename "$photo")                         # float, CPU"
-"$rk" run "$models/nanodet.json" --image "$photo" --config "$cfg"
-echo "\$ rkdeploy run nanodet.qdq.onnx --image $(basename "$photo") --backend int8   # int8 reference, CPU"
-"$rk" run "$q" --image "$photo" --config "$cfg" --backend int8
-echo "\$ rkdeploy run nanodet.qdq.onnx --image $(basename "$photo") --backend sim    # int8, convolutions on the NPU simulator"
-"$rk" run "$q" --image "$photo" --config "$cfg" --backend sim --draw "$build/demo-npu.png" 2>&1
-echo "\$ rkdeploy run nanodet.qdq.onnx --image $(basename "$photo") --backend sim --strategy per-tensor   # one OUT_CVT per conv, as a naive lowering"
-"$rk" run "$q" --image "$photo" --config "$cfg" --backend sim --strategy per-tensor 2>&1
-echo "\$ rkdeploy analyze nanodet.qdq.onnx --image $(basename "$photo")              # every strategy, every conv, vs the int8 reference"
-"$rk" analyze "$q" --image "$photo" --config "$cfg"
+show compile "$q" --target rk3588 -o "$out/nanodet.rk3588" --force
+echo "# float, CPU"
+show run "$models/nanodet.json" --image "$photo" --config "$cfg"
+echo "# int8 reference, CPU"
+show run "$q" --image "$photo" --config "$cfg" --backend int8
+echo "# int8, convolutions on the NPU simulator"
+show run "$q" --image "$photo" --config "$cfg" --backend sim --draw "$build/demo-npu.png" 2>&1
+echo "# one OUT_CVT per convolution, as a naive lowering"
+show run "$q" --image "$photo" --config "$cfg" --backend sim --strategy per-tensor 2>&1
+echo "# every strategy, every convolution, against the int8 reference"
+show analyze "$q" --image "$photo" --config "$cfg"

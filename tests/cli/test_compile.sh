@@ -36,7 +36,7 @@ done
 # A failing compile leaves the previous output as it was.
 before=$(cat "$tmp/out/manifest.json" | md5sum)
 set +e
-"$rk" compile "$tmp/missing.tflite" -o "$tmp/out" 2> "$tmp/err"
+"$rk" compile "$tmp/missing.tflite" -o "$tmp/out" --force 2> "$tmp/err"
 st=$?
 set -e
 [ "$st" -ne 0 ] || { echo "compile of a missing file succeeded"; exit 1; }
