@@ -5,7 +5,7 @@
 # per-axis strategy against the int8 reference.
 #   bash scripts/demo_npu.sh BUILD_DIR PHOTO
 set -euo pipefail
-build="$1"
+build="$(cd "$1" && pwd)"
 photo="$2"
 here="$(cd "$(dirname "$0")/.." && pwd)"
 rk="$build/src/cli/rkdeploy"
@@ -23,6 +23,7 @@ show() {
   local shown=() a
   for a in "$@"; do
     case "$a" in
+      "$build"/*) shown+=("$(basename "$a")") ;;
       "$here"/*) shown+=("${a#"$here"/}") ;;
       /*) shown+=("$(basename "$a")") ;;
       *) shown+=("$a") ;;
