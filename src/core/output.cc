@@ -232,8 +232,15 @@ Status OutputTransaction::publish() {
 void install_signal_cleanup() {
   sigset_t set;
   sigemptyset(&set);
-  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, s);
-  if (pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) return;
+  bool any = false;
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) {
+    // A signal the parent had ignored stays ignored (nohup, a shell's background job).
+    struct sigaction old {};
+    if (sigaction(s, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    sigaddset(&set, s);
+    any = true;
+  }
+  if (!any || pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) return;
   std::thread([set] {
     int sig = 0;
     if (sigwait(&set, &sig) != 0) return;

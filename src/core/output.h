@@ -58,7 +58,8 @@ class OutputTransaction {
   Status check_free(const std::string& abs, const std::string& shown) const;
 };
 
-// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread (call it first in main, before any
+// Blocks SIGINT, SIGTERM and SIGHUP (those not inherited as ignored, as under nohup) in the
+// calling thread (call it first in main, before any
 // thread exists, so every later thread inherits the mask) and starts a thread that, on one
 // of them, removes the temporaries of every live OutputTransaction and ends the process by
 // that signal.

@@ -106,7 +106,9 @@ expect "demo --save onto a file" 2 "exists and is not a folder" -- "$bin" demo -
 expect "demo --draw without --models" 2 "--draw needs --models" -- "$bin" demo --runs 1 --draw x2.png
 
 # --- signals: SIGINT and SIGTERM during the work remove the temporaries; the process ends by
-# the signal (128 + N).
+# the signal (128 + N). Job control on: without it bash starts background jobs with SIGINT
+# ignored, and rkdeploy keeps an inherited ignore (as nohup needs for SIGHUP).
+set -m
 for sig in INT TERM; do
   "$bin" run "$m.onnx" "${deim_in[@]}" --repeat 100000 --output-dir "sig$sig" >/dev/null 2>&1 &
   pid=$!
@@ -124,6 +126,15 @@ for sig in INT TERM; do
   find . -name '*.rkdeploy-*' | grep -q . && bad "SIG$sig: temporaries left: $(find . -name '*.rkdeploy-*')" || ok
   [ ! -e "sig$sig" ] && ok || bad "SIG$sig: a partial output folder was published"
 done
+# Under nohup, SIGHUP does not end the command.
+nohup "$bin" run "$m.onnx" "${deim_in[@]}" --repeat 200 --output-dir sigHUP >/dev/null 2>&1 &
+pid=$!
+sleep 0.5
+kill -s HUP "$pid" 2>/dev/null
+wait "$pid"
+rc=$?
+[ "$rc" -eq 0 ] && [ -f sigHUP/boxes.npy ] && ok || bad "nohup: SIGHUP ended the command (exit $rc)"
+set +m
 
 echo "$pass passed, $fails failed"
 [ "$fails" -eq 0 ]
