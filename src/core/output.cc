@@ -71,6 +71,23 @@ std::string hidden_sibling(const fs::path& dest, const char* suffix) {
 }
 std::string temp_template(const fs::path& dest) { return hidden_sibling(dest, ".rkdeploy-XXXXXX"); }
 
+// The destination's folder exists (nothing creates parent folders).
+Status parent_is_folder(const std::string& shown, const fs::path& abs) {
+  std::error_code ec;
+  const fs::path parent = abs.parent_path();
+  if (fs::is_directory(parent, ec)) return {};
+  return io_error(shown + ": the folder " + parent.string() + (fs::exists(parent, ec) ? " is not a folder" : " does not exist"));
+}
+
+// An empty hidden folder beside `abs`, registered for the signal thread.
+Result<std::string> temp_folder(const std::string& shown, const fs::path& abs) {
+  std::string t = temp_template(abs);
+  if (!::mkdtemp(t.data())) return io_error(shown + ": cannot create a folder in " + abs.parent_path().string() + ": " + err());
+  ::chmod(t.c_str(), 0777 & ~process_umask());
+  track(t);
+  return t;
+}
+
 }  // namespace
 
 struct OutputTransaction::Item {
@@ -132,10 +149,8 @@ Result<std::string> OutputTransaction::file(const std::string& path) {
       return items_.back().temp;
     }
   }
+  RKD_TRY(parent_is_folder(path, abs));
   const fs::path parent = abs.parent_path();
-  if (!fs::is_directory(parent, ec)) {
-    return io_error(path + ": the folder " + parent.string() + (fs::exists(parent, ec) ? " is not a folder" : " does not exist"));
-  }
   std::string t = temp_template(abs);
   const int fd = ::mkstemp(t.data());
   if (fd < 0) return io_error(path + ": cannot create a file in " + parent.string() + ": " + err());
@@ -164,14 +179,8 @@ Result<std::string> OutputTransaction::folder(const std::string& path) {
   if (fs::is_directory(st) && !fs::is_empty(abs, ec) && !force_) {
     return invalid(path + ": the folder is not empty; remove it, name another, or pass --force to replace it");
   }
-  const fs::path parent = abs.parent_path();
-  if (!fs::is_directory(parent, ec)) {
-    return io_error(path + ": the folder " + parent.string() + (fs::exists(parent, ec) ? " is not a folder" : " does not exist"));
-  }
-  std::string t = temp_template(abs);
-  if (!::mkdtemp(t.data())) return io_error(path + ": cannot create a folder in " + parent.string() + ": " + err());
-  ::chmod(t.c_str(), 0777 & ~process_umask());
-  track(t);
+  RKD_TRY(parent_is_folder(path, abs));
+  RKD_ASSIGN(std::string t, temp_folder(path, abs));
   items_.push_back(Item{Item::kFolder, path, abs, t, false});
   return items_.back().temp;
 }
@@ -187,14 +196,8 @@ Status OutputTransaction::files_in(const std::string& path) {
   }
   if (fs::exists(st)) return invalid(path + ": exists and is not a folder");
   RKD_TRY(check_free(abs.string(), path));
-  const fs::path parent = abs.parent_path();
-  if (!fs::is_directory(parent, ec)) {
-    return io_error(path + ": the folder " + parent.string() + (fs::exists(parent, ec) ? " is not a folder" : " does not exist"));
-  }
-  std::string t = temp_template(abs);
-  if (!::mkdtemp(t.data())) return io_error(path + ": cannot create a folder in " + parent.string() + ": " + err());
-  ::chmod(t.c_str(), 0777 & ~process_umask());
-  track(t);
+  RKD_TRY(parent_is_folder(path, abs));
+  RKD_ASSIGN(std::string t, temp_folder(path, abs));
   items_.push_back(Item{Item::kFilesIn, path, abs, t, false});
   return {};
 }
