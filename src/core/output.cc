@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -208,20 +209,29 @@ Status OutputTransaction::publish() {
   for (auto& it : items_) {
     if (it.temp.empty() || it.nested) continue;
     if (it.kind == Item::kFolder && fs::exists(it.dest, ec)) {
-      // Checked empty (or --force) when declared: move it aside, put the new one in place.
-      std::string old = hidden_sibling(it.dest, ".rkdeploy-old-XXXXXX");
-      if (!::mkdtemp(old.data())) return io_error(it.shown + ": cannot make room for the previous folder: " + err());
-      if (::rename(it.dest.c_str(), old.c_str()) != 0) {
-        const std::string e = err();
-        ::rmdir(old.c_str());
-        return io_error(it.shown + ": cannot move the previous folder aside: " + e);
+      // Checked empty (or --force) when declared. Swap the two folders in one step
+      // (renameat2 RENAME_EXCHANGE): the temporary's path then holds the previous folder and
+      // is deleted as a temporary, by us or by the signal thread; at no moment is DIR absent.
+      if (::renameat2(AT_FDCWD, it.temp.c_str(), AT_FDCWD, it.dest.c_str(), RENAME_EXCHANGE) == 0) {
+        fs::remove_all(it.temp, ec);
+      } else if (errno == EINVAL || errno == ENOSYS) {
+        // A file system without the exchange: move the previous folder aside, then rename.
+        std::string old = hidden_sibling(it.dest, ".rkdeploy-old-XXXXXX");
+        if (!::mkdtemp(old.data())) return io_error(it.shown + ": cannot make room for the previous folder: " + err());
+        if (::rename(it.dest.c_str(), old.c_str()) != 0) {
+          const std::string e = err();
+          ::rmdir(old.c_str());
+          return io_error(it.shown + ": cannot move the previous folder aside: " + e);
+        }
+        if (::rename(it.temp.c_str(), it.dest.c_str()) != 0) {
+          const std::string e = err();
+          ::rename(old.c_str(), it.dest.c_str());
+          return io_error(it.shown + ": " + e);
+        }
+        fs::remove_all(old, ec);
+      } else {
+        return io_error(it.shown + ": cannot replace the previous folder: " + err());
       }
-      if (::rename(it.temp.c_str(), it.dest.c_str()) != 0) {
-        const std::string e = err();
-        ::rename(old.c_str(), it.dest.c_str());
-        return io_error(it.shown + ": " + e);
-      }
-      fs::remove_all(old, ec);
     } else if (::rename(it.temp.c_str(), it.dest.c_str()) != 0) {
       return io_error(it.shown + ": " + err());
     }
