@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/npy.h"
 #include "plan/plan.h"
 
 namespace rkd::plan {
@@ -112,22 +113,28 @@ std::optional<double> node_macs(const ir::Node& n) {
 namespace {
 
 Result<nlohmann::json> read_json_file(const std::string& path, const char* what) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return io_error(path + ": cannot open the " + what);
-  std::stringstream ss;
-  ss << f.rdbuf();
+  auto text = read_file_bytes(path);
+  if (!text.ok()) return text.error().with_context(std::string("the ") + what);
   try {
-    return nlohmann::json::parse(ss.str());
+    return nlohmann::json::parse(*text);
   } catch (const nlohmann::json::exception& e) {
     return invalid(path + ": not valid JSON: " + e.what());
   }
+}
+
+// j[key] as a string, `fallback` when absent; an error naming `where.key` when it is not a
+// string (nlohmann's value() would throw).
+Result<std::string> string_field(const nlohmann::json& j, const char* key, const std::string& fallback, const std::string& where) {
+  if (!j.contains(key)) return fallback;
+  if (!j[key].is_string()) return invalid(where + "." + key + ": must be a string");
+  return j[key].get<std::string>();
 }
 
 }  // namespace
 
 Result<BoardTimes> read_board_times(const std::string& path) {
   RKD_ASSIGN(nlohmann::json j, read_json_file(path, "CPU times"));
-  if (!j.is_object() || j.value("schema", "") != "rkdeploy-cpu-times/1") return invalid(path + ": schema: expected \"rkdeploy-cpu-times/1\"");
+  if (!j.is_object() || j.value("schema", nlohmann::json()) != "rkdeploy-cpu-times/1") return invalid(path + ": schema: expected \"rkdeploy-cpu-times/1\"");
   BoardTimes bt;
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.key() == "schema") continue;
@@ -161,7 +168,7 @@ int apply_board_times(VariantPlan& p, const BoardTimes& bt) {
 
 Result<std::vector<Measurement>> read_measurements(const std::string& path) {
   RKD_ASSIGN(nlohmann::json j, read_json_file(path, "measurements"));
-  if (!j.is_object() || j.value("schema", "") != "rkdeploy-measurements/1") return invalid(path + ": schema: expected \"rkdeploy-measurements/1\"");
+  if (!j.is_object() || j.value("schema", nlohmann::json()) != "rkdeploy-measurements/1") return invalid(path + ": schema: expected \"rkdeploy-measurements/1\"");
   if (!j.contains("measurements") || !j["measurements"].is_array()) return invalid(path + ": measurements: missing or not an array");
   std::vector<Measurement> v;
   for (size_t i = 0; i < j["measurements"].size(); ++i) {
@@ -182,9 +189,9 @@ Result<std::vector<Measurement>> read_measurements(const std::string& path) {
     m.variant = e["variant"].get<std::string>();
     if (auto pv = parse_variant(m.variant); !pv.ok()) return invalid(where + ".variant: " + pv.error().message);
     m.latency_ms = e["latency_ms"].get<double>();
-    m.role = e.value("role", "fit");
+    RKD_ASSIGN(m.role, string_field(e, "role", "fit", where));
     if (m.role != "fit" && m.role != "check") return invalid(where + ".role: '" + m.role + "' (fit or check)");
-    m.source = e.value("source", "");
+    RKD_ASSIGN(m.source, string_field(e, "source", "", where));
     v.push_back(std::move(m));
   }
   return v;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/shape_inference.h"
+#include "core/npy.h"
 #include "plan/plan.h"
 
 namespace rkd::plan {
@@ -169,13 +170,11 @@ namespace {
 // rules for op types this file does not name, anything else replaced.
 Result<json> read_profile_json(const std::string& path, int depth) {
   if (depth > 8) return invalid(path + ": extends: more than 8 levels (a cycle?)");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return io_error(path + ": cannot open the target profile");
-  std::stringstream ss;
-  ss << f.rdbuf();
+  auto text = read_file_bytes(path);
+  if (!text.ok()) return text.error().with_context("the target profile");
   json j;
   try {
-    j = json::parse(ss.str());
+    j = json::parse(*text);
   } catch (const json::exception& e) {
     return invalid(path + ": not valid JSON: " + e.what());
   }

@@ -124,6 +124,26 @@ TEST(TargetProfiles, ErrorsNameTheFileAndTheField) {
   EXPECT_FALSE(plan::load_target(loop.path).ok());
 }
 
+// Fuzz finding (fuzz_plan, docs/fuzzing.md): a field of the wrong JSON type made nlohmann's
+// value() throw through read_measurements; every such field is an error naming it.
+TEST(MeasurementFiles, FieldsOfTheWrongTypeAreErrorsNotExceptions) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"schema": 4})", "schema"},
+      {R"({"schema": "rkdeploy-measurements/1", "measurements": [{"target": "t", "variant": "as-is", "latency_ms": 1, "role": 7}]})",
+       "measurements[0].role: must be a string"},
+      {R"({"schema": "rkdeploy-measurements/1", "measurements": [{"target": "t", "variant": "as-is", "latency_ms": 1, "source": []}]})",
+       "measurements[0].source: must be a string"},
+  };
+  for (const auto& [text, field] : cases) {
+    TempFile f("m.json", text);
+    auto m = plan::read_measurements(f.path);
+    ASSERT_FALSE(m.ok()) << text;
+    EXPECT_NE(m.error().message.find(field), std::string::npos) << m.error().message;
+  }
+  TempFile cpu("cpu.json", R"({"schema": ["x"]})");
+  EXPECT_FALSE(plan::read_board_times(cpu.path).ok());
+}
+
 TEST(Placement, RequirementsDecideAndTheirReasonsAreReported) {
   TempFile f("p.json", kProfile);
   const plan::Target t = *plan::load_target(f.path);
