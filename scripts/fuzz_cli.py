@@ -39,8 +39,13 @@ def options_of(rk, sub):
 def fixtures(d, models):
     """Real inputs, broken inputs and awkward paths in d."""
     import numpy as np
-    m = os.path.join(models, "deimv2_s_arch_tiny")
-    y = os.path.join(models, "yolov8n_arch_tiny")
+    # Copies only: a random vector may name any of these as an output, and an output named
+    # by the user replaces a regular file (docs/cli.md), so nothing outside d may be listed.
+    for f in os.listdir(models):
+        if f.startswith(("deimv2_s_arch_tiny.", "yolov8n_arch_tiny.")):
+            shutil.copy(os.path.join(models, f), d)
+    m = os.path.join(d, "deimv2_s_arch_tiny")
+    y = os.path.join(d, "yolov8n_arch_tiny")
     np.save(os.path.join(d, "x.npy"), np.random.RandomState(0).randn(1, 3, 8, 8).astype(np.float32))
     np.save(os.path.join(d, "g.npy"), np.random.RandomState(1).uniform(-1, 1, (1, 4, 4, 2)).astype(np.float32))
     np.save(os.path.join(d, "nan.npy"), np.full((1, 3, 4, 4), np.nan, np.float32))
@@ -56,10 +61,15 @@ def fixtures(d, models):
     os.makedirs(os.path.join(d, "adir"), exist_ok=True)
     paths = [m + ".onnx", y + ".onnx", m + ".input_images.npy", m + ".input_orig_target_sizes.npy", "x.npy", "nan.npy",
              "empty.npy", "calib.npz", "junk.onnx", "cfg.json", "bad.json", "adir", "missing.onnx", "/dev/null", ".", "",
-             "out.npy", "out_dir", "nodir/out.onnx", "/usr/lib/python3/dist-packages/skimage/data/chelsea.png"]
+             "out.npy", "out_dir", "nodir/out.onnx"]
+    photo = "/usr/lib/python3/dist-packages/skimage/data/chelsea.png"
+    if os.path.exists(photo):
+        shutil.copy(photo, d)
+        paths.append(os.path.join(d, "chelsea.png"))
     tfl = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus", "tflite", "int8_conv_per_axis.tflite")
     if os.path.exists(tfl):
-        paths.append(tfl)
+        shutil.copy(tfl, d)
+        paths.append(os.path.join(d, "int8_conv_per_axis.tflite"))
     return paths, m
 
 
@@ -77,7 +87,7 @@ def templates(m, paths):
     tfl = [p for p in paths if p.endswith(".tflite")]
     t = [["inspect", m + ".onnx"], ["inspect", m + ".onnx", "--json"],
          ["run", m + ".onnx"] + ins, ["run", m + ".onnx"] + ins + ["--output-dir", "od", "--profile", "--top", "3"],
-         ["run", m + ".onnx", "--image", paths[-2] if tfl else paths[-1], "--json"],
+         ["run", m + ".onnx", "--image", os.path.join(os.path.dirname(m), "chelsea.png"), "--json"],
          ["quantize", m + ".onnx", "--calib", "calib.npz", "-o", "q.onnx"],
          ["plan", m + ".onnx", "--target", "rk3588-rkdeploy", "--runs", "1", "--warmup", "0"] + ins,
          ["bench", m + ".onnx", "--runs", "2", "--warmup", "0"] + ins,
