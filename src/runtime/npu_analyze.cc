@@ -119,8 +119,15 @@ Result<NpuAnalysis> analyze_npu(const std::string& model, const std::map<std::st
     c.scale_spread = lo > 0 ? static_cast<double>(hi) / lo : 0;
     const Tensor& x = vals.at(n->inputs[0]->name);
     const Tensor& ref = vals.at(n->outputs[0]->name);
-    for (npu::lower::Strategy st : strategies) {
-      StrategyResult r = run_strategy(s, x, ref, st, quirks, lower_options);
+    std::vector<StrategyResult> results;
+    for (npu::lower::Strategy st : strategies) results.push_back(run_strategy(s, x, ref, st, quirks, lower_options));
+    // No strategy lowers it: it stays on the CPU, as in run --backend sim and compile.
+    if (std::all_of(results.begin(), results.end(), [](const StrategyResult& r) { return !r.error.empty(); })) {
+      c.skipped = results.front().error;
+      a.convs.push_back(c);
+      continue;
+    }
+    for (StrategyResult& r : results) {
       StrategyResult& t = totals[r.strategy];
       t.strategy = r.strategy;
       if (r.error.empty()) {

@@ -43,7 +43,7 @@ struct ConvResult {
   std::string shape;            // "3x320x320 -> 16x160x160 k3 s2"
   double scale_spread = 1;      // max / min weight scale
   std::vector<StrategyResult> strategies;
-  std::string skipped;          // not lowered: why
+  std::string skipped;          // not lowered (outside the shared limits, or no strategy lowers it): why
 };
 
 struct NpuAnalysis {
