@@ -158,7 +158,7 @@ def main():
     rng = random.Random(a.seed)
     subs_opts = {s: options_of(rk, s) for s in SUBCOMMANDS}
     codes = collections.Counter()
-    findings, timeouts = [], 0
+    findings, timeouts, slow = [], 0, []
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0", UBSAN_OPTIONS="print_stacktrace=1")
     start = time.time()
     with tempfile.TemporaryDirectory() as d:
@@ -177,6 +177,7 @@ def main():
             except subprocess.TimeoutExpired:
                 timeouts += 1
                 codes["timeout"] += 1
+                slow.append(argv)
                 continue
             codes[p.returncode] += 1
             problem = None
@@ -195,6 +196,8 @@ def main():
                     f.write(f"{i} {time.time() - start:.0f}s {dict(codes)} findings {len(findings)}\n")
             shutil.rmtree(work, ignore_errors=True)
     secs = time.time() - start
+    for argv in slow:
+        print(f"TIMEOUT (killed after {a.timeout:g} s): {argv!r}")
     for problem, argv, err in findings:
         print(f"FINDING: {problem}\n  argv: {argv!r}\n  stderr: {err.strip()[-400:]}")
     summary = (f"{a.iterations} argument vectors in {secs:.0f} s (seed {a.seed}): exit statuses "
