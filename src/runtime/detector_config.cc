@@ -17,36 +17,59 @@ Result<DetectorConfig> read_config(const std::string& path) {
 
 Result<DetectorConfig> parse_config(const std::string& text, const std::string& path) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return invalid(path + ": not a JSON object");
+  if (j.is_discarded()) return invalid(path + ": not valid JSON (or a number beyond double's range)");
+  if (!j.is_object()) return invalid(path + ": not a JSON object");
   DetectorConfig c;
   static const std::set<std::string> known = {"input", "width", "height", "resize", "pad_value", "scale", "mean", "std",
                                               "channel_order", "layout", "dtype", "output", "score_threshold", "nms_iou", "max_detections"};
   for (const auto& [k, v] : j.items()) {
     if (!known.count(k)) return invalid(path + ": unknown field '" + k + "'");
   }
-  try {
-    c.input = j.value("input", c.input);
-    c.width = j.value("width", c.width);
-    c.height = j.value("height", c.height);
-    c.resize = j.value("resize", c.resize);
-    c.pad_value = j.value("pad_value", c.pad_value);
-    c.scale = j.value("scale", c.scale);
-    for (const char* key : {"mean", "std"}) {
-      if (!j.contains(key)) continue;
-      auto arr = j[key].get<std::vector<float>>();
-      if (arr.size() != 3) return invalid(path + ": field '" + key + "' needs 3 values (R, G, B)");
-      std::copy(arr.begin(), arr.end(), std::string(key) == "mean" ? c.mean : c.std);
+  // Typed reads: a field of the wrong type, or an integer field holding 1e30 (converting it
+  // would be undefined behaviour, found by fuzz_config), is an error naming the field.
+  auto str = [&](const char* key, std::string& into) -> Status {
+    if (!j.contains(key)) return {};
+    if (!j[key].is_string()) return invalid(path + ": field '" + key + "' must be a string");
+    into = j[key].get<std::string>();
+    return {};
+  };
+  auto num = [&](const char* key, float& into) -> Status {
+    if (!j.contains(key)) return {};
+    if (!j[key].is_number()) return invalid(path + ": field '" + key + "' must be a number");
+    into = static_cast<float>(j[key].get<double>());
+    return {};
+  };
+  auto integer = [&](const char* key, int64_t& into) -> Status {
+    if (!j.contains(key)) return {};
+    if (!j[key].is_number_integer()) return invalid(path + ": field '" + key + "' must be an integer");
+    if (j[key].is_number_unsigned() && j[key].get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+      return invalid(path + ": field '" + key + "' is out of range");
     }
-    c.channel_order = j.value("channel_order", c.channel_order);
-    c.layout = j.value("layout", c.layout);
-    c.dtype = j.value("dtype", c.dtype);
-    c.output = j.value("output", c.output);
-    c.score_threshold = j.value("score_threshold", c.score_threshold);
-    c.nms_iou = j.value("nms_iou", c.nms_iou);
-    c.max_detections = j.value("max_detections", c.max_detections);
-  } catch (const nlohmann::json::exception& e) {
-    return invalid(path + ": " + e.what());
+    into = j[key].get<int64_t>();
+    return {};
+  };
+  RKD_TRY(str("input", c.input));
+  RKD_TRY(integer("width", c.width));
+  RKD_TRY(integer("height", c.height));
+  RKD_TRY(str("resize", c.resize));
+  RKD_TRY(num("pad_value", c.pad_value));
+  RKD_TRY(num("scale", c.scale));
+  for (const char* key : {"mean", "std"}) {
+    if (!j.contains(key)) continue;
+    const auto& arr = j[key];
+    if (!arr.is_array() || arr.size() != 3) return invalid(path + ": field '" + key + "' needs 3 values (R, G, B)");
+    for (size_t k = 0; k < 3; ++k) {
+      if (!arr[k].is_number()) return invalid(path + ": field '" + key + "' needs 3 numbers (R, G, B)");
+      (std::string(key) == "mean" ? c.mean : c.std)[k] = static_cast<float>(arr[k].get<double>());
+    }
   }
+  RKD_TRY(str("channel_order", c.channel_order));
+  RKD_TRY(str("layout", c.layout));
+  RKD_TRY(str("dtype", c.dtype));
+  RKD_TRY(str("output", c.output));
+  RKD_TRY(num("score_threshold", c.score_threshold));
+  RKD_TRY(num("nms_iou", c.nms_iou));
+  RKD_TRY(integer("max_detections", c.max_detections));
   if (c.width < 1 || c.height < 1 || c.width > 8192 || c.height > 8192) return invalid(path + ": width/height must be 1..8192");
   if (c.resize != "stretch" && c.resize != "letterbox") return invalid(path + ": field 'resize' must be stretch or letterbox");
   if (c.channel_order != "rgb" && c.channel_order != "bgr") return invalid(path + ": field 'channel_order' must be rgb or bgr");

@@ -163,6 +163,17 @@ TEST(Config, UnknownFieldsAndBadValuesAreNamed) {
   auto notjson = runtime::read_config(write("n.json", "{"));
   ASSERT_FALSE(notjson.ok());
   EXPECT_NE(notjson.error().message.find("n.json"), std::string::npos);
+  // Values a config cannot mean: each an error naming the field (1e30 as an integer was
+  // undefined behaviour in the conversion; NaN cannot be written in JSON, 1e999 is a parse error).
+  for (const auto& [text, field] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"width": 1e30})", "width"}, {R"({"max_detections": -1e300})", "max_detections"},
+           {R"({"width": 64.5})", "width"}, {R"({"score_threshold": 1.5})", "score_threshold"},
+           {R"({"nms_iou": -0.1})", "nms_iou"}, {R"({"scale": 1e999})", "not valid JSON"}, {R"({"mean": [0, 0, "x"]})", "mean"},
+           {R"({"input": 3})", "input"}, {R"({"max_detections": 0})", "max_detections"}}) {
+    auto r = runtime::read_config(write("v.json", text));
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.error().message.find(field), std::string::npos) << text << ": " << r.error().message;
+  }
 }
 
 TEST(Images, PngRoundTripAndBadFiles) {
