@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <vector>
 
@@ -14,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "core/json_style.h"
+#include "core/npy.h"
 #include "core/output.h"
 #include "core/progress.h"
 #include "runtime/plan_model.h"
@@ -72,11 +72,7 @@ std::vector<std::string> read_paths(std::vector<std::string> files, const std::v
 }
 
 void write_text(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) fail(io_error(path + ": cannot write"));
-  f << text;
-  f.flush();
-  if (!f) fail(io_error(path + ": write failed"));
+  check(write_file_atomic(path, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size())));
 }
 
 namespace {

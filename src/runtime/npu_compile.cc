@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "core/json_style.h"
+#include "core/npy.h"
 #include "npu/regcmd/regcmd.h"
 #include "runtime/executor.h"
 #include "runtime/model.h"
@@ -20,13 +20,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Status write_file(const fs::path& p, std::span<const uint8_t> bytes) {
-  std::ofstream f(p, std::ios::binary | std::ios::trunc);
-  if (!f) return io_error(p.string() + ": cannot write");
-  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!f) return io_error(p.string() + ": write failed");
-  return {};
-}
+// Each file of the (unpublished) output folder, through core's writer.
+Status write_file(const fs::path& p, std::span<const uint8_t> bytes) { return write_file_atomic(p.string(), bytes); }
 
 std::string numbered(const char* prefix, size_t i) {
   char b[32];
