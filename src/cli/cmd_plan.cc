@@ -161,12 +161,12 @@ void run_bench(const BenchArgs& a) {
   j["runs"] = a.runs;
   j["forward_ms"] = stats_json(f);
   j["end_to_end_ms"] = e2e.empty() ? nlohmann::json(nullptr) : stats_json(stats(e2e));
-  j["environment"] = json_record<nlohmann::json>(runtime::environment());
+  const auto env = runtime::environment();
+  j["environment"] = json_record<nlohmann::json>(env);
   if (a.json) {
     std::cout << json_text(j);
     return;
   }
-  const auto env = runtime::environment();
   std::printf("%s on %s (%s), %d runs after %d warm-up\n", a.model.c_str(), a.backend.c_str(), env.at("cpu").c_str(), a.runs,
               a.warmup);
   std::printf("  dispatch     Highway %s, oneDNN %s, int8 products %s, vectorised loops %s (ISA ceiling %s)\n",

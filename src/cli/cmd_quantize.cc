@@ -1,7 +1,5 @@
 // rkdeploy quantize MODEL --calib DIR|FILE.npz -o OUT.onnx: post-training quantization to an
 // ONNX QDQ model (src/runtime/quantize.h, src/quant/qdq.h, docs/quantization.md).
-#include <unistd.h>
-
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_fields.h"
 #include "core/npy.h"
 #include "plan/plan.h"
 
@@ -122,14 +123,6 @@ Result<nlohmann::json> read_json_file(const std::string& path, const char* what)
   }
 }
 
-// j[key] as a string, `fallback` when absent; an error naming `where.key` when it is not a
-// string (nlohmann's value() would throw).
-Result<std::string> string_field(const nlohmann::json& j, const char* key, const std::string& fallback, const std::string& where) {
-  if (!j.contains(key)) return fallback;
-  if (!j[key].is_string()) return invalid(where + "." + key + ": must be a string");
-  return j[key].get<std::string>();
-}
-
 }  // namespace
 
 Result<BoardTimes> read_board_times(const std::string& path) {
@@ -189,9 +182,9 @@ Result<std::vector<Measurement>> read_measurements(const std::string& path) {
     m.variant = e["variant"].get<std::string>();
     if (auto pv = parse_variant(m.variant); !pv.ok()) return invalid(where + ".variant: " + pv.error().message);
     m.latency_ms = e["latency_ms"].get<double>();
-    RKD_ASSIGN(m.role, string_field(e, "role", "fit", where));
+    RKD_TRY(json_string(e, "role", m.role, where + ".role"));
     if (m.role != "fit" && m.role != "check") return invalid(where + ".role: '" + m.role + "' (fit or check)");
-    RKD_ASSIGN(m.source, string_field(e, "source", "", where));
+    RKD_TRY(json_string(e, "source", m.source, where + ".source"));
     v.push_back(std::move(m));
   }
   return v;

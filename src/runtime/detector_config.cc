@@ -6,6 +6,7 @@
 #include <set>
 #include <vector>
 
+#include "core/json_fields.h"
 #include "core/npy.h"
 
 namespace rkd::runtime {
@@ -25,29 +26,12 @@ Result<DetectorConfig> parse_config(const std::string& text, const std::string& 
   for (const auto& [k, v] : j.items()) {
     if (!known.count(k)) return invalid(path + ": unknown field '" + k + "'");
   }
-  // Typed reads: a field of the wrong type, or an integer field holding 1e30 (converting it
-  // would be undefined behaviour, found by fuzz_config), is an error naming the field.
-  auto str = [&](const char* key, std::string& into) -> Status {
-    if (!j.contains(key)) return {};
-    if (!j[key].is_string()) return invalid(path + ": field '" + key + "' must be a string");
-    into = j[key].get<std::string>();
-    return {};
-  };
-  auto num = [&](const char* key, float& into) -> Status {
-    if (!j.contains(key)) return {};
-    if (!j[key].is_number()) return invalid(path + ": field '" + key + "' must be a number");
-    into = static_cast<float>(j[key].get<double>());
-    return {};
-  };
-  auto integer = [&](const char* key, int64_t& into) -> Status {
-    if (!j.contains(key)) return {};
-    if (!j[key].is_number_integer()) return invalid(path + ": field '" + key + "' must be an integer");
-    if (j[key].is_number_unsigned() && j[key].get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-      return invalid(path + ": field '" + key + "' is out of range");
-    }
-    into = j[key].get<int64_t>();
-    return {};
-  };
+  // Typed reads (core/json_fields.h): a field of the wrong type, or an integer field holding
+  // 1e30, is an error naming the field.
+  auto name = [&](const char* key) { return path + ": field '" + key + "'"; };
+  auto str = [&](const char* key, std::string& into) { return json_string(j, key, into, name(key)); };
+  auto num = [&](const char* key, float& into) { return json_number(j, key, into, name(key)); };
+  auto integer = [&](const char* key, int64_t& into) { return json_integer(j, key, into, name(key)); };
   RKD_TRY(str("input", c.input));
   RKD_TRY(integer("width", c.width));
   RKD_TRY(integer("height", c.height));

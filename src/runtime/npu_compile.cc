@@ -20,9 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Each file of the (unpublished) output folder, through core's writer.
-Status write_file(const fs::path& p, std::span<const uint8_t> bytes) { return write_file_atomic(p.string(), bytes); }
-
 std::string numbered(const char* prefix, size_t i) {
   char b[32];
   std::snprintf(b, sizeof b, "%s%03zu", prefix, i);
@@ -102,7 +99,7 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
     jc["tasks"] = nlohmann::ordered_json::array();
     for (size_t t = 0; t < l.tasks.size(); ++t) {
       const std::string tname = cname + "/" + numbered("task", t);
-      RKD_TRY(write_file(tmp / (tname + ".regcmd"), std::span<const uint8_t>(wbytes + spans[t].first_word * 8, spans[t].word_count * 8)));
+      RKD_TRY(write_file_atomic((tmp / (tname + ".regcmd")).string(), std::span<const uint8_t>(wbytes + spans[t].first_word * 8, spans[t].word_count * 8)));
       nlohmann::ordered_json jt = {{"regcmd", tname + ".regcmd"}, {"device_offset", spans[t].address - mem.base()}, {"words", spans[t].word_count}};
       jt["buffers"] = nlohmann::ordered_json::array();
       for (const auto& b : l.buffers) {
@@ -111,7 +108,7 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
         if (b.kind != "output") {
           const std::string file = tname + "." + b.kind + ".bin";
           RKD_ASSIGN(auto bytes, mem.read(b.address, b.bytes));
-          RKD_TRY(write_file(tmp / file, bytes));
+          RKD_TRY(write_file_atomic((tmp / file).string(), bytes));
           jb["file"] = file;
         }
         jt["buffers"].push_back(jb);
@@ -133,7 +130,7 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   }
   man["device_bytes"] = mem.size();
   const std::string text = json_text(man);
-  RKD_TRY(write_file(tmp / "manifest.json", std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size())));
+  RKD_TRY(write_file_atomic((tmp / "manifest.json").string(), std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size())));
   return sum;
 }
 
