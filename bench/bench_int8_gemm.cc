@@ -6,7 +6,9 @@
 // and the loops are compiled code, so the file is built twice (gemmlowp's templates compiled
 // for two ISAs in one binary would be one ODR-merged copy): bench_int8_gemm with the project's
 // baseline flags (gemmlowp's portable kernels), bench_int8_gemm_avx2 with -march=x86-64-v3
-// -DGEMMLOWP_ENABLE_AVX2 (its AVX2 kernels).
+// -DGEMMLOWP_ENABLE_AVX2 (its AVX2 kernels). BM_RkdHighway is rkdeploy's own engine
+// (kernels/tensor_ops_int8.cc) through ops::QMatMulAccumulator, A widened on every call; its
+// Highway target follows RKD_MAX_ISA (avx512, avx2, sse4); baseline binary only.
 //   OMP_NUM_THREADS=1 ./build/bench/bench_int8_gemm --benchmark_repetitions=3
 #include <benchmark/benchmark.h>
 #include <dnnl.h>
@@ -15,6 +17,10 @@
 #include <cstdint>
 #include <random>
 #include <vector>
+
+#ifdef RKD_BENCH_HIGHWAY
+#include "kernels/tensor_ops.h"
+#endif
 
 namespace {
 
@@ -108,6 +114,27 @@ void BM_Gemmlowp(benchmark::State& st) {
   report(st, p, c);
 }
 
+#ifdef RKD_BENCH_HIGHWAY
+void BM_RkdHighway(benchmark::State& st) {
+  const Problem& p = problem(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)), static_cast<int>(st.range(2)));
+  rkd::Tensor a = rkd::Tensor::empty(rkd::DType::u8, {p.M, p.K}), b = rkd::Tensor::empty(rkd::DType::i8, {p.K, p.N});
+  std::copy(p.a.begin(), p.a.end(), a.data<uint8_t>());
+  std::copy(p.b.begin(), p.b.end(), b.data<int8_t>());
+  rkd::Tensor acc = rkd::Tensor::empty(rkd::DType::i32, {p.M, p.N});
+  auto q = rkd::ops::make_qmatmul_accumulator(p.M, rkd::DType::u8, 0, b, rkd::ops::Int8Engine::highway);
+  if (!q.ok()) {
+    st.SkipWithError(q.error().to_string().c_str());
+    return;
+  }
+  for (auto _ : st) {
+    if (!(*q)->run(a, acc).ok()) st.SkipWithError("run failed");
+    benchmark::DoNotOptimize(acc.raw());
+  }
+  st.SetLabel(rkd::ops::dispatch_report()[1].second);
+  report(st, p, std::vector<int32_t>(acc.data<int32_t>(), acc.data<int32_t>() + acc.numel()));
+}
+#endif
+
 // Shapes of the detectors' convolutions: a 3x3 at 80x80 with 64 channels, a 3x3 at 40x40 with
 // 128, a 1x1 at 20x20 with 256.
 void Shapes(benchmark::internal::Benchmark* b) {
@@ -119,4 +146,7 @@ void Shapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_Loops)->Apply(Shapes);
 BENCHMARK(BM_OneDnnGemmU8S8S32)->Apply(Shapes);
 BENCHMARK(BM_Gemmlowp)->Apply(Shapes);
+#ifdef RKD_BENCH_HIGHWAY
+BENCHMARK(BM_RkdHighway)->Apply(Shapes);
+#endif
 BENCHMARK_MAIN();

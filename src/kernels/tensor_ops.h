@@ -152,14 +152,19 @@ class ConvPrimitive {
 Result<std::unique_ptr<ConvPrimitive>> make_conv(const Shape& x_shape, const Tensor& weights, const Tensor* bias,
                                                  const ConvParams& p, bool transposed, const Shape& out_shape,
                                                  const std::string& fused_activation = "");
-// int8 convolution accumulators on oneDNN: acc[n][m][oy][ox] = sum over the window of
+// int8 convolution accumulators: acc[n][m][oy][ox] = sum over the window of
 // (x - x_zero_point) * w, padding contributing 0 (it holds the zero point), for int8 or uint8 x
-// and symmetric int8 weights (zero point 0) [M, C/group, KH, KW]; 2-D only. Exact: the input
-// is offset to uint8 and padded with its zero point, oneDNN's u8 x s8 -> s32 convolution
-// (VNNI dot products, which do not saturate) sums it, and zp * sum(w[m]) is subtracted.
-// Offered only where oneDNN runs VNNI instructions (avx512_core_vnni, avx2_vnni or newer):
-// without them its u8 x s8 products go through a saturating 16-bit sum, which could change
-// results; callers use the reference kernel then (int8_conv_available() says which).
+// and symmetric int8 weights (zero point 0) [M, C/group, KH, KW]; 2-D, any groups, strides,
+// dilations and padding. Exact (the int32 sums of the definition) on every CPU, from one of two
+// engines (Int8Engine):
+//  - onednn: oneDNN's u8 x s8 -> s32 convolution on the input offset to uint8 and padded with
+//    its zero point, zp * sum(w[m]) subtracted. Offered only where oneDNN runs VNNI instructions
+//    (avx512_core_vnni, avx2_vnni or newer; onednn_int8_exact()): without them its u8 x s8
+//    products go through a saturating 16-bit sum (vpmaddubsw), which changes results.
+//  - highway: rkdeploy's kernels (kernels/tensor_ops_int8.cc): operands widened to int16, pairs
+//    of products summed into int32 (vpmaddwd on x86, vmlal on arm64), on every Highway target.
+// automatic picks onednn where it is exact and highway elsewhere.
+enum class Int8Engine { automatic, onednn, highway };
 class QConvAccumulator {
  public:
   virtual ~QConvAccumulator() = default;
@@ -178,11 +183,12 @@ class QConvAccumulator {
   virtual Status run_filled_raw(Tensor& acc) = 0;
   virtual std::string implementation() const = 0;
 };
-bool int8_conv_available();
+// Whether oneDNN's int8 products are exact on this CPU under the ISA ceiling (VNNI).
+bool onednn_int8_exact();
 // What each run-time dispatcher chose under the ISA ceiling (core/isa.h), in this order:
 // isa_ceiling (RKD_MAX_ISA), highway_target (Highway's target name, e.g. AVX3, AVX2, SSE4, NEON),
-// onednn_isa (oneDNN's effective ISA, e.g. avx512_core_vnni, avx2), int8_products (onednn_vnni:
-// the exact oneDNN int8 products above; reference: the readable loops) and vectorised_loops
+// onednn_isa (oneDNN's effective ISA, e.g. avx512_core_vnni, avx2), int8_products (onednn_vnni,
+// or highway_<target>: the engine Int8Engine::automatic picks) and vectorised_loops
 // (the RKD_ISA_CLONES level: x86-64-v4, x86-64-v3, baseline).
 std::vector<std::pair<std::string, std::string>> dispatch_report();
 // The same for a matrix product with constant symmetric int8 B [K, N]: acc [rows, N] =
@@ -192,11 +198,14 @@ class QMatMulAccumulator {
   virtual ~QMatMulAccumulator() = default;
   virtual Status run(const Tensor& a, Tensor& acc) = 0;
 };
+// Errors: unsupported for the onednn engine where it is not exact, for shapes outside the
+// contract and for more than 65793 taps per sum (int32 could overflow).
 Result<std::unique_ptr<QMatMulAccumulator>> make_qmatmul_accumulator(int64_t rows, DType a_type, int32_t a_zero_point,
-                                                                     const Tensor& b);
+                                                                     const Tensor& b, Int8Engine engine = Int8Engine::automatic);
 Result<std::unique_ptr<QConvAccumulator>> make_qconv_accumulator(const Shape& x_shape, DType x_type, int32_t x_zero_point,
                                                                  const Tensor& weights, const ConvParams& p,
-                                                                 const Shape& out_shape);
+                                                                 const Shape& out_shape,
+                                                                 Int8Engine engine = Int8Engine::automatic);
 // numpy matmul (broadcast batch dims, 1-D operands promoted); float32.
 Status matmul(const Tensor& a, const Tensor& b, Tensor& out);
 // Gemm: out = alpha * op(A) op(B) + beta * C (C broadcast to [M, N], may be nullptr).

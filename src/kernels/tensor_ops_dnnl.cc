@@ -13,6 +13,7 @@
 
 #include "core/isa.h"
 #include "kernels/tensor_ops.h"
+#include "kernels/tensor_ops_int8.h"
 #include "kernels/tensor_ops_parallel.h"
 #include "kernels/tensor_ops_simd.h"
 
@@ -406,7 +407,7 @@ class PatchDeconv final : public ConvPrimitive {
 
 }  // namespace
 
-bool int8_conv_available() {
+bool onednn_int8_exact() {
   static const bool ok = [] {
     engine();
     const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
@@ -437,7 +438,7 @@ std::vector<std::pair<std::string, std::string>> dispatch_report() {
       {"isa_ceiling", isa_level_name(isa_ceiling())},
       {"highway_target", highway_dispatched_target()},
       {"onednn_isa", onednn_isa_name()},
-      {"int8_products", int8_conv_available() ? "onednn_vnni" : "reference"},
+      {"int8_products", onednn_int8_exact() ? "onednn_vnni" : std::string("highway_") + highway_dispatched_target()},
       {"vectorised_loops", clones == 4 ? "x86-64-v4" : clones == 3 ? "x86-64-v3" : "baseline"},
   };
 }
@@ -456,13 +457,10 @@ class QConvDnnl final : public QConvAccumulator {
     offset_ = xt == DType::i8 ? 128 : 0;
     zp_u8_ = x_zp + offset_;
     if (zp_u8_ < 0 || zp_u8_ > 255) return invalid("int8 convolution: zero point out of range");
-    signed_ = xt == DType::i8;
     pt_ = p.pads[0];
     pl_ = p.pads[1];
     hp_ = xs[2] + p.pads[0] + p.pads[2];
     wp_ = xs[3] + p.pads[1] + p.pads[3];
-    h_ = xs[2];
-    w_in_ = xs[3];
     const int64_t taps = w.numel() / m_;
     wsum_.assign(static_cast<size_t>(m_), 0);
     for (int64_t m = 0; m < m_; ++m) {
@@ -509,25 +507,8 @@ class QConvDnnl final : public QConvAccumulator {
 
   uint8_t* padded_input() override { return padded_.data<uint8_t>(); }
 
-  Status run(const Tensor& x0, Tensor& acc) override {
-    const Tensor x = x0.contiguous();
-    uint8_t* pp = padded_.data<uint8_t>();
-    // NCHW int8/uint8 -> padded NHWC uint8 (+128 for int8).
-    for (int64_t n = 0; n < n_; ++n) {
-      for (int64_t y = 0; y < h_; ++y) {
-        uint8_t* row = pp + ((n * hp_ + y + pt_) * wp_ + pl_) * c_;
-        for (int64_t c = 0; c < c_; ++c) {
-          const int64_t base = ((n * c_ + c) * h_ + y) * w_in_;
-          if (signed_) {
-            const int8_t* src = x.data<int8_t>() + base;
-            for (int64_t xx = 0; xx < w_in_; ++xx) row[xx * c_ + c] = static_cast<uint8_t>(src[xx] + 128);
-          } else {
-            const uint8_t* src = x.data<uint8_t>() + base;
-            for (int64_t xx = 0; xx < w_in_; ++xx) row[xx * c_ + c] = src[xx];
-          }
-        }
-      }
-    }
+  Status run(const Tensor& x, Tensor& acc) override {
+    fill_padded_nhwc(x, padded_.data<uint8_t>(), hp_, wp_, pt_, pl_);
     return run_filled(acc);
   }
 
@@ -563,16 +544,18 @@ class QConvDnnl final : public QConvAccumulator {
   std::string impl_;
   std::vector<int32_t> wsum_;
   Tensor padded_;
-  int64_t n_ = 0, c_ = 0, m_ = 0, h_ = 0, w_in_ = 0, hp_ = 0, wp_ = 0, pt_ = 0, pl_ = 0;
+  int64_t n_ = 0, c_ = 0, m_ = 0, hp_ = 0, wp_ = 0, pt_ = 0, pl_ = 0;
   int32_t offset_ = 0, zp_u8_ = 0;
-  bool signed_ = true;
 };
 }  // namespace
 
 Result<std::unique_ptr<QConvAccumulator>> make_qconv_accumulator(const Shape& x_shape, DType x_type, int32_t x_zero_point,
                                                                  const Tensor& weights, const ConvParams& p,
-                                                                 const Shape& out_shape) {
-  if (!int8_conv_available()) return unsupported("int8 convolution: oneDNN has no VNNI instructions on this CPU");
+                                                                 const Shape& out_shape, Int8Engine engine) {
+  if (engine == Int8Engine::highway || (engine == Int8Engine::automatic && !onednn_int8_exact())) {
+    return make_qconv_accumulator_highway(x_shape, x_type, x_zero_point, weights, p, out_shape);
+  }
+  if (!onednn_int8_exact()) return unsupported("int8 convolution: oneDNN has no VNNI instructions on this CPU");
   auto q = std::make_unique<QConvDnnl>();
   RKD_TRY(q->init(x_shape, x_type, x_zero_point, weights, p, out_shape));
   return std::unique_ptr<QConvAccumulator>(std::move(q));
@@ -650,8 +633,11 @@ class QMatMulDnnl final : public QMatMulAccumulator {
 }  // namespace
 
 Result<std::unique_ptr<QMatMulAccumulator>> make_qmatmul_accumulator(int64_t rows, DType a_type, int32_t a_zero_point,
-                                                                     const Tensor& b) {
-  if (!int8_conv_available()) return unsupported("int8 matmul: oneDNN has no VNNI instructions on this CPU");
+                                                                     const Tensor& b, Int8Engine engine) {
+  if (engine == Int8Engine::highway || (engine == Int8Engine::automatic && !onednn_int8_exact())) {
+    return make_qmatmul_accumulator_highway(rows, a_type, a_zero_point, b);
+  }
+  if (!onednn_int8_exact()) return unsupported("int8 matmul: oneDNN has no VNNI instructions on this CPU");
   auto q = std::make_unique<QMatMulDnnl>();
   RKD_TRY(q->init(rows, a_type, a_zero_point, b));
   return std::unique_ptr<QMatMulAccumulator>(std::move(q));

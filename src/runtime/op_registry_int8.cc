@@ -137,7 +137,7 @@ void register_int8_ops(std::map<std::string, Factory>& r) {
     const Tensor* wz = constant(5);
     const Tensor* xz = constant(2);
     const auto os = ir::static_shape(n.outputs[0]);
-    bool fast = rq0 && w && w->dtype() == DType::i8 && n.inputs[0]->dtype && os && ops::int8_conv_available() &&
+    bool fast = rq0 && w && w->dtype() == DType::i8 && n.inputs[0]->dtype && os &&
                 (n.inputs.size() < 9 || !n.inputs[8] || constant(8));
     fast = fast && all_zero(wz);
     if (fast) {
@@ -181,8 +181,7 @@ void register_int8_ops(std::map<std::string, Factory>& r) {
     const Tensor* b = constant(3);
     const Tensor* bz = constant(5);
     const auto as = ir::static_shape(n.inputs[0]);
-    bool fast = rq0 && b && b->rank() == 2 && b->dtype() == DType::i8 && as && !as->empty() && n.inputs[0]->dtype &&
-                ops::int8_conv_available();
+    bool fast = rq0 && b && b->rank() == 2 && b->dtype() == DType::i8 && as && !as->empty() && n.inputs[0]->dtype;
     fast = fast && all_zero(bz) && (n.inputs.size() < 9 || !n.inputs[8] || (constant(8) && constant(8)->numel() == b->dim(1)));
     if (fast && as->back() == b->dim(0)) {
       int64_t rows = 1;

@@ -252,10 +252,10 @@ TEST(NpuLowerSim, CbufTilingComputesWhatTheWholeLoweringComputes) {
     EXPECT_GE(slices, c0.min_slices) << what;
     EXPECT_GE(tasks, c0.min_tasks) << what;
     EXPECT_GT(tasks, whole_tasks) << what;
-    // The row slices, channel groups and kernel chunks of one map: one oneDNN convolution
-    // (where the CPU has VNNI and w + OW_OP fits int8: not for uint8, where w - z_w needs 9
+    // The row slices, channel groups and kernel chunks of one map: one exact int8 convolution
+    // (ops::QConvAccumulator, where w + OW_OP fits int8: not for uint8, where w - z_w needs 9
     // bits; otherwise the loops, none).
-    if (ops::int8_conv_available() && c0.t == DType::i8) {
+    if (c0.t == DType::i8) {
       EXPECT_EQ(mac_runs, 1u) << what;
     }
     EXPECT_EQ(std::memcmp(tiled->raw(), ref_whole->raw(), tiled->nbytes()), 0) << what;
@@ -308,9 +308,7 @@ TEST(NpuSim, SharedMacsOnlyWhereNoTaskWritesTheInputInBetween) {
   sim::SimCache cache;
   ASSERT_TRUE(sim::run(cached, placed->address, placed->spans[0].word_count, {}, &cache).ok());
   EXPECT_TRUE(image(cached) == image(by_loops)) << "the device memory after the cached run differs from the loops'";
-  if (ops::int8_conv_available()) {
-    EXPECT_EQ(cache.last_mac_runs, 2u);
-  }
+  EXPECT_EQ(cache.last_mac_runs, 2u);
   // The redirection matters: the last task's output differs from the unmodified chain's.
   DeviceMemory plain = untouched;
   auto l2 = lower::lower_conv(c.spec, lower::Strategy::group16, plain, *in);

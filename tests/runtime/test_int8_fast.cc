@@ -79,7 +79,7 @@ Tensor qlinear_conv_int64(const Tensor& x, int32_t x_zp, float x_scale, const Te
 }
 
 TEST(Int8Fast, QLinearConvMatchesTheReferenceBitForBit) {
-  SCOPED_TRACE(std::string("int8 products: ") + (ops::int8_conv_available() ? "oneDNN VNNI" : "reference loops"));
+  SCOPED_TRACE(std::string("int8 products: ") + (ops::onednn_int8_exact() ? "oneDNN VNNI" : "Highway"));
   std::mt19937 rng(20261130);
   int fast_runs = 0;
   for (int trial = 0; trial < 40; ++trial) {
@@ -150,7 +150,7 @@ TEST(Int8Fast, QLinearConvMatchesTheReferenceBitForBit) {
 }
 
 TEST(Int8Fast, QLinearMatMulMatchesTheReferenceBitForBit) {
-  SCOPED_TRACE(std::string("int8 products: ") + (ops::int8_conv_available() ? "oneDNN VNNI" : "reference loops"));
+  SCOPED_TRACE(std::string("int8 products: ") + (ops::onednn_int8_exact() ? "oneDNN VNNI" : "Highway"));
   std::mt19937 rng(7);
   for (int trial = 0; trial < 20; ++trial) {
     std::uniform_int_distribution<int> dim(1, 70);

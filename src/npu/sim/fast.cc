@@ -240,7 +240,7 @@ bool same_chain(SimCache::Chain& ch, DeviceMemory& mem, const std::vector<ChainT
 
 SimCache::Chain* plan_chain(SimCache& cache, DeviceMemory& mem, const std::vector<ChainTask>& tasks, const std::vector<ConvTask>& convs,
                             bool same_tasks) {
-  if (tasks.empty() || !ops::int8_conv_available()) return nullptr;
+  if (tasks.empty()) return nullptr;
   auto& slot = cache.chains[tasks[0].address];
   if (slot && same_chain(*slot, mem, tasks, convs, same_tasks)) return slot.get();
   slot.reset();

@@ -1,0 +1,344 @@
+// QConvAccumulator and QMatMulAccumulator on the Highway int8 kernels (tensor_ops_int8.cc):
+// weight packing, the padded input, im2col tiles and the task split.
+#include <hwy/aligned_allocator.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/tensor_ops_int8.h"
+#include "kernels/tensor_ops_parallel.h"
+#include "kernels/tensor_ops_simd.h"
+
+namespace rkd::ops {
+
+void fill_padded_nhwc(const Tensor& x0, uint8_t* pp, int64_t hp, int64_t wp, int64_t pt, int64_t pl) {
+  const Tensor x = x0.contiguous();
+  const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
+  const bool is_signed = x.dtype() == DType::i8;
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t y = 0; y < H; ++y) {
+      uint8_t* row = pp + ((n * hp + y + pt) * wp + pl) * C;
+      for (int64_t c = 0; c < C; ++c) {
+        const int64_t base = ((n * C + c) * H + y) * W;
+        if (is_signed) {
+          const int8_t* src = x.data<int8_t>() + base;
+          for (int64_t xx = 0; xx < W; ++xx) row[xx * C + c] = static_cast<uint8_t>(src[xx] + 128);
+        } else {
+          const uint8_t* src = x.data<uint8_t>() + base;
+          for (int64_t xx = 0; xx < W; ++xx) row[xx * C + c] = src[xx];
+        }
+      }
+    }
+  }
+}
+
+namespace {
+
+template <typename T>
+struct Aligned {
+  hwy::AlignedFreeUniquePtr<T[]> p;
+  size_t size = 0;
+  T* get(size_t n) {  // at least n elements, zero when newly allocated
+    if (n > size) {
+      p = hwy::AllocateAligned<T>(n);
+      std::fill_n(p.get(), n, T{0});
+      size = n;
+    }
+    return p.get();
+  }
+};
+
+// Per-thread scratch of a tile: the im2col rows and the panel-wide results.
+struct Scratch {
+  Aligned<int16_t> a;
+  Aligned<int32_t> c;
+};
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+// The weights of `groups` independent products, each [cols][K] int8 (K contiguous per output
+// column), packed as the dispatched target's panels, with the per-column constants the
+// products start from.
+class PackedWeights {
+ public:
+  void init(std::vector<int8_t> rows, int64_t groups, int64_t cols, int64_t K) {
+    rows_ = std::move(rows);
+    groups_ = groups;
+    cols_ = cols;
+    K_ = K;
+    kp_ = static_cast<size_t>((K + 1) / 2 * 2);
+    sums_.assign(static_cast<size_t>(groups * cols), 0);
+    for (int64_t i = 0; i < groups * cols; ++i)
+      for (int64_t k = 0; k < K; ++k) sums_[static_cast<size_t>(i)] += rows_[static_cast<size_t>(i * K + k)];
+    nr_ = 0;
+  }
+  // Repacks when the dispatched target's panel width differs from the one packed for (a test
+  // or the ISA ceiling may change the target between init and run).
+  void ensure(int32_t zero_point) {
+    const size_t nr = int8::panel_width();
+    if (nr == nr_ && zero_point == zp_) return;
+    nr_ = nr;
+    zp_ = zero_point;
+    panels_ = (static_cast<size_t>(cols_) + nr - 1) / nr;
+    const size_t np = panels_ * nr, kp2 = kp_ / 2;
+    packed_ = hwy::AllocateAligned<int16_t>(static_cast<size_t>(groups_) * np * kp_);
+    init_raw_ = hwy::AllocateAligned<int32_t>(np);
+    init_ = hwy::AllocateAligned<int32_t>(static_cast<size_t>(groups_) * np);
+    std::fill_n(init_raw_.get(), np, 0);
+    for (int64_t g = 0; g < groups_; ++g) {
+      int16_t* dst = packed_.get() + static_cast<size_t>(g) * np * kp_;
+      for (size_t j = 0; j < panels_; ++j)
+        for (size_t p = 0; p < kp2; ++p)
+          for (size_t col = 0; col < nr; ++col)
+            for (size_t e = 0; e < 2; ++e) {
+              const size_t m = j * nr + col, k = 2 * p + e;
+              const bool in = m < static_cast<size_t>(cols_) && k < static_cast<size_t>(K_);
+              dst[((j * kp2 + p) * nr + col) * 2 + e] = in ? rows_[(static_cast<size_t>(g * cols_) + m) * static_cast<size_t>(K_) + k] : 0;
+            }
+      for (size_t m = 0; m < np; ++m) {
+        const bool in = m < static_cast<size_t>(cols_);
+        init_[static_cast<size_t>(g) * np + m] = in ? -zero_point * sums_[static_cast<size_t>(g * cols_) + m] : 0;
+      }
+    }
+  }
+  size_t kp() const { return kp_; }
+  size_t panels() const { return panels_; }
+  size_t np() const { return panels_ * nr_; }
+  const int16_t* group(int64_t g) const { return packed_.get() + static_cast<size_t>(g) * np() * kp_; }
+  // The constants a product starts from: 0 (raw) or -zero_point * sum of the column's weights.
+  const int32_t* start(int64_t g, bool raw) const { return raw ? init_raw_.get() : init_.get() + static_cast<size_t>(g) * np(); }
+  const std::vector<int32_t>& sums() const { return sums_; }
+
+ private:
+  std::vector<int8_t> rows_;
+  std::vector<int32_t> sums_;
+  int64_t groups_ = 0, cols_ = 0, K_ = 0;
+  size_t kp_ = 0, nr_ = 0, panels_ = 0;
+  int32_t zp_ = 0;
+  hwy::AlignedFreeUniquePtr<int16_t[]> packed_;
+  hwy::AlignedFreeUniquePtr<int32_t[]> init_raw_, init_;
+};
+
+// Runs the product of one tile: rows (<= kTileRows) of `a` already gathered into s.a, results
+// copied to out rows of ldo int32 at column offset col0.
+void tile_product(Scratch& s, size_t rows, const PackedWeights& pw, int64_t g, bool raw, int64_t cols, int32_t* out,
+                  int64_t ldo) {
+  const size_t mr = int8::tile_rows_multiple();
+  const size_t padded_rows = (rows + mr - 1) / mr * mr;
+  int32_t* ct = s.c.get(int8::kTileRows * pw.np());
+  int8::gemm_tile(s.a.get(0), padded_rows, pw.kp(), pw.group(g), pw.panels(), pw.start(g, raw), ct);
+  for (size_t r = 0; r < rows; ++r)
+    std::memcpy(out + static_cast<int64_t>(r) * ldo, ct + r * pw.np(), static_cast<size_t>(cols) * sizeof(int32_t));
+}
+
+class QConvHighway final : public QConvAccumulator {
+ public:
+  Status init(const Shape& xs, DType xt, int32_t x_zp, const Tensor& w0, const ConvParams& p, const Shape& os) {
+    if (xs.size() != 4 || w0.rank() != 4 || os.size() != 4) return unsupported("int8 convolution: 2-D only");
+    if (xt != DType::i8 && xt != DType::u8) return invalid("int8 convolution: input must be int8 or uint8");
+    if (w0.dtype() != DType::i8) return unsupported("int8 convolution: weights must be int8");
+    const Tensor w = w0.contiguous();
+    N_ = xs[0];
+    C_ = xs[1];
+    M_ = w.dim(0);
+    G_ = p.group;
+    if (G_ < 1 || C_ % G_ != 0 || M_ % G_ != 0 || w.dim(1) != C_ / G_) return invalid("int8 convolution: groups do not divide the channels");
+    Cg_ = C_ / G_;
+    Mg_ = M_ / G_;
+    KH_ = w.dim(2);
+    KW_ = w.dim(3);
+    sy_ = p.strides[0];
+    sx_ = p.strides[1];
+    dy_ = p.dilations[0];
+    dx_ = p.dilations[1];
+    pt_ = p.pads[0];
+    pl_ = p.pads[1];
+    hp_ = xs[2] + p.pads[0] + p.pads[2];
+    wp_ = xs[3] + p.pads[1] + p.pads[3];
+    OH_ = os[2];
+    OW_ = os[3];
+    if (os[0] != N_ || os[1] != M_ || OH_ < 0 || OW_ < 0 || (OH_ > 0 && (OH_ - 1) * sy_ + (KH_ - 1) * dy_ >= hp_) ||
+        (OW_ > 0 && (OW_ - 1) * sx_ + (KW_ - 1) * dx_ >= wp_)) {
+      return invalid("int8 convolution: output shape does not match the input, kernel and padding");
+    }
+    const int64_t K = KH_ * KW_ * Cg_;
+    if (K > int8::kMaxTaps) return unsupported("int8 convolution: more than 65793 taps per output (int32 sums could overflow)");
+    zp_u8_ = x_zp + (xt == DType::i8 ? 128 : 0);
+    if (zp_u8_ < 0 || zp_u8_ > 255) return invalid("int8 convolution: zero point out of range");
+    depthwise_ = Cg_ == 1 && Mg_ == 1;
+    const int8_t* wd = w.data<int8_t>();
+    if (depthwise_) {
+      const size_t L = int8::depthwise_channel_multiple();
+      Cp_ = (static_cast<size_t>(C_) + L - 1) / L * L;
+      const size_t taps = static_cast<size_t>(KH_ * KW_);
+      wdw_ = hwy::AllocateAligned<int16_t>(taps * Cp_);
+      std::fill_n(wdw_.get(), taps * Cp_, int16_t{0});
+      dw_init_raw_ = hwy::AllocateAligned<int32_t>(Cp_);
+      dw_init_ = hwy::AllocateAligned<int32_t>(Cp_);
+      std::fill_n(dw_init_raw_.get(), Cp_, 0);
+      std::fill_n(dw_init_.get(), Cp_, 0);
+      for (int64_t c = 0; c < C_; ++c) {
+        int32_t sum = 0;
+        for (size_t t = 0; t < taps; ++t) {
+          wdw_[t * Cp_ + static_cast<size_t>(c)] = wd[static_cast<size_t>(c) * taps + t];
+          sum += wd[static_cast<size_t>(c) * taps + t];
+        }
+        dw_init_[static_cast<size_t>(c)] = -zp_u8_ * sum;
+      }
+      for (int64_t ky = 0; ky < KH_; ++ky)
+        for (int64_t kx = 0; kx < KW_; ++kx) tap_offset_.push_back((ky * dy_ * wp_ + kx * dx_) * C_);
+      dw_lanes_ = L;
+    } else {
+      // [M][Cg][KH][KW] -> per output channel, taps in (ky, kx, c) order: the NHWC gather's.
+      std::vector<int8_t> rows(static_cast<size_t>(M_ * K));
+      for (int64_t m = 0; m < M_; ++m)
+        for (int64_t c = 0; c < Cg_; ++c)
+          for (int64_t ky = 0; ky < KH_; ++ky)
+            for (int64_t kx = 0; kx < KW_; ++kx)
+              rows[static_cast<size_t>(m * K + (ky * KW_ + kx) * Cg_ + c)] = wd[((m * Cg_ + c) * KH_ + ky) * KW_ + kx];
+      weights_.init(std::move(rows), G_, Mg_, K);
+      weights_.ensure(zp_u8_);
+    }
+    // The padding holds the zero point; run() rewrites only the interior. The slack lets the
+    // depthwise kernel read a whole vector at the last pixel.
+    padded_.assign(static_cast<size_t>(N_ * hp_ * wp_ * C_) + 64, static_cast<uint8_t>(zp_u8_));
+    return {};
+  }
+
+  uint8_t* padded_input() override { return padded_.data(); }
+  Status run(const Tensor& x, Tensor& acc) override {
+    fill_padded_nhwc(x, padded_.data(), hp_, wp_, pt_, pl_);
+    return compute(acc, false);
+  }
+  Status run_filled(Tensor& acc) override { return compute(acc, false); }
+  Status run_filled_raw(Tensor& acc) override { return compute(acc, true); }
+  std::string implementation() const override {
+    return std::string("rkdeploy:int8_highway_") + (depthwise_ ? "depthwise" : "gemm") + "(" + highway_dispatched_target() + ")";
+  }
+
+ private:
+  Status compute(Tensor& acc, bool raw) {
+    if (acc.dtype() != DType::i32 || acc.numel() != N_ * OH_ * OW_ * M_) return invalid("int8 convolution: accumulator shape");
+    int32_t* out = acc.data<int32_t>();
+    const uint8_t* pad = padded_.data();
+    if (depthwise_) {
+      if (int8::depthwise_channel_multiple() != dw_lanes_) return invalid("int8 convolution: the SIMD target changed after init");
+      const int32_t* init = raw ? dw_init_raw_.get() : dw_init_.get();
+      math_parallel_for(N_ * OH_, OW_ * C_ * KH_ * KW_ * N_ * OH_, [&](int64_t i) {
+        const int64_t n = i / OH_, oy = i % OH_;
+        int8::depthwise_row(pad + ((n * hp_ + oy * sy_) * wp_) * C_, static_cast<size_t>(sx_ * C_), static_cast<size_t>(OW_),
+                            tap_offset_.data(), tap_offset_.size(), wdw_.get(), init, static_cast<size_t>(C_), Cp_,
+                            out + i * OW_ * M_);
+      });
+      return {};
+    }
+    weights_.ensure(zp_u8_);
+    const int64_t P = OH_ * OW_;
+    const int64_t tiles = (P + static_cast<int64_t>(int8::kTileRows) - 1) / static_cast<int64_t>(int8::kTileRows);
+    const int64_t K = KH_ * KW_ * Cg_;
+    math_parallel_for(N_ * G_ * tiles, N_ * P * K * M_, [&](int64_t task) {
+      const int64_t t = task % tiles, g = (task / tiles) % G_, n = task / (tiles * G_);
+      const int64_t p0 = t * static_cast<int64_t>(int8::kTileRows);
+      const size_t rows = static_cast<size_t>(std::min<int64_t>(int8::kTileRows, P - p0));
+      Scratch& s = scratch();
+      const size_t kp = weights_.kp();
+      int16_t* a = s.a.get(int8::kTileRows * kp);
+      for (size_t r = 0; r < rows; ++r) {
+        const int64_t p = p0 + static_cast<int64_t>(r), oy = p / OW_, ox = p % OW_;
+        int16_t* dst = a + r * kp;
+        for (int64_t ky = 0; ky < KH_; ++ky) {
+          for (int64_t kx = 0; kx < KW_; ++kx) {
+            const uint8_t* src = pad + ((n * hp_ + oy * sy_ + ky * dy_) * wp_ + ox * sx_ + kx * dx_) * C_ + g * Cg_;
+            int8::widen(src, static_cast<size_t>(Cg_), dst + (ky * KW_ + kx) * Cg_);
+          }
+        }
+        if (static_cast<size_t>(K) < kp) dst[K] = 0;
+      }
+      tile_product(s, rows, weights_, g, raw, Mg_, out + (n * P + p0) * M_ + g * Mg_, M_);
+    });
+    return {};
+  }
+
+  PackedWeights weights_;
+  std::vector<uint8_t> padded_;
+  hwy::AlignedFreeUniquePtr<int16_t[]> wdw_;
+  hwy::AlignedFreeUniquePtr<int32_t[]> dw_init_raw_, dw_init_;
+  std::vector<int64_t> tap_offset_;
+  size_t Cp_ = 0, dw_lanes_ = 0;
+  bool depthwise_ = false;
+  int64_t N_ = 0, C_ = 0, M_ = 0, G_ = 1, Cg_ = 0, Mg_ = 0, KH_ = 0, KW_ = 0, sy_ = 1, sx_ = 1, dy_ = 1, dx_ = 1;
+  int64_t pt_ = 0, pl_ = 0, hp_ = 0, wp_ = 0, OH_ = 0, OW_ = 0;
+  int32_t zp_u8_ = 0;
+};
+
+class QMatMulHighway final : public QMatMulAccumulator {
+ public:
+  Status init(int64_t rows, DType at, int32_t a_zp, const Tensor& b0) {
+    if (b0.rank() != 2 || b0.dtype() != DType::i8) return unsupported("int8 matmul: B must be 2-D int8");
+    if (at != DType::i8 && at != DType::u8) return invalid("int8 matmul: A must be int8 or uint8");
+    const Tensor b = b0.contiguous();
+    rows_ = rows;
+    k_ = b.dim(0);
+    n_ = b.dim(1);
+    if (k_ > int8::kMaxTaps) return unsupported("int8 matmul: K above 65793 (int32 sums could overflow)");
+    signed_ = at == DType::i8;
+    zp_ = a_zp;
+    if (zp_ < (signed_ ? -128 : 0) || zp_ > (signed_ ? 127 : 255)) return invalid("int8 matmul: zero point out of range");
+    std::vector<int8_t> cols(static_cast<size_t>(n_ * k_));
+    for (int64_t kk = 0; kk < k_; ++kk)
+      for (int64_t j = 0; j < n_; ++j) cols[static_cast<size_t>(j * k_ + kk)] = b.data<int8_t>()[kk * n_ + j];
+    weights_.init(std::move(cols), 1, n_, k_);
+    weights_.ensure(zp_);
+    return {};
+  }
+  Status run(const Tensor& a0, Tensor& acc) override {
+    const Tensor a = a0.contiguous();
+    if (a.numel() != rows_ * k_ || acc.dtype() != DType::i32 || acc.numel() != rows_ * n_) return invalid("int8 matmul: operand shapes");
+    weights_.ensure(zp_);
+    const int64_t tiles = (rows_ + static_cast<int64_t>(int8::kTileRows) - 1) / static_cast<int64_t>(int8::kTileRows);
+    int32_t* out = acc.data<int32_t>();
+    math_parallel_for(tiles, rows_ * k_ * n_, [&](int64_t t) {
+      const int64_t r0 = t * static_cast<int64_t>(int8::kTileRows);
+      const size_t rows = static_cast<size_t>(std::min<int64_t>(int8::kTileRows, rows_ - r0));
+      Scratch& s = scratch();
+      const size_t kp = weights_.kp();
+      int16_t* dst = s.a.get(int8::kTileRows * kp);
+      for (size_t r = 0; r < rows; ++r) {
+        const int64_t off = (r0 + static_cast<int64_t>(r)) * k_;
+        if (signed_) int8::widen(a.data<int8_t>() + off, static_cast<size_t>(k_), dst + r * kp);
+        else int8::widen(a.data<uint8_t>() + off, static_cast<size_t>(k_), dst + r * kp);
+        if (static_cast<size_t>(k_) < kp) dst[r * kp + static_cast<size_t>(k_)] = 0;
+      }
+      tile_product(s, rows, weights_, 0, false, n_, out + r0 * n_, n_);
+    });
+    return {};
+  }
+
+ private:
+  PackedWeights weights_;
+  int64_t rows_ = 0, k_ = 0, n_ = 0;
+  int32_t zp_ = 0;
+  bool signed_ = true;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<QConvAccumulator>> make_qconv_accumulator_highway(const Shape& x_shape, DType x_type,
+                                                                         int32_t x_zero_point, const Tensor& weights,
+                                                                         const ConvParams& p, const Shape& out_shape) {
+  auto q = std::make_unique<QConvHighway>();
+  RKD_TRY(q->init(x_shape, x_type, x_zero_point, weights, p, out_shape));
+  return std::unique_ptr<QConvAccumulator>(std::move(q));
+}
+
+Result<std::unique_ptr<QMatMulAccumulator>> make_qmatmul_accumulator_highway(int64_t rows, DType a_type,
+                                                                             int32_t a_zero_point, const Tensor& b) {
+  auto q = std::make_unique<QMatMulHighway>();
+  RKD_TRY(q->init(rows, a_type, a_zero_point, b));
+  return std::unique_ptr<QMatMulAccumulator>(std::move(q));
+}
+
+}  // namespace rkd::ops
