@@ -181,6 +181,10 @@ class QConvAccumulator {
   // kernel (zp_u8 = x_zero_point, + 128 for int8 inputs). Saves a pass over acc for callers
   // that fold the compensation into their own epilogue.
   virtual Status run_filled_raw(Tensor& acc) = 0;
+  // run() without the compensation: fills the buffer from x, then run_filled_raw(); callers
+  // subtract compensation()[m] = zp_u8 * sum(w[m]) themselves (e.g. folded into the bias).
+  virtual Status run_raw(const Tensor& x, Tensor& acc) = 0;
+  virtual const std::vector<int32_t>& compensation() const = 0;
   virtual std::string implementation() const = 0;
 };
 // Whether oneDNN's int8 products are exact on this CPU under the ISA ceiling (VNNI).

@@ -465,6 +465,7 @@ class QConvDnnl final : public QConvAccumulator {
     wsum_.assign(static_cast<size_t>(m_), 0);
     for (int64_t m = 0; m < m_; ++m) {
       for (int64_t k = 0; k < taps; ++k) wsum_[static_cast<size_t>(m)] += w.data<int8_t>()[m * taps + k];
+      compensation_.push_back(zp_u8_ * wsum_[static_cast<size_t>(m)]);
     }
     try {
       const memory::dims src_dims = {n_, c_, hp_, wp_};
@@ -512,6 +513,12 @@ class QConvDnnl final : public QConvAccumulator {
     return run_filled(acc);
   }
 
+  Status run_raw(const Tensor& x, Tensor& acc) override {
+    fill_padded_nhwc(x, padded_.data<uint8_t>(), hp_, wp_, pt_, pl_);
+    return run_filled_raw(acc);
+  }
+  const std::vector<int32_t>& compensation() const override { return compensation_; }
+
   Status run_filled(Tensor& acc) override {
     RKD_TRY(run_filled_raw(acc));
     // Every padded tap holds the zero point, so sum((x_u8 - zp_u8) w) = raw - zp_u8 * sum(w).
@@ -542,7 +549,7 @@ class QConvDnnl final : public QConvAccumulator {
   memory weights_;
   memory::desc src_md_, dst_md_;
   std::string impl_;
-  std::vector<int32_t> wsum_;
+  std::vector<int32_t> wsum_, compensation_;
   Tensor padded_;
   int64_t n_ = 0, c_ = 0, m_ = 0, hp_ = 0, wp_ = 0, pt_ = 0, pl_ = 0;
   int32_t offset_ = 0, zp_u8_ = 0;

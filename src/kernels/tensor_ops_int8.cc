@@ -76,13 +76,17 @@ void DepthwiseRow(const uint8_t* x, size_t pixel_step, size_t count, const int64
 using D32 = hn::ScalableTag<int32_t>;
 using D16 = hn::Repartition<int16_t, D32>;
 
-// Micro-kernel shape per target: MR rows x NV vectors of accumulators (two per pair on
-// targets where ReorderWidenMulAccumulate uses its second sum, NEON), within the register file
-// (x86 AVX-512: 32 registers; AVX2/SSE4: 16; NEON: 32).
+// Micro-kernel shape per target: MR rows x NV vectors of accumulators (two per pair on NEON,
+// where ReorderWidenMulAccumulate uses its second sum), the MR broadcast rows and one B vector
+// within the register file (AVX-512: 32 registers; AVX2/SSE4: 16; NEON: 32). Chosen by
+// measurement (bench_int8_gemm, docs/design-decisions.md "Exact int8 products on every ISA"):
+// on AVX2, 4x2 and 2x4 ran at 120-140 GOP/s where 4x3 spilled accumulators (77-91) and 2x6 or
+// 1x8 lose to panel padding when M is not a multiple of the panel width; NV = 2 keeps the
+// panel (NR = 16 int32 on AVX2, 32 on AVX-512) close to the detectors' channel counts.
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3_ZEN4
-constexpr size_t kMR = 8, kNV = 3;
+constexpr size_t kMR = 8, kNV = 2;
 #else
-constexpr size_t kMR = 4, kNV = 3;
+constexpr size_t kMR = 4, kNV = 2;
 #endif
 
 size_t PanelWidth() { return kNV * hn::Lanes(D32()); }
@@ -105,13 +109,15 @@ HWY_INLINE void MicroKernel(const int16_t* HWY_RESTRICT a, size_t lda, const int
   }
   for (size_t p = 0; p < kp2; ++p) {
     const int16_t* bp = b + p * kNV * L * 2;
-    hn::Vec<D16> bv[kNV];
-    for (size_t v = 0; v < kNV; ++v) bv[v] = hn::Load(d16, bp + v * L * 2);
+    hn::Vec<D16> av[kMR];
     for (size_t r = 0; r < kMR; ++r) {
       int32_t pair;
       std::memcpy(&pair, a + r * lda + 2 * p, sizeof pair);
-      const auto av = hn::BitCast(d16, hn::Set(d32, pair));
-      for (size_t v = 0; v < kNV; ++v) s0[r][v] = hn::ReorderWidenMulAccumulate(d32, av, bv[v], s0[r][v], s1[r][v]);
+      av[r] = hn::BitCast(d16, hn::Set(d32, pair));
+    }
+    for (size_t v = 0; v < kNV; ++v) {
+      const auto bv = hn::Load(d16, bp + v * L * 2);
+      for (size_t r = 0; r < kMR; ++r) s0[r][v] = hn::ReorderWidenMulAccumulate(d32, av[r], bv, s0[r][v], s1[r][v]);
     }
   }
   for (size_t r = 0; r < kMR; ++r) {

@@ -15,7 +15,7 @@ namespace int8 {
 // (24 KB at NR = 48), stays in L1 while a tile's rows stream past it.
 constexpr size_t kKBlockPairs = 128;
 // Output pixels (or matrix rows) per task: a multiple of every target's micro-kernel rows.
-constexpr size_t kTileRows = 64;
+constexpr size_t kTileRows = 48;
 // The most taps one int32 sum may take: K * 255 * 128 < 2^31.
 constexpr int64_t kMaxTaps = 65793;
 

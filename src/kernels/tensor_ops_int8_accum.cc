@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/transpose.h"
 #include "kernels/tensor_ops_int8.h"
 #include "kernels/tensor_ops_parallel.h"
 #include "kernels/tensor_ops_simd.h"
@@ -15,20 +16,12 @@ namespace rkd::ops {
 void fill_padded_nhwc(const Tensor& x0, uint8_t* pp, int64_t hp, int64_t wp, int64_t pt, int64_t pl) {
   const Tensor x = x0.contiguous();
   const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
-  const bool is_signed = x.dtype() == DType::i8;
+  const uint8_t flip = x.dtype() == DType::i8 ? 0x80 : 0;  // int8 + 128 as uint8
+  const auto* src = static_cast<const uint8_t*>(x.raw());
   for (int64_t n = 0; n < N; ++n) {
     for (int64_t y = 0; y < H; ++y) {
-      uint8_t* row = pp + ((n * hp + y + pt) * wp + pl) * C;
-      for (int64_t c = 0; c < C; ++c) {
-        const int64_t base = ((n * C + c) * H + y) * W;
-        if (is_signed) {
-          const int8_t* src = x.data<int8_t>() + base;
-          for (int64_t xx = 0; xx < W; ++xx) row[xx * C + c] = static_cast<uint8_t>(src[xx] + 128);
-        } else {
-          const uint8_t* src = x.data<uint8_t>() + base;
-          for (int64_t xx = 0; xx < W; ++xx) row[xx * C + c] = src[xx];
-        }
-      }
+      // The row's C x W bytes (plane stride H * W) to W x C.
+      transpose_bytes(src + (n * C * H + y) * W, C, W, H * W, pp + ((n * hp + y + pt) * wp + pl) * C, C, flip);
     }
   }
 }
@@ -205,6 +198,11 @@ class QConvHighway final : public QConvAccumulator {
     // The padding holds the zero point; run() rewrites only the interior. The slack lets the
     // depthwise kernel read a whole vector at the last pixel.
     padded_.assign(static_cast<size_t>(N_ * hp_ * wp_ * C_) + 64, static_cast<uint8_t>(zp_u8_));
+    for (int64_t m = 0; m < M_; ++m) {
+      int32_t sum = 0;
+      for (int64_t k = 0; k < K; ++k) sum += wd[m * K + k];
+      compensation_.push_back(zp_u8_ * sum);
+    }
     return {};
   }
 
@@ -213,6 +211,11 @@ class QConvHighway final : public QConvAccumulator {
     fill_padded_nhwc(x, padded_.data(), hp_, wp_, pt_, pl_);
     return compute(acc, false);
   }
+  Status run_raw(const Tensor& x, Tensor& acc) override {
+    fill_padded_nhwc(x, padded_.data(), hp_, wp_, pt_, pl_);
+    return compute(acc, true);
+  }
+  const std::vector<int32_t>& compensation() const override { return compensation_; }
   Status run_filled(Tensor& acc) override { return compute(acc, false); }
   Status run_filled_raw(Tensor& acc) override { return compute(acc, true); }
   std::string implementation() const override {
@@ -267,6 +270,7 @@ class QConvHighway final : public QConvAccumulator {
   hwy::AlignedFreeUniquePtr<int16_t[]> wdw_;
   hwy::AlignedFreeUniquePtr<int32_t[]> dw_init_raw_, dw_init_;
   std::vector<int64_t> tap_offset_;
+  std::vector<int32_t> compensation_;
   size_t Cp_ = 0, dw_lanes_ = 0;
   bool depthwise_ = false;
   int64_t N_ = 0, C_ = 0, M_ = 0, G_ = 1, Cg_ = 0, Mg_ = 0, KH_ = 0, KW_ = 0, sy_ = 1, sx_ = 1, dy_ = 1, dx_ = 1;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/isa.h"
+#include "core/transpose.h"
 
 namespace rkd::quant {
 
@@ -189,10 +190,7 @@ void Requantizer::apply_to_planes(const int32_t* acc, const int32_t* bias, int64
         for (int64_t c = 0; c < M; ++c) r[c] = static_cast<uint8_t>(apply(a[c] + b[static_cast<size_t>(c)], static_cast<size_t>(c)));
       }
     }
-    for (int64_t c = 0; c < M; ++c) {
-      uint8_t* out = y + c * plane + p0;
-      for (int64_t j = 0; j < n; ++j) out[j] = rows[static_cast<size_t>(j * M + c)];
-    }
+    transpose_bytes(rows.data(), n, M, M, y + p0, plane);
   }
 }
 

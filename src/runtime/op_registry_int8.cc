@@ -145,16 +145,21 @@ void register_int8_ops(std::map<std::string, Factory>& r) {
       auto acc = ops::make_qconv_accumulator(*xs, *n.inputs[0]->dtype, x_zp, *w, cp, *os);
       if (acc.ok()) {
         std::shared_ptr<ops::QConvAccumulator> a = std::move(acc).value();
-        const Tensor bias = constant(8) ? constant(8)->contiguous() : Tensor();
+        // The raw sums with the zero-point compensation folded into the bias (one pass fewer).
+        Tensor bias = Tensor::empty(DType::i32, {(*os)[1]});
+        for (int64_t m = 0; m < (*os)[1]; ++m) {
+          bias.data<int32_t>()[m] = (constant(8) ? static_cast<int32_t>(constant(8)->get_as_double(m)) : 0) -
+                                    a->compensation()[static_cast<size_t>(m)];
+        }
         auto buf = std::make_shared<Tensor>(Tensor::empty(DType::i32, {(*os)[0], (*os)[2], (*os)[3], (*os)[1]}));
         const quant::Requantizer rq = *rq0;
         return Kernel([a, buf, bias, rq, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-          Status st = a->run(*in[0], *buf);
+          Status st = a->run_raw(*in[0], *buf);
           if (!st.ok()) return st.error().with_context(what);
           Tensor& y = out[0];
           const int64_t N = y.dim(0), M = y.dim(1), HW = y.dim(2) * y.dim(3);
           const int32_t* ac = buf->data<int32_t>();
-          const int32_t* b = bias.defined() ? bias.data<int32_t>() : nullptr;
+          const int32_t* b = bias.data<int32_t>();
           auto* py = static_cast<uint8_t*>(y.raw());
           for (int64_t nn = 0; nn < N; ++nn) rq.apply_to_planes(ac + nn * HW * M, b, HW, M, py + nn * M * HW, HW);
           return {};

@@ -149,10 +149,18 @@ TEST(Int8Products, ConvolutionEqualsTheInt64DefinitionOnEveryPath) {
       for (size_t i = 0; i < want.size(); ++i) {
         ASSERT_EQ(acc.data<int32_t>()[i], want[i]) << "run(), element " << i << " (" << (*a)->implementation() << ")";
       }
-      // The raw sums over the buffer run() filled: each output + zp_u8 * sum(w[m]).
+      // The raw sums over the buffer run() filled: each output + zp_u8 * sum(w[m]), which is
+      // compensation()[m]; run_raw() fills and gives the same.
       ASSERT_TRUE((*a)->run_filled_raw(acc).ok());
       for (size_t i = 0; i < want.size(); ++i) {
         ASSERT_EQ(acc.data<int32_t>()[i], want[i] + zp_u8 * wsum[i % static_cast<size_t>(c.M)]) << "run_filled_raw(), element " << i;
+      }
+      std::fill_n(acc.data<int32_t>(), acc.numel(), 0);
+      ASSERT_TRUE((*a)->run_raw(x, acc).ok());
+      for (size_t i = 0; i < want.size(); ++i) {
+        const size_t m = i % static_cast<size_t>(c.M);
+        ASSERT_EQ((*a)->compensation()[m], zp_u8 * wsum[m]);
+        ASSERT_EQ(acc.data<int32_t>()[i], want[i] + (*a)->compensation()[m]) << "run_raw(), element " << i;
       }
     });
   }

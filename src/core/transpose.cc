@@ -1,0 +1,85 @@
+// transpose_bytes (core/transpose.h): dynamic dispatch over Highway's 128-bit targets (the
+// 16 x 16 block is one register per row on every one of them).
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "core/transpose.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "core/isa.h"
+#include "core/transpose.h"
+
+#include <cstring>
+
+HWY_BEFORE_NAMESPACE();
+namespace rkd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if HWY_TARGET == HWY_SCALAR
+void TransposeBytes(const uint8_t* src, int64_t rows, int64_t cols, int64_t ss, uint8_t* dst, int64_t ds, uint8_t flip) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) dst[j * ds + i] = src[i * ss + j] ^ flip;
+}
+#else
+// One block of up to 16 x 16: rows and columns below 16 go through a zeroed copy.
+HWY_INLINE void Block(const uint8_t* src, int64_t rows, int64_t cols, int64_t ss, uint8_t* dst, int64_t ds, uint8_t flip) {
+  const hn::FixedTag<uint8_t, 16> d;
+  using V = hn::Vec<decltype(d)>;
+  const bool full = rows == 16 && cols == 16;
+  HWY_ALIGN uint8_t tmp[16 * 16];
+  V r[16];
+  for (int i = 0; i < 16; ++i) {
+    if (full) {
+      r[i] = hn::LoadU(d, src + i * ss);
+    } else if (i < rows) {
+      std::memcpy(tmp + 16 * i, src + i * ss, static_cast<size_t>(cols));
+      r[i] = hn::Load(d, tmp + 16 * i);
+    } else {
+      r[i] = hn::Zero(d);
+    }
+    r[i] = hn::Xor(r[i], hn::Set(d, flip));
+  }
+  // Four rounds of zipping row i with row i + 8 transpose a 16 x 16 byte block.
+  for (int round = 0; round < 4; ++round) {
+    V n[16];
+    for (int i = 0; i < 8; ++i) {
+      n[2 * i] = hn::InterleaveLower(d, r[i], r[i + 8]);
+      n[2 * i + 1] = hn::InterleaveUpper(d, r[i], r[i + 8]);
+    }
+    for (int i = 0; i < 16; ++i) r[i] = n[i];
+  }
+  for (int j = 0; j < cols; ++j) {
+    if (full) {
+      hn::StoreU(r[j], d, dst + j * ds);
+    } else {
+      hn::Store(r[j], d, tmp + 16 * j);
+      std::memcpy(dst + j * ds, tmp + 16 * j, static_cast<size_t>(rows));
+    }
+  }
+}
+
+void TransposeBytes(const uint8_t* src, int64_t rows, int64_t cols, int64_t ss, uint8_t* dst, int64_t ds, uint8_t flip) {
+  for (int64_t i0 = 0; i0 < rows; i0 += 16) {
+    const int64_t ni = rows - i0 < 16 ? rows - i0 : 16;
+    for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+      const int64_t nj = cols - j0 < 16 ? cols - j0 : 16;
+      Block(src + i0 * ss + j0, ni, nj, ss, dst + j0 * ds + i0, ds, flip);
+    }
+  }
+}
+#endif
+
+}  // namespace HWY_NAMESPACE
+}  // namespace rkd
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace rkd {
+RKD_HIGHWAY_HONOURS_ISA_CEILING;
+HWY_EXPORT(TransposeBytes);
+void transpose_bytes(const uint8_t* src, int64_t rows, int64_t cols, int64_t src_stride, uint8_t* dst, int64_t dst_stride,
+                     uint8_t flip) {
+  HWY_DYNAMIC_DISPATCH(TransposeBytes)(src, rows, cols, src_stride, dst, dst_stride, flip);
+}
+}  // namespace rkd
+#endif
