@@ -43,14 +43,17 @@ test-sanitize: deps
 	cmake --build build-san -j $(JOBS)
 	cd build-san && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L unit
 
-# Cross-build core + kernels for aarch64 and run their tests under qemu-user (the NEON
-# paths the boards run).
+# Cross-build the whole toolkit (executor, simulator, CLI) for aarch64 against an arm64 Debian
+# sysroot (scripts/arm64-sysroot.sh) and run every unit test under qemu-user: the NEON paths
+# the boards run. Correctness only; qemu times are not benchmarks.
 test-aarch64:
 	bash scripts/setup.sh --cross
+	bash scripts/arm64-sysroot.sh $(CURDIR)/build-aarch64-sysroot
 	cmake -S . -B build-aarch64 -G Ninja -DCMAKE_BUILD_TYPE=Release -DRKD_WERROR=ON \
-	  -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DRKD_KERNEL_TESTS_ONLY=ON -DRKD_ENABLE_BENCH=OFF
+	  -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-sysroot.cmake -DRKD_ARM64_SYSROOT=$(CURDIR)/build-aarch64-sysroot \
+	  -DRKD_ENABLE_BENCH=OFF
 	cmake --build build-aarch64 -j $(JOBS)
-	cd build-aarch64 && ctest --output-on-failure -j $(JOBS)
+	cd build-aarch64 && ctest --output-on-failure -j $(JOBS) -L unit
 
 # Google Benchmark + peers (PyTorch, ONNX Runtime) in the same run; see BENCHMARKS.md.
 bench: build
@@ -93,4 +96,4 @@ models: build
 	node scripts/models/check_qlinear_with_ort.js $(BUILD)/models $(BUILD)/src/cli/rkdeploy
 
 clean:
-	rm -rf build build-san build-aarch64 build-fuzz
+	rm -rf build build-san build-aarch64 build-aarch64-sysroot build-fuzz

@@ -4,7 +4,8 @@
 #                               data, python3-torch for the reference models, skimage photos,
 #                               Node.js + npm for TensorFlow.js / ONNX Runtime references,
 #                               chromium for the HTML report test)
-#   scripts/setup.sh --cross    + aarch64 cross toolchain, qemu-user and arm64 libraries
+#   scripts/setup.sh --cross    + aarch64 cross toolchain, qemu-user and mmdebstrap (the arm64
+#                               libraries come in a sysroot: scripts/arm64-sysroot.sh)
 #   scripts/setup.sh --bench    (kept for compatibility: the peers are in the default set now)
 #   scripts/setup.sh --fuzz     + clang for the libFuzzer targets
 # Debian 12 (bookworm), run as root (or with sudo available).
@@ -33,13 +34,9 @@ pkgs=(build-essential cmake ninja-build pkg-config git ca-certificates
 # ca-certificates: npm (the peers, the real models) reaches its registry over https; nodejs only
 # recommends it. qemu-user: qemu-x86_64 runs ONNX Runtime on an emulated CPU without VNNI
 # (tests/cli/test_ort_oracle.sh); qemu-aarch64 the arm64 tests (--cross).
-[ "$want_cross" = 1 ] && pkgs+=(g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64 libgtest-dev:arm64 libzip-dev:arm64)
+[ "$want_cross" = 1 ] && pkgs+=(g++-aarch64-linux-gnu qemu-user mmdebstrap)
 [ "$want_fuzz" = 1 ] && pkgs+=(clang libclang-rt-14-dev)
 
-if [ "$want_cross" = 1 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
-  $SUDO dpkg --add-architecture arm64
-  need_update=1
-fi
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -50,7 +47,7 @@ for p in "${pkgs[@]}"; do
   fi
 done
 
-if [ "${#missing[@]}" -eq 0 ] && [ "${need_update:-0}" = 0 ]; then
+if [ "${#missing[@]}" -eq 0 ]; then
   echo "setup: all ${#pkgs[@]} packages present"
   exit 0
 fi

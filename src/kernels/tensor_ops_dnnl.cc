@@ -408,6 +408,9 @@ class PatchDeconv final : public ConvPrimitive {
 }  // namespace
 
 bool onednn_int8_exact() {
+#if !defined(__x86_64__)
+  return false;  // oneDNN's int8 products are x86 JIT kernels (VNNI) or reference code elsewhere
+#else
   static const bool ok = [] {
     engine();
     const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
@@ -415,9 +418,13 @@ bool onednn_int8_exact() {
            isa == dnnl::cpu_isa::avx512_core_amx || isa == dnnl::cpu_isa::avx2_vnni;
   }();
   return ok;
+#endif
 }
 
 std::string onednn_isa_name() {
+#if !defined(__x86_64__)
+  return "aarch64";  // oneDNN's cpu_isa values name x86 instruction sets only
+#else
   engine();
   switch (dnnl::get_effective_cpu_isa()) {
     case dnnl::cpu_isa::sse41: return "sse41";
@@ -430,6 +437,7 @@ std::string onednn_isa_name() {
     case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
     default: return "other (" + std::to_string(static_cast<int>(dnnl::get_effective_cpu_isa())) + ")";
   }
+#endif
 }
 
 std::vector<std::pair<std::string, std::string>> dispatch_report() {
