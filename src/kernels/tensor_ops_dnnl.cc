@@ -455,9 +455,7 @@ namespace {
 class QConvDnnl final : public QConvAccumulator {
  public:
   Status init(const Shape& xs, DType xt, int32_t x_zp, const Tensor& w0, const ConvParams& p, const Shape& os) {
-    if (xs.size() != 4 || w0.rank() != 4 || os.size() != 4) return unsupported("int8 convolution: 2-D only");
-    if (xt != DType::i8 && xt != DType::u8) return invalid("int8 convolution: input must be int8 or uint8");
-    if (w0.dtype() != DType::i8) return unsupported("int8 convolution: weights must be int8");
+    RKD_TRY(check_qconv_operands(xs, xt, w0, os));
     const Tensor w = w0.contiguous();
     n_ = xs[0];
     c_ = xs[1];

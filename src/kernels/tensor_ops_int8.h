@@ -37,6 +37,9 @@ void depthwise_row(const uint8_t* x, size_t pixel_step, size_t count, const int6
 // column pl (int8 stored + 128): the layout both engines' convolutions read.
 void fill_padded_nhwc(const Tensor& x, uint8_t* padded, int64_t hp, int64_t wp, int64_t pt, int64_t pl);
 
+// The operand checks both engines' convolutions make (the contract in tensor_ops.h).
+Status check_qconv_operands(const Shape& x_shape, DType x_type, const Tensor& weights, const Shape& out_shape);
+
 Result<std::unique_ptr<QConvAccumulator>> make_qconv_accumulator_highway(const Shape& x_shape, DType x_type,
                                                                          int32_t x_zero_point, const Tensor& weights,
                                                                          const ConvParams& p, const Shape& out_shape);

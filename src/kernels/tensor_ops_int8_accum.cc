@@ -26,6 +26,13 @@ void fill_padded_nhwc(const Tensor& x0, uint8_t* pp, int64_t hp, int64_t wp, int
   }
 }
 
+Status check_qconv_operands(const Shape& xs, DType xt, const Tensor& w, const Shape& os) {
+  if (xs.size() != 4 || w.rank() != 4 || os.size() != 4) return unsupported("int8 convolution: 2-D only");
+  if (xt != DType::i8 && xt != DType::u8) return invalid("int8 convolution: input must be int8 or uint8");
+  if (w.dtype() != DType::i8) return unsupported("int8 convolution: weights must be int8");
+  return {};
+}
+
 namespace {
 
 template <typename T>
@@ -130,9 +137,7 @@ void tile_product(Scratch& s, size_t rows, const PackedWeights& pw, int64_t g, b
 class QConvHighway final : public QConvAccumulator {
  public:
   Status init(const Shape& xs, DType xt, int32_t x_zp, const Tensor& w0, const ConvParams& p, const Shape& os) {
-    if (xs.size() != 4 || w0.rank() != 4 || os.size() != 4) return unsupported("int8 convolution: 2-D only");
-    if (xt != DType::i8 && xt != DType::u8) return invalid("int8 convolution: input must be int8 or uint8");
-    if (w0.dtype() != DType::i8) return unsupported("int8 convolution: weights must be int8");
+    RKD_TRY(check_qconv_operands(xs, xt, w0, os));
     const Tensor w = w0.contiguous();
     N_ = xs[0];
     C_ = xs[1];
