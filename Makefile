@@ -43,17 +43,27 @@ test-sanitize: deps
 	cmake --build build-san -j $(JOBS)
 	cd build-san && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L unit
 
+# The x86-64 rkdeploy the arm64 outputs are compared with: the sanitizer build's when CI made it
+# (test-sanitize runs first), else the Release build's (built if missing).
+HOST_RKDEPLOY ?= $(firstword $(wildcard build-san/src/cli/rkdeploy) build/src/cli/rkdeploy)
+
 # Cross-build the whole toolkit (executor, simulator, CLI) for aarch64 against an arm64 Debian
-# sysroot (scripts/arm64-sysroot.sh) and run every unit test under qemu-user: the NEON paths
-# the boards run. Correctness only; qemu times are not benchmarks.
+# sysroot (scripts/arm64-sysroot.sh) and run every unit test under qemu-user (the Cortex-A76
+# model: the NEON paths the boards run), then a real detector end to end: blazeface float
+# against TensorFlow.js, int8 and sim byte-identical to x86-64 (tests/cli/test_arm64_parity.sh).
+# Correctness only; qemu times are not benchmarks.
 test-aarch64:
 	bash scripts/setup.sh --cross
 	bash scripts/arm64-sysroot.sh $(CURDIR)/build-aarch64-sysroot
+	@# A tree configured with another toolchain file (the former multiarch one) is made anew.
+	@if grep -qs 'aarch64-linux-gnu.cmake' build-aarch64/CMakeFiles/*/CMakeSystem.cmake; then rm -rf build-aarch64; fi
+	@[ -x "$(HOST_RKDEPLOY)" ] || $(MAKE) build
 	cmake -S . -B build-aarch64 -G Ninja -DCMAKE_BUILD_TYPE=Release -DRKD_WERROR=ON \
 	  -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-sysroot.cmake -DRKD_ARM64_SYSROOT=$(CURDIR)/build-aarch64-sysroot \
-	  -DRKD_ENABLE_BENCH=OFF
+	  -DRKD_ENABLE_BENCH=OFF -DRKD_HOST_RKDEPLOY=$(CURDIR)/$(HOST_RKDEPLOY)
 	cmake --build build-aarch64 -j $(JOBS)
 	cd build-aarch64 && ctest --output-on-failure -j $(JOBS) -L unit
+	cd build-aarch64 && ctest --output-on-failure -j $(JOBS) -R '^(human_models|arm64_parity)$$|TfjsModel.*blazeface'
 
 # Google Benchmark + peers (PyTorch, ONNX Runtime) in the same run; see BENCHMARKS.md.
 bench: build

@@ -21,25 +21,13 @@ void TransposeBytes(const uint8_t* src, int64_t rows, int64_t cols, int64_t ss, 
     for (int64_t j = 0; j < cols; ++j) dst[j * ds + i] = src[i * ss + j] ^ flip;
 }
 #else
-// One block of up to 16 x 16: rows and columns below 16 go through a zeroed copy.
-HWY_INLINE void Block(const uint8_t* src, int64_t rows, int64_t cols, int64_t ss, uint8_t* dst, int64_t ds, uint8_t flip) {
+// 16 x 16 bytes in registers: four rounds of zipping row i with row i + 8 transpose them.
+HWY_INLINE void Block16(const uint8_t* src, int64_t ss, uint8_t* dst, int64_t ds, uint8_t flip) {
   const hn::FixedTag<uint8_t, 16> d;
   using V = hn::Vec<decltype(d)>;
-  const bool full = rows == 16 && cols == 16;
-  HWY_ALIGN uint8_t tmp[16 * 16];
+  const V f = hn::Set(d, flip);
   V r[16];
-  for (int i = 0; i < 16; ++i) {
-    if (full) {
-      r[i] = hn::LoadU(d, src + i * ss);
-    } else if (i < rows) {
-      std::memcpy(tmp + 16 * i, src + i * ss, static_cast<size_t>(cols));
-      r[i] = hn::Load(d, tmp + 16 * i);
-    } else {
-      r[i] = hn::Zero(d);
-    }
-    r[i] = hn::Xor(r[i], hn::Set(d, flip));
-  }
-  // Four rounds of zipping row i with row i + 8 transpose a 16 x 16 byte block.
+  for (int i = 0; i < 16; ++i) r[i] = hn::Xor(hn::LoadU(d, src + i * ss), f);
   for (int round = 0; round < 4; ++round) {
     V n[16];
     for (int i = 0; i < 8; ++i) {
@@ -48,14 +36,17 @@ HWY_INLINE void Block(const uint8_t* src, int64_t rows, int64_t cols, int64_t ss
     }
     for (int i = 0; i < 16; ++i) r[i] = n[i];
   }
-  for (int j = 0; j < cols; ++j) {
-    if (full) {
-      hn::StoreU(r[j], d, dst + j * ds);
-    } else {
-      hn::Store(r[j], d, tmp + 16 * j);
-      std::memcpy(dst + j * ds, tmp + 16 * j, static_cast<size_t>(rows));
-    }
-  }
+  for (int j = 0; j < 16; ++j) hn::StoreU(r[j], d, dst + j * ds);
+}
+
+// A block with fewer than 16 rows or columns, through zero-padded 16 x 16 copies.
+HWY_NOINLINE void PartialBlock(const uint8_t* src, int64_t rows, int64_t cols, int64_t ss, uint8_t* dst, int64_t ds,
+                               uint8_t flip) {
+  HWY_ALIGN uint8_t in[16 * 16] = {};
+  HWY_ALIGN uint8_t out[16 * 16];
+  for (int64_t i = 0; i < rows; ++i) std::memcpy(in + 16 * i, src + i * ss, static_cast<size_t>(cols));
+  Block16(in, 16, out, 16, flip);
+  for (int64_t j = 0; j < cols; ++j) std::memcpy(dst + j * ds, out + 16 * j, static_cast<size_t>(rows));
 }
 
 void TransposeBytes(const uint8_t* src, int64_t rows, int64_t cols, int64_t ss, uint8_t* dst, int64_t ds, uint8_t flip) {
@@ -63,7 +54,8 @@ void TransposeBytes(const uint8_t* src, int64_t rows, int64_t cols, int64_t ss, 
     const int64_t ni = rows - i0 < 16 ? rows - i0 : 16;
     for (int64_t j0 = 0; j0 < cols; j0 += 16) {
       const int64_t nj = cols - j0 < 16 ? cols - j0 : 16;
-      Block(src + i0 * ss + j0, ni, nj, ss, dst + j0 * ds + i0, ds, flip);
+      if (ni == 16 && nj == 16) Block16(src + i0 * ss + j0, ss, dst + j0 * ds + i0, ds, flip);
+      else PartialBlock(src + i0 * ss + j0, ni, nj, ss, dst + j0 * ds + i0, ds, flip);
     }
   }
 }

@@ -446,7 +446,7 @@ std::vector<std::pair<std::string, std::string>> dispatch_report() {
       {"isa_ceiling", isa_level_name(isa_ceiling())},
       {"highway_target", highway_dispatched_target()},
       {"onednn_isa", onednn_isa_name()},
-      {"int8_products", onednn_int8_exact() ? "onednn_vnni" : std::string("highway_") + highway_dispatched_target()},
+      {"int8_products", onednn_int8_exact() ? "onednn_vnni" : int8::dotprod() ? "neon_dotprod" : std::string("highway_") + highway_dispatched_target()},
       {"vectorised_loops", clones == 4 ? "x86-64-v4" : clones == 3 ? "x86-64-v3" : "baseline"},
   };
 }

@@ -28,6 +28,16 @@ void gemm_tile(const int16_t* a, size_t rows, size_t kp, const int16_t* b, size_
                int32_t* ct);
 void widen(const uint8_t* src, size_t n, int16_t* dst);
 void widen(const int8_t* src, size_t n, int16_t* dst);
+// The dot-product kernel (tensor_ops_int8_dotprod.cc): gemm_tile's contract on int8 quads,
+// a: rows of kp int8 (kp a multiple of 4), b: panels of [kp/4][kDotprodPanel][4] int8, rows a
+// multiple of kDotprodRows. dotprod() says whether the products use it: on arm64 CPUs with
+// the DotProd extension, unless set_dotprod_for_test chose (-1: the hardware decides; 0: off;
+// 1: on, a plain loop where the CPU has no sdot).
+constexpr size_t kDotprodPanel = 16, kDotprodRows = 4;
+bool dotprod();
+void set_dotprod_for_test(int mode);
+void gemm_tile_dotprod(const int8_t* a, size_t rows, size_t kp, const int8_t* b, size_t panels, const int32_t* init,
+                       int32_t* ct);
 size_t depthwise_channel_multiple();
 void depthwise_row(const uint8_t* x, size_t pixel_step, size_t count, const int64_t* tap_offset, size_t taps,
                    const int16_t* w, const int32_t* init, size_t C, size_t Cp, int32_t* out);

@@ -49,9 +49,11 @@ struct Aligned {
   }
 };
 
-// Per-thread scratch of a tile: the im2col rows and the panel-wide results.
+// Per-thread scratch of a tile: the im2col rows (int16 for the Highway kernels, int8 for the
+// dot-product kernels) and the panel-wide results.
 struct Scratch {
-  Aligned<int16_t> a;
+  Aligned<int16_t> a16;
+  Aligned<int8_t> a8;
   Aligned<int32_t> c;
 };
 Scratch& scratch() {
@@ -59,9 +61,51 @@ Scratch& scratch() {
   return s;
 }
 
+// How the products are computed on this CPU now: Highway's int16 pairs, or (arm64 with the
+// DotProd extension) int8 quads through sdot. Rows of A hold K values padded to k_multiple.
+struct Format {
+  bool quads = false;
+  size_t nr = 0, mr = 0, k_multiple = 2;
+  bool operator==(const Format&) const = default;
+};
+Format current_format() {
+  if (int8::dotprod()) return {true, int8::kDotprodPanel, int8::kDotprodRows, 4};
+  return {false, int8::panel_width(), int8::tile_rows_multiple(), 2};
+}
+// The quads hold A as int8: uint8 sources are stored ^ 0x80 (value - 128), and the products
+// start from 128 * sum(w) to give them back.
+int32_t source_offset(const Format& f, bool source_unsigned) { return f.quads && source_unsigned ? 128 : 0; }
+
+// One row of A in the format's type: n source bytes at column `at`.
+void put_row(const Format& f, Scratch& s, size_t row, size_t kp, size_t at, const uint8_t* src, size_t n, bool source_unsigned) {
+  if (f.quads) {
+    int8_t* dst = s.a8.get(0) + row * kp + at;
+    if (source_unsigned) {
+      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<int8_t>(src[i] ^ 0x80);
+    } else {
+      std::memcpy(dst, src, n);
+    }
+  } else if (source_unsigned) {
+    int8::widen(src, n, s.a16.get(0) + row * kp + at);
+  } else {
+    int8::widen(reinterpret_cast<const int8_t*>(src), n, s.a16.get(0) + row * kp + at);
+  }
+}
+// Zeroes a row's padding [K, kp).
+void pad_row(const Format& f, Scratch& s, size_t row, size_t kp, size_t K) {
+  for (size_t k = K; k < kp; ++k) {
+    if (f.quads) s.a8.get(0)[row * kp + k] = 0;
+    else s.a16.get(0)[row * kp + k] = 0;
+  }
+}
+void reserve_rows(const Format& f, Scratch& s, size_t kp) {
+  if (f.quads) s.a8.get(int8::kTileRows * kp);
+  else s.a16.get(int8::kTileRows * kp);
+}
+
 // The weights of `groups` independent products, each [cols][K] int8 (K contiguous per output
-// column), packed as the dispatched target's panels, with the per-column constants the
-// products start from.
+// column), packed for the current format, with the per-column constants the products start
+// from.
 class PackedWeights {
  public:
   void init(std::vector<int8_t> rows, int64_t groups, int64_t cols, int64_t K) {
@@ -69,67 +113,78 @@ class PackedWeights {
     groups_ = groups;
     cols_ = cols;
     K_ = K;
-    kp_ = static_cast<size_t>((K + 1) / 2 * 2);
     sums_.assign(static_cast<size_t>(groups * cols), 0);
     for (int64_t i = 0; i < groups * cols; ++i)
       for (int64_t k = 0; k < K; ++k) sums_[static_cast<size_t>(i)] += rows_[static_cast<size_t>(i * K + k)];
-    nr_ = 0;
+    format_ = Format{};
   }
-  // Repacks when the dispatched target's panel width differs from the one packed for (a test
-  // or the ISA ceiling may change the target between init and run).
-  void ensure(int32_t zero_point) {
-    const size_t nr = int8::panel_width();
-    if (nr == nr_ && zero_point == zp_) return;
-    nr_ = nr;
+  // Packs for format f (again when it differs from the one packed for: a test or the ISA
+  // ceiling may change the target between init and run). The products start from
+  // (offset - zero_point) * sum(w) (offset: source_offset) or, raw, offset * sum(w).
+  void ensure(const Format& f, int32_t zero_point, int32_t offset) {
+    if (f == format_ && zero_point == zp_ && offset == offset_) return;
+    format_ = f;
     zp_ = zero_point;
+    offset_ = offset;
+    const size_t nr = f.nr, q = f.quads ? 4 : 2;
+    kp_ = (static_cast<size_t>(K_) + q - 1) / q * q;
     panels_ = (static_cast<size_t>(cols_) + nr - 1) / nr;
-    const size_t np = panels_ * nr, kp2 = kp_ / 2;
-    packed_ = hwy::AllocateAligned<int16_t>(static_cast<size_t>(groups_) * np * kp_);
-    init_raw_ = hwy::AllocateAligned<int32_t>(np);
+    const size_t np = panels_ * nr, kq = kp_ / q;
+    const size_t total = static_cast<size_t>(groups_) * np * kp_;
+    if (f.quads) packed8_ = hwy::AllocateAligned<int8_t>(total);
+    else packed16_ = hwy::AllocateAligned<int16_t>(total);
+    init_raw_ = hwy::AllocateAligned<int32_t>(static_cast<size_t>(groups_) * np);
     init_ = hwy::AllocateAligned<int32_t>(static_cast<size_t>(groups_) * np);
-    std::fill_n(init_raw_.get(), np, 0);
     for (int64_t g = 0; g < groups_; ++g) {
-      int16_t* dst = packed_.get() + static_cast<size_t>(g) * np * kp_;
+      const size_t base = static_cast<size_t>(g) * np * kp_;
       for (size_t j = 0; j < panels_; ++j)
-        for (size_t p = 0; p < kp2; ++p)
+        for (size_t p = 0; p < kq; ++p)
           for (size_t col = 0; col < nr; ++col)
-            for (size_t e = 0; e < 2; ++e) {
-              const size_t m = j * nr + col, k = 2 * p + e;
+            for (size_t e = 0; e < q; ++e) {
+              const size_t m = j * nr + col, k = q * p + e;
               const bool in = m < static_cast<size_t>(cols_) && k < static_cast<size_t>(K_);
-              dst[((j * kp2 + p) * nr + col) * 2 + e] = in ? rows_[(static_cast<size_t>(g * cols_) + m) * static_cast<size_t>(K_) + k] : 0;
+              const int8_t v = in ? rows_[(static_cast<size_t>(g * cols_) + m) * static_cast<size_t>(K_) + k] : 0;
+              const size_t at = base + ((j * kq + p) * nr + col) * q + e;
+              if (f.quads) packed8_[at] = v;
+              else packed16_[at] = v;
             }
       for (size_t m = 0; m < np; ++m) {
-        const bool in = m < static_cast<size_t>(cols_);
-        init_[static_cast<size_t>(g) * np + m] = in ? -zero_point * sums_[static_cast<size_t>(g * cols_) + m] : 0;
+        const int32_t sum = m < static_cast<size_t>(cols_) ? sums_[static_cast<size_t>(g * cols_) + m] : 0;
+        init_raw_[static_cast<size_t>(g) * np + m] = offset * sum;
+        init_[static_cast<size_t>(g) * np + m] = (offset - zero_point) * sum;
       }
     }
   }
   size_t kp() const { return kp_; }
   size_t panels() const { return panels_; }
-  size_t np() const { return panels_ * nr_; }
-  const int16_t* group(int64_t g) const { return packed_.get() + static_cast<size_t>(g) * np() * kp_; }
-  // The constants a product starts from: 0 (raw) or -zero_point * sum of the column's weights.
-  const int32_t* start(int64_t g, bool raw) const { return raw ? init_raw_.get() : init_.get() + static_cast<size_t>(g) * np(); }
-  const std::vector<int32_t>& sums() const { return sums_; }
+  size_t np() const { return panels_ * format_.nr; }
+  const int16_t* group16(int64_t g) const { return packed16_.get() + static_cast<size_t>(g) * np() * kp_; }
+  const int8_t* group8(int64_t g) const { return packed8_.get() + static_cast<size_t>(g) * np() * kp_; }
+  const int32_t* start(int64_t g, bool raw) const { return (raw ? init_raw_.get() : init_.get()) + static_cast<size_t>(g) * np(); }
 
  private:
   std::vector<int8_t> rows_;
   std::vector<int32_t> sums_;
   int64_t groups_ = 0, cols_ = 0, K_ = 0;
-  size_t kp_ = 0, nr_ = 0, panels_ = 0;
-  int32_t zp_ = 0;
-  hwy::AlignedFreeUniquePtr<int16_t[]> packed_;
+  size_t kp_ = 0, panels_ = 0;
+  int32_t zp_ = 0, offset_ = 0;
+  Format format_;
+  hwy::AlignedFreeUniquePtr<int16_t[]> packed16_;
+  hwy::AlignedFreeUniquePtr<int8_t[]> packed8_;
   hwy::AlignedFreeUniquePtr<int32_t[]> init_raw_, init_;
 };
 
-// Runs the product of one tile: rows (<= kTileRows) of `a` already gathered into s.a, results
-// copied to out rows of ldo int32 at column offset col0.
-void tile_product(Scratch& s, size_t rows, const PackedWeights& pw, int64_t g, bool raw, int64_t cols, int32_t* out,
-                  int64_t ldo) {
-  const size_t mr = int8::tile_rows_multiple();
-  const size_t padded_rows = (rows + mr - 1) / mr * mr;
+// Runs the product of one tile: rows (<= kTileRows) of A already gathered into the scratch,
+// the first `cols` results of each row copied to out rows of ldo int32.
+void tile_product(const Format& f, Scratch& s, size_t rows, const PackedWeights& pw, int64_t g, bool raw, int64_t cols,
+                  int32_t* out, int64_t ldo) {
+  const size_t padded_rows = (rows + f.mr - 1) / f.mr * f.mr;
   int32_t* ct = s.c.get(int8::kTileRows * pw.np());
-  int8::gemm_tile(s.a.get(0), padded_rows, pw.kp(), pw.group(g), pw.panels(), pw.start(g, raw), ct);
+  if (f.quads) {
+    int8::gemm_tile_dotprod(s.a8.get(0), padded_rows, pw.kp(), pw.group8(g), pw.panels(), pw.start(g, raw), ct);
+  } else {
+    int8::gemm_tile(s.a16.get(0), padded_rows, pw.kp(), pw.group16(g), pw.panels(), pw.start(g, raw), ct);
+  }
   for (size_t r = 0; r < rows; ++r)
     std::memcpy(out + static_cast<int64_t>(r) * ldo, ct + r * pw.np(), static_cast<size_t>(cols) * sizeof(int32_t));
 }
@@ -198,7 +253,6 @@ class QConvHighway final : public QConvAccumulator {
             for (int64_t kx = 0; kx < KW_; ++kx)
               rows[static_cast<size_t>(m * K + (ky * KW_ + kx) * Cg_ + c)] = wd[((m * Cg_ + c) * KH_ + ky) * KW_ + kx];
       weights_.init(std::move(rows), G_, Mg_, K);
-      weights_.ensure(zp_u8_);
     }
     // The padding holds the zero point; run() rewrites only the interior. The slack lets the
     // depthwise kernel read a whole vector at the last pixel.
@@ -224,6 +278,7 @@ class QConvHighway final : public QConvAccumulator {
   Status run_filled(Tensor& acc) override { return compute(acc, false); }
   Status run_filled_raw(Tensor& acc) override { return compute(acc, true); }
   std::string implementation() const override {
+    if (!depthwise_ && int8::dotprod()) return "rkdeploy:int8_dotprod_gemm";
     return std::string("rkdeploy:int8_highway_") + (depthwise_ ? "depthwise" : "gemm") + "(" + highway_dispatched_target() + ")";
   }
 
@@ -243,7 +298,8 @@ class QConvHighway final : public QConvAccumulator {
       });
       return {};
     }
-    weights_.ensure(zp_u8_);
+    const Format f = current_format();
+    weights_.ensure(f, zp_u8_, source_offset(f, true));
     const int64_t P = OH_ * OW_;
     const int64_t tiles = (P + static_cast<int64_t>(int8::kTileRows) - 1) / static_cast<int64_t>(int8::kTileRows);
     const int64_t K = KH_ * KW_ * Cg_;
@@ -253,19 +309,18 @@ class QConvHighway final : public QConvAccumulator {
       const size_t rows = static_cast<size_t>(std::min<int64_t>(int8::kTileRows, P - p0));
       Scratch& s = scratch();
       const size_t kp = weights_.kp();
-      int16_t* a = s.a.get(int8::kTileRows * kp);
+      reserve_rows(f, s, kp);
       for (size_t r = 0; r < rows; ++r) {
         const int64_t p = p0 + static_cast<int64_t>(r), oy = p / OW_, ox = p % OW_;
-        int16_t* dst = a + r * kp;
         for (int64_t ky = 0; ky < KH_; ++ky) {
           for (int64_t kx = 0; kx < KW_; ++kx) {
             const uint8_t* src = pad + ((n * hp_ + oy * sy_ + ky * dy_) * wp_ + ox * sx_ + kx * dx_) * C_ + g * Cg_;
-            int8::widen(src, static_cast<size_t>(Cg_), dst + (ky * KW_ + kx) * Cg_);
+            put_row(f, s, r, kp, static_cast<size_t>((ky * KW_ + kx) * Cg_), src, static_cast<size_t>(Cg_), true);
           }
         }
-        if (static_cast<size_t>(K) < kp) dst[K] = 0;
+        pad_row(f, s, r, kp, static_cast<size_t>(K));
       }
-      tile_product(s, rows, weights_, g, raw, Mg_, out + (n * P + p0) * M_ + g * Mg_, M_);
+      tile_product(f, s, rows, weights_, g, raw, Mg_, out + (n * P + p0) * M_ + g * Mg_, M_);
     });
     return {};
   }
@@ -300,28 +355,27 @@ class QMatMulHighway final : public QMatMulAccumulator {
     for (int64_t kk = 0; kk < k_; ++kk)
       for (int64_t j = 0; j < n_; ++j) cols[static_cast<size_t>(j * k_ + kk)] = b.data<int8_t>()[kk * n_ + j];
     weights_.init(std::move(cols), 1, n_, k_);
-    weights_.ensure(zp_);
     return {};
   }
   Status run(const Tensor& a0, Tensor& acc) override {
     const Tensor a = a0.contiguous();
     if (a.numel() != rows_ * k_ || acc.dtype() != DType::i32 || acc.numel() != rows_ * n_) return invalid("int8 matmul: operand shapes");
-    weights_.ensure(zp_);
+    const Format f = current_format();
+    weights_.ensure(f, zp_, source_offset(f, !signed_));
     const int64_t tiles = (rows_ + static_cast<int64_t>(int8::kTileRows) - 1) / static_cast<int64_t>(int8::kTileRows);
     int32_t* out = acc.data<int32_t>();
+    const auto* src = static_cast<const uint8_t*>(a.raw());
     math_parallel_for(tiles, rows_ * k_ * n_, [&](int64_t t) {
       const int64_t r0 = t * static_cast<int64_t>(int8::kTileRows);
       const size_t rows = static_cast<size_t>(std::min<int64_t>(int8::kTileRows, rows_ - r0));
       Scratch& s = scratch();
       const size_t kp = weights_.kp();
-      int16_t* dst = s.a.get(int8::kTileRows * kp);
+      reserve_rows(f, s, kp);
       for (size_t r = 0; r < rows; ++r) {
-        const int64_t off = (r0 + static_cast<int64_t>(r)) * k_;
-        if (signed_) int8::widen(a.data<int8_t>() + off, static_cast<size_t>(k_), dst + r * kp);
-        else int8::widen(a.data<uint8_t>() + off, static_cast<size_t>(k_), dst + r * kp);
-        if (static_cast<size_t>(k_) < kp) dst[r * kp + static_cast<size_t>(k_)] = 0;
+        put_row(f, s, r, kp, 0, src + (r0 + static_cast<int64_t>(r)) * k_, static_cast<size_t>(k_), !signed_);
+        pad_row(f, s, r, kp, static_cast<size_t>(k_));
       }
-      tile_product(s, rows, weights_, 0, false, n_, out + r0 * n_, n_);
+      tile_product(f, s, rows, weights_, 0, false, n_, out + r0 * n_, n_);
     });
     return {};
   }

@@ -179,14 +179,28 @@ void Requantizer::apply_to_planes(const int32_t* acc, const int32_t* bias, int64
   }
   const float lo = static_cast<float>(qmin_ - zp_), hi = static_cast<float>(qmax_ - zp_);
   std::vector<uint8_t> rows(static_cast<size_t>(kBlock * M));
+  // The float form runs over a whole block as one vectorised loop (a block's accumulators are
+  // contiguous), with the per-channel bias and scale repeated for each of its pixels: per pixel,
+  // channel counts like 24 or 144 would leave most of the work to the scalar remainder.
+  std::vector<int32_t> bt;
+  std::vector<float> st;
+  if (as_float) {
+    const int64_t n = std::min(kBlock, P);
+    bt.resize(static_cast<size_t>(n * M));
+    st.resize(static_cast<size_t>(n * M));
+    for (int64_t j = 0; j < n; ++j) {
+      std::copy(b.begin(), b.end(), bt.begin() + j * M);
+      std::copy(s.begin(), s.end(), st.begin() + j * M);
+    }
+  }
   for (int64_t p0 = 0; p0 < P; p0 += kBlock) {
     const int64_t n = std::min(kBlock, P - p0);
-    for (int64_t j = 0; j < n; ++j) {
-      const int32_t* a = acc + (p0 + j) * M;
-      uint8_t* r = rows.data() + j * M;
-      if (as_float) {
-        float_requant_row(a, b.data(), s.data(), M, lo, hi, zp_, r);
-      } else {
+    if (as_float) {
+      float_requant_row(acc + p0 * M, bt.data(), st.data(), n * M, lo, hi, zp_, rows.data());
+    } else {
+      for (int64_t j = 0; j < n; ++j) {
+        const int32_t* a = acc + (p0 + j) * M;
+        uint8_t* r = rows.data() + j * M;
         for (int64_t c = 0; c < M; ++c) r[c] = static_cast<uint8_t>(apply(a[c] + b[static_cast<size_t>(c)], static_cast<size_t>(c)));
       }
     }

@@ -2,7 +2,8 @@
 // definition summed in int64, bit for bit, on every engine and every Highway target this CPU
 // runs (hwy::SetSupportedTargetsForTest walks them: AVX-512, AVX2, SSE4 ... on x86, NEON on
 // arm64; the ISA-capped ctest runs repeat it under each RKD_MAX_ISA ceiling, which also moves
-// the automatic engine from oneDNN to Highway). Random geometries cover what the kernels
+// the automatic engine from oneDNN to Highway), and the int8-quad products (sdot on arm64
+// with DotProd, a plain loop with the same packing elsewhere). Random geometries cover what the kernels
 // special-case: depthwise, grouped, 1x1, odd tap counts (K padded to pairs), K above the
 // K block (kKBlockPairs), output channels not a multiple of the panel width, pixel counts not
 // a multiple of the tile, strides, dilations and asymmetric padding; and operands at the
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "kernels/tensor_ops.h"
+#include "kernels/tensor_ops_int8.h"
 
 namespace rkd {
 namespace {
@@ -112,12 +114,20 @@ void for_each_path(const F& fn) {
     SCOPED_TRACE("engine onednn");
     fn(ops::Int8Engine::onednn);
   }
+  ops::int8::set_dotprod_for_test(0);
   for (const auto target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
     SCOPED_TRACE(std::string("engine highway, target ") + hwy::TargetName(target));
     fn(ops::Int8Engine::highway);
     hwy::SetSupportedTargetsForTest(0);
   }
+  // The int8-quad products: sdot on arm64 with DotProd, their plain loop elsewhere.
+  ops::int8::set_dotprod_for_test(1);
+  {
+    SCOPED_TRACE("engine highway, int8 quads (dot products)");
+    fn(ops::Int8Engine::highway);
+  }
+  ops::int8::set_dotprod_for_test(-1);
 }
 
 TEST(Int8Products, ConvolutionEqualsTheInt64DefinitionOnEveryPath) {
