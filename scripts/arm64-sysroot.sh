@@ -6,7 +6,7 @@
 # Usage: bash scripts/arm64-sysroot.sh DIR
 set -euo pipefail
 dir=${1:?usage: arm64-sysroot.sh DIR}
-pkgs=libstdc++-12-dev,libc6-dev,libdnnl-dev,ocl-icd-opencl-dev,libprotobuf-dev,libonnx-dev,libflatbuffers-dev,libfmt-dev,libstb-dev,libgtest-dev,libgmock-dev,libhwy-dev,libzip-dev,nlohmann-json3-dev,libcli11-dev
+pkgs=libstdc++-12-dev,libc6-dev,libdnnl-dev,ocl-icd-opencl-dev,libprotobuf-dev,libonnx-dev,libflatbuffers-dev,libfmt-dev,libstb-dev,libgtest-dev,libgmock-dev,libhwy-dev,libzip-dev,nlohmann-json3-dev,libcli11-dev,libxnnpack-dev,libpthreadpool-dev
 if [ -f "$dir/.rkdeploy-packages" ] && [ "$(cat "$dir/.rkdeploy-packages")" = "$pkgs" ]; then
   echo "arm64-sysroot: $dir is up to date"
   exit 0

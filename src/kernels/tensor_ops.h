@@ -149,9 +149,14 @@ class ConvPrimitive {
 };
 // bias may be nullptr. transposed: ConvTranspose (weights [C, M/group, k...]).
 // fused_activation: "" or "relu" or "silu" (x * sigmoid(x), applied after the bias).
+// Engines: oneDNN, or XNNPACK (2-D, not transposed) where oneDNN has only its reference
+// kernels for the shape on this CPU (arm64 without SVE: the boards' Cortex-A76/A55);
+// automatic picks that way, the others force one (tests).
+enum class ConvEngine { automatic, onednn, xnnpack };
 Result<std::unique_ptr<ConvPrimitive>> make_conv(const Shape& x_shape, const Tensor& weights, const Tensor* bias,
                                                  const ConvParams& p, bool transposed, const Shape& out_shape,
-                                                 const std::string& fused_activation = "");
+                                                 const std::string& fused_activation = "",
+                                                 ConvEngine engine = ConvEngine::automatic);
 // int8 convolution accumulators: acc[n][m][oy][ox] = sum over the window of
 // (x - x_zero_point) * w, padding contributing 0 (it holds the zero point), for int8 or uint8 x
 // and symmetric int8 weights (zero point 0) [M, C/group, KH, KW]; 2-D, any groups, strides,

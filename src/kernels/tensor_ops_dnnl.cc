@@ -14,6 +14,7 @@
 #include "core/isa.h"
 #include "kernels/tensor_ops.h"
 #include "kernels/tensor_ops_int8.h"
+#include "kernels/tensor_ops_xnnpack.h"
 #include "kernels/tensor_ops_parallel.h"
 #include "kernels/tensor_ops_simd.h"
 
@@ -658,10 +659,12 @@ Result<std::unique_ptr<QMatMulAccumulator>> make_qmatmul_accumulator(int64_t row
 
 Result<std::unique_ptr<ConvPrimitive>> make_conv(const Shape& x_shape, const Tensor& weights, const Tensor* bias,
                                                  const ConvParams& p, bool transposed, const Shape& out_shape,
-                                                 const std::string& fused_activation) {
+                                                 const std::string& fused_activation, ConvEngine engine) {
   if (weights.dtype() != DType::f32 || (bias && bias->dtype() != DType::f32)) {
     return unsupported("convolution: only float32 weights and bias");
   }
+  const bool xnn_shape = !transposed && x_shape.size() == 4;
+  if (engine == ConvEngine::xnnpack && !xnn_shape) return unsupported("convolution (XNNPACK): 2-D, not transposed, only");
   if (x_shape.size() < 3 || x_shape.size() > 5) return unsupported("convolution: 1-D, 2-D or 3-D only");
   const bool patch = transposed && x_shape.size() == 4 && p.group == 1 && fused_activation.empty() &&
                      weights.rank() == 4 && p.strides.size() == 2 && weights.shape()[2] == p.strides[0] &&
@@ -671,6 +674,16 @@ Result<std::unique_ptr<ConvPrimitive>> make_conv(const Shape& x_shape, const Ten
   if (patch) return std::unique_ptr<ConvPrimitive>(std::make_unique<PatchDeconv>(x_shape, weights, bias, out_shape));
   auto c = std::make_unique<DnnlConv>();
   RKD_TRY(c->init(x_shape, weights, bias, p, transposed, out_shape, fused_activation));
+  // oneDNN's reference implementations ("gemm:ref", "ref:any") are loops: XNNPACK instead,
+  // with the oneDNN primitive kept for inputs holding NaN or infinities.
+  const std::string impl = c->implementation();
+  const bool reference = impl == "gemm:ref" || impl.rfind("ref", 0) == 0;
+  if (engine == ConvEngine::xnnpack || (engine == ConvEngine::automatic && xnn_shape && reference)) {
+    auto x = make_conv_xnnpack(x_shape, weights, bias, p, out_shape, fused_activation, std::move(c));
+    if (x.ok() || engine == ConvEngine::xnnpack) return x;
+    c = std::make_unique<DnnlConv>();  // XNNPACK refused the shape: oneDNN after all
+    RKD_TRY(c->init(x_shape, weights, bias, p, transposed, out_shape, fused_activation));
+  }
   return std::unique_ptr<ConvPrimitive>(std::move(c));
 }
 
