@@ -16,6 +16,9 @@
 //        before its engine is made (kernels/tensor_ops_dnnl.cc);
 //      the compiler-vectorised loops (RKD_ISA_CLONES below): x86_clone_level().
 //    ops::dispatch_report() (kernels/tensor_ops.h) says what each one chose.
+//    XNNPACK (the float convolution where oneDNN has only reference kernels: arm64 without SVE,
+//    where only `native` exists) picks its kernels itself and is outside the ceiling; on x86 it
+//    runs only when a test asks for it.
 #pragma once
 
 #include <string>
