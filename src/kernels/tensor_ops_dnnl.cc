@@ -73,21 +73,6 @@ Error dnnl_error(const std::string& what, const dnnl::error& e) {
 
 // [n][c][s] -> [n][s][c] in 32x32 tiles (both sides stay in cache lines), threaded over
 // tiles of the global pool.
-void transpose_planes(const float* src, float* dst, int64_t n, int64_t c, int64_t s) {
-  constexpr int64_t T = 32;
-  const int64_t tc = (c + T - 1) / T, ts = (s + T - 1) / T;
-  omp_for(n * tc, [&](int64_t task) {
-    const int64_t b = task / tc, c0 = (task % tc) * T, c1 = std::min(c, c0 + T);
-    const float* sp = src + b * c * s;
-    float* dp = dst + b * c * s;
-    for (int64_t t = 0; t < ts; ++t) {
-      const int64_t s0 = t * T, s1 = std::min(s, s0 + T);
-      for (int64_t j = s0; j < s1; ++j) {
-        for (int64_t i = c0; i < c1; ++i) dp[j * c + i] = sp[i * s + j];
-      }
-    }
-  });
-}
 
 // A per-thread buffer that grows to the largest request (64-byte aligned).
 uint8_t* conv_workspace(size_t bytes) {
@@ -408,6 +393,22 @@ class PatchDeconv final : public ConvPrimitive {
 
 }  // namespace
 
+void transpose_planes(const float* src, float* dst, int64_t n, int64_t c, int64_t s) {
+  constexpr int64_t T = 32;
+  const int64_t tc = (c + T - 1) / T, ts = (s + T - 1) / T;
+  omp_for(n * tc, [&](int64_t task) {
+    const int64_t b = task / tc, c0 = (task % tc) * T, c1 = std::min(c, c0 + T);
+    const float* sp = src + b * c * s;
+    float* dp = dst + b * c * s;
+    for (int64_t t = 0; t < ts; ++t) {
+      const int64_t s0 = t * T, s1 = std::min(s, s0 + T);
+      for (int64_t j = s0; j < s1; ++j) {
+        for (int64_t i = c0; i < c1; ++i) dp[j * c + i] = sp[i * s + j];
+      }
+    }
+  });
+}
+
 bool onednn_int8_exact() {
 #if !defined(__x86_64__)
   return false;  // oneDNN's int8 products are x86 JIT kernels (VNNI) or reference code elsewhere
@@ -579,8 +580,7 @@ namespace {
 class QMatMulDnnl final : public QMatMulAccumulator {
  public:
   Status init(int64_t rows, DType at, int32_t a_zp, const Tensor& b0) {
-    if (b0.rank() != 2 || b0.dtype() != DType::i8) return unsupported("int8 matmul: B must be 2-D int8");
-    if (at != DType::i8 && at != DType::u8) return invalid("int8 matmul: A must be int8 or uint8");
+    RKD_TRY(check_qmatmul_operands(at, b0));
     const Tensor b = b0.contiguous();
     rows_ = rows;
     k_ = b.dim(0);

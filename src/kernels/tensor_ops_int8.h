@@ -49,6 +49,7 @@ void fill_padded_nhwc(const Tensor& x, uint8_t* padded, int64_t hp, int64_t wp, 
 
 // The operand checks both engines' convolutions make (the contract in tensor_ops.h).
 Status check_qconv_operands(const Shape& x_shape, DType x_type, const Tensor& weights, const Shape& out_shape);
+Status check_qmatmul_operands(DType a_type, const Tensor& b);
 
 Result<std::unique_ptr<QConvAccumulator>> make_qconv_accumulator_highway(const Shape& x_shape, DType x_type,
                                                                          int32_t x_zero_point, const Tensor& weights,

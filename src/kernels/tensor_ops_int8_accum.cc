@@ -33,6 +33,12 @@ Status check_qconv_operands(const Shape& xs, DType xt, const Tensor& w, const Sh
   return {};
 }
 
+Status check_qmatmul_operands(DType a_type, const Tensor& b) {
+  if (b.rank() != 2 || b.dtype() != DType::i8) return unsupported("int8 matmul: B must be 2-D int8");
+  if (a_type != DType::i8 && a_type != DType::u8) return invalid("int8 matmul: A must be int8 or uint8");
+  return {};
+}
+
 namespace {
 
 template <typename T>
@@ -341,8 +347,7 @@ class QConvHighway final : public QConvAccumulator {
 class QMatMulHighway final : public QMatMulAccumulator {
  public:
   Status init(int64_t rows, DType at, int32_t a_zp, const Tensor& b0) {
-    if (b0.rank() != 2 || b0.dtype() != DType::i8) return unsupported("int8 matmul: B must be 2-D int8");
-    if (at != DType::i8 && at != DType::u8) return invalid("int8 matmul: A must be int8 or uint8");
+    RKD_TRY(check_qmatmul_operands(at, b0));
     const Tensor b = b0.contiguous();
     rows_ = rows;
     k_ = b.dim(0);

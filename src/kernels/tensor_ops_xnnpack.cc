@@ -58,26 +58,6 @@ pthreadpool_t thread_pool() {
   return g_pool;
 }
 
-// [n][c][s] -> [n][s][c] and back, in 32 x 32 tiles.
-void to_channels_last(const float* src, float* dst, int64_t n, int64_t c, int64_t s, bool inverse) {
-  constexpr int64_t T = 32;
-  for (int64_t b = 0; b < n; ++b) {
-    const float* sp = src + b * c * s;
-    float* dp = dst + b * c * s;
-    for (int64_t c0 = 0; c0 < c; c0 += T)
-      for (int64_t s0 = 0; s0 < s; s0 += T) {
-        const int64_t c1 = std::min(c, c0 + T), s1 = std::min(s, s0 + T);
-        if (!inverse) {
-          for (int64_t j = s0; j < s1; ++j)
-            for (int64_t i = c0; i < c1; ++i) dp[j * c + i] = sp[i * s + j];
-        } else {
-          for (int64_t i = c0; i < c1; ++i)
-            for (int64_t j = s0; j < s1; ++j) dp[i * s + j] = sp[j * c + i];
-        }
-      }
-  }
-}
-
 class XnnConv final : public ConvPrimitive {
  public:
   ~XnnConv() override {
@@ -121,14 +101,14 @@ class XnnConv final : public ConvPrimitive {
     thread_local std::vector<float> in, res;
     in.resize(static_cast<size_t>(x.numel()));
     res.resize(static_cast<size_t>(out.numel()));
-    to_channels_last(x.data<float>(), in.data(), N, C, H * W, false);
+    transpose_planes(x.data<float>(), in.data(), N, C, H * W);
     pthreadpool_t pool = thread_pool();
     xnn_status st = xnn_setup_convolution2d_nhwc_f32(op_, static_cast<size_t>(N), static_cast<size_t>(H),
                                                      static_cast<size_t>(W), in.data(), res.data(), pool);
     if (st == xnn_status_success) st = xnn_run_operator(op_, pool);
     if (st != xnn_status_success) return xnn_status_error("convolution (XNNPACK run)", st);
     float* y = out.data<float>();
-    to_channels_last(res.data(), y, N, M, S, true);
+    transpose_planes(res.data(), y, N, S, M);
     const int64_t n = out.numel();
     if (relu_after_) {
       for (int64_t i = 0; i < n; ++i) y[i] = y[i] < 0.f ? 0.f : y[i];
