@@ -167,41 +167,56 @@ RKD_ISA_CLONES(float_requant_row,
 
 }  // namespace
 
+namespace {
+constexpr int64_t kPlanesBlock = 64;  // pixels per transposed block
+// Pixels the tiled constants cover: enough for full vectors at any channel count, small enough
+// to stay in L1 beside the block (a tile of all 64 pixels per convolution measured slower than
+// rebuilding one per call: 74 cold tiles on movenet).
+constexpr int64_t kTilePixels = 8;
+}  // namespace
+
+Requantizer::PlanesPlan Requantizer::plan_planes(const int32_t* bias, int64_t M) const {
+  PlanesPlan plan;
+  plan.M = M;
+  plan.bias.assign(static_cast<size_t>(M), 0);
+  if (bias) std::copy(bias, bias + M, plan.bias.begin());
+  if (float_requant(conv_)) {
+    plan.bias_tile.resize(static_cast<size_t>(kTilePixels * M));
+    plan.scale_tile.resize(static_cast<size_t>(kTilePixels * M));
+    for (int64_t j = 0; j < kTilePixels; ++j)
+      for (int64_t c = 0; c < M; ++c) {
+        plan.bias_tile[static_cast<size_t>(j * M + c)] = plan.bias[static_cast<size_t>(c)];
+        plan.scale_tile[static_cast<size_t>(j * M + c)] = scales_[scales_.size() == 1 ? 0 : static_cast<size_t>(c)];
+      }
+  }
+  return plan;
+}
+
 void Requantizer::apply_to_planes(const int32_t* acc, const int32_t* bias, int64_t P, int64_t M, uint8_t* y, int64_t plane) const {
-  constexpr int64_t kBlock = 64;  // pixels per transposed block
-  std::vector<int32_t> b(static_cast<size_t>(M), 0);
-  if (bias) std::copy(bias, bias + M, b.begin());
-  const bool as_float = float_requant(conv_);
-  std::vector<float> s;
-  if (as_float) {
-    s.resize(static_cast<size_t>(M));
-    for (int64_t c = 0; c < M; ++c) s[static_cast<size_t>(c)] = scales_[scales_.size() == 1 ? 0 : static_cast<size_t>(c)];
-  }
+  apply_to_planes(plan_planes(bias, M), acc, P, y, plane);
+}
+
+void Requantizer::apply_to_planes(const PlanesPlan& plan, const int32_t* acc, int64_t P, uint8_t* y, int64_t plane) const {
+  const int64_t M = plan.M;
   const float lo = static_cast<float>(qmin_ - zp_), hi = static_cast<float>(qmax_ - zp_);
-  std::vector<uint8_t> rows(static_cast<size_t>(kBlock * M));
-  // The float form runs over a whole block as one vectorised loop (a block's accumulators are
-  // contiguous), with the per-channel bias and scale repeated for each of its pixels: per pixel,
-  // channel counts like 24 or 144 would leave most of the work to the scalar remainder.
-  std::vector<int32_t> bt;
-  std::vector<float> st;
-  if (as_float) {
-    const int64_t n = std::min(kBlock, P);
-    bt.resize(static_cast<size_t>(n * M));
-    st.resize(static_cast<size_t>(n * M));
-    for (int64_t j = 0; j < n; ++j) {
-      std::copy(b.begin(), b.end(), bt.begin() + j * M);
-      std::copy(s.begin(), s.end(), st.begin() + j * M);
-    }
-  }
-  for (int64_t p0 = 0; p0 < P; p0 += kBlock) {
-    const int64_t n = std::min(kBlock, P - p0);
-    if (as_float) {
-      float_requant_row(acc + p0 * M, bt.data(), st.data(), n * M, lo, hi, zp_, rows.data());
+  // Per-thread scratch kept between calls: a block of a wide layer is past malloc's mmap
+  // threshold, and a fresh mapping per call cost a page fault per 4 KB.
+  thread_local std::vector<uint8_t> rows;
+  rows.resize(static_cast<size_t>(kPlanesBlock * M));
+  for (int64_t p0 = 0; p0 < P; p0 += kPlanesBlock) {
+    const int64_t n = std::min(kPlanesBlock, P - p0);
+    if (float_requant(conv_)) {
+      // A block's accumulators are contiguous: loops over kTilePixels x M values (per pixel,
+      // channel counts like 24 or 144 would leave most of the work to the scalar remainder).
+      for (int64_t j = 0; j < n; j += kTilePixels) {
+        const int64_t m = std::min(kTilePixels, n - j);
+        float_requant_row(acc + (p0 + j) * M, plan.bias_tile.data(), plan.scale_tile.data(), m * M, lo, hi, zp_, rows.data() + j * M);
+      }
     } else {
       for (int64_t j = 0; j < n; ++j) {
         const int32_t* a = acc + (p0 + j) * M;
         uint8_t* r = rows.data() + j * M;
-        for (int64_t c = 0; c < M; ++c) r[c] = static_cast<uint8_t>(apply(a[c] + b[static_cast<size_t>(c)], static_cast<size_t>(c)));
+        for (int64_t c = 0; c < M; ++c) r[c] = static_cast<uint8_t>(apply(a[c] + plan.bias[static_cast<size_t>(c)], static_cast<size_t>(c)));
       }
     }
     transpose_bytes(rows.data(), n, M, M, y + p0, plane);

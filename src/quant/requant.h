@@ -105,6 +105,16 @@ class Requantizer {
   // accumulators (bias may be null) into channel-major 8-bit planes (the value's low byte:
   // int8 or uint8 by [qmin, qmax]). The same values as apply(), faster.
   void apply_to_planes(const int32_t* acc, const int32_t* bias, int64_t P, int64_t M, uint8_t* y, int64_t plane) const;
+  // The same with the per-channel constants prepared once (for a convolution run many times):
+  // the bias and, for the float conventions, the bias and scales repeated over a few pixels so
+  // that those pixels are one vectorised loop.
+  struct PlanesPlan {
+    int64_t M = 0;
+    std::vector<int32_t> bias, bias_tile;
+    std::vector<float> scale_tile;
+  };
+  PlanesPlan plan_planes(const int32_t* bias, int64_t M) const;
+  void apply_to_planes(const PlanesPlan& plan, const int32_t* acc, int64_t P, uint8_t* y, int64_t plane) const;
   Requant convention() const { return conv_; }
   size_t channels() const { return float_requant(conv_) ? scales_.size() : conv_ == Requant::rknpu_out_cvt ? m15_.size() : mults_.size(); }
 

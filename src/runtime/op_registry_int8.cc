@@ -153,15 +153,15 @@ void register_int8_ops(std::map<std::string, Factory>& r) {
         }
         auto buf = std::make_shared<Tensor>(Tensor::empty(DType::i32, {(*os)[0], (*os)[2], (*os)[3], (*os)[1]}));
         const quant::Requantizer rq = *rq0;
-        return Kernel([a, buf, bias, rq, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        auto plan = std::make_shared<const quant::Requantizer::PlanesPlan>(rq.plan_planes(bias.data<int32_t>(), (*os)[1]));
+        return Kernel([a, buf, plan, rq, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
           Status st = a->run_raw(*in[0], *buf);
           if (!st.ok()) return st.error().with_context(what);
           Tensor& y = out[0];
           const int64_t N = y.dim(0), M = y.dim(1), HW = y.dim(2) * y.dim(3);
           const int32_t* ac = buf->data<int32_t>();
-          const int32_t* b = bias.data<int32_t>();
           auto* py = static_cast<uint8_t*>(y.raw());
-          for (int64_t nn = 0; nn < N; ++nn) rq.apply_to_planes(ac + nn * HW * M, b, HW, M, py + nn * M * HW, HW);
+          for (int64_t nn = 0; nn < N; ++nn) rq.apply_to_planes(*plan, ac + nn * HW * M, HW, py + nn * M * HW, HW);
           return {};
         });
       }
