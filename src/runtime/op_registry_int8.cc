@@ -145,11 +145,12 @@ void register_int8_ops(std::map<std::string, Factory>& r) {
       auto acc = ops::make_qconv_accumulator(*xs, *n.inputs[0]->dtype, x_zp, *w, cp, *os);
       if (acc.ok()) {
         std::shared_ptr<ops::QConvAccumulator> a = std::move(acc).value();
-        // The raw sums with the zero-point compensation folded into the bias (one pass fewer).
+        // The raw sums with the zero-point compensation folded into the bias (one pass fewer),
+        // in int32's wrap-around arithmetic: (raw - c) + b and raw + (b - c) are the same there.
         Tensor bias = Tensor::empty(DType::i32, {(*os)[1]});
         for (int64_t m = 0; m < (*os)[1]; ++m) {
-          bias.data<int32_t>()[m] = (constant(8) ? static_cast<int32_t>(constant(8)->get_as_double(m)) : 0) -
-                                    a->compensation()[static_cast<size_t>(m)];
+          const auto b = static_cast<uint32_t>(constant(8) ? static_cast<int32_t>(constant(8)->get_as_double(m)) : 0);
+          bias.data<int32_t>()[m] = static_cast<int32_t>(b - static_cast<uint32_t>(a->compensation()[static_cast<size_t>(m)]));
         }
         auto buf = std::make_shared<Tensor>(Tensor::empty(DType::i32, {(*os)[0], (*os)[2], (*os)[3], (*os)[1]}));
         const quant::Requantizer rq = *rq0;
