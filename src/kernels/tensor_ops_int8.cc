@@ -20,10 +20,10 @@
 // tasks on the OpenMP threads (tensor_ops_parallel.h).
 //
 // ISA coverage: whatever Highway compiles and the CPU and the RKD_MAX_ISA ceiling allow (SSE4,
-// AVX2, AVX-512 on x86; NEON on arm64). There is no int8 dot-product path (AVX-VNNI / AVX-512
-// VNNI vpdpbusd, arm64 sdot/udot): Highway 1.0 has no such operation; on VNNI CPUs oneDNN's
-// exact VNNI kernels are used instead (tensor_ops_dnnl.cc), on arm64 this is the fastest path
-// (BENCHMARKS.md "Exact int8 GEMM candidates" shows the gap).
+// AVX2, AVX-512 on x86; NEON on arm64). Highway 1.0 has no int8 dot-product operation: on VNNI
+// CPUs oneDNN's exact VNNI kernels are used instead (tensor_ops_dnnl.cc), and on arm64 CPUs
+// with the DotProd extension the GEMM runs the sdot kernel of tensor_ops_int8_dotprod.cc (the
+// depthwise kernel stays here). BENCHMARKS.md "Exact int8 GEMM candidates" has the speeds.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/tensor_ops_int8.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep

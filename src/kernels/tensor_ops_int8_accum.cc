@@ -1,5 +1,6 @@
-// QConvAccumulator and QMatMulAccumulator on the Highway int8 kernels (tensor_ops_int8.cc):
-// weight packing, the padded input, im2col tiles and the task split.
+// QConvAccumulator and QMatMulAccumulator on rkdeploy's int8 kernels (the Highway ones of
+// tensor_ops_int8.cc, the sdot one of tensor_ops_int8_dotprod.cc): weight packing in the
+// current kernel's format, the padded input, im2col tiles and the task split.
 #include <hwy/aligned_allocator.h>
 
 #include <algorithm>
