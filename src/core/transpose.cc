@@ -14,6 +14,7 @@ HWY_BEFORE_NAMESPACE();
 namespace rkd {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+#include "core/transpose16-inl.h"
 
 #if HWY_TARGET == HWY_SCALAR
 void TransposeBytes(const uint8_t* src, int64_t rows, int64_t cols, int64_t ss, uint8_t* dst, int64_t ds, uint8_t flip) {
@@ -21,21 +22,13 @@ void TransposeBytes(const uint8_t* src, int64_t rows, int64_t cols, int64_t ss, 
     for (int64_t j = 0; j < cols; ++j) dst[j * ds + i] = src[i * ss + j] ^ flip;
 }
 #else
-// 16 x 16 bytes in registers: four rounds of zipping row i with row i + 8 transpose them.
+// One full 16 x 16 block.
 HWY_INLINE void Block16(const uint8_t* src, int64_t ss, uint8_t* dst, int64_t ds, uint8_t flip) {
-  const hn::FixedTag<uint8_t, 16> d;
-  using V = hn::Vec<decltype(d)>;
-  const V f = hn::Set(d, flip);
-  V r[16];
+  const hn::Full128<uint8_t> d;
+  const auto f = hn::Set(d, flip);
+  hn::Vec128<uint8_t> r[16];
   for (int i = 0; i < 16; ++i) r[i] = hn::Xor(hn::LoadU(d, src + i * ss), f);
-  for (int round = 0; round < 4; ++round) {
-    V n[16];
-    for (int i = 0; i < 8; ++i) {
-      n[2 * i] = hn::InterleaveLower(d, r[i], r[i + 8]);
-      n[2 * i + 1] = hn::InterleaveUpper(d, r[i], r[i + 8]);
-    }
-    for (int i = 0; i < 16; ++i) r[i] = n[i];
-  }
+  Transpose16(r);
   for (int j = 0; j < 16; ++j) hn::StoreU(r[j], d, dst + j * ds);
 }
 

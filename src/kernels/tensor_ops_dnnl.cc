@@ -470,10 +470,10 @@ class QConvDnnl final : public QConvAccumulator {
     hp_ = xs[2] + p.pads[0] + p.pads[2];
     wp_ = xs[3] + p.pads[1] + p.pads[3];
     const int64_t taps = w.numel() / m_;
-    wsum_.assign(static_cast<size_t>(m_), 0);
     for (int64_t m = 0; m < m_; ++m) {
-      for (int64_t k = 0; k < taps; ++k) wsum_[static_cast<size_t>(m)] += w.data<int8_t>()[m * taps + k];
-      compensation_.push_back(zp_u8_ * wsum_[static_cast<size_t>(m)]);
+      int32_t sum = 0;
+      for (int64_t k = 0; k < taps; ++k) sum += w.data<int8_t>()[m * taps + k];
+      compensation_.push_back(zp_u8_ * sum);
     }
     try {
       const memory::dims src_dims = {n_, c_, hp_, wp_};
@@ -533,7 +533,7 @@ class QConvDnnl final : public QConvAccumulator {
     int32_t* a = acc.data<int32_t>();
     const int64_t pixels = acc.numel() / m_;
     for (int64_t i = 0; i < pixels; ++i) {
-      for (int64_t m = 0; m < m_; ++m) a[i * m_ + m] -= zp_u8_ * wsum_[static_cast<size_t>(m)];
+      for (int64_t m = 0; m < m_; ++m) a[i * m_ + m] -= compensation_[static_cast<size_t>(m)];
     }
     return {};
   }
@@ -557,7 +557,7 @@ class QConvDnnl final : public QConvAccumulator {
   memory weights_;
   memory::desc src_md_, dst_md_;
   std::string impl_;
-  std::vector<int32_t> wsum_, compensation_;
+  std::vector<int32_t> compensation_;  // zp_u8 * sum(w[m])
   Tensor padded_;
   int64_t n_ = 0, c_ = 0, m_ = 0, hp_ = 0, wp_ = 0, pt_ = 0, pl_ = 0;
   int32_t offset_ = 0, zp_u8_ = 0;

@@ -14,6 +14,7 @@ namespace int8 {
 // K is blocked by this many int16 pairs (256 taps): one panel's block, NR * 256 * 2 bytes
 // (24 KB at NR = 48), stays in L1 while a tile's rows stream past it.
 constexpr size_t kKBlockPairs = 128;
+constexpr size_t kKBlockQuads = kKBlockPairs / 2;  // the same 256 taps for the dot-product kernel
 // Output pixels (or matrix rows) per task: a multiple of every target's micro-kernel rows.
 constexpr size_t kTileRows = 48;
 // The most taps one int32 sum may take: K * 255 * 128 < 2^31.

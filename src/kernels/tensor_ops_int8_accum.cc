@@ -230,6 +230,11 @@ class QConvHighway final : public QConvAccumulator {
     if (zp_u8_ < 0 || zp_u8_ > 255) return invalid("int8 convolution: zero point out of range");
     depthwise_ = Cg_ == 1 && Mg_ == 1;
     const int8_t* wd = w.data<int8_t>();
+    for (int64_t m = 0; m < M_; ++m) {  // zp_u8 * sum(w[m]): weights [M][K] contiguous
+      int32_t sum = 0;
+      for (int64_t k = 0; k < K; ++k) sum += wd[m * K + k];
+      compensation_.push_back(zp_u8_ * sum);
+    }
     if (depthwise_) {
       const size_t L = int8::depthwise_channel_multiple();
       Cp_ = (static_cast<size_t>(C_) + L - 1) / L * L;
@@ -241,12 +246,8 @@ class QConvHighway final : public QConvAccumulator {
       std::fill_n(dw_init_raw_.get(), Cp_, 0);
       std::fill_n(dw_init_.get(), Cp_, 0);
       for (int64_t c = 0; c < C_; ++c) {
-        int32_t sum = 0;
-        for (size_t t = 0; t < taps; ++t) {
-          wdw_[t * Cp_ + static_cast<size_t>(c)] = wd[static_cast<size_t>(c) * taps + t];
-          sum += wd[static_cast<size_t>(c) * taps + t];
-        }
-        dw_init_[static_cast<size_t>(c)] = -zp_u8_ * sum;
+        for (size_t t = 0; t < taps; ++t) wdw_[t * Cp_ + static_cast<size_t>(c)] = wd[static_cast<size_t>(c) * taps + t];
+        dw_init_[static_cast<size_t>(c)] = -compensation_[static_cast<size_t>(c)];
       }
       for (int64_t ky = 0; ky < KH_; ++ky)
         for (int64_t kx = 0; kx < KW_; ++kx) tap_offset_.push_back((ky * dy_ * wp_ + kx * dx_) * C_);
@@ -264,11 +265,6 @@ class QConvHighway final : public QConvAccumulator {
     // The padding holds the zero point; run() rewrites only the interior. The slack lets the
     // depthwise kernel read a whole vector at the last pixel.
     padded_.assign(static_cast<size_t>(N_ * hp_ * wp_ * C_) + 64, static_cast<uint8_t>(zp_u8_));
-    for (int64_t m = 0; m < M_; ++m) {
-      int32_t sum = 0;
-      for (int64_t k = 0; k < K; ++k) sum += wd[m * K + k];
-      compensation_.push_back(zp_u8_ * sum);
-    }
     return {};
   }
 

@@ -50,8 +50,8 @@ __attribute__((target("arch=armv8.2-a+dotprod"))) void gemm_tile_sdot(const int8
                                                                       size_t panels, const int32_t* init, int32_t* ct) {
   constexpr size_t MR = kDotprodRows, NV = kDotprodPanel / 4;
   const size_t np = panels * kDotprodPanel, kq = kp / 4;
-  for (size_t k0 = 0; k0 < kq; k0 += kKBlockPairs / 2) {
-    const size_t kb = kq - k0 < kKBlockPairs / 2 ? kq - k0 : kKBlockPairs / 2;
+  for (size_t k0 = 0; k0 < kq; k0 += kKBlockQuads) {
+    const size_t kb = kq - k0 < kKBlockQuads ? kq - k0 : kKBlockQuads;
     for (size_t j = 0; j < panels; ++j) {
       const int8_t* bj = b + (j * kq + k0) * kDotprodPanel * 4;
       for (size_t r = 0; r < rows; r += MR) {
