@@ -3,6 +3,7 @@
 // uint8 per-tensor) lowered with every strategy, encoded as regcmd, executed by the simulator
 // from device memory, compacted, and compared value by value.
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <algorithm>
 #include <cmath>
@@ -435,6 +436,9 @@ TEST(NpuSim, SimdEpilogueEqualsTheStageByStageDefinition) {
   // scale, shift and offset), at every configuration common_epilogue() accepts: the SIMD
   // lanes must give the definition's bytes. Ties of every rounding are forced by small
   // shifts and accumulators near multiples of their powers of two.
+  // Every Highway target this CPU runs (AVX-512, AVX2, SSE4, SSSE3, scalar ... on x86; NEON
+  // on arm64), each made current by SetSupportedTargetsForTest.
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
   std::mt19937 rng(77);
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
   int64_t compared = 0, accepted = 0;
@@ -447,6 +451,8 @@ TEST(NpuSim, SimdEpilogueEqualsTheStageByStageDefinition) {
     e.out_round = sim::Rounding::half_to_even;
     e.bs = sim::detail::Stage{false, false, pick(0, 1) == 0, false, pick(0, 1) == 0, pick(0, 3) == 0, true, true, 2, 0, 0,
                               static_cast<int>(pick(1, 20)), static_cast<int>(pick(1, 20)), static_cast<int32_t>(pick(-50, 100000))};
+    if (pick(0, 5) == 0) e.bs.shift_pos = static_cast<int>(pick(40, 62));  // shifts around the SIMD path's kMaxShift (48)
+    if (pick(0, 5) == 0) e.bs.shift_neg = static_cast<int>(pick(40, 62));
     if (pick(0, 1)) e.bs.shift_neg = e.bs.shift_pos;
     e.bn = sim::detail::Stage{};
     e.bn.bypass = true;
@@ -472,7 +478,7 @@ TEST(NpuSim, SimdEpilogueEqualsTheStageByStageDefinition) {
     for (auto& b : ew_bytes) b = static_cast<uint8_t>(pick(0, 255));
     e.ew.on = pick(0, 2) == 0;
     e.ew.scale = pick(0, 0xffff);
-    e.ew.shift = static_cast<int>(pick(0, 30));
+    e.ew.shift = static_cast<int>(pick(0, 4) ? pick(0, 30) : pick(40, 62));
     e.ew.offset = pick(-100000, 100000);
     e.ew.surface = pixels * 16;
     e.ew.e = ew_bytes.data();
@@ -482,17 +488,22 @@ TEST(NpuSim, SimdEpilogueEqualsTheStageByStageDefinition) {
     const int64_t surface = pixels * 16, bytes = (OCw + 15) / 16 * surface;
     std::vector<uint8_t> want(static_cast<size_t>(bytes), 0), got(static_cast<size_t>(bytes), 0);
     sim::detail::reference_epilogue(e, pixels, OCw, surface, want.data(), v);
-    sim::detail::run_common_epilogue(e, pixels, OCw, surface, got.data(), v);
-    for (int64_t p = 0; p < pixels; ++p)
-      for (int64_t k = 0; k < OCw; ++k) {
-        const size_t at = static_cast<size_t>((k / 16) * surface + p * 16 + k % 16);
-        ASSERT_EQ(static_cast<int>(static_cast<int8_t>(got[at])), static_cast<int>(static_cast<int8_t>(want[at])))
-            << "trial " << trial << " pixel " << p << " channel " << k;
-        ++compared;
-      }
+    for (const auto target : targets) {
+      hwy::SetSupportedTargetsForTest(target);
+      std::fill(got.begin(), got.end(), uint8_t{0});
+      sim::detail::run_common_epilogue(e, pixels, OCw, surface, got.data(), v);
+      hwy::SetSupportedTargetsForTest(0);
+      for (int64_t p = 0; p < pixels; ++p)
+        for (int64_t k = 0; k < OCw; ++k) {
+          const size_t at = static_cast<size_t>((k / 16) * surface + p * 16 + k % 16);
+          ASSERT_EQ(static_cast<int>(static_cast<int8_t>(got[at])), static_cast<int>(static_cast<int8_t>(want[at])))
+              << "target " << hwy::TargetName(target) << " trial " << trial << " pixel " << p << " channel " << k;
+          ++compared;
+        }
+    }
   }
   EXPECT_GT(accepted, 2500);
-  EXPECT_GT(compared, 1000000);
+  EXPECT_GT(compared, 1000000 * static_cast<int64_t>(targets.size()));
 }
 
 // The convolution's int64 accumulators sum (x - z_x)(w - z_w) + bias, [OC][OH][OW].

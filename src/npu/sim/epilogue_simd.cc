@@ -1,9 +1,12 @@
 // The simulator's epilogue for the configuration every lowering emits (see
-// common_epilogue()), in Highway's int64 lanes (dynamic dispatch: the best target of the
+// common_epilogue()), on Highway's float64 lanes (dynamic dispatch: the best target of the
 // running CPU). Exact integer arithmetic only: every value it computes is the one
 // run_epilogue() (sim.cc, stage by stage) computes, which the simulator's loop tests check
-// bit for bit. Products are taken with MulEven on the low 32 bits of each lane: both factors
-// are int32 there (a value already saturated to int32 times a 16-bit operand).
+// bit for bit. Why doubles: every intermediate is an integer below 2^53 or such an integer
+// times a power of two, so products, sums, scalings by 2^-s and the roundings (Floor for half
+// up, Round for half to even) are exact, and min/max, multiply and rounding are one
+// instruction on every target; int64 lanes had to emulate min/max and arithmetic shifts on
+// AVX2 and SSE4 (compare + blend), which was half of a simulated model's time there.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "npu/sim/epilogue_simd.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -12,6 +15,7 @@
 #include "core/isa.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -21,13 +25,15 @@
 #ifndef RKD_NPU_SIM_EPILOGUE_PARAMS
 #define RKD_NPU_SIM_EPILOGUE_PARAMS
 namespace rkd::npu::sim::detail {
-// The epilogue's constants, prepared once per task (run_common_epilogue).
+// The epilogue's constants, prepared once per task (run_common_epilogue). A shift s appears
+// as the factor 2^-s; shifts above kMaxShift act as kMaxShift (see Stages).
 struct EpilogueParams {
-  int64_t lo2, hi2;  // saturation to int32 and ReLU / ReLUX as one clamp
-  int sp, sn, so, trunc, ew_shift;
-  int64_t half_p, half_n, half_o, scale, offset;
-  int64_t ew_offset, ew_scale, ew_half;
-  bool mul, ew;
+  double lo2, hi2;     // saturation to int32 and ReLU / ReLUX as one clamp
+  double trunc_scale;  // 2^-truncate
+  double out_scale, offset;         // OUT_CVT: SCALE 2^-SHIFT, OFFSET
+  double ew_offset, ew_scale;       // EW: OFFSET, SCALE 2^-SHIFT
+  int trunc;
+  bool mul, ew, same_shift;
   bool mac_fits;  // |MAC| provably within int32
   bool alu_fits;  // |MAC| + |ALU operand| too, for every channel
 };
@@ -38,9 +44,14 @@ struct EpilogueJob {
   uint8_t* y;
   const int32_t* alu;
   const int16_t* mul;
+  int bs_shift_pos, bs_shift_neg;
   const uint8_t* ew;  // the EW operand (NC1HWC2), or nullptr
   int64_t ew_surface;
 };
+// Half-up shifts use Floor(u 2^-s + 1/2), exact while u 2^-s + 1/2 has at most 53 significant
+// bits: |u| < 2^47 (every shifted operand here) and s <= 48. For s > 48 the true result is 0
+// (|u| < 2^(s-1)), as it is for s = 48, so larger shifts are clamped to 48.
+constexpr int kMaxShift = 48;
 }  // namespace rkd::npu::sim::detail
 #endif
 
@@ -48,18 +59,9 @@ HWY_BEFORE_NAMESPACE();
 namespace rkd::npu::sim::detail {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
-// a * b for int64 lanes whose values are int32 (the product is exact in int64).
-template <class D, class V>
-HWY_INLINE V MulInt32(D d, V a, V b) {
-#if HWY_TARGET == HWY_SCALAR
-  (void)d;
-  return hn::Mul(a, b);
-#else
-  const hn::Repartition<int32_t, D> dw;  // the lanes' 32-bit halves: MulEven takes the low ones
-  return hn::MulEven(hn::BitCast(dw, a), hn::BitCast(dw, b));
+#if !HWY_HAVE_FLOAT64
+#error "the simulator's epilogue needs float64 lanes"
 #endif
-}
 
 // Variants of the stages, as template flags: the BS MUL stage on; the EW add on; the BS
 // shift the same for both signs; the MAC provably within int32 (its saturation a no-op);
@@ -70,82 +72,78 @@ constexpr bool valid_flags(int f) {
   return (!(f & kSameShift) || (f & kMul)) && (!(f & kFolded) || (f & kMacFits)) && (!(f & kAluFits) || (f & kFolded));
 }
 
-// The stages for one vector of channels: v the MACs (int64 lanes), the channels' operands,
-// x the EW operand. Returns the int8 results in int64 lanes. Roundings in closed form:
-// half up, (u + 2^(s-1)) >> s; half to even, (u + 2^(s-1) - 1 + ((u >> s) & 1)) >> s.
+// The stages for one vector of channels: v the MACs, the channels' operands (mp, mn: MUL
+// 2^-shift for each sign), x the EW operand. Returns the int8 results. Magnitudes, which
+// make every operation exact: the MAC and the ALU operand below 2^32 (their sum too), every
+// value saturated to int32 before it is multiplied by a 16-bit operand (products below 2^47),
+// the EW operand plus its OFFSET within int32 (common_epilogue). Roundings: half up is
+// Floor(u 2^-s + 1/2) (kMaxShift), half to even is Round(u 2^-s), which needs no addition.
 // Saturation to int32 followed by the ReLU/ReLUX clamp is one clamp to the intersection
 // (P.lo2, P.hi2): the ReLU bounds are 0 or none below and an int32 or none above.
 template <int F, class D, class V>
-HWY_INLINE V Stages(D d, const EpilogueParams& P, V v, V alu, V mul, V x) {
+HWY_INLINE V Stages(D d, const EpilogueParams& P, V v, V alu, V mp, V mn, V x) {
   const V kMin = hn::Set(d, std::numeric_limits<int32_t>::min()), kMax = hn::Set(d, std::numeric_limits<int32_t>::max());
-  const V one = hn::Set(d, 1);
+  const V half = hn::Set(d, 0.5);
   auto sat32 = [&](V u) { return hn::Min(hn::Max(u, kMin), kMax); };
-  auto round_even = [&](V u, int s, V half_minus_one) {
-    return hn::ShiftRightSame(hn::Add(hn::Add(u, half_minus_one), hn::And(hn::ShiftRightSame(u, s), one)), s);
-  };
   // The MAC saturated to int32, CORE's truncation, the BS ALU add (saturating).
   if constexpr (!(F & kMacFits)) v = sat32(v);
   if constexpr (!(F & kFolded)) {
-    if (P.trunc > 0) v = round_even(v, P.trunc, hn::Set(d, (int64_t{1} << (P.trunc - 1)) - 1));
+    if (P.trunc > 0) v = hn::Round(hn::Mul(v, hn::Set(d, P.trunc_scale)));
     v = hn::Add(v, alu);
   }
   if constexpr (F & kMul) {  // BS MUL, shifted half up by the sign's shift field
     if constexpr (!(F & kAluFits)) v = sat32(v);
-    const V prod = MulInt32(d, v, mul);
+    const V pp = hn::Mul(v, mp);
+    const V pos = hn::Floor(hn::Add(pp, half));
     if constexpr (F & kSameShift) {
-      v = hn::ShiftRightSame(hn::Add(prod, hn::Set(d, P.half_p)), P.sp);
+      v = pos;
     } else {
-      const V pos = hn::ShiftRightSame(hn::Add(prod, hn::Set(d, P.half_p)), P.sp);
-      const V neg = hn::ShiftRightSame(hn::Add(prod, hn::Set(d, P.half_n)), P.sn);
-      v = hn::IfThenElse(hn::Lt(prod, hn::Zero(d)), neg, pos);
+      v = hn::IfThenElse(hn::Lt(pp, hn::Zero(d)), hn::Floor(hn::MulAdd(v, mn, half)), pos);
     }
   }
   v = hn::Min(hn::Max(v, hn::Set(d, P.lo2)), hn::Set(d, P.hi2));  // saturation and ReLU / ReLUX
-  if constexpr (F & kEw) {  // EW: the operand converted (half up) and added; e + OFFSET fits int32 (common_epilogue)
-    const V c = MulInt32(d, hn::Add(x, hn::Set(d, P.ew_offset)), hn::Set(d, P.ew_scale));
-    v = sat32(hn::Add(v, hn::ShiftRightSame(hn::Add(c, hn::Set(d, P.ew_half)), P.ew_shift)));
+  if constexpr (F & kEw) {  // EW: the operand converted (half up) and added
+    const V e = hn::Floor(hn::MulAdd(hn::Add(x, hn::Set(d, P.ew_offset)), hn::Set(d, P.ew_scale), half));
+    v = sat32(hn::Add(v, e));
   }
   // OUT_CVT: times SCALE, half to even, offset, int8.
-  const V r = hn::Add(round_even(MulInt32(d, v, hn::Set(d, P.scale)), P.so, hn::Set(d, P.half_o - 1)), hn::Set(d, P.offset));
-  return hn::Min(hn::Max(r, hn::Set(d, -128)), hn::Set(d, 127));
+  const V r = hn::Add(hn::Round(hn::Mul(v, hn::Set(d, P.out_scale))), hn::Set(d, P.offset));
+  return hn::Min(hn::Max(r, hn::Set(d, -128.0)), hn::Set(d, 127.0));
 }
 
-// One 16-channel block's operands, split into even and odd channels: [0] channel 2t, [1]
-// channel 2t + 1 at index t.
+// One 16-channel block's operands, in channel order.
 struct BlockOperands {
-  HWY_ALIGN int64_t base[2][8];  // wsum_scale * wsum: the MAC = acc + base
-  HWY_ALIGN int64_t alu[2][8];
-  HWY_ALIGN int64_t mul[2][8];
-  HWY_ALIGN int64_t x[2][8];  // the EW operand of the current pixel
+  HWY_ALIGN double base[16];  // wsum_scale * wsum (+ the ALU operand when folded): the MAC = acc + base
+  HWY_ALIGN double alu[16];
+  HWY_ALIGN double mp[16], mn[16];
 };
 
-// 16 channels of one pixel: a the accumulators, o the 16 output bytes. The accumulators are
-// read as int64 lanes holding channel pairs and split into even and odd channels (no
-// widening shuffles); the int8 results are paired back into int32 lanes in channel order and
-// narrowed once.
+// 16 channels of one pixel: a the accumulators, e the 16 EW bytes (kEw), o the 16 output bytes.
 template <int F>
-HWY_INLINE void Block(const EpilogueParams& P, const int32_t* HWY_RESTRICT a, const BlockOperands& B, uint8_t* HWY_RESTRICT o) {
-  const hn::ScalableTag<int64_t> d;
+HWY_INLINE void Block(const EpilogueParams& P, const int32_t* HWY_RESTRICT a, const uint8_t* HWY_RESTRICT e, const BlockOperands& B,
+                      uint8_t* HWY_RESTRICT o) {
+  const hn::ScalableTag<double> d;
 #if HWY_TARGET == HWY_SCALAR
   for (int c = 0; c < 16; ++c) {
-    const int e = c & 1, t = c / 2;
-    const auto r = Stages<F>(d, P, hn::Set(d, int64_t{a[c]} + B.base[e][t]), hn::Set(d, B.alu[e][t]), hn::Set(d, B.mul[e][t]),
-                                     hn::Set(d, B.x[e][t]));
+    const double x = (F & kEw) ? static_cast<int8_t>(e[c]) : 0;
+    const auto r = Stages<F>(d, P, hn::Set(d, a[c] + B.base[c]), hn::Set(d, B.alu[c]), hn::Set(d, B.mp[c]), hn::Set(d, B.mn[c]), hn::Set(d, x));
     o[c] = static_cast<uint8_t>(static_cast<int8_t>(hn::GetLane(r)));
   }
 #else
-  const hn::Repartition<int32_t, decltype(d)> dw;
+  const hn::Rebind<int32_t, decltype(d)> dh;  // as many int32 lanes as d has doubles
+  const hn::Twice<decltype(dh)> dw;
   const hn::Rebind<int8_t, decltype(dw)> d8;
+  const hn::Rebind<int8_t, decltype(dh)> d8h;
   const size_t N = hn::Lanes(d);
+  auto lanes = [&](size_t q) {
+    const auto v = hn::Add(hn::PromoteTo(d, hn::LoadU(dh, a + q)), hn::Load(d, B.base + q));
+    hn::Vec<decltype(d)> x = hn::Zero(d);
+    if constexpr (F & kEw) x = hn::PromoteTo(d, hn::PromoteTo(dh, hn::LoadU(d8h, reinterpret_cast<const int8_t*>(e) + q)));
+    return hn::DemoteTo(dh, Stages<F>(d, P, v, hn::Load(d, B.alu + q), hn::Load(d, B.mp + q), hn::Load(d, B.mn + q), x));
+  };
   for (size_t q = 0; q < 16; q += 2 * N) {
-    const size_t t = q / 2;
-    const auto pairs = hn::BitCast(d, hn::LoadU(dw, a + q));
-    const auto even = hn::Add(hn::ShiftRight<32>(hn::ShiftLeft<32>(pairs)), hn::Load(d, B.base[0] + t));
-    const auto odd = hn::Add(hn::ShiftRight<32>(pairs), hn::Load(d, B.base[1] + t));
-    const auto re = Stages<F>(d, P, even, hn::Load(d, B.alu[0] + t), hn::Load(d, B.mul[0] + t), hn::Load(d, B.x[0] + t));
-    const auto ro = Stages<F>(d, P, odd, hn::Load(d, B.alu[1] + t), hn::Load(d, B.mul[1] + t), hn::Load(d, B.x[1] + t));
-    const auto paired = hn::Or(hn::And(re, hn::Set(d, int64_t{0xffffffff})), hn::ShiftLeft<32>(ro));
-    hn::StoreU(hn::DemoteTo(d8, hn::BitCast(dw, paired)), d8, reinterpret_cast<int8_t*>(o + q));
+    const auto lo = lanes(q), hi = lanes(q + N);
+    hn::StoreU(hn::DemoteTo(d8, hn::Combine(dw, hi, lo)), d8, reinterpret_cast<int8_t*>(o + q));
   }
 #endif
 }
@@ -157,32 +155,32 @@ HWY_INLINE void Range(const EpilogueParams& params, const EpilogueJob& J) {
   const EpilogueParams P = params;
   const MacView view = J.view;
   const int64_t M = view.stride, total = view.avail;
+  const double sp = std::ldexp(1.0, -std::min(J.bs_shift_pos, kMaxShift)), sn = std::ldexp(1.0, -std::min(J.bs_shift_neg, kMaxShift));
   for (int64_t k0 = 0; k0 < J.OCw; k0 += 16) {
     const int64_t n = std::min<int64_t>(16, J.OCw - k0);
     BlockOperands B{};
     for (int64_t j = 0; j < n; ++j) {
-      B.base[j & 1][j / 2] = view.wsum_scale * view.wsum[k0 + j];
-      B.alu[j & 1][j / 2] = J.alu[k0 + j];
-      B.mul[j & 1][j / 2] = J.mul[k0 + j];
-      if constexpr ((F & kFolded) != 0) B.base[j & 1][j / 2] += J.alu[k0 + j];  // MAC + ALU, exact: no saturation or truncation between
+      const int64_t k = k0 + j;
+      B.base[j] = static_cast<double>(view.wsum_scale * view.wsum[k] + ((F & kFolded) ? J.alu[k] : 0));  // MAC + ALU, exact: no saturation or truncation between
+      B.alu[j] = J.alu[k];
+      B.mp[j] = P.mul ? J.mul[k] * sp : 0;
+      B.mn[j] = P.mul ? J.mul[k] * sn : 0;
     }
     uint8_t* out = J.y + (k0 / 16) * J.out_surface;
     const uint8_t* eb = (F & kEw) ? J.ew + (k0 / 16) * J.ew_surface : nullptr;
     for (int64_t p = J.p0; p < J.p1; ++p) {
-      if constexpr (F & kEw) {
-        for (int j = 0; j < 16; ++j) B.x[j & 1][j / 2] = static_cast<int8_t>(eb[p * 16 + j]);
-      }
+      const uint8_t* e = (F & kEw) ? eb + p * 16 : nullptr;
       // A partial block (n < 16) computes all 16 lanes too: the lanes past n read the next
       // accumulators (another task's kernels, operands 0) and write padding channels of the
       // same 16-channel group, which the hardware writes as well and nobody reads. Only the
       // last accumulators, where 16 lanes would run past the buffer, go through a copy.
       const int32_t* a = view.acc + p * M + k0;
       if (p * M + k0 + 16 <= total) {
-        Block<F>(P, a, B, out + p * 16);
+        Block<F>(P, a, e, B, out + p * 16);
       } else {
         HWY_ALIGN int32_t a16[16] = {};
         std::memcpy(a16, a, static_cast<size_t>(n) * 4);
-        Block<F>(P, a16, B, out + p * 16);
+        Block<F>(P, a16, e, B, out + p * 16);
       }
     }
   }
@@ -200,7 +198,7 @@ void RangeIf(int f, const EpilogueParams& P, const EpilogueJob& J) {
 
 void EpilogueRange(const EpilogueParams& P, const EpilogueJob& J) {
   const bool folded = P.mac_fits && P.trunc == 0;
-  const int f = (P.mul ? kMul : 0) | (P.ew ? kEw : 0) | (P.mul && P.sp == P.sn ? kSameShift : 0) | (P.mac_fits ? kMacFits : 0) |
+  const int f = (P.mul ? kMul : 0) | (P.ew ? kEw : 0) | (P.mul && P.same_shift ? kSameShift : 0) | (P.mac_fits ? kMacFits : 0) |
                 (folded ? kFolded : 0) | (folded && P.alu_fits ? kAluFits : 0);
   RangeIf<0>(f, P, J);
 }
@@ -237,26 +235,21 @@ void run_common_epilogue(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t
   for (int64_t k = 0; k < OCw; ++k) alu_max = std::max<int64_t>(alu_max, e.alu[k] < 0 ? -int64_t{e.alu[k]} : e.alu[k]);
   P.alu_fits = P.mac_fits && e.mac_bound + alu_max <= kMax32;
   P.lo2 = e.bs.relu_bypass ? std::numeric_limits<int32_t>::min() : 0;
-  P.hi2 = e.bs.relux ? static_cast<int64_t>(e.bs.relux_value) : std::numeric_limits<int32_t>::max();
-  P.sp = P.mul ? e.bs.shift_pos : 1;
-  P.sn = P.mul ? e.bs.shift_neg : 1;
-  P.half_p = int64_t{1} << (P.sp - 1);
-  P.half_n = int64_t{1} << (P.sn - 1);
-  P.so = e.shift;
-  P.half_o = int64_t{1} << (P.so - 1);
-  P.scale = e.scale;
-  P.offset = e.offset;
+  P.hi2 = e.bs.relux ? static_cast<double>(e.bs.relux_value) : std::numeric_limits<int32_t>::max();
+  P.same_shift = e.bs.shift_pos == e.bs.shift_neg;
+  P.out_scale = std::ldexp(static_cast<double>(e.scale), -e.shift);
+  P.offset = static_cast<double>(e.offset);
   P.trunc = e.truncate;
+  P.trunc_scale = std::ldexp(1.0, -e.truncate);
   if (P.ew) {
-    P.ew_offset = e.ew.offset;
-    P.ew_scale = e.ew.scale;
-    P.ew_shift = e.ew.shift;
-    P.ew_half = e.ew.shift > 0 ? int64_t{1} << (e.ew.shift - 1) : 0;
+    P.ew_offset = static_cast<double>(e.ew.offset);
+    P.ew_scale = std::ldexp(static_cast<double>(e.ew.scale), -std::min(e.ew.shift, kMaxShift));
   }
   // Pixel ranges on the math threads (each writes its own pixels).
   const int64_t chunk = 256, chunks = (pixels + chunk - 1) / chunk;
   ops::math_parallel_for(chunks, pixels * OCw, [&](int64_t i) {
-    const EpilogueJob job{v, i * chunk, std::min(pixels, (i + 1) * chunk), OCw, out_surface, y, e.alu, e.mul, e.ew.on ? e.ew.e : nullptr, e.ew.surface};
+    const EpilogueJob job{v,     i * chunk, std::min(pixels, (i + 1) * chunk), OCw, out_surface, y, e.alu, e.mul, e.bs.shift_pos, e.bs.shift_neg,
+                          e.ew.on ? e.ew.e : nullptr, e.ew.surface};
     HWY_DYNAMIC_DISPATCH(EpilogueRange)(P, job);
   });
 }
