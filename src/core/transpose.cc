@@ -42,11 +42,14 @@ HWY_NOINLINE void PartialBlock(const uint8_t* src, int64_t rows, int64_t cols, i
   for (int64_t j = 0; j < cols; ++j) std::memcpy(dst + j * ds, out + 16 * j, static_cast<size_t>(rows));
 }
 
+// A dimension of 16 or more is covered by full blocks: its last block starts 16 before its
+// end and overlaps the one before (those bytes are written twice, with the same values). Only
+// a dimension below 16 goes through PartialBlock.
 void TransposeBytes(const uint8_t* src, int64_t rows, int64_t cols, int64_t ss, uint8_t* dst, int64_t ds, uint8_t flip) {
-  for (int64_t i0 = 0; i0 < rows; i0 += 16) {
-    const int64_t ni = rows - i0 < 16 ? rows - i0 : 16;
-    for (int64_t j0 = 0; j0 < cols; j0 += 16) {
-      const int64_t nj = cols - j0 < 16 ? cols - j0 : 16;
+  for (int64_t i = 0; i < rows; i += 16) {
+    const int64_t i0 = rows >= 16 ? (i + 16 <= rows ? i : rows - 16) : 0, ni = rows < 16 ? rows : 16;
+    for (int64_t j = 0; j < cols; j += 16) {
+      const int64_t j0 = cols >= 16 ? (j + 16 <= cols ? j : cols - 16) : 0, nj = cols < 16 ? cols : 16;
       if (ni == 16 && nj == 16) Block16(src + i0 * ss + j0, ss, dst + j0 * ds + i0, ds, flip);
       else PartialBlock(src + i0 * ss + j0, ni, nj, ss, dst + j0 * ds + i0, ds, flip);
     }

@@ -20,6 +20,10 @@ void fill_padded_nhwc(const Tensor& x0, uint8_t* pp, int64_t hp, int64_t wp, int
   const uint8_t flip = x.dtype() == DType::i8 ? 0x80 : 0;  // int8 + 128 as uint8
   const auto* src = static_cast<const uint8_t*>(x.raw());
   for (int64_t n = 0; n < N; ++n) {
+    if (wp == W) {  // no column padding: the image's rows are contiguous in both layouts, one C x HW transpose
+      transpose_bytes(src + n * C * H * W, C, H * W, H * W, pp + (n * hp + pt) * wp * C, C, flip);
+      continue;
+    }
     for (int64_t y = 0; y < H; ++y) {
       // The row's C x W bytes (plane stride H * W) to W x C.
       transpose_bytes(src + (n * C * H + y) * W, C, W, H * W, pp + ((n * hp + y + pt) * wp + pl) * C, C, flip);
