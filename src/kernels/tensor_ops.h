@@ -188,7 +188,9 @@ class QConvAccumulator {
   virtual Status run_filled_raw(Tensor& acc) = 0;
   // run() without the compensation: fills the buffer from x, then run_filled_raw(); callers
   // subtract compensation()[m] = zp_u8 * sum(w[m]) themselves (e.g. folded into the bias).
-  virtual Status run_raw(const Tensor& x, Tensor& acc) = 0;
+  // x_channels_last: x is [N, H, W, C] (the int8-channels-last pass's layout) instead of
+  // [N, C, H, W]; the geometry stays the one the accumulator was made for.
+  virtual Status run_raw(const Tensor& x, Tensor& acc, bool x_channels_last = false) = 0;
   virtual const std::vector<int32_t>& compensation() const = 0;
   virtual std::string implementation() const = 0;
 };

@@ -521,8 +521,8 @@ class QConvDnnl final : public QConvAccumulator {
     return run_filled(acc);
   }
 
-  Status run_raw(const Tensor& x, Tensor& acc) override {
-    fill_padded_nhwc(x, padded_.data<uint8_t>(), hp_, wp_, pt_, pl_);
+  Status run_raw(const Tensor& x, Tensor& acc, bool x_channels_last) override {
+    fill_padded_nhwc(x, padded_.data<uint8_t>(), hp_, wp_, pt_, pl_, x_channels_last);
     return run_filled_raw(acc);
   }
   const std::vector<int32_t>& compensation() const override { return compensation_; }

@@ -44,9 +44,10 @@ void depthwise_row(const uint8_t* x, size_t pixel_step, size_t count, const int6
                    const int16_t* w, const int32_t* init, size_t C, size_t Cp, int32_t* out);
 }  // namespace int8
 
-// NCHW int8/uint8 x -> the interior of a padded NHWC uint8 buffer [N, hp, wp, C] at row pt and
-// column pl (int8 stored + 128): the layout both engines' convolutions read.
-void fill_padded_nhwc(const Tensor& x, uint8_t* padded, int64_t hp, int64_t wp, int64_t pt, int64_t pl);
+// int8/uint8 x, NCHW (or NHWC with channels_last) -> the interior of a padded NHWC uint8
+// buffer [N, hp, wp, C] at row pt and column pl (int8 stored + 128): the layout both engines'
+// convolutions read.
+void fill_padded_nhwc(const Tensor& x, uint8_t* padded, int64_t hp, int64_t wp, int64_t pt, int64_t pl, bool channels_last = false);
 
 // The operand checks both engines' convolutions make (the contract in tensor_ops.h).
 Status check_qconv_operands(const Shape& x_shape, DType x_type, const Tensor& weights, const Shape& out_shape);

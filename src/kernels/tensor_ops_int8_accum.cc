@@ -14,11 +14,33 @@
 
 namespace rkd::ops {
 
-void fill_padded_nhwc(const Tensor& x0, uint8_t* pp, int64_t hp, int64_t wp, int64_t pt, int64_t pl) {
+namespace {
+// n bytes from src to dst, each XOR flip (a loop the compiler vectorises).
+void copy_flipped(const uint8_t* __restrict src, int64_t n, uint8_t flip, uint8_t* __restrict dst) {
+  if (flip == 0) {
+    std::memcpy(dst, src, static_cast<size_t>(n));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) dst[i] = src[i] ^ flip;
+}
+}  // namespace
+
+void fill_padded_nhwc(const Tensor& x0, uint8_t* pp, int64_t hp, int64_t wp, int64_t pt, int64_t pl, bool channels_last) {
   const Tensor x = x0.contiguous();
-  const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
   const uint8_t flip = x.dtype() == DType::i8 ? 0x80 : 0;  // int8 + 128 as uint8
   const auto* src = static_cast<const uint8_t*>(x.raw());
+  if (channels_last) {  // [N, H, W, C]: rows copied as they are (one copy per image without column padding)
+    const int64_t N = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3);
+    for (int64_t n = 0; n < N; ++n) {
+      if (wp == W) {
+        copy_flipped(src + n * H * W * C, H * W * C, flip, pp + (n * hp + pt) * wp * C);
+        continue;
+      }
+      for (int64_t y = 0; y < H; ++y) copy_flipped(src + (n * H + y) * W * C, W * C, flip, pp + ((n * hp + y + pt) * wp + pl) * C);
+    }
+    return;
+  }
+  const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
   for (int64_t n = 0; n < N; ++n) {
     if (wp == W) {  // no column padding: the image's rows are contiguous in both layouts, one C x HW transpose
       transpose_bytes(src + n * C * H * W, C, H * W, H * W, pp + (n * hp + pt) * wp * C, C, flip);
@@ -277,8 +299,8 @@ class QConvHighway final : public QConvAccumulator {
     fill_padded_nhwc(x, padded_.data(), hp_, wp_, pt_, pl_);
     return compute(acc, false);
   }
-  Status run_raw(const Tensor& x, Tensor& acc) override {
-    fill_padded_nhwc(x, padded_.data(), hp_, wp_, pt_, pl_);
+  Status run_raw(const Tensor& x, Tensor& acc, bool x_channels_last) override {
+    fill_padded_nhwc(x, padded_.data(), hp_, wp_, pt_, pl_, x_channels_last);
     return compute(acc, true);
   }
   const std::vector<int32_t>& compensation() const override { return compensation_; }

@@ -6,6 +6,7 @@
 #include <map>
 #include <numeric>
 
+#include "core/transpose.h"
 #include "kernels/tensor_ops.h"
 #include "kernels/tensor_ops_parallel.h"
 #include "kernels/tensor_ops_simd.h"
@@ -688,7 +689,12 @@ void transpose(const Tensor& x, const std::vector<int64_t>& perm, Tensor& out) {
   const size_t es = dtype_size(x.dtype());
   if (x.is_contiguous() && out.is_contiguous() && (es == 1 || es == 4 || es == 8) && as_batched_2d(x.shape(), perm, batches, rows, cols)) {
     switch (es) {
-      case 1: transpose_tiles(static_cast<const uint8_t*>(x.raw()), static_cast<uint8_t*>(out.raw()), batches, rows, cols); return;
+      case 1: {  // the SIMD byte transposes (core/transpose.h)
+        const auto* src = static_cast<const uint8_t*>(x.raw());
+        auto* dst = static_cast<uint8_t*>(out.raw());
+        for (int64_t b = 0; b < batches; ++b) transpose_bytes(src + b * rows * cols, rows, cols, cols, dst + b * rows * cols, rows);
+        return;
+      }
       case 4: transpose_tiles(static_cast<const uint32_t*>(x.raw()), static_cast<uint32_t*>(out.raw()), batches, rows, cols); return;
       default: transpose_tiles(static_cast<const uint64_t*>(x.raw()), static_cast<uint64_t*>(out.raw()), batches, rows, cols); return;
     }

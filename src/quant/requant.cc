@@ -196,31 +196,41 @@ void Requantizer::apply_to_planes(const int32_t* acc, const int32_t* bias, int64
   apply_to_planes(plan_planes(bias, M), acc, P, y, plane);
 }
 
+// Pixels [0, n) of pixel-major accumulators requantized into pixel-major bytes rows[p * M + c].
+void Requantizer::requant_rows(const PlanesPlan& plan, const int32_t* acc, int64_t n, uint8_t* rows) const {
+  const int64_t M = plan.M;
+  if (float_requant(conv_)) {
+    // A block's accumulators are contiguous: loops over kTilePixels x M values (per pixel,
+    // channel counts like 24 or 144 would leave most of the work to the scalar remainder).
+    const float lo = static_cast<float>(qmin_ - zp_), hi = static_cast<float>(qmax_ - zp_);
+    for (int64_t j = 0; j < n; j += kTilePixels) {
+      const int64_t m = std::min(kTilePixels, n - j);
+      float_requant_row(acc + j * M, plan.bias_tile.data(), plan.scale_tile.data(), m * M, lo, hi, zp_, rows + j * M);
+    }
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    const int32_t* a = acc + j * M;
+    uint8_t* r = rows + j * M;
+    for (int64_t c = 0; c < M; ++c) r[c] = static_cast<uint8_t>(apply(a[c] + plan.bias[static_cast<size_t>(c)], static_cast<size_t>(c)));
+  }
+}
+
 void Requantizer::apply_to_planes(const PlanesPlan& plan, const int32_t* acc, int64_t P, uint8_t* y, int64_t plane) const {
   const int64_t M = plan.M;
-  const float lo = static_cast<float>(qmin_ - zp_), hi = static_cast<float>(qmax_ - zp_);
   // Per-thread scratch kept between calls: a block of a wide layer is past malloc's mmap
   // threshold, and a fresh mapping per call cost a page fault per 4 KB.
   thread_local std::vector<uint8_t> rows;
   rows.resize(static_cast<size_t>(kPlanesBlock * M));
   for (int64_t p0 = 0; p0 < P; p0 += kPlanesBlock) {
     const int64_t n = std::min(kPlanesBlock, P - p0);
-    if (float_requant(conv_)) {
-      // A block's accumulators are contiguous: loops over kTilePixels x M values (per pixel,
-      // channel counts like 24 or 144 would leave most of the work to the scalar remainder).
-      for (int64_t j = 0; j < n; j += kTilePixels) {
-        const int64_t m = std::min(kTilePixels, n - j);
-        float_requant_row(acc + (p0 + j) * M, plan.bias_tile.data(), plan.scale_tile.data(), m * M, lo, hi, zp_, rows.data() + j * M);
-      }
-    } else {
-      for (int64_t j = 0; j < n; ++j) {
-        const int32_t* a = acc + (p0 + j) * M;
-        uint8_t* r = rows.data() + j * M;
-        for (int64_t c = 0; c < M; ++c) r[c] = static_cast<uint8_t>(apply(a[c] + plan.bias[static_cast<size_t>(c)], static_cast<size_t>(c)));
-      }
-    }
+    requant_rows(plan, acc + p0 * M, n, rows.data());
     transpose_bytes(rows.data(), n, M, M, y + p0, plane);
   }
+}
+
+void Requantizer::apply_to_rows(const PlanesPlan& plan, const int32_t* acc, int64_t P, uint8_t* y) const {
+  requant_rows(plan, acc, P, y);
 }
 
 int32_t Requantizer::apply(int32_t acc, size_t c) const {

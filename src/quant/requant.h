@@ -115,10 +115,14 @@ class Requantizer {
   };
   PlanesPlan plan_planes(const int32_t* bias, int64_t M) const;
   void apply_to_planes(const PlanesPlan& plan, const int32_t* acc, int64_t P, uint8_t* y, int64_t plane) const;
+  // y[p * M + c] = apply(acc[p * M + c] + bias[c]): pixel-major in and out (channels-last
+  // outputs), the same values.
+  void apply_to_rows(const PlanesPlan& plan, const int32_t* acc, int64_t P, uint8_t* y) const;
   Requant convention() const { return conv_; }
   size_t channels() const { return float_requant(conv_) ? scales_.size() : conv_ == Requant::rknpu_out_cvt ? m15_.size() : mults_.size(); }
 
  private:
+  void requant_rows(const PlanesPlan& plan, const int32_t* acc, int64_t n, uint8_t* rows) const;
   Requant conv_ = Requant::onnx_float;
   std::vector<QuantizedMultiplier> mults_;
   std::vector<float> scales_;

@@ -22,6 +22,7 @@ std::vector<std::string> pass_names(bool fuse) {
                              "qdq-to-qlinear", "constant-folding-2"};
   if (fuse) v.push_back("deform-attn-fusion");
   v.push_back("conv-activation-fusion");
+  v.push_back("int8-channels-last");
   v.push_back("dead-code-elimination-2");
   return v;
 }
@@ -61,6 +62,7 @@ Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
   FusionReport local;
   if (opt.fuse && !opt.portable) pm.add(deform_attn_fusion_pass(report ? report : &local));
   if (!opt.portable && opt.fuse_activations) pm.add(conv_activation_fusion_pass());
+  if (opt.int8 && !opt.portable && opt.channels_last) pm.add(int8_channels_last_pass());
   ir::Pass dce2 = ir::dead_code_elimination_pass();
   dce2.name = "dead-code-elimination-2";
   pm.add(dce2);

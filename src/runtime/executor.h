@@ -51,6 +51,10 @@ struct CompileOptions {
   // stay on the CPU kernels and are reported. Empty: none. sim_knobs: simulator quirks.
   std::string npu_sim_strategy;
   std::vector<std::string> sim_knobs;
+  // With int8: int8-channels-last, the CPU int8 convolutions' activations kept [N, H, W, C]
+  // between them (fusion.h). Off where a workflow reads the convolutions' NCHW geometry
+  // (analyze, compile).
+  bool channels_last = true;
   // Only standard ONNX rewrites (folding, conv-bn-folding): no fusion into rkdeploy ops or
   // attributes; QuantizeLinear/DequantizeLinear of activations kept (those of constant
   // weights fold into float constants). The graph `quantize` and `accuracy` work on.

@@ -52,6 +52,12 @@ ir::Pass deform_attn_fusion_pass(FusionReport* report);
 ir::Pass qdq_to_qlinear_pass();
 Result<Kernel> prepare_int8_fused_op(const ir::Node& n);  // QLinearAdd, QLinearTflite
 
+// int8-channels-last (int8_layout_pass.cc): the CPU QLinearConvs take and give [N, H, W, C]
+// (attribute rkd_channels_last), Transposes inserted around them, moved below layout-free
+// int8 ops (Identity, QLinearAdd, QLinearLut) and cancelled in pairs, so that chains of int8
+// convolutions convert layouts only at their ends. Outputs are unchanged bit for bit.
+ir::Pass int8_channels_last_pass();
+
 bool is_fused_op(const ir::Node& n);              // domain "rkdeploy"
 Result<Kernel> prepare_fused_op(const ir::Node& n);
 

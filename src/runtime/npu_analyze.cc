@@ -77,6 +77,7 @@ Result<NpuAnalysis> analyze_npu(const std::string& model, const std::map<std::st
   a.requant = md == g.metadata.end() ? "onnx_float" : md->second;
   CompileOptions co;
   co.int8 = true;
+  co.channels_last = false;  // the QLinearConvs' NCHW geometry is read below
   RKD_TRY(optimize(g, co));
   // Keep every QLinearConv's input and output.
   std::vector<const Node*> convs;

@@ -33,6 +33,7 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   ir::Graph g = std::move(imp.graph);
   CompileOptions co;
   co.int8 = true;
+  co.channels_last = false;  // the QLinearConvs' NCHW geometry is read below
   RKD_TRY(optimize(g, co));
   const fs::path tmp(out_dir);
   std::error_code ec;

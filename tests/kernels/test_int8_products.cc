@@ -142,6 +142,10 @@ TEST(Int8Products, ConvolutionEqualsTheInt64DefinitionOnEveryPath) {
                                        : random_values<uint8_t>(DType::u8, {1, c.C, c.H, c.W}, rng);
     const Tensor w = random_values<int8_t>(DType::i8, {c.M, c.C / c.group, c.KH, c.KW}, rng);
     const std::vector<int64_t> want = conv_int64(c, x, w, OH, OW);
+    Tensor x_nhwc = Tensor::empty(c.xt, {1, c.H, c.W, c.C});
+    for (int64_t ch = 0; ch < c.C; ++ch)
+      for (int64_t i = 0; i < c.H * c.W; ++i)
+        static_cast<uint8_t*>(x_nhwc.raw())[i * c.C + ch] = static_cast<const uint8_t*>(x.raw())[ch * c.H * c.W + i];
     std::vector<int64_t> wsum(static_cast<size_t>(c.M), 0);
     for (int64_t i = 0; i < w.numel(); ++i) wsum[static_cast<size_t>(i / (w.numel() / c.M))] += w.data<int8_t>()[i];
     const int64_t zp_u8 = c.zp + (c.xt == DType::i8 ? 128 : 0);
@@ -171,6 +175,12 @@ TEST(Int8Products, ConvolutionEqualsTheInt64DefinitionOnEveryPath) {
         const size_t m = i % static_cast<size_t>(c.M);
         ASSERT_EQ((*a)->compensation()[m], zp_u8 * wsum[m]);
         ASSERT_EQ(acc.data<int32_t>()[i], want[i] + (*a)->compensation()[m]) << "run_raw(), element " << i;
+      }
+      // The same input channels last ([N, H, W, C], the int8-channels-last pass's layout).
+      std::fill_n(acc.data<int32_t>(), acc.numel(), 0);
+      ASSERT_TRUE((*a)->run_raw(x_nhwc, acc, true).ok());
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(acc.data<int32_t>()[i], want[i] + (*a)->compensation()[i % static_cast<size_t>(c.M)]) << "run_raw(channels last), element " << i;
       }
     });
   }

@@ -307,6 +307,44 @@ TEST(Int8Concat, CopiesMatchingInputsAndRequantizesOthers) {
   EXPECT_FALSE(tflite_concat({&a}, {pa, pb}, po, 1, out).ok());
 }
 
+TEST(Requant, BlockFormsEqualApplyForEveryConvention) {
+  // apply_to_planes (channel-major out, through the byte transposes) and apply_to_rows
+  // (channels last) against apply() value by value: every convention, per-tensor and
+  // per-channel scales, channel and pixel counts around the 16 x 16 blocks and the 64-pixel
+  // block, int8 and uint8 ranges, accumulators over the whole int32 range.
+  std::mt19937 rng(11);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  std::uniform_real_distribution<float> scale(0.001f, 0.05f);
+  int checked = 0;
+  for (const std::string& name : requant_names()) {
+    auto conv = parse_requant(name);
+    ASSERT_TRUE(conv.ok());
+    for (int trial = 0; trial < 12; ++trial) {
+      const int64_t M = pick(1, 70), P = pick(1, 200);
+      const bool u8 = pick(0, 1);
+      std::vector<float> ws(pick(0, 1) ? 1 : static_cast<size_t>(M));
+      for (auto& w : ws) w = scale(rng);
+      auto rq = Requantizer::make(*conv, 0.02f, ws, 0.1f, static_cast<int32_t>(u8 ? pick(0, 255) : pick(-128, 127)), u8 ? 0 : -128, u8 ? 255 : 127);
+      ASSERT_TRUE(rq.ok()) << name;
+      std::vector<int32_t> acc(static_cast<size_t>(P * M)), bias(static_cast<size_t>(M));
+      for (auto& a : acc) a = static_cast<int32_t>(pick(0, 3) ? pick(-40000, 40000) : pick(INT32_MIN / 2, INT32_MAX / 2));
+      for (auto& b : bias) b = static_cast<int32_t>(pick(-5000, 5000));
+      const auto plan = rq->plan_planes(bias.data(), M);
+      std::vector<uint8_t> planes(static_cast<size_t>(P * M)), rows(static_cast<size_t>(P * M));
+      rq->apply_to_planes(plan, acc.data(), P, planes.data(), P);
+      rq->apply_to_rows(plan, acc.data(), P, rows.data());
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t c = 0; c < M; ++c) {
+          const auto want = static_cast<uint8_t>(rq->apply(acc[static_cast<size_t>(p * M + c)] + bias[static_cast<size_t>(c)], static_cast<size_t>(c)));
+          ASSERT_EQ(planes[static_cast<size_t>(c * P + p)], want) << name << " planes, pixel " << p << " channel " << c;
+          ASSERT_EQ(rows[static_cast<size_t>(p * M + c)], want) << name << " rows, pixel " << p << " channel " << c;
+          ++checked;
+        }
+    }
+  }
+  EXPECT_GT(checked, 10000);
+}
+
 TEST(Quantize, RoundingConventions) {
   Tensor x = Tensor::from_floats({6}, std::vector<float>{0.5f, 1.5f, 2.5f, -0.5f, -2.5f, 1000.f});
   Tensor even = Tensor::empty(DType::i8, {6}), away = Tensor::empty(DType::i8, {6});

@@ -15,6 +15,8 @@
 #include <random>
 #include <type_traits>
 
+#include "ir/pass.h"
+#include "ir/shape_inference.h"
 #include "kernels/tensor_ops.h"
 #include "quant/int8.h"
 #include "runtime/executor.h"
@@ -106,29 +108,45 @@ TEST(Int8Fast, QLinearConvMatchesTheReferenceBitForBit) {
     for (int64_t m = 0; m < M; ++m) w_scale.data<float>()[m] = sc(rng) * 0.1f;
     Tensor w_zp = Tensor::zeros(DType::i8, {M}).value();
 
-    ir::Graph g;
-    g.opset = 17;
-    ir::Value* xv = *g.add_value("x");
-    xv->dtype = xt;
-    xv->shape = ir::Dims{{1, ""}, {C, ""}, {H, ""}, {W, ""}};
-    g.inputs.push_back(xv);
-    ir::Node* n = *g.add_node("conv", "QLinearConv", "",
-                              {xv, g.add_constant("xs", scalar(DType::f32, x_scale)), g.add_constant("xz", scalar(xt, x_zp)),
-                               g.add_constant("w", w), g.add_constant("ws", w_scale), g.add_constant("wz", w_zp),
-                               g.add_constant("ys", scalar(DType::f32, y_scale)), g.add_constant("yz", scalar(xt, y_zp)),
-                               g.add_constant("b", bias)},
-                              {"y"});
-    n->attrs["kernel_shape"] = std::vector<int64_t>{K, K};
-    n->attrs["strides"] = std::vector<int64_t>{S, S};
-    n->attrs["dilations"] = std::vector<int64_t>{D, D};
-    n->attrs["pads"] = pads;
-    n->attrs["group"] = group;
-    g.outputs.push_back(n->outputs[0]);
-    ASSERT_TRUE(runtime::optimize(g).ok());
-    auto ex = runtime::Executor::create(g);
-    ASSERT_TRUE(ex.ok()) << ex.error().to_string();
-    auto got = (*ex)->run({{"x", x}});
-    ASSERT_TRUE(got.ok()) << got.error().to_string();
+    // The node as written (NCHW), and after the int8 back end's passes (int8-channels-last:
+    // the convolution channels last between two Transposes).
+    auto run = [&](bool int8_passes) -> Tensor {
+      ir::Graph g;
+      g.opset = 17;
+      ir::Value* xv = *g.add_value("x");
+      xv->dtype = xt;
+      xv->shape = ir::Dims{{1, ""}, {C, ""}, {H, ""}, {W, ""}};
+      g.inputs.push_back(xv);
+      ir::Node* n = *g.add_node("conv", "QLinearConv", "",
+                                {xv, g.add_constant("xs", scalar(DType::f32, x_scale)), g.add_constant("xz", scalar(xt, x_zp)),
+                                 g.add_constant("w", w), g.add_constant("ws", w_scale), g.add_constant("wz", w_zp),
+                                 g.add_constant("ys", scalar(DType::f32, y_scale)), g.add_constant("yz", scalar(xt, y_zp)),
+                                 g.add_constant("b", bias)},
+                                {"y"});
+      n->attrs["kernel_shape"] = std::vector<int64_t>{K, K};
+      n->attrs["strides"] = std::vector<int64_t>{S, S};
+      n->attrs["dilations"] = std::vector<int64_t>{D, D};
+      n->attrs["pads"] = pads;
+      n->attrs["group"] = group;
+      g.outputs.push_back(n->outputs[0]);
+      runtime::CompileOptions co;
+      co.int8 = int8_passes;
+      EXPECT_TRUE(runtime::optimize(g, co).ok());
+      if (int8_passes) {
+        const auto conv = std::find_if(g.nodes().begin(), g.nodes().end(), [](const auto& m) { return m->op_type == "QLinearConv"; });
+        EXPECT_TRUE(conv != g.nodes().end() && (*conv)->attrs.count("rkd_channels_last"));
+      }
+      auto ex = runtime::Executor::create(g);
+      EXPECT_TRUE(ex.ok()) << ex.error().to_string();
+      if (!ex.ok()) return Tensor();
+      auto got = (*ex)->run({{"x", x}});
+      EXPECT_TRUE(got.ok()) << got.error().to_string();
+      return got.ok() ? got->at("y") : Tensor();
+    };
+    const Tensor y = run(false), y_channels_last = run(true);
+    ASSERT_TRUE(y.defined() && y_channels_last.defined());
+    ASSERT_EQ(y_channels_last.shape(), y.shape());
+    ASSERT_EQ(std::memcmp(y_channels_last.raw(), y.raw(), y.nbytes()), 0) << "trial " << trial << ": channels last";
 
     std::vector<float> ws(w_scale.data<float>(), w_scale.data<float>() + M);
     auto rq = quant::Requantizer::make(quant::Requant::onnx_float, x_scale, ws, y_scale, y_zp, u8 ? 0 : -128, u8 ? 255 : 127);
@@ -136,7 +154,6 @@ TEST(Int8Fast, QLinearConvMatchesTheReferenceBitForBit) {
     Tensor want = Tensor::empty(xt, {1, M, OH, OW});
     const quant::QConvParams qp{{S, S}, {D, D}, pads, group};
     ASSERT_TRUE(quant::qlinear_conv(x, x_zp, w, std::vector<int32_t>(static_cast<size_t>(M), 0), bias, qp, *rq, want).ok());
-    const Tensor& y = got->at("y");
     ASSERT_EQ(y.shape(), want.shape()) << "trial " << trial;
     ASSERT_EQ(std::memcmp(y.raw(), want.raw(), want.nbytes()), 0)
         << "trial " << trial << ": K" << K << " S" << S << " D" << D << " group " << group << " C" << C << " M" << M;
@@ -147,6 +164,76 @@ TEST(Int8Fast, QLinearConvMatchesTheReferenceBitForBit) {
     ++fast_runs;
   }
   EXPECT_GT(fast_runs, 25);
+}
+
+TEST(Int8Fast, ChannelsLastChainsConvertLayoutsOnlyAtTheirEnds) {
+  // Identity -> conv 3x3 -> conv 1x1 -> QLinearAdd(both convs) -> depthwise conv -> LUT-free
+  // output: with int8-channels-last, one Transpose in and one out (the pairs between cancel),
+  // and the output bytes are those of the graph without the pass.
+  std::mt19937 rng(5);
+  const int64_t C = 5, M = 12, H = 9, W = 11;
+  const DType dt = DType::i8;
+  const Tensor x = random_q<int8_t>(dt, {1, C, H, W}, rng, -128, 127);
+  std::vector<Tensor> ws{random_q<int8_t>(DType::i8, {M, C, 3, 3}, rng, -127, 127), random_q<int8_t>(DType::i8, {M, M, 1, 1}, rng, -127, 127),
+                         random_q<int8_t>(DType::i8, {M, 1, 3, 3}, rng, -127, 127)};
+  const Tensor bias = random_q<int32_t>(DType::i32, {M}, rng, -3000, 3000);
+  auto run = [&](bool channels_last, int* transposes) -> Tensor {
+    ir::Graph g;
+    g.opset = 17;
+    ir::Value* xv = *g.add_value("x");
+    xv->dtype = dt;
+    xv->shape = ir::Dims{{1, ""}, {C, ""}, {H, ""}, {W, ""}};
+    g.inputs.push_back(xv);
+    ir::Node* id = *g.add_node("id", "Identity", "", {xv}, {"x_id"});
+    id->outputs[0]->dtype = dt;
+    id->outputs[0]->shape = xv->shape;
+    auto conv = [&](const std::string& name, ir::Value* in, const Tensor& w, int64_t group, int64_t pad, float ys) {
+      Tensor wscale = Tensor::empty(DType::f32, {w.dim(0)});
+      for (int64_t m = 0; m < w.dim(0); ++m) wscale.data<float>()[m] = 0.002f + 0.0003f * static_cast<float>(m);
+      ir::Node* n = *g.add_node(name, "QLinearConv", "",
+                                {in, g.add_constant(name + "_xs", scalar(DType::f32, 0.05)), g.add_constant(name + "_xz", scalar(dt, 3)),
+                                 g.add_constant(name + "_w", w), g.add_constant(name + "_ws", wscale),
+                                 g.add_constant(name + "_wz", Tensor::zeros(DType::i8, {w.dim(0)}).value()),
+                                 g.add_constant(name + "_ys", scalar(DType::f32, ys)), g.add_constant(name + "_yz", scalar(dt, -2)),
+                                 g.add_constant(name + "_b", bias)},
+                                {name + "_y"});
+      n->attrs["pads"] = std::vector<int64_t>{pad, pad, pad, pad};
+      n->attrs["group"] = group;
+      return n->outputs[0];
+    };
+    ir::Value* y1 = conv("c1", id->outputs[0], ws[0], 1, 1, 0.05f);
+    ir::Value* y2 = conv("c2", y1, ws[1], 1, 0, 0.05f);
+    ir::Node* add = *g.add_node("add", "QLinearAdd", "rkdeploy",
+                                {y1, g.add_constant("a_s", scalar(DType::f32, 0.05)), g.add_constant("a_z", scalar(dt, -2)), y2,
+                                 g.add_constant("b_s", scalar(DType::f32, 0.05)), g.add_constant("b_z", scalar(dt, -2)),
+                                 g.add_constant("c_s", scalar(DType::f32, 0.08)), g.add_constant("c_z", scalar(dt, 1))},
+                                {"sum"});
+    add->outputs[0]->dtype = dt;
+    ir::Value* y3 = conv("c3", add->outputs[0], ws[2], M, 1, 0.04f);
+    g.outputs.push_back(y3);
+    EXPECT_TRUE(ir::shape_inference_pass().run(g).ok());
+    add->outputs[0]->shape = y1->shape;  // a custom op: shapes set by whoever makes it
+    EXPECT_TRUE(ir::shape_inference_pass().run(g).ok());
+    runtime::CompileOptions co;
+    co.int8 = true;
+    co.channels_last = channels_last;
+    Status st = runtime::optimize(g, co);
+    EXPECT_TRUE(st.ok()) << st.error().to_string();
+    *transposes = static_cast<int>(std::count_if(g.nodes().begin(), g.nodes().end(), [](const auto& n) { return n->op_type == "Transpose"; }));
+    auto ex = runtime::Executor::create(g);
+    EXPECT_TRUE(ex.ok()) << ex.error().to_string();
+    if (!ex.ok()) return Tensor();
+    auto got = (*ex)->run({{"x", x}});
+    EXPECT_TRUE(got.ok()) << got.error().to_string();
+    return got.ok() ? got->at("c3_y") : Tensor();
+  };
+  int t_off = -1, t_on = -1;
+  const Tensor want = run(false, &t_off), got = run(true, &t_on);
+  ASSERT_TRUE(want.defined() && got.defined());
+  EXPECT_EQ(t_off, 0);
+  EXPECT_EQ(t_on, 2);
+  ASSERT_EQ(got.shape(), want.shape());
+  EXPECT_EQ(std::memcmp(got.raw(), want.raw(), want.nbytes()), 0);
 }
 
 TEST(Int8Fast, QLinearMatMulMatchesTheReferenceBitForBit) {
