@@ -103,11 +103,13 @@ Status resolve_auto_pad(const Ctx& c, WindowAttrs& w, const Shape& in_spatial) {
 }
 
 // w_index: the weight's input (Conv 1, QLinearConv 3); out_dtype: the output's type;
-// channels_last: input and output are [N, spatial..., C] (QLinearConv's rkd_channels_last).
-Status window_op(const Ctx& c, bool conv, size_t w_index = 1, std::optional<DType> out_dtype = std::nullopt, bool channels_last = false) {
+// in_cl / out_cl: the input / output is [N, spatial..., C] (QLinearConv's
+// rkd_input_channels_last / rkd_output_channels_last).
+Status window_op(const Ctx& c, bool conv, size_t w_index = 1, std::optional<DType> out_dtype = std::nullopt, bool in_cl = false,
+                 bool out_cl = false) {
   auto x = c.dims(0);
   if (!x) return {};
-  if (channels_last && x->size() >= 3) x->insert(x->begin() + 1, x->back()), x->pop_back();  // as [N, C, spatial...]
+  if (in_cl && x->size() >= 3) x->insert(x->begin() + 1, x->back()), x->pop_back();  // as [N, C, spatial...]
   if (x->size() < 3) return c.bad("input must have rank >= 3 (N, C, spatial...), got " + dims_to_string(*x));
   const size_t spatial = x->size() - 2;
   std::vector<int64_t> kernel;
@@ -147,7 +149,7 @@ Status window_op(const Ctx& c, bool conv, size_t w_index = 1, std::optional<DTyp
                                      w.pads[i + spatial], w.ceil_mode));
     out.push_back(Dim{o, ""});
   }
-  if (channels_last) out.push_back(out[1]), out.erase(out.begin() + 1);
+  if (out_cl) out.push_back(out[1]), out.erase(out.begin() + 1);
   RKD_TRY(c.set(0, out_dtype ? out_dtype : c.dtype(0), out));
   if (!conv && c.n.outputs.size() > 1) RKD_TRY(c.set(1, DType::i64, out));  // MaxPool indices
   return {};
@@ -335,8 +337,9 @@ void add_nn_shape_functions(std::map<std::string, Fn>& m) {
   // Quantized forms: QLinearConv (x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B) and
   // QLinearMatMul (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp); output type = y_zp's.
   m["QLinearConv"] = [](const Ctx& c) -> Status {
-    RKD_ASSIGN(int64_t channels_last, c.n.attr_int("rkd_channels_last", 0));
-    return window_op(c, true, 3, c.dtype(7), channels_last != 0);
+    RKD_ASSIGN(int64_t in_cl, c.n.attr_int("rkd_input_channels_last", 0));
+    RKD_ASSIGN(int64_t out_cl, c.n.attr_int("rkd_output_channels_last", 0));
+    return window_op(c, true, 3, c.dtype(7), in_cl != 0, out_cl != 0);
   };
   m["QLinearMatMul"] = [](const Ctx& c) { return matmul(c, 3, c.dtype(7)); };
   m["QuantizeLinear"] = [](const Ctx& c) {

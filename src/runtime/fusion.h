@@ -53,9 +53,11 @@ ir::Pass qdq_to_qlinear_pass();
 Result<Kernel> prepare_int8_fused_op(const ir::Node& n);  // QLinearAdd, QLinearTflite
 
 // int8-channels-last (int8_layout_pass.cc): the CPU QLinearConvs take and give [N, H, W, C]
-// (attribute rkd_channels_last), Transposes inserted around them, moved below layout-free
-// int8 ops (Identity, QLinearAdd, QLinearLut) and cancelled in pairs, so that chains of int8
-// convolutions convert layouts only at their ends. Outputs are unchanged bit for bit.
+// (attributes rkd_input_channels_last, rkd_output_channels_last), Transposes inserted around
+// them, moved below layout-free int8 ops (Identity, QLinearAdd, QLinearLut) and cancelled in
+// pairs; a Transpose left next to a convolution goes into the convolution's own conversion.
+// Chains of int8 convolutions convert layouts only at their ends. Outputs are unchanged bit
+// for bit.
 ir::Pass int8_channels_last_pass();
 
 bool is_fused_op(const ir::Node& n);              // domain "rkdeploy"

@@ -122,18 +122,17 @@ void register_int8_ops(std::map<std::string, Factory>& r) {
   // QOperator forms, requantized with ONNX Runtime's convention (quant::Requant::onnx_float).
   r["QLinearConv"] = [](const Node& n, int64_t) -> Result<Kernel> {
     if (n.attrs.count("rkd_sim_strategy")) return npu_sim_kernel_from_attrs(n);
-    // rkd_channels_last (int8-channels-last pass): input 0 and the output are [N, H, W, C];
-    // xs and os below are the NCHW geometry either way.
-    RKD_ASSIGN(const int64_t channels_last, n.attr_int("rkd_channels_last", 0));
+    // rkd_input_channels_last / rkd_output_channels_last (int8-channels-last pass): input 0 /
+    // the output are [N, H, W, C]; xs and os below are the NCHW geometry either way.
+    RKD_ASSIGN(const int64_t in_cl, n.attr_int("rkd_input_channels_last", 0));
+    RKD_ASSIGN(const int64_t out_cl, n.attr_int("rkd_output_channels_last", 0));
     auto xs = ir::static_shape(n.inputs[0]);
     const auto ws = n.inputs.size() > 3 ? ir::static_shape(n.inputs[3]) : std::nullopt;
     auto os = ir::static_shape(n.outputs[0]);
     if (!xs || !ws || xs->size() != 4) return unsupported(n.describe() + ": 2-D QLinearConv with static shapes only");
-    if (channels_last) {
-      if (!os || os->size() != 4) return unsupported(n.describe() + ": channels-last QLinearConv needs a static 4-D output");
-      xs = Shape{(*xs)[0], (*xs)[3], (*xs)[1], (*xs)[2]};
-      os = Shape{(*os)[0], (*os)[3], (*os)[1], (*os)[2]};
-    }
+    if ((in_cl || out_cl) && (!os || os->size() != 4)) return unsupported(n.describe() + ": channels-last QLinearConv needs a static 4-D output");
+    if (in_cl) xs = Shape{(*xs)[0], (*xs)[3], (*xs)[1], (*xs)[2]};
+    if (out_cl) os = Shape{(*os)[0], (*os)[3], (*os)[1], (*os)[2]};
     RKD_ASSIGN(ops::ConvParams cp, conv_params(n, *xs, *ws, false));
     const quant::QConvParams p{cp.strides, cp.dilations, cp.pads, cp.group};
     RKD_ASSIGN(auto rq0, constant_qlinear_requantizer(n));
@@ -164,12 +163,12 @@ void register_int8_ops(std::map<std::string, Factory>& r) {
         const quant::Requantizer rq = *rq0;
         auto plan = std::make_shared<const quant::Requantizer::PlanesPlan>(rq.plan_planes(bias.data<int32_t>(), (*os)[1]));
         const int64_t N = (*os)[0], M = (*os)[1], HW = (*os)[2] * (*os)[3];
-        return Kernel([a, buf, plan, rq, what, channels_last, N, M, HW](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-          Status st = a->run_raw(*in[0], *buf, channels_last != 0);
+        return Kernel([a, buf, plan, rq, what, in_cl, out_cl, N, M, HW](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+          Status st = a->run_raw(*in[0], *buf, in_cl != 0);
           if (!st.ok()) return st.error().with_context(what);
           const int32_t* ac = buf->data<int32_t>();  // [N, OH, OW, M]
           auto* py = static_cast<uint8_t*>(out[0].raw());
-          if (channels_last) {
+          if (out_cl) {
             rq.apply_to_rows(*plan, ac, N * HW, py);
           } else {
             for (int64_t nn = 0; nn < N; ++nn) rq.apply_to_planes(*plan, ac + nn * HW * M, HW, py + nn * M * HW, HW);
@@ -180,23 +179,21 @@ void register_int8_ops(std::map<std::string, Factory>& r) {
     }
     RKD_ASSIGN(quant::Requant convention, node_requant(n));
     RKD_ASSIGN(ActRange act, node_act_range(n));
-    return Kernel([p, what, rq0, convention, act, channels_last](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+    return Kernel([p, what, rq0, convention, act, in_cl, out_cl](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
       RKD_ASSIGN(quant::Requantizer rq,
                  rq0 ? Result<quant::Requantizer>(*rq0) : qlinear_requantizer(in, out[0].dtype(), convention, act));
       const Tensor bias = in.size() > 8 && in[8] ? *in[8] : Tensor();
-      if (!channels_last) {
-        Status st = quant::qlinear_conv(*in[0], zero_points_of(in[2], 1)[0], *in[3], zero_points_of(in[5], rq.channels()), bias, p, rq, out[0]);
-        return st.ok() ? st : st.error().with_context(what);
+      // The reference on NCHW: channels-last operands through copies.
+      Tensor x = *in[0];
+      if (in_cl) {
+        x = Tensor::empty(in[0]->dtype(), {in[0]->dim(0), in[0]->dim(3), in[0]->dim(1), in[0]->dim(2)});
+        ops::transpose(*in[0], {0, 3, 1, 2}, x);
       }
-      // The reference on NCHW copies of the channels-last input and output.
-      const Tensor& x = *in[0];
-      Tensor xc = Tensor::empty(x.dtype(), {x.dim(0), x.dim(3), x.dim(1), x.dim(2)});
-      ops::transpose(x, {0, 3, 1, 2}, xc);
       Tensor& y = out[0];
-      Tensor yc = Tensor::empty(y.dtype(), {y.dim(0), y.dim(3), y.dim(1), y.dim(2)});
-      Status st = quant::qlinear_conv(xc, zero_points_of(in[2], 1)[0], *in[3], zero_points_of(in[5], rq.channels()), bias, p, rq, yc);
+      Tensor yc = out_cl ? Tensor::empty(y.dtype(), {y.dim(0), y.dim(3), y.dim(1), y.dim(2)}) : y;
+      Status st = quant::qlinear_conv(x, zero_points_of(in[2], 1)[0], *in[3], zero_points_of(in[5], rq.channels()), bias, p, rq, yc);
       if (!st.ok()) return st.error().with_context(what);
-      ops::transpose(yc, {0, 2, 3, 1}, y);
+      if (out_cl) ops::transpose(yc, {0, 2, 3, 1}, y);
       return {};
     });
   };

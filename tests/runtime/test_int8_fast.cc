@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 #include <type_traits>
 
@@ -134,7 +135,7 @@ TEST(Int8Fast, QLinearConvMatchesTheReferenceBitForBit) {
       EXPECT_TRUE(runtime::optimize(g, co).ok());
       if (int8_passes) {
         const auto conv = std::find_if(g.nodes().begin(), g.nodes().end(), [](const auto& m) { return m->op_type == "QLinearConv"; });
-        EXPECT_TRUE(conv != g.nodes().end() && (*conv)->attrs.count("rkd_channels_last"));
+        EXPECT_TRUE(conv != g.nodes().end() && (*conv)->attrs.count("rkd_input_channels_last"));
       }
       auto ex = runtime::Executor::create(g);
       EXPECT_TRUE(ex.ok()) << ex.error().to_string();
@@ -167,9 +168,10 @@ TEST(Int8Fast, QLinearConvMatchesTheReferenceBitForBit) {
 }
 
 TEST(Int8Fast, ChannelsLastChainsConvertLayoutsOnlyAtTheirEnds) {
-  // Identity -> conv 3x3 -> conv 1x1 -> QLinearAdd(both convs) -> depthwise conv -> LUT-free
-  // output: with int8-channels-last, one Transpose in and one out (the pairs between cancel),
-  // and the output bytes are those of the graph without the pass.
+  // Identity -> conv 3x3 -> conv 1x1 -> QLinearAdd(both convs) -> depthwise conv -> output:
+  // with int8-channels-last, no Transpose node is left (the pairs between the convolutions
+  // cancel, the first convolution reads NCHW and the last writes NCHW themselves), c2 and the
+  // Add work channels last, and the output bytes are those of the graph without the pass.
   std::mt19937 rng(5);
   const int64_t C = 5, M = 12, H = 9, W = 11;
   const DType dt = DType::i8;
@@ -177,6 +179,7 @@ TEST(Int8Fast, ChannelsLastChainsConvertLayoutsOnlyAtTheirEnds) {
   std::vector<Tensor> ws{random_q<int8_t>(DType::i8, {M, C, 3, 3}, rng, -127, 127), random_q<int8_t>(DType::i8, {M, M, 1, 1}, rng, -127, 127),
                          random_q<int8_t>(DType::i8, {M, 1, 3, 3}, rng, -127, 127)};
   const Tensor bias = random_q<int32_t>(DType::i32, {M}, rng, -3000, 3000);
+  std::map<std::string, std::string> layouts;  // convolution: its two channels-last flags
   auto run = [&](bool channels_last, int* transposes) -> Tensor {
     ir::Graph g;
     g.opset = 17;
@@ -220,6 +223,11 @@ TEST(Int8Fast, ChannelsLastChainsConvertLayoutsOnlyAtTheirEnds) {
     Status st = runtime::optimize(g, co);
     EXPECT_TRUE(st.ok()) << st.error().to_string();
     *transposes = static_cast<int>(std::count_if(g.nodes().begin(), g.nodes().end(), [](const auto& n) { return n->op_type == "Transpose"; }));
+    for (const auto& n : g.nodes()) {
+      if (n->op_type != "QLinearConv") continue;
+      layouts[n->name] = std::to_string(n->attr_int("rkd_input_channels_last", -1).value_or(-2)) +
+                         std::to_string(n->attr_int("rkd_output_channels_last", -1).value_or(-2));
+    }
     auto ex = runtime::Executor::create(g);
     EXPECT_TRUE(ex.ok()) << ex.error().to_string();
     if (!ex.ok()) return Tensor();
@@ -228,10 +236,15 @@ TEST(Int8Fast, ChannelsLastChainsConvertLayoutsOnlyAtTheirEnds) {
     return got.ok() ? got->at("c3_y") : Tensor();
   };
   int t_off = -1, t_on = -1;
-  const Tensor want = run(false, &t_off), got = run(true, &t_on);
+  const Tensor want = run(false, &t_off);
+  EXPECT_EQ(layouts["c2"], "-1-1");  // without the pass: no attributes
+  const Tensor got = run(true, &t_on);
   ASSERT_TRUE(want.defined() && got.defined());
   EXPECT_EQ(t_off, 0);
-  EXPECT_EQ(t_on, 2);
+  EXPECT_EQ(t_on, 0);
+  EXPECT_EQ(layouts["c1"], "01");
+  EXPECT_EQ(layouts["c2"], "11");
+  EXPECT_EQ(layouts["c3"], "10");
   ASSERT_EQ(got.shape(), want.shape());
   EXPECT_EQ(std::memcmp(got.raw(), want.raw(), want.nbytes()), 0);
 }
