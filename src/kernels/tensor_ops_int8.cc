@@ -48,15 +48,15 @@ using int8::kKBlockPairs;
 size_t PanelWidth() { return 4; }
 size_t TileRowsMultiple() { return 1; }
 void GemmTile(const int16_t* a, size_t rows, size_t kp, const int16_t* b, size_t panels, const int32_t* init,
-              int32_t* ct) {
-  const size_t nr = PanelWidth(), np = panels * nr, kp2 = kp / 2;
+              int32_t* ct, size_t ldc) {
+  const size_t nr = PanelWidth(), kp2 = kp / 2;
   for (size_t r = 0; r < rows; ++r)
     for (size_t j = 0; j < panels; ++j)
       for (size_t col = 0; col < nr; ++col) {
         int32_t sum = init[j * nr + col];
         for (size_t p = 0; p < kp2; ++p)
           for (size_t e = 0; e < 2; ++e) sum += a[r * kp + 2 * p + e] * b[((j * kp2 + p) * nr + col) * 2 + e];
-        ct[r * np + j * nr + col] = sum;
+        ct[r * ldc + j * nr + col] = sum;
       }
 }
 void WidenU8(const uint8_t* src, size_t n, int16_t* dst) { for (size_t i = 0; i < n; ++i) dst[i] = src[i]; }
@@ -93,7 +93,8 @@ size_t PanelWidth() { return kNV * hn::Lanes(D32()); }
 size_t TileRowsMultiple() { return kMR; }
 
 // ct[r][0..NR) (+)= init[0..NR) + sum over pairs p < kp2 of a[r][2p..2p+1] . b[p][col][0..1],
-// for r < kMR. a: kMR rows of lda int16; b: [kp2][NR][2] int16, aligned; ct: kMR rows of ldc.
+// for r < kMR. a: kMR rows of lda int16; b: [kp2][NR][2] int16, aligned; ct: kMR rows of ldc
+// (any alignment).
 HWY_INLINE void MicroKernel(const int16_t* HWY_RESTRICT a, size_t lda, const int16_t* HWY_RESTRICT b, size_t kp2,
                             const int32_t* HWY_RESTRICT init, bool accumulate, int32_t* HWY_RESTRICT ct, size_t ldc) {
   const D32 d32;
@@ -124,25 +125,24 @@ HWY_INLINE void MicroKernel(const int16_t* HWY_RESTRICT a, size_t lda, const int
     int32_t* row = ct + r * ldc;
     for (size_t v = 0; v < kNV; ++v) {
       V sum = hn::RearrangeToOddPlusEven(s0[r][v], s1[r][v]);
-      sum = accumulate ? sum + hn::Load(d32, row + v * L) : sum + hn::Load(d32, init + v * L);
-      hn::Store(sum, d32, row + v * L);
+      sum = accumulate ? sum + hn::LoadU(d32, row + v * L) : sum + hn::Load(d32, init + v * L);
+      hn::StoreU(sum, d32, row + v * L);
     }
   }
 }
 
 // ct [rows, Np] = init + a [rows, Kp] x packed b, rows a multiple of kMR; Np = panels * NR.
-// a: lda = Kp int16 per row; b: panels of [Kp/2][NR][2]; ct: ldc = Np, aligned rows.
+// a: lda = Kp int16 per row; b: panels of [Kp/2][NR][2]; ct: rows of ldc >= Np.
 void GemmTile(const int16_t* a, size_t rows, size_t kp, const int16_t* b, size_t panels, const int32_t* init,
-              int32_t* ct) {
+              int32_t* ct, size_t ldc) {
   const size_t nr = PanelWidth();
-  const size_t np = panels * nr;
   const size_t kp2 = kp / 2;
   for (size_t k0 = 0; k0 < kp2; k0 += kKBlockPairs) {
     const size_t kb = std::min(kKBlockPairs, kp2 - k0);
     for (size_t j = 0; j < panels; ++j) {
       const int16_t* bj = b + (j * kp2 + k0) * nr * 2;
       for (size_t r = 0; r < rows; r += kMR) {
-        MicroKernel(a + r * kp + 2 * k0, kp, bj, kb, init + j * nr, k0 != 0, ct + r * np + j * nr, np);
+        MicroKernel(a + r * kp + 2 * k0, kp, bj, kb, init + j * nr, k0 != 0, ct + r * ldc + j * nr, ldc);
       }
     }
   }
@@ -219,8 +219,8 @@ HWY_EXPORT(DepthwiseRow);
 size_t panel_width() { return HWY_DYNAMIC_DISPATCH(PanelWidth)(); }
 size_t tile_rows_multiple() { return HWY_DYNAMIC_DISPATCH(TileRowsMultiple)(); }
 void gemm_tile(const int16_t* a, size_t rows, size_t kp, const int16_t* b, size_t panels, const int32_t* init,
-               int32_t* ct) {
-  HWY_DYNAMIC_DISPATCH(GemmTile)(a, rows, kp, b, panels, init, ct);
+               int32_t* ct, size_t ldc) {
+  HWY_DYNAMIC_DISPATCH(GemmTile)(a, rows, kp, b, panels, init, ct, ldc);
 }
 void widen(const uint8_t* src, size_t n, int16_t* dst) { HWY_DYNAMIC_DISPATCH(WidenU8)(src, n, dst); }
 void widen(const int8_t* src, size_t n, int16_t* dst) { HWY_DYNAMIC_DISPATCH(WidenI8)(src, n, dst); }

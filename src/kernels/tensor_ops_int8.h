@@ -24,9 +24,10 @@ constexpr int64_t kMaxTaps = 65793;
 size_t panel_width();         // NR: output channels per packed weight panel
 size_t tile_rows_multiple();  // MR: gemm_tile's rows must be a multiple of it
 // ct [rows, panels * NR] = init + a [rows, kp] x b; b: panels of [kp/2][NR][2] int16, aligned;
-// ct and init aligned; kp even; rows a multiple of MR (rows past the valid ones are computed too).
+// init aligned; ct rows of ldc >= panels * NR int32 (any alignment); kp even; rows a multiple
+// of MR (rows past the valid ones are computed too).
 void gemm_tile(const int16_t* a, size_t rows, size_t kp, const int16_t* b, size_t panels, const int32_t* init,
-               int32_t* ct);
+               int32_t* ct, size_t ldc);
 void widen(const uint8_t* src, size_t n, int16_t* dst);
 void widen(const int8_t* src, size_t n, int16_t* dst);
 // The dot-product kernel (tensor_ops_int8_dotprod.cc): gemm_tile's contract on int8 quads,
@@ -38,7 +39,7 @@ constexpr size_t kDotprodPanel = 16, kDotprodRows = 4;
 bool dotprod();
 void set_dotprod_for_test(int mode);
 void gemm_tile_dotprod(const int8_t* a, size_t rows, size_t kp, const int8_t* b, size_t panels, const int32_t* init,
-                       int32_t* ct);
+                       int32_t* ct, size_t ldc);
 size_t depthwise_channel_multiple();
 void depthwise_row(const uint8_t* x, size_t pixel_step, size_t count, const int64_t* tap_offset, size_t taps,
                    const int16_t* w, const int32_t* init, size_t C, size_t Cp, int32_t* out);

@@ -212,12 +212,17 @@ class PackedWeights {
 void tile_product(const Format& f, Scratch& s, size_t rows, const PackedWeights& pw, int64_t g, bool raw, int64_t cols,
                   int32_t* out, int64_t ldo) {
   const size_t padded_rows = (rows + f.mr - 1) / f.mr * f.mr;
-  int32_t* ct = s.c.get(int8::kTileRows * pw.np());
+  // Straight into out when every computed row and column is a real one; else through the
+  // tile buffer, whose valid part is copied.
+  const bool direct = padded_rows == rows && static_cast<size_t>(cols) == pw.np();
+  int32_t* ct = direct ? out : s.c.get(int8::kTileRows * pw.np());
+  const size_t ldc = direct ? static_cast<size_t>(ldo) : pw.np();
   if (f.quads) {
-    int8::gemm_tile_dotprod(s.a8.get(0), padded_rows, pw.kp(), pw.group8(g), pw.panels(), pw.start(g, raw), ct);
+    int8::gemm_tile_dotprod(s.a8.get(0), padded_rows, pw.kp(), pw.group8(g), pw.panels(), pw.start(g, raw), ct, ldc);
   } else {
-    int8::gemm_tile(s.a16.get(0), padded_rows, pw.kp(), pw.group16(g), pw.panels(), pw.start(g, raw), ct);
+    int8::gemm_tile(s.a16.get(0), padded_rows, pw.kp(), pw.group16(g), pw.panels(), pw.start(g, raw), ct, ldc);
   }
+  if (direct) return;
   for (size_t r = 0; r < rows; ++r)
     std::memcpy(out + static_cast<int64_t>(r) * ldo, ct + r * pw.np(), static_cast<size_t>(cols) * sizeof(int32_t));
 }

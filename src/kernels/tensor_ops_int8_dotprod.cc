@@ -31,15 +31,15 @@ bool hardware_dotprod() {
 
 // The definition, for CPUs without sdot.
 void gemm_tile_quads_loop(const int8_t* a, size_t rows, size_t kp, const int8_t* b, size_t panels, const int32_t* init,
-                          int32_t* ct) {
-  const size_t nr = kDotprodPanel, np = panels * nr, kq = kp / 4;
+                          int32_t* ct, size_t ldc) {
+  const size_t nr = kDotprodPanel, kq = kp / 4;
   for (size_t r = 0; r < rows; ++r)
     for (size_t j = 0; j < panels; ++j)
       for (size_t col = 0; col < nr; ++col) {
         int32_t sum = init[j * nr + col];
         for (size_t p = 0; p < kq; ++p)
           for (size_t e = 0; e < 4; ++e) sum += a[r * kp + 4 * p + e] * b[((j * kq + p) * nr + col) * 4 + e];
-        ct[r * np + j * nr + col] = sum;
+        ct[r * ldc + j * nr + col] = sum;
       }
 }
 
@@ -47,9 +47,9 @@ void gemm_tile_quads_loop(const int8_t* a, size_t rows, size_t kp, const int8_t*
 // kDotprodRows rows x 4 vectors (16 columns) of accumulators, one row's 4 A bytes replicated
 // per vector (ld1r), K blocked like gemm_tile.
 __attribute__((target("arch=armv8.2-a+dotprod"))) void gemm_tile_sdot(const int8_t* a, size_t rows, size_t kp, const int8_t* b,
-                                                                      size_t panels, const int32_t* init, int32_t* ct) {
+                                                                      size_t panels, const int32_t* init, int32_t* ct, size_t ldc) {
   constexpr size_t MR = kDotprodRows, NV = kDotprodPanel / 4;
-  const size_t np = panels * kDotprodPanel, kq = kp / 4;
+  const size_t kq = kp / 4;
   for (size_t k0 = 0; k0 < kq; k0 += kKBlockQuads) {
     const size_t kb = kq - k0 < kKBlockQuads ? kq - k0 : kKBlockQuads;
     for (size_t j = 0; j < panels; ++j) {
@@ -58,7 +58,7 @@ __attribute__((target("arch=armv8.2-a+dotprod"))) void gemm_tile_sdot(const int8
         int32x4_t acc[MR][NV];
         for (size_t i = 0; i < MR; ++i)
           for (size_t v = 0; v < NV; ++v)
-            acc[i][v] = vld1q_s32(k0 == 0 ? init + j * kDotprodPanel + v * 4 : ct + (r + i) * np + j * kDotprodPanel + v * 4);
+            acc[i][v] = vld1q_s32(k0 == 0 ? init + j * kDotprodPanel + v * 4 : ct + (r + i) * ldc + j * kDotprodPanel + v * 4);
         for (size_t p = 0; p < kb; ++p) {
           int8x16_t bv[NV];
           for (size_t v = 0; v < NV; ++v) bv[v] = vld1q_s8(bj + (p * kDotprodPanel + v * 4) * 4);
@@ -70,7 +70,7 @@ __attribute__((target("arch=armv8.2-a+dotprod"))) void gemm_tile_sdot(const int8
           }
         }
         for (size_t i = 0; i < MR; ++i)
-          for (size_t v = 0; v < NV; ++v) vst1q_s32(ct + (r + i) * np + j * kDotprodPanel + v * 4, acc[i][v]);
+          for (size_t v = 0; v < NV; ++v) vst1q_s32(ct + (r + i) * ldc + j * kDotprodPanel + v * 4, acc[i][v]);
       }
     }
   }
@@ -85,11 +85,11 @@ bool dotprod() {
 void set_dotprod_for_test(int mode) { g_mode.store(mode, std::memory_order_relaxed); }
 
 void gemm_tile_dotprod(const int8_t* a, size_t rows, size_t kp, const int8_t* b, size_t panels, const int32_t* init,
-                       int32_t* ct) {
+                       int32_t* ct, size_t ldc) {
 #if defined(__aarch64__)
-  if (hardware_dotprod()) return gemm_tile_sdot(a, rows, kp, b, panels, init, ct);
+  if (hardware_dotprod()) return gemm_tile_sdot(a, rows, kp, b, panels, init, ct, ldc);
 #endif
-  gemm_tile_quads_loop(a, rows, kp, b, panels, init, ct);
+  gemm_tile_quads_loop(a, rows, kp, b, panels, init, ct, ldc);
 }
 
 }  // namespace rkd::ops::int8
