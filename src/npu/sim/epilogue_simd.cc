@@ -28,9 +28,11 @@ namespace rkd::npu::sim::detail {
 // The epilogue's constants, prepared once per task (run_common_epilogue). A shift s appears
 // as the factor 2^-s; shifts above kMaxShift act as kMaxShift (see Stages).
 struct EpilogueParams {
-  double lo2, hi2;     // saturation to int32 and ReLU / ReLUX as one clamp
+  double lo2, hi2;     // saturation to int32 and ReLU / ReLUX as one clamp (with the EW add)
+  double lo3, hi3;     // the clamp before OUT_CVT: lo2/hi2 (no EW) or int32's range, narrowed to out_range()
   double trunc_scale;  // 2^-truncate
-  double out_scale, offset;         // OUT_CVT: SCALE 2^-SHIFT, OFFSET
+  double out_scale;    // OUT_CVT: SCALE 2^-SHIFT
+  int32_t offset;      // OUT_CVT: OFFSET, added to int32 lanes
   double ew_offset, ew_scale;       // EW: OFFSET, SCALE 2^-SHIFT
   int trunc;
   bool mul, ew, same_shift;
@@ -79,7 +81,11 @@ constexpr bool valid_flags(int f) {
 // the EW operand plus its OFFSET within int32 (common_epilogue). Roundings: half up is
 // Floor(u 2^-s + 1/2) (kMaxShift), half to even is Round(u 2^-s), which needs no addition.
 // Saturation to int32 followed by the ReLU/ReLUX clamp is one clamp to the intersection
-// (P.lo2, P.hi2): the ReLU bounds are 0 or none below and an int32 or none above.
+// (P.lo2, P.hi2): the ReLU bounds are 0 or none below and an int32 or none above. The clamp
+// before OUT_CVT (that one without EW, int32's after the EW add) is narrowed to the values
+// whose output is not saturated anyway (out_range()), so OUT_CVT's product is small: the
+// result without its OFFSET fits int32, and OFFSET and the saturation to int8 are applied to
+// int32 lanes after the conversion (Block).
 template <int F, class D, class V>
 HWY_INLINE V Stages(D d, const EpilogueParams& P, V v, V alu, V mp, V mn, V x) {
   const V kMin = hn::Set(d, std::numeric_limits<int32_t>::min()), kMax = hn::Set(d, std::numeric_limits<int32_t>::max());
@@ -93,22 +99,22 @@ HWY_INLINE V Stages(D d, const EpilogueParams& P, V v, V alu, V mp, V mn, V x) {
   }
   if constexpr (F & kMul) {  // BS MUL, shifted half up by the sign's shift field
     if constexpr (!(F & kAluFits)) v = sat32(v);
-    const V pp = hn::Mul(v, mp);
-    const V pos = hn::Floor(hn::Add(pp, half));
+    // v mp + 1/2 in one rounding (MulAdd) is exact: the exact value is representable.
+    const V pos = hn::Floor(hn::MulAdd(v, mp, half));
     if constexpr (F & kSameShift) {
       v = pos;
     } else {
-      v = hn::IfThenElse(hn::Lt(pp, hn::Zero(d)), hn::Floor(hn::MulAdd(v, mn, half)), pos);
+      v = hn::IfThenElse(hn::Lt(hn::Mul(v, mp), hn::Zero(d)), hn::Floor(hn::MulAdd(v, mn, half)), pos);
     }
   }
-  v = hn::Min(hn::Max(v, hn::Set(d, P.lo2)), hn::Set(d, P.hi2));  // saturation and ReLU / ReLUX
   if constexpr (F & kEw) {  // EW: the operand converted (half up) and added
+    v = hn::Min(hn::Max(v, hn::Set(d, P.lo2)), hn::Set(d, P.hi2));  // saturation and ReLU / ReLUX
     const V e = hn::Floor(hn::MulAdd(hn::Add(x, hn::Set(d, P.ew_offset)), hn::Set(d, P.ew_scale), half));
-    v = sat32(hn::Add(v, e));
+    v = hn::Add(v, e);
   }
-  // OUT_CVT: times SCALE, half to even, offset, int8.
-  const V r = hn::Add(hn::Round(hn::Mul(v, hn::Set(d, P.out_scale))), hn::Set(d, P.offset));
-  return hn::Min(hn::Max(r, hn::Set(d, -128.0)), hn::Set(d, 127.0));
+  v = hn::Min(hn::Max(v, hn::Set(d, P.lo3)), hn::Set(d, P.hi3));
+  // OUT_CVT: times SCALE, half to even (OFFSET and int8 in Block).
+  return hn::Round(hn::Mul(v, hn::Set(d, P.out_scale)));
 }
 
 // One 16-channel block's operands, in channel order.
@@ -127,7 +133,7 @@ HWY_INLINE void Block(const EpilogueParams& P, const int32_t* HWY_RESTRICT a, co
   for (int c = 0; c < 16; ++c) {
     const double x = (F & kEw) ? static_cast<int8_t>(e[c]) : 0;
     const auto r = Stages<F>(d, P, hn::Set(d, a[c] + B.base[c]), hn::Set(d, B.alu[c]), hn::Set(d, B.mp[c]), hn::Set(d, B.mn[c]), hn::Set(d, x));
-    o[c] = static_cast<uint8_t>(static_cast<int8_t>(hn::GetLane(r)));
+    o[c] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp(static_cast<int32_t>(hn::GetLane(r)) + P.offset, -128, 127)));
   }
 #else
   const hn::Rebind<int32_t, decltype(d)> dh;  // as many int32 lanes as d has doubles
@@ -141,9 +147,10 @@ HWY_INLINE void Block(const EpilogueParams& P, const int32_t* HWY_RESTRICT a, co
     if constexpr (F & kEw) x = hn::PromoteTo(d, hn::PromoteTo(dh, hn::LoadU(d8h, reinterpret_cast<const int8_t*>(e) + q)));
     return hn::DemoteTo(dh, Stages<F>(d, P, v, hn::Load(d, B.alu + q), hn::Load(d, B.mp + q), hn::Load(d, B.mn + q), x));
   };
+  const auto offset = hn::Set(dw, P.offset);
   for (size_t q = 0; q < 16; q += 2 * N) {
     const auto lo = lanes(q), hi = lanes(q + N);
-    hn::StoreU(hn::DemoteTo(d8, hn::Combine(dw, hi, lo)), d8, reinterpret_cast<int8_t*>(o + q));
+    hn::StoreU(hn::DemoteTo(d8, hn::Add(hn::Combine(dw, hi, lo), offset)), d8, reinterpret_cast<int8_t*>(o + q));  // saturating
   }
 #endif
 }
@@ -154,10 +161,12 @@ HWY_INLINE void Range(const EpilogueParams& params, const EpilogueJob& J) {
   // reference, which would make the compiler reload every parameter after every store.
   const EpilogueParams P = params;
   const MacView view = J.view;
-  const int64_t M = view.stride, total = view.avail;
+  const int64_t M = view.stride, total = view.avail, p0 = J.p0, p1 = J.p1, OCw = J.OCw, out_surface = J.out_surface, ew_surface = J.ew_surface;
+  uint8_t* const y = J.y;
+  const uint8_t* const ew = J.ew;
   const double sp = std::ldexp(1.0, -std::min(J.bs_shift_pos, kMaxShift)), sn = std::ldexp(1.0, -std::min(J.bs_shift_neg, kMaxShift));
-  for (int64_t k0 = 0; k0 < J.OCw; k0 += 16) {
-    const int64_t n = std::min<int64_t>(16, J.OCw - k0);
+  for (int64_t k0 = 0; k0 < OCw; k0 += 16) {
+    const int64_t n = std::min<int64_t>(16, OCw - k0);
     BlockOperands B{};
     for (int64_t j = 0; j < n; ++j) {
       const int64_t k = k0 + j;
@@ -166,9 +175,9 @@ HWY_INLINE void Range(const EpilogueParams& params, const EpilogueJob& J) {
       B.mp[j] = P.mul ? J.mul[k] * sp : 0;
       B.mn[j] = P.mul ? J.mul[k] * sn : 0;
     }
-    uint8_t* out = J.y + (k0 / 16) * J.out_surface;
-    const uint8_t* eb = (F & kEw) ? J.ew + (k0 / 16) * J.ew_surface : nullptr;
-    for (int64_t p = J.p0; p < J.p1; ++p) {
+    uint8_t* out = y + (k0 / 16) * out_surface;
+    const uint8_t* eb = (F & kEw) ? ew + (k0 / 16) * ew_surface : nullptr;
+    for (int64_t p = p0; p < p1; ++p) {
       const uint8_t* e = (F & kEw) ? eb + p * 16 : nullptr;
       // A partial block (n < 16) computes all 16 lanes too: the lanes past n read the next
       // accumulators (another task's kernels, operands 0) and write padding channels of the
@@ -222,8 +231,50 @@ bool common_epilogue(const Epilogue& e) {
   return (e.truncate == 0 || e.core_round == Rounding::half_to_even) && e.truncate < 32 && e.bn.bypass && ew_ok && !b.bypass && !b.alu_bypass &&
          b.alu_src && b.alu_algo == 2 && !b.prelu && (b.mul_bypass || b.mul_src) && e.bs_round == Rounding::half_up &&
          e.out_round == Rounding::half_to_even && e.shift > 0 && e.shift < 63 && e.scale >= -32768 && e.scale <= 0xffff &&
+         e.offset >= -(int64_t{1} << 24) && e.offset <= (int64_t{1} << 24) &&
          (b.mul_bypass || (b.shift_pos > 0 && b.shift_neg > 0 && b.shift_pos < 63 && b.shift_neg < 63));
 }
+
+namespace {
+// OUT_CVT's value before saturation: round_half_even(t SCALE / 2^SHIFT) + OFFSET, in int64
+// (|t SCALE| < 2^47).
+int64_t out_cvt(int64_t t, int64_t scale, int shift, int64_t offset) {
+  const int64_t p = t * scale, q = p >> shift, rem = p - (q << shift), half = int64_t{1} << (shift - 1);
+  return (rem > half || (rem == half && (q & 1)) ? q + 1 : q) + offset;
+}
+
+// [tlo, thi] within int32's range such that clamping an int32 t to it leaves OUT_CVT's
+// saturated output unchanged: beyond each end the output saturates at the value it has at the
+// end (OUT_CVT is monotonic in t). Inside, |out_cvt(t)| <= 128 + |SCALE| / 2 + 1, so that
+// without its OFFSET it fits int32 (common_epilogue bounds OFFSET).
+std::pair<int64_t, int64_t> out_range(int64_t scale, int shift, int64_t offset) {
+  constexpr int64_t kLo = std::numeric_limits<int32_t>::min(), kHi = std::numeric_limits<int32_t>::max();
+  if (scale == 0) return {kLo, kHi};
+  const bool up = scale > 0;
+  auto low_end = [&](int64_t t) { return up ? out_cvt(t, scale, shift, offset) <= -128 : out_cvt(t, scale, shift, offset) >= 127; };
+  auto high_end = [&](int64_t t) { return up ? out_cvt(t, scale, shift, offset) >= 127 : out_cvt(t, scale, shift, offset) <= -128; };
+  int64_t tlo = kLo, thi = kHi;
+  if (low_end(kLo)) {  // the largest t with low_end(t): low_end holds on a prefix of the range
+    int64_t a = kLo, b = kHi;
+    while (a < b) {
+      const int64_t m = a + (b - a + 1) / 2;
+      if (low_end(m)) a = m;
+      else b = m - 1;
+    }
+    tlo = a;
+  }
+  if (high_end(kHi)) {  // the smallest t with high_end(t): it holds on a suffix
+    int64_t a = kLo, b = kHi;
+    while (a < b) {
+      const int64_t m = a + (b - a) / 2;
+      if (high_end(m)) b = m;
+      else a = m + 1;
+    }
+    thi = a;
+  }
+  return {tlo, std::max(tlo, thi)};
+}
+}  // namespace
 
 void run_common_epilogue(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t out_surface, uint8_t* y, const MacView& v) {
   constexpr int64_t kMax32 = std::numeric_limits<int32_t>::max();
@@ -234,11 +285,16 @@ void run_common_epilogue(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t
   int64_t alu_max = 0;
   for (int64_t k = 0; k < OCw; ++k) alu_max = std::max<int64_t>(alu_max, e.alu[k] < 0 ? -int64_t{e.alu[k]} : e.alu[k]);
   P.alu_fits = P.mac_fits && e.mac_bound + alu_max <= kMax32;
-  P.lo2 = e.bs.relu_bypass ? std::numeric_limits<int32_t>::min() : 0;
-  P.hi2 = e.bs.relux ? static_cast<double>(e.bs.relux_value) : std::numeric_limits<int32_t>::max();
+  const int64_t lo2 = e.bs.relu_bypass ? std::numeric_limits<int32_t>::min() : 0;
+  const int64_t hi2 = e.bs.relux ? e.bs.relux_value : std::numeric_limits<int32_t>::max();
+  P.lo2 = static_cast<double>(lo2);
+  P.hi2 = static_cast<double>(hi2);
+  const auto [tlo, thi] = out_range(e.scale, e.shift, e.offset);
+  P.lo3 = static_cast<double>(std::max(P.ew ? std::numeric_limits<int32_t>::min() : lo2, tlo));
+  P.hi3 = static_cast<double>(std::min(P.ew ? std::numeric_limits<int32_t>::max() : hi2, thi));
   P.same_shift = e.bs.shift_pos == e.bs.shift_neg;
   P.out_scale = std::ldexp(static_cast<double>(e.scale), -e.shift);
-  P.offset = static_cast<double>(e.offset);
+  P.offset = static_cast<int32_t>(e.offset);
   P.trunc = e.truncate;
   P.trunc_scale = std::ldexp(1.0, -e.truncate);
   if (P.ew) {
