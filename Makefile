@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 CMAKE_FLAGS ?=
 
-.PHONY: deps build demo test demo-fresh test-fresh test-isa test-sanitize test-aarch64 bench bench-models fuzz models clean
+.PHONY: deps build demo test demo-fresh test-fresh test-isa test-sanitize test-aarch64 bench bench-models fuzz models clean format format-check
 
 deps:
 	bash scripts/setup.sh
@@ -77,6 +77,16 @@ bench-models: build
 	@[ -d bench/peers/node_modules/onnxruntime-node ] || (cd bench/peers && npm install --ignore-scripts --no-audit --no-fund)
 	bash bench/run_models.sh $(BUILD) 15
 	/usr/bin/python3 bench/compare_models.py $(BUILD)
+
+# The C/C++ sources against .clang-format (every tracked file; FORMAT_BASE=REV: those changed
+# since REV). `make format` rewrites them.
+format-check:
+	bash scripts/setup.sh --format
+	bash scripts/format_check.sh
+
+format:
+	bash scripts/setup.sh --format
+	bash scripts/format_check.sh --fix
 
 fuzz:
 	bash scripts/setup.sh --fuzz

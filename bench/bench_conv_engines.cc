@@ -37,8 +37,8 @@ void BM_Conv(benchmark::State& st) {
     benchmark::DoNotOptimize(y.raw());
   }
   st.SetLabel((*c)->implementation());
-  st.counters["GFLOPs"] = benchmark::Counter(2.0 * M * (C / group) * K * K * H * H * static_cast<double>(st.iterations()) / 1e9,
-                                             benchmark::Counter::kIsRate);
+  st.counters["GFLOPs"] =
+      benchmark::Counter(2.0 * M * (C / group) * K * K * H * H * static_cast<double>(st.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
 void Layers(benchmark::internal::Benchmark* b) {

@@ -26,9 +26,9 @@ namespace {
 
 struct Problem {
   int M, N, K;
-  std::vector<uint8_t> a;   // activations as uint8 (int8 + 128), row-major M x K
-  std::vector<int8_t> b;    // weights, row-major K x N
-  std::vector<int32_t> ref; // exact int32 products (checked against int64)
+  std::vector<uint8_t> a;    // activations as uint8 (int8 + 128), row-major M x K
+  std::vector<int8_t> b;     // weights, row-major K x N
+  std::vector<int32_t> ref;  // exact int32 products (checked against int64)
 };
 
 // Random values plus a block of extremes (a = 255, b = -128), where a pair of products

@@ -146,11 +146,7 @@ void BM_DeformAttnLayer(benchmark::State& state) {
   }
   report_bound(state, value_bytes + static_cast<double>(loc.nbytes() + w.nbytes()) + kQueries * kHeads * kHeadDim * 4.0);
 }
-BENCHMARK(BM_DeformAttnLayer)
-    ->ArgNames({"threads", "method"})
-    ->ArgsProduct({{1, 2}, {0, 1, 2}})
-    ->Unit(benchmark::kMicrosecond)
-    ->UseRealTime();
+BENCHMARK(BM_DeformAttnLayer)->ArgNames({"threads", "method"})->ArgsProduct({{1, 2}, {0, 1, 2}})->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // The decoder's whole sampling work per forward: prepare the value once, then the fused
 // core for each of the 4 decoder layers (each with its own locations and weights) - the

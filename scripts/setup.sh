@@ -8,15 +8,17 @@
 #                               libraries come in a sysroot: scripts/arm64-sysroot.sh)
 #   scripts/setup.sh --bench    (kept for compatibility: the peers are in the default set now)
 #   scripts/setup.sh --fuzz     + clang for the libFuzzer targets
+#   scripts/setup.sh --format   + clang-format (make format-check)
 # Debian 12 (bookworm), run as root (or with sudo available).
 set -euo pipefail
 
-want_cross=0 want_bench=0 want_fuzz=0
+want_cross=0 want_bench=0 want_fuzz=0 want_format=0
 for a in "$@"; do
   case "$a" in
     --cross) want_cross=1 ;;
     --bench) want_bench=1 ;;
     --fuzz) want_fuzz=1 ;;
+    --format) want_format=1 ;;
     *) echo "setup.sh: unknown option '$a'" >&2; exit 2 ;;
   esac
 done
@@ -38,6 +40,7 @@ pkgs=(build-essential cmake ninja-build pkg-config git ca-certificates
 # (tests/cli/test_ort_oracle.sh); qemu-aarch64 the arm64 tests (--cross).
 [ "$want_cross" = 1 ] && pkgs+=(g++-aarch64-linux-gnu qemu-user mmdebstrap)
 [ "$want_fuzz" = 1 ] && pkgs+=(clang libclang-rt-14-dev)
+[ "$want_format" = 1 ] && pkgs+=(clang-format)
 
 
 missing=()

@@ -39,8 +39,8 @@ void run_accuracy(const AccuracyArgs& a) {
   std::printf("outputs (entire / single):\n");
   for (const auto& l : rep.layers) {
     if (std::find(rep.outputs.begin(), rep.outputs.end(), l.name) == rep.outputs.end()) continue;
-    std::printf("  %-36s cosine %.6f / %.6f  max abs %.4g  (%.1f LSB)\n", l.name.c_str(), l.entire.cosine,
-                l.has_single ? l.single.cosine : NAN, l.entire.max_abs, l.entire.lsb);
+    std::printf("  %-36s cosine %.6f / %.6f  max abs %.4g  (%.1f LSB)\n", l.name.c_str(), l.entire.cosine, l.has_single ? l.single.cosine : NAN,
+                l.entire.max_abs, l.entire.lsb);
   }
   // Layout and copy ops carry their input's values and scale: the table lists computing layers.
   static const std::set<std::string> copies = {"Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten"};
@@ -49,13 +49,13 @@ void run_accuracy(const AccuracyArgs& a) {
     if (!copies.count(l.op)) order.push_back(&l);
   }
   std::stable_sort(order.begin(), order.end(), [](const auto* x, const auto* y) { return x->entire.cosine < y->entire.cosine; });
-  std::printf("worst computing layers (entire mode; copies and layout ops left out):\n  %-48s %-14s %10s %10s %10s %10s\n", "layer", "op", "cos entire", "cos single",
-              "euclidean", "LSB");
+  std::printf("worst computing layers (entire mode; copies and layout ops left out):\n  %-48s %-14s %10s %10s %10s %10s\n", "layer", "op",
+              "cos entire", "cos single", "euclidean", "LSB");
   for (size_t i = 0; i < order.size() && static_cast<int>(i) < a.top; ++i) {
     const auto& l = *order[i];
     std::string name = l.name.size() > 48 ? "..." + l.name.substr(l.name.size() - 45) : l.name;
-    std::printf("  %-48s %-14s %10.6f %10.6f %10.4g %10.1f\n", name.c_str(), l.op.c_str(), l.entire.cosine,
-                l.has_single ? l.single.cosine : NAN, l.entire.euclidean, l.entire.lsb);
+    std::printf("  %-48s %-14s %10.6f %10.6f %10.4g %10.1f\n", name.c_str(), l.op.c_str(), l.entire.cosine, l.has_single ? l.single.cosine : NAN,
+                l.entire.euclidean, l.entire.lsb);
   }
   if (!a.html.empty()) std::printf("wrote %s\n", a.html.c_str());
 }
@@ -64,8 +64,8 @@ void run_accuracy(const AccuracyArgs& a) {
 
 void add_accuracy_command(CLI::App& app) {
   auto a = std::make_shared<AccuracyArgs>();
-  CLI::App* c = app.add_subcommand(
-      "accuracy", "Per-layer error of a quantized model against its float original: rkdeploy accuracy FLOAT QUANT --image PHOTO");
+  CLI::App* c =
+      app.add_subcommand("accuracy", "Per-layer error of a quantized model against its float original: rkdeploy accuracy FLOAT QUANT --image PHOTO");
   c->add_option("float_model", a->float_model, "float model (.onnx or TensorFlow.js model.json)")->required();
   c->add_option("quant_model", a->quant_model, "its QDQ model (rkdeploy quantize)")->required();
   c->add_option("--input", a->inputs, "NAME=FILE.npy, one per graph input");

@@ -37,14 +37,16 @@ std::string sim_help() {
 
 void add_analyze_command(CLI::App& app) {
   auto a = std::make_shared<AnalyzeArgs>();
-  CLI::App* c = app.add_subcommand("analyze", "Lower every int8 convolution for the RK3588 NPU with each per-axis strategy, simulate it "
-                                              "and compare with the int8 reference: rkdeploy analyze QUANT_MODEL --image PHOTO");
+  CLI::App* c = app.add_subcommand("analyze",
+                                   "Lower every int8 convolution for the RK3588 NPU with each per-axis strategy, simulate it "
+                                   "and compare with the int8 reference: rkdeploy analyze QUANT_MODEL --image PHOTO");
   c->add_option("model", a->model, "quantized model (ONNX QDQ/QOperator or int8 TFLite)")->required();
   c->add_option("--image", a->image, "a photo, preprocessed by the detector config");
   c->add_option("--config", a->config, "detector config JSON (docs/detector-config.md)");
   c->add_option("--input", a->inputs, "NAME=FILE.npy, one per graph input");
-  c->add_option("--strategy", a->strategy, "all, or one of per-tensor, group16, sorted-groups, per-channel, hybrid, bs-multiplier, "
-                                           "bs-multiplier-opt, sorted-bs-multiplier");
+  c->add_option("--strategy", a->strategy,
+                "all, or one of per-tensor, group16, sorted-groups, per-channel, hybrid, bs-multiplier, "
+                "bs-multiplier-opt, sorted-bs-multiplier");
   c->add_option("--requant", a->requant,
                 "the reference's requantization, replacing the model format's: tflite_double_rounding, tflite_single_rounding, "
                 "tflite_xnnpack, onnx_float, rknpu_out_cvt (the NPU's own; docs/quantization.md)")
@@ -90,8 +92,9 @@ void add_compile_command(CLI::App& app) {
     bool force = false;
   };
   auto a = std::make_shared<Args>();
-  CLI::App* c = app.add_subcommand("compile", "Lower a quantized model's int8 convolutions for the RK3588 NPU and write the register commands, "
-                                              "buffers and manifest.json: rkdeploy compile QUANT_MODEL -o DIR (docs/npu.md)");
+  CLI::App* c = app.add_subcommand("compile",
+                                   "Lower a quantized model's int8 convolutions for the RK3588 NPU and write the register commands, "
+                                   "buffers and manifest.json: rkdeploy compile QUANT_MODEL -o DIR (docs/npu.md)");
   c->add_option("model", a->model, "quantized model (ONNX QDQ/QOperator or int8 TFLite)")->required();
   c->add_option("--target", a->target, "the NPU (rk3588)")->check(CLI::IsMember({"rk3588"}));
   c->add_option("--strategy", a->strategy, "per-axis lowering strategy (default sorted-bs-multiplier)");

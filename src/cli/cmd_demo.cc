@@ -36,8 +36,7 @@ struct DemoArgs {
 
 // Runs one DEIM model file on the photo; returns the detections (score >= 0) and prints
 // the time of one warm run.
-std::vector<runtime::Detection> detect_deim(const std::string& path, const runtime::Image& img, int threads,
-                                            double* ms) {
+std::vector<runtime::Detection> detect_deim(const std::string& path, const runtime::Image& img, int threads, double* ms) {
   runtime::LoadOptions lo;
   lo.batch = 1;
   lo.exec.threads = threads;
@@ -56,8 +55,8 @@ std::vector<runtime::Detection> detect_deim(const std::string& path, const runti
 void run_model_demo(const DemoArgs& a) {
   const std::string def = a.models_dir + "/deimv2_s_arch.onnx", dis = a.models_dir + "/deimv2_s_arch_discrete.onnx";
   const runtime::Image img = take(runtime::load_image(a.photo));
-  std::printf("\n== DEIMv2-S architecture end to end on %s (%lldx%lld) ==\n", a.photo.c_str(),
-              static_cast<long long>(img.width), static_cast<long long>(img.height));
+  std::printf("\n== DEIMv2-S architecture end to end on %s (%lldx%lld) ==\n", a.photo.c_str(), static_cast<long long>(img.width),
+              static_cast<long long>(img.height));
   std::printf("(random weights from a fixed seed: the boxes show the pipeline, not a trained detector)\n");
   double ms_def = 0, ms_dis = 0;
   const auto d1 = detect_deim(def, img, a.threads, &ms_def);
@@ -95,13 +94,12 @@ void run_model_demo(const DemoArgs& a) {
       max_score_diff = std::max(max_score_diff, ds);
     }
   }
-  std::printf("\n  default vs discrete, %zu detections each: %zu/%zu default boxes have a discrete box of the same class "
-              "with IoU > 0.5 (mean best IoU %.3f); matched scores differ by %.4f on average (max %.4f)\n",
-              n, matched, n, n ? iou_sum / static_cast<double>(n) : 0.0, matched ? score_diff / static_cast<double>(matched) : 0.0,
-              max_score_diff);
+  std::printf(
+      "\n  default vs discrete, %zu detections each: %zu/%zu default boxes have a discrete box of the same class "
+      "with IoU > 0.5 (mean best IoU %.3f); matched scores differ by %.4f on average (max %.4f)\n",
+      n, matched, n, n ? iou_sum / static_cast<double>(n) : 0.0, matched ? score_diff / static_cast<double>(matched) : 0.0, max_score_diff);
   std::printf("  they are different models: a checkpoint must be evaluated with the sampling it was trained with\n");
-  std::printf("  one warm run on the CPU executor: default %.1f ms, discrete %.1f ms (%d thread(s))\n", ms_def, ms_dis,
-              global_thread_count());
+  std::printf("  one warm run on the CPU executor: default %.1f ms, discrete %.1f ms (%d thread(s))\n", ms_def, ms_dis, global_thread_count());
   if (!a.draw.empty()) {
     runtime::Image out = img;
     std::vector<runtime::Detection> top(d1.begin(), d1.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(d1.size(), 10)));
@@ -167,9 +165,7 @@ double median_us(int runs, const std::function<void()>& fn) {
   return t[t.size() / 2];
 }
 
-bool identical(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
-}
+bool identical(const Tensor& a, const Tensor& b) { return a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0; }
 
 void run_demo(const DemoArgs& a) {
   set_global_thread_count(a.threads);
@@ -217,10 +213,11 @@ void run_demo(const DemoArgs& a) {
     }
     std::printf("   %-16s %16.4f %16.4f %28s\n", to_string(m), mx, sum / static_cast<double>(y.numel()), moved);
   }
-  std::printf("\n   discrete reads one pixel (half a pixel off grid_sample 'nearest') and clamps x to H-1:\n"
-              "   on this landscape map every point right of column H-1 reads column H-1. discrete_fixed\n"
-              "   removes the clamp bug but is still not bilinear: a model trained with one method must\n"
-              "   run with that method.\n\n");
+  std::printf(
+      "\n   discrete reads one pixel (half a pixel off grid_sample 'nearest') and clamps x to H-1:\n"
+      "   on this landscape map every point right of column H-1 reads column H-1. discrete_fixed\n"
+      "   removes the clamp bug but is still not bilinear: a model trained with one method must\n"
+      "   run with that method.\n\n");
 
   // ---- Part 2: timing on the square DEIMv2-S maps (640x640 input).
   const std::vector<MsdaLevelShape> sq = {{80, 80}, {40, 40}, {20, 20}};
@@ -236,8 +233,8 @@ void run_demo(const DemoArgs& a) {
     const double tr = median_us(std::max(3, a.runs / 4), [&] { yr = take(msda(pvs, loc, w, points, o)); });
     o.impl = KernelImpl::fast;
     const double tf = median_us(a.runs, [&] { yf = take(msda(pvs, loc, w, points, o)); });
-    std::printf("   %-34s %12.1f %12.1f %7.1fx %14s\n", (std::string("deform-attn layer, ") + to_string(m)).c_str(), tr, tf,
-                tr / tf, identical(yr, yf) ? "yes" : "NO");
+    std::printf("   %-34s %12.1f %12.1f %7.1fx %14s\n", (std::string("deform-attn layer, ") + to_string(m)).c_str(), tr, tf, tr / tf,
+                identical(yr, yf) ? "yes" : "NO");
   }
   // GridSample at the level-0 call of the decoder: value [8, 24, 80, 80], grid [8, 300, 3, 2].
   Tensor gin = Tensor::empty(DType::f32, {8, 24, 80, 80});
@@ -254,8 +251,8 @@ void run_demo(const DemoArgs& a) {
     Tensor yr, yf;
     const double tr = median_us(std::max(3, a.runs / 4), [&] { yr = take(grid_sample(gin, grid, go, KernelImpl::reference)); });
     const double tf = median_us(a.runs, [&] { yf = take(grid_sample(gin, grid, go, KernelImpl::fast)); });
-    std::printf("   %-34s %12.1f %12.1f %7.1fx %14s\n", (std::string("grid_sample level 0, ") + to_string(mode)).c_str(), tr, tf,
-                tr / tf, identical(yr, yf) ? "yes" : "NO");
+    std::printf("   %-34s %12.1f %12.1f %7.1fx %14s\n", (std::string("grid_sample level 0, ") + to_string(mode)).c_str(), tr, tf, tr / tf,
+                identical(yr, yf) ? "yes" : "NO");
   }
   std::printf("\n   Peer ratios (PyTorch, ONNX Runtime) are measured by 'make bench'; see BENCHMARKS.md.\n");
 
@@ -265,9 +262,10 @@ void run_demo(const DemoArgs& a) {
     check(write_npy(a.tmp.at("weights.npy"), w));
     check(write_npy(a.tmp.at("gs_input.npy"), gin));
     check(write_npy(a.tmp.at("gs_grid.npy"), grid));
-    std::printf("\nwrote the DEIMv2-S example inputs to %s: value.npy [1, 8400, 8, 24], locations.npy "
-                "[1, 300, 8, 12, 2], weights.npy [1, 300, 8, 12], gs_input.npy [8, 24, 80, 80], gs_grid.npy [8, 300, 3, 2]\n",
-                a.save_dir.c_str());
+    std::printf(
+        "\nwrote the DEIMv2-S example inputs to %s: value.npy [1, 8400, 8, 24], locations.npy "
+        "[1, 300, 8, 12, 2], weights.npy [1, 300, 8, 12], gs_input.npy [8, 24, 80, 80], gs_grid.npy [8, 300, 3, 2]\n",
+        a.save_dir.c_str());
   }
 }
 
@@ -275,15 +273,18 @@ void run_demo(const DemoArgs& a) {
 
 void add_demo_command(CLI::App& app) {
   auto a = std::make_shared<DemoArgs>();
-  CLI::App* demo = app.add_subcommand("demo", "Showcase on DEIMv2-S shapes: the three deformable-attention sampling methods "
-                                              "on a rectangular map, and fast vs reference kernel timings");
+  CLI::App* demo = app.add_subcommand("demo",
+                                      "Showcase on DEIMv2-S shapes: the three deformable-attention sampling methods "
+                                      "on a rectangular map, and fast vs reference kernel timings");
   add_threads_option(demo, a->threads, "worker threads (0 = all cores)")->capture_default_str();
   demo->add_option("--runs", a->runs, "timed runs per kernel")->capture_default_str()->check(CLI::Range(1, 100000));
   demo->add_option("--seed", a->seed, "random seed for locations and weights")->capture_default_str();
-  demo->add_option("--save", a->save_dir, "also write the example inputs (.npy) into this folder (created if absent; "
-                                          "files of the same names replaced, nothing else touched)");
-  demo->add_option("--models", a->models_dir, "folder with deimv2_s_arch.onnx and deimv2_s_arch_discrete.onnx "
-                                              "(make models): also run them end to end on --photo");
+  demo->add_option("--save", a->save_dir,
+                   "also write the example inputs (.npy) into this folder (created if absent; "
+                   "files of the same names replaced, nothing else touched)");
+  demo->add_option("--models", a->models_dir,
+                   "folder with deimv2_s_arch.onnx and deimv2_s_arch_discrete.onnx "
+                   "(make models): also run them end to end on --photo");
   demo->add_option("--photo", a->photo, "photo for the model run (e.g. skimage's astronaut.png)");
   demo->add_option("--draw", a->draw, "write the photo with the default model's top boxes to this PNG");
   demo->callback([a] {

@@ -23,9 +23,7 @@ struct InspectArgs {
 };
 
 // Ops that no Rockchip NPU runs natively and that decide a DETR's placement.
-const char* const kPlacementOps[] = {"GridSample", "TopK", "GatherND", "GatherElements", "ScatterND", "NonZero",
-                                     "Einsum"};
-
+const char* const kPlacementOps[] = {"GridSample", "TopK", "GatherND", "GatherElements", "ScatterND", "NonZero", "Einsum"};
 
 std::string type_text(const ir::Value* v) {
   return std::string(v->dtype ? dtype_name(*v->dtype) : "?") + " " + (v->shape ? ir::dims_to_string(*v->shape) : "[?]");
@@ -90,8 +88,8 @@ void run_inspect(const InspectArgs& a) {
             }
           }
         }
-        arr.push_back({{"name", v->name}, {"dtype", v->dtype ? dtype_name(*v->dtype) : "unknown"},
-                       {"shape", v->shape ? shape : nlohmann::json(nullptr)}});
+        arr.push_back(
+            {{"name", v->name}, {"dtype", v->dtype ? dtype_name(*v->dtype) : "unknown"}, {"shape", v->shape ? shape : nlohmann::json(nullptr)}});
       }
       return arr;
     };
@@ -122,14 +120,12 @@ void run_inspect(const InspectArgs& a) {
   } else {
     std::printf("producer    %s (imported as opset %lld)\n", g.producer.c_str(), static_cast<long long>(g.opset));
   }
-  std::printf("size        %zu nodes, %.2f M parameters in %lld initializers (%.1f MB)\n", g.nodes().size(),
-              static_cast<double>(params) / 1e6, static_cast<long long>(initializers),
-              static_cast<double>(param_bytes) / 1e6);
+  std::printf("size        %zu nodes, %.2f M parameters in %lld initializers (%.1f MB)\n", g.nodes().size(), static_cast<double>(params) / 1e6,
+              static_cast<long long>(initializers), static_cast<double>(param_bytes) / 1e6);
   std::printf("compute     %.2f GMAC in Conv/ConvTranspose/MatMul/Gemm (batch %lld)\n", total_macs / 1e9,
               static_cast<long long>((a.batch > 0 ? a.batch : 1)));
   std::printf("executor    %s\n", executor_text.c_str());
-  std::printf("fusion      %d deformable-attention site(s) fused, %zu similar site(s) not fused\n", fusion.fused_sites,
-              fusion.not_fused.size());
+  std::printf("fusion      %d deformable-attention site(s) fused, %zu similar site(s) not fused\n", fusion.fused_sites, fusion.not_fused.size());
   for (const auto& f : fusion.fused) std::printf("  fused      %s\n", f.c_str());
   for (const auto& f : fusion.not_fused) std::printf("  not fused  %s\n", f.c_str());
   std::printf("\ninputs\n");
@@ -140,7 +136,8 @@ void run_inspect(const InspectArgs& a) {
   for (const char* op : kPlacementOps) std::printf(" %s %lld", op, static_cast<long long>(count.count(op) ? count[op] : 0));
   std::printf("\n\n  %-24s %6s %12s\n", "op", "count", "GMAC");
   std::vector<std::pair<std::string, int64_t>> sorted(count.begin(), count.end());
-  std::sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) { return x.second > y.second || (x.second == y.second && x.first < y.first); });
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto& x, const auto& y) { return x.second > y.second || (x.second == y.second && x.first < y.first); });
   for (const auto& [op, c] : sorted) {
     std::string m = macs.count(op) ? std::to_string(macs[op] / 1e9).substr(0, 6) : "";
     if (macs_unknown.count(op)) m += " (+" + std::to_string(macs_unknown[op]) + " unknown)";
@@ -153,8 +150,9 @@ void run_inspect(const InspectArgs& a) {
 
 void add_inspect_command(CLI::App& app) {
   auto a = std::make_shared<InspectArgs>();
-  CLI::App* cmd = app.add_subcommand("inspect", "Show what an ONNX model holds: inputs, outputs, op histogram, parameters, "
-                                                "MACs, and the ops that decide NPU placement (GridSample, TopK, ...)");
+  CLI::App* cmd = app.add_subcommand("inspect",
+                                     "Show what an ONNX model holds: inputs, outputs, op histogram, parameters, "
+                                     "MACs, and the ops that decide NPU placement (GridSample, TopK, ...)");
   cmd->add_option("model", a->model, "model file (.onnx)")->required();
   cmd->add_option("--batch", a->batch, "bind a symbolic batch dimension of the inputs to this size")->check(CLI::Range(0, kMaxCount));
   cmd->add_flag("--json", a->json, "print a JSON object (docs/cli-json.md)");

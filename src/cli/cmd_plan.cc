@@ -167,11 +167,9 @@ void run_bench(const BenchArgs& a) {
     std::cout << json_text(j);
     return;
   }
-  std::printf("%s on %s (%s), %d runs after %d warm-up\n", a.model.c_str(), a.backend.c_str(), env.at("cpu").c_str(), a.runs,
-              a.warmup);
-  std::printf("  dispatch     Highway %s, oneDNN %s, int8 products %s, vectorised loops %s (ISA ceiling %s)\n",
-              env.at("highway_target").c_str(), env.at("onednn_isa").c_str(), env.at("int8_products").c_str(),
-              env.at("vectorised_loops").c_str(), env.at("isa_ceiling").c_str());
+  std::printf("%s on %s (%s), %d runs after %d warm-up\n", a.model.c_str(), a.backend.c_str(), env.at("cpu").c_str(), a.runs, a.warmup);
+  std::printf("  dispatch     Highway %s, oneDNN %s, int8 products %s, vectorised loops %s (ISA ceiling %s)\n", env.at("highway_target").c_str(),
+              env.at("onednn_isa").c_str(), env.at("int8_products").c_str(), env.at("vectorised_loops").c_str(), env.at("isa_ceiling").c_str());
   std::printf("  forward      P50 %9.3f ms  P95 %9.3f ms  (min %.3f, max %.3f)\n", f.p50, f.p95, f.min, f.max);
   if (!e2e.empty()) {
     const Stats e = stats(e2e);
@@ -183,8 +181,9 @@ void run_bench(const BenchArgs& a) {
 
 void add_plan_commands(CLI::App& app) {
   auto a = std::make_shared<PlanArgs>();
-  CLI::App* c = app.add_subcommand("plan", "Place a model on a target profile and compare deployment variants: segments, execution boundaries (k) "
-                                           "and a latency decomposition (docs/planner.md): rkdeploy plan MODEL --target PROFILE --image PHOTO");
+  CLI::App* c = app.add_subcommand("plan",
+                                   "Place a model on a target profile and compare deployment variants: segments, execution boundaries (k) "
+                                   "and a latency decomposition (docs/planner.md): rkdeploy plan MODEL --target PROFILE --image PHOTO");
   c->add_option("model", a->model, "the model (ONNX)");
   c->add_option("--target", a->target, "profile name (targets/NAME.json) or a .json path");
   c->add_option("--targets", a->targets_dir, "profile folder (default: $RKDEPLOY_TARGETS or the source tree's targets/)");
@@ -207,8 +206,9 @@ void add_plan_commands(CLI::App& app) {
   c->callback([a] { run_plan(*a); });
 
   auto b = std::make_shared<BenchArgs>();
-  CLI::App* bc = app.add_subcommand("bench", "Latency on this host: forward-only and end-to-end P50/P95 with the environment recorded: "
-                                             "rkdeploy bench MODEL --image PHOTO");
+  CLI::App* bc = app.add_subcommand("bench",
+                                    "Latency on this host: forward-only and end-to-end P50/P95 with the environment recorded: "
+                                    "rkdeploy bench MODEL --image PHOTO");
   bc->add_option("model", b->model, "the model (ONNX, TFLite or TensorFlow.js)")->required();
   bc->add_option("--backend", b->backend, "cpu (float), int8 (integer kernels) or sim (int8, convolutions on the RK3588 NPU simulator)")
       ->check(CLI::IsMember({"cpu", "int8", "sim"}));

@@ -73,8 +73,8 @@ void run_quantize(const QuantizeArgs& a) {
     return;
   }
   std::printf("quantized %s with %d calibration sample(s), method %s\n", a.model.c_str(), q.samples, a.method.c_str());
-  std::printf("  activations  %d %s %s per tensor (%d groups share a scale, %d outputs fused into Relu/Clip)\n", r.activations,
-              a.dtype.c_str(), a.symmetric ? "symmetric" : "asymmetric", r.shared_groups, r.fused_activations);
+  std::printf("  activations  %d %s %s per tensor (%d groups share a scale, %d outputs fused into Relu/Clip)\n", r.activations, a.dtype.c_str(),
+              a.symmetric ? "symmetric" : "asymmetric", r.shared_groups, r.fused_activations);
   std::printf("  weights      %d %s %s, %d int32 biases (%d channel scales raised to fit the bias)\n", r.weights,
               u8 ? "uint8 asymmetric" : "int8 symmetric", per_tensor ? "per tensor" : "per output channel", r.biases, r.bias_rescaled);
   std::printf("wrote %s\n", a.output.c_str());
@@ -87,8 +87,7 @@ void add_quantize_command(CLI::App& app) {
   CLI::App* c = app.add_subcommand("quantize",
                                    "Post-training int8 quantization to an ONNX QDQ model: rkdeploy quantize MODEL --calib DIR|FILE.npz -o OUT.onnx");
   c->add_option("model", a->model, "float model (.onnx or TensorFlow.js model.json)")->required();
-  c->add_option("--calib", a->calib, "folder of calibration photos, or .npz with one member per model input (samples on axis 0)")
-      ->required();
+  c->add_option("--calib", a->calib, "folder of calibration photos, or .npz with one member per model input (samples on axis 0)")->required();
   c->add_option("--images", a->images, "use at most N calibration samples")->check(CLI::Range(1, 100000));
   c->add_option("--config", a->config, "detector config JSON for the photos (docs/detector-config.md)");
   c->add_option("--method", a->method, "activation ranges: minmax, percentile, kl or mse")
@@ -102,8 +101,9 @@ void add_quantize_command(CLI::App& app) {
   add_threads_option(c, a->threads, "threads (0 = all cores)");
   c->add_option("-o,--output", a->output, "QDQ model to write (.onnx)")->required();
   c->add_flag("--json", a->json, "print the summary as JSON");
-  c->add_flag("--allow-nonfinite", a->allow_nonfinite, "calibrate on samples with NaN or infinite values (refused by default; the "
-                                                       "ranges ignore them)");
+  c->add_flag("--allow-nonfinite", a->allow_nonfinite,
+              "calibrate on samples with NaN or infinite values (refused by default; the "
+              "ranges ignore them)");
   c->callback([a, c] {
     a->percentile_given = c->count("--percentile") > 0;
     run_quantize(*a);

@@ -32,8 +32,9 @@ void add_regcmd_command(CLI::App& app) {
     std::fwrite(s.data(), 1, s.size(), stdout);
   });
 
-  CLI::App* f = c->add_subcommand("diff", "Register-level differences of two regcmd files, task by task: rkdeploy regcmd diff A B "
-                                          "(exit status 0 when they program the same values, 1 when not)");
+  CLI::App* f = c->add_subcommand("diff",
+                                  "Register-level differences of two regcmd files, task by task: rkdeploy regcmd diff A B "
+                                  "(exit status 0 when they program the same values, 1 when not)");
   f->add_option("a", args->a, "first regcmd file")->required();
   f->add_option("b", args->b, "second regcmd file")->required();
   f->add_flag("--json", args->json, "print JSON (docs/regcmd.md)");

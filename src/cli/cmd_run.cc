@@ -63,8 +63,7 @@ void run_on_image(const RunArgs& a, runtime::LoadOptions lo) {
   const auto dets = take(runtime::postprocess(outputs, cfg, prep, img));
   const auto& names = runtime::coco_class_names();
   auto name_of = [&](int64_t l) {
-    return a.classes == "coco" && l >= 0 && l < static_cast<int64_t>(names.size()) ? names[static_cast<size_t>(l)]
-                                                                                    : std::to_string(l);
+    return a.classes == "coco" && l >= 0 && l < static_cast<int64_t>(names.size()) ? names[static_cast<size_t>(l)] : std::to_string(l);
   };
   if (a.json) {
     nlohmann::json j;
@@ -80,9 +79,8 @@ void run_on_image(const RunArgs& a, runtime::LoadOptions lo) {
     j["detections"] = arr;
     std::cout << json_text(j);
   } else {
-    std::printf("%s: %lldx%lld, %s output, %zu detection(s) with score >= %.2f\n", a.image.c_str(),
-                static_cast<long long>(img.width), static_cast<long long>(img.height), cfg.output.c_str(), dets.size(),
-                cfg.score_threshold);
+    std::printf("%s: %lldx%lld, %s output, %zu detection(s) with score >= %.2f\n", a.image.c_str(), static_cast<long long>(img.width),
+                static_cast<long long>(img.height), cfg.output.c_str(), dets.size(), cfg.score_threshold);
     std::printf("  %-3s %-16s %6s  %8s %8s %8s %8s\n", "#", "class", "score", "x0", "y0", "x1", "y1");
     for (size_t i = 0; i < dets.size(); ++i) {
       const auto& d = dets[i];
@@ -158,9 +156,7 @@ void run_model(const RunArgs& a) {
   lo.compile.fuse = !a.no_fuse;
   set_backend(a, lo.compile);
   lo.compile.dump_after.insert(a.dump_after.begin(), a.dump_after.end());
-  lo.compile.dump = [](const std::string& pass, const std::string& ir) {
-    std::cerr << "=== IR after " << pass << " ===\n" << ir;
-  };
+  lo.compile.dump = [](const std::string& pass, const std::string& ir) { std::cerr << "=== IR after " << pass << " ===\n" << ir; };
   lo.exec.threads = a.threads;
   lo.exec.profile = a.profile;
   runtime::LoadedModel m = take(runtime::load_model(a.model, lo));
@@ -173,8 +169,7 @@ void run_model(const RunArgs& a) {
     }
   }
   if (m.fusion.fused_sites > 0 || !m.fusion.not_fused.empty()) {
-    std::fprintf(stderr, "deform-attn-fusion: %d site(s) fused, %zu similar site(s) left unfused\n", m.fusion.fused_sites,
-                 m.fusion.not_fused.size());
+    std::fprintf(stderr, "deform-attn-fusion: %d site(s) fused, %zu similar site(s) left unfused\n", m.fusion.fused_sites, m.fusion.not_fused.size());
     for (const auto& r : m.fusion.not_fused) std::fprintf(stderr, "  not fused: %s\n", r.c_str());
   }
   auto outputs = take(m.executor->run(inputs));
@@ -188,8 +183,7 @@ void run_model(const RunArgs& a) {
   }
   if (!ms.empty()) {
     std::sort(ms.begin(), ms.end());
-    std::fprintf(stderr, "timing: %zu warm runs, median %.3f ms, min %.3f ms, max %.3f ms\n", ms.size(), ms[ms.size() / 2],
-                 ms.front(), ms.back());
+    std::fprintf(stderr, "timing: %zu warm runs, median %.3f ms, min %.3f ms, max %.3f ms\n", ms.size(), ms[ms.size() / 2], ms.front(), ms.back());
   }
   for (const auto& [name, t] : outputs) {
     std::printf("%-24s %-8s %s\n", name.c_str(), dtype_name(t.dtype()), shape_to_string(t.shape()).c_str());
@@ -206,16 +200,16 @@ void run_model(const RunArgs& a) {
     }
     std::vector<std::pair<std::string, std::pair<double, int>>> rows(by_op.begin(), by_op.end());
     std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.second.first > y.second.first; });
-    std::printf("\nprofile (last run, %zu nodes, %.2f ms)\n%-22s %6s %10s %7s\n", m.executor->last_profile().size(),
-                total / 1000.0, "op", "nodes", "ms", "share");
+    std::printf("\nprofile (last run, %zu nodes, %.2f ms)\n%-22s %6s %10s %7s\n", m.executor->last_profile().size(), total / 1000.0, "op", "nodes",
+                "ms", "share");
     for (size_t i = 0; i < rows.size() && static_cast<int>(i) < a.top; ++i) {
-      std::printf("%-22s %6d %10.3f %6.1f%%\n", rows[i].first.c_str(), rows[i].second.second,
-                  rows[i].second.first / 1000.0, 100.0 * rows[i].second.first / std::max(total, 1e-9));
+      std::printf("%-22s %6d %10.3f %6.1f%%\n", rows[i].first.c_str(), rows[i].second.second, rows[i].second.first / 1000.0,
+                  100.0 * rows[i].second.first / std::max(total, 1e-9));
     }
     const auto& p = m.executor->memory_plan();
     std::printf("memory plan: arena %.2f MB for %d values (%.2f MB without reuse), %d aliased views, outputs %.2f MB, constants %.2f MB\n",
-                static_cast<double>(p.arena_bytes) / 1e6, p.planned_values, static_cast<double>(p.intermediate_bytes) / 1e6,
-                p.aliased_values, static_cast<double>(p.output_bytes) / 1e6, static_cast<double>(p.constant_bytes) / 1e6);
+                static_cast<double>(p.arena_bytes) / 1e6, p.planned_values, static_cast<double>(p.intermediate_bytes) / 1e6, p.aliased_values,
+                static_cast<double>(p.output_bytes) / 1e6, static_cast<double>(p.constant_bytes) / 1e6);
   }
 }
 

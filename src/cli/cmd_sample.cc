@@ -32,11 +32,9 @@ struct DeformArgs {
 };
 
 // One line of human output, or the JSON object documented in docs/cli-json.md.
-void report(bool json, const std::string& command, const std::string& output, const Tensor& y, double elapsed_us,
-            nlohmann::ordered_json options) {
+void report(bool json, const std::string& command, const std::string& output, const Tensor& y, double elapsed_us, nlohmann::ordered_json options) {
   if (!json) {
-    std::printf("wrote %s %s %s (%.1f us)\n", output.c_str(), shape_to_string(y.shape()).c_str(), dtype_name(y.dtype()),
-                elapsed_us);
+    std::printf("wrote %s %s %s (%.1f us)\n", output.c_str(), shape_to_string(y.shape()).c_str(), dtype_name(y.dtype()), elapsed_us);
     return;
   }
   nlohmann::ordered_json j;
@@ -79,8 +77,11 @@ void run_grid(const GridArgs& a) {
   check(write_npy(out_tmp, *y));
   check(out_tx.publish());
   report(a.json, "sample grid", a.output, *y, us,
-         {{"mode", to_string(opt.mode)}, {"padding", to_string(opt.padding)}, {"align_corners", opt.align_corners ? 1 : 0},
-          {"convention", to_string(opt.convention)}, {"impl", a.impl}});
+         {{"mode", to_string(opt.mode)},
+          {"padding", to_string(opt.padding)},
+          {"align_corners", opt.align_corners ? 1 : 0},
+          {"convention", to_string(opt.convention)},
+          {"impl", a.impl}});
 }
 
 void run_deform(const DeformArgs& a) {
@@ -115,10 +116,9 @@ void add_sample_commands(CLI::App& app) {
   sample->require_subcommand(1);
 
   auto ga = std::make_shared<GridArgs>();
-  CLI::App* grid = sample->add_subcommand(
-      "grid",
-      "GridSample (ONNX GridSample-16/20/22, PyTorch grid_sample) on X (N,C,H,W) or (N,C,D,H,W) with grid "
-      "(N,Ho,Wo,2) or (N,Do,Ho,Wo,3). float32/float16 .npy; output has the input's dtype.");
+  CLI::App* grid = sample->add_subcommand("grid",
+                                          "GridSample (ONNX GridSample-16/20/22, PyTorch grid_sample) on X (N,C,H,W) or (N,C,D,H,W) with grid "
+                                          "(N,Ho,Wo,2) or (N,Do,Ho,Wo,3). float32/float16 .npy; output has the input's dtype.");
   grid->add_option("--input", ga->input, "input tensor X (.npy)")->required();
   grid->add_option("--grid", ga->grid, "sampling grid G (.npy), last axis (x, y[, z]) in [-1, 1]")->required();
   grid->add_option("--mode", ga->mode, "bilinear|linear, nearest, bicubic|cubic")->capture_default_str();
@@ -126,7 +126,8 @@ void add_sample_commands(CLI::App& app) {
   grid->add_option("--align-corners", ga->align_corners, "0 or 1")->capture_default_str()->check(CLI::IsMember({0, 1}));
   grid->add_option("--convention", ga->convention,
                    "pytorch (default; bit-exact with PyTorch's CPU kernel) or onnx (ONNX Runtime's order and "
-                   "nearest/reflection rules)")->capture_default_str();
+                   "nearest/reflection rules)")
+      ->capture_default_str();
   grid->add_option("--impl", ga->impl, "fast or reference")->capture_default_str();
   add_threads_option(grid, ga->threads, "worker threads (0 = all cores)")->capture_default_str();
   grid->add_option("-o,--output", ga->output, "output .npy (written atomically)")->required();
@@ -138,11 +139,10 @@ void add_sample_commands(CLI::App& app) {
   grid->callback([ga] { run_grid(*ga); });
 
   auto da = std::make_shared<DeformArgs>();
-  CLI::App* deform = sample->add_subcommand(
-      "deform-attn",
-      "Fused multi-scale deformable attention core (DEIM/D-FINE/RT-DETR decoders): value [B, sum(HW), heads, "
-      "head_dim], locations [B, Lq, heads, points, 2] in [0,1], weights [B, Lq, heads, points] -> [B, Lq, "
-      "heads*head_dim]");
+  CLI::App* deform = sample->add_subcommand("deform-attn",
+                                            "Fused multi-scale deformable attention core (DEIM/D-FINE/RT-DETR decoders): value [B, sum(HW), heads, "
+                                            "head_dim], locations [B, Lq, heads, points, 2] in [0,1], weights [B, Lq, heads, points] -> [B, Lq, "
+                                            "heads*head_dim]");
   deform->add_option("--value", da->value, "value tensor (.npy)")->required();
   deform->add_option("--shapes", da->shapes, "level shapes HxW, e.g. 80x80,40x40,20x20")->required();
   deform->add_option("--points", da->points, "points per level, e.g. 3,6,3")->required();

@@ -19,9 +19,7 @@ struct CommandFailed : std::runtime_error {
 
 // The exit status of an error (docs/cli.md): 1 I/O (and internal), 2 invalid input or usage,
 // 3 unsupported (valid input this version cannot take).
-constexpr int exit_code(ErrorKind k) {
-  return k == ErrorKind::invalid ? 2 : k == ErrorKind::unsupported ? 3 : 1;
-}
+constexpr int exit_code(ErrorKind k) { return k == ErrorKind::invalid ? 2 : k == ErrorKind::unsupported ? 3 : 1; }
 // Prints "rkdeploy: <kind>: <message>" to stderr (one JSON object instead when --json is
 // set: set_json_errors) and throws CommandFailed(exit_code(kind)).
 [[noreturn]] void fail(const Error& e);

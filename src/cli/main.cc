@@ -111,9 +111,9 @@ void terminal_progress(const std::string& stage, int64_t done, int64_t total) {
 // dispatchers choose on this CPU (the same record as `bench --json`'s environment).
 std::string version_text() {
   auto e = rkd::runtime::environment();
-  return "rkdeploy " + e["rkdeploy"] + " (" + e["build_type"] + ", " + e["compiler"] + ")\n" + "cpu: " + e["cpu"] +
-         "\ndispatch: Highway " + e["highway_target"] + ", oneDNN " + e["onednn"] + " " + e["onednn_isa"] + ", int8 products " +
-         e["int8_products"] + ", vectorised loops " + e["vectorised_loops"] + " (ISA ceiling " + e["isa_ceiling"] + ")";
+  return "rkdeploy " + e["rkdeploy"] + " (" + e["build_type"] + ", " + e["compiler"] + ")\n" + "cpu: " + e["cpu"] + "\ndispatch: Highway " +
+         e["highway_target"] + ", oneDNN " + e["onednn"] + " " + e["onednn_isa"] + ", int8 products " + e["int8_products"] + ", vectorised loops " +
+         e["vectorised_loops"] + " (ISA ceiling " + e["isa_ceiling"] + ")";
 }
 
 }  // namespace
@@ -123,8 +123,9 @@ std::string version_text() {
 int main(int argc, char** argv) {
   // Before any thread exists: SIGINT/SIGTERM/SIGHUP remove unpublished outputs (core/output.h).
   rkd::install_signal_cleanup();
-  CLI::App app{"rkdeploy: take detection models to Rockchip NPUs and prove, on any host, that what "
-               "runs there computes the right thing."};
+  CLI::App app{
+      "rkdeploy: take detection models to Rockchip NPUs and prove, on any host, that what "
+      "runs there computes the right thing."};
   app.name("rkdeploy");
   app.require_subcommand(1);
   app.set_version_flag("--version", std::function<std::string()>(rkd::cli::version_text), "Version, build and the CPU dispatch, then exit");
@@ -183,8 +184,9 @@ int main(int argc, char** argv) {
       if (d < best) best = d, nearest = n;
     }
     if (!known) {
-      rkd::cli::print_error("invalid", "no subcommand '" + word + "'" + (nearest.empty() ? "" : "; did you mean '" + nearest + "'?") +
-                                           " (subcommands: " + names + ")", 2);
+      rkd::cli::print_error(
+          "invalid", "no subcommand '" + word + "'" + (nearest.empty() ? "" : "; did you mean '" + nearest + "'?") + " (subcommands: " + names + ")",
+          2);
       return 2;
     }
   }

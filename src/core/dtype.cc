@@ -67,7 +67,7 @@ uint16_t f32_to_f16(float f) {
   if (abs < 0x38800000u) {
     // Result is subnormal or zero: value / 2^-24, rounded half to even by the FPU.
     const float mag = bits_to_float(abs) * 16777216.0f;  // exact scaling by 2^24
-    const float r = std::nearbyint(mag);                  // default rounding: ties to even
+    const float r = std::nearbyint(mag);                 // default rounding: ties to even
     return static_cast<uint16_t>(sign | static_cast<uint16_t>(r));
   }
   // Normal: rebias the exponent, round the 13 dropped bits half to even.

@@ -15,9 +15,7 @@ namespace rkd {
 
 enum class DType : uint8_t { f32, f16, bf16, i8, u8, i16, i32, i64, b8 };
 
-inline constexpr DType kAllDTypes[] = {DType::f32, DType::f16, DType::bf16,
-                                       DType::i8,  DType::u8,  DType::i16,
-                                       DType::i32, DType::i64, DType::b8};
+inline constexpr DType kAllDTypes[] = {DType::f32, DType::f16, DType::bf16, DType::i8, DType::u8, DType::i16, DType::i32, DType::i64, DType::b8};
 
 size_t dtype_size(DType t);
 // "float32", "float16", "bfloat16", "int8", "uint8", "int16", "int32", "int64", "bool".

@@ -13,8 +13,9 @@ constexpr struct {
   IsaLevel level;
   const char* name;
 } kLevels[] = {
-    {IsaLevel::native, "native"}, {IsaLevel::avx512_vnni, "avx512_vnni"}, {IsaLevel::avx512, "avx512"},
-    {IsaLevel::avx2_vnni, "avx2_vnni"}, {IsaLevel::avx2, "avx2"}, {IsaLevel::sse4, "sse4"},
+    {IsaLevel::native, "native"}, {IsaLevel::avx512_vnni, "avx512_vnni"},
+    {IsaLevel::avx512, "avx512"}, {IsaLevel::avx2_vnni, "avx2_vnni"},
+    {IsaLevel::avx2, "avx2"},     {IsaLevel::sse4, "sse4"},
 };
 
 std::string accepted_names() {

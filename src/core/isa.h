@@ -51,8 +51,7 @@ int x86_clone_level();
 
 // Every translation unit that calls HWY_DYNAMIC_DISPATCH states this once at namespace scope,
 // so that the ceiling is in force before the first dispatch of any program that links it.
-#define RKD_HIGHWAY_HONOURS_ISA_CEILING \
-  [[maybe_unused]] static const bool rkd_highway_isa_ceiling_applied_ = ::rkd::apply_isa_ceiling_to_highway()
+#define RKD_HIGHWAY_HONOURS_ISA_CEILING [[maybe_unused]] static const bool rkd_highway_isa_ceiling_applied_ = ::rkd::apply_isa_ceiling_to_highway()
 
 // RKD_ISA_CLONES(name, (params...), (args...), body): defines `void name(params...)` that runs
 // `body` (a call of an always-inline function over the parameters) compiled three times, for
@@ -62,7 +61,7 @@ int x86_clone_level();
 // -ffp-contract=off, so no clone fuses a multiply and an add). One plain function elsewhere
 // (other compilers and targets, sanitizer builds).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define RKD_ISA_CLONES(name, params, args, body)                          \
+#define RKD_ISA_CLONES(name, params, args, body)                           \
   [[gnu::target("arch=x86-64-v4")]] void name##_x86_64_v4 params { body; } \
   [[gnu::target("arch=x86-64-v3")]] void name##_x86_64_v3 params { body; } \
   void name##_x86_64_baseline params { body; }                             \

@@ -147,7 +147,8 @@ Result<DType> dtype_from_descr(const std::string& d, const std::string& what) {
   if (code == "i4") return DType::i32;
   if (code == "i8") return DType::i64;
   if (code == "b1") return DType::b8;
-  return unsupported(what + ": .npy header: descr '" + d + "' is not a dtype rkdeploy reads "
+  return unsupported(what + ": .npy header: descr '" + d +
+                     "' is not a dtype rkdeploy reads "
                      "(float32, float16, int8, uint8, int16, int32, int64, bool)");
 }
 
@@ -179,16 +180,15 @@ Result<Tensor> parse_npy(std::span<const uint8_t> bytes, const std::string& what
     header_start = 10;
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12) return invalid(what + ": truncated .npy header");
-    header_len = static_cast<size_t>(bytes[8]) | (static_cast<size_t>(bytes[9]) << 8) |
-                 (static_cast<size_t>(bytes[10]) << 16) | (static_cast<size_t>(bytes[11]) << 24);
+    header_len = static_cast<size_t>(bytes[8]) | (static_cast<size_t>(bytes[9]) << 8) | (static_cast<size_t>(bytes[10]) << 16) |
+                 (static_cast<size_t>(bytes[11]) << 24);
     header_start = 12;
   } else {
-    return unsupported(what + ": .npy format version " + std::to_string(major) + "." +
-                       std::to_string(bytes[7]) + " (versions 1, 2 and 3 are read)");
+    return unsupported(what + ": .npy format version " + std::to_string(major) + "." + std::to_string(bytes[7]) + " (versions 1, 2 and 3 are read)");
   }
   if (header_len > bytes.size() - header_start) {
-    return invalid(what + ": .npy header length " + std::to_string(header_len) +
-                   " runs past the end of the file (" + std::to_string(bytes.size()) + " bytes)");
+    return invalid(what + ": .npy header length " + std::to_string(header_len) + " runs past the end of the file (" + std::to_string(bytes.size()) +
+                   " bytes)");
   }
   std::string_view header(reinterpret_cast<const char*>(bytes.data()) + header_start, header_len);
   std::string descr;
@@ -202,13 +202,11 @@ Result<Tensor> parse_npy(std::span<const uint8_t> bytes, const std::string& what
   const size_t data_start = header_start + header_len;
   const size_t avail = bytes.size() - data_start;
   if (avail < nbytes) {
-    return invalid(what + ": .npy data is truncated: shape " + shape_to_string(shape) + " of " +
-                   dtype_name(dtype) + " needs " + std::to_string(nbytes) + " bytes, file has " +
-                   std::to_string(avail));
+    return invalid(what + ": .npy data is truncated: shape " + shape_to_string(shape) + " of " + dtype_name(dtype) + " needs " +
+                   std::to_string(nbytes) + " bytes, file has " + std::to_string(avail));
   }
   if (avail > nbytes) {
-    return invalid(what + ": .npy file has " + std::to_string(avail - nbytes) +
-                   " bytes after the array data");
+    return invalid(what + ": .npy file has " + std::to_string(avail - nbytes) + " bytes after the array data");
   }
   RKD_ASSIGN(Tensor t, Tensor::zeros(dtype, shape));
   if (nbytes) std::memcpy(t.raw(), bytes.data() + data_start, static_cast<size_t>(nbytes));

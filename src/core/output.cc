@@ -93,9 +93,9 @@ Result<std::string> temp_folder(const std::string& shown, const fs::path& abs) {
 
 struct OutputTransaction::Item {
   enum Kind { kFile, kFolder, kFilesIn } kind;
-  std::string shown;  // as the user wrote it
-  fs::path dest;      // absolute, symbolic links resolved
-  std::string temp;   // empty: nothing to move (a files_in folder that exists)
+  std::string shown;    // as the user wrote it
+  fs::path dest;        // absolute, symbolic links resolved
+  std::string temp;     // empty: nothing to move (a files_in folder that exists)
   bool nested = false;  // a file inside an absent files_in folder: moved with it
 };
 

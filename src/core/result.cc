@@ -14,8 +14,6 @@ const char* error_kind_name(ErrorKind kind) {
 
 std::string Error::to_string() const { return std::string(error_kind_name(kind)) + ": " + message; }
 
-Error Error::with_context(const std::string& context) const {
-  return Error{kind, context + ": " + message};
-}
+Error Error::with_context(const std::string& context) const { return Error{kind, context + ": " + message}; }
 
 }  // namespace rkd

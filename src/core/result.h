@@ -37,15 +37,13 @@ struct Error {
 };
 
 inline Error invalid(std::string msg) { return Error{ErrorKind::invalid, std::move(msg)}; }
-inline Error unsupported(std::string msg) {
-  return Error{ErrorKind::unsupported, std::move(msg)};
-}
+inline Error unsupported(std::string msg) { return Error{ErrorKind::unsupported, std::move(msg)}; }
 inline Error io_error(std::string msg) { return Error{ErrorKind::io, std::move(msg)}; }
 
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}      // NOLINT: implicit by design
   Result(Error error) : v_(std::move(error)) {}  // NOLINT: implicit by design
 
   bool ok() const { return v_.index() == 0; }
@@ -98,9 +96,9 @@ class [[nodiscard]] Status {
 }  // namespace rkd
 
 // Propagate a failed Status or Result from the current function.
-#define RKD_TRY(expr)                                   \
-  do {                                                  \
-    auto rkd_try_status_ = (expr);                      \
+#define RKD_TRY(expr)                                          \
+  do {                                                         \
+    auto rkd_try_status_ = (expr);                             \
     if (!rkd_try_status_.ok()) return rkd_try_status_.error(); \
   } while (0)
 
@@ -108,7 +106,7 @@ class [[nodiscard]] Status {
 #define RKD_CONCAT(a, b) RKD_CONCAT_INNER(a, b)
 // RKD_ASSIGN(auto x, expr): x = expr.value(), or return its error.
 #define RKD_ASSIGN(decl, expr) RKD_ASSIGN_IMPL(RKD_CONCAT(rkd_res_, __LINE__), decl, expr)
-#define RKD_ASSIGN_IMPL(tmp, decl, expr)         \
-  auto tmp = (expr);                             \
-  if (!tmp.ok()) return tmp.error();             \
+#define RKD_ASSIGN_IMPL(tmp, decl, expr) \
+  auto tmp = (expr);                     \
+  if (!tmp.ok()) return tmp.error();     \
   decl = std::move(tmp).value()

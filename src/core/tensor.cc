@@ -16,8 +16,7 @@ Result<uint64_t> checked_numel(const Shape& shape, const std::string& what) {
   uint64_t n = 1, strides_product = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] < 0) {
-      return invalid(what + ": dimension " + std::to_string(i) + " is negative (" +
-                     std::to_string(shape[i]) + ")");
+      return invalid(what + ": dimension " + std::to_string(i) + " is negative (" + std::to_string(shape[i]) + ")");
     }
     const uint64_t d = static_cast<uint64_t>(shape[i]);
     const uint64_t nz = std::max<uint64_t>(d, 1);
@@ -34,8 +33,8 @@ Result<uint64_t> checked_shape_bytes(const Shape& shape, DType dtype, const std:
   RKD_ASSIGN(uint64_t n, checked_numel(shape, what));
   const uint64_t es = dtype_size(dtype);
   if (n > kMaxTensorBytes / es) {
-    return invalid(what + ": shape " + shape_to_string(shape) + " of " + dtype_name(dtype) +
-                   " exceeds the " + std::to_string(kMaxTensorBytes >> 30) + " GiB tensor limit");
+    return invalid(what + ": shape " + shape_to_string(shape) + " of " + dtype_name(dtype) + " exceeds the " + std::to_string(kMaxTensorBytes >> 30) +
+                   " GiB tensor limit");
   }
   return n * es;
 }
@@ -142,9 +141,8 @@ Result<Tensor> Tensor::reshape(const Shape& shape) const {
 Result<Tensor> Tensor::slice(int d, int64_t begin, int64_t end) const {
   if (d < 0 || d >= rank()) return invalid("slice: dimension " + std::to_string(d) + " out of range");
   if (begin < 0 || end < begin || end > shape_[d]) {
-    return invalid("slice: range [" + std::to_string(begin) + ", " + std::to_string(end) +
-                   ") out of bounds for dimension " + std::to_string(d) + " of size " +
-                   std::to_string(shape_[d]));
+    return invalid("slice: range [" + std::to_string(begin) + ", " + std::to_string(end) + ") out of bounds for dimension " + std::to_string(d) +
+                   " of size " + std::to_string(shape_[d]));
   }
   Tensor t = *this;
   t.offset_bytes_ += static_cast<size_t>(begin * strides_[d]) * dtype_size(dtype_);
@@ -203,14 +201,38 @@ double Tensor::get_as_double(int64_t flat) const {
   }
   const uint8_t* p = static_cast<const uint8_t*>(raw()) + static_cast<size_t>(off) * dtype_size(dtype_);
   switch (dtype_) {
-    case DType::f32: { float v; std::memcpy(&v, p, 4); return v; }
-    case DType::f16: { uint16_t v; std::memcpy(&v, p, 2); return f16_to_f32(v); }
-    case DType::bf16: { uint16_t v; std::memcpy(&v, p, 2); return bf16_to_f32(v); }
+    case DType::f32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::f16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return f16_to_f32(v);
+    }
+    case DType::bf16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return bf16_to_f32(v);
+    }
     case DType::i8: return static_cast<int8_t>(*p);
     case DType::u8: return *p;
-    case DType::i16: { int16_t v; std::memcpy(&v, p, 2); return v; }
-    case DType::i32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-    case DType::i64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+    case DType::i16: {
+      int16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    case DType::i32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::i64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return static_cast<double>(v);
+    }
     case DType::b8: return *p != 0;
   }
   return 0;

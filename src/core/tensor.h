@@ -84,8 +84,7 @@ class Tensor {
   // the caller guarantees every addressed element lies inside this view's storage.
   Tensor with_layout(const Shape& shape, const Shape& strides, int64_t offset = 0) const {
     Tensor t = *this;
-    t.offset_bytes_ = static_cast<size_t>(static_cast<int64_t>(offset_bytes_) +
-                                          offset * static_cast<int64_t>(dtype_size(dtype_)));
+    t.offset_bytes_ = static_cast<size_t>(static_cast<int64_t>(offset_bytes_) + offset * static_cast<int64_t>(dtype_size(dtype_)));
     t.shape_ = shape;
     t.strides_ = strides;
     return t;

@@ -70,8 +70,7 @@ void ThreadPool::worker_loop() {
   t_inside_pool = true;
   uint64_t seen = 0;
   while (true) {
-    poll_for([&] { return stop_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_relaxed) != seen; },
-             kSpinMicros);
+    poll_for([&] { return stop_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_relaxed) != seen; }, kSpinMicros);
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_work_.wait(lock, [&] { return stop_ || generation_ != seen; });
@@ -106,8 +105,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t)>& fn)
   t_inside_pool = true;
   run_tasks();
   t_inside_pool = false;
-  poll_for([&] { return finished_.load(std::memory_order_relaxed) == n && active_workers_.load(std::memory_order_relaxed) == 0; },
-           kSpinMicros);
+  poll_for([&] { return finished_.load(std::memory_order_relaxed) == n && active_workers_.load(std::memory_order_relaxed) == 0; }, kSpinMicros);
   std::unique_lock<std::mutex> lock(mu_);
   // Wait until every index has run and no worker still holds a reference to fn.
   cv_done_.wait(lock, [&] { return finished_ == n_ && active_workers_ == 0; });

@@ -33,8 +33,7 @@ HWY_INLINE void Block16(const uint8_t* src, int64_t ss, uint8_t* dst, int64_t ds
 }
 
 // A block with fewer than 16 rows or columns, through zero-padded 16 x 16 copies.
-HWY_NOINLINE void PartialBlock(const uint8_t* src, int64_t rows, int64_t cols, int64_t ss, uint8_t* dst, int64_t ds,
-                               uint8_t flip) {
+HWY_NOINLINE void PartialBlock(const uint8_t* src, int64_t rows, int64_t cols, int64_t ss, uint8_t* dst, int64_t ds, uint8_t flip) {
   HWY_ALIGN uint8_t in[16 * 16] = {};
   HWY_ALIGN uint8_t out[16 * 16];
   for (int64_t i = 0; i < rows; ++i) std::memcpy(in + 16 * i, src + i * ss, static_cast<size_t>(cols));
@@ -65,8 +64,7 @@ HWY_AFTER_NAMESPACE();
 namespace rkd {
 RKD_HIGHWAY_HONOURS_ISA_CEILING;
 HWY_EXPORT(TransposeBytes);
-void transpose_bytes(const uint8_t* src, int64_t rows, int64_t cols, int64_t src_stride, uint8_t* dst, int64_t dst_stride,
-                     uint8_t flip) {
+void transpose_bytes(const uint8_t* src, int64_t rows, int64_t cols, int64_t src_stride, uint8_t* dst, int64_t dst_stride, uint8_t flip) {
   HWY_DYNAMIC_DISPATCH(TransposeBytes)(src, rows, cols, src_stride, dst, dst_stride, flip);
 }
 }  // namespace rkd

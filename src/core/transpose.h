@@ -10,7 +10,6 @@ namespace rkd {
 // maps int8 to int8 + 128 as uint8 and back). src and dst must not overlap. Highway 16 x 16
 // blocks (four rounds of byte interleaves), overlapping at the edges; zero-padded copies of
 // blocks only for a dimension below 16.
-void transpose_bytes(const uint8_t* src, int64_t rows, int64_t cols, int64_t src_stride, uint8_t* dst, int64_t dst_stride,
-                     uint8_t flip = 0);
+void transpose_bytes(const uint8_t* src, int64_t rows, int64_t cols, int64_t src_stride, uint8_t* dst, int64_t dst_stride, uint8_t flip = 0);
 
 }  // namespace rkd

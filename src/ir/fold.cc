@@ -20,8 +20,7 @@ Pass constant_folding_pass(NodeEvaluator eval, std::set<std::string> keep, std::
                     if (v && !v->constant) all_const = false;
                     in.push_back(v && v->constant ? &*v->constant : nullptr);
                   }
-                  const bool shape_only = (n.op_type == "Shape" || n.op_type == "Size") && !n.inputs.empty() &&
-                                          static_shape(n.inputs[0]).has_value();
+                  const bool shape_only = (n.op_type == "Shape" || n.op_type == "Size") && !n.inputs.empty() && static_shape(n.inputs[0]).has_value();
                   if (!all_const && !shape_only) continue;
                   bool small = true;
                   for (const Value* o : n.outputs) {

@@ -34,12 +34,8 @@ Result<T> get_attr(const Node& n, const std::string& key, const T& fallback, con
 }
 }  // namespace
 
-Result<int64_t> Node::attr_int(const std::string& key, int64_t fallback) const {
-  return get_attr<int64_t>(*this, key, fallback, "an int");
-}
-Result<float> Node::attr_float(const std::string& key, float fallback) const {
-  return get_attr<float>(*this, key, fallback, "a float");
-}
+Result<int64_t> Node::attr_int(const std::string& key, int64_t fallback) const { return get_attr<int64_t>(*this, key, fallback, "an int"); }
+Result<float> Node::attr_float(const std::string& key, float fallback) const { return get_attr<float>(*this, key, fallback, "a float"); }
 Result<std::string> Node::attr_string(const std::string& key, const std::string& fallback) const {
   return get_attr<std::string>(*this, key, fallback, "a string");
 }
@@ -72,8 +68,8 @@ Value* Graph::find(const std::string& value_name) const {
   return it == by_name_.end() ? nullptr : it->second;
 }
 
-Result<Node*> Graph::add_node(const std::string& node_name, const std::string& op_type, const std::string& domain,
-                              const std::vector<Value*>& ins, const std::vector<std::string>& output_names) {
+Result<Node*> Graph::add_node(const std::string& node_name, const std::string& op_type, const std::string& domain, const std::vector<Value*>& ins,
+                              const std::vector<std::string>& output_names) {
   // Check every output name first so that a failure leaves the graph unchanged.
   for (size_t i = 0; i < output_names.size(); ++i) {
     const std::string& o = output_names[i];
@@ -178,12 +174,9 @@ void Graph::remove_nodes(const std::function<bool(const Node&)>& dead) {
       if (o->consumers.empty() && !graph_outputs.count(o)) gone_values.insert(o);
     }
   }
-  nodes_.erase(std::remove_if(nodes_.begin(), nodes_.end(), [&](const auto& n) { return gone.count(n.get()) > 0; }),
-               nodes_.end());
+  nodes_.erase(std::remove_if(nodes_.begin(), nodes_.end(), [&](const auto& n) { return gone.count(n.get()) > 0; }), nodes_.end());
   for (const Value* v : gone_values) by_name_.erase(v->name);
-  values_.erase(std::remove_if(values_.begin(), values_.end(),
-                               [&](const auto& v) { return gone_values.count(v.get()) > 0; }),
-                values_.end());
+  values_.erase(std::remove_if(values_.begin(), values_.end(), [&](const auto& v) { return gone_values.count(v.get()) > 0; }), values_.end());
 }
 
 void Graph::remove_unused_constants() {
@@ -193,8 +186,7 @@ void Graph::remove_unused_constants() {
     if (v->is_constant() && !v->producer && v->consumers.empty() && !outs.count(v.get())) gone.insert(v.get());
   }
   for (const Value* v : gone) by_name_.erase(v->name);
-  values_.erase(std::remove_if(values_.begin(), values_.end(), [&](const auto& v) { return gone.count(v.get()) > 0; }),
-                values_.end());
+  values_.erase(std::remove_if(values_.begin(), values_.end(), [&](const auto& v) { return gone.count(v.get()) > 0; }), values_.end());
 }
 
 Status Graph::sort_topologically() {

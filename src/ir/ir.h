@@ -45,9 +45,9 @@ class Node;
 class Value {
  public:
   std::string name;
-  std::optional<DType> dtype;         // nullopt: unknown
-  std::optional<Dims> shape;          // nullopt: unknown rank
-  std::optional<Tensor> constant;     // initializers (and folded constants)
+  std::optional<DType> dtype;      // nullopt: unknown
+  std::optional<Dims> shape;       // nullopt: unknown rank
+  std::optional<Tensor> constant;  // initializers (and folded constants)
   Node* producer = nullptr;
   std::vector<Node*> consumers;
 
@@ -56,16 +56,15 @@ class Value {
   std::optional<int64_t> static_numel() const;
 };
 
-using Attribute = std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>,
-                               std::vector<std::string>, Tensor>;
+using Attribute = std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>, std::vector<std::string>, Tensor>;
 
 class Node {
  public:
   std::string name;
   std::string op_type;
-  std::string domain;                  // "" = the default ONNX domain
-  std::vector<Value*> inputs;          // nullptr = omitted optional input
-  std::vector<Value*> outputs;         // nullptr = omitted optional output
+  std::string domain;           // "" = the default ONNX domain
+  std::vector<Value*> inputs;   // nullptr = omitted optional input
+  std::vector<Value*> outputs;  // nullptr = omitted optional output
   std::map<std::string, Attribute> attrs;
 
   // Typed attribute access: the default when absent; an Error when present with another kind.
@@ -92,16 +91,16 @@ class Graph {
   Status rename_value(Value* v, const std::string& name);
   // Appends a node (inputs must exist already; outputs are created and must be new). On
   // failure the graph is unchanged.
-  Result<Node*> add_node(const std::string& name, const std::string& op_type, const std::string& domain,
-                         const std::vector<Value*>& inputs, const std::vector<std::string>& output_names);
+  Result<Node*> add_node(const std::string& name, const std::string& op_type, const std::string& domain, const std::vector<Value*>& inputs,
+                         const std::vector<std::string>& output_names);
 
   const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
   const std::vector<std::unique_ptr<Value>>& values() const { return values_; }
   std::vector<Value*> inputs;   // graph inputs (not constants)
   std::vector<Value*> outputs;  // graph outputs
 
-  int64_t opset = 0;            // default-domain opset
-  std::string producer;         // producer_name + version of the file
+  int64_t opset = 0;     // default-domain opset
+  std::string producer;  // producer_name + version of the file
   std::string name;
   // Model-level facts passes read. "rkdeploy.requant": the integer requantization convention
   // of the source format (quant::Requant name; absent = ONNX Runtime's), set by the TFLite

@@ -24,7 +24,7 @@ struct Pass {
 };
 
 struct PassOptions {
-  std::set<std::string> dump_after;                                     // pass names
+  std::set<std::string> dump_after;                                          // pass names
   std::function<void(const std::string& pass, const std::string& ir)> dump;  // receives Graph::dump()
 };
 
@@ -45,8 +45,7 @@ Pass dead_code_elimination_pass();
 
 // Computes a node's outputs from its inputs (the executor's kernels; injected so that the
 // IR does not depend on them).
-using NodeEvaluator =
-    std::function<Result<std::vector<Tensor>>(const Node&, int64_t opset, const std::vector<const Tensor*>&)>;
+using NodeEvaluator = std::function<Result<std::vector<Tensor>>(const Node&, int64_t opset, const std::vector<const Tensor*>&)>;
 
 // constant-folding: in topological order, infers each node's shapes (shape_inference.h)
 // and replaces a node by constants when every present input is constant (Shape and Size
@@ -55,8 +54,7 @@ using NodeEvaluator =
 // `keep` lists op types never folded (the first folding keeps DequantizeLinear so that
 // QDQ sites stay recognisable); `name` distinguishes repeated runs.
 inline constexpr int64_t kMaxFoldedBytes = int64_t{64} << 20;
-Pass constant_folding_pass(NodeEvaluator eval, std::set<std::string> keep = {},
-                           std::string name = "constant-folding");
+Pass constant_folding_pass(NodeEvaluator eval, std::set<std::string> keep = {}, std::string name = "constant-folding");
 
 // conv-bn-folding: Conv (constant weights, optional constant bias) followed by an
 // inference BatchNormalization (constant scale, bias, mean, var) that is the conv

@@ -52,7 +52,6 @@ namespace {
 
 using namespace detail;
 
-
 Status same_as_input0(const Ctx& c) { return c.set(0, c.dtype(0), c.dims(0)); }
 
 Status broadcast_op(const Ctx& c, std::optional<DType> out_dtype) {
@@ -86,8 +85,8 @@ Status concat(const Ctx& c) {
       if (static_cast<int64_t>(k) == a) {
         o = (o.is_static() && x.is_static()) ? Dim{std::min(o.value + x.value, kHuge), ""} : Dim{};
       } else if (o.is_static() && x.is_static() && o.value != x.value) {
-        return c.bad("input " + std::to_string(i) + " " + dims_to_string(*d) + " does not match " +
-                     dims_to_string(*out) + " outside the concat axis");
+        return c.bad("input " + std::to_string(i) + " " + dims_to_string(*d) + " does not match " + dims_to_string(*out) +
+                     " outside the concat axis");
       } else if (!o.is_static() && x.is_static()) {
         o = x;
       }
@@ -120,15 +119,14 @@ Status split(const Ctx& c) {
       return c.bad("dimension " + std::to_string(d.value) + " does not split evenly into " + std::to_string(parts));
     }
   }
-  if (static_cast<int64_t>(sizes.size()) != parts) return c.bad("split has " + std::to_string(sizes.size()) +
-                                                                 " sizes for " + std::to_string(parts) + " outputs");
+  if (static_cast<int64_t>(sizes.size()) != parts)
+    return c.bad("split has " + std::to_string(sizes.size()) + " sizes for " + std::to_string(parts) + " outputs");
   int64_t total = 0;
   for (int64_t s : sizes) {
     if (s < 0) return c.bad("negative split size");
     total += s;
   }
-  if (d.is_static() && total != d.value) return c.bad("split sizes sum to " + std::to_string(total) +
-                                                      ", dimension is " + std::to_string(d.value));
+  if (d.is_static() && total != d.value) return c.bad("split sizes sum to " + std::to_string(total) + ", dimension is " + std::to_string(d.value));
   for (int64_t i = 0; i < parts; ++i) {
     Dims o = *x;
     o[static_cast<size_t>(a)] = Dim{sizes[static_cast<size_t>(i)], ""};
@@ -212,8 +210,8 @@ Status gather_nd(const Ctx& c) {
   if (idx->empty() || !idx->back().is_static()) return c.set(0, c.dtype(0), std::nullopt);
   const int64_t q = idx->back().value;
   if (bd < 0 || q < 1 || bd + q > static_cast<int64_t>(x->size()) || bd >= static_cast<int64_t>(idx->size())) {
-    return c.bad("batch_dims " + std::to_string(bd) + " and an index depth of " + std::to_string(q) +
-                 " do not fit data of rank " + std::to_string(x->size()));
+    return c.bad("batch_dims " + std::to_string(bd) + " and an index depth of " + std::to_string(q) + " do not fit data of rank " +
+                 std::to_string(x->size()));
   }
   Dims out(idx->begin(), idx->end() - 1);
   out.insert(out.end(), x->begin() + bd + q, x->end());
@@ -257,8 +255,8 @@ Result<Dims> reshape_dims(const Ctx& c, const Dims& in, const std::vector<int64_
       return c.bad("cannot infer -1 next to a 0-sized dimension");
     }
   } else if (total_known && known >= 0 && total != known) {
-    return c.bad("cannot reshape " + dims_to_string(in) + " (" + std::to_string(total) + " elements) to " +
-                 dims_to_string(out) + " (" + std::to_string(known) + " elements)");
+    return c.bad("cannot reshape " + dims_to_string(in) + " (" + std::to_string(total) + " elements) to " + dims_to_string(out) + " (" +
+                 std::to_string(known) + " elements)");
   }
   return out;
 }
@@ -418,7 +416,8 @@ Status pad(const Ctx& c) {
   } else {
     for (size_t i = 0; i < r; ++i) axes.push_back(static_cast<int64_t>(i));
   }
-  if (pads->size() != 2 * axes.size()) return c.bad("pads has " + std::to_string(pads->size()) + " values for " + std::to_string(axes.size()) + " axes");
+  if (pads->size() != 2 * axes.size())
+    return c.bad("pads has " + std::to_string(pads->size()) + " values for " + std::to_string(axes.size()) + " axes");
   Dims out = *x;
   for (size_t i = 0; i < axes.size(); ++i) {
     Dim& d = out[static_cast<size_t>(axes[i])];
@@ -562,10 +561,40 @@ Status where(const Ctx& c) {
 const std::map<std::string, Fn>& table() {
   static const std::map<std::string, Fn> t = [] {
     std::map<std::string, Fn> m;
-    for (const char* op : {"Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Erf", "Gelu", "Sqrt",
-                           "Exp", "Log", "Abs", "Neg", "Reciprocal", "Not", "Clip", "Identity", "Softmax",
-                           "LogSoftmax", "CumSum", "BatchNormalization", "Floor", "Ceil", "Round", "Sign", "Sin",
-                           "Cos", "Softplus", "Elu", "Selu", "Mish", "ScatterND", "ScatterElements", "Dropout",
+    for (const char* op : {"Relu",
+                           "LeakyRelu",
+                           "Sigmoid",
+                           "HardSigmoid",
+                           "HardSwish",
+                           "Tanh",
+                           "Erf",
+                           "Gelu",
+                           "Sqrt",
+                           "Exp",
+                           "Log",
+                           "Abs",
+                           "Neg",
+                           "Reciprocal",
+                           "Not",
+                           "Clip",
+                           "Identity",
+                           "Softmax",
+                           "LogSoftmax",
+                           "CumSum",
+                           "BatchNormalization",
+                           "Floor",
+                           "Ceil",
+                           "Round",
+                           "Sign",
+                           "Sin",
+                           "Cos",
+                           "Softplus",
+                           "Elu",
+                           "Selu",
+                           "Mish",
+                           "ScatterND",
+                           "ScatterElements",
+                           "Dropout",
                            "InstanceNormalization"}) {
       m[op] = [](const Ctx& c) -> Status {
         RKD_TRY(same_as_input0(c));

@@ -50,14 +50,14 @@ struct Ctx {
         const Dim& old = (*o->shape)[k];
         const Dim& now = (*shape)[k];
         if (old.is_static() && now.is_static() && old.value != now.value) {
-          return bad("inferred shape " + dims_to_string(*shape) + " of output '" + o->name +
-                     "' contradicts the shape " + dims_to_string(*o->shape) + " recorded in the model");
+          return bad("inferred shape " + dims_to_string(*shape) + " of output '" + o->name + "' contradicts the shape " + dims_to_string(*o->shape) +
+                     " recorded in the model");
         }
         if (old.is_static() && !now.is_static()) (*shape)[k] = old;
       }
     } else if (o->shape && !o->shape->empty() && o->shape->size() != shape->size()) {
-      return bad("inferred rank " + std::to_string(shape->size()) + " of output '" + o->name +
-                 "' contradicts the rank " + std::to_string(o->shape->size()) + " recorded in the model");
+      return bad("inferred rank " + std::to_string(shape->size()) + " of output '" + o->name + "' contradicts the rank " +
+                 std::to_string(o->shape->size()) + " recorded in the model");
     }
     o->shape = std::move(shape);
     return {};

@@ -35,8 +35,7 @@ namespace rkd::ir::detail {
 namespace {
 
 // Output spatial size of a convolution / pooling window.
-Result<int64_t> window_out(const Ctx& c, int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t pb, int64_t pe,
-                           bool ceil_mode) {
+Result<int64_t> window_out(const Ctx& c, int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t pb, int64_t pe, bool ceil_mode) {
   if (in > (int64_t{1} << 40)) return c.bad("spatial size beyond 2^40");
   const int64_t eff = dil * (k - 1) + 1;
   const int64_t span = in + pb + pe - eff;
@@ -64,8 +63,7 @@ Result<WindowAttrs> window_attrs(const Ctx& c, size_t spatial, const std::vector
   RKD_ASSIGN(w.auto_pad, c.n.attr_string("auto_pad", "NOTSET"));
   RKD_ASSIGN(int64_t cm, c.n.attr_int("ceil_mode", 0));
   w.ceil_mode = cm != 0;
-  if (w.kernel.size() != spatial || w.strides.size() != spatial || w.dilations.size() != spatial ||
-      w.pads.size() != 2 * spatial) {
+  if (w.kernel.size() != spatial || w.strides.size() != spatial || w.dilations.size() != spatial || w.pads.size() != 2 * spatial) {
     return c.bad("kernel_shape/strides/dilations/pads do not match " + std::to_string(spatial) + " spatial dims");
   }
   constexpr int64_t kMaxWindow = int64_t{1} << 31;
@@ -73,8 +71,8 @@ Result<WindowAttrs> window_attrs(const Ctx& c, size_t spatial, const std::vector
     if (w.kernel[i] < 1 || w.strides[i] < 1 || w.dilations[i] < 1) {
       return c.bad("kernel_shape, strides and dilations must be positive");
     }
-    if (w.kernel[i] > kMaxWindow || w.strides[i] > kMaxWindow || w.dilations[i] > kMaxWindow ||
-        w.pads[i] > kMaxWindow || w.pads[i + spatial] > kMaxWindow) {
+    if (w.kernel[i] > kMaxWindow || w.strides[i] > kMaxWindow || w.dilations[i] > kMaxWindow || w.pads[i] > kMaxWindow ||
+        w.pads[i + spatial] > kMaxWindow) {
       return c.bad("kernel_shape, strides, dilations or pads beyond 2^31");
     }
     if (w.pads[i] < 0 || w.pads[i + spatial] < 0) return c.bad("pads must be non-negative");
@@ -129,8 +127,8 @@ Status window_op(const Ctx& c, bool conv, size_t w_index = 1, std::optional<DTyp
     RKD_ASSIGN(int64_t group, c.n.attr_int("group", 1));
     if (group < 1) return c.bad("group must be >= 1");
     if ((*x)[1].is_static() && (*w)[1].is_static() && (*x)[1].value != (*w)[1].value * group) {
-      return c.bad("input channels " + std::to_string((*x)[1].value) + " != weight channels " +
-                   std::to_string((*w)[1].value) + " x group " + std::to_string(group));
+      return c.bad("input channels " + std::to_string((*x)[1].value) + " != weight channels " + std::to_string((*w)[1].value) + " x group " +
+                   std::to_string(group));
     }
     if (out_c.is_static() && out_c.value % group != 0) return c.bad("output channels not divisible by group");
   } else {
@@ -145,8 +143,7 @@ Status window_op(const Ctx& c, bool conv, size_t w_index = 1, std::optional<DTyp
   }
   RKD_TRY(resolve_auto_pad(c, w, in_spatial));
   for (size_t i = 0; i < spatial; ++i) {
-    RKD_ASSIGN(int64_t o, window_out(c, in_spatial[i], w.kernel[i], w.strides[i], w.dilations[i], w.pads[i],
-                                     w.pads[i + spatial], w.ceil_mode));
+    RKD_ASSIGN(int64_t o, window_out(c, in_spatial[i], w.kernel[i], w.strides[i], w.dilations[i], w.pads[i], w.pads[i + spatial], w.ceil_mode));
     out.push_back(Dim{o, ""});
   }
   if (out_cl) out.push_back(out[1]), out.erase(out.begin() + 1);
@@ -243,21 +240,21 @@ Status einsum(const Ctx& c) {
   if (!parsed.ok()) return parsed.error().with_context(c.n.describe());
   const std::vector<std::string>& terms = parsed->operands;
   const std::string& rhs = parsed->output;
-  if (terms.size() != c.n.inputs.size()) return c.bad("equation '" + eq + "' has " + std::to_string(terms.size()) +
-                                                      " operands, the node has " + std::to_string(c.n.inputs.size()));
+  if (terms.size() != c.n.inputs.size())
+    return c.bad("equation '" + eq + "' has " + std::to_string(terms.size()) + " operands, the node has " + std::to_string(c.n.inputs.size()));
   std::map<char, Dim> sizes;
   for (size_t i = 0; i < terms.size(); ++i) {
     auto d = c.dims(i);
     if (!d) return c.set(0, c.dtype(0), std::nullopt);
-    if (d->size() != terms[i].size()) return c.bad("operand " + std::to_string(i) + " has rank " + std::to_string(d->size()) +
-                                                   ", the equation says " + std::to_string(terms[i].size()));
+    if (d->size() != terms[i].size())
+      return c.bad("operand " + std::to_string(i) + " has rank " + std::to_string(d->size()) + ", the equation says " +
+                   std::to_string(terms[i].size()));
     for (size_t k = 0; k < terms[i].size(); ++k) {
       const char l = terms[i][k];
       auto [it, fresh] = sizes.emplace(l, (*d)[k]);
-      if (!fresh && it->second.is_static() && (*d)[k].is_static() && it->second.value != (*d)[k].value &&
-          (*d)[k].value != 1 && it->second.value != 1) {
-        return c.bad("label '" + std::string(1, l) + "' has sizes " + std::to_string(it->second.value) + " and " +
-                     std::to_string((*d)[k].value));
+      if (!fresh && it->second.is_static() && (*d)[k].is_static() && it->second.value != (*d)[k].value && (*d)[k].value != 1 &&
+          it->second.value != 1) {
+        return c.bad("label '" + std::string(1, l) + "' has sizes " + std::to_string(it->second.value) + " and " + std::to_string((*d)[k].value));
       }
       if (!fresh && it->second.is_static() && it->second.value == 1) it->second = (*d)[k];
     }
@@ -293,7 +290,8 @@ Status resize(const Ctx& c) {
   }
   const Value* sv = c.in(2);
   if (!sv || !sv->constant || sv->constant->numel() == 0) return c.set(0, c.dtype(0), std::nullopt);
-  if (sv->constant->numel() != static_cast<int64_t>(r)) return c.bad("scales has " + std::to_string(sv->constant->numel()) + " values for rank " + std::to_string(r));
+  if (sv->constant->numel() != static_cast<int64_t>(r))
+    return c.bad("scales has " + std::to_string(sv->constant->numel()) + " values for rank " + std::to_string(r));
   for (size_t i = 0; i < r; ++i) {
     const double s = sv->constant->get_as_double(static_cast<int64_t>(i));
     if (!(s > 0)) return c.bad("scales must be positive");
@@ -301,8 +299,7 @@ Status resize(const Ctx& c) {
       const double o = std::floor(static_cast<double>(out[i].value) * static_cast<float>(s));
       if (!(o < 1e15)) return c.bad("scale " + std::to_string(s) + " makes dimension " + std::to_string(i) + " too large");
       out[i] = Dim{static_cast<int64_t>(o), ""};
-    }
-    else if (s != 1.0) out[i] = Dim{};
+    } else if (s != 1.0) out[i] = Dim{};
   }
   return c.set(0, c.dtype(0), out);
 }
@@ -342,9 +339,7 @@ void add_nn_shape_functions(std::map<std::string, Fn>& m) {
     return window_op(c, true, 3, c.dtype(7), in_cl != 0, out_cl != 0);
   };
   m["QLinearMatMul"] = [](const Ctx& c) { return matmul(c, 3, c.dtype(7)); };
-  m["QuantizeLinear"] = [](const Ctx& c) {
-    return c.set(0, c.in(2) ? c.dtype(2) : std::optional<DType>(DType::u8), c.dims(0));
-  };
+  m["QuantizeLinear"] = [](const Ctx& c) { return c.set(0, c.in(2) ? c.dtype(2) : std::optional<DType>(DType::u8), c.dims(0)); };
   m["DequantizeLinear"] = [](const Ctx& c) { return c.set(0, DType::f32, c.dims(0)); };
 }
 

@@ -16,7 +16,7 @@ struct BilinearLanes {
 
 template <class D>
 HWY_INLINE BilinearLanes<D> ComputeBilinearLanes(D d, hn::Vec<D> x, hn::Vec<D> y, hn::Vec<D> fW, hn::Vec<D> fH,
-                                                hn::Vec<hn::RebindToSigned<D>> stride) {
+                                                 hn::Vec<hn::RebindToSigned<D>> stride) {
   const hn::RebindToSigned<D> di;
   const auto one = hn::Set(d, 1.0f), zero = hn::Zero(d), minus_one = hn::Set(d, -1.0f);
   const auto x0 = hn::Floor(x), y0 = hn::Floor(y);
@@ -35,10 +35,9 @@ HWY_INLINE BilinearLanes<D> ComputeBilinearLanes(D d, hn::Vec<D> x, hn::Vec<D> y
   const auto one_i = hn::Set(di, 1);
   // Aggregate initialisation, no lambdas: NEON vector types must not be default-constructed
   // or handled in functions outside Highway's target attributes.
-  return BilinearLanes<D>{{s * e, s * w, n * e, n * w},
-                          {ok_nw, ok_ne, ok_sw, ok_se},
-                          {hn::IfThenElseZero(hn::RebindMask(di, ok_nw), base),
-                           hn::IfThenElseZero(hn::RebindMask(di, ok_ne), base + one_i),
-                           hn::IfThenElseZero(hn::RebindMask(di, ok_sw), base + stride),
-                           hn::IfThenElseZero(hn::RebindMask(di, ok_se), base + stride + one_i)}};
+  return BilinearLanes<D>{
+      {s * e, s * w, n * e, n * w},
+      {ok_nw, ok_ne, ok_sw, ok_se},
+      {hn::IfThenElseZero(hn::RebindMask(di, ok_nw), base), hn::IfThenElseZero(hn::RebindMask(di, ok_ne), base + one_i),
+       hn::IfThenElseZero(hn::RebindMask(di, ok_sw), base + stride), hn::IfThenElseZero(hn::RebindMask(di, ok_se), base + stride + one_i)}};
 }

@@ -71,8 +71,7 @@ namespace {
 // Sets the geometry of `v` and gives it storage: its existing storage when the size matches
 // (a runtime preparing every frame reuses one buffer), else a new one - zero-filled only
 // when asked (the token path writes every element itself).
-Status shape_value(MsdaValue& v, int64_t batch, int64_t heads, int64_t hd, const std::vector<MsdaLevelShape>& levels,
-                   bool zeroed) {
+Status shape_value(MsdaValue& v, int64_t batch, int64_t heads, int64_t hd, const std::vector<MsdaLevelShape>& levels, bool zeroed) {
   v.batch = batch;
   v.heads = heads;
   v.head_dim = hd;
@@ -91,8 +90,7 @@ Status shape_value(MsdaValue& v, int64_t batch, int64_t heads, int64_t hd, const
 }
 }  // namespace
 
-Status msda_prepare_from_tokens(const Tensor& value, const std::vector<MsdaLevelShape>& levels, MsdaValue* into,
-                                ThreadPool* pool) {
+Status msda_prepare_from_tokens(const Tensor& value, const std::vector<MsdaLevelShape>& levels, MsdaValue* into, ThreadPool* pool) {
   if (!value.defined()) return invalid("value: tensor is missing");
   if (!dtype_is_float(value.dtype())) {
     return unsupported(std::string("value: dtype ") + dtype_name(value.dtype()) + " (float32, float16 or bfloat16)");
@@ -110,8 +108,7 @@ Status msda_prepare_from_tokens(const Tensor& value, const std::vector<MsdaLevel
     if (value.dim(i) <= 0) return invalid("value: dimension " + std::to_string(i) + " is empty");
   }
   if (value.dim(1) != tokens) {
-    return invalid("value: dimension 1 has " + std::to_string(value.dim(1)) +
-                   " tokens but the level shapes sum to " + std::to_string(tokens));
+    return invalid("value: dimension 1 has " + std::to_string(value.dim(1)) + " tokens but the level shapes sum to " + std::to_string(tokens));
   }
   RKD_ASSIGN(Tensor v32, value.to(DType::f32));
   v32 = v32.contiguous();
@@ -159,14 +156,12 @@ Result<MsdaValue> msda_prepare_from_levels(const std::vector<Tensor>& levels, in
       bnh = t.dim(0);
       hd = t.dim(1);
     } else if (t.dim(0) != bnh || t.dim(1) != hd) {
-      return invalid(name + ": dimensions 0-1 " + shape_to_string({t.dim(0), t.dim(1)}) +
-                     " differ from level 0's " + shape_to_string({bnh, hd}));
+      return invalid(name + ": dimensions 0-1 " + shape_to_string({t.dim(0), t.dim(1)}) + " differ from level 0's " + shape_to_string({bnh, hd}));
     }
     shapes.push_back({t.dim(2), t.dim(3)});
   }
   if (bnh % heads != 0) {
-    return invalid("value[0]: dimension 0 (" + std::to_string(bnh) + ") is not a multiple of heads (" +
-                   std::to_string(heads) + ")");
+    return invalid("value[0]: dimension 0 (" + std::to_string(bnh) + ") is not a multiple of heads (" + std::to_string(heads) + ")");
   }
   const int64_t B = bnh / heads;
   MsdaValue out;
@@ -189,12 +184,11 @@ Result<MsdaValue> msda_prepare_from_levels(const std::vector<Tensor>& levels, in
   return out;
 }
 
-Result<Tensor> msda(const MsdaValue& value, const Tensor& locations, const Tensor& weights,
-                    const std::vector<int64_t>& points, const MsdaOptions& opt, ThreadPool* pool) {
+Result<Tensor> msda(const MsdaValue& value, const Tensor& locations, const Tensor& weights, const std::vector<int64_t>& points,
+                    const MsdaOptions& opt, ThreadPool* pool) {
   const int64_t B = value.batch, nH = value.heads;
   if (points.size() != value.levels.size()) {
-    return invalid("points: " + std::to_string(points.size()) + " values given for " +
-                   std::to_string(value.levels.size()) + " levels");
+    return invalid("points: " + std::to_string(points.size()) + " values given for " + std::to_string(value.levels.size()) + " levels");
   }
   int64_t P = 0;
   std::vector<int64_t> point_level;
@@ -216,8 +210,8 @@ Result<Tensor> msda(const MsdaValue& value, const Tensor& locations, const Tenso
   const int64_t Lq = locations.dim(1);
   auto expect = [](const Tensor& t, const char* name, int dim, int64_t want, const std::string& why) -> Status {
     if (t.dim(dim) != want) {
-      return invalid(std::string(name) + ": dimension " + std::to_string(dim) + " is " + std::to_string(t.dim(dim)) +
-                     " but " + why + " is " + std::to_string(want));
+      return invalid(std::string(name) + ": dimension " + std::to_string(dim) + " is " + std::to_string(t.dim(dim)) + " but " + why + " is " +
+                     std::to_string(want));
     }
     return {};
   };
@@ -243,8 +237,8 @@ Result<Tensor> msda(const MsdaValue& value, const Tensor& locations, const Tenso
     for (int64_t i = 0; i < rows * P; ++i) {
       if (!std::isfinite(wt[i])) {
         const int64_t k = i % P, m = (i / P) % nH, q = (i / P / nH) % Lq, b = i / P / nH / Lq;
-        return invalid("weights: non-finite value " + std::to_string(wt[i]) + " at [" + std::to_string(b) + ", " +
-                       std::to_string(q) + ", " + std::to_string(m) + ", " + std::to_string(k) + "]");
+        return invalid("weights: non-finite value " + std::to_string(wt[i]) + " at [" + std::to_string(b) + ", " + std::to_string(q) + ", " +
+                       std::to_string(m) + ", " + std::to_string(k) + "]");
       }
     }
   }
@@ -260,9 +254,8 @@ Result<Tensor> msda(const MsdaValue& value, const Tensor& locations, const Tenso
       if (ix > lv.w - 1) {
         const int64_t m = (i / P) % nH, q = (i / P / nH) % Lq, b = i / P / nH / Lq;
         return invalid("locations: method discrete reads column " + std::to_string(ix) + " of level " +
-                       std::to_string(point_level[static_cast<size_t>(k)]) + " (" + std::to_string(lv.h) + "x" +
-                       std::to_string(lv.w) + ") at [" + std::to_string(b) + ", " + std::to_string(q) + ", " +
-                       std::to_string(m) + ", " + std::to_string(k) +
+                       std::to_string(point_level[static_cast<size_t>(k)]) + " (" + std::to_string(lv.h) + "x" + std::to_string(lv.w) + ") at [" +
+                       std::to_string(b) + ", " + std::to_string(q) + ", " + std::to_string(m) + ", " + std::to_string(k) +
                        "]: x is clamped to H-1 (the historical bug), past the last column; PyTorch raises "
                        "IndexError here. Use discrete_fixed.");
       }

@@ -92,8 +92,7 @@ struct MsdaValue {
 Result<MsdaValue> msda_prepare_from_tokens(const Tensor& value, const std::vector<MsdaLevelShape>& levels);
 // The same into an existing MsdaValue, reusing its storage when the geometry is unchanged
 // (a runtime preparing every frame allocates once); threaded over (batch, head).
-Status msda_prepare_from_tokens(const Tensor& value, const std::vector<MsdaLevelShape>& levels, MsdaValue* into,
-                                ThreadPool* pool = nullptr);
+Status msda_prepare_from_tokens(const Tensor& value, const std::vector<MsdaLevelShape>& levels, MsdaValue* into, ThreadPool* pool = nullptr);
 // per-level values [B*nH, hd, H_l, W_l]; `heads` splits the first dimension.
 Result<MsdaValue> msda_prepare_from_levels(const std::vector<Tensor>& levels, int64_t heads);
 
@@ -106,9 +105,8 @@ struct MsdaOptions {
 
 // Validates the shapes of locations and weights against the value and points (errors
 // name the tensor and dimension), then samples. Output float32 [B, Lq, nH*hd].
-Result<Tensor> msda(const MsdaValue& value, const Tensor& locations, const Tensor& weights,
-                    const std::vector<int64_t>& points, const MsdaOptions& opt,
-                    ThreadPool* pool = nullptr);
+Result<Tensor> msda(const MsdaValue& value, const Tensor& locations, const Tensor& weights, const std::vector<int64_t>& points,
+                    const MsdaOptions& opt, ThreadPool* pool = nullptr);
 
 // Raw kernels: dense float32 locations/weights, shapes validated by msda().
 struct MsdaProblem {

@@ -54,8 +54,7 @@ struct QueryPlan {
   alignas(64) float weight[4][kMaxPoints];
 };
 
-void PlanQuery(const float* loc, int64_t P, int32_t zero_token, MsdaMethod method, const PointTables& t,
-               QueryPlan& plan) {
+void PlanQuery(const float* loc, int64_t P, int32_t zero_token, MsdaMethod method, const PointTables& t, QueryPlan& plan) {
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
@@ -76,8 +75,7 @@ void PlanQuery(const float* loc, int64_t P, int32_t zero_token, MsdaMethod metho
       const auto lanes = ComputeBilinearLanes(d, x, y, W, H, stride);
       for (int c = 0; c < 4; ++c) {
         hn::Store(lanes.weight[c], d, plan.weight[c] + k);
-        hn::Store(hn::IfThenElse(hn::RebindMask(di, lanes.ok[c]), start + lanes.offset[c], vzero_token), di,
-                  plan.token[c] + k);
+        hn::Store(hn::IfThenElse(hn::RebindMask(di, lanes.ok[c]), start + lanes.offset[c], vzero_token), di, plan.token[c] + k);
       }
     } else {
       // int64(loc * size + 0.5) with x86 conversion of unrepresentable values (-> INT64_MIN,
@@ -102,8 +100,8 @@ void PlanQuery(const float* loc, int64_t P, int32_t zero_token, MsdaMethod metho
 // vectors is a compile-time constant, so the accumulators live in registers; kChunks == 0:
 // any count, accumulators in memory.
 template <int kChunks>
-HWY_INLINE void AccumulateQuery(const float* head, const QueryPlan& plan, const float* wt, int64_t P,
-                                MsdaMethod method, int64_t hd, int64_t hdp, float* out) {
+HWY_INLINE void AccumulateQuery(const float* head, const QueryPlan& plan, const float* wt, int64_t P, MsdaMethod method, int64_t hd, int64_t hdp,
+                                float* out) {
   const hn::CappedTag<float, 8> d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const int64_t chunks = kChunks > 0 ? kChunks : hdp / N;
@@ -140,8 +138,7 @@ HWY_INLINE void AccumulateQuery(const float* head, const QueryPlan& plan, const 
   }
 }
 
-void MsdaTask(const MsdaProblem* pp, const PointTables* tables, int method_int, int64_t b, int64_t m, int64_t q0,
-              int64_t q1) {
+void MsdaTask(const MsdaProblem* pp, const PointTables* tables, int method_int, int64_t b, int64_t m, int64_t q0, int64_t q1) {
   const MsdaProblem& p = *pp;
   const auto method = static_cast<MsdaMethod>(method_int);
   const MsdaValue& v = *p.value;

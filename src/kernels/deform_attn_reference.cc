@@ -28,8 +28,7 @@ void msda_reference_f32(const MsdaProblem& p, MsdaMethod method) {
               const auto cr = msda_detail::bilinear_corners(loc[2 * k], loc[2 * k + 1], H, W);
               float val[4];
               for (int i = 0; i < 4; ++i) val[i] = cr.ok[i] ? level[cr.token[i] * hdp + c] : 0.0f;
-              sample = std::fma(val[3], cr.weight[3],
-                                std::fma(val[2], cr.weight[2], std::fma(val[1], cr.weight[1], val[0] * cr.weight[0])));
+              sample = std::fma(val[3], cr.weight[3], std::fma(val[2], cr.weight[2], std::fma(val[1], cr.weight[1], val[0] * cr.weight[0])));
             } else {
               sample = level[msda_detail::discrete_token(loc[2 * k], loc[2 * k + 1], H, W, method) * hdp + c];
             }

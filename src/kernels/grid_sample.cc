@@ -41,28 +41,23 @@ const char* to_string(GridSamplePadding p) {
   }
   return "?";
 }
-const char* to_string(GridSampleConvention c) {
-  return c == GridSampleConvention::pytorch ? "pytorch" : "onnx";
-}
+const char* to_string(GridSampleConvention c) { return c == GridSampleConvention::pytorch ? "pytorch" : "onnx"; }
 
 Result<Shape> grid_sample_output_shape(const Shape& in, const Shape& grid, const GridSampleOptions& opt) {
   const auto r = static_cast<int>(in.size());
   if (r != 4 && r != 5) {
-    return invalid("input: rank must be 4 (N, C, H, W) or 5 (N, C, D, H, W), got " +
-                   std::to_string(r) + " " + shape_to_string(in));
+    return invalid("input: rank must be 4 (N, C, H, W) or 5 (N, C, D, H, W), got " + std::to_string(r) + " " + shape_to_string(in));
   }
   if (static_cast<int>(grid.size()) != r) {
-    return invalid("grid: rank must equal the input's (" + std::to_string(r) + "), got " +
-                   std::to_string(grid.size()) + " " + shape_to_string(grid));
+    return invalid("grid: rank must equal the input's (" + std::to_string(r) + "), got " + std::to_string(grid.size()) + " " + shape_to_string(grid));
   }
   const int sr = r - 2;
   if (grid[static_cast<size_t>(r - 1)] != sr) {
-    return invalid("grid: dimension " + std::to_string(r - 1) + " must be " + std::to_string(sr) +
-                   " for a " + std::to_string(r) + "-D input, got " + std::to_string(grid[static_cast<size_t>(r - 1)]));
+    return invalid("grid: dimension " + std::to_string(r - 1) + " must be " + std::to_string(sr) + " for a " + std::to_string(r) + "-D input, got " +
+                   std::to_string(grid[static_cast<size_t>(r - 1)]));
   }
   if (grid[0] != in[0]) {
-    return invalid("grid: dimension 0 (batch) is " + std::to_string(grid[0]) + " but input's is " +
-                   std::to_string(in[0]));
+    return invalid("grid: dimension 0 (batch) is " + std::to_string(grid[0]) + " but input's is " + std::to_string(in[0]));
   }
   for (size_t i = 0; i < in.size(); ++i) {
     if (in[i] <= 0) return invalid("input: dimension " + std::to_string(i) + " is " + std::to_string(in[i]) + " (empty tensor)");
@@ -79,17 +74,14 @@ Result<Shape> grid_sample_output_shape(const Shape& in, const Shape& grid, const
   return out;
 }
 
-Result<Tensor> grid_sample(const Tensor& input, const Tensor& grid, const GridSampleOptions& opt,
-                           KernelImpl impl, ThreadPool* pool) {
+Result<Tensor> grid_sample(const Tensor& input, const Tensor& grid, const GridSampleOptions& opt, KernelImpl impl, ThreadPool* pool) {
   if (!input.defined()) return invalid("input: tensor is missing");
   if (!grid.defined()) return invalid("grid: tensor is missing");
   if (!dtype_is_float(input.dtype())) {
-    return unsupported(std::string("input: dtype ") + dtype_name(input.dtype()) +
-                       " (GridSample takes float32, float16 or bfloat16)");
+    return unsupported(std::string("input: dtype ") + dtype_name(input.dtype()) + " (GridSample takes float32, float16 or bfloat16)");
   }
   if (!dtype_is_float(grid.dtype())) {
-    return unsupported(std::string("grid: dtype ") + dtype_name(grid.dtype()) +
-                       " (GridSample takes float32, float16 or bfloat16)");
+    return unsupported(std::string("grid: dtype ") + dtype_name(grid.dtype()) + " (GridSample takes float32, float16 or bfloat16)");
   }
   RKD_ASSIGN(Shape out_shape, grid_sample_output_shape(input.shape(), grid.shape(), opt));
   const int64_t max_index = (int64_t{1} << 31) - 1;
@@ -114,8 +106,7 @@ Result<Tensor> grid_sample(const Tensor& input, const Tensor& grid, const GridSa
   if (impl == KernelImpl::reference) {
     grid_sample_reference_f32(in32.data<float>(), g32.data<float>(), out.data<float>(), geo, opt);
   } else {
-    grid_sample_fast_f32(in32.data<float>(), g32.data<float>(), out.data<float>(), geo, opt,
-                         pool ? *pool : ThreadPool::global());
+    grid_sample_fast_f32(in32.data<float>(), g32.data<float>(), out.data<float>(), geo, opt, pool ? *pool : ThreadPool::global());
   }
   if (input.dtype() != DType::f32) return out.to(input.dtype());
   return out;

@@ -121,12 +121,11 @@ enum class KernelImpl { reference, fast };
 
 // Validates shapes, dtypes and options (errors name "input" or "grid" and the
 // dimension), then samples. `pool` defaults to the global pool (fast only).
-Result<Tensor> grid_sample(const Tensor& input, const Tensor& grid, const GridSampleOptions& opt,
-                           KernelImpl impl = KernelImpl::fast, ThreadPool* pool = nullptr);
+Result<Tensor> grid_sample(const Tensor& input, const Tensor& grid, const GridSampleOptions& opt, KernelImpl impl = KernelImpl::fast,
+                           ThreadPool* pool = nullptr);
 
 // Shape checks alone; returns the output shape.
-Result<Shape> grid_sample_output_shape(const Shape& input, const Shape& grid,
-                                       const GridSampleOptions& opt);
+Result<Shape> grid_sample_output_shape(const Shape& input, const Shape& grid, const GridSampleOptions& opt);
 
 // Raw kernels on dense float32 data, shapes already validated.
 // dims = {N, C, [D,] H, W}, out_dims = {[Do,] Ho, Wo}; spatial_rank = 2 or 3.
@@ -138,10 +137,8 @@ struct GridSampleGeometry {
   int64_t out_points() const { return out[0] * out[1] * out[2]; }
   int64_t in_points() const { return in[0] * in[1] * in[2]; }
 };
-void grid_sample_reference_f32(const float* input, const float* grid, float* output,
-                               const GridSampleGeometry& g, const GridSampleOptions& opt);
-void grid_sample_fast_f32(const float* input, const float* grid, float* output,
-                          const GridSampleGeometry& g, const GridSampleOptions& opt,
+void grid_sample_reference_f32(const float* input, const float* grid, float* output, const GridSampleGeometry& g, const GridSampleOptions& opt);
+void grid_sample_fast_f32(const float* input, const float* grid, float* output, const GridSampleGeometry& g, const GridSampleOptions& opt,
                           ThreadPool& pool);
 
 }  // namespace rkd

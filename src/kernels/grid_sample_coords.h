@@ -97,9 +97,9 @@ inline float unnormalize_pt3(float g, int64_t size, bool align_corners) {
 
 // std::min(size-1, std::max(p, 0)): NaN survives the max and the min returns size-1.
 inline float clip_pt3(float p, int64_t size) {
-  const float lo = (p < 0.0f) ? 0.0f : p;          // std::max(p, 0)
+  const float lo = (p < 0.0f) ? 0.0f : p;  // std::max(p, 0)
   const float hi = static_cast<float>(size - 1);
-  return (lo < hi) ? lo : hi;                       // std::min(hi, lo), NaN -> hi
+  return (lo < hi) ? lo : hi;  // std::min(hi, lo), NaN -> hi
 }
 
 inline float reflect_fmod(float p, int64_t twice_low, int64_t twice_high) {
@@ -135,9 +135,7 @@ inline float unnormalize_onnx(float g, int64_t size, bool align_corners) {
 }
 
 inline float onnx_min(int64_t size, bool align_corners) { return align_corners ? 0.0f : -0.5f; }
-inline float onnx_max(int64_t size, bool align_corners) {
-  return align_corners ? static_cast<float>(size - 1) : static_cast<float>(size) - 0.5f;
-}
+inline float onnx_max(int64_t size, bool align_corners) { return align_corners ? static_cast<float>(size - 1) : static_cast<float>(size) - 0.5f; }
 
 // ORT's GsReflect: reflect x into [lo, hi]; values inside are returned unchanged.
 inline float reflect_onnx(float x, float lo, float hi) {
@@ -181,8 +179,7 @@ inline int64_t pixel_index_onnx(int64_t i, int64_t size, GridSamplePadding paddi
     case GridSamplePadding::zeros: return in_range(i, size) ? i : kOutside;
     case GridSamplePadding::border: return std::clamp<int64_t>(i, 0, size - 1);
     case GridSamplePadding::reflection: {
-      const float r = reflect_onnx(static_cast<float>(i), onnx_min(size, align_corners),
-                                   onnx_max(size, align_corners));
+      const float r = reflect_onnx(static_cast<float>(i), onnx_min(size, align_corners), onnx_max(size, align_corners));
       return std::clamp<int64_t>(to_index(r), 0, size - 1);
     }
   }

@@ -73,15 +73,13 @@ hn::Vec<D> Coordinate(D d, hn::Vec<D> g, int64_t size, const GridSampleOptions& 
   switch (opt.padding) {
     case GridSamplePadding::zeros: return p;
     case GridSamplePadding::border: return ClipPt2(d, p, static_cast<float>(size - 1));
-    case GridSamplePadding::reflection:
-      return ClipPt2(d, ReflectPt2(d, p, size, opt.align_corners), static_cast<float>(size - 1));
+    case GridSamplePadding::reflection: return ClipPt2(d, ReflectPt2(d, p, size, opt.align_corners), static_cast<float>(size - 1));
   }
   return p;
 }
 
 // Phase 1 for `count` points starting at grid_pts (x, y interleaved).
-void PlanBlock(const float* grid_pts, int64_t count, int64_t H, int64_t W,
-               const GridSampleOptions& opt, BlockPlan& plan) {
+void PlanBlock(const float* grid_pts, int64_t count, int64_t H, int64_t W, const GridSampleOptions& opt, BlockPlan& plan) {
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
   const size_t N = hn::Lanes(d);
@@ -123,8 +121,8 @@ void PlanBlock(const float* grid_pts, int64_t count, int64_t H, int64_t W,
 // 280 vs 272 us at DEIMv2-S level 0, 210 vs 160 us at level 2); gathers are microcoded on
 // current x86 cores and do not exist on NEON. The per-point work (coordinates, weights,
 // offsets) stays vectorised in phase 1.
-void ApplyBlockBilinear(const float* in_n, float* out, int64_t C, int64_t in_plane, int64_t out_plane,
-                        int64_t count, int64_t W, const BlockPlan& plan) {
+void ApplyBlockBilinear(const float* in_n, float* out, int64_t C, int64_t in_plane, int64_t out_plane, int64_t count, int64_t W,
+                        const BlockPlan& plan) {
   int32_t inner[kBlock], edge[kBlock];
   int64_t n_inner = 0, n_edge = 0;
   for (int64_t i = 0; i < count; ++i) {
@@ -161,8 +159,7 @@ void ApplyBlockBilinear(const float* in_n, float* out, int64_t C, int64_t in_pla
 // Phase 2 for nearest: channel-major, one SIMD gather per vector of points. With one
 // corner per point the plane being read stays in L1 and the gather is cheaper than
 // point-major scalar loads (measured: 113-125 us vs 151-164 us at DEIMv2-S level 0).
-void ApplyBlockNearest(const float* in_n, float* out, int64_t C, int64_t in_plane, int64_t out_plane,
-                       int64_t count, const BlockPlan& plan) {
+void ApplyBlockNearest(const float* in_n, float* out, int64_t C, int64_t in_plane, int64_t out_plane, int64_t count, const BlockPlan& plan) {
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
   const hn::RebindToUnsigned<decltype(d)> du;
@@ -184,18 +181,16 @@ void ApplyBlockNearest(const float* in_n, float* out, int64_t C, int64_t in_plan
   }
 }
 
-void SampleBlock2D(const float* input, const float* grid, float* output, const GridSampleGeometry* g,
-                   const GridSampleOptions* opt, int64_t n, int64_t p0, int64_t count) {
+void SampleBlock2D(const float* input, const float* grid, float* output, const GridSampleGeometry* g, const GridSampleOptions* opt, int64_t n,
+                   int64_t p0, int64_t count) {
   BlockPlan plan;
   const int64_t H = g->in[1], W = g->in[2];
   const int64_t in_plane = g->in_points(), out_plane = g->out_points();
   PlanBlock(grid + (n * out_plane + p0) * 2, count, H, W, *opt, plan);
   if (opt->mode == GridSampleMode::nearest) {
-    ApplyBlockNearest(input + n * g->c * in_plane, output + n * g->c * out_plane + p0, g->c, in_plane, out_plane,
-                      count, plan);
+    ApplyBlockNearest(input + n * g->c * in_plane, output + n * g->c * out_plane + p0, g->c, in_plane, out_plane, count, plan);
   } else {
-    ApplyBlockBilinear(input + n * g->c * in_plane, output + n * g->c * out_plane + p0, g->c, in_plane, out_plane,
-                       count, W, plan);
+    ApplyBlockBilinear(input + n * g->c * in_plane, output + n * g->c * out_plane + p0, g->c, in_plane, out_plane, count, W, plan);
   }
 }
 
@@ -210,12 +205,10 @@ RKD_HIGHWAY_HONOURS_ISA_CEILING;
 
 HWY_EXPORT(SampleBlock2D);
 
-void grid_sample_reference_range(const float* input, const float* grid, float* output,
-                                 const GridSampleGeometry& g, const GridSampleOptions& opt,
+void grid_sample_reference_range(const float* input, const float* grid, float* output, const GridSampleGeometry& g, const GridSampleOptions& opt,
                                  int64_t n, int64_t p_begin, int64_t p_end);
 
-void grid_sample_fast_f32(const float* input, const float* grid, float* output,
-                          const GridSampleGeometry& g, const GridSampleOptions& opt,
+void grid_sample_fast_f32(const float* input, const float* grid, float* output, const GridSampleGeometry& g, const GridSampleOptions& opt,
                           ThreadPool& pool) {
   // Tasks are (batch item, block of output points): enough blocks that every thread gets
   // about four tasks even for a single batch item, blocks of at most gs::kMaxBlockPoints (phase 1
@@ -226,8 +219,7 @@ void grid_sample_fast_f32(const float* input, const float* grid, float* output,
   int64_t block = (points + blocks_per_item - 1) / blocks_per_item;
   block = std::clamp<int64_t>((block + 15) / 16 * 16, 16, gs::kMaxBlockPoints);
   const int64_t blocks = (points + block - 1) / block;
-  const bool simd = g.spatial_rank == 2 && opt.convention == GridSampleConvention::pytorch &&
-                    opt.mode != GridSampleMode::bicubic &&
+  const bool simd = g.spatial_rank == 2 && opt.convention == GridSampleConvention::pytorch && opt.mode != GridSampleMode::bicubic &&
                     g.in_points() + g.in[2] + 1 < (int64_t{1} << 31);
   pool.parallel_for(g.n * blocks, [&](int64_t task) {
     const int64_t n = task / blocks;

@@ -14,8 +14,7 @@ using gs::to_index;
 
 // One output point of the PyTorch 2-D kernel, all channels. `in` points at plane (n, 0),
 // `out` at output (n, 0, point); planes are `in_plane` and `out_plane` floats apart.
-void sample_point_pt2(const float* in, float* out, int64_t C, int64_t H, int64_t W,
-                      int64_t in_plane, int64_t out_plane, float gx, float gy,
+void sample_point_pt2(const float* in, float* out, int64_t C, int64_t H, int64_t W, int64_t in_plane, int64_t out_plane, float gx, float gy,
                       const GridSampleOptions& opt) {
   const bool ac = opt.align_corners;
   if (opt.mode == GridSampleMode::bicubic) {
@@ -83,9 +82,8 @@ void sample_point_pt2(const float* in, float* out, int64_t C, int64_t H, int64_t
 }
 
 // One output point of the PyTorch 3-D kernel (scalar ATen code), all channels.
-void sample_point_pt3(const float* in, float* out, int64_t C, int64_t D, int64_t H, int64_t W,
-                      int64_t in_plane, int64_t out_plane, float gx, float gy, float gz,
-                      const GridSampleOptions& opt) {
+void sample_point_pt3(const float* in, float* out, int64_t C, int64_t D, int64_t H, int64_t W, int64_t in_plane, int64_t out_plane, float gx,
+                      float gy, float gz, const GridSampleOptions& opt) {
   const bool ac = opt.align_corners;
   const float x = gs::pad_pt3(gs::unnormalize_pt3(gx, W, ac), W, opt.padding, ac);
   const float y = gs::pad_pt3(gs::unnormalize_pt3(gy, H, ac), H, opt.padding, ac);
@@ -101,11 +99,9 @@ void sample_point_pt3(const float* in, float* out, int64_t C, int64_t D, int64_t
   // trilinear; coordinates are finite here (pad_pt3 replaced the rest by -100).
   const float fx0 = std::floor(x), fy0 = std::floor(y), fz0 = std::floor(z);
   const float fx1 = fx0 + 1.0f, fy1 = fy0 + 1.0f, fz1 = fz0 + 1.0f;
-  const float wt[8] = {
-      (fx1 - x) * (fy1 - y) * (fz1 - z), (x - fx0) * (fy1 - y) * (fz1 - z),
-      (fx1 - x) * (y - fy0) * (fz1 - z), (x - fx0) * (y - fy0) * (fz1 - z),
-      (fx1 - x) * (fy1 - y) * (z - fz0), (x - fx0) * (fy1 - y) * (z - fz0),
-      (fx1 - x) * (y - fy0) * (z - fz0), (x - fx0) * (y - fy0) * (z - fz0)};
+  const float wt[8] = {(fx1 - x) * (fy1 - y) * (fz1 - z), (x - fx0) * (fy1 - y) * (fz1 - z), (fx1 - x) * (y - fy0) * (fz1 - z),
+                       (x - fx0) * (y - fy0) * (fz1 - z), (fx1 - x) * (fy1 - y) * (z - fz0), (x - fx0) * (fy1 - y) * (z - fz0),
+                       (fx1 - x) * (y - fy0) * (z - fz0), (x - fx0) * (y - fy0) * (z - fz0)};
   const int64_t ix = static_cast<int64_t>(fx0), iy = static_cast<int64_t>(fy0), iz = static_cast<int64_t>(fz0);
   int64_t off[8];
   bool ok[8];
@@ -125,8 +121,7 @@ void sample_point_pt3(const float* in, float* out, int64_t C, int64_t D, int64_t
 }
 
 // One output point under the ONNX convention (ONNX Runtime's algorithm), 2-D or 3-D.
-void sample_point_onnx(const float* in, float* out, int64_t C, const int64_t size[3], int rank,
-                       int64_t in_plane, int64_t out_plane, const float g[3],
+void sample_point_onnx(const float* in, float* out, int64_t C, const int64_t size[3], int rank, int64_t in_plane, int64_t out_plane, const float g[3],
                        const GridSampleOptions& opt) {
   const bool ac = opt.align_corners;
   float p[3];
@@ -164,8 +159,8 @@ void sample_point_onnx(const float* in, float* out, int64_t C, const int64_t siz
       const float* plane = in + c * in_plane;
       float rows[4];
       for (int i = 0; i < 4; ++i) {
-        rows[i] = wx[0] * read(plane, 0, iy[i], ix[0]) + wx[1] * read(plane, 0, iy[i], ix[1]) +
-                  wx[2] * read(plane, 0, iy[i], ix[2]) + wx[3] * read(plane, 0, iy[i], ix[3]);
+        rows[i] = wx[0] * read(plane, 0, iy[i], ix[0]) + wx[1] * read(plane, 0, iy[i], ix[1]) + wx[2] * read(plane, 0, iy[i], ix[2]) +
+                  wx[3] * read(plane, 0, iy[i], ix[3]);
       }
       out[c * out_plane] = wy[0] * rows[0] + wy[1] * rows[1] + wy[2] * rows[2] + wy[3] * rows[3];
     }
@@ -203,8 +198,7 @@ void sample_point_onnx(const float* in, float* out, int64_t C, const int64_t siz
 
 // Samples output points [p_begin, p_end) of batch item n. Shared by the reference (one
 // call per n) and by the fast kernel for the combinations it does not vectorise.
-void grid_sample_reference_range(const float* input, const float* grid, float* output,
-                                 const GridSampleGeometry& g, const GridSampleOptions& opt,
+void grid_sample_reference_range(const float* input, const float* grid, float* output, const GridSampleGeometry& g, const GridSampleOptions& opt,
                                  int64_t n, int64_t p_begin, int64_t p_end) {
   const int r = g.spatial_rank;
   const int64_t in_plane = g.in_points(), out_plane = g.out_points();
@@ -219,14 +213,12 @@ void grid_sample_reference_range(const float* input, const float* grid, float* o
     } else if (r == 2) {
       sample_point_pt2(in_n, out_n + p, g.c, g.in[1], g.in[2], in_plane, out_plane, gp[0], gp[1], opt);
     } else {
-      sample_point_pt3(in_n, out_n + p, g.c, g.in[0], g.in[1], g.in[2], in_plane, out_plane, gp[0],
-                       gp[1], gp[2], opt);
+      sample_point_pt3(in_n, out_n + p, g.c, g.in[0], g.in[1], g.in[2], in_plane, out_plane, gp[0], gp[1], gp[2], opt);
     }
   }
 }
 
-void grid_sample_reference_f32(const float* input, const float* grid, float* output,
-                               const GridSampleGeometry& g, const GridSampleOptions& opt) {
+void grid_sample_reference_f32(const float* input, const float* grid, float* output, const GridSampleGeometry& g, const GridSampleOptions& opt) {
   for (int64_t n = 0; n < g.n; ++n) {
     grid_sample_reference_range(input, grid, output, g, opt, n, 0, g.out_points());
   }

@@ -5,8 +5,7 @@
 // fused on AVX2, AVX-512 and AArch64 NEON, but falls back to a separate multiply and add
 // on targets without FMA instructions (SSSE3, SSE4, EMU128, SCALAR); there we compute each
 // lane with std::fma so that the SIMD kernels keep agreeing with the reference bit for bit.
-#if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128 || HWY_TARGET == HWY_SSSE3 || \
-    HWY_TARGET == HWY_SSE4
+#if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128 || HWY_TARGET == HWY_SSSE3 || HWY_TARGET == HWY_SSE4
 template <class D, class V>
 HWY_INLINE V FusedMulAdd(D d, V a, V b, V c) {
   HWY_ALIGN float fa[16], fb[16], fc[16];  // these targets have at most 4 float lanes

@@ -37,9 +37,24 @@ Tensor broadcast_view(const Tensor& t, const Shape& shape);
 
 // ---- elementwise ----
 enum class Binary {
-  add, sub, mul, div, pow, min, max, mod, fmod, prelu,
-  equal, less, greater, less_equal, greater_equal,  // -> bool
-  logical_and, logical_or, logical_xor,              // bool -> bool
+  add,
+  sub,
+  mul,
+  div,
+  pow,
+  min,
+  max,
+  mod,
+  fmod,
+  prelu,
+  equal,
+  less,
+  greater,
+  less_equal,
+  greater_equal,  // -> bool
+  logical_and,
+  logical_or,
+  logical_xor,  // bool -> bool
 };
 // float32, int32 and int64 operands of one dtype (bool for the logical ops); integer
 // div truncates toward zero and refuses a zero divisor (an Error naming `what`); integer
@@ -47,8 +62,33 @@ enum class Binary {
 Status binary(Binary op, const Tensor& a, const Tensor& b, Tensor& out, const std::string& what);
 
 enum class Unary {
-  relu, leaky_relu, sigmoid, hard_sigmoid, hard_swish, tanh, erf, gelu_erf, gelu_tanh, sqrt, exp, log, abs, neg,
-  reciprocal, clip, floor, ceil, round, sign, sin, cos, softplus, elu, selu, logical_not, identity,
+  relu,
+  leaky_relu,
+  sigmoid,
+  hard_sigmoid,
+  hard_swish,
+  tanh,
+  erf,
+  gelu_erf,
+  gelu_tanh,
+  sqrt,
+  exp,
+  log,
+  abs,
+  neg,
+  reciprocal,
+  clip,
+  floor,
+  ceil,
+  round,
+  sign,
+  sin,
+  cos,
+  softplus,
+  elu,
+  selu,
+  logical_not,
+  identity,
 };
 struct UnaryParams {
   float alpha = 0.f, beta = 0.f, gamma = 0.f;  // LeakyRelu/Elu alpha; HardSigmoid alpha, beta; Selu alpha, gamma
@@ -68,11 +108,9 @@ Status cast(const Tensor& x, Tensor& out);
 void softmax(const Tensor& x, int axis, bool log, Tensor& out);
 // LayerNormalization over axes [axis, rank): mean and variance in float32 (two passes);
 // mean/inv_std outputs optional (nullptr).
-void layer_norm(const Tensor& x, const Tensor& scale, const Tensor* bias, int axis, float eps, Tensor& out,
-                Tensor* mean, Tensor* inv_std);
+void layer_norm(const Tensor& x, const Tensor& scale, const Tensor* bias, int axis, float eps, Tensor& out, Tensor* mean, Tensor* inv_std);
 // Inference BatchNormalization: y = (x - mean) / sqrt(var + eps) * scale + bias, channel axis 1.
-void batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& mean, const Tensor& var,
-                float eps, Tensor& out);
+void batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& mean, const Tensor& var, float eps, Tensor& out);
 
 // ---- reductions ----
 enum class Reduce { sum, mean, max, min, prod, l2, sum_square };
@@ -93,10 +131,8 @@ Status gather_elements(const Tensor& data, const Tensor& indices, int axis, Tens
 // GatherND (ONNX, with batch_dims); indices int32 or int64, negative ones count from the end.
 Status gather_nd(const Tensor& data, const Tensor& indices, int batch_dims, Tensor& out);
 // ScatterND / ScatterElements with reduction none|add|mul|max|min.
-Status scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updates, const std::string& reduction,
-                  Tensor& out);
-Status scatter_elements(const Tensor& data, const Tensor& indices, const Tensor& updates, int axis,
-                        const std::string& reduction, Tensor& out);
+Status scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updates, const std::string& reduction, Tensor& out);
+Status scatter_elements(const Tensor& data, const Tensor& indices, const Tensor& updates, int axis, const std::string& reduction, Tensor& out);
 void tile(const Tensor& x, Tensor& out);
 enum class PadMode { constant, reflect, edge, wrap };
 // pads: begin values for every axis then end values (negative = crop).
@@ -136,7 +172,7 @@ Status resize(const Tensor& x, const ResizeParams& p, Tensor& out);
 struct ConvParams {
   std::vector<int64_t> strides, dilations, pads;  // pads: begins then ends; dilations as ONNX (1 = dense)
   int64_t group = 1;
-  std::vector<int64_t> output_padding;            // ConvTranspose
+  std::vector<int64_t> output_padding;  // ConvTranspose
 };
 // A prepared convolution: the primitive and the weights in oneDNN's preferred layout
 // are made once (weights are constant in detectors) and reused by every run().
@@ -153,9 +189,8 @@ class ConvPrimitive {
 // kernels for the shape on this CPU (arm64 without SVE: the boards' Cortex-A76/A55);
 // automatic picks that way, the others force one (tests).
 enum class ConvEngine { automatic, onednn, xnnpack };
-Result<std::unique_ptr<ConvPrimitive>> make_conv(const Shape& x_shape, const Tensor& weights, const Tensor* bias,
-                                                 const ConvParams& p, bool transposed, const Shape& out_shape,
-                                                 const std::string& fused_activation = "",
+Result<std::unique_ptr<ConvPrimitive>> make_conv(const Shape& x_shape, const Tensor& weights, const Tensor* bias, const ConvParams& p,
+                                                 bool transposed, const Shape& out_shape, const std::string& fused_activation = "",
                                                  ConvEngine engine = ConvEngine::automatic);
 // int8 convolution accumulators: acc[n][m][oy][ox] = sum over the window of
 // (x - x_zero_point) * w, padding contributing 0 (it holds the zero point), for int8 or uint8 x
@@ -211,21 +246,19 @@ class QMatMulAccumulator {
 };
 // Errors: unsupported for the onednn engine where it is not exact, for shapes outside the
 // contract and for more than 65793 taps per sum (int32 could overflow).
-Result<std::unique_ptr<QMatMulAccumulator>> make_qmatmul_accumulator(int64_t rows, DType a_type, int32_t a_zero_point,
-                                                                     const Tensor& b, Int8Engine engine = Int8Engine::automatic);
-Result<std::unique_ptr<QConvAccumulator>> make_qconv_accumulator(const Shape& x_shape, DType x_type, int32_t x_zero_point,
-                                                                 const Tensor& weights, const ConvParams& p,
-                                                                 const Shape& out_shape,
+Result<std::unique_ptr<QMatMulAccumulator>> make_qmatmul_accumulator(int64_t rows, DType a_type, int32_t a_zero_point, const Tensor& b,
+                                                                     Int8Engine engine = Int8Engine::automatic);
+Result<std::unique_ptr<QConvAccumulator>> make_qconv_accumulator(const Shape& x_shape, DType x_type, int32_t x_zero_point, const Tensor& weights,
+                                                                 const ConvParams& p, const Shape& out_shape,
                                                                  Int8Engine engine = Int8Engine::automatic);
 // numpy matmul (broadcast batch dims, 1-D operands promoted); float32.
 Status matmul(const Tensor& a, const Tensor& b, Tensor& out);
 // Gemm: out = alpha * op(A) op(B) + beta * C (C broadcast to [M, N], may be nullptr).
-Status gemm(const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a, bool trans_b, float alpha, float beta,
-            Tensor& out);
+Status gemm(const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a, bool trans_b, float alpha, float beta, Tensor& out);
 // Einsum, the equation already parsed (ir::parse_einsum): one label string per operand and
 // the output's ("ij", "jk" -> "ik"); contraction in double.
-Status einsum(const std::vector<std::string>& operand_labels, const std::string& output_labels,
-              const std::vector<const Tensor*>& inputs, Tensor& out);
+Status einsum(const std::vector<std::string>& operand_labels, const std::string& output_labels, const std::vector<const Tensor*>& inputs,
+              Tensor& out);
 
 // Sets the thread count of the oneDNN/OpenMP side (the kernels' own pool is core's global pool).
 void set_math_threads(int threads);

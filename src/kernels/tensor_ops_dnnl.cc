@@ -67,9 +67,7 @@ tag plain_tag(size_t rank) {
   }
 }
 
-Error dnnl_error(const std::string& what, const dnnl::error& e) {
-  return unsupported(what + ": oneDNN: " + e.what());
-}
+Error dnnl_error(const std::string& what, const dnnl::error& e) { return unsupported(what + ": oneDNN: " + e.what()); }
 
 // [n][c][s] -> [n][s][c] in 32x32 tiles (both sides stay in cache lines), threaded over
 // tiles of the global pool.
@@ -103,8 +101,8 @@ void relu_keeping_nan(float* p, int64_t n) {
 
 class DnnlConv final : public ConvPrimitive {
  public:
-  Status init(const Shape& x_shape, const Tensor& weights0, const Tensor* bias, const ConvParams& p, bool transposed,
-              const Shape& out_shape, const std::string& act) {
+  Status init(const Shape& x_shape, const Tensor& weights0, const Tensor* bias, const ConvParams& p, bool transposed, const Shape& out_shape,
+              const std::string& act) {
     try {
       const size_t sp = x_shape.size() - 2;
       const Tensor weights = weights0.contiguous();
@@ -191,12 +189,10 @@ class DnnlConv final : public ConvPrimitive {
       if (bias) b_md = memory::desc({oc}, dt::f32, tag::a);
       memory::desc w_pref;
       if (!transposed) {
-        auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                        dnnl::algorithm::convolution_direct, src_md, w_any, b_md,
+        auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md, w_any, b_md,
                                                         dst_md, strides, dil, pl, pr)
-                      : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                        dnnl::algorithm::convolution_direct, src_md, w_any, dst_md,
-                                                        strides, dil, pl, pr);
+                      : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md, w_any,
+                                                        dst_md, strides, dil, pl, pr);
         auto pd = dnnl::convolution_forward::primitive_desc(d, attr, engine());
         w_pref = pd.weights_desc();
         src_md_ = pd.src_desc();
@@ -204,11 +200,9 @@ class DnnlConv final : public ConvPrimitive {
         impl_ = pd.impl_info_str();
         prim_ = dnnl::convolution_forward(pd);
       } else {
-        auto d = bias ? dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                          dnnl::algorithm::deconvolution_direct, src_md, w_any, b_md,
-                                                          dst_md, strides, dil, pl, pr)
-                      : dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                          dnnl::algorithm::deconvolution_direct, src_md, w_any,
+        auto d = bias ? dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, src_md, w_any,
+                                                          b_md, dst_md, strides, dil, pl, pr)
+                      : dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, src_md, w_any,
                                                           dst_md, strides, dil, pl, pr);
         auto pd = dnnl::deconvolution_forward::primitive_desc(d, attr, engine());
         w_pref = pd.weights_desc();
@@ -315,8 +309,8 @@ class DnnlConv final : public ConvPrimitive {
 
 // A matrix product out[b] = a[b] x w[b] (+ bias [1.., N]) on strided operands of equal
 // rank >= 2 (batch dims broadcast when 1).
-Status dnnl_matmul(const Shape& as, const Shape& ast, const void* a, const Shape& bs, const Shape& bst, const void* b,
-                   const Tensor* bias, Tensor& out) {
+Status dnnl_matmul(const Shape& as, const Shape& ast, const void* a, const Shape& bs, const Shape& bst, const void* b, const Tensor* bias,
+                   Tensor& out) {
   try {
     const memory::desc a_md(dims_of(as), dt::f32, dims_of(ast));
     const memory::desc b_md(dims_of(bs), dt::f32, dims_of(bst));
@@ -330,8 +324,7 @@ Status dnnl_matmul(const Shape& as, const Shape& ast, const void* a, const Shape
     auto d = bias ? dnnl::matmul::desc(a_md, b_md, bias_md, o_md) : dnnl::matmul::desc(a_md, b_md, o_md);
     auto pd = dnnl::matmul::primitive_desc(d, engine());
     dnnl::matmul prim(pd);
-    memory am(a_md, engine(), const_cast<void*>(a)), bm(b_md, engine(), const_cast<void*>(b)),
-        om(o_md, engine(), out.raw());
+    memory am(a_md, engine(), const_cast<void*>(a)), bm(b_md, engine(), const_cast<void*>(b)), om(o_md, engine(), out.raw());
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, om}};
     if (bias) args[DNNL_ARG_BIAS] = memory(bias_md, engine(), const_cast<void*>(bias->raw()));
     dnnl::stream s(engine());
@@ -416,8 +409,8 @@ bool onednn_int8_exact() {
   static const bool ok = [] {
     engine();
     const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
-    return isa == dnnl::cpu_isa::avx512_core_vnni || isa == dnnl::cpu_isa::avx512_core_bf16 ||
-           isa == dnnl::cpu_isa::avx512_core_amx || isa == dnnl::cpu_isa::avx2_vnni;
+    return isa == dnnl::cpu_isa::avx512_core_vnni || isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx ||
+           isa == dnnl::cpu_isa::avx2_vnni;
   }();
   return ok;
 #endif
@@ -448,8 +441,12 @@ std::vector<std::pair<std::string, std::string>> dispatch_report() {
       {"isa_ceiling", isa_level_name(isa_ceiling())},
       {"highway_target", highway_dispatched_target()},
       {"onednn_isa", onednn_isa_name()},
-      {"int8_products", onednn_int8_exact() ? "onednn_vnni" : int8::dotprod() ? "neon_dotprod" : std::string("highway_") + highway_dispatched_target()},
-      {"vectorised_loops", clones == 4 ? "x86-64-v4" : clones == 3 ? "x86-64-v3" : "baseline"},
+      {"int8_products", onednn_int8_exact() ? "onednn_vnni"
+                        : int8::dotprod()   ? "neon_dotprod"
+                                            : std::string("highway_") + highway_dispatched_target()},
+      {"vectorised_loops", clones == 4   ? "x86-64-v4"
+                           : clones == 3 ? "x86-64-v3"
+                                         : "baseline"},
   };
 }
 
@@ -492,8 +489,8 @@ class QConvDnnl final : public QConvAccumulator {
       const memory::dims strides = {p.strides[0], p.strides[1]};
       const memory::dims dil = {p.dilations[0] - 1, p.dilations[1] - 1};
       const memory::dims zero = {0, 0};
-      auto d = dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                               src_md, w_any, dst_md, strides, dil, zero, zero);
+      auto d = dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md, w_any, dst_md,
+                                               strides, dil, zero, zero);
       auto pd = dnnl::convolution_forward::primitive_desc(d, engine());
       if (pd.dst_desc() != dst_md || pd.src_desc() != src_md) return unsupported("int8 convolution: unexpected layouts");
       impl_ = pd.impl_info_str();
@@ -564,9 +561,8 @@ class QConvDnnl final : public QConvAccumulator {
 };
 }  // namespace
 
-Result<std::unique_ptr<QConvAccumulator>> make_qconv_accumulator(const Shape& x_shape, DType x_type, int32_t x_zero_point,
-                                                                 const Tensor& weights, const ConvParams& p,
-                                                                 const Shape& out_shape, Int8Engine engine) {
+Result<std::unique_ptr<QConvAccumulator>> make_qconv_accumulator(const Shape& x_shape, DType x_type, int32_t x_zero_point, const Tensor& weights,
+                                                                 const ConvParams& p, const Shape& out_shape, Int8Engine engine) {
   if (engine == Int8Engine::highway || (engine == Int8Engine::automatic && !onednn_int8_exact())) {
     return make_qconv_accumulator_highway(x_shape, x_type, x_zero_point, weights, p, out_shape);
   }
@@ -646,8 +642,8 @@ class QMatMulDnnl final : public QMatMulAccumulator {
 };
 }  // namespace
 
-Result<std::unique_ptr<QMatMulAccumulator>> make_qmatmul_accumulator(int64_t rows, DType a_type, int32_t a_zero_point,
-                                                                     const Tensor& b, Int8Engine engine) {
+Result<std::unique_ptr<QMatMulAccumulator>> make_qmatmul_accumulator(int64_t rows, DType a_type, int32_t a_zero_point, const Tensor& b,
+                                                                     Int8Engine engine) {
   if (engine == Int8Engine::highway || (engine == Int8Engine::automatic && !onednn_int8_exact())) {
     return make_qmatmul_accumulator_highway(rows, a_type, a_zero_point, b);
   }
@@ -657,20 +653,18 @@ Result<std::unique_ptr<QMatMulAccumulator>> make_qmatmul_accumulator(int64_t row
   return std::unique_ptr<QMatMulAccumulator>(std::move(q));
 }
 
-Result<std::unique_ptr<ConvPrimitive>> make_conv(const Shape& x_shape, const Tensor& weights, const Tensor* bias,
-                                                 const ConvParams& p, bool transposed, const Shape& out_shape,
-                                                 const std::string& fused_activation, ConvEngine engine) {
+Result<std::unique_ptr<ConvPrimitive>> make_conv(const Shape& x_shape, const Tensor& weights, const Tensor* bias, const ConvParams& p,
+                                                 bool transposed, const Shape& out_shape, const std::string& fused_activation, ConvEngine engine) {
   if (weights.dtype() != DType::f32 || (bias && bias->dtype() != DType::f32)) {
     return unsupported("convolution: only float32 weights and bias");
   }
   const bool xnn_shape = !transposed && x_shape.size() == 4;
   if (engine == ConvEngine::xnnpack && !xnn_shape) return unsupported("convolution (XNNPACK): 2-D, not transposed, only");
   if (x_shape.size() < 3 || x_shape.size() > 5) return unsupported("convolution: 1-D, 2-D or 3-D only");
-  const bool patch = transposed && x_shape.size() == 4 && p.group == 1 && fused_activation.empty() &&
-                     weights.rank() == 4 && p.strides.size() == 2 && weights.shape()[2] == p.strides[0] &&
-                     weights.shape()[3] == p.strides[1] && p.dilations == std::vector<int64_t>{1, 1} &&
-                     std::all_of(p.pads.begin(), p.pads.end(), [](int64_t v) { return v == 0; }) &&
-                     out_shape[2] == x_shape[2] * p.strides[0] && out_shape[3] == x_shape[3] * p.strides[1];
+  const bool patch = transposed && x_shape.size() == 4 && p.group == 1 && fused_activation.empty() && weights.rank() == 4 && p.strides.size() == 2 &&
+                     weights.shape()[2] == p.strides[0] && weights.shape()[3] == p.strides[1] && p.dilations == std::vector<int64_t>{1, 1} &&
+                     std::all_of(p.pads.begin(), p.pads.end(), [](int64_t v) { return v == 0; }) && out_shape[2] == x_shape[2] * p.strides[0] &&
+                     out_shape[3] == x_shape[3] * p.strides[1];
   if (patch) return std::unique_ptr<ConvPrimitive>(std::make_unique<PatchDeconv>(x_shape, weights, bias, out_shape));
   auto c = std::make_unique<DnnlConv>();
   RKD_TRY(c->init(x_shape, weights, bias, p, transposed, out_shape, fused_activation));
@@ -722,8 +716,7 @@ Status matmul(const Tensor& a0, const Tensor& b0, Tensor& out) {
   return dnnl_matmul(as, contiguous_strides(as), a.raw(), bs, contiguous_strides(bs), b.raw(), nullptr, o);
 }
 
-Status gemm(const Tensor& a0, const Tensor& b0, const Tensor* c, bool trans_a, bool trans_b, float alpha, float beta,
-            Tensor& out) {
+Status gemm(const Tensor& a0, const Tensor& b0, const Tensor* c, bool trans_a, bool trans_b, float alpha, float beta, Tensor& out) {
   const Tensor a = a0.contiguous();
   const Tensor b = b0.contiguous();
   const int64_t m = out.shape()[0], n = out.shape()[1];

@@ -154,95 +154,92 @@ Status binary_typed(Binary op, const Tensor& a0, const Tensor& b0, Tensor& out, 
     }
     return {};
   } else {
-  switch (op) {
-    case Binary::add: kernel([](T x, T y) -> R { return static_cast<R>(x + y); }); break;
-    case Binary::sub: kernel([](T x, T y) -> R { return static_cast<R>(x - y); }); break;
-    case Binary::mul: kernel([](T x, T y) -> R { return static_cast<R>(x * y); }); break;
-    case Binary::div:
-      if constexpr (is_float) {
-        kernel([](T x, T y) -> R { return x / y; });
-      } else {
-        kernel([&](T x, T y) -> R {
-          if (y == 0) {
-            div_zero = true;
-            return 0;
-          }
-          return static_cast<R>(x / y);
-        });
-      }
-      break;
-    case Binary::pow:
-      if constexpr (is_float) {
-        kernel([](T x, T y) -> R { return y == 2.f ? x * x : std::pow(x, y); });
-      } else {
-        kernel([](T x, T y) -> R { return static_cast<R>(int_pow<T>(x, y)); });
-      }
-      break;
-    case Binary::min:
-      if constexpr (is_float) kernel([](T x, T y) -> R { return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y); });
-      else kernel([](T x, T y) -> R { return std::min(x, y); });
-      break;
-    case Binary::max:
-      if constexpr (is_float) kernel([](T x, T y) -> R { return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); });
-      else kernel([](T x, T y) -> R { return std::max(x, y); });
-      break;
-    case Binary::fmod:
-      if constexpr (is_float) {
-        kernel([](T x, T y) -> R { return std::fmod(x, y); });
-      } else {
-        kernel([&](T x, T y) -> R {
-          if (y == 0) {
-            div_zero = true;
-            return 0;
-          }
-          return static_cast<R>(x % y);
-        });
-      }
-      break;
-    case Binary::mod:
-      if constexpr (is_float) {
-        kernel([](T x, T y) -> R {
-          T m = std::fmod(x, y);
-          if (m != 0 && ((m < 0) != (y < 0))) m += y;
-          return m;
-        });
-      } else {
-        kernel([&](T x, T y) -> R {
-          if (y == 0) {
-            div_zero = true;
-            return 0;
-          }
-          T m = x % y;
-          if (m != 0 && ((m < 0) != (y < 0))) m += y;
-          return static_cast<R>(m);
-        });
-      }
-      break;
-    case Binary::prelu: kernel([](T x, T y) -> R { return static_cast<R>(x < 0 ? x * y : x); }); break;
-    case Binary::equal: kernel([](T x, T y) -> R { return x == y; }); break;
-    case Binary::less: kernel([](T x, T y) -> R { return x < y; }); break;
-    case Binary::greater: kernel([](T x, T y) -> R { return x > y; }); break;
-    case Binary::less_equal: kernel([](T x, T y) -> R { return x <= y; }); break;
-    case Binary::greater_equal: kernel([](T x, T y) -> R { return x >= y; }); break;
-    case Binary::logical_and: kernel([](T x, T y) -> R { return (x != 0) && (y != 0); }); break;
-    case Binary::logical_or: kernel([](T x, T y) -> R { return (x != 0) || (y != 0); }); break;
-    case Binary::logical_xor: kernel([](T x, T y) -> R { return (x != 0) != (y != 0); }); break;
-  }
+    switch (op) {
+      case Binary::add: kernel([](T x, T y) -> R { return static_cast<R>(x + y); }); break;
+      case Binary::sub: kernel([](T x, T y) -> R { return static_cast<R>(x - y); }); break;
+      case Binary::mul: kernel([](T x, T y) -> R { return static_cast<R>(x * y); }); break;
+      case Binary::div:
+        if constexpr (is_float) {
+          kernel([](T x, T y) -> R { return x / y; });
+        } else {
+          kernel([&](T x, T y) -> R {
+            if (y == 0) {
+              div_zero = true;
+              return 0;
+            }
+            return static_cast<R>(x / y);
+          });
+        }
+        break;
+      case Binary::pow:
+        if constexpr (is_float) {
+          kernel([](T x, T y) -> R { return y == 2.f ? x * x : std::pow(x, y); });
+        } else {
+          kernel([](T x, T y) -> R { return static_cast<R>(int_pow<T>(x, y)); });
+        }
+        break;
+      case Binary::min:
+        if constexpr (is_float) kernel([](T x, T y) -> R { return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y); });
+        else kernel([](T x, T y) -> R { return std::min(x, y); });
+        break;
+      case Binary::max:
+        if constexpr (is_float) kernel([](T x, T y) -> R { return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); });
+        else kernel([](T x, T y) -> R { return std::max(x, y); });
+        break;
+      case Binary::fmod:
+        if constexpr (is_float) {
+          kernel([](T x, T y) -> R { return std::fmod(x, y); });
+        } else {
+          kernel([&](T x, T y) -> R {
+            if (y == 0) {
+              div_zero = true;
+              return 0;
+            }
+            return static_cast<R>(x % y);
+          });
+        }
+        break;
+      case Binary::mod:
+        if constexpr (is_float) {
+          kernel([](T x, T y) -> R {
+            T m = std::fmod(x, y);
+            if (m != 0 && ((m < 0) != (y < 0))) m += y;
+            return m;
+          });
+        } else {
+          kernel([&](T x, T y) -> R {
+            if (y == 0) {
+              div_zero = true;
+              return 0;
+            }
+            T m = x % y;
+            if (m != 0 && ((m < 0) != (y < 0))) m += y;
+            return static_cast<R>(m);
+          });
+        }
+        break;
+      case Binary::prelu: kernel([](T x, T y) -> R { return static_cast<R>(x < 0 ? x * y : x); }); break;
+      case Binary::equal: kernel([](T x, T y) -> R { return x == y; }); break;
+      case Binary::less: kernel([](T x, T y) -> R { return x < y; }); break;
+      case Binary::greater: kernel([](T x, T y) -> R { return x > y; }); break;
+      case Binary::less_equal: kernel([](T x, T y) -> R { return x <= y; }); break;
+      case Binary::greater_equal: kernel([](T x, T y) -> R { return x >= y; }); break;
+      case Binary::logical_and: kernel([](T x, T y) -> R { return (x != 0) && (y != 0); }); break;
+      case Binary::logical_or: kernel([](T x, T y) -> R { return (x != 0) || (y != 0); }); break;
+      case Binary::logical_xor: kernel([](T x, T y) -> R { return (x != 0) != (y != 0); }); break;
+    }
   }
   if (div_zero) return invalid(what + ": integer division by zero");
   return {};
 }
 
 bool is_comparison(Binary op) {
-  return op == Binary::equal || op == Binary::less || op == Binary::greater || op == Binary::less_equal ||
-         op == Binary::greater_equal || op == Binary::logical_and || op == Binary::logical_or ||
-         op == Binary::logical_xor;
+  return op == Binary::equal || op == Binary::less || op == Binary::greater || op == Binary::less_equal || op == Binary::greater_equal ||
+         op == Binary::logical_and || op == Binary::logical_or || op == Binary::logical_xor;
 }
 
 float erf_gelu(float x) { return 0.5f * x * (1.f + std::erf(x * 0.70710678118654752f)); }
-float tanh_gelu(float x) {
-  return 0.5f * x * (1.f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-}
+float tanh_gelu(float x) { return 0.5f * x * (1.f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x))); }
 
 // Calls run(begin, end) over [0, n) in chunks on the OpenMP threads when n is large.
 template <typename Run>
@@ -352,8 +349,12 @@ void copy_into(const Tensor& src, Tensor& dst) {
       return;
     }
     switch (es) {
-      case 4: for (int64_t i = 0; i < n; ++i) std::memcpy(z + i * 4, a + i * st[0] * 4, 4); break;
-      case 8: for (int64_t i = 0; i < n; ++i) std::memcpy(z + i * 8, a + i * st[0] * 8, 8); break;
+      case 4:
+        for (int64_t i = 0; i < n; ++i) std::memcpy(z + i * 4, a + i * st[0] * 4, 4);
+        break;
+      case 8:
+        for (int64_t i = 0; i < n; ++i) std::memcpy(z + i * 8, a + i * st[0] * 8, 8);
+        break;
       default:
         for (int64_t i = 0; i < n; ++i) std::memcpy(z + i * static_cast<int64_t>(es), a + i * st[0] * static_cast<int64_t>(es), es);
     }
@@ -395,12 +396,8 @@ Status unary(Unary op, const Tensor& x, Tensor& out, const UnaryParams& p) {
     case Unary::relu: map_unary<float>(x, out, [](float v) { return v < 0.f ? 0.f : v; }); break;
     case Unary::leaky_relu: map_unary<float>(x, out, [a = p.alpha](float v) { return v < 0.f ? v * a : v; }); break;
     case Unary::sigmoid: map_simd(x, out, simd_sigmoid); break;
-    case Unary::hard_sigmoid:
-      map_unary<float>(x, out, [a = p.alpha, b = p.beta](float v) { return clamp_keeping_nan(a * v + b, 0.f, 1.f); });
-      break;
-    case Unary::hard_swish:
-      map_unary<float>(x, out, [](float v) { return v * clamp_keeping_nan(v / 6.f + 0.5f, 0.f, 1.f); });
-      break;
+    case Unary::hard_sigmoid: map_unary<float>(x, out, [a = p.alpha, b = p.beta](float v) { return clamp_keeping_nan(a * v + b, 0.f, 1.f); }); break;
+    case Unary::hard_swish: map_unary<float>(x, out, [](float v) { return v * clamp_keeping_nan(v / 6.f + 0.5f, 0.f, 1.f); }); break;
     case Unary::tanh: map_unary<float>(x, out, [](float v) { return std::tanh(v); }); break;
     case Unary::erf: map_simd(x, out, simd_erf); break;
     case Unary::gelu_erf: map_unary<float>(x, out, erf_gelu); break;
@@ -411,9 +408,7 @@ Status unary(Unary op, const Tensor& x, Tensor& out, const UnaryParams& p) {
     case Unary::abs: map_unary<float>(x, out, [](float v) { return std::fabs(v); }); break;
     case Unary::neg: map_unary<float>(x, out, [](float v) { return -v; }); break;
     case Unary::reciprocal: map_unary<float>(x, out, [](float v) { return 1.f / v; }); break;
-    case Unary::clip:
-      map_unary<float>(x, out, [lo = p.lo, hi = p.hi](float v) { return clamp_keeping_nan(v, lo, hi); });
-      break;
+    case Unary::clip: map_unary<float>(x, out, [lo = p.lo, hi = p.hi](float v) { return clamp_keeping_nan(v, lo, hi); }); break;
     case Unary::floor: map_unary<float>(x, out, [](float v) { return std::floor(v); }); break;
     case Unary::ceil: map_unary<float>(x, out, [](float v) { return std::ceil(v); }); break;
     case Unary::round: map_unary<float>(x, out, [](float v) { return std::nearbyint(v); }); break;  // half to even
@@ -422,9 +417,7 @@ Status unary(Unary op, const Tensor& x, Tensor& out, const UnaryParams& p) {
     case Unary::cos: map_unary<float>(x, out, [](float v) { return std::cos(v); }); break;
     case Unary::softplus: map_unary<float>(x, out, [](float v) { return std::log1p(std::exp(-std::fabs(v))) + std::max(v, 0.f); }); break;
     case Unary::elu: map_unary<float>(x, out, [a = p.alpha](float v) { return v < 0.f ? a * (std::exp(v) - 1.f) : v; }); break;
-    case Unary::selu:
-      map_unary<float>(x, out, [a = p.alpha, g = p.gamma](float v) { return v <= 0.f ? g * (a * std::exp(v) - a) : g * v; });
-      break;
+    case Unary::selu: map_unary<float>(x, out, [a = p.alpha, g = p.gamma](float v) { return v <= 0.f ? g * (a * std::exp(v) - a) : g * v; }); break;
     case Unary::identity: map_unary<float>(x, out, [](float v) { return v; }); break;
     case Unary::logical_not: return unsupported("Not on float32");
   }
@@ -440,15 +433,13 @@ Status where(const Tensor& cond, const Tensor& x, const Tensor& y, Tensor& out) 
   const uint8_t* pa = static_cast<const uint8_t*>(a.raw());
   const uint8_t* pb = static_cast<const uint8_t*>(b.raw());
   uint8_t* po = static_cast<uint8_t*>(out.raw());
-  for_each_row<3>(out.shape(), {&c.strides(), &a.strides(), &b.strides()},
-                  [&](int64_t o, const auto& off, int64_t n, const auto& st) {
-                    for (int64_t i = 0; i < n; ++i) {
-                      const bool t = pc[off[0] + i * st[0]] != 0;
-                      const uint8_t* src = t ? pa + (off[1] + i * st[1]) * static_cast<int64_t>(es)
-                                             : pb + (off[2] + i * st[2]) * static_cast<int64_t>(es);
-                      std::memcpy(po + (o + i) * static_cast<int64_t>(es), src, es);
-                    }
-                  });
+  for_each_row<3>(out.shape(), {&c.strides(), &a.strides(), &b.strides()}, [&](int64_t o, const auto& off, int64_t n, const auto& st) {
+    for (int64_t i = 0; i < n; ++i) {
+      const bool t = pc[off[0] + i * st[0]] != 0;
+      const uint8_t* src = t ? pa + (off[1] + i * st[1]) * static_cast<int64_t>(es) : pb + (off[2] + i * st[2]) * static_cast<int64_t>(es);
+      std::memcpy(po + (o + i) * static_cast<int64_t>(es), src, es);
+    }
+  });
   return {};
 }
 

@@ -47,8 +47,7 @@ using int8::kKBlockPairs;
 // contracts (the same int32 sums).
 size_t PanelWidth() { return 4; }
 size_t TileRowsMultiple() { return 1; }
-void GemmTile(const int16_t* a, size_t rows, size_t kp, const int16_t* b, size_t panels, const int32_t* init,
-              int32_t* ct, size_t ldc) {
+void GemmTile(const int16_t* a, size_t rows, size_t kp, const int16_t* b, size_t panels, const int32_t* init, int32_t* ct, size_t ldc) {
   const size_t nr = PanelWidth(), kp2 = kp / 2;
   for (size_t r = 0; r < rows; ++r)
     for (size_t j = 0; j < panels; ++j)
@@ -59,11 +58,15 @@ void GemmTile(const int16_t* a, size_t rows, size_t kp, const int16_t* b, size_t
         ct[r * ldc + j * nr + col] = sum;
       }
 }
-void WidenU8(const uint8_t* src, size_t n, int16_t* dst) { for (size_t i = 0; i < n; ++i) dst[i] = src[i]; }
-void WidenI8(const int8_t* src, size_t n, int16_t* dst) { for (size_t i = 0; i < n; ++i) dst[i] = src[i]; }
+void WidenU8(const uint8_t* src, size_t n, int16_t* dst) {
+  for (size_t i = 0; i < n; ++i) dst[i] = src[i];
+}
+void WidenI8(const int8_t* src, size_t n, int16_t* dst) {
+  for (size_t i = 0; i < n; ++i) dst[i] = src[i];
+}
 size_t DepthwiseChannelMultiple() { return 1; }
-void DepthwiseRow(const uint8_t* x, size_t pixel_step, size_t count, const int64_t* tap_offset, size_t taps,
-                  const int16_t* w, const int32_t* init, size_t C, size_t Cp, int32_t* out) {
+void DepthwiseRow(const uint8_t* x, size_t pixel_step, size_t count, const int64_t* tap_offset, size_t taps, const int16_t* w, const int32_t* init,
+                  size_t C, size_t Cp, int32_t* out) {
   for (size_t o = 0; o < count; ++o)
     for (size_t c = 0; c < C; ++c) {
       int32_t sum = init[c];
@@ -95,8 +98,8 @@ size_t TileRowsMultiple() { return kMR; }
 // ct[r][0..NR) (+)= init[0..NR) + sum over pairs p < kp2 of a[r][2p..2p+1] . b[p][col][0..1],
 // for r < kMR. a: kMR rows of lda int16; b: [kp2][NR][2] int16, aligned; ct: kMR rows of ldc
 // (any alignment).
-HWY_INLINE void MicroKernel(const int16_t* HWY_RESTRICT a, size_t lda, const int16_t* HWY_RESTRICT b, size_t kp2,
-                            const int32_t* HWY_RESTRICT init, bool accumulate, int32_t* HWY_RESTRICT ct, size_t ldc) {
+HWY_INLINE void MicroKernel(const int16_t* HWY_RESTRICT a, size_t lda, const int16_t* HWY_RESTRICT b, size_t kp2, const int32_t* HWY_RESTRICT init,
+                            bool accumulate, int32_t* HWY_RESTRICT ct, size_t ldc) {
   const D32 d32;
   const D16 d16;
   const size_t L = hn::Lanes(d32);
@@ -133,8 +136,7 @@ HWY_INLINE void MicroKernel(const int16_t* HWY_RESTRICT a, size_t lda, const int
 
 // ct [rows, Np] = init + a [rows, Kp] x packed b, rows a multiple of kMR; Np = panels * NR.
 // a: lda = Kp int16 per row; b: panels of [Kp/2][NR][2]; ct: rows of ldc >= Np.
-void GemmTile(const int16_t* a, size_t rows, size_t kp, const int16_t* b, size_t panels, const int32_t* init,
-              int32_t* ct, size_t ldc) {
+void GemmTile(const int16_t* a, size_t rows, size_t kp, const int16_t* b, size_t panels, const int32_t* init, int32_t* ct, size_t ldc) {
   const size_t nr = PanelWidth();
   const size_t kp2 = kp / 2;
   for (size_t k0 = 0; k0 < kp2; k0 += kKBlockPairs) {
@@ -167,8 +169,8 @@ void WidenI8(const int8_t* src, size_t n, int16_t* dst) { WidenRow(src, n, dst);
 // Cp = C rounded up to int16 lanes, zero beyond C; x may be read up to Cp - C bytes past a pixel
 // (the caller's buffer has that slack). out: rows of C int32.
 size_t DepthwiseChannelMultiple() { return hn::Lanes(D16()); }
-void DepthwiseRow(const uint8_t* x, size_t pixel_step, size_t count, const int64_t* tap_offset, size_t taps,
-                  const int16_t* w, const int32_t* init, size_t C, size_t Cp, int32_t* out) {
+void DepthwiseRow(const uint8_t* x, size_t pixel_step, size_t count, const int64_t* tap_offset, size_t taps, const int16_t* w, const int32_t* init,
+                  size_t C, size_t Cp, int32_t* out) {
   const D16 d16;
   const hn::Rebind<uint8_t, D16> d8;
   const hn::Half<D16> dh16;
@@ -218,15 +220,14 @@ HWY_EXPORT(DepthwiseRow);
 
 size_t panel_width() { return HWY_DYNAMIC_DISPATCH(PanelWidth)(); }
 size_t tile_rows_multiple() { return HWY_DYNAMIC_DISPATCH(TileRowsMultiple)(); }
-void gemm_tile(const int16_t* a, size_t rows, size_t kp, const int16_t* b, size_t panels, const int32_t* init,
-               int32_t* ct, size_t ldc) {
+void gemm_tile(const int16_t* a, size_t rows, size_t kp, const int16_t* b, size_t panels, const int32_t* init, int32_t* ct, size_t ldc) {
   HWY_DYNAMIC_DISPATCH(GemmTile)(a, rows, kp, b, panels, init, ct, ldc);
 }
 void widen(const uint8_t* src, size_t n, int16_t* dst) { HWY_DYNAMIC_DISPATCH(WidenU8)(src, n, dst); }
 void widen(const int8_t* src, size_t n, int16_t* dst) { HWY_DYNAMIC_DISPATCH(WidenI8)(src, n, dst); }
 size_t depthwise_channel_multiple() { return HWY_DYNAMIC_DISPATCH(DepthwiseChannelMultiple)(); }
-void depthwise_row(const uint8_t* x, size_t pixel_step, size_t count, const int64_t* tap_offset, size_t taps,
-                   const int16_t* w, const int32_t* init, size_t C, size_t Cp, int32_t* out) {
+void depthwise_row(const uint8_t* x, size_t pixel_step, size_t count, const int64_t* tap_offset, size_t taps, const int16_t* w, const int32_t* init,
+                   size_t C, size_t Cp, int32_t* out) {
   HWY_DYNAMIC_DISPATCH(DepthwiseRow)(x, pixel_step, count, tap_offset, taps, w, init, C, Cp, out);
 }
 

@@ -26,8 +26,7 @@ size_t tile_rows_multiple();  // MR: gemm_tile's rows must be a multiple of it
 // ct [rows, panels * NR] = init + a [rows, kp] x b; b: panels of [kp/2][NR][2] int16, aligned;
 // init aligned; ct rows of ldc >= panels * NR int32 (any alignment); kp even; rows a multiple
 // of MR (rows past the valid ones are computed too).
-void gemm_tile(const int16_t* a, size_t rows, size_t kp, const int16_t* b, size_t panels, const int32_t* init,
-               int32_t* ct, size_t ldc);
+void gemm_tile(const int16_t* a, size_t rows, size_t kp, const int16_t* b, size_t panels, const int32_t* init, int32_t* ct, size_t ldc);
 void widen(const uint8_t* src, size_t n, int16_t* dst);
 void widen(const int8_t* src, size_t n, int16_t* dst);
 // The dot-product kernel (tensor_ops_int8_dotprod.cc): gemm_tile's contract on int8 quads,
@@ -38,11 +37,10 @@ void widen(const int8_t* src, size_t n, int16_t* dst);
 constexpr size_t kDotprodPanel = 16, kDotprodRows = 4;
 bool dotprod();
 void set_dotprod_for_test(int mode);
-void gemm_tile_dotprod(const int8_t* a, size_t rows, size_t kp, const int8_t* b, size_t panels, const int32_t* init,
-                       int32_t* ct, size_t ldc);
+void gemm_tile_dotprod(const int8_t* a, size_t rows, size_t kp, const int8_t* b, size_t panels, const int32_t* init, int32_t* ct, size_t ldc);
 size_t depthwise_channel_multiple();
-void depthwise_row(const uint8_t* x, size_t pixel_step, size_t count, const int64_t* tap_offset, size_t taps,
-                   const int16_t* w, const int32_t* init, size_t C, size_t Cp, int32_t* out);
+void depthwise_row(const uint8_t* x, size_t pixel_step, size_t count, const int64_t* tap_offset, size_t taps, const int16_t* w, const int32_t* init,
+                   size_t C, size_t Cp, int32_t* out);
 }  // namespace int8
 
 // int8/uint8 x, NCHW (or NHWC with channels_last) -> the interior of a padded NHWC uint8
@@ -54,9 +52,7 @@ void fill_padded_nhwc(const Tensor& x, uint8_t* padded, int64_t hp, int64_t wp, 
 Status check_qconv_operands(const Shape& x_shape, DType x_type, const Tensor& weights, const Shape& out_shape);
 Status check_qmatmul_operands(DType a_type, const Tensor& b);
 
-Result<std::unique_ptr<QConvAccumulator>> make_qconv_accumulator_highway(const Shape& x_shape, DType x_type,
-                                                                         int32_t x_zero_point, const Tensor& weights,
-                                                                         const ConvParams& p, const Shape& out_shape);
-Result<std::unique_ptr<QMatMulAccumulator>> make_qmatmul_accumulator_highway(int64_t rows, DType a_type,
-                                                                             int32_t a_zero_point, const Tensor& b);
+Result<std::unique_ptr<QConvAccumulator>> make_qconv_accumulator_highway(const Shape& x_shape, DType x_type, int32_t x_zero_point,
+                                                                         const Tensor& weights, const ConvParams& p, const Shape& out_shape);
+Result<std::unique_ptr<QMatMulAccumulator>> make_qmatmul_accumulator_highway(int64_t rows, DType a_type, int32_t a_zero_point, const Tensor& b);
 }  // namespace rkd::ops

@@ -209,8 +209,7 @@ class PackedWeights {
 
 // Runs the product of one tile: rows (<= kTileRows) of A already gathered into the scratch,
 // the first `cols` results of each row copied to out rows of ldo int32.
-void tile_product(const Format& f, Scratch& s, size_t rows, const PackedWeights& pw, int64_t g, bool raw, int64_t cols,
-                  int32_t* out, int64_t ldo) {
+void tile_product(const Format& f, Scratch& s, size_t rows, const PackedWeights& pw, int64_t g, bool raw, int64_t cols, int32_t* out, int64_t ldo) {
   const size_t padded_rows = (rows + f.mr - 1) / f.mr * f.mr;
   // Straight into out when every computed row and column is a real one; else through the
   // tile buffer, whose valid part is copied.
@@ -223,8 +222,7 @@ void tile_product(const Format& f, Scratch& s, size_t rows, const PackedWeights&
     int8::gemm_tile(s.a16.get(0), padded_rows, pw.kp(), pw.group16(g), pw.panels(), pw.start(g, raw), ct, ldc);
   }
   if (direct) return;
-  for (size_t r = 0; r < rows; ++r)
-    std::memcpy(out + static_cast<int64_t>(r) * ldo, ct + r * pw.np(), static_cast<size_t>(cols) * sizeof(int32_t));
+  for (size_t r = 0; r < rows; ++r) std::memcpy(out + static_cast<int64_t>(r) * ldo, ct + r * pw.np(), static_cast<size_t>(cols) * sizeof(int32_t));
 }
 
 class QConvHighway final : public QConvAccumulator {
@@ -326,9 +324,8 @@ class QConvHighway final : public QConvAccumulator {
       const int32_t* init = raw ? dw_init_raw_.get() : dw_init_.get();
       math_parallel_for(N_ * OH_, OW_ * C_ * KH_ * KW_ * N_ * OH_, [&](int64_t i) {
         const int64_t n = i / OH_, oy = i % OH_;
-        int8::depthwise_row(pad + ((n * hp_ + oy * sy_) * wp_) * C_, static_cast<size_t>(sx_ * C_), static_cast<size_t>(OW_),
-                            tap_offset_.data(), tap_offset_.size(), wdw_.get(), init, static_cast<size_t>(C_), Cp_,
-                            out + i * OW_ * M_);
+        int8::depthwise_row(pad + ((n * hp_ + oy * sy_) * wp_) * C_, static_cast<size_t>(sx_ * C_), static_cast<size_t>(OW_), tap_offset_.data(),
+                            tap_offset_.size(), wdw_.get(), init, static_cast<size_t>(C_), Cp_, out + i * OW_ * M_);
       });
       return {};
     }
@@ -422,16 +419,14 @@ class QMatMulHighway final : public QMatMulAccumulator {
 
 }  // namespace
 
-Result<std::unique_ptr<QConvAccumulator>> make_qconv_accumulator_highway(const Shape& x_shape, DType x_type,
-                                                                         int32_t x_zero_point, const Tensor& weights,
-                                                                         const ConvParams& p, const Shape& out_shape) {
+Result<std::unique_ptr<QConvAccumulator>> make_qconv_accumulator_highway(const Shape& x_shape, DType x_type, int32_t x_zero_point,
+                                                                         const Tensor& weights, const ConvParams& p, const Shape& out_shape) {
   auto q = std::make_unique<QConvHighway>();
   RKD_TRY(q->init(x_shape, x_type, x_zero_point, weights, p, out_shape));
   return std::unique_ptr<QConvAccumulator>(std::move(q));
 }
 
-Result<std::unique_ptr<QMatMulAccumulator>> make_qmatmul_accumulator_highway(int64_t rows, DType a_type,
-                                                                             int32_t a_zero_point, const Tensor& b) {
+Result<std::unique_ptr<QMatMulAccumulator>> make_qmatmul_accumulator_highway(int64_t rows, DType a_type, int32_t a_zero_point, const Tensor& b) {
   auto q = std::make_unique<QMatMulHighway>();
   RKD_TRY(q->init(rows, a_type, a_zero_point, b));
   return std::unique_ptr<QMatMulAccumulator>(std::move(q));

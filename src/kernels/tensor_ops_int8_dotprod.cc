@@ -30,8 +30,7 @@ bool hardware_dotprod() {
 }
 
 // The definition, for CPUs without sdot.
-void gemm_tile_quads_loop(const int8_t* a, size_t rows, size_t kp, const int8_t* b, size_t panels, const int32_t* init,
-                          int32_t* ct, size_t ldc) {
+void gemm_tile_quads_loop(const int8_t* a, size_t rows, size_t kp, const int8_t* b, size_t panels, const int32_t* init, int32_t* ct, size_t ldc) {
   const size_t nr = kDotprodPanel, kq = kp / 4;
   for (size_t r = 0; r < rows; ++r)
     for (size_t j = 0; j < panels; ++j)
@@ -46,8 +45,8 @@ void gemm_tile_quads_loop(const int8_t* a, size_t rows, size_t kp, const int8_t*
 #if defined(__aarch64__)
 // kDotprodRows rows x 4 vectors (16 columns) of accumulators, one row's 4 A bytes replicated
 // per vector (ld1r), K blocked like gemm_tile.
-__attribute__((target("arch=armv8.2-a+dotprod"))) void gemm_tile_sdot(const int8_t* a, size_t rows, size_t kp, const int8_t* b,
-                                                                      size_t panels, const int32_t* init, int32_t* ct, size_t ldc) {
+__attribute__((target("arch=armv8.2-a+dotprod"))) void gemm_tile_sdot(const int8_t* a, size_t rows, size_t kp, const int8_t* b, size_t panels,
+                                                                      const int32_t* init, int32_t* ct, size_t ldc) {
   constexpr size_t MR = kDotprodRows, NV = kDotprodPanel / 4;
   const size_t kq = kp / 4;
   for (size_t k0 = 0; k0 < kq; k0 += kKBlockQuads) {
@@ -84,8 +83,7 @@ bool dotprod() {
 }
 void set_dotprod_for_test(int mode) { g_mode.store(mode, std::memory_order_relaxed); }
 
-void gemm_tile_dotprod(const int8_t* a, size_t rows, size_t kp, const int8_t* b, size_t panels, const int32_t* init,
-                       int32_t* ct, size_t ldc) {
+void gemm_tile_dotprod(const int8_t* a, size_t rows, size_t kp, const int8_t* b, size_t panels, const int32_t* init, int32_t* ct, size_t ldc) {
 #if defined(__aarch64__)
   if (hardware_dotprod()) return gemm_tile_sdot(a, rows, kp, b, panels, init, ct, ldc);
 #endif

@@ -15,7 +15,6 @@ namespace rkd::ops {
 
 namespace {
 
-
 // outer x axis x inner decomposition of a dense shape around `axis`.
 struct Split3 {
   int64_t outer = 1, n = 1, inner = 1;
@@ -37,9 +36,7 @@ void parallel_rows(int64_t rows, int64_t work_per_row, const std::function<void(
     return;
   }
   const int64_t chunks = std::min<int64_t>(rows, 4 * omp_threads());
-  omp_for(chunks, [&](int64_t c) {
-    fn(rows * c / chunks, rows * (c + 1) / chunks);
-  });
+  omp_for(chunks, [&](int64_t c) { fn(rows * c / chunks, rows * (c + 1) / chunks); });
 }
 
 size_t esize(const Tensor& t) { return dtype_size(t.dtype()); }
@@ -80,8 +77,7 @@ void softmax(const Tensor& x0, int axis, bool log, Tensor& out) {
   });
 }
 
-void layer_norm(const Tensor& x0, const Tensor& scale0, const Tensor* bias0, int axis, float eps, Tensor& out,
-                Tensor* mean, Tensor* inv_std) {
+void layer_norm(const Tensor& x0, const Tensor& scale0, const Tensor* bias0, int axis, float eps, Tensor& out, Tensor* mean, Tensor* inv_std) {
   const Tensor x = x0.contiguous();
   int64_t rows = 1, n = 1;
   for (int i = 0; i < x.rank(); ++i) (i < axis ? rows : n) *= x.shape()[static_cast<size_t>(i)];
@@ -108,8 +104,7 @@ void layer_norm(const Tensor& x0, const Tensor& scale0, const Tensor* bias0, int
   });
 }
 
-void batch_norm(const Tensor& x0, const Tensor& scale, const Tensor& bias, const Tensor& mean, const Tensor& var,
-                float eps, Tensor& out) {
+void batch_norm(const Tensor& x0, const Tensor& scale, const Tensor& bias, const Tensor& mean, const Tensor& var, float eps, Tensor& out) {
   const Tensor x = x0.contiguous();
   const Split3 s = split3(x.shape(), 1);
   const Tensor sc = scale.contiguous(), bi = bias.contiguous(), mu = mean.contiguous(), va = var.contiguous();
@@ -302,8 +297,7 @@ Result<std::vector<int64_t>> read_indices(const Tensor& t0, int64_t bound, const
     else if (t.dtype() == DType::i32) k = t.data<int32_t>()[i];
     else return invalid(std::string(what) + ": indices must be int32 or int64");
     if (k < -bound || k >= bound) {
-      return invalid(std::string(what) + ": index " + std::to_string(k) + " is out of range for a dimension of size " +
-                     std::to_string(bound));
+      return invalid(std::string(what) + ": index " + std::to_string(k) + " is out of range for a dimension of size " + std::to_string(bound));
     }
     v[i] = k < 0 ? k + bound : k;
   }
@@ -318,9 +312,8 @@ Status check_element_indices_shape(const Tensor& data, const Tensor& indices, in
   if (indices.rank() != data.rank()) return invalid(std::string(what) + ": indices and data must have the same rank");
   for (int d = 0; d < data.rank(); ++d) {
     if (d != axis && indices.shape()[static_cast<size_t>(d)] > data.shape()[static_cast<size_t>(d)]) {
-      return invalid(std::string(what) + ": indices dimension " + std::to_string(d) + " (" +
-                     std::to_string(indices.shape()[static_cast<size_t>(d)]) + ") exceeds the data's (" +
-                     std::to_string(data.shape()[static_cast<size_t>(d)]) + ")");
+      return invalid(std::string(what) + ": indices dimension " + std::to_string(d) + " (" + std::to_string(indices.shape()[static_cast<size_t>(d)]) +
+                     ") exceeds the data's (" + std::to_string(data.shape()[static_cast<size_t>(d)]) + ")");
     }
   }
   return {};
@@ -375,18 +368,18 @@ Status gather_nd(const Tensor& data0, const Tensor& indices0, int batch_dims, Te
       for (int64_t j = 0; j < q; ++j) {
         const int64_t at = (bi * per_batch + k) * q + j;
         const int64_t dim = data.shape()[b + static_cast<size_t>(j)];
-        int64_t v = indices.dtype() == DType::i64 ? indices.data<int64_t>()[at]
+        int64_t v = indices.dtype() == DType::i64   ? indices.data<int64_t>()[at]
                     : indices.dtype() == DType::i32 ? indices.data<int32_t>()[at]
-                                                     : INT64_MIN;
+                                                    : INT64_MIN;
         if (v == INT64_MIN) return invalid("GatherND: indices must be int32 or int64");
         if (v < -dim || v >= dim) {
-          return invalid("GatherND: index " + std::to_string(v) + " is out of range for dimension " +
-                         std::to_string(b + static_cast<size_t>(j)) + " of size " + std::to_string(dim));
+          return invalid("GatherND: index " + std::to_string(v) + " is out of range for dimension " + std::to_string(b + static_cast<size_t>(j)) +
+                         " of size " + std::to_string(dim));
         }
         off = off * dim + (v < 0 ? v + dim : v);
       }
-      std::memcpy(po + static_cast<size_t>((bi * per_batch + k) * slice) * es,
-                  pd + static_cast<size_t>(bi * block + off * slice) * es, static_cast<size_t>(slice) * es);
+      std::memcpy(po + static_cast<size_t>((bi * per_batch + k) * slice) * es, pd + static_cast<size_t>(bi * block + off * slice) * es,
+                  static_cast<size_t>(slice) * es);
     }
   }
   return {};
@@ -435,8 +428,7 @@ Status with_scatter_type(DType t, F&& f) {
 }
 }  // namespace
 
-Status scatter_nd(const Tensor& data, const Tensor& indices0, const Tensor& updates0, const std::string& reduction,
-                  Tensor& out) {
+Status scatter_nd(const Tensor& data, const Tensor& indices0, const Tensor& updates0, const std::string& reduction, Tensor& out) {
   copy_into(data, out);
   const Tensor indices = indices0.contiguous(), updates = updates0.contiguous();
   const int64_t q = indices.shape().back();
@@ -454,8 +446,8 @@ Status scatter_nd(const Tensor& data, const Tensor& indices0, const Tensor& upda
       int64_t v = pi[k * q + j];
       const int64_t dim = data.shape()[static_cast<size_t>(j)];
       if (v < -dim || v >= dim) {
-        return invalid("ScatterND: index " + std::to_string(v) + " is out of range for dimension " + std::to_string(j) +
-                       " of size " + std::to_string(dim));
+        return invalid("ScatterND: index " + std::to_string(v) + " is out of range for dimension " + std::to_string(j) + " of size " +
+                       std::to_string(dim));
       }
       if (v < 0) v += dim;
       offsets[static_cast<size_t>(k)] += v * ds[static_cast<size_t>(j)];
@@ -472,8 +464,7 @@ Status scatter_nd(const Tensor& data, const Tensor& indices0, const Tensor& upda
   });
 }
 
-Status scatter_elements(const Tensor& data, const Tensor& indices, const Tensor& updates0, int axis,
-                        const std::string& reduction, Tensor& out) {
+Status scatter_elements(const Tensor& data, const Tensor& indices, const Tensor& updates0, int axis, const std::string& reduction, Tensor& out) {
   RKD_TRY(check_element_indices_shape(data, indices, axis, "ScatterElements"));
   if (updates0.shape() != indices.shape()) return invalid("ScatterElements: updates and indices must have the same shape");
   copy_into(data, out);

@@ -127,8 +127,7 @@ void SoftmaxRow(const float* x, float* y, int64_t n, bool log) {
 }
 
 // One row of LayerNormalization: two passes (mean, then the mean of squared deviations).
-void LayerNormRow(const float* x, const float* scale, const float* bias, float* y, int64_t n, float eps, float* mean_out,
-                  float* inv_out) {
+void LayerNormRow(const float* x, const float* scale, const float* bias, float* y, int64_t n, float eps, float* mean_out, float* inv_out) {
   const hn::ScalableTag<float> d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   auto vs = hn::Zero(d);
@@ -187,8 +186,7 @@ void simd_exp(const float* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(MapExp
 void simd_sigmoid(const float* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(MapSigmoid)(x, y, n); }
 void simd_erf(const float* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(MapErf)(x, y, n); }
 void simd_softmax_row(const float* x, float* y, int64_t n, bool log) { HWY_DYNAMIC_DISPATCH(SoftmaxRow)(x, y, n, log); }
-void simd_layer_norm_row(const float* x, const float* scale, const float* bias, float* y, int64_t n, float eps,
-                         float* mean, float* inv_std) {
+void simd_layer_norm_row(const float* x, const float* scale, const float* bias, float* y, int64_t n, float eps, float* mean, float* inv_std) {
   HWY_DYNAMIC_DISPATCH(LayerNormRow)(x, scale, bias, y, n, eps, mean, inv_std);
 }
 }  // namespace rkd::ops

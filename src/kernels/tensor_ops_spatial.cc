@@ -213,8 +213,7 @@ float source_coordinate(const ResizeParams& p, size_t axis, int64_t x, int64_t i
   const size_t r = p.roi.size() / 2;
   const float start = p.roi[axis], end = p.roi[axis + r];
   if (len_resized > 1.f) {
-    return start * static_cast<float>(in_len - 1) +
-           xf * (end - start) * static_cast<float>(in_len - 1) / (len_resized - 1.f);
+    return start * static_cast<float>(in_len - 1) + xf * (end - start) * static_cast<float>(in_len - 1) / (len_resized - 1.f);
   }
   return 0.5f * (start + end) * static_cast<float>(in_len - 1);
 }
@@ -418,8 +417,7 @@ Status resize(const Tensor& x0, const ResizeParams& p, Tensor& out) {
   return {};
 }
 
-Status einsum(const std::vector<std::string>& terms, const std::string& rhs, const std::vector<const Tensor*>& inputs,
-              Tensor& out) {
+Status einsum(const std::vector<std::string>& terms, const std::string& rhs, const std::vector<const Tensor*>& inputs, Tensor& out) {
   if (terms.size() != inputs.size()) return invalid("Einsum: operand count does not match the equation");
   std::map<char, int64_t> size;
   for (size_t i = 0; i < terms.size(); ++i) {

@@ -63,8 +63,8 @@ class XnnConv final : public ConvPrimitive {
   ~XnnConv() override {
     if (op_) xnn_delete_operator(op_);
   }
-  Status init(const Shape& xs, const Tensor& w0, const Tensor* bias, const ConvParams& p, const Shape& os,
-              const std::string& act, std::unique_ptr<ConvPrimitive> fallback) {
+  Status init(const Shape& xs, const Tensor& w0, const Tensor* bias, const ConvParams& p, const Shape& os, const std::string& act,
+              std::unique_ptr<ConvPrimitive> fallback) {
     RKD_TRY(initialise());
     fallback_ = std::move(fallback);
     if (xs.size() != 4 || w0.rank() != 4) return unsupported("convolution (XNNPACK): 2-D only");
@@ -83,11 +83,10 @@ class XnnConv final : public ConvPrimitive {
     const Tensor b = bias ? bias->contiguous() : Tensor();
     const float inf = std::numeric_limits<float>::infinity();
     const xnn_status st = xnn_create_convolution2d_nhwc_f32(
-        static_cast<uint32_t>(p.pads[0]), static_cast<uint32_t>(p.pads[3]), static_cast<uint32_t>(p.pads[2]),
-        static_cast<uint32_t>(p.pads[1]), static_cast<uint32_t>(KH), static_cast<uint32_t>(KW),
-        static_cast<uint32_t>(p.strides[0]), static_cast<uint32_t>(p.strides[1]), static_cast<uint32_t>(p.dilations[0]),
-        static_cast<uint32_t>(p.dilations[1]), static_cast<uint32_t>(g), static_cast<size_t>(Cg), static_cast<size_t>(Mg),
-        static_cast<size_t>(xs[1]), static_cast<size_t>(M), k.data(), bias ? b.data<float>() : nullptr, -inf, inf, 0, &op_);
+        static_cast<uint32_t>(p.pads[0]), static_cast<uint32_t>(p.pads[3]), static_cast<uint32_t>(p.pads[2]), static_cast<uint32_t>(p.pads[1]),
+        static_cast<uint32_t>(KH), static_cast<uint32_t>(KW), static_cast<uint32_t>(p.strides[0]), static_cast<uint32_t>(p.strides[1]),
+        static_cast<uint32_t>(p.dilations[0]), static_cast<uint32_t>(p.dilations[1]), static_cast<uint32_t>(g), static_cast<size_t>(Cg),
+        static_cast<size_t>(Mg), static_cast<size_t>(xs[1]), static_cast<size_t>(M), k.data(), bias ? b.data<float>() : nullptr, -inf, inf, 0, &op_);
     if (st != xnn_status_success) return xnn_status_error("convolution (XNNPACK create)", st);
     xs_ = xs;
     os_ = os;
@@ -103,8 +102,8 @@ class XnnConv final : public ConvPrimitive {
     res.resize(static_cast<size_t>(out.numel()));
     transpose_planes(x.data<float>(), in.data(), N, C, H * W);
     pthreadpool_t pool = thread_pool();
-    xnn_status st = xnn_setup_convolution2d_nhwc_f32(op_, static_cast<size_t>(N), static_cast<size_t>(H),
-                                                     static_cast<size_t>(W), in.data(), res.data(), pool);
+    xnn_status st =
+        xnn_setup_convolution2d_nhwc_f32(op_, static_cast<size_t>(N), static_cast<size_t>(H), static_cast<size_t>(W), in.data(), res.data(), pool);
     if (st == xnn_status_success) st = xnn_run_operator(op_, pool);
     if (st != xnn_status_success) return xnn_status_error("convolution (XNNPACK run)", st);
     float* y = out.data<float>();
@@ -141,9 +140,8 @@ class XnnConv final : public ConvPrimitive {
 
 }  // namespace
 
-Result<std::unique_ptr<ConvPrimitive>> make_conv_xnnpack(const Shape& x_shape, const Tensor& weights, const Tensor* bias,
-                                                         const ConvParams& p, const Shape& out_shape,
-                                                         const std::string& fused_activation,
+Result<std::unique_ptr<ConvPrimitive>> make_conv_xnnpack(const Shape& x_shape, const Tensor& weights, const Tensor* bias, const ConvParams& p,
+                                                         const Shape& out_shape, const std::string& fused_activation,
                                                          std::unique_ptr<ConvPrimitive> non_finite_fallback) {
   if (weights.dtype() != DType::f32 || (bias && bias->dtype() != DType::f32)) {
     return unsupported("convolution (XNNPACK): only float32 weights and bias");

@@ -11,8 +11,7 @@ namespace rkd::ops {
 // swapped it is the inverse.
 void transpose_planes(const float* src, float* dst, int64_t n, int64_t c, int64_t s);
 
-Result<std::unique_ptr<ConvPrimitive>> make_conv_xnnpack(const Shape& x_shape, const Tensor& weights, const Tensor* bias,
-                                                         const ConvParams& p, const Shape& out_shape,
-                                                         const std::string& fused_activation,
+Result<std::unique_ptr<ConvPrimitive>> make_conv_xnnpack(const Shape& x_shape, const Tensor& weights, const Tensor* bias, const ConvParams& p,
+                                                         const Shape& out_shape, const std::string& fused_activation,
                                                          std::unique_ptr<ConvPrimitive> non_finite_fallback);
 }  // namespace rkd::ops

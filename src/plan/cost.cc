@@ -12,22 +12,24 @@
 
 namespace rkd::plan {
 
-double Terms::total() const {
-  return npu_compute + npu_traffic + npu_overhead + cpu + gpu + boundary_sync + boundary_layout + boundary_copy;
-}
+double Terms::total() const { return npu_compute + npu_traffic + npu_overhead + cpu + gpu + boundary_sync + boundary_layout + boundary_copy; }
 
 const std::vector<std::pair<std::string, double Terms::*>>& term_fields() {
-  static const std::vector<std::pair<std::string, double Terms::*>> f = {
-      {"npu_compute", &Terms::npu_compute},     {"npu_traffic", &Terms::npu_traffic},   {"npu_overhead", &Terms::npu_overhead},
-      {"cpu", &Terms::cpu},                     {"gpu", &Terms::gpu},                   {"boundary_sync", &Terms::boundary_sync},
-      {"boundary_layout", &Terms::boundary_layout}, {"boundary_copy", &Terms::boundary_copy}};
+  static const std::vector<std::pair<std::string, double Terms::*>> f = {{"npu_compute", &Terms::npu_compute},
+                                                                         {"npu_traffic", &Terms::npu_traffic},
+                                                                         {"npu_overhead", &Terms::npu_overhead},
+                                                                         {"cpu", &Terms::cpu},
+                                                                         {"gpu", &Terms::gpu},
+                                                                         {"boundary_sync", &Terms::boundary_sync},
+                                                                         {"boundary_layout", &Terms::boundary_layout},
+                                                                         {"boundary_copy", &Terms::boundary_copy}};
   return f;
 }
 
 void price(VariantPlan& p, const Target& t) {
   p.terms = Terms{};
   const double mac_rate = t.npu.macs_per_cycle * t.npu.cores_used * t.npu.clock_mhz * 1e6 * t.npu.utilization;  // MAC/s
-  const double ddr = t.npu.ddr_gbps * 1e9;                                                                         // B/s
+  const double ddr = t.npu.ddr_gbps * 1e9;                                                                      // B/s
   for (Segment& s : p.segments) {
     s.ms = 0;
     for (size_t i : s.nodes) {
@@ -36,7 +38,8 @@ void price(VariantPlan& p, const Target& t) {
       if (n.zero_cost) continue;
       switch (s.device) {
         case Device::npu: {
-          const double compute = n.macs / mac_rate * 1e3, traffic = (n.weight_bytes + n.feature_bytes) / ddr * 1e3, over = t.npu.task_overhead_us / 1e3;
+          const double compute = n.macs / mac_rate * 1e3, traffic = (n.weight_bytes + n.feature_bytes) / ddr * 1e3,
+                       over = t.npu.task_overhead_us / 1e3;
           p.terms.npu_compute += compute;
           p.terms.npu_traffic += traffic;
           p.terms.npu_overhead += over;
@@ -59,7 +62,8 @@ void price(VariantPlan& p, const Target& t) {
   for (size_t i = 1; i < p.segments.size(); ++i) {
     Segment& s = p.segments[i];
     const double mb = s.in_bytes / 1e6;
-    const double sync = t.boundary.sync_us / 1e3, layout = t.boundary.layout_us_per_mb * mb / 1e3, copy = s.in_bytes / (t.boundary.copy_gbps * 1e9) * 1e3;
+    const double sync = t.boundary.sync_us / 1e3, layout = t.boundary.layout_us_per_mb * mb / 1e3,
+                 copy = s.in_bytes / (t.boundary.copy_gbps * 1e9) * 1e3;
     s.boundary_ms = sync + layout + copy;
     p.terms.boundary_sync += sync;
     p.terms.boundary_layout += layout;
@@ -127,7 +131,8 @@ Result<nlohmann::json> read_json_file(const std::string& path, const char* what)
 
 Result<BoardTimes> read_board_times(const std::string& path) {
   RKD_ASSIGN(nlohmann::json j, read_json_file(path, "CPU times"));
-  if (!j.is_object() || j.value("schema", nlohmann::json()) != "rkdeploy-cpu-times/1") return invalid(path + ": schema: expected \"rkdeploy-cpu-times/1\"");
+  if (!j.is_object() || j.value("schema", nlohmann::json()) != "rkdeploy-cpu-times/1")
+    return invalid(path + ": schema: expected \"rkdeploy-cpu-times/1\"");
   BoardTimes bt;
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.key() == "schema") continue;
@@ -161,7 +166,8 @@ int apply_board_times(VariantPlan& p, const BoardTimes& bt) {
 
 Result<std::vector<Measurement>> read_measurements(const std::string& path) {
   RKD_ASSIGN(nlohmann::json j, read_json_file(path, "measurements"));
-  if (!j.is_object() || j.value("schema", nlohmann::json()) != "rkdeploy-measurements/1") return invalid(path + ": schema: expected \"rkdeploy-measurements/1\"");
+  if (!j.is_object() || j.value("schema", nlohmann::json()) != "rkdeploy-measurements/1")
+    return invalid(path + ": schema: expected \"rkdeploy-measurements/1\"");
   if (!j.contains("measurements") || !j["measurements"].is_array()) return invalid(path + ": measurements: missing or not an array");
   std::vector<Measurement> v;
   for (size_t i = 0; i < j["measurements"].size(); ++i) {
@@ -212,8 +218,12 @@ Result<FitResult> calibrate(Target& t, std::vector<VariantPlan>& plans, const st
     for (auto& vp : plans) {
       if (variant_name(vp.variant) == m.variant) p = &vp;
     }
-    if (!p) return invalid("--calibrate: a measurement of variant '" + m.variant + "' on " + t.name + ", which this plan did not compute (add it to --variant)");
-    if (!p->executable) return invalid("--calibrate: variant '" + m.variant + "' is measured at " + std::to_string(m.latency_ms) + " ms but not executable on " + t.name);
+    if (!p)
+      return invalid("--calibrate: a measurement of variant '" + m.variant + "' on " + t.name +
+                     ", which this plan did not compute (add it to --variant)");
+    if (!p->executable)
+      return invalid("--calibrate: variant '" + m.variant + "' is measured at " + std::to_string(m.latency_ms) + " ms but not executable on " +
+                     t.name);
     all.push_back({p, &m});
     if (m.role == "fit") fit.push_back({p, &m});
   }
@@ -287,7 +297,8 @@ Result<FitResult> calibrate(Target& t, std::vector<VariantPlan>& plans, const st
   for (const auto& name : free) {
     const auto [lo, hi] = parameter_bounds(name);
     const double v = fr.after[name];
-    if (v <= lo * 1.0001 || v >= hi * 0.9999) fr.note += (fr.note.empty() ? "" : "; ") + name + " ended at its bound: the model cannot reach the measurement with it alone";
+    if (v <= lo * 1.0001 || v >= hi * 0.9999)
+      fr.note += (fr.note.empty() ? "" : "; ") + name + " ended at its bound: the model cannot reach the measurement with it alone";
   }
   return fr;
 }

@@ -24,10 +24,8 @@ const std::vector<VariantInfo>& variant_table() {
       {Variant::fused_fallback, "fused-fallback", "one fused deformable-attention op per decoder layer, on the CPU (rkdeploy's kernel)",
        GraphForm::fused},
       {Variant::decoder_on_cpu, "decoder-on-cpu",
-       "split at the encoder's feature levels: what computes them stays, everything after runs on the CPU (rkdeploy's kernels)",
-       GraphForm::fused},
-      {Variant::discrete, "discrete", "discrete sampling (index gathers): a different model whose accuracy must be re-measured",
-       GraphForm::discrete},
+       "split at the encoder's feature levels: what computes them stays, everything after runs on the CPU (rkdeploy's kernels)", GraphForm::fused},
+      {Variant::discrete, "discrete", "discrete sampling (index gathers): a different model whose accuracy must be re-measured", GraphForm::discrete},
   };
   return t;
 }
@@ -110,7 +108,8 @@ Result<VariantPlan> plan_variant(const ir::Graph& g, const Target& t, Variant v,
       p.failures.push_back("no sampled feature levels (GridSample or the fused deformable attention) in this graph: nothing to split at");
     }
   }
-  if (v == Variant::discrete) p.notes.push_back("a different model: discrete sampling changes the outputs; re-measure its accuracy before comparing latency");
+  if (v == Variant::discrete)
+    p.notes.push_back("a different model: discrete sampling changes the outputs; re-measure its accuracy before comparing latency");
   std::map<const ir::Node*, size_t> index;
   std::map<std::string, int> unlowered;
   for (const auto& np : g.nodes()) {
@@ -170,7 +169,8 @@ Result<VariantPlan> plan_variant(const ir::Graph& g, const Target& t, Variant v,
     p.nodes.push_back(std::move(pn));
   }
   for (const auto& [op, count] : unlowered) {
-    p.notes.push_back(std::to_string(count) + " " + op + " node(s) on the NPU by the hardware's capability; rkdeploy's lowering does not emit them yet");
+    p.notes.push_back(std::to_string(count) + " " + op +
+                      " node(s) on the NPU by the hardware's capability; rkdeploy's lowering does not emit them yet");
   }
   // The serial schedule: Kahn's algorithm, preferring the current device (views join the
   // current segment as soon as they are ready), switching to the device of the earliest

@@ -53,7 +53,7 @@ struct Constraint {
 };
 
 struct OpRule {
-  std::string op;                 // ONNX op type; rkdeploy's own ops as "rkdeploy.<type>"
+  std::string op;  // ONNX op type; rkdeploy's own ops as "rkdeploy.<type>"
   Device device = Device::cpu;
   std::vector<Constraint> requirements;
   Device fallback = Device::cpu;  // where the op goes when a requirement fails
@@ -64,12 +64,12 @@ struct OpRule {
 
 struct NpuCost {
   int cores_used = 1;
-  double macs_per_cycle = 1024;   // per core, at the profile's precision
+  double macs_per_cycle = 1024;  // per core, at the profile's precision
   double clock_mhz = 1000;
-  double utilization = 0.5;       // fraction of the MAC array busy on average
-  double task_overhead_us = 10;   // per NPU op (register programming, kick, interrupt)
-  double ddr_gbps = 10;           // achieved DDR bandwidth for weights and features
-  int bytes_per_element = 1;      // int8 = 1, fp16 = 2
+  double utilization = 0.5;      // fraction of the MAC array busy on average
+  double task_overhead_us = 10;  // per NPU op (register programming, kick, interrupt)
+  double ddr_gbps = 10;          // achieved DDR bandwidth for weights and features
+  int bytes_per_element = 1;     // int8 = 1, fp16 = 2
 };
 struct CpuCost {
   std::string name;
@@ -79,13 +79,13 @@ struct CpuCost {
 struct GpuCost {
   bool present = false;
   std::string name;
-  double host_factor = 1;     // GPU time = host CPU time x host_factor + op_overhead_us per op
+  double host_factor = 1;  // GPU time = host CPU time x host_factor + op_overhead_us per op
   double op_overhead_us = 0;
 };
 struct BoundaryCost {
-  double sync_us = 0;            // per switch: wait for the device, cache maintenance, submit
-  double layout_us_per_mb = 0;   // per MB crossing: NC1HWC2 <-> NCHW and precision conversion
-  double copy_gbps = 10;         // per MB crossing: the copy itself
+  double sync_us = 0;           // per switch: wait for the device, cache maintenance, submit
+  double layout_us_per_mb = 0;  // per MB crossing: NC1HWC2 <-> NCHW and precision conversion
+  double copy_gbps = 10;        // per MB crossing: the copy itself
 };
 
 struct Target {
@@ -162,14 +162,14 @@ struct PlannedNode {
 };
 struct Segment {
   Device device = Device::cpu;
-  std::vector<size_t> nodes;     // indexes into VariantPlan::nodes, in schedule order
-  double ms = 0;                 // the nodes' time
-  double in_bytes = 0;           // bytes produced on another device and read here
-  double boundary_ms = 0;        // the switch into this segment (0 for the first)
+  std::vector<size_t> nodes;  // indexes into VariantPlan::nodes, in schedule order
+  double ms = 0;              // the nodes' time
+  double in_bytes = 0;        // bytes produced on another device and read here
+  double boundary_ms = 0;     // the switch into this segment (0 for the first)
 };
 struct VariantPlan {
   Variant variant = Variant::as_is;
-  bool planned = true;                // false: an input was missing (failures say which)
+  bool planned = true;  // false: an input was missing (failures say which)
   bool executable = true;
   std::vector<std::string> failures;  // "node N (Op): reason" when not executable
   std::vector<std::string> notes;     // e.g. a different model; ops the lowering lacks
@@ -223,11 +223,11 @@ Result<FitResult> calibrate(Target& t, std::vector<VariantPlan>& plans, const st
 
 struct PlanReport {
   std::string model, discrete_model;
-  Target target;                 // after calibration when fit is set
+  Target target;  // after calibration when fit is set
   std::vector<VariantPlan> plans;
   std::optional<FitResult> fit;
   std::map<std::string, std::string> host;  // where the CPU times were measured
-  int layers = 25;               // rows of the per-layer tables (text, Markdown, HTML)
+  int layers = 25;                          // rows of the per-layer tables (text, Markdown, HTML)
 };
 // The op groups a variant does not run on the NPU: op, device, count, reason.
 struct Fallback {
@@ -238,9 +238,9 @@ struct Fallback {
   std::string reason;
 };
 std::vector<Fallback> fallbacks(const VariantPlan& p);
-std::string plan_json(const PlanReport& r);      // docs/cli-json.md "plan"
-std::string plan_text(const PlanReport& r);      // the terminal summary
+std::string plan_json(const PlanReport& r);  // docs/cli-json.md "plan"
+std::string plan_text(const PlanReport& r);  // the terminal summary
 std::string plan_markdown(const PlanReport& r);
-std::string plan_html(const PlanReport& r);      // self-contained: SVG timeline and stacked bars
+std::string plan_html(const PlanReport& r);  // self-contained: SVG timeline and stacked bars
 
 }  // namespace rkd::plan

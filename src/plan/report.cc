@@ -83,17 +83,24 @@ std::string plan_json(const PlanReport& r) {
       v["total_ms"] = p.terms.total();
       json segs = json::array();
       for (const auto& s : p.segments) {
-        segs.push_back({{"device", device_name(s.device)}, {"nodes", s.nodes.size()}, {"ms", s.ms}, {"boundary_ms", s.boundary_ms}, {"in_bytes", s.in_bytes},
-                        {"first", s.nodes.empty() ? "" : p.nodes[s.nodes.front()].name}, {"last", s.nodes.empty() ? "" : p.nodes[s.nodes.back()].name}});
+        segs.push_back({{"device", device_name(s.device)},
+                        {"nodes", s.nodes.size()},
+                        {"ms", s.ms},
+                        {"boundary_ms", s.boundary_ms},
+                        {"in_bytes", s.in_bytes},
+                        {"first", s.nodes.empty() ? "" : p.nodes[s.nodes.front()].name},
+                        {"last", s.nodes.empty() ? "" : p.nodes[s.nodes.back()].name}});
       }
       v["segments"] = segs;
     }
     json fb = json::array();
-    for (const auto& f : fallbacks(p)) fb.push_back({{"op", f.op}, {"device", device_name(f.device)}, {"count", f.count}, {"ms", f.ms}, {"reason", f.reason}});
+    for (const auto& f : fallbacks(p))
+      fb.push_back({{"op", f.op}, {"device", device_name(f.device)}, {"count", f.count}, {"ms", f.ms}, {"reason", f.reason}});
     v["fallbacks"] = fb;
     json layers = json::array();
     for (const PlannedNode* n : slowest(p, static_cast<size_t>(r.layers))) {
-      layers.push_back({{"name", n->name}, {"op", n->op_type}, {"device", device_name(n->device)}, {"ms", n->ms}, {"macs", n->macs}, {"segment", n->segment}});
+      layers.push_back(
+          {{"name", n->name}, {"op", n->op_type}, {"device", device_name(n->device)}, {"ms", n->ms}, {"macs", n->macs}, {"segment", n->segment}});
     }
     v["layers"] = layers;
     vs.push_back(v);
@@ -105,8 +112,13 @@ std::string plan_json(const PlanReport& r) {
     c["after"] = r.fit->after;
     json rows = json::array();
     for (const auto& row : r.fit->rows) {
-      rows.push_back({{"variant", row.variant}, {"role", row.role}, {"source", row.source}, {"measured_ms", row.measured_ms},
-                      {"predicted_before_ms", row.predicted_before_ms}, {"predicted_ms", row.predicted_ms}, {"error_pct", row.error_pct()}});
+      rows.push_back({{"variant", row.variant},
+                      {"role", row.role},
+                      {"source", row.source},
+                      {"measured_ms", row.measured_ms},
+                      {"predicted_before_ms", row.predicted_before_ms},
+                      {"predicted_ms", row.predicted_ms},
+                      {"error_pct", row.error_pct()}});
     }
     c["rows"] = rows;
     c["note"] = r.fit->note;
@@ -118,8 +130,8 @@ std::string plan_json(const PlanReport& r) {
 std::string plan_text(const PlanReport& r) {
   std::ostringstream o;
   o << r.model << " on " << r.target.name << " (" << r.target.soc << ", " << r.target.runtime << " " << r.target.version << ")\n";
-  o << "  latency model: serial critical path, terms in ms (docs/planner.md); CPU times measured on this host x " << fmt("%.3g", r.target.cpu.host_factor)
-    << "\n\n";
+  o << "  latency model: serial critical path, terms in ms (docs/planner.md); CPU times measured on this host x "
+    << fmt("%.3g", r.target.cpu.host_factor) << "\n\n";
   char line[512];
   std::snprintf(line, sizeof line, "  %-16s %-10s %3s %9s %9s %9s %9s %9s %9s %9s\n", "variant", "status", "k", "total", "npu", "cpu", "gpu", "sync",
                 "layout", "copy");
@@ -167,7 +179,8 @@ std::string plan_text(const PlanReport& r) {
 std::string plan_markdown(const PlanReport& r) {
   std::ostringstream o;
   o << "# Deployment plan: " << r.model << " on " << r.target.name << "\n\n";
-  o << r.target.soc << ", " << r.target.runtime << " " << r.target.version << ". Latency model: a serial critical path (docs/planner.md); CPU times measured on "
+  o << r.target.soc << ", " << r.target.runtime << " " << r.target.version
+    << ". Latency model: a serial critical path (docs/planner.md); CPU times measured on "
     << (r.host.count("cpu") ? r.host.at("cpu") : std::string("this host")) << " and scaled by " << fmt("%.3g", r.target.cpu.host_factor) << ".\n\n";
   o << "| variant | status | k | total ms |";
   for (const auto& [name, field] : term_fields()) o << " " << name << " |";
@@ -193,10 +206,12 @@ std::string plan_markdown(const PlanReport& r) {
     o << "\nSegments (k = " << p.k << "):";
     for (const auto& s : p.segments) o << " " << device_name(s.device) << " " << fmt("%.1f", s.ms) << " ms;";
     o << "\n\n| ops off the NPU | device | count | ms | reason |\n|---|---|---|---|---|\n";
-    for (const auto& f : fallbacks(p)) o << "| " << f.op << " | " << device_name(f.device) << " | " << f.count << " | " << fmt("%.2f", f.ms) << " | " << f.reason << " |\n";
+    for (const auto& f : fallbacks(p))
+      o << "| " << f.op << " | " << device_name(f.device) << " | " << f.count << " | " << fmt("%.2f", f.ms) << " | " << f.reason << " |\n";
     o << "\n| slowest nodes | op | device | ms | MACs |\n|---|---|---|---|---|\n";
     for (const PlannedNode* n : slowest(p, static_cast<size_t>(r.layers))) {
-      o << "| " << n->name << " | " << n->op_type << " | " << device_name(n->device) << " | " << fmt("%.3f", n->ms) << " | " << fmt("%.3g", n->macs) << " |\n";
+      o << "| " << n->name << " | " << n->op_type << " | " << device_name(n->device) << " | " << fmt("%.3f", n->ms) << " | " << fmt("%.3g", n->macs)
+        << " |\n";
     }
   }
   if (r.fit) {
@@ -251,9 +266,10 @@ std::string timeline_svg(const VariantPlan& p, double scale_ms) {
       t += s.boundary_ms;
     }
     const size_t l = static_cast<size_t>(std::find(lanes.begin(), lanes.end(), s.device) - lanes.begin());
-    o << "<rect class='segment' data-device='" << device_name(s.device) << "' data-ms='" << html_number(s.ms, 17) << "' x='" << x(t) << "' y='" << l * lane + 3 << "' width='"
-      << std::max(0.5, x(t + s.ms) - x(t)) << "' height='" << lane - 6 << "' fill='" << device_color(s.device) << "'><title>" << device_name(s.device) << " segment "
-      << i << ": " << s.nodes.size() << " nodes, " << html_number(s.ms, 4) << " ms</title></rect>";
+    o << "<rect class='segment' data-device='" << device_name(s.device) << "' data-ms='" << html_number(s.ms, 17) << "' x='" << x(t) << "' y='"
+      << l * lane + 3 << "' width='" << std::max(0.5, x(t + s.ms) - x(t)) << "' height='" << lane - 6 << "' fill='" << device_color(s.device)
+      << "'><title>" << device_name(s.device) << " segment " << i << ": " << s.nodes.size() << " nodes, " << html_number(s.ms, 4)
+      << " ms</title></rect>";
     t += s.ms;
   }
   o << "<text x='" << left << "' y='" << lane * 3 + 22 << "' font-size='11'>0</text><text x='" << left + width - 60 << "' y='" << lane * 3 + 22
@@ -270,7 +286,8 @@ std::string terms_svg(const std::vector<VariantPlan>& plans, double scale_ms) {
     const double y = static_cast<double>(i) * row + 4;
     o << "<text x='4' y='" << y + 15 << "' font-size='12'>" << variant_name(p.variant) << "</text>";
     if (!p.executable) {
-      o << "<text x='" << left << "' y='" << y + 15 << "' font-size='12' fill='#b00'>" << (p.planned ? "fails at run time" : "not planned") << "</text>";
+      o << "<text x='" << left << "' y='" << y + 15 << "' font-size='12' fill='#b00'>" << (p.planned ? "fails at run time" : "not planned")
+        << "</text>";
       continue;
     }
     double x = left;
@@ -278,9 +295,9 @@ std::string terms_svg(const std::vector<VariantPlan>& plans, double scale_ms) {
     for (const auto& [name, field] : term_fields()) {
       const double w = width * (p.terms.*field) / std::max(scale_ms, 1e-9);
       if (w > 0) {
-        o << "<rect class='term' data-variant='" << variant_name(p.variant) << "' data-term='" << name << "' data-ms='" << html_number(p.terms.*field, 17) << "' x='" << x
-          << "' y='" << y << "' width='" << w << "' height='" << row - 6 << "' fill='" << term_color(k) << "'><title>" << name << " "
-          << html_number(p.terms.*field, 4) << " ms</title></rect>";
+        o << "<rect class='term' data-variant='" << variant_name(p.variant) << "' data-term='" << name << "' data-ms='"
+          << html_number(p.terms.*field, 17) << "' x='" << x << "' y='" << y << "' width='" << w << "' height='" << row - 6 << "' fill='"
+          << term_color(k) << "'><title>" << name << " " << html_number(p.terms.*field, 4) << " ms</title></rect>";
       }
       x += w;
       ++k;
@@ -308,7 +325,8 @@ std::string plan_html(const PlanReport& r) {
   }
   std::ostringstream o;
   o << "<!DOCTYPE html><html><head><meta charset='utf-8'><title>rkdeploy plan: " << html_escape(r.model) << "</title><style>"
-    << "body{font-family:sans-serif;margin:20px;max-width:1100px}table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 7px;"
+    << "body{font-family:sans-serif;margin:20px;max-width:1100px}table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px "
+       "7px;"
        "font-size:13px;text-align:left}td.n{text-align:right}.fails{color:#b00;font-weight:bold}</style></head><body>";
   o << "<h1>Deployment plan</h1><p>Model <code>" << html_escape(r.model) << "</code> on <b>" << html_escape(r.target.name) << "</b> ("
     << html_escape(r.target.soc) << ", " << html_escape(r.target.runtime) << " " << html_escape(r.target.version)
@@ -321,14 +339,15 @@ std::string plan_html(const PlanReport& r) {
     const std::string v = variant_name(p.variant);
     o << "<tr><td>" << v << "</td>";
     if (!p.executable) {
-      o << "<td class='fails' data-variant='" << v << "' data-field='status'>" << (p.planned ? "fails" : "not planned") << "</td><td colspan='" << term_fields().size() + 2 << "'>"
-        << html_escape(p.failures.empty() ? "" : p.failures.front()) << (p.failures.size() > 1 ? " (+" + std::to_string(p.failures.size() - 1) + " more)" : "")
-        << "</td></tr>";
+      o << "<td class='fails' data-variant='" << v << "' data-field='status'>" << (p.planned ? "fails" : "not planned") << "</td><td colspan='"
+        << term_fields().size() + 2 << "'>" << html_escape(p.failures.empty() ? "" : p.failures.front())
+        << (p.failures.size() > 1 ? " (+" + std::to_string(p.failures.size() - 1) + " more)" : "") << "</td></tr>";
       continue;
     }
     o << "<td data-variant='" << v << "' data-field='status'>ok</td><td class='n' data-variant='" << v << "' data-field='k'>" << p.k
       << "</td><td class='n' data-variant='" << v << "' data-field='total_ms'>" << html_number(p.terms.total(), 6) << "</td>";
-    for (const auto& [name, field] : term_fields()) o << "<td class='n' data-variant='" << v << "' data-field='" << name << "'>" << html_number(p.terms.*field, 6) << "</td>";
+    for (const auto& [name, field] : term_fields())
+      o << "<td class='n' data-variant='" << v << "' data-field='" << name << "'>" << html_number(p.terms.*field, 6) << "</td>";
     o << "</tr>";
   }
   o << "</table>";
@@ -340,23 +359,25 @@ std::string plan_html(const PlanReport& r) {
     o << timeline_svg(p, scale);
     o << "<table><tr><th>off the NPU</th><th>device</th><th>count</th><th>ms</th><th>reason</th></tr>";
     for (const auto& f : fallbacks(p)) {
-      o << "<tr><td>" << html_escape(f.op) << "</td><td>" << device_name(f.device) << "</td><td class='n'>" << f.count << "</td><td class='n'>" << html_number(f.ms, 4)
-        << "</td><td>" << html_escape(f.reason) << "</td></tr>";
+      o << "<tr><td>" << html_escape(f.op) << "</td><td>" << device_name(f.device) << "</td><td class='n'>" << f.count << "</td><td class='n'>"
+        << html_number(f.ms, 4) << "</td><td>" << html_escape(f.reason) << "</td></tr>";
     }
     o << "</table><table><tr><th>slowest nodes</th><th>op</th><th>device</th><th>ms</th><th>MACs</th></tr>";
     for (const PlannedNode* n : slowest(p, static_cast<size_t>(r.layers))) {
-      o << "<tr><td>" << html_escape(n->name) << "</td><td>" << html_escape(n->op_type) << "</td><td>" << device_name(n->device) << "</td><td class='n'>"
-        << html_number(n->ms, 4) << "</td><td class='n'>" << html_number(n->macs, 4) << "</td></tr>";
+      o << "<tr><td>" << html_escape(n->name) << "</td><td>" << html_escape(n->op_type) << "</td><td>" << device_name(n->device)
+        << "</td><td class='n'>" << html_number(n->ms, 4) << "</td><td class='n'>" << html_number(n->macs, 4) << "</td></tr>";
     }
     o << "</table>";
   }
   if (r.fit) {
-    o << "<h2>Calibration</h2><table id='calibration'><tr><th>variant</th><th>role</th><th>measured ms</th><th>predicted before</th><th>predicted</th><th>error</th>"
+    o << "<h2>Calibration</h2><table id='calibration'><tr><th>variant</th><th>role</th><th>measured ms</th><th>predicted "
+         "before</th><th>predicted</th><th>error</th>"
          "<th>source</th></tr>";
     for (const auto& row : r.fit->rows) {
-      o << "<tr><td>" << html_escape(row.variant) << "</td><td>" << row.role << "</td><td class='n'>" << html_number(row.measured_ms, 6) << "</td><td class='n'>"
-        << html_number(row.predicted_before_ms, 6) << "</td><td class='n' data-variant='" << html_escape(row.variant) << "' data-field='predicted_ms'>"
-        << html_number(row.predicted_ms, 6) << "</td><td class='n'>" << fmt("%+.1f%%", row.error_pct()) << "</td><td>" << html_escape(row.source) << "</td></tr>";
+      o << "<tr><td>" << html_escape(row.variant) << "</td><td>" << row.role << "</td><td class='n'>" << html_number(row.measured_ms, 6)
+        << "</td><td class='n'>" << html_number(row.predicted_before_ms, 6) << "</td><td class='n' data-variant='" << html_escape(row.variant)
+        << "' data-field='predicted_ms'>" << html_number(row.predicted_ms, 6) << "</td><td class='n'>" << fmt("%+.1f%%", row.error_pct())
+        << "</td><td>" << html_escape(row.source) << "</td></tr>";
     }
     o << "</table>";
     if (!r.fit->note.empty()) o << "<p>" << html_escape(r.fit->note) << "</p>";

@@ -55,7 +55,8 @@ struct Reader {
     if (!j[key].is_string()) return err(where + "." + key, "must be a string");
     return j[key].get<std::string>();
   }
-  Result<double> num(const json& j, const std::string& where, const char* key, double lo, double hi, std::optional<double> fallback = std::nullopt) const {
+  Result<double> num(const json& j, const std::string& where, const char* key, double lo, double hi,
+                     std::optional<double> fallback = std::nullopt) const {
     if (!j.contains(key)) {
       if (fallback) return *fallback;
       return err(where + "." + key, "missing");
@@ -90,8 +91,8 @@ struct Reader {
 };
 
 const std::set<std::string>& known_checks() {
-  static const std::set<std::string> c = {"max_rank", "attr_in", "max_kernel", "max_stride", "groups", "const_input", "max_dim", "dtype_in", "quantized",
-                                          "per_tensor_quant"};
+  static const std::set<std::string> c = {"max_rank",    "attr_in", "max_kernel", "max_stride", "groups",
+                                          "const_input", "max_dim", "dtype_in",   "quantized",  "per_tensor_quant"};
   return c;
 }
 
@@ -213,8 +214,9 @@ Result<json> read_profile_json(const std::string& path, int depth) {
 Result<Target> load_target(const std::string& path) {
   RKD_ASSIGN(json j, read_profile_json(path, 0));
   const Reader r{path};
-  RKD_TRY(r.only_keys(j, "profile", {"schema", "name", "soc", "runtime", "version", "summary", "sources", "npu", "cpu", "gpu", "boundary",
-                                     "custom_op_devices", "zero_cost_ops", "default", "ops", "calibration"}));
+  RKD_TRY(r.only_keys(j, "profile",
+                      {"schema", "name", "soc", "runtime", "version", "summary", "sources", "npu", "cpu", "gpu", "boundary", "custom_op_devices",
+                       "zero_cost_ops", "default", "ops", "calibration"}));
   RKD_ASSIGN(std::string schema, r.str(j, "profile", "schema"));
   if (schema != "rkdeploy-target/1") return r.err("schema", "'" + schema + "' (this build reads rkdeploy-target/1)");
   Target t;
@@ -334,8 +336,9 @@ double* parameter_slot(Target& t, const std::string& name) {
 }  // namespace
 
 const std::vector<std::string>& parameter_names() {
-  static const std::vector<std::string> n = {"npu.utilization", "npu.task_overhead_us", "npu.ddr_gbps", "cpu.host_factor", "gpu.host_factor",
-                                             "gpu.op_overhead_us", "boundary.sync_us", "boundary.layout_us_per_mb", "boundary.copy_gbps"};
+  static const std::vector<std::string> n = {"npu.utilization",  "npu.task_overhead_us",      "npu.ddr_gbps",
+                                             "cpu.host_factor",  "gpu.host_factor",           "gpu.op_overhead_us",
+                                             "boundary.sync_us", "boundary.layout_us_per_mb", "boundary.copy_gbps"};
   return n;
 }
 
@@ -420,7 +423,8 @@ std::string violation(const Constraint& c, const ir::Node& n) {
     const size_t i = static_cast<size_t>(c.value);
     const ir::Value* v = i < n.inputs.size() ? n.inputs[i] : nullptr;
     bool constant = v && v->constant;
-    if (v && !constant && v->producer && v->producer->op_type == "DequantizeLinear") constant = v->producer->inputs[0] && v->producer->inputs[0]->constant;
+    if (v && !constant && v->producer && v->producer->op_type == "DequantizeLinear")
+      constant = v->producer->inputs[0] && v->producer->inputs[0]->constant;
     return constant ? "" : "input " + std::to_string(i) + " is computed at run time";
   }
   if (c.check == "max_dim") {

@@ -57,9 +57,7 @@ void TensorStats::observe_histogram(const Tensor& t) {
   });
 }
 
-double TensorStats::bin_centre(int b) const {
-  return min_ + (b + 0.5) * ((static_cast<double>(max_) - min_) / kBins);
-}
+double TensorStats::bin_centre(int b) const { return min_ + (b + 0.5) * ((static_cast<double>(max_) - min_) / kBins); }
 
 Range TensorStats::percentile_range(double p) const {
   double total = 0;

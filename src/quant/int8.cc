@@ -52,7 +52,8 @@ namespace {
 // Per-tensor fast forms of quantize (half to even) and dequantize: the same operations as the
 // general loops below, on typed pointers so that they vectorise.
 template <typename T>
-[[gnu::always_inline]] inline void quantize_even_body(const float* __restrict x, int64_t n, float scale, float zp, float lo, float hi, T* __restrict y) {
+[[gnu::always_inline]] inline void quantize_even_body(const float* __restrict x, int64_t n, float scale, float zp, float lo, float hi,
+                                                      T* __restrict y) {
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i] / scale;
     const float r = v != v ? 0.f : std::nearbyint(v);  // NaN -> 0
@@ -93,8 +94,7 @@ Status quantize(const Tensor& x0, const QuantParams& p, QuantizeRounding roundin
     if (std::isnan(v)) r = 0.f;
     else if (rounding == QuantizeRounding::half_to_even) r = std::nearbyint(v);
     else r = std::round(v);
-    const float q = std::min(std::max(r + static_cast<float>(p.zero_points[k]), static_cast<float>(range.first)),
-                             static_cast<float>(range.second));
+    const float q = std::min(std::max(r + static_cast<float>(p.zero_points[k]), static_cast<float>(range.first)), static_cast<float>(range.second));
     store_q(out, i, static_cast<int32_t>(q));
   }
   return {};
@@ -120,8 +120,8 @@ Status dequantize(const Tensor& q0, const QuantParams& p, Tensor& out) {
   return {};
 }
 
-Status qlinear_conv(const Tensor& x0, int32_t x_zp, const Tensor& w0, const std::vector<int32_t>& w_zp,
-                    const Tensor& bias, const QConvParams& p, const Requantizer& rq, Tensor& out) {
+Status qlinear_conv(const Tensor& x0, int32_t x_zp, const Tensor& w0, const std::vector<int32_t>& w_zp, const Tensor& bias, const QConvParams& p,
+                    const Requantizer& rq, Tensor& out) {
   if (x0.rank() != 4 || w0.rank() != 4 || out.rank() != 4) return unsupported("qlinear_conv: 2-D convolutions only");
   const Tensor x = x0.contiguous(), w = w0.contiguous();
   const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
@@ -166,8 +166,8 @@ Status qlinear_conv(const Tensor& x0, int32_t x_zp, const Tensor& w0, const std:
   return {};
 }
 
-Status qlinear_matmul(const Tensor& a0, int32_t a_zp, const Tensor& b0, const std::vector<int32_t>& b_zp,
-                      const Requantizer& rq, Tensor& out, const Tensor& bias) {
+Status qlinear_matmul(const Tensor& a0, int32_t a_zp, const Tensor& b0, const std::vector<int32_t>& b_zp, const Requantizer& rq, Tensor& out,
+                      const Tensor& bias) {
   const Tensor a = a0.contiguous(), b = b0.contiguous();
   if (a.rank() < 2 || b.rank() < 2) return unsupported("qlinear_matmul: operands of rank >= 2 only");
   const int64_t M = a.dim(-2), K = a.dim(-1), N = b.dim(-1);
@@ -230,19 +230,25 @@ template <typename T>
     po[i] = static_cast<T>(std::min(std::max(y, k.act_min), k.act_max));
   }
 }
-RKD_ISA_CLONES(ort_add_i8, (const OrtAdd& k, const int8_t* a, const int8_t* b, int64_t n, int8_t* y), (k, a, b, n, y),
-               ort_add_body(k, a, b, n, y))
-RKD_ISA_CLONES(ort_add_u8, (const OrtAdd& k, const uint8_t* a, const uint8_t* b, int64_t n, uint8_t* y), (k, a, b, n, y),
-               ort_add_body(k, a, b, n, y))
+RKD_ISA_CLONES(ort_add_i8, (const OrtAdd& k, const int8_t* a, const int8_t* b, int64_t n, int8_t* y), (k, a, b, n, y), ort_add_body(k, a, b, n, y))
+RKD_ISA_CLONES(ort_add_u8, (const OrtAdd& k, const uint8_t* a, const uint8_t* b, int64_t n, uint8_t* y), (k, a, b, n, y), ort_add_body(k, a, b, n, y))
 }  // namespace
 
 Status tflite_add(const Tensor& a0, const Tensor& b0, const QBinaryParams& p, bool subtract, Tensor& out) {
   RKD_TRY(check_binary(a0, b0, p, out, subtract ? "Sub" : "Add"));
   const Tensor a = a0.contiguous(), b = b0.contiguous();
   if (p.convention == Requant::onnx_float) {
-    const OrtAdd k{p.a_scale / p.out_scale, p.b_scale / p.out_scale, static_cast<float>(p.act_min - p.out_zero_point) - 1.f,
-                   static_cast<float>(p.act_max - p.out_zero_point) + 1.f, p.a_zero_point, p.b_zero_point, p.out_zero_point, p.act_min,
-                   p.act_max, subtract, b.numel() == 1};
+    const OrtAdd k{p.a_scale / p.out_scale,
+                   p.b_scale / p.out_scale,
+                   static_cast<float>(p.act_min - p.out_zero_point) - 1.f,
+                   static_cast<float>(p.act_max - p.out_zero_point) + 1.f,
+                   p.a_zero_point,
+                   p.b_zero_point,
+                   p.out_zero_point,
+                   p.act_min,
+                   p.act_max,
+                   subtract,
+                   b.numel() == 1};
     if (a.dtype() == DType::i8) ort_add_i8(k, a.data<int8_t>(), b.data<int8_t>(), a.numel(), out.data<int8_t>());
     else ort_add_u8(k, a.data<uint8_t>(), b.data<uint8_t>(), a.numel(), out.data<uint8_t>());
     return {};
@@ -319,8 +325,8 @@ Status tflite_average_pool(const Tensor& x, const QPoolParams& p, Tensor& out) {
   });
 }
 
-Status tflite_concat(const std::vector<const Tensor*>& inputs, const std::vector<QTensorParams>& in_params,
-                     const QTensorParams& out_params, int axis, Tensor& out) {
+Status tflite_concat(const std::vector<const Tensor*>& inputs, const std::vector<QTensorParams>& in_params, const QTensorParams& out_params, int axis,
+                     Tensor& out) {
   if (inputs.size() != in_params.size() || inputs.empty()) return invalid("Concatenation: one set of parameters per input");
   RKD_ASSIGN(auto range, quantized_range(out.dtype()));
   if (axis < 0 || axis >= out.rank()) return invalid("Concatenation: axis out of range");

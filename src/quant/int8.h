@@ -28,9 +28,9 @@ namespace rkd::quant {
 enum class QuantizeRounding { half_to_even, half_away };
 
 struct QuantParams {
-  std::vector<float> scales;          // one, or one per index of axis
-  std::vector<int32_t> zero_points;   // one, or one per index of axis
-  int axis = 1;                       // used when per-axis
+  std::vector<float> scales;         // one, or one per index of axis
+  std::vector<int32_t> zero_points;  // one, or one per index of axis
+  int axis = 1;                      // used when per-axis
 };
 
 Status quantize(const Tensor& x, const QuantParams& p, QuantizeRounding rounding, Tensor& out);
@@ -43,13 +43,13 @@ struct QConvParams {
 
 // x [N, C, H, W] int8/uint8; w [M, C/group, kh, kw] int8/uint8; bias [M] int32 or undefined
 // tensor; out [N, M, Ho, Wo] preallocated with out's dtype giving the range.
-Status qlinear_conv(const Tensor& x, int32_t x_zero_point, const Tensor& w, const std::vector<int32_t>& w_zero_points,
-                    const Tensor& bias, const QConvParams& p, const Requantizer& rq, Tensor& out);
+Status qlinear_conv(const Tensor& x, int32_t x_zero_point, const Tensor& w, const std::vector<int32_t>& w_zero_points, const Tensor& bias,
+                    const QConvParams& p, const Requantizer& rq, Tensor& out);
 
 // bias: int32 [N] added to every accumulator of column n, or an undefined tensor (ONNX's
 // QLinearMatMul has none; qdq-to-qlinear adds it for fully connected layers).
-Status qlinear_matmul(const Tensor& a, int32_t a_zero_point, const Tensor& b, const std::vector<int32_t>& b_zero_points,
-                      const Requantizer& rq, Tensor& out, const Tensor& bias = Tensor());
+Status qlinear_matmul(const Tensor& a, int32_t a_zero_point, const Tensor& b, const std::vector<int32_t>& b_zero_points, const Requantizer& rq,
+                      Tensor& out, const Tensor& bias = Tensor());
 
 // TFLite's int8/uint8 Add and Sub (reference_ops / integer_ops): both inputs are brought to
 // a common scale with 20 bits of headroom, summed in int32 and requantized:
@@ -93,8 +93,8 @@ struct QTensorParams {
   float scale = 1;
   int32_t zero_point = 0;
 };
-Status tflite_concat(const std::vector<const Tensor*>& inputs, const std::vector<QTensorParams>& in_params,
-                     const QTensorParams& out_params, int axis, Tensor& out);
+Status tflite_concat(const std::vector<const Tensor*>& inputs, const std::vector<QTensorParams>& in_params, const QTensorParams& out_params, int axis,
+                     Tensor& out);
 
 // The representable range of an int8 or uint8 tensor.
 Result<std::pair<int32_t, int32_t>> quantized_range(DType t);

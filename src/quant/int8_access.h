@@ -23,9 +23,8 @@ inline void store_q(Tensor& t, int64_t i, int32_t v) {
 // single-rounding build), double rounding otherwise (onnx_float is not a TFLite convention;
 // callers that have a float form handle it before).
 inline int32_t multiply(Requant c, int32_t x, QuantizedMultiplier m) {
-  return c == Requant::tflite_single_rounding || c == Requant::tflite_xnnpack
-             ? multiply_by_quantized_multiplier_single_rounding(x, m)
-             : multiply_by_quantized_multiplier_double_rounding(x, m);
+  return c == Requant::tflite_single_rounding || c == Requant::tflite_xnnpack ? multiply_by_quantized_multiplier_single_rounding(x, m)
+                                                                              : multiply_by_quantized_multiplier_double_rounding(x, m);
 }
 
 }  // namespace rkd::quant::detail

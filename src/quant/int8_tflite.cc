@@ -226,8 +226,7 @@ Status tflite_softmax(const Tensor& x0, float beta, QTensorParams in, QTensorPar
   return {};
 }
 
-Status tflite_mean(const Tensor& x0, const std::vector<int64_t>& axes, QTensorParams in, QTensorParams out, Requant convention,
-                   Tensor& y) {
+Status tflite_mean(const Tensor& x0, const std::vector<int64_t>& axes, QTensorParams in, QTensorParams out, Requant convention, Tensor& y) {
   RKD_TRY(check_unary(x0, in, out, y, "Mean"));
   RKD_ASSIGN(auto range, quantized_range(y.dtype()));
   const Tensor x = x0.contiguous();

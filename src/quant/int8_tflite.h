@@ -66,8 +66,7 @@ Status tflite_softmax(const Tensor& x, float beta, QTensorParams in, QTensorPara
 
 // axes: distinct, in [0, rank); y holds the kept dimensions in order (with or without the
 // reduced ones as size 1: only its element count and order are used).
-Status tflite_mean(const Tensor& x, const std::vector<int64_t>& axes, QTensorParams in, QTensorParams out, Requant convention,
-                   Tensor& y);
+Status tflite_mean(const Tensor& x, const std::vector<int64_t>& axes, QTensorParams in, QTensorParams out, Requant convention, Tensor& y);
 
 // x [N, C, H, W] -> y [N, C, OH, OW], same type, scale and zero point.
 Status tflite_resize_bilinear(const Tensor& x, bool align_corners, bool half_pixel_centers, Requant convention, Tensor& y);

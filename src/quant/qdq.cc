@@ -16,13 +16,9 @@ using ir::Graph;
 using ir::Node;
 using ir::Value;
 
-bool is_float_activation(const Value* v) {
-  return v && !v->constant && v->dtype == DType::f32;
-}
+bool is_float_activation(const Value* v) { return v && !v->constant && v->dtype == DType::f32; }
 
-bool is_graph_output(const Graph& g, const Value* v) {
-  return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end();
-}
+bool is_graph_output(const Graph& g, const Value* v) { return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end(); }
 
 // Clip to [0, 6] with constant bounds, or Relu: a TFLite fused activation.
 bool is_fused_activation(const Node& n) {
@@ -36,8 +32,8 @@ bool is_fused_activation(const Node& n) {
 }
 
 bool same_scale_op(const Node& n) {
-  static const std::set<std::string> ops = {"MaxPool", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten",
-                                            "Slice",   "Split",   "Gather",    "Identity"};
+  static const std::set<std::string> ops = {"MaxPool", "Reshape", "Transpose", "Squeeze", "Unsqueeze",
+                                            "Flatten", "Slice",   "Split",     "Gather",  "Identity"};
   if (!n.domain.empty()) return false;
   if (ops.count(n.op_type)) return true;
   if (n.op_type == "Resize") return n.attr_string("mode", "nearest").value_or("") == "nearest";
@@ -78,8 +74,7 @@ void copy_type(Value* to, const Value* from, DType dt) {
 }
 
 // Adds DequantizeLinear(q, scale, zp[, axis]) -> a new float value named `name`.
-Result<Value*> add_dequantize(Graph& g, const std::string& name, Value* q, Value* scale, Value* zp, int64_t axis,
-                              const Value* shape_from) {
+Result<Value*> add_dequantize(Graph& g, const std::string& name, Value* q, Value* scale, Value* zp, int64_t axis, const Value* shape_from) {
   std::string out = name;
   for (int k = 1; g.find(out); ++k) out = name + "_" + std::to_string(k);
   RKD_ASSIGN(Node * dq, g.add_node(out + "/dequantize", "DequantizeLinear", "", {q, scale, zp}, {out}));
@@ -182,8 +177,7 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
   // (box decoding from indices). Quantizing them would put index-derived coordinates on an
   // int8 grid: no TFLite or RKNN deployment runs that part on the int8 path.
   {
-    static const std::set<std::string> selection = {"TopK", "ArgMax", "ArgMin", "NonMaxSuppression", "NonZero", "Shape",
-                                                    "Size", "Range"};
+    static const std::set<std::string> selection = {"TopK", "ArgMax", "ArgMin", "NonMaxSuppression", "NonZero", "Shape", "Size", "Range"};
     std::set<const Value*> post;
     for (const auto& n : g.nodes()) {
       bool from_post = false, from_compute = false;
@@ -308,8 +302,7 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
     std::vector<float> ws = opt.dtype == DType::u8 ? std::vector<float>{quantize_weights_u8(w, 0.f).scale} : weight_scales(w, axis, per_channel);
     const auto xp = input_params(n);
     const bool has_bias = op != "MatMul" && n->inputs.size() > 2 && n->inputs[2] && n->inputs[2]->constant &&
-                          n->inputs[2]->constant->dtype() == DType::f32 && xp &&
-                          n->inputs[2]->constant->numel() == w.dim(axis);
+                          n->inputs[2]->constant->dtype() == DType::f32 && xp && n->inputs[2]->constant->numel() == w.dim(axis);
     Tensor b;
     if (has_bias) {
       b = n->inputs[2]->constant->contiguous();

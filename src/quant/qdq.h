@@ -55,12 +55,12 @@ struct QdqOptions {
 };
 
 struct QdqReport {
-  int activations = 0;       // values quantized (one QuantizeLinear each)
-  int weights = 0;           // constant weights quantized
-  int biases = 0;            // int32 biases
-  int bias_rescaled = 0;     // channels whose weight scale was raised for the bias
-  int shared_groups = 0;     // groups of values forced to one scale (size > 1)
-  int fused_activations = 0; // producer outputs left unquantized (Relu / Clip fused)
+  int activations = 0;        // values quantized (one QuantizeLinear each)
+  int weights = 0;            // constant weights quantized
+  int biases = 0;             // int32 biases
+  int bias_rescaled = 0;      // channels whose weight scale was raised for the bias
+  int shared_groups = 0;      // groups of values forced to one scale (size > 1)
+  int fused_activations = 0;  // producer outputs left unquantized (Relu / Clip fused)
 };
 
 // ranges: value name -> calibrated range of that float value.

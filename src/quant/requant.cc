@@ -69,7 +69,7 @@ Result<Multiplier15> quantize_multiplier_15(double m) {
   int e = 0;
   std::frexp(m, &e);  // m = f 2^e, f in [0.5, 1)
   Multiplier15 c;
-  c.shift = 15 - e;   // m 2^shift in [2^14, 2^15)
+  c.shift = 15 - e;  // m 2^shift in [2^14, 2^15)
   double v = std::nearbyint(std::ldexp(m, c.shift));
   if (v >= 32768.0) {
     v /= 2;
@@ -102,8 +102,7 @@ int32_t multiply_by_quantized_multiplier_double_rounding(int32_t x, QuantizedMul
   // x * 2^left must fit int32 (the contract); computed in int64 and saturated so that a
   // contract breach gives a saturated value instead of undefined behaviour.
   const int64_t shifted = static_cast<int64_t>(x) * (int64_t{1} << left);
-  const int32_t xs = static_cast<int32_t>(std::clamp<int64_t>(shifted, std::numeric_limits<int32_t>::min(),
-                                                              std::numeric_limits<int32_t>::max()));
+  const int32_t xs = static_cast<int32_t>(std::clamp<int64_t>(shifted, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
   return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(xs, m.multiplier), right);
 }
 
@@ -111,19 +110,18 @@ int32_t multiply_by_quantized_multiplier_single_rounding(int32_t x, QuantizedMul
   const int total_shift = 31 - m.shift;  // in [1, 62]
   const int64_t round = int64_t{1} << (total_shift - 1);
   const int64_t r = (static_cast<int64_t>(x) * m.multiplier + round) >> total_shift;  // arithmetic shift: floor
-  return static_cast<int32_t>(
-      std::clamp<int64_t>(r, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
+  return static_cast<int32_t>(std::clamp<int64_t>(r, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
 }
 
-Result<Requantizer> Requantizer::make(Requant convention, float x_scale, const std::vector<float>& w_scales,
-                                      float y_scale, int32_t y_zero_point, int32_t qmin, int32_t qmax) {
+Result<Requantizer> Requantizer::make(Requant convention, float x_scale, const std::vector<float>& w_scales, float y_scale, int32_t y_zero_point,
+                                      int32_t qmin, int32_t qmax) {
   if (!(x_scale > 0) || !(y_scale > 0) || !std::isfinite(x_scale) || !std::isfinite(y_scale)) {
     return invalid("requantization: input and output scales must be positive and finite");
   }
   if (w_scales.empty()) return invalid("requantization: no weight scale");
   if (qmin > qmax || y_zero_point < qmin || y_zero_point > qmax) {
-    return invalid("requantization: output zero point " + std::to_string(y_zero_point) + " outside [" +
-                   std::to_string(qmin) + ", " + std::to_string(qmax) + "]");
+    return invalid("requantization: output zero point " + std::to_string(y_zero_point) + " outside [" + std::to_string(qmin) + ", " +
+                   std::to_string(qmax) + "]");
   }
   Requantizer r;
   r.conv_ = convention;
@@ -141,8 +139,7 @@ Result<Requantizer> Requantizer::make(Requant convention, float x_scale, const s
       RKD_ASSIGN(Multiplier15 m, quantize_multiplier_15(static_cast<double>(x_scale) * static_cast<double>(ws) / static_cast<double>(y_scale)));
       r.m15_.push_back(m);
     } else {
-      RKD_ASSIGN(QuantizedMultiplier m, quantize_multiplier(static_cast<double>(x_scale) * static_cast<double>(ws) /
-                                                            static_cast<double>(y_scale)));
+      RKD_ASSIGN(QuantizedMultiplier m, quantize_multiplier(static_cast<double>(x_scale) * static_cast<double>(ws) / static_cast<double>(y_scale)));
       r.mults_.push_back(m);
     }
   }
@@ -161,8 +158,7 @@ namespace {
     out[c] = static_cast<uint8_t>(static_cast<int32_t>(std::nearbyint(f)) + zp);
   }
 }
-RKD_ISA_CLONES(float_requant_row,
-               (const int32_t* acc, const int32_t* bias, const float* s, int64_t M, float lo, float hi, int32_t zp, uint8_t* out),
+RKD_ISA_CLONES(float_requant_row, (const int32_t* acc, const int32_t* bias, const float* s, int64_t M, float lo, float hi, int32_t zp, uint8_t* out),
                (acc, bias, s, M, lo, hi, zp, out), float_requant_row_body(acc, bias, s, M, lo, hi, zp, out))
 
 }  // namespace
@@ -229,19 +225,13 @@ void Requantizer::apply_to_planes(const PlanesPlan& plan, const int32_t* acc, in
   }
 }
 
-void Requantizer::apply_to_rows(const PlanesPlan& plan, const int32_t* acc, int64_t P, uint8_t* y) const {
-  requant_rows(plan, acc, P, y);
-}
+void Requantizer::apply_to_rows(const PlanesPlan& plan, const int32_t* acc, int64_t P, uint8_t* y) const { requant_rows(plan, acc, P, y); }
 
 int32_t Requantizer::apply(int32_t acc, size_t c) const {
   int32_t v = 0;
   switch (conv_) {
-    case Requant::tflite_double_rounding:
-      v = multiply_by_quantized_multiplier_double_rounding(acc, mults_[mults_.size() == 1 ? 0 : c]);
-      break;
-    case Requant::tflite_single_rounding:
-      v = multiply_by_quantized_multiplier_single_rounding(acc, mults_[mults_.size() == 1 ? 0 : c]);
-      break;
+    case Requant::tflite_double_rounding: v = multiply_by_quantized_multiplier_double_rounding(acc, mults_[mults_.size() == 1 ? 0 : c]); break;
+    case Requant::tflite_single_rounding: v = multiply_by_quantized_multiplier_single_rounding(acc, mults_[mults_.size() == 1 ? 0 : c]); break;
     case Requant::rknpu_out_cvt: {
       const Multiplier15 m = m15_[m15_.size() == 1 ? 0 : c];
       const int64_t p = static_cast<int64_t>(acc) * m.scale;

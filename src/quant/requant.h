@@ -98,8 +98,8 @@ class Requantizer {
   // real_multipliers[c] = s_x * s_w[c] / s_y in double (TFLite conventions);
   // float_scales[c] = (float)(s_x * s_w[c]) / s_y in float32 (ONNX convention). Both are
   // computed by make(); one value for per-tensor.
-  static Result<Requantizer> make(Requant convention, float x_scale, const std::vector<float>& w_scales, float y_scale,
-                                  int32_t y_zero_point, int32_t qmin, int32_t qmax);
+  static Result<Requantizer> make(Requant convention, float x_scale, const std::vector<float>& w_scales, float y_scale, int32_t y_zero_point,
+                                  int32_t qmin, int32_t qmax);
   int32_t apply(int32_t acc, size_t channel) const;
   // y[c * plane + p] = apply(acc[p * M + c] + bias[c]) for p in [0, P), c in [0, M): pixel-major
   // accumulators (bias may be null) into channel-major 8-bit planes (the value's low byte:

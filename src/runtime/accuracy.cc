@@ -40,7 +40,6 @@ namespace {
 using ir::Node;
 using ir::Value;
 
-
 // QuantizeLinear then DequantizeLinear of x with a per-tensor scale and zero point.
 Tensor fake_quant(const Tensor& x0, double scale, int64_t zp, DType qtype) {
   const Tensor x = x0.contiguous();
@@ -65,8 +64,8 @@ struct QdqSite {
 
 }  // namespace
 
-Result<AccuracyReport> analyze_accuracy(const std::string& float_model, const std::string& quant_model,
-                                        const std::map<std::string, Tensor>& inputs, int threads) {
+Result<AccuracyReport> analyze_accuracy(const std::string& float_model, const std::string& quant_model, const std::map<std::string, Tensor>& inputs,
+                                        int threads) {
   AccuracyReport rep;
   rep.float_model = float_model;
   rep.quant_model = quant_model;
@@ -85,8 +84,8 @@ Result<AccuracyReport> analyze_accuracy(const std::string& float_model, const st
   std::vector<QdqSite> sites;
   for (const auto& np : qg->nodes()) {
     Node* q = np.get();
-    if (q->op_type != "QuantizeLinear" || !q->domain.empty() || q->inputs.size() < 3 || !q->inputs[1]->constant ||
-        !q->inputs[2] || !q->inputs[2]->constant || q->inputs[1]->constant->numel() != 1) {
+    if (q->op_type != "QuantizeLinear" || !q->domain.empty() || q->inputs.size() < 3 || !q->inputs[1]->constant || !q->inputs[2] ||
+        !q->inputs[2]->constant || q->inputs[1]->constant->numel() != 1) {
       continue;
     }
     Value* y = q->outputs[0];
@@ -98,8 +97,12 @@ Result<AccuracyReport> analyze_accuracy(const std::string& float_model, const st
     std::string name = q->inputs[0]->name;
     if (name.size() > 6 && name.compare(name.size() - 6, 6, "/float") == 0) name.resize(name.size() - 6);
     if (!fvals.count(name) || !qvals.count(dq->name)) continue;
-    QdqSite s{q, dq, name, q->inputs[1]->constant->get_as_double(0),
-              static_cast<int64_t>(q->inputs[2]->constant->get_as_double(0)), q->inputs[2]->constant->dtype()};
+    QdqSite s{q,
+              dq,
+              name,
+              q->inputs[1]->constant->get_as_double(0),
+              static_cast<int64_t>(q->inputs[2]->constant->get_as_double(0)),
+              q->inputs[2]->constant->dtype()};
     sites.push_back(s);
   }
   std::map<const Value*, const QdqSite*> site_of_dq;
@@ -225,15 +228,15 @@ std::string accuracy_html(const AccuracyReport& r) {
     << "</title>\n<style>body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:13px}"
        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td.l,th.l{text-align:left}"
        ".bad{background:#fdd}svg text{font-size:11px}</style></head><body>\n";
-  h << "<h1>Per-layer accuracy</h1>\n<p>float model <code>" << esc(r.float_model) << "</code><br>quantized model <code>"
-    << esc(r.quant_model) << "</code><br>" << n
+  h << "<h1>Per-layer accuracy</h1>\n<p>float model <code>" << esc(r.float_model) << "</code><br>quantized model <code>" << esc(r.quant_model)
+    << "</code><br>" << n
     << " quantized layers. <b>entire</b>: the quantized model end to end (errors accumulate); <b>single</b>: each layer "
        "alone on the float model's inputs.</p>\n";
   h << "<svg id=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << ht << "\" role=\"img\">\n";
   for (int k = 0; k <= 4; ++k) {
     const double c = lo + (1.0 - lo) * k / 4.0;
-    h << "<line x1=\"" << left << "\" x2=\"" << w - 10 << "\" y1=\"" << py(c) << "\" y2=\"" << py(c)
-      << "\" stroke=\"#ddd\"/><text x=\"4\" y=\"" << py(c) + 4 << "\">" << num(c, 4) << "</text>\n";
+    h << "<line x1=\"" << left << "\" x2=\"" << w - 10 << "\" y1=\"" << py(c) << "\" y2=\"" << py(c) << "\" stroke=\"#ddd\"/><text x=\"4\" y=\""
+      << py(c) + 4 << "\">" << num(c, 4) << "</text>\n";
   }
   auto polyline = [&](bool single, const char* colour, const char* id) {
     h << "<polyline id=\"" << id << "\" fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\" points=\"";
@@ -255,12 +258,12 @@ std::string accuracy_html(const AccuracyReport& r) {
        "<th>cosine (entire)</th><th>euclidean (entire)</th><th>max abs (entire)</th><th>LSB (entire)</th>"
        "<th>cosine (single)</th><th>euclidean (single)</th><th>max abs (single)</th><th>LSB (single)</th><th>scale</th></tr>\n";
   for (const auto* l : order) {
-    h << "<tr" << (l->entire.cosine < 0.99 ? " class=\"bad\"" : "") << "><td class=\"l\">" << esc(l->name) << "</td><td class=\"l\">"
-      << esc(l->op) << "</td><td>" << num(l->entire.cosine) << "</td><td>" << num(l->entire.euclidean) << "</td><td>"
-      << num(l->entire.max_abs) << "</td><td>" << num(l->entire.lsb, 4) << "</td>";
+    h << "<tr" << (l->entire.cosine < 0.99 ? " class=\"bad\"" : "") << "><td class=\"l\">" << esc(l->name) << "</td><td class=\"l\">" << esc(l->op)
+      << "</td><td>" << num(l->entire.cosine) << "</td><td>" << num(l->entire.euclidean) << "</td><td>" << num(l->entire.max_abs) << "</td><td>"
+      << num(l->entire.lsb, 4) << "</td>";
     if (l->has_single) {
-      h << "<td>" << num(l->single.cosine) << "</td><td>" << num(l->single.euclidean) << "</td><td>" << num(l->single.max_abs)
-        << "</td><td>" << num(l->single.lsb, 4) << "</td>";
+      h << "<td>" << num(l->single.cosine) << "</td><td>" << num(l->single.euclidean) << "</td><td>" << num(l->single.max_abs) << "</td><td>"
+        << num(l->single.lsb, 4) << "</td>";
     } else {
       h << "<td>-</td><td>-</td><td>-</td><td>-</td>";
     }

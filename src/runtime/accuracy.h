@@ -35,9 +35,9 @@ struct LayerError {
 };
 
 struct LayerAccuracy {
-  std::string name;     // the float model's value name
-  std::string op;       // op type of its producer
-  double scale = 0;     // output quantization scale
+  std::string name;  // the float model's value name
+  std::string op;    // op type of its producer
+  double scale = 0;  // output quantization scale
   int64_t zero_point = 0;
   LayerError entire, single;
   bool has_single = false;
@@ -45,14 +45,14 @@ struct LayerAccuracy {
 
 struct AccuracyReport {
   std::string float_model, quant_model;
-  std::vector<LayerAccuracy> layers;   // graph order
-  std::vector<std::string> outputs;    // the graph outputs among the layers
+  std::vector<LayerAccuracy> layers;  // graph order
+  std::vector<std::string> outputs;   // the graph outputs among the layers
 };
 
 LayerError compare(const Tensor& reference, const Tensor& quantized, double scale);
 
-Result<AccuracyReport> analyze_accuracy(const std::string& float_model, const std::string& quant_model,
-                                        const std::map<std::string, Tensor>& inputs, int threads);
+Result<AccuracyReport> analyze_accuracy(const std::string& float_model, const std::string& quant_model, const std::map<std::string, Tensor>& inputs,
+                                        int threads);
 
 // The report as JSON text, and as one self-contained HTML page (inline SVG chart of both
 // modes' cosine per layer, the table worst first; no network, no scripts).

@@ -25,8 +25,7 @@ Result<Image> load_image(const std::string& path) {
   if (static_cast<int64_t>(w) * h > (int64_t{1} << 28)) {
     return invalid(path + ": " + std::to_string(w) + "x" + std::to_string(h) + " pixels is more than this tool accepts");
   }
-  stbi_uc* p = stbi_load_from_memory(reinterpret_cast<const stbi_uc*>(bytes.data()), static_cast<int>(bytes.size()), &w,
-                                     &h, &c, 3);
+  stbi_uc* p = stbi_load_from_memory(reinterpret_cast<const stbi_uc*>(bytes.data()), static_cast<int>(bytes.size()), &w, &h, &c, 3);
   if (!p) return invalid(path + ": cannot decode (" + std::string(stbi_failure_reason()) + ")");
   Image img;
   img.width = w;
@@ -93,8 +92,7 @@ Result<Prepared> preprocess(const Image& img, const DetectorConfig& cfg, bool wi
       const float sx = (static_cast<float>(x) + 0.5f - p.pad_x) / gx - 0.5f;
       const float sy = (static_cast<float>(y) + 0.5f - p.pad_y) / gy - 0.5f;
       float rgb[3];
-      const bool outside = sx < -0.5f || sy < -0.5f || sx > static_cast<float>(img.width) - 0.5f ||
-                           sy > static_cast<float>(img.height) - 0.5f;
+      const bool outside = sx < -0.5f || sy < -0.5f || sx > static_cast<float>(img.width) - 0.5f || sy > static_cast<float>(img.height) - 0.5f;
       if (outside) {
         rgb[0] = rgb[1] = rgb[2] = cfg.pad_value;
       } else {
@@ -153,7 +151,8 @@ Result<std::vector<Detection>> decode_gfl(const std::map<std::string, Tensor>& o
   // Pair each level's class output with its distribution output by their cell count.
   std::map<int64_t, std::vector<const Tensor*>> by_cells;
   for (const auto& [name, t] : outputs) {
-    if (t.rank() != 3 || t.dim(0) != 1 || t.dtype() != DType::f32) return invalid("output kind gfl: output '" + name + "' is not [1, cells, n] float32");
+    if (t.rank() != 3 || t.dim(0) != 1 || t.dtype() != DType::f32)
+      return invalid("output kind gfl: output '" + name + "' is not [1, cells, n] float32");
     by_cells[t.dim(1)].push_back(&t);
   }
   std::vector<Detection> cand;
@@ -193,8 +192,8 @@ Result<std::vector<Detection>> decode_gfl(const std::map<std::string, Tensor>& o
 
 }  // namespace
 
-Result<std::vector<Detection>> postprocess(const std::map<std::string, Tensor>& outputs, const DetectorConfig& cfg,
-                                           const Prepared& prep, const Image& img) {
+Result<std::vector<Detection>> postprocess(const std::map<std::string, Tensor>& outputs, const DetectorConfig& cfg, const Prepared& prep,
+                                           const Image& img) {
   std::vector<Detection> dets;
   if (cfg.output == "none") return dets;
   if (cfg.output == "deim") {
@@ -210,9 +209,9 @@ Result<std::vector<Detection>> postprocess(const std::map<std::string, Tensor>& 
     for (int64_t k = 0; k < l.dim(1); ++k) {
       const float score = static_cast<float>(s.get_as_double(k));
       if (score < cfg.score_threshold) continue;
-      dets.push_back(Detection{static_cast<int64_t>(l.get_as_double(k)), score,
-                               static_cast<float>(b.get_as_double(k * 4)), static_cast<float>(b.get_as_double(k * 4 + 1)),
-                               static_cast<float>(b.get_as_double(k * 4 + 2)), static_cast<float>(b.get_as_double(k * 4 + 3))});
+      dets.push_back(Detection{static_cast<int64_t>(l.get_as_double(k)), score, static_cast<float>(b.get_as_double(k * 4)),
+                               static_cast<float>(b.get_as_double(k * 4 + 1)), static_cast<float>(b.get_as_double(k * 4 + 2)),
+                               static_cast<float>(b.get_as_double(k * 4 + 3))});
     }
   } else {
     std::vector<Detection> cand;
@@ -279,15 +278,18 @@ void draw_detections(Image& img, const std::vector<Detection>& dets) {
 
 const std::vector<std::string>& coco_class_names() {
   static const std::vector<std::string> names = {
-      "person", "bicycle", "car", "motorcycle", "airplane", "bus", "train", "truck", "boat", "traffic light",
-      "fire hydrant", "stop sign", "parking meter", "bench", "bird", "cat", "dog", "horse", "sheep", "cow",
-      "elephant", "bear", "zebra", "giraffe", "backpack", "umbrella", "handbag", "tie", "suitcase", "frisbee",
-      "skis", "snowboard", "sports ball", "kite", "baseball bat", "baseball glove", "skateboard", "surfboard",
-      "tennis racket", "bottle", "wine glass", "cup", "fork", "knife", "spoon", "bowl", "banana", "apple",
-      "sandwich", "orange", "broccoli", "carrot", "hot dog", "pizza", "donut", "cake", "chair", "couch",
-      "potted plant", "bed", "dining table", "toilet", "tv", "laptop", "mouse", "remote", "keyboard", "cell phone",
-      "microwave", "oven", "toaster", "sink", "refrigerator", "book", "clock", "vase", "scissors", "teddy bear",
-      "hair drier", "toothbrush"};
+      "person",         "bicycle",    "car",           "motorcycle",    "airplane",     "bus",           "train",
+      "truck",          "boat",       "traffic light", "fire hydrant",  "stop sign",    "parking meter", "bench",
+      "bird",           "cat",        "dog",           "horse",         "sheep",        "cow",           "elephant",
+      "bear",           "zebra",      "giraffe",       "backpack",      "umbrella",     "handbag",       "tie",
+      "suitcase",       "frisbee",    "skis",          "snowboard",     "sports ball",  "kite",          "baseball bat",
+      "baseball glove", "skateboard", "surfboard",     "tennis racket", "bottle",       "wine glass",    "cup",
+      "fork",           "knife",      "spoon",         "bowl",          "banana",       "apple",         "sandwich",
+      "orange",         "broccoli",   "carrot",        "hot dog",       "pizza",        "donut",         "cake",
+      "chair",          "couch",      "potted plant",  "bed",           "dining table", "toilet",        "tv",
+      "laptop",         "mouse",      "remote",        "keyboard",      "cell phone",   "microwave",     "oven",
+      "toaster",        "sink",       "refrigerator",  "book",          "clock",        "vase",          "scissors",
+      "teddy bear",     "hair drier", "toothbrush"};
   return names;
 }
 

@@ -62,8 +62,8 @@ struct Prepared {
 };
 
 Result<Prepared> preprocess(const Image& img, const DetectorConfig& cfg, bool with_target_sizes);
-Result<std::vector<Detection>> postprocess(const std::map<std::string, Tensor>& outputs, const DetectorConfig& cfg,
-                                           const Prepared& prep, const Image& img);
+Result<std::vector<Detection>> postprocess(const std::map<std::string, Tensor>& outputs, const DetectorConfig& cfg, const Prepared& prep,
+                                           const Image& img);
 
 void draw_detections(Image& img, const std::vector<Detection>& dets);
 const std::vector<std::string>& coco_class_names();  // the 80 COCO class names, index = label

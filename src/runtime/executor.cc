@@ -18,8 +18,8 @@
 namespace rkd::runtime {
 
 std::vector<std::string> pass_names(bool fuse) {
-  std::vector<std::string> v{"shape-inference", "constant-folding", "dead-code-elimination", "conv-bn-folding",
-                             "qdq-to-qlinear", "constant-folding-2"};
+  std::vector<std::string> v{"shape-inference", "constant-folding", "dead-code-elimination",
+                             "conv-bn-folding", "qdq-to-qlinear",   "constant-folding-2"};
   if (fuse) v.push_back("deform-attn-fusion");
   v.push_back("conv-activation-fusion");
   v.push_back("int8-channels-last");
@@ -35,8 +35,9 @@ Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
       return t.find("Quantize") != std::string::npos || t.rfind("QLinear", 0) == 0 || t.ends_with("Integer");
     });
     if (!quantized) {
-      return unsupported("no quantized operator (QuantizeLinear, DequantizeLinear, QLinear*, *Integer): a float model; the int8 "
-                         "back ends (--backend int8, sim, analyze, compile) need a quantized one (rkdeploy quantize)");
+      return unsupported(
+          "no quantized operator (QuantizeLinear, DequantizeLinear, QLinear*, *Integer): a float model; the int8 "
+          "back ends (--backend int8, sim, analyze, compile) need a quantized one (rkdeploy quantize)");
     }
   }
   if (opt.int8 && !opt.requant.empty()) {
@@ -142,7 +143,7 @@ struct ExecutorBuilder {
         e->plan_.constant_bytes += static_cast<int64_t>(v->constant->nbytes());
       }
     }
-    std::map<int, int> root_of;  // alias slot -> root slot
+    std::map<int, int> root_of;         // alias slot -> root slot
     std::vector<Error> prepare_errors;  // reported together after the walk
     std::map<int, Planned> planned;
     for (const auto& np : g.nodes()) {
@@ -250,9 +251,7 @@ struct ExecutorBuilder {
   }
 };
 
-Result<std::unique_ptr<Executor>> Executor::create(const ir::Graph& g, const ExecutorOptions& opt) {
-  return ExecutorBuilder::build(g, opt);
-}
+Result<std::unique_ptr<Executor>> Executor::create(const ir::Graph& g, const ExecutorOptions& opt) { return ExecutorBuilder::build(g, opt); }
 
 Result<std::map<std::string, Tensor>> Executor::run(const std::map<std::string, Tensor>& inputs) {
   for (const auto& [name, t] : inputs) {

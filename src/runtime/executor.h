@@ -36,8 +36,8 @@
 namespace rkd::runtime {
 
 struct CompileOptions {
-  bool fuse = true;                      // deform-attn-fusion
-  bool fuse_activations = true;          // conv-activation-fusion (off: the planner keeps ONNX ops)
+  bool fuse = true;              // deform-attn-fusion
+  bool fuse_activations = true;  // conv-activation-fusion (off: the planner keeps ONNX ops)
   // qdq-to-qlinear: QDQ patterns become integer ops on the int8 reference kernels
   // (`run --backend int8`). Off (`--backend cpu`), QuantizeLinear/DequantizeLinear run as
   // written and everything between them in float: ONNX's definition of the QDQ graph.
@@ -62,17 +62,17 @@ struct CompileOptions {
   // Fail when a node is left without a CPU kernel or a static shape (the executor needs
   // both). Off for the planner, which places such nodes and reports them.
   bool require_executable = true;
-  std::set<std::string> dump_after;      // pass names
+  std::set<std::string> dump_after;  // pass names
   std::function<void(const std::string& pass, const std::string& ir)> dump;
 };
 
 // What the fusion passes found (for inspect): fused sites and near misses with reasons.
 struct FusionReport {
   int fused_sites = 0;
-  std::vector<std::string> fused;       // one line per fused site
-  std::vector<std::string> not_fused;   // "node X: <reason>"
-  int npu_sim_convs = 0;                // convolutions placed on the NPU simulator
-  int npu_fused_adds = 0;               // of which with the following Add fused (EW stage)
+  std::vector<std::string> fused;          // one line per fused site
+  std::vector<std::string> not_fused;      // "node X: <reason>"
+  int npu_sim_convs = 0;                   // convolutions placed on the NPU simulator
+  int npu_fused_adds = 0;                  // of which with the following Add fused (EW stage)
   std::vector<std::string> npu_cpu_convs;  // "node X: <reason>" for those left on the CPU
 };
 
@@ -93,8 +93,8 @@ struct NodeTime {
 };
 
 struct MemoryPlan {
-  int64_t arena_bytes = 0;          // bytes of the shared arena
-  int64_t intermediate_bytes = 0;   // sum of every planned value's size (no reuse)
+  int64_t arena_bytes = 0;         // bytes of the shared arena
+  int64_t intermediate_bytes = 0;  // sum of every planned value's size (no reuse)
   int64_t output_bytes = 0;
   int64_t constant_bytes = 0;
   int planned_values = 0, aliased_values = 0;
@@ -116,8 +116,8 @@ class Executor {
   const ir::Graph* g_ = nullptr;
   ExecutorOptions opt_;
   std::vector<std::shared_ptr<Step>> steps_;
-  std::map<const ir::Value*, size_t> slot_of_;   // value -> slot index
-  std::vector<Tensor> slots_;                    // bound tensors per run
+  std::map<const ir::Value*, size_t> slot_of_;  // value -> slot index
+  std::vector<Tensor> slots_;                   // bound tensors per run
   std::shared_ptr<uint8_t[]> arena_;
   MemoryPlan plan_;
   std::vector<NodeTime> profile_;

@@ -25,43 +25,43 @@ bool only_reader(const ir::Value* v, const ir::Node* n, const ir::Graph& g) {
 }  // namespace
 
 ir::Pass conv_activation_fusion_pass() {
-  return ir::Pass{"conv-activation-fusion", [](ir::Graph& g) -> Status {
-                    std::set<const ir::Node*> gone;
-                    for (const auto& np : g.nodes()) {
-                      ir::Node* conv = np.get();
-                      if (conv->op_type != "Conv" || !conv->domain.empty() || conv->attrs.count("rkd_activation")) continue;
-                      ir::Value* y = conv->outputs[0];
-                      if (!y || std::find(g.outputs.begin(), g.outputs.end(), y) != g.outputs.end()) continue;
-                      std::vector<ir::Node*> readers;
-                      for (ir::Node* c : y->consumers) {
-                        if (std::find(readers.begin(), readers.end(), c) == readers.end()) readers.push_back(c);
-                      }
-                      ir::Node* last = nullptr;
-                      std::string act;
-                      if (readers.size() == 1 && readers[0]->op_type == "Relu" && readers[0]->domain.empty()) {
-                        last = readers[0];
-                        act = "relu";
-                      } else if (readers.size() == 2) {
-                        ir::Node* sig = readers[0]->op_type == "Sigmoid" ? readers[0] : readers[1];
-                        ir::Node* mul = sig == readers[0] ? readers[1] : readers[0];
-                        if (sig->op_type == "Sigmoid" && mul->op_type == "Mul" && sig->domain.empty() && mul->domain.empty() &&
-                            sig->outputs[0] && only_reader(sig->outputs[0], mul, g) && mul->inputs.size() == 2 &&
-                            ((mul->inputs[0] == y && mul->inputs[1] == sig->outputs[0]) ||
-                             (mul->inputs[1] == y && mul->inputs[0] == sig->outputs[0]))) {
-                          last = mul;
-                          act = "silu";
-                          gone.insert(sig);
-                        }
-                      }
-                      if (!last) continue;
-                      // The conv takes over the activation's output value (its name stays).
-                      g.move_output(last, 0, conv, 0);
-                      conv->attrs["rkd_activation"] = act;
-                      gone.insert(last);
-                    }
-                    g.remove_nodes([&](const ir::Node& n) { return gone.count(&n) > 0; });
-                    return {};
-                  }};
+  return ir::Pass{
+      "conv-activation-fusion", [](ir::Graph& g) -> Status {
+        std::set<const ir::Node*> gone;
+        for (const auto& np : g.nodes()) {
+          ir::Node* conv = np.get();
+          if (conv->op_type != "Conv" || !conv->domain.empty() || conv->attrs.count("rkd_activation")) continue;
+          ir::Value* y = conv->outputs[0];
+          if (!y || std::find(g.outputs.begin(), g.outputs.end(), y) != g.outputs.end()) continue;
+          std::vector<ir::Node*> readers;
+          for (ir::Node* c : y->consumers) {
+            if (std::find(readers.begin(), readers.end(), c) == readers.end()) readers.push_back(c);
+          }
+          ir::Node* last = nullptr;
+          std::string act;
+          if (readers.size() == 1 && readers[0]->op_type == "Relu" && readers[0]->domain.empty()) {
+            last = readers[0];
+            act = "relu";
+          } else if (readers.size() == 2) {
+            ir::Node* sig = readers[0]->op_type == "Sigmoid" ? readers[0] : readers[1];
+            ir::Node* mul = sig == readers[0] ? readers[1] : readers[0];
+            if (sig->op_type == "Sigmoid" && mul->op_type == "Mul" && sig->domain.empty() && mul->domain.empty() && sig->outputs[0] &&
+                only_reader(sig->outputs[0], mul, g) && mul->inputs.size() == 2 &&
+                ((mul->inputs[0] == y && mul->inputs[1] == sig->outputs[0]) || (mul->inputs[1] == y && mul->inputs[0] == sig->outputs[0]))) {
+              last = mul;
+              act = "silu";
+              gone.insert(sig);
+            }
+          }
+          if (!last) continue;
+          // The conv takes over the activation's output value (its name stays).
+          g.move_output(last, 0, conv, 0);
+          conv->attrs["rkd_activation"] = act;
+          gone.insert(last);
+        }
+        g.remove_nodes([&](const ir::Node& n) { return gone.count(&n) > 0; });
+        return {};
+      }};
 }
 
 namespace {
@@ -73,7 +73,6 @@ using ir::Value;
 struct Miss {
   std::string reason;
 };
-
 
 std::vector<int64_t> perm_of(const Node* n) {
   auto p = n->attr_ints("perm", {});
@@ -262,8 +261,7 @@ Result<Site> match_site(Node* concat) {
     return Error{ErrorKind::invalid, "the sum is not reshaped to [B, nH*c, Q]"};
   }
   Value* r3 = red->consumers[0]->outputs[0];
-  if (r3->consumers.size() != 1 || r3->consumers[0]->op_type != "Transpose" ||
-      perm_of(r3->consumers[0]) != std::vector<int64_t>{0, 2, 1}) {
+  if (r3->consumers.size() != 1 || r3->consumers[0]->op_type != "Transpose" || perm_of(r3->consumers[0]) != std::vector<int64_t>{0, 2, 1}) {
     return Error{ErrorKind::invalid, "the result is not transposed to [B, Q, nH*c]"};
   }
   s.out = r3->consumers[0]->outputs[0];
@@ -276,8 +274,7 @@ Result<Site> match_site(Node* concat) {
     Value* grid = nullptr;
     if (Node* gs = ir::produced_by(sample, "GridSample")) {
       any_grid = true;
-      if (gs->attr_string("mode", "bilinear").value_or("") != "bilinear" ||
-          gs->attr_string("padding_mode", "zeros").value_or("") != "zeros" ||
+      if (gs->attr_string("mode", "bilinear").value_or("") != "bilinear" || gs->attr_string("padding_mode", "zeros").value_or("") != "zeros" ||
           gs->attr_int("align_corners", 0).value_or(1) != 0) {
         return Error{ErrorKind::invalid, gs->describe() + " is not bilinear/zeros/align_corners=0"};
       }
@@ -294,12 +291,11 @@ Result<Site> match_site(Node* concat) {
       if (!ls || ls->size() != 4) return Error{ErrorKind::invalid, "level value shape unknown"};
       if (wh[0] != static_cast<double>((*ls)[3]) || wh[1] != static_cast<double>((*ls)[2])) {
         return Error{ErrorKind::invalid, "coordinates are scaled by [" + std::to_string(wh[0]) + ", " + std::to_string(wh[1]) +
-                                             "], not the level's [w, h] = [" + std::to_string((*ls)[3]) + ", " +
-                                             std::to_string((*ls)[2]) + "]"};
+                                             "], not the level's [w, h] = [" + std::to_string((*ls)[3]) + ", " + std::to_string((*ls)[2]) + "]"};
       }
       if (hi != (*ls)[2] - 1) {
-        return Error{ErrorKind::invalid, "coordinates are clamped to " + std::to_string(hi) + ", not H-1 = " +
-                                             std::to_string((*ls)[2] - 1) + " (only the historical discrete form is fused)"};
+        return Error{ErrorKind::invalid, "coordinates are clamped to " + std::to_string(hi) + ", not H-1 = " + std::to_string((*ls)[2] - 1) +
+                                             " (only the historical discrete form is fused)"};
       }
     }
     auto ls = ir::static_shape(vl);
@@ -350,8 +346,8 @@ std::string site_text(const Site& s) {
     if (i) pts += ',';
     pts += std::to_string(s.points[i]);
   }
-  return s.concat->describe() + ": " + s.method + " sampling, levels " + lv + ", points " + pts + ", " +
-         std::to_string(s.heads) + " heads x " + std::to_string(s.head_dim);
+  return s.concat->describe() + ": " + s.method + " sampling, levels " + lv + ", points " + pts + ", " + std::to_string(s.heads) + " heads x " +
+         std::to_string(s.head_dim);
 }
 
 std::vector<int64_t> ints_attr(const Node& n, const char* key) {
@@ -362,67 +358,69 @@ std::vector<int64_t> ints_attr(const Node& n, const char* key) {
 }  // namespace
 
 ir::Pass deform_attn_fusion_pass(FusionReport* report) {
-  return ir::Pass{"deform-attn-fusion", [report](ir::Graph& g) -> Status {
-                    std::vector<Node*> candidates;
-                    for (const auto& np : g.nodes()) {
-                      Node* n = np.get();
-                      if (n->op_type != "Concat" || n->inputs.empty() || !n->outputs[0]) continue;
-                      bool sampled = true;
-                      for (Value* v : n->inputs) {
-                        sampled = sampled && v && v->producer &&
-                                  (v->producer->op_type == "GridSample" ||
-                                   (v->producer->op_type == "Reshape" && ir::produced_by(v->producer->inputs[0], "Transpose") &&
-                                    ir::produced_by(ir::produced_by(v->producer->inputs[0], "Transpose")->inputs[0], "Reshape") &&
-                                    ir::produced_by(ir::produced_by(ir::produced_by(v->producer->inputs[0], "Transpose")->inputs[0], "Reshape")->inputs[0], "Gather")));
-                      }
-                      if (sampled) candidates.push_back(n);
-                    }
-                    // value source + geometry -> prepared value (layers reading the same memory share it)
-                    std::map<std::tuple<Value*, std::vector<int64_t>, std::vector<int64_t>, int64_t>, Value*> prepared;
-                    std::vector<std::unique_ptr<Node>> unused;
-                    for (Node* c : candidates) {
-                      auto site = match_site(c);
-                      if (!site.ok()) {
-                        if (report) report->not_fused.push_back(c->describe() + ": " + site.error().message);
-                        continue;
-                      }
-                      const Site& s = *site;
-                      // One preparation per value tensor: layers reshaping the same memory share it.
-                      Value* src = s.value4;
-                      if (Node* r = ir::produced_by(s.value4, "Reshape")) src = r->inputs[0];
-                      const auto key = std::make_tuple(src, s.hs, s.ws, s.heads);
-                      Value* prep = prepared.count(key) ? prepared[key] : nullptr;
-                      if (!prep) {
-                        RKD_ASSIGN(Node * pn, g.add_node(s.concat->name + "/msda_prepare", "MSDAPrepare", "rkdeploy",
-                                                         {s.value4}, {s.value4->name + "/msda_prepared"}));
-                        pn->attrs["level_h"] = s.hs;
-                        pn->attrs["level_w"] = s.ws;
-                        auto v4 = *ir::static_shape(s.value4);
-                        const int64_t hdp = (s.head_dim + 7) / 8 * 8;
-                        pn->outputs[0]->dtype = DType::f32;
-                        pn->outputs[0]->shape = ir::Dims{ir::Dim{v4[0], ""}, ir::Dim{s.heads, ""}, ir::Dim{v4[1] + 1, ""}, ir::Dim{hdp, ""}};
-                        prep = pn->outputs[0];
-                        prepared[key] = prep;
-                      }
-                      // The fused node takes over the site's output value (its name stays).
-                      RKD_ASSIGN(Node * fn, g.add_node(s.concat->name + "/msda", "MSDeformAttn", "rkdeploy",
-                                                       {prep, s.locations, s.weights}, {s.out->name + "/fused"}));
-                      g.move_output(s.out->producer, 0, fn, 0);
-                      fn->attrs["level_h"] = s.hs;
-                      fn->attrs["level_w"] = s.ws;
-                      fn->attrs["points"] = s.points;
-                      fn->attrs["method"] = s.method;
-                      fn->attrs["head_dim"] = s.head_dim;
-                      if (report) {
-                        ++report->fused_sites;
-                        report->fused.push_back(site_text(s));
-                      }
-                    }
-                    if (prepared.empty()) return {};
-                    // New nodes were appended: restore topological order (a fused node must come
-                    // after its inputs' producers and before its output's readers).
-                    return g.sort_topologically();
-                  }};
+  return ir::Pass{
+      "deform-attn-fusion", [report](ir::Graph& g) -> Status {
+        std::vector<Node*> candidates;
+        for (const auto& np : g.nodes()) {
+          Node* n = np.get();
+          if (n->op_type != "Concat" || n->inputs.empty() || !n->outputs[0]) continue;
+          bool sampled = true;
+          for (Value* v : n->inputs) {
+            sampled =
+                sampled && v && v->producer &&
+                (v->producer->op_type == "GridSample" ||
+                 (v->producer->op_type == "Reshape" && ir::produced_by(v->producer->inputs[0], "Transpose") &&
+                  ir::produced_by(ir::produced_by(v->producer->inputs[0], "Transpose")->inputs[0], "Reshape") &&
+                  ir::produced_by(ir::produced_by(ir::produced_by(v->producer->inputs[0], "Transpose")->inputs[0], "Reshape")->inputs[0], "Gather")));
+          }
+          if (sampled) candidates.push_back(n);
+        }
+        // value source + geometry -> prepared value (layers reading the same memory share it)
+        std::map<std::tuple<Value*, std::vector<int64_t>, std::vector<int64_t>, int64_t>, Value*> prepared;
+        std::vector<std::unique_ptr<Node>> unused;
+        for (Node* c : candidates) {
+          auto site = match_site(c);
+          if (!site.ok()) {
+            if (report) report->not_fused.push_back(c->describe() + ": " + site.error().message);
+            continue;
+          }
+          const Site& s = *site;
+          // One preparation per value tensor: layers reshaping the same memory share it.
+          Value* src = s.value4;
+          if (Node* r = ir::produced_by(s.value4, "Reshape")) src = r->inputs[0];
+          const auto key = std::make_tuple(src, s.hs, s.ws, s.heads);
+          Value* prep = prepared.count(key) ? prepared[key] : nullptr;
+          if (!prep) {
+            RKD_ASSIGN(Node * pn,
+                       g.add_node(s.concat->name + "/msda_prepare", "MSDAPrepare", "rkdeploy", {s.value4}, {s.value4->name + "/msda_prepared"}));
+            pn->attrs["level_h"] = s.hs;
+            pn->attrs["level_w"] = s.ws;
+            auto v4 = *ir::static_shape(s.value4);
+            const int64_t hdp = (s.head_dim + 7) / 8 * 8;
+            pn->outputs[0]->dtype = DType::f32;
+            pn->outputs[0]->shape = ir::Dims{ir::Dim{v4[0], ""}, ir::Dim{s.heads, ""}, ir::Dim{v4[1] + 1, ""}, ir::Dim{hdp, ""}};
+            prep = pn->outputs[0];
+            prepared[key] = prep;
+          }
+          // The fused node takes over the site's output value (its name stays).
+          RKD_ASSIGN(Node * fn,
+                     g.add_node(s.concat->name + "/msda", "MSDeformAttn", "rkdeploy", {prep, s.locations, s.weights}, {s.out->name + "/fused"}));
+          g.move_output(s.out->producer, 0, fn, 0);
+          fn->attrs["level_h"] = s.hs;
+          fn->attrs["level_w"] = s.ws;
+          fn->attrs["points"] = s.points;
+          fn->attrs["method"] = s.method;
+          fn->attrs["head_dim"] = s.head_dim;
+          if (report) {
+            ++report->fused_sites;
+            report->fused.push_back(site_text(s));
+          }
+        }
+        if (prepared.empty()) return {};
+        // New nodes were appended: restore topological order (a fused node must come
+        // after its inputs' producers and before its output's readers).
+        return g.sort_topologically();
+      }};
 }
 
 bool is_fused_op(const ir::Node& n) { return n.domain == "rkdeploy"; }

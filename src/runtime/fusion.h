@@ -60,7 +60,7 @@ Result<Kernel> prepare_int8_fused_op(const ir::Node& n);  // QLinearAdd, QLinear
 // for bit.
 ir::Pass int8_channels_last_pass();
 
-bool is_fused_op(const ir::Node& n);              // domain "rkdeploy"
+bool is_fused_op(const ir::Node& n);  // domain "rkdeploy"
 Result<Kernel> prepare_fused_op(const ir::Node& n);
 
 }  // namespace rkd::runtime

@@ -123,7 +123,7 @@ Result<bool> push_below(Graph& g, Node* n) {
     Value* v = i < n->inputs.size() ? n->inputs[i] : nullptr;
     if (!v) return false;
     const auto numel = v->static_numel();
-    if (numel && *numel == 1) continue;  // a one-element operand broadcasts in either layout
+    if (numel && *numel == 1) continue;                                    // a one-element operand broadcasts in either layout
     if (ir::static_shape(v) != out_shape || !is_int8_4d(v)) return false;  // no broadcasting across the layout change
     if (Node* t = transpose_producing(v, kToChannelsFirst)) {
       moved.emplace_back(i, t->inputs[0]);

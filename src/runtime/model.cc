@@ -63,13 +63,12 @@ Status check_detector_inputs(const std::map<std::string, Tensor>& inputs) {
   for (int64_t i = 0; i < t.numel(); ++i) {
     const double v = t.get_as_double(i);
     if (v <= 0) {
-      return invalid(what + ": row " + std::to_string(i / 2) + " holds " + std::to_string(static_cast<int64_t>(v)) +
-                     " for the " + (i % 2 ? "height" : "width") +
-                     "; sizes must be positive, otherwise every box would be scaled to zero");
+      return invalid(what + ": row " + std::to_string(i / 2) + " holds " + std::to_string(static_cast<int64_t>(v)) + " for the " +
+                     (i % 2 ? "height" : "width") + "; sizes must be positive, otherwise every box would be scaled to zero");
     }
     if (v > static_cast<double>(kMaxImageSide)) {
-      return invalid(what + ": row " + std::to_string(i / 2) + " holds " + std::to_string(static_cast<int64_t>(v)) +
-                     ", more than " + std::to_string(kMaxImageSide) + " pixels");
+      return invalid(what + ": row " + std::to_string(i / 2) + " holds " + std::to_string(static_cast<int64_t>(v)) + ", more than " +
+                     std::to_string(kMaxImageSide) + " pixels");
     }
   }
   return {};
@@ -119,7 +118,10 @@ Status check_finite_inputs(const std::map<std::string, Tensor>& inputs, const st
       index = std::to_string(rem % t.dim(d)) + (index.empty() ? "" : ", ") + index;
       rem /= t.dim(d);
     }
-    return invalid(what + " '" + name + "': element [" + index + "] is " + (std::isnan(value) ? "NaN" : value > 0 ? "+inf" : "-inf") +
+    return invalid(what + " '" + name + "': element [" + index + "] is " +
+                   (std::isnan(value) ? "NaN"
+                    : value > 0       ? "+inf"
+                                      : "-inf") +
                    (bad > 1 ? " (" + std::to_string(bad) + " non-finite values in all)" : "") +
                    "; inputs must be finite (--allow-nonfinite runs with them, IEEE semantics in every kernel)");
   }

@@ -112,9 +112,10 @@ Result<NpuAnalysis> analyze_npu(const std::string& model, const std::map<std::st
     }
     const ConvSpec& s = *spec;
     char shape[160];
-    std::snprintf(shape, sizeof shape, "%lldx%lldx%lld -> %lldx%lldx%lld k%lldx%lld s%lld%s", static_cast<long long>(s.C), static_cast<long long>(s.H),
-                  static_cast<long long>(s.W), static_cast<long long>(s.OC), static_cast<long long>(s.OH()), static_cast<long long>(s.OW()),
-                  static_cast<long long>(s.KH), static_cast<long long>(s.KW), static_cast<long long>(s.stride_h), s.depthwise ? " dw" : "");
+    std::snprintf(shape, sizeof shape, "%lldx%lldx%lld -> %lldx%lldx%lld k%lldx%lld s%lld%s", static_cast<long long>(s.C),
+                  static_cast<long long>(s.H), static_cast<long long>(s.W), static_cast<long long>(s.OC), static_cast<long long>(s.OH()),
+                  static_cast<long long>(s.OW()), static_cast<long long>(s.KH), static_cast<long long>(s.KW), static_cast<long long>(s.stride_h),
+                  s.depthwise ? " dw" : "");
     c.shape = shape;
     float lo = *std::min_element(s.w_scales.begin(), s.w_scales.end()), hi = *std::max_element(s.w_scales.begin(), s.w_scales.end());
     c.scale_spread = lo > 0 ? static_cast<double>(hi) / lo : 0;
@@ -166,11 +167,11 @@ std::string npu_analysis_text(const NpuAnalysis& a, bool per_conv) {
   char line[512];
   int lowered = 0;
   for (const auto& c : a.convs) lowered += c.skipped.empty();
-  std::snprintf(line, sizeof line, "%s: %zu int8 convolutions (%d lowered), reference requantization %s\n", a.model.c_str(), a.convs.size(),
-                lowered, a.requant.c_str());
+  std::snprintf(line, sizeof line, "%s: %zu int8 convolutions (%d lowered), reference requantization %s\n", a.model.c_str(), a.convs.size(), lowered,
+                a.requant.c_str());
   out += line;
-  std::snprintf(line, sizeof line, "  %-22s %8s %9s %9s %7s %11s %11s %12s\n", "strategy", "max LSB", "mean LSB", "exact %", "tasks",
-                "weights B", "operands B", "est. cycles");
+  std::snprintf(line, sizeof line, "  %-22s %8s %9s %9s %7s %11s %11s %12s\n", "strategy", "max LSB", "mean LSB", "exact %", "tasks", "weights B",
+                "operands B", "est. cycles");
   out += line;
   for (const auto& t : a.totals) {
     if (!t.error.empty()) {
@@ -178,8 +179,8 @@ std::string npu_analysis_text(const NpuAnalysis& a, bool per_conv) {
       continue;
     }
     std::snprintf(line, sizeof line, "  %-22s %8lld %9.4f %9.3f %7lld %11lld %11lld %12lld\n", t.strategy.c_str(), static_cast<long long>(t.max_diff),
-                  t.mean_diff, exact_percent(t), static_cast<long long>(t.tasks),
-                  static_cast<long long>(t.weight_bytes), static_cast<long long>(t.operand_bytes), static_cast<long long>(t.est_cycles));
+                  t.mean_diff, exact_percent(t), static_cast<long long>(t.tasks), static_cast<long long>(t.weight_bytes),
+                  static_cast<long long>(t.operand_bytes), static_cast<long long>(t.est_cycles));
     out += line;
   }
   for (const auto& c : a.convs) {
@@ -195,8 +196,8 @@ std::string npu_analysis_text(const NpuAnalysis& a, bool per_conv) {
         out += "    " + r.strategy + ": " + r.error + "\n";
         continue;
       }
-      std::snprintf(line, sizeof line, "    %-22s max %4lld  mean %.4f  exact %7.3f%%  tasks %4lld\n", r.strategy.c_str(), static_cast<long long>(r.max_diff),
-                    r.mean_diff, exact_percent(r), static_cast<long long>(r.tasks));
+      std::snprintf(line, sizeof line, "    %-22s max %4lld  mean %.4f  exact %7.3f%%  tasks %4lld\n", r.strategy.c_str(),
+                    static_cast<long long>(r.max_diff), r.mean_diff, exact_percent(r), static_cast<long long>(r.tasks));
       out += line;
     }
   }
@@ -278,7 +279,8 @@ std::string npu_analysis_html(const NpuAnalysis& a) {
        "<th>weights B</th><th>operands B</th><th>est. cycles</th><th>row slices</th></tr>\n";
   for (const auto& t : a.totals) {
     if (!t.error.empty()) {
-      h += "<tr class=\"bad\"><td class=\"l\">" + html_escape(t.strategy) + "</td><td class=\"l\" colspan=\"8\">failed: " + html_escape(t.error) + "</td></tr>\n";
+      h += "<tr class=\"bad\"><td class=\"l\">" + html_escape(t.strategy) + "</td><td class=\"l\" colspan=\"8\">failed: " + html_escape(t.error) +
+           "</td></tr>\n";
       continue;
     }
     h += std::string("<tr") + (t.max_diff > 1 ? " class=\"bad\"" : "") + "><td class=\"l\">" + html_escape(t.strategy) + "</td><td>" +
@@ -298,7 +300,9 @@ std::string npu_analysis_html(const NpuAnalysis& a) {
     h += "<td class=\"l\">" + html_escape(c.shape) + "</td><td>" + html_number(c.scale_spread, 4) + "</td>";
     for (const auto& r : c.strategies) {
       if (!r.error.empty()) h += "<td class=\"bad\">failed</td>";
-      else h += std::string("<td") + (r.max_diff > 1 ? " class=\"bad\"" : "") + ">" + html_number(exact_percent(r), 6) + " / " + std::to_string(r.max_diff) + "</td>";
+      else
+        h += std::string("<td") + (r.max_diff > 1 ? " class=\"bad\"" : "") + ">" + html_number(exact_percent(r), 6) + " / " +
+             std::to_string(r.max_diff) + "</td>";
     }
     h += "</tr>\n";
   }

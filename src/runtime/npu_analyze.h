@@ -28,27 +28,27 @@ namespace rkd::runtime {
 
 struct StrategyResult {
   std::string strategy;
-  int64_t max_diff = 0;       // LSB
-  double mean_diff = 0;       // LSB
+  int64_t max_diff = 0;  // LSB
+  double mean_diff = 0;  // LSB
   int64_t exact = 0, values = 0;
   int64_t tasks = 0;
   int64_t weight_bytes = 0, operand_bytes = 0;
   int64_t est_cycles = 0;
-  int64_t row_slices = 1;     // the most CBUF row slices of one channel group (1: none)
-  std::string error;          // lowering or simulation failed: why
+  int64_t row_slices = 1;  // the most CBUF row slices of one channel group (1: none)
+  std::string error;       // lowering or simulation failed: why
 };
 
 struct ConvResult {
   std::string node;
-  std::string shape;            // "3x320x320 -> 16x160x160 k3 s2"
-  double scale_spread = 1;      // max / min weight scale
+  std::string shape;        // "3x320x320 -> 16x160x160 k3 s2"
+  double scale_spread = 1;  // max / min weight scale
   std::vector<StrategyResult> strategies;
-  std::string skipped;          // not lowered (outside the shared limits, or no strategy lowers it): why
+  std::string skipped;  // not lowered (outside the shared limits, or no strategy lowers it): why
 };
 
 struct NpuAnalysis {
   std::string model;
-  std::string requant;          // the reference's convention
+  std::string requant;  // the reference's convention
   std::vector<ConvResult> convs;
   std::vector<StrategyResult> totals;  // per strategy over all lowered convs (max of max, sums)
 };

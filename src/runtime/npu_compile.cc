@@ -49,15 +49,16 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   man["convolutions"] = nlohmann::ordered_json::array();
   man["cpu"] = nlohmann::ordered_json::array();
   std::map<std::string, int> cpu_ops;
-  const bool any_conv = std::any_of(g.nodes().begin(), g.nodes().end(),
-                                    [](const auto& np) { return np->op_type == "QLinearConv" && np->domain.empty(); });
+  const bool any_conv =
+      std::any_of(g.nodes().begin(), g.nodes().end(), [](const auto& np) { return np->op_type == "QLinearConv" && np->domain.empty(); });
   if (!any_conv) {
     return unsupported(model + ": no int8 convolution to lower (a float model? rkdeploy quantize writes a QDQ model; docs/quantization.md)");
   }
   for (const auto& np : g.nodes()) {
     const ir::Node& n = *np;
     if (n.op_type != "QLinearConv" || !n.domain.empty()) {
-      man["cpu"].push_back({{"node", n.name}, {"op", (n.domain.empty() ? "" : n.domain + ".") + n.op_type},
+      man["cpu"].push_back({{"node", n.name},
+                            {"op", (n.domain.empty() ? "" : n.domain + ".") + n.op_type},
                             {"reason", "the NPU back end lowers int8 convolutions only (yet)"}});
       ++sum.nodes_on_cpu;
       continue;
@@ -91,16 +92,29 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
     nlohmann::ordered_json jc;
     jc["node"] = n.name;
     jc["directory"] = cname;
-    jc["geometry"] = {{"C", s.C}, {"H", s.H}, {"W", s.W}, {"OC", s.OC}, {"OH", l.OH}, {"OW", l.OW}, {"KH", s.KH}, {"KW", s.KW},
-                      {"stride", {s.stride_h, s.stride_w}}, {"pads", {s.pad_top, s.pad_left, s.pad_bottom, s.pad_right}},
-                      {"depthwise", s.depthwise}, {"dtype", dtype_name(s.dtype)}};
-    jc["input"] = {{"device_offset", in - mem.base()}, {"bytes", in_bytes}, {"layout", "NC1HWC2, C2 = 16, width the line dimension; "
-                                                                                      "padding lanes and rows hold the input zero point"},
+    jc["geometry"] = {{"C", s.C},
+                      {"H", s.H},
+                      {"W", s.W},
+                      {"OC", s.OC},
+                      {"OH", l.OH},
+                      {"OW", l.OW},
+                      {"KH", s.KH},
+                      {"KW", s.KW},
+                      {"stride", {s.stride_h, s.stride_w}},
+                      {"pads", {s.pad_top, s.pad_left, s.pad_bottom, s.pad_right}},
+                      {"depthwise", s.depthwise},
+                      {"dtype", dtype_name(s.dtype)}};
+    jc["input"] = {{"device_offset", in - mem.base()},
+                   {"bytes", in_bytes},
+                   {"layout",
+                    "NC1HWC2, C2 = 16, width the line dimension; "
+                    "padding lanes and rows hold the input zero point"},
                    {"zero_point_stored", s.dtype == DType::u8 ? s.x_zero_point - 128 : s.x_zero_point}};
     jc["tasks"] = nlohmann::ordered_json::array();
     for (size_t t = 0; t < l.tasks.size(); ++t) {
       const std::string tname = cname + "/" + numbered("task", t);
-      RKD_TRY(write_file_atomic((tmp / (tname + ".regcmd")).string(), std::span<const uint8_t>(wbytes + spans[t].first_word * 8, spans[t].word_count * 8)));
+      RKD_TRY(write_file_atomic((tmp / (tname + ".regcmd")).string(),
+                                std::span<const uint8_t>(wbytes + spans[t].first_word * 8, spans[t].word_count * 8)));
       nlohmann::ordered_json jt = {{"regcmd", tname + ".regcmd"}, {"device_offset", spans[t].address - mem.base()}, {"words", spans[t].word_count}};
       jt["buffers"] = nlohmann::ordered_json::array();
       for (const auto& b : l.buffers) {
@@ -118,7 +132,9 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
       const auto& r = l.outputs[info.region];
       jt["cbuf"] = {{"data_banks", info.data_banks}, {"weight_banks", info.weight_banks}};
       jt["input_rows"] = {info.slice.in_row0, info.slice.in_rows};
-      jt["output"] = {{"device_offset", r.address - mem.base()}, {"surface_bytes", r.surface_bytes}, {"rows", {info.slice.out_row0, info.slice.out_rows}},
+      jt["output"] = {{"device_offset", r.address - mem.base()},
+                      {"surface_bytes", r.surface_bytes},
+                      {"rows", {info.slice.out_row0, info.slice.out_rows}},
                       {"channels", r.channels}};
       jc["tasks"].push_back(jt);
     }

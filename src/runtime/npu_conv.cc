@@ -41,7 +41,8 @@ Result<ConvSpec> npu_conv_spec(const Node& n) {
   s.OC = w->dim(0);
   s.KH = w->dim(2);
   s.KW = w->dim(3);
-  if (group != 1 && !(group == s.C && s.OC == s.C && w->dim(1) == 1)) return unsupported("grouped convolution with " + std::to_string(group) + " groups");
+  if (group != 1 && !(group == s.C && s.OC == s.C && w->dim(1) == 1))
+    return unsupported("grouped convolution with " + std::to_string(group) + " groups");
   s.depthwise = group != 1;
   RKD_ASSIGN(auto strides, n.attr_ints("strides", {1, 1}));
   s.stride_h = strides.at(0);

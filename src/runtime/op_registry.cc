@@ -119,7 +119,6 @@ Result<Kernel> copy_kernel() {
   });
 }
 
-
 Result<Kernel> conv_factory(const Node& n, bool transposed) {
   const auto xs = ir::static_shape(n.inputs[0]);
   const auto ws = ir::static_shape(n.inputs[1]);
@@ -181,8 +180,8 @@ Result<Kernel> resize_factory(const Node& n, int64_t opset) {
   if (antialias) return unsupported(n.describe() + ": antialias=1");
   if (n.attrs.count("axes")) return unsupported(n.describe() + ": the axes attribute");
   if (keep != "stretch") return unsupported(n.describe() + ": keep_aspect_ratio_policy=" + keep);
-  static const char* kModes[] = {"half_pixel", "tf_half_pixel_for_nn", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
-                                 "asymmetric", "tf_crop_and_resize"};
+  static const char* kModes[] = {"half_pixel",    "tf_half_pixel_for_nn", "half_pixel_symmetric", "pytorch_half_pixel",
+                                 "align_corners", "asymmetric",           "tf_crop_and_resize"};
   if (std::find(std::begin(kModes), std::end(kModes), p.coordinate_transformation) == std::end(kModes)) {
     return invalid(n.describe() + ": unknown coordinate_transformation_mode '" + p.coordinate_transformation + "'");
   }
@@ -281,18 +280,43 @@ const std::map<std::string, Factory>& registry() {
     std::map<std::string, Factory> r;
     using U = ops::Unary;
     using B = ops::Binary;
-    const std::pair<const char*, U> unary[] = {
-        {"Relu", U::relu},   {"Sigmoid", U::sigmoid}, {"Tanh", U::tanh},       {"Erf", U::erf},
-        {"Sqrt", U::sqrt},   {"Exp", U::exp},         {"Log", U::log},         {"Abs", U::abs},
-        {"Neg", U::neg},     {"Reciprocal", U::reciprocal}, {"Floor", U::floor}, {"Ceil", U::ceil},
-        {"Round", U::round}, {"Sign", U::sign},       {"Sin", U::sin},         {"Cos", U::cos},
-        {"Softplus", U::softplus}, {"Not", U::logical_not}, {"HardSwish", U::hard_swish}};
+    const std::pair<const char*, U> unary[] = {{"Relu", U::relu},
+                                               {"Sigmoid", U::sigmoid},
+                                               {"Tanh", U::tanh},
+                                               {"Erf", U::erf},
+                                               {"Sqrt", U::sqrt},
+                                               {"Exp", U::exp},
+                                               {"Log", U::log},
+                                               {"Abs", U::abs},
+                                               {"Neg", U::neg},
+                                               {"Reciprocal", U::reciprocal},
+                                               {"Floor", U::floor},
+                                               {"Ceil", U::ceil},
+                                               {"Round", U::round},
+                                               {"Sign", U::sign},
+                                               {"Sin", U::sin},
+                                               {"Cos", U::cos},
+                                               {"Softplus", U::softplus},
+                                               {"Not", U::logical_not},
+                                               {"HardSwish", U::hard_swish}};
     for (const auto& [name, op] : unary) r[name] = unary_factory(op);
-    const std::pair<const char*, B> binary[] = {
-        {"Add", B::add}, {"Sub", B::sub}, {"Mul", B::mul}, {"Div", B::div}, {"Pow", B::pow}, {"Min", B::min},
-        {"Max", B::max}, {"Sum", B::add}, {"PRelu", B::prelu}, {"Equal", B::equal}, {"Less", B::less},
-        {"Greater", B::greater}, {"LessOrEqual", B::less_equal}, {"GreaterOrEqual", B::greater_equal},
-        {"And", B::logical_and}, {"Or", B::logical_or}, {"Xor", B::logical_xor}};
+    const std::pair<const char*, B> binary[] = {{"Add", B::add},
+                                                {"Sub", B::sub},
+                                                {"Mul", B::mul},
+                                                {"Div", B::div},
+                                                {"Pow", B::pow},
+                                                {"Min", B::min},
+                                                {"Max", B::max},
+                                                {"Sum", B::add},
+                                                {"PRelu", B::prelu},
+                                                {"Equal", B::equal},
+                                                {"Less", B::less},
+                                                {"Greater", B::greater},
+                                                {"LessOrEqual", B::less_equal},
+                                                {"GreaterOrEqual", B::greater_equal},
+                                                {"And", B::logical_and},
+                                                {"Or", B::logical_or},
+                                                {"Xor", B::logical_xor}};
     for (const auto& [name, op] : binary) r[name] = binary_factory(op);
     r["Mod"] = [](const Node& n, int64_t o) -> Result<Kernel> {
       RKD_ASSIGN(int64_t f, n.attr_int("fmod", 0));
@@ -371,9 +395,7 @@ const std::map<std::string, Factory>& registry() {
       return Kernel([](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) { return ops::cast(*in[0], out[0]); });
     };
     r["Where"] = [](const Node&, int64_t) -> Result<Kernel> {
-      return Kernel([](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
-        return ops::where(*in[0], *in[1], *in[2], out[0]);
-      });
+      return Kernel([](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) { return ops::where(*in[0], *in[1], *in[2], out[0]); });
     };
     for (const char* sm : {"Softmax", "LogSoftmax"}) {
       r[sm] = [](const Node& n, int64_t opset) -> Result<Kernel> {
@@ -461,9 +483,8 @@ const std::map<std::string, Factory>& registry() {
       RKD_ASSIGN(std::string eq, n.attr_string("equation", ""));
       auto parsed = ir::parse_einsum(eq);
       if (!parsed.ok()) return parsed.error().with_context(n.describe());
-      return Kernel([e = *parsed](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
-        return ops::einsum(e.operands, e.output, in, out[0]);
-      });
+      return Kernel(
+          [e = *parsed](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) { return ops::einsum(e.operands, e.output, in, out[0]); });
     };
     r["Concat"] = [](const Node& n, int64_t) -> Result<Kernel> {
       RKD_ASSIGN(int64_t a, n.attr_int("axis", 0));
@@ -492,8 +513,8 @@ const std::map<std::string, Factory>& registry() {
     r["Slice"] = slice_factory;
     // Gather and GatherElements: one axis attribute, errors prefixed with the node.
     using GatherFn = Status (*)(const Tensor&, const Tensor&, int, Tensor&);
-    for (const auto& [name, fn] : {std::pair<const char*, GatherFn>{"Gather", ops::gather},
-                                   std::pair<const char*, GatherFn>{"GatherElements", ops::gather_elements}}) {
+    for (const auto& [name, fn] :
+         {std::pair<const char*, GatherFn>{"Gather", ops::gather}, std::pair<const char*, GatherFn>{"GatherElements", ops::gather_elements}}) {
       r[name] = [fn = fn](const Node& n, int64_t) -> Result<Kernel> {
         RKD_ASSIGN(int64_t a, n.attr_int("axis", 0));
         RKD_ASSIGN(int axis, checked_axis(n, a, rank_of(n, 0)));
@@ -515,9 +536,8 @@ const std::map<std::string, Factory>& registry() {
     };
     r["ScatterND"] = [](const Node& n, int64_t) -> Result<Kernel> {
       RKD_ASSIGN(std::string red, n.attr_string("reduction", "none"));
-      return Kernel([red](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
-        return ops::scatter_nd(*in[0], *in[1], *in[2], red, out[0]);
-      });
+      return Kernel(
+          [red](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) { return ops::scatter_nd(*in[0], *in[1], *in[2], red, out[0]); });
     };
     r["ScatterElements"] = [](const Node& n, int64_t) -> Result<Kernel> {
       RKD_ASSIGN(std::string red, n.attr_string("reduction", "none"));
@@ -633,10 +653,13 @@ const std::map<std::string, Factory>& registry() {
         return {};
       });
     };
-    const std::pair<const char*, ops::Reduce> reductions[] = {
-        {"ReduceSum", ops::Reduce::sum},   {"ReduceMean", ops::Reduce::mean}, {"ReduceMax", ops::Reduce::max},
-        {"ReduceMin", ops::Reduce::min},   {"ReduceProd", ops::Reduce::prod}, {"ReduceL2", ops::Reduce::l2},
-        {"ReduceSumSquare", ops::Reduce::sum_square}};
+    const std::pair<const char*, ops::Reduce> reductions[] = {{"ReduceSum", ops::Reduce::sum},
+                                                              {"ReduceMean", ops::Reduce::mean},
+                                                              {"ReduceMax", ops::Reduce::max},
+                                                              {"ReduceMin", ops::Reduce::min},
+                                                              {"ReduceProd", ops::Reduce::prod},
+                                                              {"ReduceL2", ops::Reduce::l2},
+                                                              {"ReduceSumSquare", ops::Reduce::sum_square}};
     for (const auto& [name, op] : reductions) {
       r[name] = [op](const Node& n, int64_t opset) { return reduce_factory(n, opset, op); };
     }
@@ -681,8 +704,7 @@ const std::map<std::string, Factory>& registry() {
 }  // namespace
 
 bool is_view_op(const std::string& op_type) {
-  return op_type == "Reshape" || op_type == "Flatten" || op_type == "Squeeze" || op_type == "Unsqueeze" ||
-         op_type == "Identity";
+  return op_type == "Reshape" || op_type == "Flatten" || op_type == "Squeeze" || op_type == "Unsqueeze" || op_type == "Identity";
 }
 
 bool has_kernel(const std::string& domain, const std::string& op_type) {
@@ -699,14 +721,43 @@ Result<Kernel> prepare_op(const ir::Node& n, int64_t opset) {
   if (!has_kernel(n.domain, n.op_type)) {
     return unsupported(n.describe() + ": no CPU kernel for " + (n.domain.empty() ? "" : n.domain + ".") + n.op_type);
   }
-  static const std::set<std::string> kFloatOnly = {
-      "Conv", "ConvTranspose", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Resize",
-      "Softmax", "LogSoftmax", "LayerNormalization", "BatchNormalization", "MatMul", "Gemm", "Einsum",
-      "GridSample", "Sigmoid", "Tanh", "Erf", "Gelu", "Sqrt", "Exp", "Log", "Reciprocal", "HardSigmoid",
-      "HardSwish", "LeakyRelu", "Elu", "Selu", "Softplus", "Sin", "Cos", "Floor", "Ceil", "Round", "ArgMax",
-      "ArgMin", "TopK"};
-  if (kFloatOnly.count(n.op_type) && !n.inputs.empty() && n.inputs[0] && n.inputs[0]->dtype &&
-      *n.inputs[0]->dtype != DType::f32) {
+  static const std::set<std::string> kFloatOnly = {"Conv",
+                                                   "ConvTranspose",
+                                                   "AveragePool",
+                                                   "GlobalAveragePool",
+                                                   "GlobalMaxPool",
+                                                   "Resize",
+                                                   "Softmax",
+                                                   "LogSoftmax",
+                                                   "LayerNormalization",
+                                                   "BatchNormalization",
+                                                   "MatMul",
+                                                   "Gemm",
+                                                   "Einsum",
+                                                   "GridSample",
+                                                   "Sigmoid",
+                                                   "Tanh",
+                                                   "Erf",
+                                                   "Gelu",
+                                                   "Sqrt",
+                                                   "Exp",
+                                                   "Log",
+                                                   "Reciprocal",
+                                                   "HardSigmoid",
+                                                   "HardSwish",
+                                                   "LeakyRelu",
+                                                   "Elu",
+                                                   "Selu",
+                                                   "Softplus",
+                                                   "Sin",
+                                                   "Cos",
+                                                   "Floor",
+                                                   "Ceil",
+                                                   "Round",
+                                                   "ArgMax",
+                                                   "ArgMin",
+                                                   "TopK"};
+  if (kFloatOnly.count(n.op_type) && !n.inputs.empty() && n.inputs[0] && n.inputs[0]->dtype && *n.inputs[0]->dtype != DType::f32) {
     return unsupported(n.describe() + ": input of type " + dtype_name(*n.inputs[0]->dtype) + " (float32 only)");
   }
   return registry().at(n.op_type)(n, opset);

@@ -39,8 +39,7 @@ Result<Kernel> quant_linear_factory(const Node& n, bool quantize) {
     p.scales = floats_of(in[1]);
     p.zero_points = zero_points_of(in.size() > 2 ? in[2] : nullptr, p.scales.size());
     p.axis = axis;
-    Status st = quantize ? quant::quantize(*in[0], p, quant::QuantizeRounding::half_to_even, out[0])
-                         : quant::dequantize(*in[0], p, out[0]);
+    Status st = quantize ? quant::quantize(*in[0], p, quant::QuantizeRounding::half_to_even, out[0]) : quant::dequantize(*in[0], p, out[0]);
     return st.ok() ? st : st.error().with_context(what);
   });
 }
@@ -85,8 +84,7 @@ Result<quant::Requantizer> qlinear_requantizer(const std::vector<const Tensor*>&
   }
   const int32_t lo = static_cast<int32_t>(std::max<int64_t>(range.first, act.lo));
   const int32_t hi = static_cast<int32_t>(std::min<int64_t>(range.second, act.hi));
-  return quant::Requantizer::make(convention, floats_of(in[1])[0], floats_of(in[4]), floats_of(in[6])[0],
-                                  zero_points_of(in[7], 1)[0], lo, hi);
+  return quant::Requantizer::make(convention, floats_of(in[1])[0], floats_of(in[4]), floats_of(in[6])[0], zero_points_of(in[7], 1)[0], lo, hi);
 }
 
 // The requantization convention of a QLinear node: its `rkd_requant` attribute (set by
@@ -144,8 +142,7 @@ void register_int8_ops(std::map<std::string, Factory>& r) {
     const Tensor* w = constant(3);
     const Tensor* wz = constant(5);
     const Tensor* xz = constant(2);
-    bool fast = rq0 && w && w->dtype() == DType::i8 && n.inputs[0]->dtype && os &&
-                (n.inputs.size() < 9 || !n.inputs[8] || constant(8));
+    bool fast = rq0 && w && w->dtype() == DType::i8 && n.inputs[0]->dtype && os && (n.inputs.size() < 9 || !n.inputs[8] || constant(8));
     fast = fast && all_zero(wz);
     if (fast) {
       const int32_t x_zp = xz ? static_cast<int32_t>(xz->get_as_double(0)) : 0;
@@ -180,8 +177,7 @@ void register_int8_ops(std::map<std::string, Factory>& r) {
     RKD_ASSIGN(quant::Requant convention, node_requant(n));
     RKD_ASSIGN(ActRange act, node_act_range(n));
     return Kernel([p, what, rq0, convention, act, in_cl, out_cl](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-      RKD_ASSIGN(quant::Requantizer rq,
-                 rq0 ? Result<quant::Requantizer>(*rq0) : qlinear_requantizer(in, out[0].dtype(), convention, act));
+      RKD_ASSIGN(quant::Requantizer rq, rq0 ? Result<quant::Requantizer>(*rq0) : qlinear_requantizer(in, out[0].dtype(), convention, act));
       const Tensor bias = in.size() > 8 && in[8] ? *in[8] : Tensor();
       // The reference on NCHW: channels-last operands through copies.
       Tensor x = *in[0];
@@ -233,11 +229,9 @@ void register_int8_ops(std::map<std::string, Factory>& r) {
     RKD_ASSIGN(quant::Requant convention, node_requant(n));
     RKD_ASSIGN(ActRange act, node_act_range(n));
     return Kernel([what, rq0, convention, act](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-      RKD_ASSIGN(quant::Requantizer rq,
-                 rq0 ? Result<quant::Requantizer>(*rq0) : qlinear_requantizer(in, out[0].dtype(), convention, act));
+      RKD_ASSIGN(quant::Requantizer rq, rq0 ? Result<quant::Requantizer>(*rq0) : qlinear_requantizer(in, out[0].dtype(), convention, act));
       const Tensor bias = in.size() > 8 && in[8] ? *in[8] : Tensor();
-      Status st = quant::qlinear_matmul(*in[0], zero_points_of(in[2], 1)[0], *in[3], zero_points_of(in[5], rq.channels()),
-                                        rq, out[0], bias);
+      Status st = quant::qlinear_matmul(*in[0], zero_points_of(in[2], 1)[0], *in[3], zero_points_of(in[5], rq.channels()), rq, out[0], bias);
       return st.ok() ? st : st.error().with_context(what);
     });
   };

@@ -54,8 +54,9 @@ Result<std::vector<plan::VariantPlan>> plan_model(const PlanOptions& o, const pl
         p.variant = v;
         p.planned = false;
         p.executable = false;
-        p.failures.push_back("not planned: give --discrete-model FILE, the same model exported with discrete sampling "
-                             "(scripts/models/make_models.py --models deim_discrete)");
+        p.failures.push_back(
+            "not planned: give --discrete-model FILE, the same model exported with discrete sampling "
+            "(scripts/models/make_models.py --models deim_discrete)");
         done[v] = std::move(p);
       }
       continue;

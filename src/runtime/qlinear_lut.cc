@@ -19,9 +19,9 @@ namespace {
 // output at a position depends only on the input at that position.
 const std::set<std::string>& elementwise_ops() {
   static const std::set<std::string> ops = {
-      "Relu", "LeakyRelu", "PRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Clip", "Elu", "Selu", "Celu", "Exp", "Log", "Neg",
-      "Abs", "Sqrt", "Reciprocal", "Softplus", "Softsign", "Erf", "Gelu", "Mish", "Sin", "Cos", "Floor", "Ceil", "Round", "Sign",
-      "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"};
+      "Relu",  "LeakyRelu", "PRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",     "Clip", "Elu",  "Selu", "Celu", "Exp",
+      "Log",   "Neg",       "Abs",   "Sqrt",    "Reciprocal",  "Softplus",  "Softsign", "Erf",  "Gelu", "Mish", "Sin",  "Cos",
+      "Floor", "Ceil",      "Round", "Sign",    "Add",         "Sub",       "Mul",      "Div",  "Pow",  "Max",  "Min"};
   return ops;
 }
 
@@ -33,7 +33,8 @@ Node* per_tensor_dq(const Value* v) {
   if (!d || !d->domain.empty() || d->inputs.size() < 3 || !d->inputs[1] || !d->inputs[2]) return nullptr;
   const Value* q = d->inputs[0];
   if (!q || !q->dtype || !is_int8(*q->dtype)) return nullptr;
-  if (!d->inputs[1]->constant || d->inputs[1]->constant->numel() != 1 || !d->inputs[2]->constant || d->inputs[2]->constant->numel() != 1) return nullptr;
+  if (!d->inputs[1]->constant || d->inputs[1]->constant->numel() != 1 || !d->inputs[2]->constant || d->inputs[2]->constant->numel() != 1)
+    return nullptr;
   return d;
 }
 
@@ -42,8 +43,10 @@ Node* per_tensor_dq(const Value* v) {
 Node* sole_per_tensor_q(const ir::Graph& g, const Value* v) {
   if (v->consumers.size() != 1 || std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end()) return nullptr;
   Node* q = v->consumers[0];
-  if (q->op_type != "QuantizeLinear" || !q->domain.empty() || q->inputs.size() < 3 || q->inputs[0] != v || !q->inputs[1] || !q->inputs[2]) return nullptr;
-  if (!q->inputs[1]->constant || q->inputs[1]->constant->numel() != 1 || !q->inputs[2]->constant || q->inputs[2]->constant->numel() != 1) return nullptr;
+  if (q->op_type != "QuantizeLinear" || !q->domain.empty() || q->inputs.size() < 3 || q->inputs[0] != v || !q->inputs[1] || !q->inputs[2])
+    return nullptr;
+  if (!q->inputs[1]->constant || q->inputs[1]->constant->numel() != 1 || !q->inputs[2]->constant || q->inputs[2]->constant->numel() != 1)
+    return nullptr;
   if (!is_int8(q->inputs[2]->constant->dtype())) return nullptr;
   return q;
 }
@@ -136,8 +139,10 @@ bool integer_max_pool(const Node& n) {
   if (!k.ok() || !p.ok() || !d.ok() || !c.ok() || !a.ok() || *c != 0 || k->size() != 2) return false;
   // SAME_* pads at most kernel - 1 in all (ceil(in / s) - 1) * s <= in - 1.
   if (*a != "NOTSET" && *a != "VALID" && *a != "SAME_UPPER" && *a != "SAME_LOWER") return false;
-  for (int64_t v : *d) if (v != 1) return false;
-  for (size_t i = 0; i < p->size(); ++i) if ((*p)[i] < 0 || (*p)[i] >= (*k)[i % k->size()]) return false;
+  for (int64_t v : *d)
+    if (v != 1) return false;
+  for (size_t i = 0; i < p->size(); ++i)
+    if ((*p)[i] < 0 || (*p)[i] >= (*k)[i % k->size()]) return false;
   return true;
 }
 

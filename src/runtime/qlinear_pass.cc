@@ -19,7 +19,6 @@ namespace {
 using ir::Node;
 using ir::Value;
 
-
 // x = DequantizeLinear(q, scale, zp) with constant scale (and zero point).
 struct Dq {
   Value* q = nullptr;
@@ -58,8 +57,8 @@ std::optional<QuantizedOutput> quantized_output(const ir::Graph& g, Value* y) {
   Node* clip = relu ? nullptr : single_reader(y, "Clip");
   if (relu) r.lo = 0;
   if (clip) {
-    const bool bounds = clip->inputs.size() >= 3 && clip->inputs[1] && clip->inputs[2] && clip->inputs[1]->constant &&
-                        clip->inputs[2]->constant && clip->inputs[1]->constant->numel() == 1 && clip->inputs[2]->constant->numel() == 1;
+    const bool bounds = clip->inputs.size() >= 3 && clip->inputs[1] && clip->inputs[2] && clip->inputs[1]->constant && clip->inputs[2]->constant &&
+                        clip->inputs[1]->constant->numel() == 1 && clip->inputs[2]->constant->numel() == 1;
     if (!bounds) return std::nullopt;
     r.lo = clip->inputs[1]->constant->get_as_double(0);
     r.hi = clip->inputs[2]->constant->get_as_double(0);
@@ -99,7 +98,7 @@ std::pair<int32_t, int32_t> tflite_activation_range(const QuantizedOutput& o) {
 
 // Which inputs of a TFLite-form op are quantized tensors (the rest: constant parameters).
 std::optional<std::vector<size_t>> tflite_quantized_inputs(const Node& n) {
-  static const std::set<std::string> unary = {"Sigmoid", "Tanh",       "HardSwish",   "LeakyRelu", "Softmax",
+  static const std::set<std::string> unary = {"Sigmoid",    "Tanh",   "HardSwish",   "LeakyRelu", "Softmax",
                                               "ReduceMean", "Resize", "AveragePool", "MaxPool"};
   if (!n.domain.empty()) return std::nullopt;
   if (unary.count(n.op_type)) return std::vector<size_t>{0};
@@ -117,10 +116,10 @@ bool tflite_supported(const Node& n, const std::vector<Dq>& ins, const Quantized
   const auto xs = ir::static_shape(ins[0].q);
   const auto ys = ir::static_shape(o.q->outputs[0]);
   if (!xs || !ys) return false;
-  const bool fused_act = n.op_type == "Add" || n.op_type == "Sub" || n.op_type == "Mul" || n.op_type == "AveragePool" ||
-                         n.op_type == "MaxPool";
+  const bool fused_act = n.op_type == "Add" || n.op_type == "Sub" || n.op_type == "Mul" || n.op_type == "AveragePool" || n.op_type == "MaxPool";
   if (o.act && !fused_act) return false;
-  if (n.op_type == "Softmax") return n.attr_int("axis", -1).value_or(0) == -1 || n.attr_int("axis", -1).value_or(0) == static_cast<int64_t>(xs->size()) - 1;
+  if (n.op_type == "Softmax")
+    return n.attr_int("axis", -1).value_or(0) == -1 || n.attr_int("axis", -1).value_or(0) == static_cast<int64_t>(xs->size()) - 1;
   if (n.op_type == "Resize") {
     return xs->size() == 4 && n.attr_string("mode", "nearest").value_or("") == "linear" &&
            std::set<std::string>{"half_pixel", "align_corners", "asymmetric"}.count(
@@ -129,7 +128,8 @@ bool tflite_supported(const Node& n, const std::vector<Dq>& ins, const Quantized
   if (n.op_type == "AveragePool" || n.op_type == "MaxPool") {
     const std::string ap = n.attr_string("auto_pad", "NOTSET").value_or("");
     return xs->size() == 4 && n.attr_int("ceil_mode", 0).value_or(1) == 0 && (ap == "NOTSET" || ap == "SAME_UPPER" || ap == "VALID") &&
-           n.attr_int("count_include_pad", 0).value_or(1) == 0 && n.attr_ints("dilations", {1, 1}).value_or(std::vector<int64_t>{}) == std::vector<int64_t>{1, 1};
+           n.attr_int("count_include_pad", 0).value_or(1) == 0 &&
+           n.attr_ints("dilations", {1, 1}).value_or(std::vector<int64_t>{}) == std::vector<int64_t>{1, 1};
   }
   if (n.op_type == "Add" || n.op_type == "Sub" || n.op_type == "Mul") {
     const auto bs = ir::static_shape(ins[1].q);
@@ -166,7 +166,8 @@ Status commute_data_movement(ir::Graph& g, std::set<const Node*>& gone) {
         // The real pad value must be 0: the integer side pads with the zero point.
         RKD_ASSIGN(float attr_value, t->attr_float("value", 0.f));
         const bool input_value = ins.size() > 2 && ins[2];
-        if (attr_value != 0.f || (input_value && (!ins[2]->constant || ins[2]->constant->numel() != 1 || ins[2]->constant->get_as_double(0) != 0.0))) continue;
+        if (attr_value != 0.f || (input_value && (!ins[2]->constant || ins[2]->constant->numel() != 1 || ins[2]->constant->get_as_double(0) != 0.0)))
+          continue;
         zp = dq->zp && dq->zp->constant ? dq->zp->constant->get_as_double(0) : 0.0;
         if (g.opset >= 11) {
           Tensor z = Tensor::empty(*dq->q->dtype, {});
@@ -216,7 +217,8 @@ Status commute_data_movement(ir::Graph& g, std::set<const Node*>& gone) {
 Status fold_pad_into_qlinear_conv(ir::Graph& g, std::set<const Node*>& gone) {
   for (const auto& np : g.nodes()) {
     Node* c = np.get();
-    if (gone.count(c) || c->op_type != "QLinearConv" || !c->domain.empty() || c->inputs.size() < 3 || !c->inputs[2] || !c->inputs[2]->constant) continue;
+    if (gone.count(c) || c->op_type != "QLinearConv" || !c->domain.empty() || c->inputs.size() < 3 || !c->inputs[2] || !c->inputs[2]->constant)
+      continue;
     // Through the Identity a dropped DequantizeLinear -> QuantizeLinear pair leaves.
     // (Readers whose outputs nobody reads - the DequantizeLinear the commutation left - do
     // not count: dead-code elimination removes them.)
@@ -278,153 +280,153 @@ Status fold_pad_into_qlinear_conv(ir::Graph& g, std::set<const Node*>& gone) {
 }  // namespace
 
 ir::Pass qdq_to_qlinear_pass() {
-  return ir::Pass{"qdq-to-qlinear", [](ir::Graph& g) -> Status {
-                    std::set<const Node*> gone;
-                    // Removes the replaced nodes and restores topological order.
-                    auto flush = [&]() -> Status {
-                      if (gone.empty()) return {};
-                      g.remove_nodes([&](const Node& n) { return gone.count(&n) > 0; });
-                      gone.clear();
-                      return g.sort_topologically();
-                    };
-                    RKD_TRY(commute_data_movement(g, gone));
-                    RKD_TRY(flush());
-                    auto requant = g.metadata.find("rkdeploy.requant");
-                    const bool tflite = requant != g.metadata.end() && requant->second.rfind("tflite_", 0) == 0;
-                    std::vector<Node*> ops, others;
-                    for (const auto& np : g.nodes()) {
-                      if ((np->op_type == "Conv" || np->op_type == "MatMul") && np->domain.empty()) ops.push_back(np.get());
-                      else others.push_back(np.get());
-                    }
-                    // TFLite-form ops (graphs imported from TFLite): every input dequantized per
-                    // tensor -> op -> [fused Relu/Clip] -> QuantizeLinear becomes
-                    // rkdeploy.QLinearTflite (quant/int8.h, quant/int8_tflite.h). ONNX graphs:
-                    // DequantizeLinear x2 -> Add -> QuantizeLinear becomes rkdeploy.QLinearAdd
-                    // with ONNX Runtime's QLinearAdd arithmetic (quant/int8.h, onnx_float).
-                    for (Node* op : others) {
-                      auto which = tflite ? tflite_quantized_inputs(*op) : (op->op_type == "Add" && op->domain.empty()
-                                                                                ? std::optional<std::vector<size_t>>(std::vector<size_t>{0, 1})
-                                                                                : std::nullopt);
-                      if (!which || which->empty() || op->outputs.empty()) continue;
-                      auto o = quantized_output(g, op->outputs[0]);
-                      if (!o) continue;
-                      std::vector<Dq> ins;
-                      for (size_t i : *which) {
-                        auto d = i < op->inputs.size() ? dequantized(op->inputs[i]) : std::nullopt;
-                        if (!d || !per_tensor(d->scale) || !d->zp || !d->q->dtype) break;
-                        if (*d->q->dtype != o->q->inputs[2]->constant->dtype()) break;
-                        ins.push_back(*d);
-                      }
-                      if (ins.size() != which->size()) continue;
-                      std::vector<Value*> args;
-                      for (const Dq& d : ins) args.insert(args.end(), {d.q, d.scale, d.zp});
-                      args.insert(args.end(), {o->q->inputs[1], o->q->inputs[2]});
-                      Node* ql = nullptr;
-                      if (tflite) {
-                        if (!tflite_supported(*op, ins, *o)) continue;
-                        RKD_ASSIGN(ql, g.add_node(op->name + "/qlinear", "QLinearTflite", "rkdeploy", args, {g.fresh_name(o->q->outputs[0]->name + "/qlinear")}));
-                        ql->attrs = op->attrs;
-                        ql->attrs["op"] = op->op_type;
-                        ql->attrs["rkd_requant"] = requant->second;
-                        const auto [lo, hi] = tflite_activation_range(*o);
-                        ql->attrs["act_min"] = int64_t{lo};
-                        ql->attrs["act_max"] = int64_t{hi};
-                      } else {
-                        const auto sa = ir::static_shape(ins[0].q), sb = ir::static_shape(ins[1].q), sy = ir::static_shape(o->q->outputs[0]);
-                        if (!sa || !sb || !sy || *sa != *sy || !activation_is_saturation(*o)) continue;
-                        int64_t nb = 1;
-                        for (int64_t d : *sb) nb *= d;
-                        if (*sb != *sa && nb != 1) continue;
-                        RKD_ASSIGN(ql, g.add_node(op->name + "/qlinear", "QLinearAdd", "rkdeploy", args, {g.fresh_name(o->q->outputs[0]->name + "/qlinear")}));
-                      }
-                      ql->outputs[0]->dtype = o->q->inputs[2]->constant->dtype();
-                      ql->outputs[0]->shape = o->q->outputs[0]->shape;
-                      g.move_output(o->q, 0, ql, 0);
-                      gone.insert(o->q);
-                      gone.insert(op);
-                      if (o->act) gone.insert(o->act);
-                      if (o->identity) gone.insert(o->identity);
-                    }
-                    for (Node* op : ops) {
-                      const bool conv = op->op_type == "Conv";
-                      // MatMul + Add(DequantizeLinear(int32 bias)): a fully connected layer
-                      // (TFLite's FULLY_CONNECTED as imported); the bias joins QLinearMatMul.
-                      Node* bias_add = nullptr;
-                      if (!conv && op->outputs[0]->consumers.size() == 1 && op->outputs[0]->consumers[0]->op_type == "Add" &&
-                          op->outputs[0]->consumers[0]->domain.empty() &&
-                          std::find(g.outputs.begin(), g.outputs.end(), op->outputs[0]) == g.outputs.end()) {
-                        Node* a = op->outputs[0]->consumers[0];
-                        auto db = a->inputs.size() == 2 && a->inputs[0] == op->outputs[0] ? dequantized(a->inputs[1]) : std::nullopt;
-                        if (db && db->q->constant && db->q->constant->dtype() == DType::i32) bias_add = a;
-                      }
-                      auto o = quantized_output(g, bias_add ? bias_add->outputs[0] : op->outputs[0]);
-                      // ONNX: only an activation that is the output saturation itself; TFLite:
-                      // any fused Relu/Relu6 range, clamped after requantization as TFLite does.
-                      if (!o || (!tflite && !activation_is_saturation(*o))) continue;
-                      Node* qy = o->q;
-                      auto dx = dequantized(op->inputs[0]);
-                      auto dw = op->inputs.size() > 1 ? dequantized(op->inputs[1]) : std::nullopt;
-                      if (!dx || !dw || !per_tensor(dx->scale) || !dx->zp) continue;
-                      if (!dw->q->constant) continue;
-                      Value* bias_q = nullptr;
-                      Value* bias_in = conv && op->inputs.size() > 2 ? op->inputs[2] : bias_add ? bias_add->inputs[1] : nullptr;
-                      if (bias_in) {
-                        auto db = dequantized(bias_in);
-                        if (!db || !db->q->constant || db->q->constant->dtype() != DType::i32) continue;
-                        // The bias scale must be x_s * w_s (per channel), zero point 0.
-                        bool ok = true;
-                        const Tensor& bs = *db->scale->constant;
-                        const Tensor& ws = *dw->scale->constant;
-                        const double xs = dx->scale->constant->get_as_double(0);
-                        for (int64_t c = 0; c < bs.numel() && ok; ++c) {
-                          const double want = static_cast<double>(static_cast<float>(xs * ws.get_as_double(ws.numel() == 1 ? 0 : c)));
-                          ok = std::fabs(bs.get_as_double(c) - want) <= 1e-6 * want;
-                        }
-                        if (db->zp) {
-                          for (int64_t c = 0; c < db->zp->constant->numel() && ok; ++c) ok = db->zp->constant->get_as_double(c) == 0;
-                        }
-                        if (!ok) continue;
-                        bias_q = db->q;
-                      }
-                      if (!conv && !per_tensor(dw->scale) && dw->scale->constant->numel() != ir::static_shape(dw->q).value_or(Shape{0}).back()) continue;
-                      Value* w_zp = dw->zp;
-                      if (!w_zp) {
-                        Tensor z = Tensor::empty(dw->q->constant->dtype(), {1});
-                        w_zp = g.add_constant(op->name + "/w_zero_point", z);
-                      }
-                      std::vector<Value*> ins{dx->q, dx->scale, dx->zp, dw->q, dw->scale, w_zp, qy->inputs[1], qy->inputs[2]};
-                      if (bias_q) ins.push_back(bias_q);
-                      RKD_ASSIGN(Node * ql, g.add_node(op->name + "/qlinear", conv ? "QLinearConv" : "QLinearMatMul", "", ins,
-                                                       {g.fresh_name(qy->outputs[0]->name + "/qlinear")}));
-                      if (conv) {
-                        for (const char* a : {"strides", "dilations", "pads", "group", "auto_pad", "kernel_shape"}) {
-                          if (op->attrs.count(a)) ql->attrs[a] = op->attrs.at(a);
-                        }
-                      }
-                      if (requant != g.metadata.end()) ql->attrs["rkd_requant"] = requant->second;
-                      if (tflite && o->act) {
-                        const auto [lo, hi] = tflite_activation_range(*o);
-                        ql->attrs["rkd_act_min"] = int64_t{lo};
-                        ql->attrs["rkd_act_max"] = int64_t{hi};
-                      }
-                      // The QLinear node produces the QuantizeLinear's output value (its name stays).
-                      g.move_output(qy, 0, ql, 0);
-                      gone.insert(qy);
-                      gone.insert(op);
-                      if (o->act) gone.insert(o->act);
-                      if (o->identity) gone.insert(o->identity);
-                      if (bias_add) gone.insert(bias_add);
-                    }
-                    RKD_TRY(flush());
-                    if (!tflite) {
-                      RKD_TRY(lut_sites(g, gone));
-                      RKD_TRY(flush());
-                      RKD_TRY(compose_luts(g, gone));
-                      RKD_TRY(flush());
-                    }
-                    RKD_TRY(fold_pad_into_qlinear_conv(g, gone));
-                    return flush();
-                  }};
+  return ir::Pass{
+      "qdq-to-qlinear", [](ir::Graph& g) -> Status {
+        std::set<const Node*> gone;
+        // Removes the replaced nodes and restores topological order.
+        auto flush = [&]() -> Status {
+          if (gone.empty()) return {};
+          g.remove_nodes([&](const Node& n) { return gone.count(&n) > 0; });
+          gone.clear();
+          return g.sort_topologically();
+        };
+        RKD_TRY(commute_data_movement(g, gone));
+        RKD_TRY(flush());
+        auto requant = g.metadata.find("rkdeploy.requant");
+        const bool tflite = requant != g.metadata.end() && requant->second.rfind("tflite_", 0) == 0;
+        std::vector<Node*> ops, others;
+        for (const auto& np : g.nodes()) {
+          if ((np->op_type == "Conv" || np->op_type == "MatMul") && np->domain.empty()) ops.push_back(np.get());
+          else others.push_back(np.get());
+        }
+        // TFLite-form ops (graphs imported from TFLite): every input dequantized per
+        // tensor -> op -> [fused Relu/Clip] -> QuantizeLinear becomes
+        // rkdeploy.QLinearTflite (quant/int8.h, quant/int8_tflite.h). ONNX graphs:
+        // DequantizeLinear x2 -> Add -> QuantizeLinear becomes rkdeploy.QLinearAdd
+        // with ONNX Runtime's QLinearAdd arithmetic (quant/int8.h, onnx_float).
+        for (Node* op : others) {
+          auto which =
+              tflite ? tflite_quantized_inputs(*op)
+                     : (op->op_type == "Add" && op->domain.empty() ? std::optional<std::vector<size_t>>(std::vector<size_t>{0, 1}) : std::nullopt);
+          if (!which || which->empty() || op->outputs.empty()) continue;
+          auto o = quantized_output(g, op->outputs[0]);
+          if (!o) continue;
+          std::vector<Dq> ins;
+          for (size_t i : *which) {
+            auto d = i < op->inputs.size() ? dequantized(op->inputs[i]) : std::nullopt;
+            if (!d || !per_tensor(d->scale) || !d->zp || !d->q->dtype) break;
+            if (*d->q->dtype != o->q->inputs[2]->constant->dtype()) break;
+            ins.push_back(*d);
+          }
+          if (ins.size() != which->size()) continue;
+          std::vector<Value*> args;
+          for (const Dq& d : ins) args.insert(args.end(), {d.q, d.scale, d.zp});
+          args.insert(args.end(), {o->q->inputs[1], o->q->inputs[2]});
+          Node* ql = nullptr;
+          if (tflite) {
+            if (!tflite_supported(*op, ins, *o)) continue;
+            RKD_ASSIGN(ql, g.add_node(op->name + "/qlinear", "QLinearTflite", "rkdeploy", args, {g.fresh_name(o->q->outputs[0]->name + "/qlinear")}));
+            ql->attrs = op->attrs;
+            ql->attrs["op"] = op->op_type;
+            ql->attrs["rkd_requant"] = requant->second;
+            const auto [lo, hi] = tflite_activation_range(*o);
+            ql->attrs["act_min"] = int64_t{lo};
+            ql->attrs["act_max"] = int64_t{hi};
+          } else {
+            const auto sa = ir::static_shape(ins[0].q), sb = ir::static_shape(ins[1].q), sy = ir::static_shape(o->q->outputs[0]);
+            if (!sa || !sb || !sy || *sa != *sy || !activation_is_saturation(*o)) continue;
+            int64_t nb = 1;
+            for (int64_t d : *sb) nb *= d;
+            if (*sb != *sa && nb != 1) continue;
+            RKD_ASSIGN(ql, g.add_node(op->name + "/qlinear", "QLinearAdd", "rkdeploy", args, {g.fresh_name(o->q->outputs[0]->name + "/qlinear")}));
+          }
+          ql->outputs[0]->dtype = o->q->inputs[2]->constant->dtype();
+          ql->outputs[0]->shape = o->q->outputs[0]->shape;
+          g.move_output(o->q, 0, ql, 0);
+          gone.insert(o->q);
+          gone.insert(op);
+          if (o->act) gone.insert(o->act);
+          if (o->identity) gone.insert(o->identity);
+        }
+        for (Node* op : ops) {
+          const bool conv = op->op_type == "Conv";
+          // MatMul + Add(DequantizeLinear(int32 bias)): a fully connected layer
+          // (TFLite's FULLY_CONNECTED as imported); the bias joins QLinearMatMul.
+          Node* bias_add = nullptr;
+          if (!conv && op->outputs[0]->consumers.size() == 1 && op->outputs[0]->consumers[0]->op_type == "Add" &&
+              op->outputs[0]->consumers[0]->domain.empty() && std::find(g.outputs.begin(), g.outputs.end(), op->outputs[0]) == g.outputs.end()) {
+            Node* a = op->outputs[0]->consumers[0];
+            auto db = a->inputs.size() == 2 && a->inputs[0] == op->outputs[0] ? dequantized(a->inputs[1]) : std::nullopt;
+            if (db && db->q->constant && db->q->constant->dtype() == DType::i32) bias_add = a;
+          }
+          auto o = quantized_output(g, bias_add ? bias_add->outputs[0] : op->outputs[0]);
+          // ONNX: only an activation that is the output saturation itself; TFLite:
+          // any fused Relu/Relu6 range, clamped after requantization as TFLite does.
+          if (!o || (!tflite && !activation_is_saturation(*o))) continue;
+          Node* qy = o->q;
+          auto dx = dequantized(op->inputs[0]);
+          auto dw = op->inputs.size() > 1 ? dequantized(op->inputs[1]) : std::nullopt;
+          if (!dx || !dw || !per_tensor(dx->scale) || !dx->zp) continue;
+          if (!dw->q->constant) continue;
+          Value* bias_q = nullptr;
+          Value* bias_in = conv && op->inputs.size() > 2 ? op->inputs[2] : bias_add ? bias_add->inputs[1] : nullptr;
+          if (bias_in) {
+            auto db = dequantized(bias_in);
+            if (!db || !db->q->constant || db->q->constant->dtype() != DType::i32) continue;
+            // The bias scale must be x_s * w_s (per channel), zero point 0.
+            bool ok = true;
+            const Tensor& bs = *db->scale->constant;
+            const Tensor& ws = *dw->scale->constant;
+            const double xs = dx->scale->constant->get_as_double(0);
+            for (int64_t c = 0; c < bs.numel() && ok; ++c) {
+              const double want = static_cast<double>(static_cast<float>(xs * ws.get_as_double(ws.numel() == 1 ? 0 : c)));
+              ok = std::fabs(bs.get_as_double(c) - want) <= 1e-6 * want;
+            }
+            if (db->zp) {
+              for (int64_t c = 0; c < db->zp->constant->numel() && ok; ++c) ok = db->zp->constant->get_as_double(c) == 0;
+            }
+            if (!ok) continue;
+            bias_q = db->q;
+          }
+          if (!conv && !per_tensor(dw->scale) && dw->scale->constant->numel() != ir::static_shape(dw->q).value_or(Shape{0}).back()) continue;
+          Value* w_zp = dw->zp;
+          if (!w_zp) {
+            Tensor z = Tensor::empty(dw->q->constant->dtype(), {1});
+            w_zp = g.add_constant(op->name + "/w_zero_point", z);
+          }
+          std::vector<Value*> ins{dx->q, dx->scale, dx->zp, dw->q, dw->scale, w_zp, qy->inputs[1], qy->inputs[2]};
+          if (bias_q) ins.push_back(bias_q);
+          RKD_ASSIGN(Node * ql, g.add_node(op->name + "/qlinear", conv ? "QLinearConv" : "QLinearMatMul", "", ins,
+                                           {g.fresh_name(qy->outputs[0]->name + "/qlinear")}));
+          if (conv) {
+            for (const char* a : {"strides", "dilations", "pads", "group", "auto_pad", "kernel_shape"}) {
+              if (op->attrs.count(a)) ql->attrs[a] = op->attrs.at(a);
+            }
+          }
+          if (requant != g.metadata.end()) ql->attrs["rkd_requant"] = requant->second;
+          if (tflite && o->act) {
+            const auto [lo, hi] = tflite_activation_range(*o);
+            ql->attrs["rkd_act_min"] = int64_t{lo};
+            ql->attrs["rkd_act_max"] = int64_t{hi};
+          }
+          // The QLinear node produces the QuantizeLinear's output value (its name stays).
+          g.move_output(qy, 0, ql, 0);
+          gone.insert(qy);
+          gone.insert(op);
+          if (o->act) gone.insert(o->act);
+          if (o->identity) gone.insert(o->identity);
+          if (bias_add) gone.insert(bias_add);
+        }
+        RKD_TRY(flush());
+        if (!tflite) {
+          RKD_TRY(lut_sites(g, gone));
+          RKD_TRY(flush());
+          RKD_TRY(compose_luts(g, gone));
+          RKD_TRY(flush());
+        }
+        RKD_TRY(fold_pad_into_qlinear_conv(g, gone));
+        return flush();
+      }};
 }
 
 namespace {
@@ -450,7 +452,8 @@ Result<Kernel> prepare_tflite(const Node& n) {
   if (rq == quant::Requant::rknpu_out_cvt) rq = quant::Requant::tflite_double_rounding;
   RKD_ASSIGN(int64_t act_min, n.attr_int("act_min", -128));
   RKD_ASSIGN(int64_t act_max, n.attr_int("act_max", 127));
-  if ((n.inputs.size() - 2) % 3 != 0 || n.inputs.size() < 5) return invalid(n.describe() + ": inputs are (q, scale, zero point) groups and the output's scale and zero point");
+  if ((n.inputs.size() - 2) % 3 != 0 || n.inputs.size() < 5)
+    return invalid(n.describe() + ": inputs are (q, scale, zero point) groups and the output's scale and zero point");
   const size_t groups = (n.inputs.size() - 2) / 3;
   std::vector<quant::QTensorParams> in;
   for (size_t i = 0; i < groups; ++i) {
@@ -463,10 +466,12 @@ Result<Kernel> prepare_tflite(const Node& n) {
   const quant::QTensorParams x = in[0];
   if (op == "Sigmoid" || op == "Tanh") {
     const quant::LutFunction f = op == "Sigmoid" ? quant::LutFunction::logistic : quant::LutFunction::tanh;
-    return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) { return with_node(quant::lut_activation(*t[0], f, x, out, y[0]), what); });
+    return Kernel(
+        [=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) { return with_node(quant::lut_activation(*t[0], f, x, out, y[0]), what); });
   }
   if (op == "HardSwish") {
-    return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) { return with_node(quant::tflite_hard_swish(*t[0], x, out, y[0]), what); });
+    return Kernel(
+        [=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) { return with_node(quant::tflite_hard_swish(*t[0], x, out, y[0]), what); });
   }
   if (op == "LeakyRelu") {
     RKD_ASSIGN(float alpha, n.attr_float("alpha", 0.01f));
@@ -475,7 +480,9 @@ Result<Kernel> prepare_tflite(const Node& n) {
     });
   }
   if (op == "Softmax") {
-    return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) { return with_node(quant::tflite_softmax(*t[0], 1.f, x, out, y[0]), what); });
+    return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) {
+      return with_node(quant::tflite_softmax(*t[0], 1.f, x, out, y[0]), what);
+    });
   }
   if (op == "ReduceMean") {
     const int rank = n.inputs[0]->shape ? static_cast<int>(n.inputs[0]->shape->size()) : 0;
@@ -493,7 +500,9 @@ Result<Kernel> prepare_tflite(const Node& n) {
     std::sort(sorted.begin(), sorted.end());
     const bool spatial = rank == 4 && (sorted == std::vector<int64_t>{1, 2} || sorted == std::vector<int64_t>{2, 3});
     const quant::Requant mean_rq = rq == quant::Requant::tflite_xnnpack && !spatial ? quant::Requant::tflite_single_rounding : rq;
-    return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) { return with_node(quant::tflite_mean(*t[0], axes, x, out, mean_rq, y[0]), what); });
+    return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) {
+      return with_node(quant::tflite_mean(*t[0], axes, x, out, mean_rq, y[0]), what);
+    });
   }
   if (op == "Resize") {
     RKD_ASSIGN(std::string mode, n.attr_string("coordinate_transformation_mode", "half_pixel"));

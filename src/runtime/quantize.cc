@@ -94,8 +94,7 @@ Result<std::unique_ptr<ir::Graph>> load_with_all_values(const std::string& path,
   return g;
 }
 
-Result<QuantizedModel> quantize_model(const std::string& model_path, const std::vector<Sample>& calibration,
-                                      const QuantizeOptions& opt) {
+Result<QuantizedModel> quantize_model(const std::string& model_path, const std::vector<Sample>& calibration, const QuantizeOptions& opt) {
   if (calibration.empty()) return invalid(model_path + ": no calibration samples");
   QuantizedModel q;
   RKD_ASSIGN(q.graph, load_portable(model_path));

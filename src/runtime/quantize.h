@@ -31,9 +31,9 @@ namespace rkd::runtime {
 using Sample = std::map<std::string, Tensor>;
 
 struct CalibrationInput {
-  std::string path;            // folder of photos or .npz
+  std::string path;  // folder of photos or .npz
   int max_images = 100;
-  std::string config;          // detector config JSON ("" = defaults from the model)
+  std::string config;  // detector config JSON ("" = defaults from the model)
 };
 
 Result<std::vector<Sample>> load_calibration(const CalibrationInput& in, const ir::Graph& model);
@@ -46,14 +46,13 @@ struct QuantizeOptions {
 };
 
 struct QuantizedModel {
-  std::unique_ptr<ir::Graph> graph;        // QDQ, standard ONNX
+  std::unique_ptr<ir::Graph> graph;  // QDQ, standard ONNX
   quant::QdqReport report;
   std::map<std::string, quant::Range> ranges;
   int samples = 0;
 };
 
-Result<QuantizedModel> quantize_model(const std::string& model_path, const std::vector<Sample>& calibration,
-                                      const QuantizeOptions& opt);
+Result<QuantizedModel> quantize_model(const std::string& model_path, const std::vector<Sample>& calibration, const QuantizeOptions& opt);
 
 // Imports and compiles `path` portably, then marks every float value computed by a node as
 // a graph output so that one run returns all of them (calibration, accuracy analysis). The

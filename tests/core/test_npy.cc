@@ -13,9 +13,7 @@ namespace {
 
 const std::string kDir = std::string(RKD_TEST_DATA_DIR) + "/npy/";
 
-std::span<const uint8_t> as_bytes(const std::string& s) {
-  return std::span(reinterpret_cast<const uint8_t*>(s.data()), s.size());
-}
+std::span<const uint8_t> as_bytes(const std::string& s) { return std::span(reinterpret_cast<const uint8_t*>(s.data()), s.size()); }
 
 TEST(Npy, ReadsEveryFormatVersionWrittenByNumpy) {
   for (const char* v : {"f32_v1.npy", "f32_v2.npy", "f32_v3.npy"}) {
@@ -28,9 +26,8 @@ TEST(Npy, ReadsEveryFormatVersionWrittenByNumpy) {
 }
 
 TEST(Npy, ReadsEveryDtype) {
-  const std::pair<const char*, DType> cases[] = {{"float16", DType::f16}, {"int8", DType::i8}, {"uint8", DType::u8},
-                                                 {"int16", DType::i16},   {"int32", DType::i32}, {"int64", DType::i64},
-                                                 {"bool", DType::b8}};
+  const std::pair<const char*, DType> cases[] = {{"float16", DType::f16}, {"int8", DType::i8},   {"uint8", DType::u8}, {"int16", DType::i16},
+                                                 {"int32", DType::i32},   {"int64", DType::i64}, {"bool", DType::b8}};
   for (auto [name, dt] : cases) {
     auto t = read_npy(kDir + name + ".npy");
     ASSERT_TRUE(t.ok()) << t.error().to_string();
@@ -80,9 +77,9 @@ TEST(Npy, MalformedHeadersAreErrorsNotCrashes) {
     return s + dict + data;
   };
   const char* bad[] = {
-      "{'descr': '<f4', 'fortran_order': False}\n",                        // no shape
-      "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }\n",        // negative
-      "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}\n",   // unknown key
+      "{'descr': '<f4', 'fortran_order': False}\n",                         // no shape
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }\n",       // negative
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}\n",  // unknown key
       "{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,), }\n",
       "{'descr': '<f4', 'fortran_order': False, 'shape': (2, }\n",
       "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (), }\n",

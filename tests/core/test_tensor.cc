@@ -61,7 +61,7 @@ TEST(DType, Float16RoundsHalfToEven) {
   EXPECT_EQ(f32_to_f16(1.0f + 3 * 0.00048828125f), 0x3c02);
   EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);  // rounds to infinity
   EXPECT_EQ(f32_to_f16(65519.0f), 0x7bff);
-  EXPECT_EQ(f32_to_f16(5.9604644775390625e-08f), 0x0001);  // smallest subnormal
+  EXPECT_EQ(f32_to_f16(5.9604644775390625e-08f), 0x0001);   // smallest subnormal
   EXPECT_EQ(f32_to_f16(2.98023223876953125e-08f), 0x0000);  // half of it: tie -> even (0)
   EXPECT_EQ(f32_to_f16(-0.0f), 0x8000);
 }

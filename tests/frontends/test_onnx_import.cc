@@ -18,9 +18,7 @@ namespace fs = std::filesystem;
 using onnx_frontend::import_onnx_bytes;
 using onnx_frontend::import_onnx_file;
 
-std::span<const uint8_t> as_bytes(const std::string& s) {
-  return std::span(reinterpret_cast<const uint8_t*>(s.data()), s.size());
-}
+std::span<const uint8_t> as_bytes(const std::string& s) { return std::span(reinterpret_cast<const uint8_t*>(s.data()), s.size()); }
 
 void set_tensor_type(onnx::ValueInfoProto* vi, const std::string& name, int elem, std::vector<std::string> dims) {
   vi->set_name(name);
@@ -66,8 +64,7 @@ onnx::ModelProto small_model() {
   return m;
 }
 
-Result<onnx_frontend::Imported> load(const onnx::ModelProto& m, const std::string& dir = "",
-                                     onnx_frontend::ImportOptions opt = {}) {
+Result<onnx_frontend::Imported> load(const onnx::ModelProto& m, const std::string& dir = "", onnx_frontend::ImportOptions opt = {}) {
   std::string bytes;
   m.SerializeToString(&bytes);
   return import_onnx_bytes(as_bytes(bytes), "test.onnx", dir, opt);
@@ -111,8 +108,7 @@ TEST(OnnxImport, StructuralFaultsAreInvalidAndNameTheNode) {
   m.mutable_graph()->mutable_initializer(0)->add_float_data(5.0f);
   r = load(m);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("initializer 'w': holds 5 values but shape [4] needs 4"), std::string::npos)
-      << r.error().message;
+  EXPECT_NE(r.error().message.find("initializer 'w': holds 5 values but shape [4] needs 4"), std::string::npos) << r.error().message;
 
   m = small_model();
   m.mutable_graph()->mutable_node(1)->set_output(0, "r");  // r defined twice
@@ -237,8 +233,7 @@ TEST(OnnxImport, ConformanceModelsLoad) {
       invalid_list += "\n  " + r.error().to_string();
     }
   }
-  std::cout << "[ onnx     ] " << ok << " of " << total << " conformance models imported, " << unsupported_count
-            << " reported unsupported\n";
+  std::cout << "[ onnx     ] " << ok << " of " << total << " conformance models imported, " << unsupported_count << " reported unsupported\n";
   // The rest use opsets below 11, double/uint/string tensors, sequences or subgraphs: each is
   // reported as unsupported by name. (libonnx-testdata 1.12: 931 models, 724 import.)
   EXPECT_GT(total, 900);

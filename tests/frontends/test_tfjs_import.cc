@@ -115,9 +115,7 @@ std::vector<float> random_values(size_t n, uint32_t seed, bool grid = false) {
   return v;
 }
 
-std::string tmpdir(const std::string& name) {
-  return (fs::temp_directory_path() / ("rkd_tfjs_" + name + "_" + std::to_string(::getpid()))).string();
-}
+std::string tmpdir(const std::string& name) { return (fs::temp_directory_path() / ("rkd_tfjs_" + name + "_" + std::to_string(::getpid()))).string(); }
 
 Tensor run1(const std::string& path, const std::string& input, const Tensor& x, const std::string& output) {
   runtime::LoadOptions lo;
@@ -132,8 +130,8 @@ Tensor run1(const std::string& path, const std::string& input, const Tensor& x, 
 }
 
 // NHWC convolution, TensorFlow's definition: SAME pads floor(total/2) before, the rest after.
-std::vector<double> conv_ref(const std::vector<float>& x, int64_t H, int64_t W, int64_t C, const std::vector<float>& f,
-                             int64_t K, int64_t O, int64_t s, bool same, bool depthwise, int64_t mult, int64_t& OH, int64_t& OW) {
+std::vector<double> conv_ref(const std::vector<float>& x, int64_t H, int64_t W, int64_t C, const std::vector<float>& f, int64_t K, int64_t O,
+                             int64_t s, bool same, bool depthwise, int64_t mult, int64_t& OH, int64_t& OW) {
   OH = same ? (H + s - 1) / s : (H - K) / s + 1;
   OW = same ? (W + s - 1) / s : (W - K) / s + 1;
   const int64_t pt = same ? std::max<int64_t>((OH - 1) * s + K - H, 0) / 2 : 0;
@@ -181,8 +179,11 @@ TEST(TfjsImport, FusedConvSameStride2WithBiasRelu6AndUint8Weights) {
   b.constant("f", {K, K, C, O}, f, "uint8");
   b.constant("b", {O}, bias, "float16");
   b.node("conv", "_FusedConv2D", {"x", "f", "b"},
-         {{"strides", Builder::ints({1, 2, 2, 1})}, {"padding", Builder::s("SAME")}, {"data_format", Builder::s("NHWC")},
-          {"fused_ops", {{"list", {{"s", {Builder::b64("BiasAdd"), Builder::b64("Relu6")}}}}}}, {"num_args", {{"i", "1"}}}});
+         {{"strides", Builder::ints({1, 2, 2, 1})},
+          {"padding", Builder::s("SAME")},
+          {"data_format", Builder::s("NHWC")},
+          {"fused_ops", {{"list", {{"s", {Builder::b64("BiasAdd"), Builder::b64("Relu6")}}}}}},
+          {"num_args", {{"i", "1"}}}});
   const std::string path = b.write(tmpdir("conv"), {"conv"});
   const auto xv = random_values(static_cast<size_t>(H * W * C), 3);
   Tensor x = Tensor::from_floats({1, H, W, C}, xv);

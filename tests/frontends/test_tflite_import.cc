@@ -39,8 +39,8 @@ struct Builder {
 
   Builder() { buffers.push_back(fb::CreateBuffer(b)); }  // buffer 0: the empty sentinel
 
-  int32_t tensor(const std::string& name, fb::TensorType type, std::vector<int32_t> shape, const void* data = nullptr,
-                 size_t bytes = 0, const QuantSpec* q = nullptr) {
+  int32_t tensor(const std::string& name, fb::TensorType type, std::vector<int32_t> shape, const void* data = nullptr, size_t bytes = 0,
+                 const QuantSpec* q = nullptr) {
     uint32_t buf = 0;
     if (data) {
       b.ForceVectorAlignment(bytes, 1, 16);
@@ -101,8 +101,8 @@ std::map<std::string, Tensor> run(const std::string& path, const std::string& in
 }
 
 // NHWC convolution with an OHWI filter (TFLite's layouts); SAME pads floor(total/2) first.
-std::vector<double> conv_ohwi(const std::vector<double>& x, int64_t H, int64_t W, int64_t C, const std::vector<double>& f, int64_t O,
-                              int64_t K, int64_t S, bool same, int64_t& OH, int64_t& OW) {
+std::vector<double> conv_ohwi(const std::vector<double>& x, int64_t H, int64_t W, int64_t C, const std::vector<double>& f, int64_t O, int64_t K,
+                              int64_t S, bool same, int64_t& OH, int64_t& OW) {
   OH = same ? (H + S - 1) / S : (H - K) / S + 1;
   OW = same ? (W + S - 1) / S : (W - K) / S + 1;
   const int64_t pt = same ? std::max<int64_t>((OH - 1) * S + K - H, 0) / 2 : 0;
@@ -116,7 +116,8 @@ std::vector<double> conv_ohwi(const std::vector<double>& x, int64_t H, int64_t W
           for (int64_t kx = 0; kx < K; ++kx) {
             const int64_t iy = oy * S + ky - pt, ix = ox * S + kx - pl;
             if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
-            for (int64_t c = 0; c < C; ++c) acc += x[static_cast<size_t>((iy * W + ix) * C + c)] * f[static_cast<size_t>(((o * K + ky) * K + kx) * C + c)];
+            for (int64_t c = 0; c < C; ++c)
+              acc += x[static_cast<size_t>((iy * W + ix) * C + c)] * f[static_cast<size_t>(((o * K + ky) * K + kx) * C + c)];
           }
         out[static_cast<size_t>((oy * OW + ox) * O + o)] = acc;
       }
@@ -146,8 +147,7 @@ TEST(TfliteImport, FloatConvDepthwiseMeanFullyConnectedSoftmax) {
   const int32_t f = bd.floats("conv/filter", {int32_t(O), int32_t(K), int32_t(K), int32_t(C)}, fv);
   const int32_t b = bd.floats("conv/bias", {int32_t(O)}, bv);
   const int32_t c1 = bd.tensor("conv", fb::TensorType_FLOAT32, {1, 4, 3, int32_t(O)});
-  bd.op(3, {x, f, b}, {c1}, fb::BuiltinOptions_Conv2DOptions,
-        fb::CreateConv2DOptions(bd.b, fb::Padding_SAME, 2, 2, fb::Activation_RELU6).Union());
+  bd.op(3, {x, f, b}, {c1}, fb::BuiltinOptions_Conv2DOptions, fb::CreateConv2DOptions(bd.b, fb::Padding_SAME, 2, 2, fb::Activation_RELU6).Union());
   const int32_t d = bd.floats("dw/filter", {1, int32_t(K), int32_t(K), int32_t(O * M)}, dv);
   const int32_t c2 = bd.tensor("dw", fb::TensorType_FLOAT32, {1, 2, 1, int32_t(O * M)});
   bd.op(4, {c1, d, -1}, {c2}, fb::BuiltinOptions_DepthwiseConv2DOptions,
@@ -245,8 +245,7 @@ TEST(TfliteImport, Int8ConvWithPerAxisWeightsIsItsQdqMeaning) {
 // requantization (the fused Relu6 as the output range), equal to quant::qlinear_conv run here
 // on the file's own integers - and, on the larger case, different from ONNX Runtime's
 // float requantization of the same accumulators, so the test tells the conventions apart.
-void check_int8_conv(int64_t H, int64_t W, int64_t C, int64_t O, fb::Activation act, QuantSpec yq, uint32_t seed,
-                     bool conventions_must_differ) {
+void check_int8_conv(int64_t H, int64_t W, int64_t C, int64_t O, fb::Activation act, QuantSpec yq, uint32_t seed, bool conventions_must_differ) {
   const int64_t K = 3;
   Builder bd;
   const QuantSpec xq{{0.04f}, {5}, 0};

@@ -38,10 +38,10 @@ TEST(Graph, ValidatesAndDumps) {
   EXPECT_NE(d.find("input  %x:float32[N, 4]"), std::string::npos) << d;
   EXPECT_NE(d.find("%y = Add(%a, %c:float32[4])  # add"), std::string::npos) << d;
   EXPECT_NE(d.find("const  %c:float32[4]"), std::string::npos) << d;
-  EXPECT_FALSE(g.add_value("x").ok());                           // names are unique
+  EXPECT_FALSE(g.add_value("x").ok());  // names are unique
   const size_t nodes_before = g.nodes().size();
   EXPECT_FALSE(g.add_node("dup", "Relu", "", {g.find("x")}, {"fresh", "a"}).ok());  // output already defined
-  EXPECT_EQ(g.nodes().size(), nodes_before);  // unchanged on failure
+  EXPECT_EQ(g.nodes().size(), nodes_before);                                        // unchanged on failure
   EXPECT_EQ(g.find("fresh"), nullptr);
   EXPECT_EQ(g.find("x")->consumers.size(), 2u);
 }
@@ -71,8 +71,8 @@ TEST(Passes, DeadCodeEliminationKeepsWhatReachesAnOutput) {
   EXPECT_EQ(g.nodes()[0]->name, "relu");
   EXPECT_EQ(g.nodes()[1]->name, "add");
   EXPECT_EQ(g.find("dead1"), nullptr);
-  EXPECT_EQ(g.find("u"), nullptr);       // unused constant removed
-  EXPECT_NE(g.find("c"), nullptr);       // used constant kept
+  EXPECT_EQ(g.find("u"), nullptr);  // unused constant removed
+  EXPECT_NE(g.find("c"), nullptr);  // used constant kept
   EXPECT_EQ(g.find("x")->consumers.size(), 1u);
   EXPECT_TRUE(g.validate().ok());
   EXPECT_EQ(dumped.rfind("dead-code-elimination\ngraph", 0), 0u) << dumped;
@@ -82,9 +82,7 @@ TEST(Passes, DeadCodeEliminationKeepsWhatReachesAnOutput) {
 TEST(Passes, FailuresNameThePassAndUnknownDumpNamesAreErrors) {
   Graph g = sample_graph();
   PassManager pm;
-  pm.add(Pass{"always-fails", [](Graph& gr) -> Status {
-                return invalid(gr.nodes()[0]->describe() + ": cannot do this");
-              }});
+  pm.add(Pass{"always-fails", [](Graph& gr) -> Status { return invalid(gr.nodes()[0]->describe() + ": cannot do this"); }});
   auto s = pm.run(g);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().message, "pass 'always-fails': node 'relu' (Relu): cannot do this");

@@ -58,8 +58,7 @@ Inputs make_inputs(const Config& c, uint32_t seed, bool specials) {
 
 std::string describe(const Config& c, MsdaMethod m, uint32_t seed) {
   std::ostringstream s;
-  s << "method=" << to_string(m) << " B=" << c.batch << " heads=" << c.heads << " hd=" << c.head_dim
-    << " Lq=" << c.queries << " levels=";
+  s << "method=" << to_string(m) << " B=" << c.batch << " heads=" << c.heads << " hd=" << c.head_dim << " Lq=" << c.queries << " levels=";
   for (auto l : c.levels) s << l.h << "x" << l.w << ",";
   s << " seed=" << seed;
   return s.str();
@@ -126,8 +125,7 @@ TEST(MsdaComposition, DefaultEqualsGridSamplePerLevelThenWeightedSum) {
         for (int64_t m = 0; m < nH; ++m)
           for (int64_t ch = 0; ch < hd; ++ch)
             for (int64_t t = 0; t < lv.h * lv.w; ++t)
-              val.data<float>()[((b * nH + m) * hd + ch) * lv.h * lv.w + t] =
-                  in.value.data<float>()[((b * T + t0 + t) * nH + m) * hd + ch];
+              val.data<float>()[((b * nH + m) * hd + ch) * lv.h * lv.w + t] = in.value.data<float>()[((b * T + t0 + t) * nH + m) * hd + ch];
       for (int64_t b = 0; b < B; ++b)
         for (int64_t m = 0; m < nH; ++m)
           for (int64_t q = 0; q < Lq; ++q)
@@ -141,8 +139,7 @@ TEST(MsdaComposition, DefaultEqualsGridSamplePerLevelThenWeightedSum) {
         for (int64_t ch = 0; ch < hd; ++ch)
           for (int64_t q = 0; q < Lq; ++q)
             for (int64_t k = 0; k < Pl; ++k)
-              samples[static_cast<size_t>(((bm * hd + ch) * Lq + q) * P + k0 + k)] =
-                  s.data<float>()[((bm * hd + ch) * Lq + q) * Pl + k];
+              samples[static_cast<size_t>(((bm * hd + ch) * Lq + q) * P + k0 + k)] = s.data<float>()[((bm * hd + ch) * Lq + q) * Pl + k];
       k0 += Pl;
       t0 += lv.h * lv.w;
     }
@@ -242,11 +239,9 @@ TEST(MsdaErrors, NameTheTensorAndDimension) {
     EXPECT_FALSE(r.ok());
     return r.ok() ? std::string() : r.error().message;
   };
-  EXPECT_NE(msg(in.locations, in.weights, {2, 2}).find("locations: dimension 3 is 5 but the sum of points per level is 4"),
-            std::string::npos);
+  EXPECT_NE(msg(in.locations, in.weights, {2, 2}).find("locations: dimension 3 is 5 but the sum of points per level is 4"), std::string::npos);
   EXPECT_NE(msg(in.locations, in.weights, {5}).find("points: 1 values given for 2 levels"), std::string::npos);
-  EXPECT_NE(msg(*in.locations.slice(0, 0, 1), *in.weights.slice(0, 0, 1), c.points).find("locations: dimension 0"),
-            std::string::npos);
+  EXPECT_NE(msg(*in.locations.slice(0, 0, 1), *in.weights.slice(0, 0, 1), c.points).find("locations: dimension 0"), std::string::npos);
   EXPECT_NE(msg(in.locations, *in.weights.slice(1, 0, 3), c.points).find("weights: dimension 1"), std::string::npos);
   Tensor w = in.weights.clone();
   w.data<float>()[7] = NAN;
@@ -255,8 +250,7 @@ TEST(MsdaErrors, NameTheTensorAndDimension) {
   EXPECT_NE(msg(in.locations, w, c.points, strict).find("weights: non-finite value"), std::string::npos);
   auto bad_tokens = msda_prepare_from_tokens(in.value, {{4, 6}, {2, 2}});
   ASSERT_FALSE(bad_tokens.ok());
-  EXPECT_NE(bad_tokens.error().message.find("value: dimension 1 has 30 tokens but the level shapes sum to 28"),
-            std::string::npos);
+  EXPECT_NE(bad_tokens.error().message.find("value: dimension 1 has 30 tokens but the level shapes sum to 28"), std::string::npos);
   EXPECT_FALSE(parse_level_shapes("80x80,40").ok());
   EXPECT_FALSE(parse_level_shapes("80x0").ok());
   EXPECT_FALSE(parse_points("3,,3").ok());

@@ -55,9 +55,8 @@ Geometry random_geometry(std::mt19937& rng) {
 
 std::string describe(const Geometry& g) {
   std::ostringstream o;
-  o << "N" << g.N << " C" << g.C << " " << g.H << "x" << g.W << " M" << g.M << " k" << g.KH << "x" << g.KW << " s" << g.S
-    << " d" << g.D << " g" << g.group << " pads " << g.pads[0] << "," << g.pads[1] << "," << g.pads[2] << "," << g.pads[3]
-    << (g.bias ? " bias" : "");
+  o << "N" << g.N << " C" << g.C << " " << g.H << "x" << g.W << " M" << g.M << " k" << g.KH << "x" << g.KW << " s" << g.S << " d" << g.D << " g"
+    << g.group << " pads " << g.pads[0] << "," << g.pads[1] << "," << g.pads[2] << "," << g.pads[3] << (g.bias ? " bias" : "");
   return o.str();
 }
 

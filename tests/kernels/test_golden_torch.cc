@@ -57,9 +57,8 @@ TEST(GoldenTorch, GridSample) {
     for (int64_t i = 0; i < x.numel(); ++i) max_in = std::max(max_in, std::fabs(x.get_as_double(i)));
     for (int64_t i = 0; i < want.numel(); ++i) {
       const float w = want.data<float>()[i], g = got->data<float>()[i];
-      const std::string at = name + " (" + text(c["mode"]) + ", " + text(c["pad"]) + ", align_corners=" +
-                             std::to_string(opt.align_corners) + ", input " + shape_to_string(x.shape()) + ") index " +
-                             std::to_string(i);
+      const std::string at = name + " (" + text(c["mode"]) + ", " + text(c["pad"]) + ", align_corners=" + std::to_string(opt.align_corners) +
+                             ", input " + shape_to_string(x.shape()) + ") index " + std::to_string(i);
       auto& cat = bitwise[std::to_string(x.rank() - 2) + "-D " + text(c["mode"])];
       cat.first += test::exact_equal(g, w);
       cat.second += 1;
@@ -122,8 +121,7 @@ TEST(GoldenTorch, DeformableAttentionCoreAllMethods) {
       bitwise[to_string(m)].second += 1;
       // Magnitude: max|value| (weights sum to 1); depth: P products + P additions.
       ASSERT_TRUE(test::float_agree(got->data<float>()[i], want.data<float>()[i], max_v, static_cast<int>(2 * P)))
-          << name << " (" << to_string(m) << ") index " << i << ": got " << got->data<float>()[i] << " want "
-          << want.data<float>()[i];
+          << name << " (" << to_string(m) << ") index " << i << ": got " << got->data<float>()[i] << " want " << want.data<float>()[i];
     }
   }
   EXPECT_EQ(methods.size(), 3u);

@@ -19,8 +19,8 @@ using test::exact_equal;
 // half-pixel positions, just outside, far outside, NaN, +-inf).
 void fill_grid(Tensor& g, int64_t size_hint, std::mt19937& rng, bool specials) {
   std::uniform_real_distribution<float> u(-1.4f, 1.4f);
-  std::vector<float> picks = {-1.0f, 1.0f, 0.0f, -0.5f, 0.5f, std::nextafter(1.0f, 2.0f), std::nextafter(-1.0f, -2.0f),
-                              1.5f, -1.5f, 3.0f, -7.25f, 1e4f, -1e4f, 3e9f, -3e9f, 1e30f};
+  std::vector<float> picks = {-1.0f, 1.0f,  0.0f, -0.5f, 0.5f, std::nextafter(1.0f, 2.0f), std::nextafter(-1.0f, -2.0f), 1.5f, -1.5f, 3.0f, -7.25f,
+                              1e4f,  -1e4f, 3e9f, -3e9f, 1e30f};
   for (int64_t i = 1; i <= size_hint; ++i) {
     // pixel centres and edges for both align_corners values
     picks.push_back(2.0f * static_cast<float>(i) / static_cast<float>(size_hint) - 1.0f);
@@ -47,8 +47,8 @@ Tensor random_tensor(const Shape& s, std::mt19937& rng) {
 std::string describe(const GridSampleOptions& o, const Shape& in, const Shape& g, DType dt, uint32_t seed) {
   std::ostringstream s;
   s << "mode=" << to_string(o.mode) << " padding=" << to_string(o.padding) << " align_corners=" << o.align_corners
-    << " convention=" << to_string(o.convention) << " dtype=" << dtype_name(dt) << " input=" << shape_to_string(in)
-    << " grid=" << shape_to_string(g) << " seed=" << seed;
+    << " convention=" << to_string(o.convention) << " dtype=" << dtype_name(dt) << " input=" << shape_to_string(in) << " grid=" << shape_to_string(g)
+    << " seed=" << seed;
   return s.str();
 }
 
@@ -67,8 +67,7 @@ struct Spatial {
 };
 
 TEST(GridSampleDifferential, FastEqualsReference2D) {
-  const Spatial maps[] = {{1, 1}, {1, 5}, {2, 3}, {3, 2}, {4, 4}, {5, 7}, {7, 5}, {6, 10},
-                          {9, 8}, {15, 16}, {16, 17}, {17, 33}, {33, 15}, {32, 31}};
+  const Spatial maps[] = {{1, 1}, {1, 5}, {2, 3}, {3, 2}, {4, 4}, {5, 7}, {7, 5}, {6, 10}, {9, 8}, {15, 16}, {16, 17}, {17, 33}, {33, 15}, {32, 31}};
   const Spatial outs[] = {{1, 1}, {3, 7}, {10, 9}, {2, 40}};
   ThreadPool pool3(3), pool1(1);
   uint32_t seed = 1000;
@@ -145,8 +144,7 @@ TEST(GridSampleDifferential, LargeBlocksAndTails) {
         fill_grid(g, 13, rng, true);
         GridSampleOptions opt{mode, pad, false, GridSampleConvention::pytorch};
         const std::string what = describe(opt, x.shape(), g.shape(), DType::f32, seed);
-        expect_identical(*grid_sample(x, g, opt, KernelImpl::reference), *grid_sample(x, g, opt, KernelImpl::fast, &pool),
-                         what);
+        expect_identical(*grid_sample(x, g, opt, KernelImpl::reference), *grid_sample(x, g, opt, KernelImpl::fast, &pool), what);
       }
     }
   }
@@ -199,7 +197,7 @@ TEST(GridSampleSemantics, RectangularMapsAreNotTransposed) {
   Tensor x = Tensor::from_floats({1, 1, 2, 5}, v);
   GridSampleOptions opt;
   EXPECT_EQ(sample1(x, g_of(3.0f, 5), g_of(1.0f, 2), opt), 8.0f);  // row 1, column 3
-  Tensor xt = x.permute({0, 1, 3, 2})->contiguous();            // 5 rows x 2 columns
+  Tensor xt = x.permute({0, 1, 3, 2})->contiguous();               // 5 rows x 2 columns
   EXPECT_EQ(sample1(xt, g_of(1.0f, 2), g_of(3.0f, 5), opt), 8.0f);
   EXPECT_NE(sample1(xt, g_of(3.0f, 5), g_of(1.0f, 2), opt), 8.0f);
 }
@@ -243,9 +241,9 @@ TEST(GridSampleSemantics, NearestReflectionNearTheEdgeDiffersBetweenConventions)
 TEST(GridSampleSemantics, NonFiniteCoordinatesFollowPyTorch) {
   Tensor x = Tensor::from_floats({1, 1, 2, 3}, std::vector<float>{1, 2, 3, 4, 5, 6});
   GridSampleOptions opt;
-  EXPECT_TRUE(std::isnan(sample1(x, NAN, 0, opt)));       // zeros + bilinear: NaN weights
+  EXPECT_TRUE(std::isnan(sample1(x, NAN, 0, opt)));  // zeros + bilinear: NaN weights
   EXPECT_TRUE(std::isnan(sample1(x, INFINITY, 0, opt)));
-  EXPECT_EQ(sample1(x, 1e10f, 0, opt), 0.0f);              // far but finite: 0
+  EXPECT_EQ(sample1(x, 1e10f, 0, opt), 0.0f);  // far but finite: 0
   opt.mode = GridSampleMode::nearest;
   EXPECT_EQ(sample1(x, NAN, 0, opt), 0.0f);
   opt.mode = GridSampleMode::bilinear;
@@ -299,13 +297,10 @@ TEST(GridSampleErrors, NameTheTensorAndDimension) {
   EXPECT_NE(msg(x, Tensor::empty(DType::f32, {2, 3, 3, 3})).find("grid: dimension 3 must be 2"), std::string::npos);
   EXPECT_NE(msg(x, Tensor::empty(DType::f32, {1, 3, 3, 2})).find("grid: dimension 0 (batch)"), std::string::npos);
   EXPECT_NE(msg(x, Tensor::empty(DType::f32, {2, 3, 2})).find("grid: rank"), std::string::npos);
-  EXPECT_NE(msg(Tensor::empty(DType::f32, {2, 3, 4}), Tensor::empty(DType::f32, {2, 3, 2})).find("input: rank"),
-            std::string::npos);
-  EXPECT_NE(msg(Tensor::empty(DType::f32, {2, 0, 4, 5}), Tensor::empty(DType::f32, {2, 3, 3, 2})).find("empty"),
-            std::string::npos);
+  EXPECT_NE(msg(Tensor::empty(DType::f32, {2, 3, 4}), Tensor::empty(DType::f32, {2, 3, 2})).find("input: rank"), std::string::npos);
+  EXPECT_NE(msg(Tensor::empty(DType::f32, {2, 0, 4, 5}), Tensor::empty(DType::f32, {2, 3, 3, 2})).find("empty"), std::string::npos);
   EXPECT_NE(msg(x, Tensor::empty(DType::f32, {2, 0, 3, 2})).find("grid: dimension 1"), std::string::npos);
-  EXPECT_NE(msg(Tensor::empty(DType::i8, {2, 3, 4, 5}), Tensor::empty(DType::f32, {2, 3, 3, 2})).find("input: dtype int8"),
-            std::string::npos);
+  EXPECT_NE(msg(Tensor::empty(DType::i8, {2, 3, 4, 5}), Tensor::empty(DType::f32, {2, 3, 3, 2})).find("input: dtype int8"), std::string::npos);
   GridSampleOptions cubic;
   cubic.mode = GridSampleMode::bicubic;
   auto r = grid_sample(Tensor::empty(DType::f32, {1, 1, 2, 2, 2}), Tensor::empty(DType::f32, {1, 1, 1, 1, 3}), cubic);

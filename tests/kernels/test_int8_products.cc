@@ -31,9 +31,9 @@ struct ConvCase {
 
 std::string describe(const ConvCase& c) {
   std::ostringstream o;
-  o << "C" << c.C << " " << c.H << "x" << c.W << " M" << c.M << " k" << c.KH << "x" << c.KW << " s" << c.S << " d" << c.D
-    << " g" << c.group << " pads " << c.pads[0] << "," << c.pads[1] << "," << c.pads[2] << "," << c.pads[3]
-    << (c.xt == DType::i8 ? " int8" : " uint8") << " zp " << c.zp;
+  o << "C" << c.C << " " << c.H << "x" << c.W << " M" << c.M << " k" << c.KH << "x" << c.KW << " s" << c.S << " d" << c.D << " g" << c.group
+    << " pads " << c.pads[0] << "," << c.pads[1] << "," << c.pads[2] << "," << c.pads[3] << (c.xt == DType::i8 ? " int8" : " uint8") << " zp "
+    << c.zp;
   return o.str();
 }
 
@@ -138,8 +138,8 @@ TEST(Int8Products, ConvolutionEqualsTheInt64DefinitionOnEveryPath) {
     SCOPED_TRACE(describe(c));
     const int64_t OH = (c.H + c.pads[0] + c.pads[2] - ((c.KH - 1) * c.D + 1)) / c.S + 1;
     const int64_t OW = (c.W + c.pads[1] + c.pads[3] - ((c.KW - 1) * c.D + 1)) / c.S + 1;
-    const Tensor x = c.xt == DType::i8 ? random_values<int8_t>(DType::i8, {1, c.C, c.H, c.W}, rng)
-                                       : random_values<uint8_t>(DType::u8, {1, c.C, c.H, c.W}, rng);
+    const Tensor x =
+        c.xt == DType::i8 ? random_values<int8_t>(DType::i8, {1, c.C, c.H, c.W}, rng) : random_values<uint8_t>(DType::u8, {1, c.C, c.H, c.W}, rng);
     const Tensor w = random_values<int8_t>(DType::i8, {c.M, c.C / c.group, c.KH, c.KW}, rng);
     const std::vector<int64_t> want = conv_int64(c, x, w, OH, OW);
     Tensor x_nhwc = Tensor::empty(c.xt, {1, c.H, c.W, c.C});

@@ -72,8 +72,8 @@ TEST(OnnxConformance, GridSampleNodeTests) {
         for (int64_t i = 0; i < want.numel(); ++i) {
           // The expected data is printed to ~8 significant digits by its generator.
           ASSERT_TRUE(test::float_agree(got->data<float>()[i], want.data<float>()[i], 1.6 * max_in, 16))
-              << name << " convention=" << to_string(conv) << " index " << i << ": got " << got->data<float>()[i]
-              << " want " << want.data<float>()[i];
+              << name << " convention=" << to_string(conv) << " index " << i << ": got " << got->data<float>()[i] << " want "
+              << want.data<float>()[i];
         }
       }
     }

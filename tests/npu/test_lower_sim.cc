@@ -103,8 +103,7 @@ Tensor reference(const Case& c, quant::Requant conv) {
 // mac_runs: the oneDNN convolutions the cached runs computed for the chain (one per group of
 // tasks over one input map).
 Result<Tensor> simulate(const Case& c, lower::Strategy st, size_t* tasks = nullptr, const lower::LowerOptions& opt = {},
-                        int64_t* row_slices = nullptr, const sim::Quirks& quirks = {}, const Tensor* residual = nullptr,
-                        size_t* mac_runs = nullptr) {
+                        int64_t* row_slices = nullptr, const sim::Quirks& quirks = {}, const Tensor* residual = nullptr, size_t* mac_runs = nullptr) {
   DeviceMemory mem;
   RKD_ASSIGN(uint32_t in, lower::place_input(mem, c.spec, c.x));
   RKD_ASSIGN(lower::Lowered l, lower::lower_conv(c.spec, st, mem, in, opt));
@@ -114,7 +113,8 @@ Result<Tensor> simulate(const Case& c, lower::Strategy st, size_t* tasks = nullp
   const uint32_t at = placed.address;
   const auto& spans = placed.spans;
   RKD_ASSIGN(auto stats, sim::run(mem, at, spans[0].word_count, quirks));
-  if (stats.size() != l.tasks.size()) return invalid("the simulator ran " + std::to_string(stats.size()) + " tasks of " + std::to_string(l.tasks.size()));
+  if (stats.size() != l.tasks.size())
+    return invalid("the simulator ran " + std::to_string(stats.size()) + " tasks of " + std::to_string(l.tasks.size()));
   if (tasks) *tasks = l.tasks.size();
   RKD_ASSIGN(Tensor loops, lower::gather_output(mem, c.spec, l));
   // The same buffer with the prepared MAC (oneDNN where available), twice (cache reuse):
@@ -158,7 +158,8 @@ TEST(NpuLowerSim, SingleOutCvtStrategiesAreExactWhenEveryChannelHasOneScale) {
     // multiplier, half to even) every single-OUT_CVT strategy is the reference bit for bit:
     // packing, zero points, padding lanes and rows, folded bias and ReLU/ReLUX all exact.
     const Tensor ref_npu = reference(c, quant::Requant::rknpu_out_cvt);
-    for (lower::Strategy st : {lower::Strategy::per_tensor, lower::Strategy::group16, lower::Strategy::per_channel, lower::Strategy::bs_multiplier_opt}) {
+    for (lower::Strategy st :
+         {lower::Strategy::per_tensor, lower::Strategy::group16, lower::Strategy::per_channel, lower::Strategy::bs_multiplier_opt}) {
       auto y = simulate(c, st);
       ASSERT_TRUE(y.ok()) << "trial " << trial << " " << lower::strategy_name(st) << ": " << y.error().to_string();
       const Diff d = compare(*y, ref);
@@ -194,7 +195,8 @@ TEST(NpuLowerSim, PerAxisStrategiesOnScalesSpreadOverTwoDecades) {
     }
   }
   for (const auto& [name, d] : total) {
-    std::printf("%-22s max |diff| %3lld LSB, %6.2f%% exact\n", name.c_str(), static_cast<long long>(d.max), 100.0 * static_cast<double>(d.exact) / static_cast<double>(d.n));
+    std::printf("%-22s max |diff| %3lld LSB, %6.2f%% exact\n", name.c_str(), static_cast<long long>(d.max),
+                100.0 * static_cast<double>(d.exact) / static_cast<double>(d.n));
   }
   auto share = [&](const char* n) { return static_cast<double>(total[n].exact) / static_cast<double>(total[n].n); };
   // One OUT_CVT for channels whose scales differ: the small-scale channels are garbage.
@@ -229,13 +231,12 @@ TEST(NpuLowerSim, CbufTilingComputesWhatTheWholeLoweringComputes) {
     size_t min_tasks;
   };
   const T cases[] = {
-      {false, DType::i8, {64, 40, 70, 128, 3, 1}, 2, 2},   // 8 KiB rows: 40 fit in 10 banks
-      {false, DType::u8, {48, 24, 97, 160, 3, 2}, 2, 2},   // stride 2, uint8
-      {false, DType::i8, {32, 16, 200, 150, 5, 1}, 3, 3},  // 5x5 kernel, overlap 4 rows
-      {false, DType::i8, {16, 8, 300, 90, 1, 1}, 2, 2},    // 1x1: no overlap
-      {true, DType::i8, {40, 40, 120, 700, 3, 1}, 2, 6},   // depthwise 16-channel windows
-      {true, DType::u8, {16, 16, 90, 600, 3, 2}, 2, 2},
-      {false, DType::i8, {512, 256, 6, 7, 3, 1}, 1, 4},    // 4.5 KiB kernels: weights in chunks
+      {false, DType::i8, {64, 40, 70, 128, 3, 1}, 2, 2},                                                     // 8 KiB rows: 40 fit in 10 banks
+      {false, DType::u8, {48, 24, 97, 160, 3, 2}, 2, 2},                                                     // stride 2, uint8
+      {false, DType::i8, {32, 16, 200, 150, 5, 1}, 3, 3},                                                    // 5x5 kernel, overlap 4 rows
+      {false, DType::i8, {16, 8, 300, 90, 1, 1}, 2, 2},                                                      // 1x1: no overlap
+      {true, DType::i8, {40, 40, 120, 700, 3, 1}, 2, 6},                                                     // depthwise 16-channel windows
+      {true, DType::u8, {16, 16, 90, 600, 3, 2}, 2, 2},   {false, DType::i8, {512, 256, 6, 7, 3, 1}, 1, 4},  // 4.5 KiB kernels: weights in chunks
   };
   std::mt19937 rng(11);
   for (const T& c0 : cases) {
@@ -449,8 +450,20 @@ TEST(NpuSim, SimdEpilogueEqualsTheStageByStageDefinition) {
     e.core_round = sim::Rounding::half_to_even;
     e.bs_round = sim::Rounding::half_up;
     e.out_round = sim::Rounding::half_to_even;
-    e.bs = sim::detail::Stage{false, false, pick(0, 1) == 0, false, pick(0, 1) == 0, pick(0, 3) == 0, true, true, 2, 0, 0,
-                              static_cast<int>(pick(1, 20)), static_cast<int>(pick(1, 20)), static_cast<int32_t>(pick(-50, 100000))};
+    e.bs = sim::detail::Stage{false,
+                              false,
+                              pick(0, 1) == 0,
+                              false,
+                              pick(0, 1) == 0,
+                              pick(0, 3) == 0,
+                              true,
+                              true,
+                              2,
+                              0,
+                              0,
+                              static_cast<int>(pick(1, 20)),
+                              static_cast<int>(pick(1, 20)),
+                              static_cast<int32_t>(pick(-50, 100000))};
     if (pick(0, 5) == 0) e.bs.shift_pos = static_cast<int>(pick(40, 62));  // shifts around the SIMD path's kMaxShift (48)
     if (pick(0, 5) == 0) e.bs.shift_neg = static_cast<int>(pick(40, 62));
     if (pick(0, 1)) e.bs.shift_neg = e.bs.shift_pos;
@@ -461,7 +474,7 @@ TEST(NpuSim, SimdEpilogueEqualsTheStageByStageDefinition) {
     std::vector<int16_t> mul(static_cast<size_t>(M));
     std::vector<int64_t> wsum(static_cast<size_t>(M));
     const bool small_alu = small && pick(0, 3) != 0;  // small MACs with a large ALU operand: the add may saturate
-    for (auto& a : alu) {  // large: anywhere, or within a few thousand of int32's limits (MAC + ALU saturates)
+    for (auto& a : alu) {                             // large: anywhere, or within a few thousand of int32's limits (MAC + ALU saturates)
       const int64_t edge = pick(0, 1) ? INT32_MAX - pick(0, 3000) : INT32_MIN + pick(0, 3000);
       a = static_cast<int32_t>(small_alu ? pick(-300, 300) : pick(0, 1) ? pick(INT32_MIN, INT32_MAX) : edge);
     }
@@ -581,7 +594,7 @@ TEST(NpuLowerSim, FusedResidualAddInTheEwStage) {
           if (s.conv_relu) conv = std::max(conv, 0.0);
           const double rv = u8 ? r.data<uint8_t>()[i] : r.data<int8_t>()[i];
           const double want = std::clamp(std::nearbyint((conv + s.r_scale * (rv - s.r_zero_point)) / s.y_scale) + s.y_zero_point,
-                                          static_cast<double>(qmin), static_cast<double>(qmax));
+                                         static_cast<double>(qmin), static_cast<double>(qmax));
           const int64_t e = std::llabs(static_cast<int64_t>(y->get_as_double(i)) - static_cast<int64_t>(want));
           worst = std::max(worst, e);
           exact += e == 0;
@@ -591,8 +604,8 @@ TEST(NpuLowerSim, FusedResidualAddInTheEwStage) {
     }
   }
   EXPECT_GT(truncated_tasks, 0);
-  std::printf("fused residual add: %lld tasks with CORE truncation; max |diff| %lld, %.3f%% exact of %lld\n", static_cast<long long>(truncated_tasks), static_cast<long long>(worst), 100.0 * static_cast<double>(exact) / static_cast<double>(n),
-              static_cast<long long>(n));
+  std::printf("fused residual add: %lld tasks with CORE truncation; max |diff| %lld, %.3f%% exact of %lld\n", static_cast<long long>(truncated_tasks),
+              static_cast<long long>(worst), 100.0 * static_cast<double>(exact) / static_cast<double>(n), static_cast<long long>(n));
   EXPECT_LE(worst, 1);
   EXPECT_GE(static_cast<double>(exact) / static_cast<double>(n), 0.99);
 }
@@ -657,13 +670,13 @@ TEST(NpuLower, RowSlicesCoverTheOutputAndFitTheirBanks) {
 
 TEST(NpuSim, RoundShiftConventions) {
   using sim::Rounding;
-  EXPECT_EQ(sim::round_shift(5, 1, Rounding::half_to_even), 2);   // 2.5
-  EXPECT_EQ(sim::round_shift(7, 1, Rounding::half_to_even), 4);   // 3.5
-  EXPECT_EQ(sim::round_shift(-5, 1, Rounding::half_to_even), -2); // -2.5
+  EXPECT_EQ(sim::round_shift(5, 1, Rounding::half_to_even), 2);    // 2.5
+  EXPECT_EQ(sim::round_shift(7, 1, Rounding::half_to_even), 4);    // 3.5
+  EXPECT_EQ(sim::round_shift(-5, 1, Rounding::half_to_even), -2);  // -2.5
   EXPECT_EQ(sim::round_shift(-5, 1, Rounding::half_away), -3);
   EXPECT_EQ(sim::round_shift(-5, 1, Rounding::half_up), -2);
-  EXPECT_EQ(sim::round_shift(-5, 1, Rounding::truncate), -3);     // floor
-  EXPECT_EQ(sim::round_shift(6, 2, Rounding::half_up), 2);        // 1.5
+  EXPECT_EQ(sim::round_shift(-5, 1, Rounding::truncate), -3);  // floor
+  EXPECT_EQ(sim::round_shift(6, 2, Rounding::half_up), 2);     // 1.5
 }
 
 }  // namespace

@@ -129,12 +129,12 @@ TEST(Regcmd, EncodeDecodeEncodeIsTheIdentityAndTrailersChainTheTasks) {
 
 TEST(Regcmd, DecoderReportsWhatDoesNotFitWithoutFailing) {
   std::vector<uint64_t> w = {
-      pack(Word{0x0201, 0x100c, 0}),       // CNA.CONV_CON1, fine
-      pack(Word{0x1001, 0x100c, 0}),       // DPU target writing CNA's offset
-      pack(Word{0x0201, 0x1ffc, 0}),       // no register there
-      pack(Word{0x7777, 0x4040, 0}),       // unknown target
+      pack(Word{0x0201, 0x100c, 0}),              // CNA.CONV_CON1, fine
+      pack(Word{0x1001, 0x100c, 0}),              // DPU target writing CNA's offset
+      pack(Word{0x0201, 0x1ffc, 0}),              // no register there
+      pack(Word{0x7777, 0x4040, 0}),              // unknown target
       pack(Word{kOpEnableTarget, 0x0008, 0x1d}),  // enable without trailer
-      pack(Word{0x0201, 0x1070, 0x1234}),  // a second task that never ends
+      pack(Word{0x0201, 0x1070, 0x1234}),         // a second task that never ends
   };
   const auto d = decode(w);
   ASSERT_EQ(d.size(), 2u);

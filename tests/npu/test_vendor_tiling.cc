@@ -54,8 +54,8 @@ TEST(NpuVendorTiling, SlicesAndBanksAgainstCapturedRuns) {
       out.push_back(s.out_rows);
     }
     const auto v_in = l.at("in_rows").get<std::vector<int64_t>>(), v_out = l.at("out_rows").get<std::vector<int64_t>>();
-    const bool same = t->data_banks == l.at("data_banks").get<int64_t>() && t->weight_banks == l.at("weight_banks").get<int64_t>() &&
-                      in == v_in && out == v_out && !l.contains("channel_split");
+    const bool same = t->data_banks == l.at("data_banks").get<int64_t>() && t->weight_banks == l.at("weight_banks").get<int64_t>() && in == v_in &&
+                      out == v_out && !l.contains("channel_split");
     std::printf("%-62s vendor banks %lld+%lld rows in [%s] out [%s]\n%-62s ours   banks %lld+%lld rows in [%s] out [%s]  %s\n", name.c_str(),
                 static_cast<long long>(l.at("data_banks").get<int64_t>()), static_cast<long long>(l.at("weight_banks").get<int64_t>()),
                 rows_text(v_in).c_str(), rows_text(v_out).c_str(), "", static_cast<long long>(t->data_banks), static_cast<long long>(t->weight_banks),

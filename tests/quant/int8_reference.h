@@ -39,8 +39,7 @@ inline int32_t ref_single_rounding(int32_t x, QuantizedMultiplier m) {
 }
 
 inline int32_t ref_multiply(Requant c, int64_t x, QuantizedMultiplier m) {
-  return c == Requant::tflite_single_rounding ? ref_single_rounding(static_cast<int32_t>(x), m)
-                                              : ref_double_rounding(static_cast<int32_t>(x), m);
+  return c == Requant::tflite_single_rounding ? ref_single_rounding(static_cast<int32_t>(x), m) : ref_double_rounding(static_cast<int32_t>(x), m);
 }
 
 }  // namespace rkd::quant::testref

@@ -270,7 +270,8 @@ TEST(Int8Xnnpack, LeakyReluMeanResizeStayWithinTheirPrecision) {
     Tensor r = Tensor::empty(t, {1, 3, 7, 9});
     ASSERT_TRUE(tflite_resize_bilinear(x4, align, half, Requant::tflite_xnnpack, r).ok());
     auto src = [&](int64_t o, int64_t in_n, int64_t out_n) {
-      const double sc = align ? static_cast<double>(in_n - 1) / static_cast<double>(out_n - 1) : static_cast<double>(in_n) / static_cast<double>(out_n);
+      const double sc =
+          align ? static_cast<double>(in_n - 1) / static_cast<double>(out_n - 1) : static_cast<double>(in_n) / static_cast<double>(out_n);
       const double f = half ? (static_cast<double>(o) + 0.5) * sc - 0.5 : static_cast<double>(o) * sc;
       return std::clamp(f, 0.0, static_cast<double>(in_n - 1));
     };

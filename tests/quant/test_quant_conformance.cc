@@ -30,8 +30,7 @@ onnx::NodeProto load_node(const std::string& test) {
 Tensor load(const std::string& test, const std::string& file) {
   auto bytes = read_file_bytes((kRoot / test / "test_data_set_0" / file).string());
   EXPECT_TRUE(bytes.ok()) << test << "/" << file;
-  auto t = onnx_frontend::import_onnx_tensor(
-      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size()), file);
+  auto t = onnx_frontend::import_onnx_tensor(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size()), file);
   EXPECT_TRUE(t.ok()) << test << "/" << file << ": " << (t.ok() ? "" : t.error().to_string());
   return t.ok() ? *t : Tensor();
 }
@@ -109,8 +108,7 @@ TEST(QuantConformance, QLinearConv) {
   p.group = attr_int(node, "group", 1);
   auto range = quantized_range(want.dtype());
   ASSERT_TRUE(range.ok());
-  auto rq = Requantizer::make(Requant::onnx_float, floats(xs)[0], floats(ws), floats(ys)[0], ints(yz)[0], range->first,
-                              range->second);
+  auto rq = Requantizer::make(Requant::onnx_float, floats(xs)[0], floats(ws), floats(ys)[0], ints(yz)[0], range->first, range->second);
   ASSERT_TRUE(rq.ok()) << rq.error().to_string();
   Tensor got = Tensor::empty(want.dtype(), want.shape());
   auto s = qlinear_conv(x, ints(xz)[0], w, ints(wz), bias, p, *rq, got);
@@ -125,8 +123,7 @@ TEST(QuantConformance, QLinearMatMul) {
     const Tensor ys = load(test, "input_6.pb"), yz = load(test, "input_7.pb");
     const Tensor want = load(test, "output_0.pb");
     auto range = quantized_range(want.dtype());
-    auto rq = Requantizer::make(Requant::onnx_float, floats(as)[0], floats(bs), floats(ys)[0], ints(yz)[0], range->first,
-                                range->second);
+    auto rq = Requantizer::make(Requant::onnx_float, floats(as)[0], floats(bs), floats(ys)[0], ints(yz)[0], range->first, range->second);
     ASSERT_TRUE(rq.ok());
     Tensor got = Tensor::empty(want.dtype(), want.shape());
     auto s = qlinear_matmul(a, ints(az)[0], b, ints(bz), *rq, got);

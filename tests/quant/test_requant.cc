@@ -60,8 +60,7 @@ TEST(Requant, TfliteRoundingsMatchTheExactDefinitions) {
   // Edges: exact halves, the SRDHM overflow, the extreme shifts.
   for (int32_t x : {std::numeric_limits<int32_t>::min(), -3, -2, -1, 0, 1, 2, 3, std::numeric_limits<int32_t>::max()}) {
     for (QuantizedMultiplier m : {QuantizedMultiplier{1 << 30, 0}, QuantizedMultiplier{1 << 30, -1},
-                                  QuantizedMultiplier{std::numeric_limits<int32_t>::max(), -31},
-                                  QuantizedMultiplier{1 << 30, -31}}) {
+                                  QuantizedMultiplier{std::numeric_limits<int32_t>::max(), -31}, QuantizedMultiplier{1 << 30, -31}}) {
       EXPECT_EQ(multiply_by_quantized_multiplier_double_rounding(x, m), ref_double_rounding(x, m)) << x;
       EXPECT_EQ(multiply_by_quantized_multiplier_single_rounding(x, m), ref_single_rounding(x, m)) << x;
     }
@@ -89,22 +88,22 @@ TEST(Requant, OutCvtMultiplierKeepsFifteenSignificantBits) {
     EXPECT_LE(std::fabs(std::ldexp(static_cast<double>(q->scale), -q->shift) - m), std::ldexp(0.5, -q->shift) * (1 + 1e-12));
   }
   EXPECT_FALSE(quantize_multiplier_15(0.0).ok());
-  EXPECT_FALSE(quantize_multiplier_15(1e6).ok());  // would need a negative shift
+  EXPECT_FALSE(quantize_multiplier_15(1e6).ok());                                         // would need a negative shift
   auto rq = Requantizer::make(Requant::rknpu_out_cvt, 0.5f, {1.0f}, 1.0f, 0, -128, 127);  // 0.5 = 16384 / 2^15
   ASSERT_TRUE(rq.ok());
-  EXPECT_EQ(rq->apply(1, 0), 0);   // 0.5 -> 0
-  EXPECT_EQ(rq->apply(3, 0), 2);   // 1.5 -> 2
-  EXPECT_EQ(rq->apply(-5, 0), -2); // -2.5 -> -2
+  EXPECT_EQ(rq->apply(1, 0), 0);    // 0.5 -> 0
+  EXPECT_EQ(rq->apply(3, 0), 2);    // 1.5 -> 2
+  EXPECT_EQ(rq->apply(-5, 0), -2);  // -2.5 -> -2
   EXPECT_EQ(parse_requant("rknpu_out_cvt").value_or(Requant::onnx_float), Requant::rknpu_out_cvt);
 }
 
 TEST(Requant, OnnxFloatConventionRoundsHalfToEvenAndClamps) {
   auto rq = Requantizer::make(Requant::onnx_float, 0.5f, {1.0f}, 1.0f, 3, -128, 127);  // s = 0.5
   ASSERT_TRUE(rq.ok());
-  EXPECT_EQ(rq->apply(1, 0), 3);    // 0.5 -> 0 (even) + 3
-  EXPECT_EQ(rq->apply(3, 0), 5);    // 1.5 -> 2 + 3
-  EXPECT_EQ(rq->apply(-1, 0), 3);   // -0.5 -> -0
-  EXPECT_EQ(rq->apply(-5, 0), 1);   // -2.5 -> -2
+  EXPECT_EQ(rq->apply(1, 0), 3);   // 0.5 -> 0 (even) + 3
+  EXPECT_EQ(rq->apply(3, 0), 5);   // 1.5 -> 2 + 3
+  EXPECT_EQ(rq->apply(-1, 0), 3);  // -0.5 -> -0
+  EXPECT_EQ(rq->apply(-5, 0), 1);  // -2.5 -> -2
   EXPECT_EQ(rq->apply(1000, 0), 127);
   EXPECT_EQ(rq->apply(-1000, 0), -128);
   EXPECT_FALSE(Requantizer::make(Requant::onnx_float, 0.5f, {0.f}, 1.f, 0, -128, 127).ok());
@@ -115,10 +114,9 @@ TEST(Requant, OnnxFloatConventionRoundsHalfToEvenAndClamps) {
 
 // The convolution reference of this test: int64 accumulation, output-channel-innermost
 // loop order, padding by explicit bounds.
-std::vector<int64_t> conv_acc_ref(const Tensor& x, int32_t xz, const Tensor& w, const std::vector<int32_t>& wz,
-                                  const std::vector<int32_t>& bias, const QConvParams& p, int64_t OH, int64_t OW) {
-  const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3), M = w.dim(0), Cg = w.dim(1), KH = w.dim(2),
-                KW = w.dim(3), Mg = M / p.group;
+std::vector<int64_t> conv_acc_ref(const Tensor& x, int32_t xz, const Tensor& w, const std::vector<int32_t>& wz, const std::vector<int32_t>& bias,
+                                  const QConvParams& p, int64_t OH, int64_t OW) {
+  const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3), M = w.dim(0), Cg = w.dim(1), KH = w.dim(2), KW = w.dim(3), Mg = M / p.group;
   auto xv = [&](int64_t i) { return x.dtype() == DType::i8 ? int64_t{x.data<int8_t>()[i]} : int64_t{x.data<uint8_t>()[i]}; };
   std::vector<int64_t> acc(static_cast<size_t>(N * M * OH * OW));
   for (int64_t n = 0; n < N; ++n)
@@ -195,12 +193,13 @@ TEST(Int8Conv, MatchesTheInt64ReferenceForEveryConvention) {
           want = std::clamp<int64_t>(rounded + yz, u8 ? 0 : -128, u8 ? 255 : 127);
         } else if (conv == Requant::onnx_float) {
           const float s = xs * ws[static_cast<size_t>(m)] / ys;
-          want = static_cast<int64_t>(std::nearbyint(std::clamp(static_cast<float>(a) * s, static_cast<float>((u8 ? 0 : -128) - yz),
-                                                                static_cast<float>((u8 ? 255 : 127) - yz)))) + yz;
+          want = static_cast<int64_t>(std::nearbyint(
+                     std::clamp(static_cast<float>(a) * s, static_cast<float>((u8 ? 0 : -128) - yz), static_cast<float>((u8 ? 255 : 127) - yz)))) +
+                 yz;
         } else {
           auto qm = quantize_multiplier(static_cast<double>(xs) * ws[static_cast<size_t>(m)] / ys);
           const int32_t v = conv == Requant::tflite_double_rounding ? ref_double_rounding(static_cast<int32_t>(a), *qm)
-                                                                     : ref_single_rounding(static_cast<int32_t>(a), *qm);
+                                                                    : ref_single_rounding(static_cast<int32_t>(a), *qm);
           want = std::clamp<int64_t>(int64_t{v} + yz, u8 ? 0 : -128, u8 ? 255 : 127);
         }
         const int64_t got = u8 ? int64_t{out.data<uint8_t>()[i]} : int64_t{out.data<int8_t>()[i]};
@@ -335,7 +334,8 @@ TEST(Requant, BlockFormsEqualApplyForEveryConvention) {
       rq->apply_to_rows(plan, acc.data(), P, rows.data());
       for (int64_t p = 0; p < P; ++p)
         for (int64_t c = 0; c < M; ++c) {
-          const auto want = static_cast<uint8_t>(rq->apply(acc[static_cast<size_t>(p * M + c)] + bias[static_cast<size_t>(c)], static_cast<size_t>(c)));
+          const auto want =
+              static_cast<uint8_t>(rq->apply(acc[static_cast<size_t>(p * M + c)] + bias[static_cast<size_t>(c)], static_cast<size_t>(c)));
           ASSERT_EQ(planes[static_cast<size_t>(c * P + p)], want) << name << " planes, pixel " << p << " channel " << c;
           ASSERT_EQ(rows[static_cast<size_t>(p * M + c)], want) << name << " rows, pixel " << p << " channel " << c;
           ++checked;

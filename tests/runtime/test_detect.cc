@@ -123,8 +123,7 @@ TEST(Postprocess, GflDecodesDistributionsPerLevelAndMapsTheStretch) {
 }
 
 TEST(Postprocess, DeimOutputsAreOnlyThresholded) {
-  Tensor labels = Tensor::empty(DType::i64, {1, 3}), boxes = Tensor::empty(DType::f32, {1, 3, 4}),
-         scores = Tensor::empty(DType::f32, {1, 3});
+  Tensor labels = Tensor::empty(DType::i64, {1, 3}), boxes = Tensor::empty(DType::f32, {1, 3, 4}), scores = Tensor::empty(DType::f32, {1, 3});
   for (int i = 0; i < 3; ++i) {
     labels.data<int64_t>()[i] = 5 + i;
     scores.data<float>()[i] = 0.9f - 0.4f * static_cast<float>(i);
@@ -148,7 +147,8 @@ TEST(Config, UnknownFieldsAndBadValuesAreNamed) {
     std::ofstream(dir + name) << text;
     return dir + name;
   };
-  auto ok = runtime::read_config(write("ok.json", R"({"width": 320, "height": 256, "resize": "letterbox", "output": "yolo", "mean": [0.1, 0.2, 0.3]})"));
+  auto ok =
+      runtime::read_config(write("ok.json", R"({"width": 320, "height": 256, "resize": "letterbox", "output": "yolo", "mean": [0.1, 0.2, 0.3]})"));
   ASSERT_TRUE(ok.ok()) << ok.error().to_string();
   EXPECT_EQ(ok->width, 320);
   EXPECT_FLOAT_EQ(ok->mean[2], 0.3f);
@@ -165,11 +165,15 @@ TEST(Config, UnknownFieldsAndBadValuesAreNamed) {
   EXPECT_NE(notjson.error().message.find("n.json"), std::string::npos);
   // Values a config cannot mean: each an error naming the field (1e30 as an integer was
   // undefined behaviour in the conversion; NaN cannot be written in JSON, 1e999 is a parse error).
-  for (const auto& [text, field] : std::vector<std::pair<std::string, std::string>>{
-           {R"({"width": 1e30})", "width"}, {R"({"max_detections": -1e300})", "max_detections"},
-           {R"({"width": 64.5})", "width"}, {R"({"score_threshold": 1.5})", "score_threshold"},
-           {R"({"nms_iou": -0.1})", "nms_iou"}, {R"({"scale": 1e999})", "not valid JSON"}, {R"({"mean": [0, 0, "x"]})", "mean"},
-           {R"({"input": 3})", "input"}, {R"({"max_detections": 0})", "max_detections"}}) {
+  for (const auto& [text, field] : std::vector<std::pair<std::string, std::string>>{{R"({"width": 1e30})", "width"},
+                                                                                    {R"({"max_detections": -1e300})", "max_detections"},
+                                                                                    {R"({"width": 64.5})", "width"},
+                                                                                    {R"({"score_threshold": 1.5})", "score_threshold"},
+                                                                                    {R"({"nms_iou": -0.1})", "nms_iou"},
+                                                                                    {R"({"scale": 1e999})", "not valid JSON"},
+                                                                                    {R"({"mean": [0, 0, "x"]})", "mean"},
+                                                                                    {R"({"input": 3})", "input"},
+                                                                                    {R"({"max_detections": 0})", "max_detections"}}) {
     auto r = runtime::read_config(write("v.json", text));
     ASSERT_FALSE(r.ok()) << text;
     EXPECT_NE(r.error().message.find(field), std::string::npos) << text << ": " << r.error().message;

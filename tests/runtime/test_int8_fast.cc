@@ -54,8 +54,8 @@ T onnx_requant_int64(int64_t acc, float x_scale, float w_scale, float y_scale, i
 // QLinearConv from its definition: NCHW, groups, strides, dilations, pads [top, left, bottom,
 // right], symmetric weights, int32 bias; padding taps contribute nothing.
 template <typename T>
-Tensor qlinear_conv_int64(const Tensor& x, int32_t x_zp, float x_scale, const Tensor& w, const Tensor& w_scale, const Tensor& bias,
-                          float y_scale, int32_t y_zp, int64_t S, int64_t D, const std::vector<int64_t>& pads, int64_t group) {
+Tensor qlinear_conv_int64(const Tensor& x, int32_t x_zp, float x_scale, const Tensor& w, const Tensor& w_scale, const Tensor& bias, float y_scale,
+                          int32_t y_zp, int64_t S, int64_t D, const std::vector<int64_t>& pads, int64_t group) {
   const int64_t C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
   const int64_t M = w.shape()[0], Cg = w.shape()[1], KH = w.shape()[2], KW = w.shape()[3];
   const int64_t OH = (H + pads[0] + pads[2] - ((KH - 1) * D + 1)) / S + 1, OW = (W + pads[1] + pads[3] - ((KW - 1) * D + 1)) / S + 1;
@@ -118,12 +118,12 @@ TEST(Int8Fast, QLinearConvMatchesTheReferenceBitForBit) {
       xv->dtype = xt;
       xv->shape = ir::Dims{{1, ""}, {C, ""}, {H, ""}, {W, ""}};
       g.inputs.push_back(xv);
-      ir::Node* n = *g.add_node("conv", "QLinearConv", "",
-                                {xv, g.add_constant("xs", scalar(DType::f32, x_scale)), g.add_constant("xz", scalar(xt, x_zp)),
-                                 g.add_constant("w", w), g.add_constant("ws", w_scale), g.add_constant("wz", w_zp),
-                                 g.add_constant("ys", scalar(DType::f32, y_scale)), g.add_constant("yz", scalar(xt, y_zp)),
-                                 g.add_constant("b", bias)},
-                                {"y"});
+      ir::Node* n =
+          *g.add_node("conv", "QLinearConv", "",
+                      {xv, g.add_constant("xs", scalar(DType::f32, x_scale)), g.add_constant("xz", scalar(xt, x_zp)), g.add_constant("w", w),
+                       g.add_constant("ws", w_scale), g.add_constant("wz", w_zp), g.add_constant("ys", scalar(DType::f32, y_scale)),
+                       g.add_constant("yz", scalar(xt, y_zp)), g.add_constant("b", bias)},
+                      {"y"});
       n->attrs["kernel_shape"] = std::vector<int64_t>{K, K};
       n->attrs["strides"] = std::vector<int64_t>{S, S};
       n->attrs["dilations"] = std::vector<int64_t>{D, D};
@@ -193,13 +193,12 @@ TEST(Int8Fast, ChannelsLastChainsConvertLayoutsOnlyAtTheirEnds) {
     auto conv = [&](const std::string& name, ir::Value* in, const Tensor& w, int64_t group, int64_t pad, float ys) {
       Tensor wscale = Tensor::empty(DType::f32, {w.dim(0)});
       for (int64_t m = 0; m < w.dim(0); ++m) wscale.data<float>()[m] = 0.002f + 0.0003f * static_cast<float>(m);
-      ir::Node* n = *g.add_node(name, "QLinearConv", "",
-                                {in, g.add_constant(name + "_xs", scalar(DType::f32, 0.05)), g.add_constant(name + "_xz", scalar(dt, 3)),
-                                 g.add_constant(name + "_w", w), g.add_constant(name + "_ws", wscale),
-                                 g.add_constant(name + "_wz", Tensor::zeros(DType::i8, {w.dim(0)}).value()),
-                                 g.add_constant(name + "_ys", scalar(DType::f32, ys)), g.add_constant(name + "_yz", scalar(dt, -2)),
-                                 g.add_constant(name + "_b", bias)},
-                                {name + "_y"});
+      ir::Node* n = *g.add_node(
+          name, "QLinearConv", "",
+          {in, g.add_constant(name + "_xs", scalar(DType::f32, 0.05)), g.add_constant(name + "_xz", scalar(dt, 3)), g.add_constant(name + "_w", w),
+           g.add_constant(name + "_ws", wscale), g.add_constant(name + "_wz", Tensor::zeros(DType::i8, {w.dim(0)}).value()),
+           g.add_constant(name + "_ys", scalar(DType::f32, ys)), g.add_constant(name + "_yz", scalar(dt, -2)), g.add_constant(name + "_b", bias)},
+          {name + "_y"});
       n->attrs["pads"] = std::vector<int64_t>{pad, pad, pad, pad};
       n->attrs["group"] = group;
       return n->outputs[0];
@@ -274,9 +273,9 @@ TEST(Int8Fast, QLinearMatMulMatchesTheReferenceBitForBit) {
     av->shape = ir::Dims{{B, ""}, {M, ""}, {K, ""}};
     g.inputs.push_back(av);
     ir::Node* n = *g.add_node("mm", "QLinearMatMul", "",
-                              {av, g.add_constant("as", scalar(DType::f32, a_scale)), g.add_constant("az", scalar(at, a_zp)),
-                               g.add_constant("b", b), g.add_constant("bs", b_scale), g.add_constant("bz", b_zp),
-                               g.add_constant("ys", scalar(DType::f32, y_scale)), g.add_constant("yz", scalar(at, y_zp))},
+                              {av, g.add_constant("as", scalar(DType::f32, a_scale)), g.add_constant("az", scalar(at, a_zp)), g.add_constant("b", b),
+                               g.add_constant("bs", b_scale), g.add_constant("bz", b_zp), g.add_constant("ys", scalar(DType::f32, y_scale)),
+                               g.add_constant("yz", scalar(at, y_zp))},
                               {"y"});
     g.outputs.push_back(n->outputs[0]);
     ASSERT_TRUE(runtime::optimize(g).ok());

@@ -38,8 +38,7 @@ double max_abs(const Tensor& t) {
   return m;
 }
 
-void expect_outputs_match(const std::string& model, const std::map<std::string, Tensor>& got,
-                          const std::map<std::string, Tensor>& want) {
+void expect_outputs_match(const std::string& model, const std::map<std::string, Tensor>& got, const std::map<std::string, Tensor>& want) {
   ASSERT_EQ(got.size(), want.size()) << model;
   const Tensor* scores = want.count("scores") ? &want.at("scores") : nullptr;
   for (const auto& [name, w] : want) {
@@ -99,8 +98,7 @@ TEST_P(ModelTest, MatchesPyTorch) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Tiny, ModelTest,
-                         ::testing::Values("deimv2_s_arch_tiny", "deimv2_s_arch_discrete_tiny", "yolov8n_arch_tiny"));
+INSTANTIATE_TEST_SUITE_P(Tiny, ModelTest, ::testing::Values("deimv2_s_arch_tiny", "deimv2_s_arch_discrete_tiny", "yolov8n_arch_tiny"));
 
 TEST(Models, FusionFindsEveryDecoderLayerAndReportsNearMisses) {
   for (const char* name : {"deimv2_s_arch_tiny", "deimv2_s_arch_discrete_tiny"}) {

@@ -27,8 +27,7 @@ namespace fs = std::filesystem;
 
 Result<Tensor> load_pb(const fs::path& p) {
   RKD_ASSIGN(std::string bytes, read_file_bytes(p.string()));
-  return onnx_frontend::import_onnx_tensor(
-      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), p.string());
+  return onnx_frontend::import_onnx_tensor(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), p.string());
 }
 
 enum class Outcome { pass, skip, fail };
@@ -100,8 +99,7 @@ CaseResult run_case(const fs::path& dir) {
     }
     const Tensor& got = out->at(g.outputs[i]->name);
     if (got.shape() != want->shape()) {
-      r.message = "output " + std::to_string(i) + ": shape " + shape_to_string(got.shape()) + ", expected " +
-                  shape_to_string(want->shape());
+      r.message = "output " + std::to_string(i) + ": shape " + shape_to_string(got.shape()) + ", expected " + shape_to_string(want->shape());
       return r;
     }
     if (got.dtype() != want->dtype()) {
@@ -112,8 +110,8 @@ CaseResult run_case(const fs::path& dir) {
       const double a = got.get_as_double(k), e = want->get_as_double(k);
       const bool ok = dtype_is_float(got.dtype()) ? test::onnx_agree(a, e) : a == e;
       if (!ok) {
-        r.message = "output " + std::to_string(i) + " element " + std::to_string(k) + ": got " + std::to_string(a) +
-                    ", expected " + std::to_string(e);
+        r.message =
+            "output " + std::to_string(i) + " element " + std::to_string(k) + ": got " + std::to_string(a) + ", expected " + std::to_string(e);
         return r;
       }
     }
@@ -143,16 +141,73 @@ TEST(NodeConformance, EveryCaseWithKernelsPasses) {
       ADD_FAILURE() << dir.filename().string() << ": " << r.message;
     }
   }
-  std::printf("node conformance: %d passed, %d skipped (unsupported), %d failed of %zu cases\n", pass, skip, fail,
-              dirs.size());
-  const char* required[] = {
-      "Conv", "ConvTranspose", "BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "Resize",
-      "Concat", "Split", "Slice", "Gather", "GatherElements", "ScatterND", "Reshape", "Flatten", "Transpose",
-      "Squeeze", "Unsqueeze", "Expand", "Tile", "Pad", "Shape", "ConstantOfShape", "Range", "Cast", "Where",
-      "Equal", "Less", "Greater", "Not", "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Exp", "Log", "Abs", "Neg",
-      "Reciprocal", "Min", "Max", "Clip", "Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
-      "Erf", "Gelu", "Softmax", "LogSoftmax", "MatMul", "Gemm", "LayerNormalization", "ReduceMean", "ReduceSum",
-      "ReduceMax", "ReduceMin", "ArgMax", "TopK", "CumSum", "Einsum", "GridSample"};
+  std::printf("node conformance: %d passed, %d skipped (unsupported), %d failed of %zu cases\n", pass, skip, fail, dirs.size());
+  const char* required[] = {"Conv",
+                            "ConvTranspose",
+                            "BatchNormalization",
+                            "MaxPool",
+                            "AveragePool",
+                            "GlobalAveragePool",
+                            "Resize",
+                            "Concat",
+                            "Split",
+                            "Slice",
+                            "Gather",
+                            "GatherElements",
+                            "ScatterND",
+                            "Reshape",
+                            "Flatten",
+                            "Transpose",
+                            "Squeeze",
+                            "Unsqueeze",
+                            "Expand",
+                            "Tile",
+                            "Pad",
+                            "Shape",
+                            "ConstantOfShape",
+                            "Range",
+                            "Cast",
+                            "Where",
+                            "Equal",
+                            "Less",
+                            "Greater",
+                            "Not",
+                            "Add",
+                            "Sub",
+                            "Mul",
+                            "Div",
+                            "Pow",
+                            "Sqrt",
+                            "Exp",
+                            "Log",
+                            "Abs",
+                            "Neg",
+                            "Reciprocal",
+                            "Min",
+                            "Max",
+                            "Clip",
+                            "Relu",
+                            "LeakyRelu",
+                            "Sigmoid",
+                            "HardSigmoid",
+                            "HardSwish",
+                            "Tanh",
+                            "Erf",
+                            "Gelu",
+                            "Softmax",
+                            "LogSoftmax",
+                            "MatMul",
+                            "Gemm",
+                            "LayerNormalization",
+                            "ReduceMean",
+                            "ReduceSum",
+                            "ReduceMax",
+                            "ReduceMin",
+                            "ArgMax",
+                            "TopK",
+                            "CumSum",
+                            "Einsum",
+                            "GridSample"};
   for (const char* op : required) {
     if (!cases_by_op.count(op)) continue;  // no case this build can read (e.g. only opset < 11)
     EXPECT_GT(passed_by_op[op], 0) << op << ": none of its " << cases_by_op[op] << " conformance cases passed";

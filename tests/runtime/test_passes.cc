@@ -102,8 +102,8 @@ std::vector<double> conv_ref(const Tensor& x, const Tensor& w, const std::vector
             for (int64_t v = 0; v < 3; ++v) {
               const int64_t yy = i + u - 1, xx = j + v - 1;
               if (yy < 0 || xx < 0 || yy >= H || xx >= W) continue;
-              acc += static_cast<double>(x.data<float>()[(c * H + yy) * W + xx]) *
-                     static_cast<double>(w.data<float>()[((m * C + c) * 3 + u) * 3 + v]);
+              acc +=
+                  static_cast<double>(x.data<float>()[(c * H + yy) * W + xx]) * static_cast<double>(w.data<float>()[((m * C + c) * 3 + u) * 3 + v]);
             }
           }
         }
@@ -124,10 +124,9 @@ TEST(ConvBnFolding, FoldsAndMatchesDoubleReference) {
                var = random_tensor({M}, 7, 0.1f, 3.f);
   ir::Node* c = *g.add_node("conv", "Conv", "", {x, g.add_constant("w", w), g.add_constant("b", b)}, {"c"});
   c->attrs["pads"] = std::vector<int64_t>{1, 1, 1, 1};
-  ir::Node* bn = *g.add_node("bn", "BatchNormalization", "",
-                             {c->outputs[0], g.add_constant("scale", scale), g.add_constant("beta", beta),
-                              g.add_constant("mean", mean), g.add_constant("var", var)},
-                             {"y"});
+  ir::Node* bn = *g.add_node(
+      "bn", "BatchNormalization", "",
+      {c->outputs[0], g.add_constant("scale", scale), g.add_constant("beta", beta), g.add_constant("mean", mean), g.add_constant("var", var)}, {"y"});
   bn->attrs["epsilon"] = 1e-3f;
   g.outputs.push_back(bn->outputs[0]);
   ASSERT_TRUE(runtime::optimize(g).ok());

@@ -32,7 +32,9 @@ struct Builder {
     return s;
   }
   ir::Value* q(ir::Value* x, float s, int z) { return (*g.add_node(id("q"), "QuantizeLinear", "", {x, scalar(s), zp(z)}, {id("qv")}))->outputs[0]; }
-  ir::Value* dq(ir::Value* x, float s, int z) { return (*g.add_node(id("d"), "DequantizeLinear", "", {x, scalar(s), zp(z)}, {id("dv")}))->outputs[0]; }
+  ir::Value* dq(ir::Value* x, float s, int z) {
+    return (*g.add_node(id("d"), "DequantizeLinear", "", {x, scalar(s), zp(z)}, {id("dv")}))->outputs[0];
+  }
   ir::Node* op(const char* type, std::vector<ir::Value*> in) { return *g.add_node(id(type), type, "", in, {id("v")}); }
 };
 

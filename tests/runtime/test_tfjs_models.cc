@@ -90,14 +90,13 @@ TEST_P(TfjsModel, MatchesTensorFlowJs) {
   EXPECT_LE(transposes, 8) << hm.name << ": " << transposes << " Transposes for " << convs << " convolutions";
 }
 
-INSTANTIATE_TEST_SUITE_P(HumanModels, TfjsModel, ::testing::ValuesIn(human_models()),
-                         [](const ::testing::TestParamInfo<HumanModel>& i) {
-                           std::string s = i.param.name;
-                           for (char& c : s) {
-                             if (c == '-') c = '_';
-                           }
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(HumanModels, TfjsModel, ::testing::ValuesIn(human_models()), [](const ::testing::TestParamInfo<HumanModel>& i) {
+  std::string s = i.param.name;
+  for (char& c : s) {
+    if (c == '-') c = '_';
+  }
+  return s;
+});
 
 }  // namespace
 }  // namespace rkd

@@ -38,8 +38,7 @@ Result<DType> dtype_from_onnx(int32_t t, const std::string& what) {
 }
 
 // Reads external data for a tensor: location relative to base_dir, offset, length.
-Result<std::string> read_external(const onnx::TensorProto& t, const std::string& base_dir, uint64_t nbytes,
-                                  const std::string& what) {
+Result<std::string> read_external(const onnx::TensorProto& t, const std::string& base_dir, uint64_t nbytes, const std::string& what) {
   std::string location;
   uint64_t offset = 0, length = nbytes;
   bool have_length = false;
@@ -59,16 +58,15 @@ Result<std::string> read_external(const onnx::TensorProto& t, const std::string&
     return invalid(what + ": external data location '" + location + "' leaves the model's folder");
   }
   if (have_length && length != nbytes) {
-    return invalid(what + ": external data length " + std::to_string(length) + " but the shape needs " +
-                   std::to_string(nbytes) + " bytes");
+    return invalid(what + ": external data length " + std::to_string(length) + " but the shape needs " + std::to_string(nbytes) + " bytes");
   }
   const fs::path full = fs::path(base_dir) / rel;
   std::error_code ec;
   const uint64_t size = fs::file_size(full, ec);
   if (ec) return io_error(what + ": external data file '" + full.string() + "': " + ec.message());
   if (offset > size || size - offset < nbytes) {
-    return invalid(what + ": external data file '" + full.string() + "' has " + std::to_string(size) +
-                   " bytes, too few for offset " + std::to_string(offset) + " + " + std::to_string(nbytes));
+    return invalid(what + ": external data file '" + full.string() + "' has " + std::to_string(size) + " bytes, too few for offset " +
+                   std::to_string(offset) + " + " + std::to_string(nbytes));
   }
   std::ifstream f(full, std::ios::binary);
   std::string buf(static_cast<size_t>(nbytes), '\0');
@@ -95,16 +93,15 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string& 
   }
   if (raw) {
     if (raw->size() != nbytes) {
-      return invalid(what + ": raw data has " + std::to_string(raw->size()) + " bytes but shape " +
-                     shape_to_string(shape) + " of " + dtype_name(dt) + " needs " + std::to_string(nbytes));
+      return invalid(what + ": raw data has " + std::to_string(raw->size()) + " bytes but shape " + shape_to_string(shape) + " of " + dtype_name(dt) +
+                     " needs " + std::to_string(nbytes));
     }
     RKD_ASSIGN(Tensor out, Tensor::uninitialized(dt, shape));
     if (nbytes) std::memcpy(out.raw(), raw->data(), static_cast<size_t>(nbytes));
     return out;
   }
   auto count_mismatch = [&](int64_t have) {
-    return invalid(what + ": holds " + std::to_string(have) + " values but shape " + shape_to_string(shape) +
-                   " needs " + std::to_string(numel));
+    return invalid(what + ": holds " + std::to_string(have) + " values but shape " + shape_to_string(shape) + " needs " + std::to_string(numel));
   };
   switch (dt) {
     case DType::f32: {
@@ -171,16 +168,14 @@ void apply_type(ir::Value* v, const onnx::TypeProto& type, const std::string& wh
   }
 }
 
-Result<ir::Attribute> attribute_from_proto(const onnx::AttributeProto& a, const std::string& base_dir,
-                                           const std::string& what) {
+Result<ir::Attribute> attribute_from_proto(const onnx::AttributeProto& a, const std::string& base_dir, const std::string& what) {
   switch (a.type()) {
     case onnx::AttributeProto::INT: return ir::Attribute(static_cast<int64_t>(a.i()));
     case onnx::AttributeProto::FLOAT: return ir::Attribute(a.f());
     case onnx::AttributeProto::STRING: return ir::Attribute(a.s());
     case onnx::AttributeProto::INTS: return ir::Attribute(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
     case onnx::AttributeProto::FLOATS: return ir::Attribute(std::vector<float>(a.floats().begin(), a.floats().end()));
-    case onnx::AttributeProto::STRINGS:
-      return ir::Attribute(std::vector<std::string>(a.strings().begin(), a.strings().end()));
+    case onnx::AttributeProto::STRINGS: return ir::Attribute(std::vector<std::string>(a.strings().begin(), a.strings().end()));
     case onnx::AttributeProto::TENSOR: {
       RKD_ASSIGN(Tensor t, tensor_from_proto(a.t(), base_dir, what));
       return ir::Attribute(std::move(t));
@@ -202,15 +197,13 @@ std::string join_problems(const std::vector<std::string>& p) {
 
 Result<Tensor> import_onnx_tensor(std::span<const uint8_t> bytes, const std::string& what) {
   onnx::TensorProto t;
-  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
-      !t.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) || !t.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return invalid(what + ": not a serialized ONNX TensorProto");
   }
   return tensor_from_proto(t, "", what);
 }
 
-Result<Imported> import_onnx_bytes(std::span<const uint8_t> bytes, const std::string& what, const std::string& base_dir,
-                                   const ImportOptions& opt) {
+Result<Imported> import_onnx_bytes(std::span<const uint8_t> bytes, const std::string& what, const std::string& base_dir, const ImportOptions& opt) {
   if (bytes.size() > static_cast<size_t>(INT_MAX)) {
     return unsupported(what + ": model files over 2 GiB must keep their weights in external data");
   }
@@ -237,8 +230,8 @@ Result<Imported> import_onnx_bytes(std::span<const uint8_t> bytes, const std::st
     return invalid(what + ": no opset_import for the default domain");
   }
   if (opset < kMinOpset || opset > kMaxOpset) {
-    return unsupported(what + ": opset " + std::to_string(opset) + " (rkdeploy reads opsets " +
-                       std::to_string(kMinOpset) + "-" + std::to_string(kMaxOpset) + ")");
+    return unsupported(what + ": opset " + std::to_string(opset) + " (rkdeploy reads opsets " + std::to_string(kMinOpset) + "-" +
+                       std::to_string(kMaxOpset) + ")");
   }
   onnx::GraphProto& gp = *model.mutable_graph();
 
@@ -277,8 +270,7 @@ Result<Imported> import_onnx_bytes(std::span<const uint8_t> bytes, const std::st
   // Bind the batch before shape inference so that it propagates.
   for (auto& in : *gp.mutable_input()) {
     if (g.find(in.name())) continue;
-    if (opt.batch > 0 && in.type().has_tensor_type() && in.type().tensor_type().has_shape() &&
-        in.type().tensor_type().shape().dim_size() > 0) {
+    if (opt.batch > 0 && in.type().has_tensor_type() && in.type().tensor_type().has_shape() && in.type().tensor_type().shape().dim_size() > 0) {
       auto* d0 = in.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0);
       if (!d0->has_dim_value()) d0->set_dim_value(opt.batch);
     }
@@ -314,7 +306,8 @@ Result<Imported> import_onnx_bytes(std::span<const uint8_t> bytes, const std::st
       }
       ir::Value* v = g.find(name);
       if (!v) {
-        structural.push_back(nw + ": input '" + name + "' is not produced by a graph input, an initializer or an "
+        structural.push_back(nw + ": input '" + name +
+                             "' is not produced by a graph input, an initializer or an "
                              "earlier node");
         ok = false;
         break;
@@ -374,8 +367,7 @@ Result<Imported> import_onnx_bytes(std::span<const uint8_t> bytes, const std::st
 Result<Imported> import_onnx_file(const std::string& path, const ImportOptions& opt) {
   RKD_ASSIGN(std::string bytes, read_file_bytes(path));
   const std::string dir = fs::path(path).parent_path().string();
-  return import_onnx_bytes(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), path,
-                           dir.empty() ? "." : dir, opt);
+  return import_onnx_bytes(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), path, dir.empty() ? "." : dir, opt);
 }
 
 }  // namespace rkd::onnx_frontend

@@ -27,8 +27,8 @@
 namespace rkd::onnx_frontend {
 
 struct ImportOptions {
-  int64_t batch = 0;          // > 0: bind a symbolic first dimension of every input to this
-  bool infer_shapes = true;   // run ONNX shape inference
+  int64_t batch = 0;         // > 0: bind a symbolic first dimension of every input to this
+  bool infer_shapes = true;  // run ONNX shape inference
 };
 
 struct Imported {
@@ -39,8 +39,8 @@ struct Imported {
 
 Result<Imported> import_onnx_file(const std::string& path, const ImportOptions& opt = {});
 // `what` names the source in errors; `base_dir` resolves external data ("" = none allowed).
-Result<Imported> import_onnx_bytes(std::span<const uint8_t> bytes, const std::string& what,
-                                   const std::string& base_dir, const ImportOptions& opt = {});
+Result<Imported> import_onnx_bytes(std::span<const uint8_t> bytes, const std::string& what, const std::string& base_dir,
+                                   const ImportOptions& opt = {});
 
 // One serialized TensorProto (the test_data_set_*/input_N.pb files of ONNX test data).
 Result<Tensor> import_onnx_tensor(std::span<const uint8_t> bytes, const std::string& what);

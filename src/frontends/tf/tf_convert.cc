@@ -156,8 +156,6 @@ Result<std::string> attr_type(const TfNode& n, const char* key, const std::strin
   return (*a)["type"].get<std::string>();
 }
 
-
-
 namespace {
 constexpr int64_t kMaxFoldElements = int64_t{16} << 20;
 const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
@@ -174,9 +172,8 @@ std::string Converter::fresh(const std::string& base) {
   }
 }
 
-Result<std::vector<ir::Value*>> Converter::emit(const TfNode& src, const std::string& op,
-                                                const std::vector<ir::Value*>& ins, Attrs attrs, size_t n_out,
-                                                const std::string& out_name) {
+Result<std::vector<ir::Value*>> Converter::emit(const TfNode& src, const std::string& op, const std::vector<ir::Value*>& ins, Attrs attrs,
+                                                size_t n_out, const std::string& out_name) {
   std::vector<std::string> names;
   for (size_t k = 0; k < n_out; ++k) {
     std::string base = src.name + "/" + op;
@@ -231,8 +228,7 @@ Result<std::vector<ir::Value*>> Converter::emit(const TfNode& src, const std::st
 
 Result<TfTensor*> Converter::input(const TfNode& n, size_t i) {
   if (i >= n.inputs.size()) {
-    return invalid("node '" + n.name + "' (" + n.op + "): has " + std::to_string(n.inputs.size()) + " inputs, needs more than " +
-                   std::to_string(i));
+    return invalid("node '" + n.name + "' (" + n.op + "): has " + std::to_string(n.inputs.size()) + " inputs, needs more than " + std::to_string(i));
   }
   auto it = tensors_.find(n.inputs[i]);
   if (it == tensors_.end()) {

@@ -105,8 +105,8 @@ class Converter {
 
   // Adds one IR node (outputs named from `base`), infers its shapes and folds it when all
   // its inputs are constant.
-  Result<std::vector<ir::Value*>> emit(const TfNode& src, const std::string& op, const std::vector<ir::Value*>& ins,
-                                       Attrs attrs, size_t n_out = 1, const std::string& out_name = "");
+  Result<std::vector<ir::Value*>> emit(const TfNode& src, const std::string& op, const std::vector<ir::Value*>& ins, Attrs attrs, size_t n_out = 1,
+                                       const std::string& out_name = "");
   Result<ir::Value*> emit1(const TfNode& src, const std::string& op, const std::vector<ir::Value*>& ins, Attrs attrs = {},
                            const std::string& out_name = "") {
     RKD_ASSIGN(auto v, emit(src, op, ins, std::move(attrs), 1, out_name));
@@ -142,11 +142,9 @@ class Converter {
   Status index_ops(const TfNode& n);
   Status misc(const TfNode& n);
   // Fused activation (Relu, Relu6, LeakyRelu, Elu, Sigmoid, Tanh) after x, same layout.
-  Result<ir::Value*> activation(const TfNode& n, const std::string& act, ir::Value* x, float leaky_alpha,
-                                const std::string& name = "");
+  Result<ir::Value*> activation(const TfNode& n, const std::string& act, ir::Value* x, float leaky_alpha, const std::string& name = "");
   // Elementwise op applied in NCHW if the operands allow it; returns the layout used.
-  Result<bool> elementwise(const TfNode& n, const std::string& op, const std::vector<size_t>& operands, Attrs attrs,
-                           ir::Value** out);
+  Result<bool> elementwise(const TfNode& n, const std::string& op, const std::vector<size_t>& operands, Attrs attrs, ir::Value** out);
 
   ir::Graph& g_;
   ir::NodeEvaluator evaluate_;

@@ -12,13 +12,9 @@ namespace rkd::tf {
 namespace {
 
 Error bad(const TfNode& n, const std::string& msg) { return invalid("node '" + n.name + "' (" + n.op + "): " + msg); }
-Error unsup(const TfNode& n, const std::string& msg) {
-  return unsupported("node '" + n.name + "' (" + n.op + "): " + msg);
-}
+Error unsup(const TfNode& n, const std::string& msg) { return unsupported("node '" + n.name + "' (" + n.op + "): " + msg); }
 
-std::string out_name(const TfNode& n, size_t k, bool nchw) {
-  return (k == 0 ? n.name : n.name + ":" + std::to_string(k)) + (nchw ? "#nchw" : "");
-}
+std::string out_name(const TfNode& n, size_t k, bool nchw) { return (k == 0 ? n.name : n.name + ":" + std::to_string(k)) + (nchw ? "#nchw" : ""); }
 
 // NHWC axis -> NCHW axis of a 4-D tensor.
 int64_t nchw_axis(int64_t a) {
@@ -59,34 +55,65 @@ Tensor const_to_nchw(const Tensor& t) {
 const std::set<std::string> kConv = {"Conv2D", "_FusedConv2D", "DepthwiseConv2dNative", "FusedDepthwiseConv2dNative"};
 const std::set<std::string> kPool = {"MaxPool", "AvgPool"};
 const std::set<std::string> kResize = {"ResizeBilinear", "ResizeNearestNeighbor"};
-const std::map<std::string, std::string> kUnary = {
-    {"Relu", "Relu"},   {"Sigmoid", "Sigmoid"}, {"Tanh", "Tanh"},   {"Elu", "Elu"},       {"Selu", "Selu"},
-    {"Sqrt", "Sqrt"},   {"Exp", "Exp"},         {"Log", "Log"},     {"Abs", "Abs"},       {"Neg", "Neg"},
-    {"Floor", "Floor"}, {"Ceil", "Ceil"},       {"Round", "Round"}, {"Softplus", "Softplus"}, {"Reciprocal", "Reciprocal"},
-    {"Sin", "Sin"},     {"Cos", "Cos"},         {"Erf", "Erf"},     {"Sign", "Sign"},     {"LeakyRelu", "LeakyRelu"},
-    {"Relu6", "Clip"},  {"Rsqrt", "Sqrt"},      {"Square", "Mul"},  {"Cast", "Cast"},     {"LogicalNot", "Not"},
-    {"HardSwish", "HardSwish"}};
+const std::map<std::string, std::string> kUnary = {{"Relu", "Relu"},
+                                                   {"Sigmoid", "Sigmoid"},
+                                                   {"Tanh", "Tanh"},
+                                                   {"Elu", "Elu"},
+                                                   {"Selu", "Selu"},
+                                                   {"Sqrt", "Sqrt"},
+                                                   {"Exp", "Exp"},
+                                                   {"Log", "Log"},
+                                                   {"Abs", "Abs"},
+                                                   {"Neg", "Neg"},
+                                                   {"Floor", "Floor"},
+                                                   {"Ceil", "Ceil"},
+                                                   {"Round", "Round"},
+                                                   {"Softplus", "Softplus"},
+                                                   {"Reciprocal", "Reciprocal"},
+                                                   {"Sin", "Sin"},
+                                                   {"Cos", "Cos"},
+                                                   {"Erf", "Erf"},
+                                                   {"Sign", "Sign"},
+                                                   {"LeakyRelu", "LeakyRelu"},
+                                                   {"Relu6", "Clip"},
+                                                   {"Rsqrt", "Sqrt"},
+                                                   {"Square", "Mul"},
+                                                   {"Cast", "Cast"},
+                                                   {"LogicalNot", "Not"},
+                                                   {"HardSwish", "HardSwish"}};
 const std::set<std::string> kAlias = {"Identity", "StopGradient", "Snapshot"};
-const std::map<std::string, std::string> kBinary = {
-    {"Add", "Add"},          {"AddV2", "Add"},      {"BiasAdd", "Add"},         {"Sub", "Sub"},
-    {"Mul", "Mul"},          {"RealDiv", "Div"},    {"Div", "Div"},             {"Maximum", "Max"},
-    {"Minimum", "Min"},      {"Pow", "Pow"},        {"Equal", "Equal"},         {"Greater", "Greater"},
-    {"GreaterEqual", "GreaterOrEqual"}, {"Less", "Less"}, {"LessEqual", "LessOrEqual"}, {"LogicalAnd", "And"},
-    {"LogicalOr", "Or"},     {"SquaredDifference", "Sub"}, {"FloorDiv", "Div"}, {"FloorMod", "Mod"}};
+const std::map<std::string, std::string> kBinary = {{"Add", "Add"},
+                                                    {"AddV2", "Add"},
+                                                    {"BiasAdd", "Add"},
+                                                    {"Sub", "Sub"},
+                                                    {"Mul", "Mul"},
+                                                    {"RealDiv", "Div"},
+                                                    {"Div", "Div"},
+                                                    {"Maximum", "Max"},
+                                                    {"Minimum", "Min"},
+                                                    {"Pow", "Pow"},
+                                                    {"Equal", "Equal"},
+                                                    {"Greater", "Greater"},
+                                                    {"GreaterEqual", "GreaterOrEqual"},
+                                                    {"Less", "Less"},
+                                                    {"LessEqual", "LessOrEqual"},
+                                                    {"LogicalAnd", "And"},
+                                                    {"LogicalOr", "Or"},
+                                                    {"SquaredDifference", "Sub"},
+                                                    {"FloorDiv", "Div"},
+                                                    {"FloorMod", "Mod"}};
 const std::map<std::string, std::string> kReduce = {
     {"Mean", "ReduceMean"}, {"Sum", "ReduceSum"}, {"Max", "ReduceMax"}, {"Min", "ReduceMin"}, {"Prod", "ReduceProd"}};
-const std::set<std::string> kShape = {"Reshape", "Transpose", "ExpandDims", "Squeeze", "Pack", "Unpack",
-                                      "SplitV",  "Split",     "Tile",       "Shape"};
+const std::set<std::string> kShape = {"Reshape", "Transpose", "ExpandDims", "Squeeze", "Pack", "Unpack", "SplitV", "Split", "Tile", "Shape"};
 const std::set<std::string> kIndex = {"GatherV2", "GatherNd", "TopKV2", "ArgMax", "ArgMin", "SparseToDense"};
 const std::set<std::string> kMisc = {"Softmax", "MatMul", "BatchMatMulV2", "NoOp"};
 
 }  // namespace
 
 bool Converter::supports(const std::string& op) {
-  return kConv.count(op) || op == "Conv2DBackpropInput" || kPool.count(op) || kResize.count(op) || kUnary.count(op) ||
-         kAlias.count(op) || kBinary.count(op) || kReduce.count(op) || op == "ConcatV2" || op == "Pad" || op == "PadV2" ||
-         op == "MirrorPad" || op == "StridedSlice" || op == "Slice" || kShape.count(op) || kIndex.count(op) ||
-         kMisc.count(op);
+  return kConv.count(op) || op == "Conv2DBackpropInput" || kPool.count(op) || kResize.count(op) || kUnary.count(op) || kAlias.count(op) ||
+         kBinary.count(op) || kReduce.count(op) || op == "ConcatV2" || op == "Pad" || op == "PadV2" || op == "MirrorPad" || op == "StridedSlice" ||
+         op == "Slice" || kShape.count(op) || kIndex.count(op) || kMisc.count(op);
 }
 
 Status Converter::convert(const TfNode& n) {
@@ -156,8 +183,7 @@ void put_padding(const Window& w, std::map<std::string, ir::Attribute>& a) {
 }
 }  // namespace
 
-Result<ir::Value*> Converter::activation(const TfNode& n, const std::string& act, ir::Value* x, float leaky_alpha,
-                                         const std::string& name) {
+Result<ir::Value*> Converter::activation(const TfNode& n, const std::string& act, ir::Value* x, float leaky_alpha, const std::string& name) {
   if (act == "Relu") return emit1(n, "Relu", {x}, {}, name);
   if (act == "Relu6") {
     return emit1(n, "Clip", {x, float_scalar(n.name + "/zero", 0.f), float_scalar(n.name + "/six", 6.f)}, {}, name);
@@ -190,8 +216,7 @@ Status Converter::conv(const TfNode& n) {
     for (int64_t y = 0; y < kh; ++y)
       for (int64_t xx = 0; xx < kw; ++xx)
         for (int64_t c = 0; c < fi; ++c)
-          for (int64_t m = 0; m < fo; ++m)
-            wt.data<float>()[((c * fo + m) * kh + y) * kw + xx] = f.data<float>()[((y * kw + xx) * fi + c) * fo + m];
+          for (int64_t m = 0; m < fo; ++m) wt.data<float>()[((c * fo + m) * kh + y) * kw + xx] = f.data<float>()[((y * kw + xx) * fi + c) * fo + m];
     group = fi;
   } else {
     // [kh, kw, Cin/group, Cout] -> [Cout, Cin/group, kh, kw].
@@ -201,8 +226,7 @@ Status Converter::conv(const TfNode& n) {
     for (int64_t y = 0; y < kh; ++y)
       for (int64_t xx = 0; xx < kw; ++xx)
         for (int64_t c = 0; c < fi; ++c)
-          for (int64_t o = 0; o < fo; ++o)
-            wt.data<float>()[((o * fi + c) * kh + y) * kw + xx] = f.data<float>()[((y * kw + xx) * fi + c) * fo + o];
+          for (int64_t o = 0; o < fo; ++o) wt.data<float>()[((o * fi + c) * kh + y) * kw + xx] = f.data<float>()[((y * kw + xx) * fi + c) * fo + o];
   }
   std::vector<std::string> fused_ops;
   if (fused) {
@@ -218,8 +242,7 @@ Status Converter::conv(const TfNode& n) {
     ins.push_back(b->nhwc);
     k = 1;
   }
-  Attrs a = {{"kernel_shape", std::vector<int64_t>{kh, kw}}, {"strides", w.strides}, {"dilations", w.dilations},
-             {"group", group}};
+  Attrs a = {{"kernel_shape", std::vector<int64_t>{kh, kw}}, {"strides", w.strides}, {"dilations", w.dilations}, {"group", group}};
   put_padding(w, a);
   const bool last = k == fused_ops.size();
   RKD_ASSIGN(ir::Value * y, emit1(n, "Conv", ins, a, last ? out_name(n, 0, true) : ""));
@@ -260,8 +283,7 @@ Status Converter::conv_transpose(const TfNode& n) {
   for (int64_t y = 0; y < kh; ++y)
     for (int64_t xx = 0; xx < kw; ++xx)
       for (int64_t o = 0; o < oc; ++o)
-        for (int64_t i = 0; i < ic; ++i)
-          wt.data<float>()[((i * oc + o) * kh + y) * kw + xx] = f.data<float>()[((y * kw + xx) * oc + o) * ic + i];
+        for (int64_t i = 0; i < ic; ++i) wt.data<float>()[((i * oc + o) * kh + y) * kw + xx] = f.data<float>()[((y * kw + xx) * oc + o) * ic + i];
   std::vector<int64_t> pads(4, 0), out_pad(2, 0);
   for (int d = 0; d < 2; ++d) {
     const int64_t out = sizes[static_cast<size_t>(1 + d)], s = w.strides[static_cast<size_t>(d)];
@@ -288,10 +310,12 @@ Status Converter::conv_transpose(const TfNode& n) {
     pads[static_cast<size_t>(d + 2)] = total - before;
     out_pad[static_cast<size_t>(d)] = out - ((in - 1) * s + keff - total);
   }
-  Attrs a = {{"kernel_shape", std::vector<int64_t>{kh, kw}}, {"strides", w.strides}, {"dilations", w.dilations},
-             {"pads", pads}, {"output_padding", out_pad}};
-  RKD_ASSIGN(ir::Value * y, emit1(n, "ConvTranspose", {x, g_.add_constant(n.name + "/weights_iohw", std::move(wt))}, a,
-                                  out_name(n, 0, true)));
+  Attrs a = {{"kernel_shape", std::vector<int64_t>{kh, kw}},
+             {"strides", w.strides},
+             {"dilations", w.dilations},
+             {"pads", pads},
+             {"output_padding", out_pad}};
+  RKD_ASSIGN(ir::Value * y, emit1(n, "ConvTranspose", {x, g_.add_constant(n.name + "/weights_iohw", std::move(wt))}, a, out_name(n, 0, true)));
   set_output(n, 0, y, true);
   return {};
 }
@@ -322,12 +346,16 @@ Status Converter::resize(const TfNode& n) {
     // TensorFlow: src = (dst + 0.5) * in/out - 0.5 (half_pixel_centers), dst * (in-1)/(out-1)
     // (align_corners), dst * in/out (neither) = ONNX half_pixel / align_corners / asymmetric.
     a = {{"mode", std::string("linear")},
-         {"coordinate_transformation_mode", std::string(align ? "align_corners" : half ? "half_pixel" : "asymmetric")}};
+         {"coordinate_transformation_mode", std::string(align  ? "align_corners"
+                                                        : half ? "half_pixel"
+                                                               : "asymmetric")}};
   } else {
     // Nearest: floor((dst + 0.5) * scale) (half_pixel_centers), round(dst * scale) (align_corners,
     // half away from zero: non-negative here, so round_prefer_ceil), floor(dst * scale).
     a = {{"mode", std::string("nearest")},
-         {"coordinate_transformation_mode", std::string(align ? "align_corners" : half ? "tf_half_pixel_for_nn" : "asymmetric")},
+         {"coordinate_transformation_mode", std::string(align  ? "align_corners"
+                                                        : half ? "tf_half_pixel_for_nn"
+                                                               : "asymmetric")},
          {"nearest_mode", std::string(align ? "round_prefer_ceil" : "floor")}};
   }
   ir::Value* sizes = int64_constant(n.name + "/sizes", {(*x->shape)[0].value, (*x->shape)[1].value, size[0], size[1]});
@@ -338,8 +366,7 @@ Status Converter::resize(const TfNode& n) {
 
 // ---- layout-free ops: follow the inputs ----
 
-Result<bool> Converter::elementwise(const TfNode& n, const std::string& op, const std::vector<size_t>& operands,
-                                    Attrs attrs, ir::Value** out) {
+Result<bool> Converter::elementwise(const TfNode& n, const std::string& op, const std::vector<size_t>& operands, Attrs attrs, ir::Value** out) {
   std::vector<TfTensor*> ts;
   bool want = false;
   for (size_t i : operands) {

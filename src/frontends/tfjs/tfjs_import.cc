@@ -13,11 +13,11 @@
 
 namespace rkd::tfjs_frontend {
 
+using tf::attr_type;
 using tf::Converter;
 using tf::Json;
-using tf::TfNode;
-using tf::attr_type;
 using tf::json_int;
+using tf::TfNode;
 
 namespace {
 constexpr int64_t kMaxRank = 8;
@@ -26,8 +26,7 @@ constexpr int64_t kMaxRank = 8;
 namespace {
 
 // Reads every entry of the weightsManifest into name -> tensor.
-Result<std::map<std::string, Tensor>> decode_weights(const Json& manifest, std::span<const uint8_t> bytes,
-                                                     const std::string& what) {
+Result<std::map<std::string, Tensor>> decode_weights(const Json& manifest, std::span<const uint8_t> bytes, const std::string& what) {
   std::map<std::string, Tensor> out;
   if (!manifest.is_array()) return invalid(what + ": weightsManifest is not a list");
   size_t at = 0;
@@ -36,8 +35,8 @@ Result<std::map<std::string, Tensor>> decode_weights(const Json& manifest, std::
       return invalid(what + ": a weightsManifest group has no 'weights' list");
     }
     for (const Json& w : group["weights"]) {
-      if (!w.is_object() || !w.contains("name") || !w["name"].is_string() || !w.contains("dtype") ||
-          !w["dtype"].is_string() || !w.contains("shape") || !w["shape"].is_array()) {
+      if (!w.is_object() || !w.contains("name") || !w["name"].is_string() || !w.contains("dtype") || !w["dtype"].is_string() ||
+          !w.contains("shape") || !w["shape"].is_array()) {
         return invalid(what + ": a weight entry lacks name, dtype or shape");
       }
       const std::string name = w["name"].get<std::string>();
@@ -78,8 +77,8 @@ Result<std::map<std::string, Tensor>> decode_weights(const Json& manifest, std::
       const size_t stored = qdt.empty() ? dtype_size(target) : (qdt == "uint8" ? 1 : 2);
       const size_t nbytes = static_cast<size_t>(numel) * stored;
       if (at > bytes.size() || bytes.size() - at < nbytes) {
-        return invalid(where + ": needs " + std::to_string(nbytes) + " bytes at offset " + std::to_string(at) +
-                       " but the weight files hold " + std::to_string(bytes.size()));
+        return invalid(where + ": needs " + std::to_string(nbytes) + " bytes at offset " + std::to_string(at) + " but the weight files hold " +
+                       std::to_string(bytes.size()));
       }
       RKD_ASSIGN(Tensor t, Tensor::zeros(target, shape));
       const uint8_t* src = bytes.data() + at;
@@ -109,8 +108,7 @@ Result<std::map<std::string, Tensor>> decode_weights(const Json& manifest, std::
     }
   }
   if (at != bytes.size()) {
-    return invalid(what + ": the manifest describes " + std::to_string(at) + " bytes of weights but the files hold " +
-                   std::to_string(bytes.size()));
+    return invalid(what + ": the manifest describes " + std::to_string(at) + " bytes of weights but the files hold " + std::to_string(bytes.size()));
   }
   return out;
 }
@@ -200,8 +198,8 @@ Result<std::vector<size_t>> order_nodes(const std::vector<TfNode>& nodes, const 
 
 const Json* signature_of(const Json& j) {
   if (j.contains("signature") && j["signature"].is_object()) return &j["signature"];
-  if (j.contains("userDefinedMetadata") && j["userDefinedMetadata"].is_object() &&
-      j["userDefinedMetadata"].contains("signature") && j["userDefinedMetadata"]["signature"].is_object()) {
+  if (j.contains("userDefinedMetadata") && j["userDefinedMetadata"].is_object() && j["userDefinedMetadata"].contains("signature") &&
+      j["userDefinedMetadata"]["signature"].is_object()) {
     return &j["userDefinedMetadata"]["signature"];
   }
   return nullptr;
@@ -222,8 +220,7 @@ std::optional<std::vector<int64_t>> shape_proto(const Json& s) {
   return dims;
 }
 
-Status make_input(ir::Graph& g, Converter& c, const TfNode& n, const Json* sig, const ImportOptions& opt,
-                  const std::string& what) {
+Status make_input(ir::Graph& g, Converter& c, const TfNode& n, const Json* sig, const ImportOptions& opt, const std::string& what) {
   RKD_ASSIGN(std::string t, attr_type(n, "dtype", "DT_FLOAT"));
   auto dt = tf::dtype_from_tf(t);
   if (!dt) return unsupported(what + ": input '" + n.name + "' has dtype " + t);
@@ -258,12 +255,9 @@ Status make_input(ir::Graph& g, Converter& c, const TfNode& n, const Json* sig, 
 
 }  // namespace
 
-bool is_tfjs_path(const std::string& path) {
-  return path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0;
-}
+bool is_tfjs_path(const std::string& path) { return path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0; }
 
-Result<Imported> import_tfjs(std::string_view text, std::span<const uint8_t> weight_bytes, const std::string& what,
-                             const ImportOptions& opt) {
+Result<Imported> import_tfjs(std::string_view text, std::span<const uint8_t> weight_bytes, const std::string& what, const ImportOptions& opt) {
   const Json j = Json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return invalid(what + ": not a JSON object");
   if (j.contains("format") && j["format"] != "graph-model") {

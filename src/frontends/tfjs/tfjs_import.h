@@ -35,8 +35,8 @@
 namespace rkd::tfjs_frontend {
 
 struct ImportOptions {
-  int64_t batch = 1;             // size bound to unknown (-1) leading input dimensions
-  ir::NodeEvaluator evaluate;    // optional: folds nodes with constant inputs while importing
+  int64_t batch = 1;           // size bound to unknown (-1) leading input dimensions
+  ir::NodeEvaluator evaluate;  // optional: folds nodes with constant inputs while importing
 };
 
 struct Imported {
@@ -50,7 +50,6 @@ bool is_tfjs_path(const std::string& path);
 Result<Imported> import_tfjs_file(const std::string& json_path, const ImportOptions& opt = {});
 // `json` is the model.json text; `weights` the shards' bytes concatenated in manifest order
 // (group by group, path by path). `what` names the source in errors.
-Result<Imported> import_tfjs(std::string_view json, std::span<const uint8_t> weights, const std::string& what,
-                             const ImportOptions& opt = {});
+Result<Imported> import_tfjs(std::string_view json, std::span<const uint8_t> weights, const std::string& what, const ImportOptions& opt = {});
 
 }  // namespace rkd::tfjs_frontend

@@ -22,15 +22,45 @@ using tf::TfNode;
 
 // Builtin operator codes rkdeploy imports (values of the public schema's BuiltinOperator).
 const std::map<int32_t, const char*>& op_names() {
-  static const std::map<int32_t, const char*> m = {
-      {0, "ADD"},           {1, "AVERAGE_POOL_2D"},  {2, "CONCATENATION"},  {3, "CONV_2D"},     {4, "DEPTHWISE_CONV_2D"},
-      {6, "DEQUANTIZE"},    {9, "FULLY_CONNECTED"},  {14, "LOGISTIC"},      {17, "MAX_POOL_2D"}, {18, "MUL"},
-      {19, "RELU"},         {21, "RELU6"},           {22, "RESHAPE"},       {23, "RESIZE_BILINEAR"}, {25, "SOFTMAX"},
-      {28, "TANH"},         {34, "PAD"},             {36, "GATHER"},        {39, "TRANSPOSE"},   {40, "MEAN"},
-      {41, "SUB"},          {42, "DIV"},             {43, "SQUEEZE"},       {45, "STRIDED_SLICE"}, {47, "EXP"},
-      {49, "SPLIT"},        {55, "MAXIMUM"},         {57, "MINIMUM"},       {60, "PADV2"},       {65, "SLICE"},
-      {70, "EXPAND_DIMS"},  {74, "SUM"},             {82, "REDUCE_MAX"},    {83, "PACK"},
-      {97, "RESIZE_NEAREST_NEIGHBOR"}, {98, "LEAKY_RELU"}, {102, "SPLIT_V"}, {114, "QUANTIZE"}, {117, "HARD_SWISH"}};
+  static const std::map<int32_t, const char*> m = {{0, "ADD"},
+                                                   {1, "AVERAGE_POOL_2D"},
+                                                   {2, "CONCATENATION"},
+                                                   {3, "CONV_2D"},
+                                                   {4, "DEPTHWISE_CONV_2D"},
+                                                   {6, "DEQUANTIZE"},
+                                                   {9, "FULLY_CONNECTED"},
+                                                   {14, "LOGISTIC"},
+                                                   {17, "MAX_POOL_2D"},
+                                                   {18, "MUL"},
+                                                   {19, "RELU"},
+                                                   {21, "RELU6"},
+                                                   {22, "RESHAPE"},
+                                                   {23, "RESIZE_BILINEAR"},
+                                                   {25, "SOFTMAX"},
+                                                   {28, "TANH"},
+                                                   {34, "PAD"},
+                                                   {36, "GATHER"},
+                                                   {39, "TRANSPOSE"},
+                                                   {40, "MEAN"},
+                                                   {41, "SUB"},
+                                                   {42, "DIV"},
+                                                   {43, "SQUEEZE"},
+                                                   {45, "STRIDED_SLICE"},
+                                                   {47, "EXP"},
+                                                   {49, "SPLIT"},
+                                                   {55, "MAXIMUM"},
+                                                   {57, "MINIMUM"},
+                                                   {60, "PADV2"},
+                                                   {65, "SLICE"},
+                                                   {70, "EXPAND_DIMS"},
+                                                   {74, "SUM"},
+                                                   {82, "REDUCE_MAX"},
+                                                   {83, "PACK"},
+                                                   {97, "RESIZE_NEAREST_NEIGHBOR"},
+                                                   {98, "LEAKY_RELU"},
+                                                   {102, "SPLIT_V"},
+                                                   {114, "QUANTIZE"},
+                                                   {117, "HARD_SWISH"}};
   return m;
 }
 
@@ -182,8 +212,7 @@ Status Importer::read_tensors(const fb::Model& m, const fb::SubGraph& sg) {
       info.axis = q->quantized_dimension();
       if (info.scales.size() > 1 && (info.axis < 0 || static_cast<size_t>(info.axis) >= info.shape.size() ||
                                      info.shape[static_cast<size_t>(info.axis)] != static_cast<int64_t>(info.scales.size()))) {
-        return bad("tensor '" + name + "': " + std::to_string(info.scales.size()) + " scales do not match dimension " +
-                   std::to_string(info.axis));
+        return bad("tensor '" + name + "': " + std::to_string(info.scales.size()) + " scales do not match dimension " + std::to_string(info.axis));
       }
       info.quantized = info.dtype == DType::i8 || info.dtype == DType::u8 || info.dtype == DType::i32 || info.dtype == DType::i16;
     }
@@ -352,8 +381,7 @@ Result<ir::Value*> Importer::integer_bias(const TensorInfo& b, int64_t O) {
 // FULLY_CONNECTED with int8/uint8 weights: the MatMul's B (the weights transposed, [I, O])
 // and the bias Add's constant become the file's integers behind DequantizeLinear (per output
 // channel on B's axis 1), so that qdq-to-qlinear computes the layer in integers.
-Status Importer::integer_fc_weights(const std::string& matmul, const std::string& bias_add, const TensorInfo& w,
-                                    const TensorInfo* b) {
+Status Importer::integer_fc_weights(const std::string& matmul, const std::string& bias_add, const TensorInfo& w, const TensorInfo* b) {
   ir::Graph& g = out_.graph;
   ir::Node* n = conv_.form(matmul).first->producer;
   if (!n || n->op_type != "MatMul" || n->inputs.size() != 2 || !n->inputs[1] || !n->inputs[1]->constant) return {};
@@ -419,11 +447,11 @@ Status Importer::convert(const fb::Operator& op, int32_t code, size_t index) {
   const std::string& y = outs[0];
   // An activation after node `pre`, named y; NONE leaves `pre` as y.
   auto with_activation = [&](int act, TfNode main, Json attrs) -> Status {
-    const char* a = act == fb::Activation_NONE ? nullptr
-                    : act == fb::Activation_RELU   ? "Relu"
-                    : act == fb::Activation_RELU6  ? "Relu6"
-                    : act == fb::Activation_TANH   ? "Tanh"
-                                                   : "";
+    const char* a = act == fb::Activation_NONE    ? nullptr
+                    : act == fb::Activation_RELU  ? "Relu"
+                    : act == fb::Activation_RELU6 ? "Relu6"
+                    : act == fb::Activation_TANH  ? "Tanh"
+                                                  : "";
     if (a && !*a) return unsupported(what_ + ": " + where + ": fused activation " + std::to_string(act));
     if (!a) {
       main.name = y;
@@ -526,7 +554,7 @@ Status Importer::convert(const fb::Operator& op, int32_t code, size_t index) {
     }
     return {};
   }
-  static const std::map<std::string, std::string> binary = {{"ADD", "AddV2"}, {"SUB", "Sub"},         {"MUL", "Mul"},
+  static const std::map<std::string, std::string> binary = {{"ADD", "AddV2"},   {"SUB", "Sub"},         {"MUL", "Mul"},
                                                             {"DIV", "RealDiv"}, {"MAXIMUM", "Maximum"}, {"MINIMUM", "Minimum"}};
   if (binary.count(s)) {
     RKD_TRY(need(2));
@@ -553,13 +581,17 @@ Status Importer::convert(const fb::Operator& op, int32_t code, size_t index) {
     Json attrs = {{"ksize", a_ints({1, o->filter_height(), o->filter_width(), 1})},
                   {"strides", a_ints({1, o->stride_h(), o->stride_w(), 1})},
                   {"padding", a_str(padding(o->padding()))}};
-    return with_activation(o->fused_activation_function(), TfNode{"", s == "MAX_POOL_2D" ? "MaxPool" : "AvgPool", {in[0]}, nullptr},
-                           attrs);
+    return with_activation(o->fused_activation_function(), TfNode{"", s == "MAX_POOL_2D" ? "MaxPool" : "AvgPool", {in[0]}, nullptr}, attrs);
   }
   if (s == "MEAN" || s == "SUM" || s == "REDUCE_MAX") {
     RKD_TRY(need(2));
     const fb::ReducerOptions* o = op.builtin_options_as_ReducerOptions();
-    return emit(TfNode{y, s == "MEAN" ? "Mean" : s == "SUM" ? "Sum" : "Max", {in[0], in[1]}, nullptr},
+    return emit(TfNode{y,
+                       s == "MEAN"  ? "Mean"
+                       : s == "SUM" ? "Sum"
+                                    : "Max",
+                       {in[0], in[1]},
+                       nullptr},
                 Json{{"keep_dims", a_bool(o && o->keep_dims())}});
   }
   if (s == "RESHAPE") {
@@ -617,8 +649,7 @@ Status Importer::convert(const fb::Operator& op, int32_t code, size_t index) {
     RKD_TRY(need(k));
     static const std::map<std::string, std::string> tf = {
         {"TRANSPOSE", "Transpose"}, {"EXPAND_DIMS", "ExpandDims"}, {"PAD", "Pad"}, {"PADV2", "PadV2"}, {"SLICE", "Slice"}};
-    return emit(TfNode{y, tf.at(s), std::vector<std::string>(in.begin(), in.begin() + static_cast<long>(k)), nullptr},
-                Json::object());
+    return emit(TfNode{y, tf.at(s), std::vector<std::string>(in.begin(), in.begin() + static_cast<long>(k)), nullptr}, Json::object());
   }
   if (s == "SQUEEZE") {
     RKD_TRY(need(1));
@@ -640,8 +671,10 @@ Status Importer::convert(const fb::Operator& op, int32_t code, size_t index) {
     RKD_TRY(need(4));
     const fb::StridedSliceOptions* o = op.builtin_options_as_StridedSliceOptions();
     if (o && o->offset()) return unsupported(what_ + ": " + where + ": offset=true");
-    Json attrs = {{"begin_mask", a_int(o ? o->begin_mask() : 0)},       {"end_mask", a_int(o ? o->end_mask() : 0)},
-                  {"ellipsis_mask", a_int(o ? o->ellipsis_mask() : 0)}, {"new_axis_mask", a_int(o ? o->new_axis_mask() : 0)},
+    Json attrs = {{"begin_mask", a_int(o ? o->begin_mask() : 0)},
+                  {"end_mask", a_int(o ? o->end_mask() : 0)},
+                  {"ellipsis_mask", a_int(o ? o->ellipsis_mask() : 0)},
+                  {"new_axis_mask", a_int(o ? o->new_axis_mask() : 0)},
                   {"shrink_axis_mask", a_int(o ? o->shrink_axis_mask() : 0)}};
     return emit(TfNode{y, "StridedSlice", {in[0], in[1], in[2], in[3]}, nullptr}, attrs);
   }
@@ -736,10 +769,10 @@ Result<Imported> Importer::run() {
       const fb::Operator* op = sg->operators()->Get(k);
       if (op->inputs()) {
         for (int32_t i : *op->inputs()) {
-          if (i < -1 || i >= static_cast<int32_t>(tensors_.size())) return bad("operator " + std::to_string(k) + ": tensor index " + std::to_string(i));
+          if (i < -1 || i >= static_cast<int32_t>(tensors_.size()))
+            return bad("operator " + std::to_string(k) + ": tensor index " + std::to_string(i));
           if (i >= 0 && !conv_.has(tensors_[static_cast<size_t>(i)].ref)) {
-            return bad("operator " + std::to_string(k) + " reads tensor '" + tensors_[static_cast<size_t>(i)].ref +
-                       "' before anything writes it");
+            return bad("operator " + std::to_string(k) + " reads tensor '" + tensors_[static_cast<size_t>(i)].ref + "' before anything writes it");
           }
         }
       }
@@ -776,9 +809,7 @@ Result<Imported> Importer::run() {
 
 }  // namespace
 
-bool is_tflite_path(const std::string& path) {
-  return path.size() > 7 && path.compare(path.size() - 7, 7, ".tflite") == 0;
-}
+bool is_tflite_path(const std::string& path) { return path.size() > 7 && path.compare(path.size() - 7, 7, ".tflite") == 0; }
 
 std::vector<std::string> supported_tflite_ops() {
   std::vector<std::string> v;

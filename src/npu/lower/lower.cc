@@ -37,7 +37,6 @@ struct TaskPlan {
   OutCvt cvt;
 };
 
-
 double real_multiplier(const ConvSpec& s, int64_t k) {
   return static_cast<double>(s.x_scale) * static_cast<double>(s.w_scales.size() == 1 ? s.w_scales[0] : s.w_scales[static_cast<size_t>(k)]) /
          static_cast<double>(s.y_scale);
@@ -107,7 +106,8 @@ Result<std::vector<TaskPlan>> plan(const ConvSpec& s, Strategy st, const LowerOp
   std::iota(all.begin(), all.end(), 0);
   auto chunks = [](const std::vector<int64_t>& v, size_t n) {
     std::vector<std::vector<int64_t>> g;
-    for (size_t i = 0; i < v.size(); i += n) g.emplace_back(v.begin() + static_cast<std::ptrdiff_t>(i), v.begin() + static_cast<std::ptrdiff_t>(std::min(v.size(), i + n)));
+    for (size_t i = 0; i < v.size(); i += n)
+      g.emplace_back(v.begin() + static_cast<std::ptrdiff_t>(i), v.begin() + static_cast<std::ptrdiff_t>(std::min(v.size(), i + n)));
     return g;
   };
   std::vector<int64_t> sorted = all;
@@ -165,11 +165,15 @@ Status check_spec(const ConvSpec& s) {
   if (s.C < 1 || s.H < 1 || s.W < 1 || s.OC < 1 || s.KH < 1 || s.KW < 1) return invalid("npu lowering: empty convolution");
   if (s.depthwise && s.OC != s.C) return unsupported("npu lowering: depthwise with a channel multiplier");
   const Shape want{s.OC, s.depthwise ? 1 : s.C, s.KH, s.KW};
-  if (s.weights.shape() != want || s.weights.dtype() != s.dtype) return invalid("npu lowering: weights must be [OC, C/groups, KH, KW] of the input's type");
-  if (s.KH > 31 || s.KW > 31 || s.stride_h > 7 || s.stride_w > 7) return unsupported("npu lowering: kernel above 31 or stride above 7 (register widths)");
+  if (s.weights.shape() != want || s.weights.dtype() != s.dtype)
+    return invalid("npu lowering: weights must be [OC, C/groups, KH, KW] of the input's type");
+  if (s.KH > 31 || s.KW > 31 || s.stride_h > 7 || s.stride_w > 7)
+    return unsupported("npu lowering: kernel above 31 or stride above 7 (register widths)");
   if (s.pad_top > 15 || s.pad_left > 15) return unsupported("npu lowering: padding above 15");
-  if (s.w_scales.size() != 1 && static_cast<int64_t>(s.w_scales.size()) != s.OC) return invalid("npu lowering: one weight scale or one per output channel");
-  if (s.w_zero_points.size() != 1 && static_cast<int64_t>(s.w_zero_points.size()) != s.OC) return invalid("npu lowering: one weight zero point or one per output channel");
+  if (s.w_scales.size() != 1 && static_cast<int64_t>(s.w_scales.size()) != s.OC)
+    return invalid("npu lowering: one weight scale or one per output channel");
+  if (s.w_zero_points.size() != 1 && static_cast<int64_t>(s.w_zero_points.size()) != s.OC)
+    return invalid("npu lowering: one weight zero point or one per output channel");
   for (int32_t z : s.w_zero_points) {
     if (z != s.w_zero_points[0]) return unsupported("npu lowering: per-channel weight zero points (OW_OP is one register)");
   }
@@ -201,8 +205,8 @@ const char* strategy_name(Strategy s) {
 }
 
 std::vector<Strategy> all_strategies() {
-  return {Strategy::per_tensor, Strategy::group16, Strategy::sorted_groups, Strategy::per_channel,
-          Strategy::hybrid, Strategy::bs_multiplier, Strategy::bs_multiplier_opt, Strategy::sorted_bs_multiplier};
+  return {Strategy::per_tensor, Strategy::group16,       Strategy::sorted_groups,     Strategy::per_channel,
+          Strategy::hybrid,     Strategy::bs_multiplier, Strategy::bs_multiplier_opt, Strategy::sorted_bs_multiplier};
 }
 
 Result<Strategy> parse_strategy(const std::string& name) {
@@ -367,8 +371,9 @@ Result<Lowered> lower_conv(const ConvSpec& s, Strategy st, DeviceMemory& mem, ui
     const int64_t weight_budget = banks - std::max(min_data, std::min<int64_t>(whole_data, 7));
     int64_t per = weight_budget > 0 ? weight_budget * bank / kernel : 0;
     per = per >= 32 ? per / 32 * 32 : per / 2 * 2;
-    if (per < 2) return unsupported("npu lowering: two kernels of " + std::to_string(kernel) + " bytes and " + std::to_string(min_rows) +
-                                    " input rows do not fit the CBUF (width or channel splitting is not implemented)");
+    if (per < 2)
+      return unsupported("npu lowering: two kernels of " + std::to_string(kernel) + " bytes and " + std::to_string(min_rows) +
+                         " input rows do not fit the CBUF (width or channel splitting is not implemented)");
     std::vector<TaskPlan> chunked;
     for (const TaskPlan& p : plans) {
       if (align(static_cast<int64_t>(p.channels.size()), 2) * kernel <= (banks - min_data) * bank) {
@@ -421,7 +426,8 @@ Result<Lowered> lower_conv(const ConvSpec& s, Strategy st, DeviceMemory& mem, ui
       for (int64_t k = 0; k < cp; ++k)
         for (int64_t ky = 0; ky < s.KH; ++ky)
           for (int64_t kx = 0; kx < s.KW; ++kx)
-            wb[static_cast<size_t>((k / 64) * kk * 64 + (ky * s.KW + kx) * 64 + k % 64)] = static_cast<uint8_t>(static_cast<int8_t>(wval(k, 0, ky, kx)));
+            wb[static_cast<size_t>((k / 64) * kk * 64 + (ky * s.KW + kx) * 64 + k % 64)] =
+                static_cast<uint8_t>(static_cast<int8_t>(wval(k, 0, ky, kx)));
       kernels = n;
     } else {
       kernels = align(n, 2);
@@ -646,7 +652,8 @@ Result<PlacedRegcmd> place_regcmd(DeviceMemory& mem, const Lowered& l) {
 
 Status write_residual(DeviceMemory& mem, const ConvSpec& s, const Lowered& l, const Tensor& r0) {
   if (!s.residual) return invalid("npu lowering: the convolution has no residual");
-  if (r0.shape() != Shape{1, s.OC, l.OH, l.OW} || r0.dtype() != s.dtype) return invalid("npu residual: expected [1, OC, OH, OW] of the convolution's type");
+  if (r0.shape() != Shape{1, s.OC, l.OH, l.OW} || r0.dtype() != s.dtype)
+    return invalid("npu residual: expected [1, OC, OH, OW] of the convolution's type");
   const Tensor r = r0.contiguous();
   const int64_t plane = l.OH * l.OW;
   const uint8_t flip = s.dtype == DType::u8 ? 0x80 : 0;  // uint8 -> stored int8: x - 128

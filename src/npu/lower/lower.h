@@ -63,9 +63,9 @@ inline constexpr Strategy kDefaultStrategy = Strategy::sorted_bs_multiplier;
 struct ConvSpec {
   int64_t C = 0, H = 0, W = 0, OC = 0, KH = 1, KW = 1;
   int64_t stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
-  bool depthwise = false;  // groups == C == OC
-  DType dtype = DType::i8;  // of input, weights and output: i8 or u8
-  Tensor weights;           // [OC, C (1 if depthwise), KH, KW], dtype
+  bool depthwise = false;              // groups == C == OC
+  DType dtype = DType::i8;             // of input, weights and output: i8 or u8
+  Tensor weights;                      // [OC, C (1 if depthwise), KH, KW], dtype
   std::vector<int32_t> w_zero_points;  // one (per tensor) or OC
   std::vector<float> w_scales;         // one (per tensor) or OC
   std::vector<int32_t> bias;           // OC (empty: none)
@@ -87,7 +87,7 @@ struct ConvSpec {
 
 // Row-slice tiling of one task's input over the CBUF.
 struct TileGeometry {
-  int64_t C = 16;      // stored input channels (a multiple of 16)
+  int64_t C = 16;        // stored input channels (a multiple of 16)
   int64_t H = 4, W = 1;  // stored rows (>= 4) and width
   int64_t KH = 1, stride_h = 1, pad_top = 0, OH = 1;
   int64_t weight_bytes = 0;
@@ -125,7 +125,7 @@ struct OutputRegion {
   uint32_t address = 0;
   int64_t surface_bytes = 0;
   std::vector<int64_t> channels;
-  uint32_t residual_address = 0;  // with a residual: its channels in this region's order, NC1HWC2
+  uint32_t residual_address = 0;       // with a residual: its channels in this region's order, NC1HWC2
   int64_t residual_surface_bytes = 0;  // max(OH * OW, 12) * 16 (EW_SURF_STRIDE's floor)
 };
 
@@ -167,12 +167,11 @@ Result<uint32_t> place_input(DeviceMemory& mem, const ConvSpec& spec, const Tens
 Status write_input(DeviceMemory& mem, uint32_t address, const ConvSpec& spec, const Tensor& x);
 // Lowers the convolution reading its input at `input_address`; weights, operands and
 // outputs are allocated in `mem`.
-Result<Lowered> lower_conv(const ConvSpec& spec, Strategy strategy, DeviceMemory& mem, uint32_t input_address,
-                           const LowerOptions& opt = {});
+Result<Lowered> lower_conv(const ConvSpec& spec, Strategy strategy, DeviceMemory& mem, uint32_t input_address, const LowerOptions& opt = {});
 // The lowered tasks' chained register commands, placed in `mem` after everything else.
 struct PlacedRegcmd {
-  uint32_t address = 0;                  // the first task's words
-  std::vector<regcmd::TaskSpan> spans;   // per task
+  uint32_t address = 0;                 // the first task's words
+  std::vector<regcmd::TaskSpan> spans;  // per task
   std::vector<uint64_t> words;
 };
 Result<PlacedRegcmd> place_regcmd(DeviceMemory& mem, const Lowered& l);

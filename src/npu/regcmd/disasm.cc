@@ -52,20 +52,20 @@ std::string disassemble(const std::vector<DecodedTask>& tasks) {
   std::string out;
   for (size_t t = 0; t < tasks.size(); ++t) {
     const DecodedTask& d = tasks[t];
-    out += "task " + std::to_string(t) + ": words " + std::to_string(d.first_word) + ".." +
-           std::to_string(d.first_word + d.word_count - 1) + ", " + std::to_string(d.writes.size()) + " register writes";
+    out += "task " + std::to_string(t) + ": words " + std::to_string(d.first_word) + ".." + std::to_string(d.first_word + d.word_count - 1) + ", " +
+           std::to_string(d.writes.size()) + " register writes";
     if (d.padding_words) out += ", " + std::to_string(d.padding_words) + " padding";
     out += "\n";
     for (const auto& [i, w] : d.writes) {
       char head[96];
       const arch::BlockDesc* b = arch::block_of_target(w.target);
-      std::snprintf(head, sizeof head, "  %5zu  %-8s %-32s %s  ", i, b ? b->name : hex(w.target, 4).c_str(),
-                    arch::register_name(w.offset).c_str(), hex(w.value, 8).c_str());
+      std::snprintf(head, sizeof head, "  %5zu  %-8s %-32s %s  ", i, b ? b->name : hex(w.target, 4).c_str(), arch::register_name(w.offset).c_str(),
+                    hex(w.value, 8).c_str());
       out += head + fields_text(w.offset, w.value) + "\n";
     }
     if (d.has_trailer) {
-      out += "  trailer: next " + (d.next_is_zero_word ? std::string("none (end of chain)") : hex(d.next_address, 8)) +
-             ", next amount " + std::to_string(d.next_amount) + ", enable " + hex(d.enable_mask, 2) + "\n";
+      out += "  trailer: next " + (d.next_is_zero_word ? std::string("none (end of chain)") : hex(d.next_address, 8)) + ", next amount " +
+             std::to_string(d.next_amount) + ", enable " + hex(d.enable_mask, 2) + "\n";
     }
     for (const std::string& p : d.problems) out += "  problem: " + p + "\n";
   }

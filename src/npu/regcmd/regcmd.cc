@@ -14,9 +14,7 @@ bool is_enable(Word w) { return w.target == arch::kOpEnableTarget && w.offset ==
 
 }  // namespace
 
-uint64_t pack(Word w) {
-  return (static_cast<uint64_t>(w.target) << 48) | (static_cast<uint64_t>(w.value) << 16) | w.offset;
-}
+uint64_t pack(Word w) { return (static_cast<uint64_t>(w.target) << 48) | (static_cast<uint64_t>(w.value) << 16) | w.offset; }
 
 Word unpack(uint64_t bits) {
   return Word{static_cast<uint16_t>(bits >> 48), static_cast<uint16_t>(bits & 0xffff), static_cast<uint32_t>((bits >> 16) & 0xffffffffu)};

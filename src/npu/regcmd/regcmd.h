@@ -78,7 +78,7 @@ struct DecodedTask {
   size_t padding_words = 0;                     // all-zero words before the trailer
   bool has_trailer = false;
   uint32_t next_address = 0, next_amount = 0, enable_mask = 0;
-  bool next_is_zero_word = false;  // trailer word 1 was the all-zero word (end of chain)
+  bool next_is_zero_word = false;     // trailer word 1 was the all-zero word (end of chain)
   std::vector<std::string> problems;  // words out of place, unknown registers, wrong targets
   // The register values after the writes, in order (later writes win): offset -> value.
   std::map<uint16_t, uint32_t> final_values() const;

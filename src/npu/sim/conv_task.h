@@ -44,8 +44,8 @@ struct ConvTask {
   int64_t W = 0, H = 0, C = 0, C_real = 0, sx = 1, sy = 1, pad_top = 0, pad_left = 0, KH = 1, KW = 1, kernels = 0;
   int64_t OW = 0, OH = 0, OC = 0, OC_real = 0;
   int32_t pad_value = 0, ow_op = 0;
-  int64_t line = 0, surface = 0;            // input strides in bytes
-  uint32_t input = 0, weights = 0;          // device addresses
+  int64_t line = 0, surface = 0;    // input strides in bytes
+  uint32_t input = 0, weights = 0;  // device addresses
   int64_t input_bytes = 0, weight_bytes = 0;
   int truncate = 0;
   Rounding core_round = Rounding::half_to_even;

@@ -28,12 +28,12 @@ namespace rkd::npu::sim::detail {
 // The epilogue's constants, prepared once per task (run_common_epilogue). A shift s appears
 // as the factor 2^-s; shifts above kMaxShift act as kMaxShift (see Stages).
 struct EpilogueParams {
-  double lo2, hi2;     // saturation to int32 and ReLU / ReLUX as one clamp (with the EW add)
-  double lo3, hi3;     // the clamp before OUT_CVT: lo2/hi2 (no EW) or int32's range, narrowed to out_range()
-  double trunc_scale;  // 2^-truncate
-  double out_scale;    // OUT_CVT: SCALE 2^-SHIFT
-  int32_t offset;      // OUT_CVT: OFFSET, added to int32 lanes
-  double ew_offset, ew_scale;       // EW: OFFSET, SCALE 2^-SHIFT
+  double lo2, hi2;             // saturation to int32 and ReLU / ReLUX as one clamp (with the EW add)
+  double lo3, hi3;             // the clamp before OUT_CVT: lo2/hi2 (no EW) or int32's range, narrowed to out_range()
+  double trunc_scale;          // 2^-truncate
+  double out_scale;            // OUT_CVT: SCALE 2^-SHIFT
+  int32_t offset;              // OUT_CVT: OFFSET, added to int32 lanes
+  double ew_offset, ew_scale;  // EW: OFFSET, SCALE 2^-SHIFT
   int trunc;
   bool mul, ew, same_shift;
   bool mac_fits;  // |MAC| provably within int32
@@ -107,7 +107,7 @@ HWY_INLINE V Stages(D d, const EpilogueParams& P, V v, V alu, V mp, V mn, V x) {
       v = hn::IfThenElse(hn::Lt(hn::Mul(v, mp), hn::Zero(d)), hn::Floor(hn::MulAdd(v, mn, half)), pos);
     }
   }
-  if constexpr (F & kEw) {  // EW: the operand converted (half up) and added
+  if constexpr (F & kEw) {                                          // EW: the operand converted (half up) and added
     v = hn::Min(hn::Max(v, hn::Set(d, P.lo2)), hn::Set(d, P.hi2));  // saturation and ReLU / ReLUX
     const V e = hn::Floor(hn::MulAdd(hn::Add(x, hn::Set(d, P.ew_offset)), hn::Set(d, P.ew_scale), half));
     v = hn::Add(v, e);
@@ -170,7 +170,8 @@ HWY_INLINE void Range(const EpilogueParams& params, const EpilogueJob& J) {
     BlockOperands B{};
     for (int64_t j = 0; j < n; ++j) {
       const int64_t k = k0 + j;
-      B.base[j] = static_cast<double>(view.wsum_scale * view.wsum[k] + ((F & kFolded) ? J.alu[k] : 0));  // MAC + ALU, exact: no saturation or truncation between
+      B.base[j] = static_cast<double>(view.wsum_scale * view.wsum[k] +
+                                      ((F & kFolded) ? J.alu[k] : 0));  // MAC + ALU, exact: no saturation or truncation between
       B.alu[j] = J.alu[k];
       B.mp[j] = P.mul ? J.mul[k] * sp : 0;
       B.mn[j] = P.mul ? J.mul[k] * sn : 0;
@@ -304,8 +305,18 @@ void run_common_epilogue(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t
   // Pixel ranges on the math threads (each writes its own pixels).
   const int64_t chunk = 256, chunks = (pixels + chunk - 1) / chunk;
   ops::math_parallel_for(chunks, pixels * OCw, [&](int64_t i) {
-    const EpilogueJob job{v,     i * chunk, std::min(pixels, (i + 1) * chunk), OCw, out_surface, y, e.alu, e.mul, e.bs.shift_pos, e.bs.shift_neg,
-                          e.ew.on ? e.ew.e : nullptr, e.ew.surface};
+    const EpilogueJob job{v,
+                          i * chunk,
+                          std::min(pixels, (i + 1) * chunk),
+                          OCw,
+                          out_surface,
+                          y,
+                          e.alu,
+                          e.mul,
+                          e.bs.shift_pos,
+                          e.bs.shift_neg,
+                          e.ew.on ? e.ew.e : nullptr,
+                          e.ew.surface};
     HWY_DYNAMIC_DISPATCH(EpilogueRange)(P, job);
   });
 }

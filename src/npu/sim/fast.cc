@@ -25,7 +25,7 @@ namespace detail {
 // union of their channel windows. A member's (oy, k) is then the group's output at its
 // acc_offset + oy * OW * M + k, exactly: the conditions are checked in layout().
 struct Group {
-  std::vector<size_t> members;  // task indices, in chain order
+  std::vector<size_t> members;               // task indices, in chain order
   std::vector<int64_t> acc_offset, kernel0;  // per member: int32 index of its (pixel 0, kernel 0); its kernel 0
   bool depthwise = false;
   int64_t C = 0, line = 0, surface = 0, OW = 0, OH = 0, M = 0, KH = 1, KW = 1, sy = 1, sx = 1;
@@ -82,8 +82,7 @@ bool eligible(const ConvTask& t, const std::vector<uint8_t>& w) {
 // channels).
 bool compatible(const ConvTask& a, const ConvTask& b) {
   return a.depthwise == b.depthwise && (a.depthwise || a.C == b.C) && a.W == b.W && a.line == b.line && a.surface == b.surface &&
-         a.pad_left == b.pad_left && a.pad_value == b.pad_value && a.KH == b.KH && a.KW == b.KW && a.sx == b.sx && a.sy == b.sy &&
-         a.OW == b.OW;
+         a.pad_left == b.pad_left && a.pad_value == b.pad_value && a.KH == b.KH && a.KW == b.KW && a.sx == b.sx && a.sy == b.sy && a.OW == b.OW;
 }
 
 // Lays out g.members as one convolution; false when one convolution would not give each

@@ -48,8 +48,9 @@ class Regs {
 // The BS and BN stages have the same register layout (BS_CFG/BN_CFG, *_MUL_CFG): one reader,
 // with the BS field positions, for both.
 static_assert(DPU_BS_CFG_BS_ALU_ALGO.lo == DPU_BN_CFG_BN_ALU_ALGO.lo && DPU_BS_CFG_BS_RELUX_EN.lo == DPU_BN_CFG_BN_RELUX_EN.lo &&
-              DPU_BS_CFG_BS_ALU_SRC.lo == DPU_BN_CFG_BN_ALU_SRC.lo && DPU_BS_MUL_CFG_BS_MUL_OPERAND.lo == DPU_BN_MUL_CFG_BN_MUL_OPERAND.lo &&
-              DPU_BS_MUL_CFG_BS_MUL_SHIFT_VALUE.lo == DPU_BN_MUL_CFG_BN_MUL_SHIFT_VALUE.lo && DPU_BS_MUL_CFG_BS_MUL_SRC.lo == DPU_BN_MUL_CFG_BN_MUL_SRC.lo,
+                  DPU_BS_CFG_BS_ALU_SRC.lo == DPU_BN_CFG_BN_ALU_SRC.lo && DPU_BS_MUL_CFG_BS_MUL_OPERAND.lo == DPU_BN_MUL_CFG_BN_MUL_OPERAND.lo &&
+                  DPU_BS_MUL_CFG_BS_MUL_SHIFT_VALUE.lo == DPU_BN_MUL_CFG_BN_MUL_SHIFT_VALUE.lo &&
+                  DPU_BS_MUL_CFG_BS_MUL_SRC.lo == DPU_BN_MUL_CFG_BN_MUL_SRC.lo,
               "BS and BN registers share one layout");
 
 Stage read_stage(const Regs& r, Reg cfg_reg, Reg alu, Reg mul_reg, Reg relux, const Field& shift_neg) {
@@ -153,7 +154,8 @@ std::vector<int64_t> loops_mac(const ConvTask& t, std::span<const uint8_t> x, st
   std::vector<int16_t> grid(static_cast<size_t>(GH * GW * C));
   for (int64_t gy = 0; gy < GH; ++gy)
     for (int64_t gx = 0; gx < GW; ++gx)
-      for (int64_t c = 0; c < C; ++c) grid[static_cast<size_t>((gy * GW + gx) * C + c)] = static_cast<int16_t>(xin(c, gy - t.pad_top, gx - t.pad_left));
+      for (int64_t c = 0; c < C; ++c)
+        grid[static_cast<size_t>((gy * GW + gx) * C + c)] = static_cast<int16_t>(xin(c, gy - t.pad_top, gx - t.pad_left));
   std::vector<int16_t> wk(static_cast<size_t>(t.depthwise ? stored * kk : stored * kk * C));
   for (int64_t k = 0; k < stored; ++k)
     for (int64_t i = 0; i < kk; ++i) {
@@ -226,8 +228,8 @@ Result<TaskStats> run_conv(DeviceMemory& mem, const ConvTask& t, const Quirks& q
   stats.output_values = pixels * t.OC;
   // |x| <= 128 and |w + OW_OP| <= 128 where the prepared MAC runs (int8 operands).
   const int64_t taps = t.KH * t.KW * (t.depthwise ? 1 : t.C);
-  const Epilogue ep{t.truncate, t.core_round, q.bs_shift_rounding, q.out_cvt_rounding, t.bs, t.bn, ew, alu.data(), mul.data(), t.scale, t.offset, t.shift,
-                    taps * 128 * 128};
+  const Epilogue ep{t.truncate, t.core_round, q.bs_shift_rounding, q.out_cvt_rounding, t.bs, t.bn, ew, alu.data(), mul.data(), t.scale,
+                    t.offset,   t.shift,      taps * 128 * 128};
   if (chain) {
     RKD_ASSIGN(std::optional<MacView> view, detail::chain_mac(*chain, mem, index));
     if (view) {
@@ -305,7 +307,8 @@ Result<ConvTask> detail::decode_conv(const RegValues& values, const Quirks& q) {
   // Input feature map.
   t.line = static_cast<int64_t>(r.get(CNA_DMA_CON1_LINE_STRIDE)) * 4;
   t.surface = (static_cast<int64_t>(r.get(CNA_DMA_CON2_SURF_STRIDE)) + 4 * W) * 16;
-  if (t.line < 16 * W) return invalid("CNA.DMA_CON1.LINE_STRIDE " + std::to_string(t.line / 4) + " is shorter than a line of " + std::to_string(W) + " pixels");
+  if (t.line < 16 * W)
+    return invalid("CNA.DMA_CON1.LINE_STRIDE " + std::to_string(t.line / 4) + " is shorter than a line of " + std::to_string(W) + " pixels");
   t.input = r.get(CNA_FEATURE_DATA_ADDR);
   t.input_bytes = (C / 16 - 1) * t.surface + (H - 1) * t.line + W * 16;
   // Weights.
@@ -331,9 +334,11 @@ Result<ConvTask> detail::decode_conv(const RegValues& values, const Quirks& q) {
     if (r.get(DPU_EW_CFG_EW_OP_BYPASS) || !r.get(DPU_EW_CFG_EW_OP_SRC) || r.get(DPU_EW_CFG_EW_ALU_ALGO) != 2 || !r.get(DPU_EW_CFG_EW_LUT_BYPASS) ||
         r.get(DPU_EW_CFG_EW_MUL_PRELU) || r.get(DPU_EW_CFG_EW_RELUX_EN) || r.get(DPU_EW_CFG_EW_DATA_MODE) != 1 || r.get(DPU_EW_CFG_EDATA_SIZE) != 1) {
       return unsupported("DPU.EW_CFG " + hex32(r.get(DPU_EW_CFG)) +
-                         ": only the add of one int8 ERDMA operand per element (EW_OP_SRC 1, EW_ALU_ALGO 2, LUT bypassed, EW_DATA_MODE 1, EDATA_SIZE 1) is simulated");
+                         ": only the add of one int8 ERDMA operand per element (EW_OP_SRC 1, EW_ALU_ALGO 2, LUT bypassed, EW_DATA_MODE 1, EDATA_SIZE "
+                         "1) is simulated");
     }
-    if (r.get(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DISABLE)) return invalid("DPU.EW_CFG adds an ERDMA operand but DPU_RDMA.RDMA_ERDMA_CFG.ERDMA_DISABLE is set");
+    if (r.get(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DISABLE))
+      return invalid("DPU.EW_CFG adds an ERDMA operand but DPU_RDMA.RDMA_ERDMA_CFG.ERDMA_DISABLE is set");
     ew.cvt_bypass = r.get(DPU_EW_CFG_EW_OP_CVT_BYPASS) != 0;
     ew.relu = r.get(DPU_EW_CFG_EW_RELU_BYPASS) == 0;
     ew.as_float = q.ew_float;
@@ -380,7 +385,8 @@ std::vector<KnobInfo> knob_list() {
       {"width_is_line", "true|false", "true",
        "CNA.DATA_SIZE0.DATAIN_WIDTH is the contiguous line dimension (hardware notes); false: Mesa's swap, consistent only on square maps"},
       {"ew_mode", "integer|float", "integer",
-       "fused add (EW stage): Mesa's integer operand converter ((e + OFFSET) * SCALE >> SHIFT, half up) or float32 arithmetic (another report); disputed"},
+       "fused add (EW stage): Mesa's integer operand converter ((e + OFFSET) * SCALE >> SHIFT, half up) or float32 arithmetic (another report); "
+       "disputed"},
   };
 }
 
@@ -502,7 +508,8 @@ std::shared_ptr<SimCache::Decoded> decode_chain(const DeviceMemory& mem, uint32_
   }
   for (const ConvTask& c : d->convs)
     for (const auto& [at, bytes] : d->words) {
-      if (detail::overlap(c.output, static_cast<uint64_t>(c.output) + static_cast<uint64_t>(c.output_bytes), at, static_cast<uint64_t>(at) + bytes.size())) {
+      if (detail::overlap(c.output, static_cast<uint64_t>(c.output) + static_cast<uint64_t>(c.output_bytes), at,
+                          static_cast<uint64_t>(at) + bytes.size())) {
         return nullptr;
       }
     }

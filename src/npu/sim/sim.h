@@ -109,8 +109,7 @@ class SimCache {
 // With a cache, the MACs run on oneDNN (bit-exact by construction: the same integer sums),
 // the chain decoded before it runs; without, each task is decoded and run in turn on the
 // simulator's own loops (the definition).
-Result<std::vector<TaskStats>> run(DeviceMemory& mem, uint32_t regcmd_address, size_t first_task_words, const Quirks& q,
-                                   SimCache* cache = nullptr);
+Result<std::vector<TaskStats>> run(DeviceMemory& mem, uint32_t regcmd_address, size_t first_task_words, const Quirks& q, SimCache* cache = nullptr);
 
 // Rounded arithmetic right shift, exact in 64 bits (shift in [0, 63]).
 inline int64_t round_shift(int64_t v, int shift, Rounding r) {
