@@ -37,6 +37,19 @@ std::optional<std::vector<int64_t>> constant_ints(const Value* v);
 // Every dim static: the shape as sizes.
 std::optional<Shape> static_shape(const Value* v);
 
+// ONNX's auto_pad of a windowed op (Conv, ConvTranspose, QLinearConv, pooling), the one
+// resolution every user calls. NOTSET keeps `pads` ([begin..., end...]); VALID zeroes them;
+// SAME_UPPER / SAME_LOWER pad in total max(0, (ceil(in / stride) - 1) stride + k - in) per
+// spatial dim, k = (kernel - 1) dilation + 1 (transposed: stride (in - 1) + output_padding + k
+// - in stride, output in * stride), the odd unit at the end (UPPER) or at the beginning
+// (LOWER). An "invalid" Error names the value for anything else, or for vectors whose lengths
+// do not match `in` (output_padding may be empty: zeros).
+struct WindowGeometry {
+  std::vector<int64_t> in, kernel, strides, dilations, output_padding;
+  bool transposed = false;
+};
+Status resolve_auto_pad(const std::string& auto_pad, const WindowGeometry& g, std::vector<int64_t>& pads);
+
 // An Einsum equation with an explicit output ("bij,bjk->bik"): one label string per operand
 // and the output's. Spaces are ignored; implicit outputs and ellipses are "unsupported".
 struct EinsumEquation {

@@ -1,5 +1,6 @@
 // Shape functions of convolution, pooling, matrix products, Resize, GridSample, Einsum and
 // LayerNormalization (see shape_inference.h for the contract).
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -26,6 +27,30 @@ Result<EinsumEquation> parse_einsum(const std::string& equation) {
     pos = comma + 1;
   }
   return e;
+}
+
+Status resolve_auto_pad(const std::string& auto_pad, const WindowGeometry& g, std::vector<int64_t>& pads) {
+  const size_t s = g.in.size();
+  if (g.kernel.size() != s || g.strides.size() != s || g.dilations.size() != s || pads.size() != 2 * s ||
+      (!g.output_padding.empty() && g.output_padding.size() != s)) {
+    return invalid("auto_pad: kernel_shape/strides/dilations/pads do not match " + std::to_string(s) + " spatial dims");
+  }
+  if (auto_pad == "NOTSET") return {};
+  if (auto_pad == "VALID") {
+    std::fill(pads.begin(), pads.end(), 0);
+    return {};
+  }
+  if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") return invalid("unknown auto_pad '" + auto_pad + "'");
+  for (size_t i = 0; i < s; ++i) {
+    if (g.strides[i] < 1) return invalid("auto_pad: strides must be positive");
+    const int64_t k = (g.kernel[i] - 1) * g.dilations[i] + 1, op = g.output_padding.empty() ? 0 : g.output_padding[i];
+    const int64_t total = g.transposed ? std::max<int64_t>(0, g.strides[i] * (g.in[i] - 1) + op + k - g.in[i] * g.strides[i])
+                                       : std::max<int64_t>(0, ((g.in[i] + g.strides[i] - 1) / g.strides[i] - 1) * g.strides[i] + k - g.in[i]);
+    const int64_t small = total / 2, big = total - small;
+    pads[i] = auto_pad == "SAME_UPPER" ? small : big;
+    pads[i + s] = auto_pad == "SAME_UPPER" ? big : small;
+  }
+  return {};
 }
 
 }  // namespace rkd::ir
@@ -80,24 +105,10 @@ Result<WindowAttrs> window_attrs(const Ctx& c, size_t spatial, const std::vector
   return w;
 }
 
-// Resolves auto_pad into explicit pads (ONNX: SAME_UPPER puts the extra pad at the end).
+// Resolves auto_pad into explicit pads (resolve_auto_pad, shape_inference.h).
 Status resolve_auto_pad(const Ctx& c, WindowAttrs& w, const Shape& in_spatial) {
-  const size_t s = in_spatial.size();
-  if (w.auto_pad == "NOTSET") return {};
-  if (w.auto_pad == "VALID") {
-    std::fill(w.pads.begin(), w.pads.end(), 0);
-    return {};
-  }
-  if (w.auto_pad != "SAME_UPPER" && w.auto_pad != "SAME_LOWER") return c.bad("unknown auto_pad '" + w.auto_pad + "'");
-  for (size_t i = 0; i < s; ++i) {
-    const int64_t out = (in_spatial[i] + w.strides[i] - 1) / w.strides[i];
-    const int64_t eff = w.dilations[i] * (w.kernel[i] - 1) + 1;
-    const int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[i] + eff - in_spatial[i]);
-    const int64_t small = total / 2, big = total - small;
-    w.pads[i] = w.auto_pad == "SAME_UPPER" ? small : big;
-    w.pads[i + s] = w.auto_pad == "SAME_UPPER" ? big : small;
-  }
-  return {};
+  Status st = ir::resolve_auto_pad(w.auto_pad, WindowGeometry{in_spatial, w.kernel, w.strides, w.dilations, {}, false}, w.pads);
+  return st.ok() ? st : c.bad(st.error().message);
 }
 
 // w_index: the weight's input (Conv 1, QLinearConv 3); out_dtype: the output's type;

@@ -49,19 +49,13 @@ Result<ConvSpec> npu_conv_spec(const Node& n) {
   s.stride_w = strides.at(1);
   RKD_ASSIGN(std::string auto_pad, n.attr_string("auto_pad", "NOTSET"));
   const int64_t OH = (*ys)[2], OW = (*ys)[3];
-  if (auto_pad == "NOTSET") {
-    RKD_ASSIGN(auto pads, n.attr_ints("pads", {0, 0, 0, 0}));
-    s.pad_top = pads.at(0);
-    s.pad_left = pads.at(1);
-    s.pad_bottom = pads.at(2);
-    s.pad_right = pads.at(3);
-  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    const int64_t th = std::max<int64_t>((OH - 1) * s.stride_h + s.KH - s.H, 0), tw = std::max<int64_t>((OW - 1) * s.stride_w + s.KW - s.W, 0);
-    s.pad_top = auto_pad == "SAME_UPPER" ? th / 2 : th - th / 2;
-    s.pad_bottom = th - s.pad_top;
-    s.pad_left = auto_pad == "SAME_UPPER" ? tw / 2 : tw - tw / 2;
-    s.pad_right = tw - s.pad_left;
-  }
+  RKD_ASSIGN(auto pads, n.attr_ints("pads", {0, 0, 0, 0}));
+  if (pads.size() != 4 || strides.size() != 2) return unsupported("pads or strides of another rank");
+  RKD_TRY(ir::resolve_auto_pad(auto_pad, ir::WindowGeometry{{s.H, s.W}, {s.KH, s.KW}, strides, dil, {}, false}, pads));
+  s.pad_top = pads[0];
+  s.pad_left = pads[1];
+  s.pad_bottom = pads[2];
+  s.pad_right = pads[3];
   if (s.OH() != OH || s.OW() != OW) return unsupported("output size does not follow from the padding");
   s.dtype = w->dtype();
   if (!n.inputs[0]->dtype || *n.inputs[0]->dtype != s.dtype) return unsupported("input and weights of different types");

@@ -41,22 +41,8 @@ Result<ops::ConvParams> conv_params(const Node& n, const Shape& x, const Shape& 
   if (p.strides.size() != sp || p.dilations.size() != sp || p.pads.size() != 2 * sp) {
     return invalid(n.describe() + ": strides/dilations/pads do not match the spatial rank");
   }
-  if (auto_pad == "VALID") std::fill(p.pads.begin(), p.pads.end(), 0);
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    for (size_t i = 0; i < sp; ++i) {
-      const int64_t k = (w[i + 2] - 1) * p.dilations[i] + 1;
-      int64_t total;
-      if (!transposed) {
-        const int64_t out = (x[i + 2] + p.strides[i] - 1) / p.strides[i];
-        total = std::max<int64_t>(0, (out - 1) * p.strides[i] + k - x[i + 2]);
-      } else {
-        total = std::max<int64_t>(0, p.strides[i] * (x[i + 2] - 1) + p.output_padding[i] + k - x[i + 2] * p.strides[i]);
-      }
-      const int64_t small = total / 2, big = total - small;
-      p.pads[i] = auto_pad == "SAME_UPPER" ? small : big;
-      p.pads[i + sp] = auto_pad == "SAME_UPPER" ? big : small;
-    }
-  }
+  ir::WindowGeometry g{Shape(x.begin() + 2, x.end()), Shape(w.begin() + 2, w.end()), p.strides, p.dilations, p.output_padding, transposed};
+  if (Status st = ir::resolve_auto_pad(auto_pad, g, p.pads); !st.ok()) return st.error().with_context(n.describe());
   return p;
 }
 
@@ -148,17 +134,11 @@ Result<ops::PoolParams> pool_params(const Node& n, const Shape& x) {
   if (storage != 0) return unsupported(n.describe() + ": storage_order=1");
   p.count_include_pad = cip != 0;
   if (p.kernel.size() != sp) return invalid(n.describe() + ": kernel_shape must have one value per spatial dim");
-  if (auto_pad == "VALID") std::fill(p.pads.begin(), p.pads.end(), 0);
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    for (size_t i = 0; i < sp; ++i) {
-      const int64_t out = (x[i + 2] + p.strides[i] - 1) / p.strides[i];
-      const int64_t k = (p.kernel[i] - 1) * p.dilations[i] + 1;
-      const int64_t total = std::max<int64_t>(0, (out - 1) * p.strides[i] + k - x[i + 2]);
-      const int64_t small = total / 2, big = total - small;
-      p.pads[i] = auto_pad == "SAME_UPPER" ? small : big;
-      p.pads[i + sp] = auto_pad == "SAME_UPPER" ? big : small;
-    }
+  if (p.strides.size() != sp || p.dilations.size() != sp || p.pads.size() != 2 * sp) {
+    return invalid(n.describe() + ": strides/dilations/pads do not match the spatial rank");
   }
+  ir::WindowGeometry g{Shape(x.begin() + 2, x.end()), p.kernel, p.strides, p.dilations, {}, false};
+  if (Status st = ir::resolve_auto_pad(auto_pad, g, p.pads); !st.ok()) return st.error().with_context(n.describe());
   return p;
 }
 

@@ -517,17 +517,13 @@ Result<Kernel> prepare_tflite(const Node& n) {
     RKD_ASSIGN(p.strides, n.attr_ints("strides", {1, 1}));
     RKD_ASSIGN(p.pads, n.attr_ints("pads", {0, 0, 0, 0}));
     RKD_ASSIGN(std::string auto_pad, n.attr_string("auto_pad", "NOTSET"));
-    if (auto_pad != "NOTSET") {
-      // TensorFlow's SAME (ONNX SAME_UPPER): total = max((out - 1) * stride + kernel - in, 0),
-      // the smaller half before; VALID: none.
+    if (auto_pad != "NOTSET") {  // TensorFlow's SAME is ONNX's SAME_UPPER
       const auto xs = ir::static_shape(n.inputs[0]);
-      const auto ys = ir::static_shape(n.outputs[0]);
-      if (!xs || !ys || p.kernel.size() != 2 || p.strides.size() != 2) return unsupported(n.describe() + ": auto_pad needs static shapes");
-      p.pads = {0, 0, 0, 0};
-      for (size_t d = 0; d < 2 && auto_pad == "SAME_UPPER"; ++d) {
-        const int64_t total = std::max<int64_t>(((*ys)[2 + d] - 1) * p.strides[d] + p.kernel[d] - (*xs)[2 + d], 0);
-        p.pads[d] = total / 2;
-        p.pads[d + 2] = total - total / 2;
+      if (!xs || xs->size() != 4 || p.kernel.size() != 2 || p.strides.size() != 2)
+        return unsupported(n.describe() + ": auto_pad needs static shapes");
+      if (Status st = ir::resolve_auto_pad(auto_pad, ir::WindowGeometry{{(*xs)[2], (*xs)[3]}, p.kernel, p.strides, {1, 1}, {}, false}, p.pads);
+          !st.ok()) {
+        return st.error().with_context(n.describe());
       }
     }
     p.act_min = static_cast<int32_t>(act_min);

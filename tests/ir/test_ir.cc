@@ -3,6 +3,7 @@
 
 #include "ir/ir.h"
 #include "ir/pass.h"
+#include "ir/shape_inference.h"
 
 namespace rkd::ir {
 namespace {
@@ -101,6 +102,38 @@ TEST(Passes, FailuresNameThePassAndUnknownDumpNamesAreErrors) {
   s = breaker.run(g2);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("pass 'drop-relu' left an invalid graph"), std::string::npos) << s.error().message;
+}
+
+TEST(AutoPad, ResolvesEveryModeAsOnnxDefinesIt) {
+  // Expected pads worked out by hand from the ONNX definition: total = max(0, (ceil(in /
+  // stride) - 1) stride + (k - 1) dilation + 1 - in); UPPER puts the odd unit at the end.
+  struct Case {
+    std::string mode;
+    WindowGeometry g;
+    std::vector<int64_t> want;
+  };
+  const std::vector<Case> cases = {
+      {"SAME_UPPER", {{7, 8}, {3, 3}, {2, 2}, {1, 1}, {}, false}, {1, 0, 1, 1}},  // totals 2 and 1
+      {"SAME_LOWER", {{7, 8}, {3, 3}, {2, 2}, {1, 1}, {}, false}, {1, 1, 1, 0}},
+      {"SAME_UPPER", {{5}, {3}, {1}, {2}, {}, false}, {2, 2}},  // dilated k = 5
+      {"SAME_UPPER", {{4}, {1}, {4}, {1}, {}, false}, {0, 0}},  // total clamps at 0
+      {"SAME_UPPER", {{3}, {4}, {2}, {1}, {1}, true}, {1, 2}},  // 2*2 + 1 + 4 - 6 = 3
+      {"SAME_LOWER", {{3}, {4}, {2}, {1}, {}, true}, {1, 1}},   // 4 + 4 - 6 = 2
+      {"VALID", {{7}, {3}, {2}, {1}, {}, false}, {0, 0}},
+      {"NOTSET", {{7}, {3}, {2}, {1}, {}, false}, {4, 5}},  // kept
+  };
+  for (const Case& c : cases) {
+    std::vector<int64_t> pads(c.want.size(), 0);
+    if (c.mode == "NOTSET" || c.mode == "VALID") pads = {4, 5};
+    const Status st = resolve_auto_pad(c.mode, c.g, pads);
+    ASSERT_TRUE(st.ok()) << c.mode << ": " << st.error().message;
+    EXPECT_EQ(pads, c.want) << c.mode << " in " << c.g.in[0];
+  }
+  std::vector<int64_t> pads{0, 0};
+  const Status bad = resolve_auto_pad("SAME", WindowGeometry{{7}, {3}, {1}, {1}, {}, false}, pads);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("unknown auto_pad 'SAME'"), std::string::npos);
+  EXPECT_FALSE(resolve_auto_pad("SAME_UPPER", WindowGeometry{{7, 7}, {3}, {1}, {1}, {}, false}, pads).ok());  // lengths
 }
 
 }  // namespace
