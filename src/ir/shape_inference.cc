@@ -561,41 +561,16 @@ Status where(const Ctx& c) {
 const std::map<std::string, Fn>& table() {
   static const std::map<std::string, Fn> t = [] {
     std::map<std::string, Fn> m;
-    for (const char* op : {"Relu",
-                           "LeakyRelu",
-                           "Sigmoid",
-                           "HardSigmoid",
-                           "HardSwish",
-                           "Tanh",
-                           "Erf",
-                           "Gelu",
-                           "Sqrt",
-                           "Exp",
-                           "Log",
-                           "Abs",
-                           "Neg",
-                           "Reciprocal",
-                           "Not",
-                           "Clip",
-                           "Identity",
-                           "Softmax",
-                           "LogSoftmax",
-                           "CumSum",
-                           "BatchNormalization",
-                           "Floor",
-                           "Ceil",
-                           "Round",
-                           "Sign",
-                           "Sin",
-                           "Cos",
-                           "Softplus",
-                           "Elu",
-                           "Selu",
-                           "Mish",
-                           "ScatterND",
-                           "ScatterElements",
-                           "Dropout",
-                           "InstanceNormalization"}) {
+    // The ops whose output has input 0's shape; one list, packed (clang-format would put one
+    // name per line).
+    // clang-format off
+    static const char* const kShapeOfInput0[] = {"Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Erf", "Gelu", "Sqrt",
+                                                 "Exp", "Log", "Abs", "Neg", "Reciprocal", "Not", "Clip", "Identity", "Softmax",
+                                                 "LogSoftmax", "CumSum", "BatchNormalization", "Floor", "Ceil", "Round", "Sign", "Sin",
+                                                 "Cos", "Softplus", "Elu", "Selu", "Mish", "ScatterND", "ScatterElements", "Dropout",
+                                                 "InstanceNormalization"};
+    // clang-format on
+    for (const char* op : kShapeOfInput0) {
       m[op] = [](const Ctx& c) -> Status {
         RKD_TRY(same_as_input0(c));
         if (c.n.op_type == "Dropout") return c.set(1, DType::b8, c.dims(0));

@@ -701,42 +701,15 @@ Result<Kernel> prepare_op(const ir::Node& n, int64_t opset) {
   if (!has_kernel(n.domain, n.op_type)) {
     return unsupported(n.describe() + ": no CPU kernel for " + (n.domain.empty() ? "" : n.domain + ".") + n.op_type);
   }
-  static const std::set<std::string> kFloatOnly = {"Conv",
-                                                   "ConvTranspose",
-                                                   "AveragePool",
-                                                   "GlobalAveragePool",
-                                                   "GlobalMaxPool",
-                                                   "Resize",
-                                                   "Softmax",
-                                                   "LogSoftmax",
-                                                   "LayerNormalization",
-                                                   "BatchNormalization",
-                                                   "MatMul",
-                                                   "Gemm",
-                                                   "Einsum",
-                                                   "GridSample",
-                                                   "Sigmoid",
-                                                   "Tanh",
-                                                   "Erf",
-                                                   "Gelu",
-                                                   "Sqrt",
-                                                   "Exp",
-                                                   "Log",
-                                                   "Reciprocal",
-                                                   "HardSigmoid",
-                                                   "HardSwish",
-                                                   "LeakyRelu",
-                                                   "Elu",
-                                                   "Selu",
-                                                   "Softplus",
-                                                   "Sin",
-                                                   "Cos",
-                                                   "Floor",
-                                                   "Ceil",
-                                                   "Round",
-                                                   "ArgMax",
-                                                   "ArgMin",
-                                                   "TopK"};
+  // One list, packed (clang-format would put one name per line).
+  // clang-format off
+  static const std::set<std::string> kFloatOnly = {
+      "Conv", "ConvTranspose", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Resize",
+      "Softmax", "LogSoftmax", "LayerNormalization", "BatchNormalization", "MatMul", "Gemm", "Einsum",
+      "GridSample", "Sigmoid", "Tanh", "Erf", "Gelu", "Sqrt", "Exp", "Log", "Reciprocal", "HardSigmoid",
+      "HardSwish", "LeakyRelu", "Elu", "Selu", "Softplus", "Sin", "Cos", "Floor", "Ceil", "Round", "ArgMax",
+      "ArgMin", "TopK"};
+  // clang-format on
   if (kFloatOnly.count(n.op_type) && !n.inputs.empty() && n.inputs[0] && n.inputs[0]->dtype && *n.inputs[0]->dtype != DType::f32) {
     return unsupported(n.describe() + ": input of type " + dtype_name(*n.inputs[0]->dtype) + " (float32 only)");
   }
