@@ -237,12 +237,8 @@ bool common_epilogue(const Epilogue& e) {
 }
 
 namespace {
-// OUT_CVT's value before saturation: round_half_even(t SCALE / 2^SHIFT) + OFFSET, in int64
-// (|t SCALE| < 2^47).
-int64_t out_cvt(int64_t t, int64_t scale, int shift, int64_t offset) {
-  const int64_t p = t * scale, q = p >> shift, rem = p - (q << shift), half = int64_t{1} << (shift - 1);
-  return (rem > half || (rem == half && (q & 1)) ? q + 1 : q) + offset;
-}
+// OUT_CVT's value before saturation (sim.h stage 7; |t SCALE| < 2^47).
+int64_t out_cvt(int64_t t, int64_t scale, int shift, int64_t offset) { return round_shift(t * scale, shift, Rounding::half_to_even) + offset; }
 
 // [tlo, thi] within int32's range such that clamping an int32 t to it leaves OUT_CVT's
 // saturated output unchanged: beyond each end the output saturates at the value it has at the
