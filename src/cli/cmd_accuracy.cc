@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "core/output.h"
+#include "ir/op_info.h"
 #include "runtime/accuracy.h"
 #include "runtime/detect.h"
 #include "runtime/model.h"
@@ -43,10 +44,10 @@ void run_accuracy(const AccuracyArgs& a) {
                 l.entire.max_abs, l.entire.lsb);
   }
   // Layout and copy ops carry their input's values and scale: the table lists computing layers.
-  static const std::set<std::string> copies = {"Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten"};
   std::vector<const runtime::LayerAccuracy*> order;
   for (const auto& l : rep.layers) {
-    if (!copies.count(l.op)) order.push_back(&l);
+    const ir::OpInfo* op = ir::find_op("", l.op);
+    if (!op || !op->has(ir::kLayoutOnly)) order.push_back(&l);
   }
   std::stable_sort(order.begin(), order.end(), [](const auto* x, const auto* y) { return x->entire.cosine < y->entire.cosine; });
   std::printf("worst computing layers (entire mode; copies and layout ops left out):\n  %-48s %-14s %10s %10s %10s %10s\n", "layer", "op",

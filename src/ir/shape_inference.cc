@@ -1,5 +1,6 @@
 #include "ir/shape_inference.h"
 #include "ir/shape_inference_ctx.h"
+#include "ir/op_info.h"
 
 #include <algorithm>
 #include <cmath>
@@ -48,9 +49,7 @@ std::optional<Shape> static_shape(const Value* v) {
   return s;
 }
 
-namespace {
-
-using namespace detail;
+namespace detail {
 
 Status same_as_input0(const Ctx& c) { return c.set(0, c.dtype(0), c.dims(0)); }
 
@@ -558,75 +557,30 @@ Status where(const Ctx& c) {
   return c.set(0, c.dtype(1), d);
 }
 
-const std::map<std::string, Fn>& table() {
-  static const std::map<std::string, Fn> t = [] {
-    std::map<std::string, Fn> m;
-    // The ops whose output has input 0's shape; one list, packed (clang-format would put one
-    // name per line).
-    // clang-format off
-    static const char* const kShapeOfInput0[] = {"Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Erf", "Gelu", "Sqrt",
-                                                 "Exp", "Log", "Abs", "Neg", "Reciprocal", "Not", "Clip", "Identity", "Softmax",
-                                                 "LogSoftmax", "CumSum", "BatchNormalization", "Floor", "Ceil", "Round", "Sign", "Sin",
-                                                 "Cos", "Softplus", "Elu", "Selu", "Mish", "ScatterND", "ScatterElements", "Dropout",
-                                                 "InstanceNormalization"};
-    // clang-format on
-    for (const char* op : kShapeOfInput0) {
-      m[op] = [](const Ctx& c) -> Status {
-        RKD_TRY(same_as_input0(c));
-        if (c.n.op_type == "Dropout") return c.set(1, DType::b8, c.dims(0));
-        return Status{};
-      };
-    }
-    for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Min", "Max", "Sum", "Mean", "Mod", "PRelu"}) {
-      m[op] = [](const Ctx& c) { return broadcast_op(c, c.dtype(0)); };
-    }
-    for (const char* op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"}) {
-      m[op] = [](const Ctx& c) { return broadcast_op(c, DType::b8); };
-    }
-    for (const char* op : {"IsNaN", "IsInf"}) m[op] = [](const Ctx& c) { return c.set(0, DType::b8, c.dims(0)); };
-    m["Where"] = where;
-    m["Cast"] = cast;
-    m["Concat"] = concat;
-    m["Split"] = split;
-    m["Slice"] = slice;
-    m["Gather"] = gather;
-    m["GatherND"] = gather_nd;
-    m["GatherElements"] = [](const Ctx& c) { return c.set(0, c.dtype(0), c.dims(1)); };
-    m["Reshape"] = reshape;
-    m["Flatten"] = flatten;
-    m["Transpose"] = transpose;
-    m["Squeeze"] = squeeze;
-    m["Unsqueeze"] = unsqueeze;
-    m["Expand"] = expand;
-    m["Tile"] = tile;
-    m["Pad"] = pad;
-    m["Shape"] = shape_op;
-    m["Size"] = [](const Ctx& c) { return c.set(0, DType::i64, Dims{}); };
-    m["ConstantOfShape"] = constant_of_shape;
-    m["Range"] = range;
-    m["Constant"] = constant;
-    m["ReduceSum"] = [](const Ctx& c) { return reduce(c, 13); };
-    for (const char* op : {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2", "ReduceSumSquare"}) {
-      m[op] = [](const Ctx& c) { return reduce(c, 18); };
-    }
-    m["ArgMax"] = arg_reduce;
-    m["ArgMin"] = arg_reduce;
-    m["TopK"] = topk;
-    add_nn_shape_functions(m);
-    return m;
-  }();
-  return t;
+Status same_shape(const Ctx& c) { return same_as_input0(c); }
+Status dropout(const Ctx& c) {
+  RKD_TRY(same_as_input0(c));
+  return c.set(1, DType::b8, c.dims(0));
+}
+Status broadcast_same_type(const Ctx& c) { return broadcast_op(c, c.dtype(0)); }
+Status broadcast_to_bool(const Ctx& c) { return broadcast_op(c, DType::b8); }
+Status same_shape_bool(const Ctx& c) { return c.set(0, DType::b8, c.dims(0)); }
+Status gather_elements(const Ctx& c) { return c.set(0, c.dtype(0), c.dims(1)); }
+Status size_op(const Ctx& c) { return c.set(0, DType::i64, Dims{}); }
+Status reduce_sum(const Ctx& c) { return reduce(c, 13); }
+Status reduce_opset18(const Ctx& c) { return reduce(c, 18); }
+
+}  // namespace detail
+
+bool has_shape_function(const std::string& op_type) {
+  const OpInfo* op = find_op("", op_type);
+  return op && op->shape;
 }
 
-}  // namespace
-
-bool has_shape_function(const std::string& op_type) { return table().count(op_type) > 0; }
-
 Status infer_node(Node& n, int64_t opset) {
-  if (!n.domain.empty() && n.domain != "ai.onnx") return {};  // custom ops infer their own shapes at creation
-  auto it = table().find(n.op_type);
-  if (it == table().end()) return {};
-  return it->second(Ctx{n, opset});
+  const OpInfo* op = find_op(n.domain, n.op_type);
+  if (!op || !op->shape) return {};  // unknown ops, and ops whose creator sets their shapes
+  return op->shape(detail::Ctx{n, opset});
 }
 
 Pass shape_inference_pass() {

@@ -1,7 +1,5 @@
 // Shared machinery of the shape functions (private to src/ir): the per-node context, dim
-// arithmetic and broadcasting. shape_inference.cc holds the elementwise, layout and
-// reduction ops; shape_inference_nn.cc the convolution, pooling, product, resize and
-// sampling ops.
+// arithmetic, broadcasting, and the shape functions op_info.cc's table points at.
 #pragma once
 
 #include <algorithm>
@@ -93,9 +91,52 @@ inline Result<Dims> broadcast(const Ctx& c, const Dims& a, const Dims& b) {
   return out;
 }
 
-using Fn = std::function<Status(const Ctx&)>;
-
-// Registers the shape functions of shape_inference_nn.cc.
-void add_nn_shape_functions(std::map<std::string, Fn>& m);
+// The shape functions op_info's table names (shape_inference.cc: elementwise, layout,
+// reduction; shape_inference_nn.cc: convolution, pooling, products, resize, sampling,
+// quantization). Each sets the node's outputs as infer_node() documents.
+Status same_shape(const Ctx& c);       // output 0: input 0's type and shape
+Status dropout(const Ctx& c);          // same_shape, and the optional mask as bool
+Status same_shape_bool(const Ctx& c);  // input 0's shape, bool
+Status broadcast_same_type(const Ctx& c);
+Status broadcast_to_bool(const Ctx& c);
+Status where(const Ctx& c);
+Status cast(const Ctx& c);
+Status concat(const Ctx& c);
+Status split(const Ctx& c);
+Status slice(const Ctx& c);
+Status gather(const Ctx& c);
+Status gather_nd(const Ctx& c);
+Status gather_elements(const Ctx& c);
+Status reshape(const Ctx& c);
+Status flatten(const Ctx& c);
+Status transpose(const Ctx& c);
+Status squeeze(const Ctx& c);
+Status unsqueeze(const Ctx& c);
+Status expand(const Ctx& c);
+Status tile(const Ctx& c);
+Status pad(const Ctx& c);
+Status shape_op(const Ctx& c);
+Status size_op(const Ctx& c);
+Status constant_of_shape(const Ctx& c);
+Status range(const Ctx& c);
+Status constant(const Ctx& c);
+Status reduce_sum(const Ctx& c);      // axes an input from opset 13
+Status reduce_opset18(const Ctx& c);  // the other reductions: axes an input from opset 18
+Status arg_reduce(const Ctx& c);
+Status topk(const Ctx& c);
+Status conv(const Ctx& c);
+Status pool(const Ctx& c);
+Status conv_transpose_op(const Ctx& c);
+Status global_pool_op(const Ctx& c);
+Status matmul_op(const Ctx& c);
+Status gemm_op(const Ctx& c);
+Status einsum_op(const Ctx& c);
+Status grid_sample_op(const Ctx& c);
+Status resize_op(const Ctx& c);
+Status layer_norm_op(const Ctx& c);
+Status qlinear_conv(const Ctx& c);
+Status qlinear_matmul(const Ctx& c);
+Status quantize_linear(const Ctx& c);
+Status dequantize_linear(const Ctx& c);
 
 }  // namespace rkd::ir::detail

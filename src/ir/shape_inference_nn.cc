@@ -329,29 +329,25 @@ Status layer_norm(const Ctx& c) {
 
 }  // namespace
 
-void add_nn_shape_functions(std::map<std::string, Fn>& m) {
-  m["Conv"] = [](const Ctx& c) { return window_op(c, true); };
-  m["MaxPool"] = [](const Ctx& c) { return window_op(c, false); };
-  m["AveragePool"] = [](const Ctx& c) { return window_op(c, false); };
-  m["ConvTranspose"] = conv_transpose;
-  m["GlobalAveragePool"] = global_pool;
-  m["GlobalMaxPool"] = global_pool;
-  m["MatMul"] = [](const Ctx& c) { return matmul(c); };
-  m["Gemm"] = gemm;
-  m["Einsum"] = einsum;
-  m["GridSample"] = grid_sample;
-  m["Resize"] = resize;
-  m["LayerNormalization"] = layer_norm;
-  // Quantized forms: QLinearConv (x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B) and
-  // QLinearMatMul (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp); output type = y_zp's.
-  m["QLinearConv"] = [](const Ctx& c) -> Status {
-    RKD_ASSIGN(int64_t in_cl, c.n.attr_int("rkd_input_channels_last", 0));
-    RKD_ASSIGN(int64_t out_cl, c.n.attr_int("rkd_output_channels_last", 0));
-    return window_op(c, true, 3, c.dtype(7), in_cl != 0, out_cl != 0);
-  };
-  m["QLinearMatMul"] = [](const Ctx& c) { return matmul(c, 3, c.dtype(7)); };
-  m["QuantizeLinear"] = [](const Ctx& c) { return c.set(0, c.in(2) ? c.dtype(2) : std::optional<DType>(DType::u8), c.dims(0)); };
-  m["DequantizeLinear"] = [](const Ctx& c) { return c.set(0, DType::f32, c.dims(0)); };
+Status conv(const Ctx& c) { return window_op(c, true); }
+Status pool(const Ctx& c) { return window_op(c, false); }
+Status conv_transpose_op(const Ctx& c) { return conv_transpose(c); }
+Status global_pool_op(const Ctx& c) { return global_pool(c); }
+Status matmul_op(const Ctx& c) { return matmul(c); }
+Status gemm_op(const Ctx& c) { return gemm(c); }
+Status einsum_op(const Ctx& c) { return einsum(c); }
+Status grid_sample_op(const Ctx& c) { return grid_sample(c); }
+Status resize_op(const Ctx& c) { return resize(c); }
+Status layer_norm_op(const Ctx& c) { return layer_norm(c); }
+// Quantized forms: QLinearConv (x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B) and
+// QLinearMatMul (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp); output type = y_zp's.
+Status qlinear_conv(const Ctx& c) {
+  RKD_ASSIGN(int64_t in_cl, c.n.attr_int("rkd_input_channels_last", 0));
+  RKD_ASSIGN(int64_t out_cl, c.n.attr_int("rkd_output_channels_last", 0));
+  return window_op(c, true, 3, c.dtype(7), in_cl != 0, out_cl != 0);
 }
+Status qlinear_matmul(const Ctx& c) { return matmul(c, 3, c.dtype(7)); }
+Status quantize_linear(const Ctx& c) { return c.set(0, c.in(2) ? c.dtype(2) : std::optional<DType>(DType::u8), c.dims(0)); }
+Status dequantize_linear(const Ctx& c) { return c.set(0, DType::f32, c.dims(0)); }
 
 }  // namespace rkd::ir::detail

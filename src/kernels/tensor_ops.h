@@ -85,6 +85,7 @@ enum class Unary {
   sin,
   cos,
   softplus,
+  mish,  // x tanh(softplus(x))
   elu,
   selu,
   logical_not,
@@ -96,6 +97,11 @@ struct UnaryParams {
 };
 // float32 for the math; abs/neg/clip/sign/identity also int32/int64; not: bool.
 Status unary(Unary op, const Tensor& x, Tensor& out, const UnaryParams& p = {});
+
+// IsNaN / IsInf of float32 x into a bool tensor of x's shape; IsInf counts -inf when
+// `negative` and +inf when `positive` (ONNX's detect_negative / detect_positive).
+Status is_nan(const Tensor& x, Tensor& out);
+Status is_inf(const Tensor& x, bool negative, bool positive, Tensor& out);
 
 Status where(const Tensor& cond, const Tensor& x, const Tensor& y, Tensor& out);
 // Any dtype to any dtype: float -> int truncates toward zero (out-of-range values are
@@ -109,6 +115,10 @@ void softmax(const Tensor& x, int axis, bool log, Tensor& out);
 // LayerNormalization over axes [axis, rank): mean and variance in float32 (two passes);
 // mean/inv_std outputs optional (nullptr).
 void layer_norm(const Tensor& x, const Tensor& scale, const Tensor* bias, int axis, float eps, Tensor& out, Tensor* mean, Tensor* inv_std);
+// InstanceNormalization of x [N, C, D1, ...]: per (n, c), y = scale[c] (x - mean) / sqrt(var +
+// eps) + bias[c] with the plane's mean and (biased) variance, both summed in double, the
+// per-element step in float32. A plane of one element normalises to bias[c].
+void instance_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, float eps, Tensor& out);
 // Inference BatchNormalization: y = (x - mean) / sqrt(var + eps) * scale + bias, channel axis 1.
 void batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& mean, const Tensor& var, float eps, Tensor& out);
 

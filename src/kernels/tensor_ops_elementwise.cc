@@ -416,12 +416,34 @@ Status unary(Unary op, const Tensor& x, Tensor& out, const UnaryParams& p) {
     case Unary::sin: map_unary<float>(x, out, [](float v) { return std::sin(v); }); break;
     case Unary::cos: map_unary<float>(x, out, [](float v) { return std::cos(v); }); break;
     case Unary::softplus: map_unary<float>(x, out, [](float v) { return std::log1p(std::exp(-std::fabs(v))) + std::max(v, 0.f); }); break;
+    case Unary::mish: map_unary<float>(x, out, [](float v) { return v * std::tanh(std::log1p(std::exp(-std::fabs(v))) + std::max(v, 0.f)); }); break;
     case Unary::elu: map_unary<float>(x, out, [a = p.alpha](float v) { return v < 0.f ? a * (std::exp(v) - 1.f) : v; }); break;
     case Unary::selu: map_unary<float>(x, out, [a = p.alpha, g = p.gamma](float v) { return v <= 0.f ? g * (a * std::exp(v) - a) : g * v; }); break;
     case Unary::identity: map_unary<float>(x, out, [](float v) { return v; }); break;
     case Unary::logical_not: return unsupported("Not on float32");
   }
   return {};
+}
+
+namespace {
+template <typename Pred>
+Status classify(const char* what, const Tensor& x0, Tensor& out, Pred pred) {
+  if (x0.dtype() != DType::f32) return unsupported(std::string(what) + ": float32 input only");
+  if (out.dtype() != DType::b8 || out.numel() != x0.numel()) return invalid(std::string(what) + ": output must be bool of the input's shape");
+  const Tensor x = x0.contiguous();
+  const float* px = x.data<float>();
+  uint8_t* po = out.data<uint8_t>();
+  for (int64_t i = 0; i < x.numel(); ++i) po[i] = pred(px[i]) ? 1 : 0;
+  return {};
+}
+}  // namespace
+
+Status is_nan(const Tensor& x, Tensor& out) {
+  return classify("IsNaN", x, out, [](float v) { return std::isnan(v); });
+}
+
+Status is_inf(const Tensor& x, bool negative, bool positive, Tensor& out) {
+  return classify("IsInf", x, out, [negative, positive](float v) { return std::isinf(v) && (v < 0 ? negative : positive); });
 }
 
 Status where(const Tensor& cond, const Tensor& x, const Tensor& y, Tensor& out) {

@@ -104,6 +104,30 @@ void layer_norm(const Tensor& x0, const Tensor& scale0, const Tensor* bias0, int
   });
 }
 
+void instance_norm(const Tensor& x0, const Tensor& scale, const Tensor& bias, float eps, Tensor& out) {
+  const Tensor x = x0.contiguous();
+  const Split3 s = split3(x.shape(), 1);
+  const Tensor sc = scale.contiguous(), bi = bias.contiguous();
+  const float* px = x.data<float>();
+  float* po = out.data<float>();
+  parallel_rows(s.outer * s.n, s.inner, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      const int64_t c = p % s.n;
+      const float* xr = px + p * s.inner;
+      float* yr = po + p * s.inner;
+      double sum = 0;
+      for (int64_t i = 0; i < s.inner; ++i) sum += xr[i];
+      const double m = sum / static_cast<double>(s.inner);
+      double sq = 0;
+      for (int64_t i = 0; i < s.inner; ++i) sq += (xr[i] - m) * (xr[i] - m);
+      const double var = sq / static_cast<double>(s.inner);
+      const float k = static_cast<float>(sc.data<float>()[c] / std::sqrt(var + static_cast<double>(eps)));
+      const float mf = static_cast<float>(m), bf = bi.data<float>()[c];
+      for (int64_t i = 0; i < s.inner; ++i) yr[i] = (xr[i] - mf) * k + bf;
+    }
+  });
+}
+
 void batch_norm(const Tensor& x0, const Tensor& scale, const Tensor& bias, const Tensor& mean, const Tensor& var, float eps, Tensor& out) {
   const Tensor x = x0.contiguous();
   const Split3 s = split3(x.shape(), 1);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <set>
 
+#include "ir/op_info.h"
 #include "ir/shape_inference.h"
 
 namespace rkd::quant {
@@ -32,16 +33,13 @@ bool is_fused_activation(const Node& n) {
 }
 
 bool same_scale_op(const Node& n) {
-  static const std::set<std::string> ops = {"MaxPool", "Reshape", "Transpose", "Squeeze", "Unsqueeze",
-                                            "Flatten", "Slice",   "Split",     "Gather",  "Identity"};
-  if (!n.domain.empty()) return false;
-  if (ops.count(n.op_type)) return true;
+  if (!ir::op_has(n, ir::kSameScale)) return false;
   if (n.op_type == "Resize") return n.attr_string("mode", "nearest").value_or("") == "nearest";
   if (n.op_type == "Pad") {
     if (n.attr_string("mode", "constant").value_or("") != "constant") return false;
     return n.inputs.size() < 3 || !n.inputs[2] || (n.inputs[2]->constant && n.inputs[2]->constant->get_as_double(0) == 0.0);
   }
-  return false;
+  return true;
 }
 
 struct UnionFind {
@@ -166,8 +164,7 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
   for (Value* v : std::vector<Value*>(order)) {
     const Node* p = v->producer;
     if (!p || is_graph_output(g, v) || v->consumers.size() != 1 || !is_fused_activation(*v->consumers[0])) continue;
-    static const std::set<std::string> producers = {"Conv", "ConvTranspose", "MatMul", "Gemm", "Add"};
-    if (producers.count(p->op_type) && p->domain.empty()) {
+    if (ir::op_has(*p, ir::kAbsorbsActivation)) {
       act.erase(v);
       ++rep.fused_activations;
     }
@@ -177,7 +174,6 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
   // (box decoding from indices). Quantizing them would put index-derived coordinates on an
   // int8 grid: no TFLite or RKNN deployment runs that part on the int8 path.
   {
-    static const std::set<std::string> selection = {"TopK", "ArgMax", "ArgMin", "NonMaxSuppression", "NonZero", "Shape", "Size", "Range"};
     std::set<const Value*> post;
     for (const auto& n : g.nodes()) {
       bool from_post = false, from_compute = false;
@@ -191,7 +187,7 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
       }
       const Value* in0 = n->inputs.empty() ? nullptr : n->inputs[0];
       const bool cast_from_int = n->op_type == "Cast" && in0 && in0->producer && in0->dtype && !dtype_is_float(*in0->dtype);
-      if (selection.count(n->op_type) || cast_from_int || (from_post && !from_compute)) {
+      if (ir::op_has(*n, ir::kSelection) || cast_from_int || (from_post && !from_compute)) {
         for (const Value* o : n->outputs) {
           if (o) post.insert(o);
         }

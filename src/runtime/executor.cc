@@ -8,6 +8,7 @@
 
 #include "core/thread_pool.h"
 #include "ir/pass.h"
+#include "ir/op_info.h"
 #include "ir/shape_inference.h"
 #include "kernels/tensor_ops.h"
 #include "quant/requant.h"
@@ -85,7 +86,7 @@ Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
 std::vector<std::string> unexecutable_nodes(const ir::Graph& g) {
   std::vector<std::string> problems;
   for (const auto& n : g.nodes()) {
-    if (!has_kernel(n->domain, n->op_type) && !is_fused_op(*n)) {
+    if (!has_kernel(n->domain, n->op_type)) {
       problems.push_back(n->describe() + ": no CPU kernel");
       continue;
     }
@@ -153,14 +154,14 @@ struct ExecutorBuilder {
       for (const ir::Value* v : n.inputs) st->in_slots.push_back(v ? slot(v) : -1);
       for (const ir::Value* v : n.outputs) st->out_slots.push_back(v ? slot(v) : -1);
       const bool out_is_graph_output = n.outputs.size() == 1 && n.outputs[0] && outputs.count(n.outputs[0]);
-      st->view = is_view_op(n.op_type) && !out_is_graph_output && n.outputs.size() == 1 && n.outputs[0];
+      st->view = ir::op_has(n, ir::kView) && !out_is_graph_output && n.outputs.size() == 1 && n.outputs[0];
       if (st->view) {
         auto vs = ir::static_shape(n.outputs[0]);
         if (!vs) return unsupported(n.describe() + ": output has no static shape (run optimize() first)");
         st->view_shape = *vs;
       }
       if (!st->view) {
-        auto k = is_fused_op(n) ? prepare_fused_op(n) : prepare_op(n, g.opset);
+        auto k = prepare_op(n, g.opset);
         if (!k.ok()) {
           prepare_errors.push_back(k.error());
         } else {

@@ -350,11 +350,6 @@ std::string site_text(const Site& s) {
          std::to_string(s.head_dim);
 }
 
-std::vector<int64_t> ints_attr(const Node& n, const char* key) {
-  auto v = n.attr_ints(key, {});
-  return v.ok() ? *v : std::vector<int64_t>{};
-}
-
 }  // namespace
 
 ir::Pass deform_attn_fusion_pass(FusionReport* report) {
@@ -421,55 +416,6 @@ ir::Pass deform_attn_fusion_pass(FusionReport* report) {
         // after its inputs' producers and before its output's readers).
         return g.sort_topologically();
       }};
-}
-
-bool is_fused_op(const ir::Node& n) { return n.domain == "rkdeploy"; }
-
-Result<Kernel> prepare_fused_op(const ir::Node& n) {
-  if (n.op_type == "QLinearAdd" || n.op_type == "QLinearTflite") return prepare_int8_fused_op(n);
-  if (n.op_type == "QLinearLut") return prepare_qlinear_lut(n);
-  std::vector<MsdaLevelShape> levels;
-  const auto hs = ints_attr(n, "level_h"), ws = ints_attr(n, "level_w");
-  if (hs.size() != ws.size() || hs.empty()) return invalid(n.describe() + ": level_h/level_w must have one value per level");
-  for (size_t i = 0; i < hs.size(); ++i) levels.push_back(MsdaLevelShape{hs[i], ws[i]});
-  if (n.op_type == "MSDAPrepare") {
-    auto shared = std::make_shared<MsdaValue>();
-    return Kernel([levels, shared](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-      // Prepares straight into the planned output buffer: its geometry is the prepared
-      // layout's, so msda_prepare_from_tokens reuses it instead of allocating.
-      shared->data = out[0];
-      RKD_TRY(msda_prepare_from_tokens(*in[0], levels, shared.get(), &ThreadPool::global()));
-      if (shared->data.raw() != out[0].raw()) return Error{ErrorKind::internal, "MSDAPrepare: output buffer not reused"};
-      return {};
-    });
-  }
-  if (n.op_type == "MSDeformAttn") {
-    RKD_ASSIGN(std::string m, n.attr_string("method", "default"));
-    RKD_ASSIGN(MsdaMethod method, parse_msda_method(m));
-    RKD_ASSIGN(int64_t head_dim, n.attr_int("head_dim", 0));
-    const auto points = ints_attr(n, "points");
-    return Kernel([=](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-      const Tensor& prep = *in[0];
-      MsdaValue v;
-      v.batch = prep.dim(0);
-      v.heads = prep.dim(1);
-      v.head_dim = head_dim;
-      v.head_dim_padded = prep.dim(3);
-      v.levels = levels;
-      int64_t at = 0;
-      for (const auto& l : levels) {
-        v.level_start.push_back(at);
-        at += l.h * l.w;
-      }
-      v.data = prep;
-      MsdaOptions o;
-      o.method = method;
-      RKD_ASSIGN(Tensor y, msda(v, *in[1], *in[2], points, o, &ThreadPool::global()));
-      std::memcpy(out[0].raw(), y.raw(), out[0].nbytes());
-      return {};
-    });
-  }
-  return unsupported(n.describe() + ": unknown rkdeploy op");
 }
 
 }  // namespace rkd::runtime

@@ -50,7 +50,6 @@ ir::Pass deform_attn_fusion_pass(FusionReport* report);
 // becomes rkdeploy.QLinearTflite(op = the op type) on TFLite's integer kernels
 // (quant/int8.h, quant/int8_tflite.h), the fused activation as TFLite's clamp range.
 ir::Pass qdq_to_qlinear_pass();
-Result<Kernel> prepare_int8_fused_op(const ir::Node& n);  // QLinearAdd, QLinearTflite
 
 // int8-channels-last (int8_layout_pass.cc): the CPU QLinearConvs take and give [N, H, W, C]
 // (attributes rkd_input_channels_last, rkd_output_channels_last), Transposes inserted around
@@ -59,8 +58,5 @@ Result<Kernel> prepare_int8_fused_op(const ir::Node& n);  // QLinearAdd, QLinear
 // Chains of int8 convolutions convert layouts only at their ends. Outputs are unchanged bit
 // for bit.
 ir::Pass int8_channels_last_pass();
-
-bool is_fused_op(const ir::Node& n);  // domain "rkdeploy"
-Result<Kernel> prepare_fused_op(const ir::Node& n);
 
 }  // namespace rkd::runtime

@@ -84,8 +84,8 @@ Status output_channels_last(Graph& g, Node* n) {
 Status convert_convolutions(Graph& g) {
   std::vector<Node*> convs;
   for (const auto& n : g.nodes()) {
-    if (n->op_type == "QLinearConv" && n->domain.empty() && !n->attrs.count("rkd_sim_strategy") && !n->attrs.count("rkd_input_channels_last") &&
-        !n->inputs.empty() && is_int8_4d(n->inputs[0]) && !n->outputs.empty() && is_int8_4d(n->outputs[0])) {
+    if (n->op_type == "QLinearConv" && n->domain.empty() && !n->attrs.count("rkd_input_channels_last") && !n->inputs.empty() &&
+        is_int8_4d(n->inputs[0]) && !n->outputs.empty() && is_int8_4d(n->outputs[0])) {
       convs.push_back(n.get());
     }
   }

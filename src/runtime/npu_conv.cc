@@ -249,6 +249,8 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                       }
                       n->attrs["rkd_sim_strategy"] = strategy;
                       n->attrs["rkd_sim_knobs"] = joined;
+                      n->domain = "rkdeploy";
+                      n->op_type = "NpuConv";
                       if (report) ++report->npu_sim_convs;
                     }
                     if (fused_any) RKD_TRY(g.sort_topologically());

@@ -30,11 +30,12 @@ Status npu_try_lower(const npu::lower::ConvSpec& spec, npu::lower::Strategy stra
 // executing the register commands on the simulator and compacting the output.
 Result<Kernel> npu_sim_kernel(const ir::Node& n, npu::lower::Strategy strategy, const npu::sim::Quirks& quirks);
 
-// npu-sim-placement: marks every QLinearConv that npu_try_lower() takes with the attributes
-// rkd_sim_strategy and rkd_sim_knobs (';'-separated NAME=VALUE), so that its kernel is
-// npu_sim_kernel; counts them, and lists the others with the reason, in `report`.
+// npu-sim-placement: every QLinearConv that npu_try_lower() takes becomes rkdeploy.NpuConv
+// (same inputs, outputs and attributes, plus rkd_sim_strategy and rkd_sim_knobs,
+// ';'-separated NAME=VALUE), whose kernel is npu_sim_kernel; counts them, and lists the
+// others with the reason, in `report`.
 ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, FusionReport* report);
-// The kernel of a QLinearConv marked by npu_sim_placement_pass.
+// The kernel of an rkdeploy.NpuConv made by npu_sim_placement_pass.
 Result<Kernel> npu_sim_kernel_from_attrs(const ir::Node& n);
 
 }  // namespace rkd::runtime

@@ -1,5 +1,6 @@
-// The executor's operator table (private to src/runtime): ONNX op type -> a factory that
-// reads a node's attributes once and returns the kernel call for it.
+// The executor's operator registry (private to src/runtime): (domain, op type) -> a factory
+// that reads a node's attributes once and returns the kernel call for it. Shapes and traits
+// are ir/op_info.h's; this holds the kernels only.
 //
 // Contract:
 //  - prepare_op() is called with a node whose input and output shapes are all static
@@ -8,11 +9,12 @@
 //    node's output shapes and dtypes, and may be called many times.
 //  - Attribute values the kernels do not implement are "unsupported" errors naming the
 //    node; values that break ONNX's rules are "invalid".
-//  - Reading ops (Reshape, Squeeze, Unsqueeze, Flatten, Identity) are listed by
-//    is_view_op(): the executor may alias their output to their input instead of copying.
+//  - Ops with ir::kView (op_info.h) are not prepared: the executor aliases their output to
+//    their input instead of copying.
 #pragma once
 
 #include <functional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -26,8 +28,8 @@ using Kernel = std::function<Status(const std::vector<const Tensor*>& in, std::v
 
 Result<Kernel> prepare_op(const ir::Node& n, int64_t opset);
 bool has_kernel(const std::string& domain, const std::string& op_type);
-std::vector<std::string> kernel_op_types();  // sorted, for docs and the coverage test
-bool is_view_op(const std::string& op_type);
+// Every (domain, op type) with a kernel, sorted by domain then op: for docs and the coverage test.
+std::vector<std::pair<std::string, std::string>> kernel_ops();
 
 // Runs one node on the given inputs (used by constant folding): allocates outputs from
 // the node's inferred output shapes.

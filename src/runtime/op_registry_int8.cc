@@ -1,5 +1,4 @@
 #include "runtime/op_registry_detail.h"
-#include "runtime/npu_conv.h"
 
 #include <limits>
 #include <memory>
@@ -119,7 +118,6 @@ void register_int8_ops(std::map<std::string, Factory>& r) {
   r["DequantizeLinear"] = [](const Node& n, int64_t) { return quant_linear_factory(n, false); };
   // QOperator forms, requantized with ONNX Runtime's convention (quant::Requant::onnx_float).
   r["QLinearConv"] = [](const Node& n, int64_t) -> Result<Kernel> {
-    if (n.attrs.count("rkd_sim_strategy")) return npu_sim_kernel_from_attrs(n);
     // rkd_input_channels_last / rkd_output_channels_last (int8-channels-last pass): input 0 /
     // the output are [N, H, W, C]; xs and os below are the NCHW geometry either way.
     RKD_ASSIGN(const int64_t in_cl, n.attr_int("rkd_input_channels_last", 0));

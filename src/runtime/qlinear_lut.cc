@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 
+#include "ir/op_info.h"
 #include "ir/shape_inference.h"
 #include "runtime/op_registry.h"
 
@@ -14,16 +15,6 @@ using ir::Node;
 using ir::Value;
 
 namespace {
-
-// Elementwise ops with one varying input: with every other input a constant scalar, the
-// output at a position depends only on the input at that position.
-const std::set<std::string>& elementwise_ops() {
-  static const std::set<std::string> ops = {
-      "Relu",  "LeakyRelu", "PRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",     "Clip", "Elu",  "Selu", "Celu", "Exp",
-      "Log",   "Neg",       "Abs",   "Sqrt",    "Reciprocal",  "Softplus",  "Softsign", "Erf",  "Gelu", "Mish", "Sin",  "Cos",
-      "Floor", "Ceil",      "Round", "Sign",    "Add",         "Sub",       "Mul",      "Div",  "Pow",  "Max",  "Min"};
-  return ops;
-}
 
 bool is_int8(DType t) { return t == DType::i8 || t == DType::u8; }
 
@@ -153,7 +144,7 @@ Status lut_sites(ir::Graph& g, std::set<const Node*>& gone) {
   for (const auto& np : g.nodes()) nodes.push_back(np.get());
   for (Node* op : nodes) {
     if (gone.count(op) || !op->domain.empty() || op->outputs.size() != 1 || !op->outputs[0]) continue;
-    const bool unary = elementwise_ops().count(op->op_type) > 0;
+    const bool unary = ir::op_has(*op, ir::kPointwise);
     const bool maxpool = op->op_type == "MaxPool";
     const bool pad = op->op_type == "Pad";
     if (!unary && !maxpool && !pad) continue;
@@ -252,24 +243,6 @@ Status compose_luts(ir::Graph& g, std::set<const Node*>& gone) {
     gone.insert(a);
   }
   return {};
-}
-
-Result<Kernel> prepare_qlinear_lut(const Node& n) {
-  if (n.inputs.size() != 2 || !n.inputs[0] || !n.inputs[0]->dtype || !is_int8(*n.inputs[0]->dtype) || !n.inputs[1] || !n.inputs[1]->constant ||
-      n.inputs[1]->constant->numel() != 256 || !is_int8(n.inputs[1]->constant->dtype())) {
-    return invalid(n.describe() + ": QLinearLut needs an 8-bit input and a constant table of 256 8-bit codes");
-  }
-  std::array<uint8_t, 256> table{};
-  std::memcpy(table.data(), n.inputs[1]->constant->contiguous().raw(), 256);
-  const uint8_t flip = *n.inputs[0]->dtype == DType::i8 ? 0x80 : 0;
-  return Kernel([table, flip](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-    const Tensor x = in[0]->contiguous();
-    const auto* px = static_cast<const uint8_t*>(x.raw());
-    auto* py = static_cast<uint8_t*>(out[0].raw());
-    const int64_t count = x.numel();
-    for (int64_t i = 0; i < count; ++i) py[i] = table[px[i] ^ flip];
-    return {};
-  });
 }
 
 }  // namespace rkd::runtime

@@ -22,8 +22,5 @@ namespace rkd::runtime {
 Status lut_sites(ir::Graph& g, std::set<const ir::Node*>& gone);
 // QLinearLut -> QLinearLut (the first read only by the second): one composed table.
 Status compose_luts(ir::Graph& g, std::set<const ir::Node*>& gone);
-// rkdeploy.QLinearLut(x: int8|uint8, table: 256 codes of the output type, indexed by x's
-// code in increasing order): y = table[x].
-Result<Kernel> prepare_qlinear_lut(const ir::Node& n);
 
 }  // namespace rkd::runtime

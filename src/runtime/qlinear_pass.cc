@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "ir/op_info.h"
 #include "ir/shape_inference.h"
 #include "quant/int8.h"
 #include "quant/int8_tflite.h"
@@ -148,11 +149,10 @@ bool tflite_supported(const Node& n, const std::vector<Dq>& ins, const Quantized
 // scale, zero point and type returns the integers unchanged (round((q - z) s / s) + z = q:
 // the float error is far below half a step), so that pair is dropped.
 Status commute_data_movement(ir::Graph& g, std::set<const Node*>& gone) {
-  static const std::set<std::string> movers = {"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Pad"};
   std::vector<Node*> nodes;
   for (const auto& np : g.nodes()) nodes.push_back(np.get());
   for (Node* t : nodes) {
-    if (!t->domain.empty() || !movers.count(t->op_type) || t->inputs.empty() || t->outputs.size() != 1) continue;
+    if (!ir::op_has(*t, ir::kCommutesWithDequantize) || t->inputs.empty() || t->outputs.size() != 1) continue;
     Node* d = ir::produced_by(t->inputs[0], "DequantizeLinear");
     auto dq = dequantized(t->inputs[0]);
     if (!d || !dq || !per_tensor(dq->scale) || !dq->q->dtype || !t->outputs[0]->shape) continue;
@@ -427,165 +427,6 @@ ir::Pass qdq_to_qlinear_pass() {
         RKD_TRY(fold_pad_into_qlinear_conv(g, gone));
         return flush();
       }};
-}
-
-namespace {
-
-// Per-tensor parameters of input group i (inputs 3i + 1, 3i + 2) and of the output (the last two).
-Result<quant::QTensorParams> group_params(const Node& n, size_t i) {
-  const size_t s = 3 * i + 1;
-  if (s + 1 >= n.inputs.size() || !n.inputs[s] || !n.inputs[s]->constant || !n.inputs[s + 1] || !n.inputs[s + 1]->constant) {
-    return unsupported(n.describe() + ": scales and zero points must be per-tensor constants");
-  }
-  return quant::QTensorParams{static_cast<float>(n.inputs[s]->constant->get_as_double(0)),
-                              static_cast<int32_t>(n.inputs[s + 1]->constant->get_as_double(0))};
-}
-
-Status with_node(Status s, const std::string& what) { return s.ok() ? s : s.error().with_context(what); }
-
-Result<Kernel> prepare_tflite(const Node& n) {
-  RKD_ASSIGN(std::string op, n.attr_string("op", ""));
-  RKD_ASSIGN(std::string rq_name, n.attr_string("rkd_requant", "tflite_double_rounding"));
-  RKD_ASSIGN(quant::Requant rq, quant::parse_requant(rq_name));
-  // rknpu_out_cvt is the NPU's convolution requantization; TFLite's other operators keep the
-  // format's default.
-  if (rq == quant::Requant::rknpu_out_cvt) rq = quant::Requant::tflite_double_rounding;
-  RKD_ASSIGN(int64_t act_min, n.attr_int("act_min", -128));
-  RKD_ASSIGN(int64_t act_max, n.attr_int("act_max", 127));
-  if ((n.inputs.size() - 2) % 3 != 0 || n.inputs.size() < 5)
-    return invalid(n.describe() + ": inputs are (q, scale, zero point) groups and the output's scale and zero point");
-  const size_t groups = (n.inputs.size() - 2) / 3;
-  std::vector<quant::QTensorParams> in;
-  for (size_t i = 0; i < groups; ++i) {
-    RKD_ASSIGN(auto p, group_params(n, i));
-    in.push_back(p);
-  }
-  const quant::QTensorParams out{static_cast<float>(n.inputs[n.inputs.size() - 2]->constant->get_as_double(0)),
-                                 static_cast<int32_t>(n.inputs.back()->constant->get_as_double(0))};
-  const std::string what = n.describe();
-  const quant::QTensorParams x = in[0];
-  if (op == "Sigmoid" || op == "Tanh") {
-    const quant::LutFunction f = op == "Sigmoid" ? quant::LutFunction::logistic : quant::LutFunction::tanh;
-    return Kernel(
-        [=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) { return with_node(quant::lut_activation(*t[0], f, x, out, y[0]), what); });
-  }
-  if (op == "HardSwish") {
-    return Kernel(
-        [=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) { return with_node(quant::tflite_hard_swish(*t[0], x, out, y[0]), what); });
-  }
-  if (op == "LeakyRelu") {
-    RKD_ASSIGN(float alpha, n.attr_float("alpha", 0.01f));
-    return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) {
-      return with_node(quant::tflite_leaky_relu(*t[0], alpha, x, out, rq, y[0]), what);
-    });
-  }
-  if (op == "Softmax") {
-    return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) {
-      return with_node(quant::tflite_softmax(*t[0], 1.f, x, out, y[0]), what);
-    });
-  }
-  if (op == "ReduceMean") {
-    const int rank = n.inputs[0]->shape ? static_cast<int>(n.inputs[0]->shape->size()) : 0;
-    RKD_ASSIGN(auto axes0, n.attr_ints("axes", {}));
-    std::vector<int64_t> axes;
-    for (int64_t a : axes0) axes.push_back(a < 0 ? a + rank : a);
-    if (axes.empty()) {
-      for (int d = 0; d < rank; ++d) axes.push_back(d);
-    }
-    // TFLite's XNNPACK delegate takes MEAN as global average pooling: 4-D over height and
-    // width (measured with and without keep_dims); those axes are 1, 2 where the tensor is
-    // still NHWC here and 2, 3 where it is NCHW. Any other MEAN runs on TFLite's own kernel
-    // (single rounding).
-    std::vector<int64_t> sorted = axes;
-    std::sort(sorted.begin(), sorted.end());
-    const bool spatial = rank == 4 && (sorted == std::vector<int64_t>{1, 2} || sorted == std::vector<int64_t>{2, 3});
-    const quant::Requant mean_rq = rq == quant::Requant::tflite_xnnpack && !spatial ? quant::Requant::tflite_single_rounding : rq;
-    return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) {
-      return with_node(quant::tflite_mean(*t[0], axes, x, out, mean_rq, y[0]), what);
-    });
-  }
-  if (op == "Resize") {
-    RKD_ASSIGN(std::string mode, n.attr_string("coordinate_transformation_mode", "half_pixel"));
-    const bool align = mode == "align_corners", half = mode == "half_pixel";
-    return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) {
-      return with_node(quant::tflite_resize_bilinear(*t[0], align, half, rq, y[0]), what);
-    });
-  }
-  if (op == "AveragePool" || op == "MaxPool") {
-    quant::QPoolParams p;
-    RKD_ASSIGN(p.kernel, n.attr_ints("kernel_shape", {}));
-    RKD_ASSIGN(p.strides, n.attr_ints("strides", {1, 1}));
-    RKD_ASSIGN(p.pads, n.attr_ints("pads", {0, 0, 0, 0}));
-    RKD_ASSIGN(std::string auto_pad, n.attr_string("auto_pad", "NOTSET"));
-    if (auto_pad != "NOTSET") {  // TensorFlow's SAME is ONNX's SAME_UPPER
-      const auto xs = ir::static_shape(n.inputs[0]);
-      if (!xs || xs->size() != 4 || p.kernel.size() != 2 || p.strides.size() != 2)
-        return unsupported(n.describe() + ": auto_pad needs static shapes");
-      if (Status st = ir::resolve_auto_pad(auto_pad, ir::WindowGeometry{{(*xs)[2], (*xs)[3]}, p.kernel, p.strides, {1, 1}, {}, false}, p.pads);
-          !st.ok()) {
-        return st.error().with_context(n.describe());
-      }
-    }
-    p.act_min = static_cast<int32_t>(act_min);
-    p.act_max = static_cast<int32_t>(act_max);
-    if (x.scale != out.scale || x.zero_point != out.zero_point) return unsupported(what + ": pooling with different input and output quantization");
-    const bool avg = op == "AveragePool";
-    return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) {
-      return with_node(avg ? quant::tflite_average_pool(*t[0], p, y[0]) : quant::tflite_max_pool(*t[0], p, y[0]), what);
-    });
-  }
-  if (op == "Add" || op == "Sub" || op == "Mul") {
-    quant::QBinaryParams p;
-    p.a_scale = x.scale;
-    p.a_zero_point = x.zero_point;
-    p.b_scale = in[1].scale;
-    p.b_zero_point = in[1].zero_point;
-    p.out_scale = out.scale;
-    p.out_zero_point = out.zero_point;
-    p.act_min = static_cast<int32_t>(act_min);
-    p.act_max = static_cast<int32_t>(act_max);
-    p.convention = rq;
-    return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) {
-      return with_node(op == "Mul" ? quant::tflite_mul(*t[0], *t[3], p, y[0]) : quant::tflite_add(*t[0], *t[3], p, op == "Sub", y[0]), what);
-    });
-  }
-  if (op == "Concat") {
-    RKD_ASSIGN(int64_t axis, n.attr_int("axis", 0));
-    return Kernel([=](const std::vector<const Tensor*>& t, std::vector<Tensor>& y) {
-      std::vector<const Tensor*> xs;
-      for (size_t i = 0; i < groups; ++i) xs.push_back(t[3 * i]);
-      const int a = static_cast<int>(axis < 0 ? axis + y[0].rank() : axis);
-      return with_node(quant::tflite_concat(xs, in, out, a, y[0]), what);
-    });
-  }
-  return unsupported(what + ": no TFLite integer kernel for " + op);
-}
-
-}  // namespace
-
-Result<Kernel> prepare_int8_fused_op(const ir::Node& n) {
-  if (n.op_type == "QLinearTflite") return prepare_tflite(n);
-  // QLinearAdd: inputs as com.microsoft.QLinearAdd: A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp.
-  for (size_t i : {1, 2, 4, 5, 6, 7}) {
-    if (n.inputs.size() < 8 || !n.inputs[i] || !n.inputs[i]->constant || n.inputs[i]->constant->numel() != 1) {
-      return unsupported(n.describe() + ": scales and zero points must be per-tensor constants");
-    }
-  }
-  quant::QBinaryParams p;
-  p.a_scale = static_cast<float>(n.inputs[1]->constant->get_as_double(0));
-  p.a_zero_point = static_cast<int32_t>(n.inputs[2]->constant->get_as_double(0));
-  p.b_scale = static_cast<float>(n.inputs[4]->constant->get_as_double(0));
-  p.b_zero_point = static_cast<int32_t>(n.inputs[5]->constant->get_as_double(0));
-  p.out_scale = static_cast<float>(n.inputs[6]->constant->get_as_double(0));
-  p.out_zero_point = static_cast<int32_t>(n.inputs[7]->constant->get_as_double(0));
-  const bool is_u8 = n.inputs[7]->constant->dtype() == DType::u8;
-  p.act_min = is_u8 ? 0 : -128;
-  p.act_max = is_u8 ? 255 : 127;
-  p.convention = quant::Requant::onnx_float;
-  const std::string what = n.describe();
-  return Kernel([p, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-    return with_node(quant::tflite_add(*in[0], *in[3], p, false, out[0]), what);
-  });
 }
 
 }  // namespace rkd::runtime

@@ -10,6 +10,7 @@
 
 #include "common/tolerance.h"
 #include "core/npy.h"
+#include "ir/op_info.h"
 #include "ir/pass.h"
 #include "ir/shape_inference.h"
 #include "runtime/executor.h"
@@ -351,10 +352,37 @@ TEST(Registry, EveryKernelHasAShapeFunctionAndIsDocumented) {
       w.clear();
     }
   }
-  for (const std::string& op : runtime::kernel_op_types()) {
+  for (const auto& [domain, op] : runtime::kernel_ops()) {
+    if (!domain.empty()) continue;
     EXPECT_TRUE(ir::has_shape_function(op)) << op;
     EXPECT_TRUE(words.count(op)) << op << " is missing from the operator list in docs/executor.md";
   }
+}
+
+// ir/op_info.h's table and the executor's registry describe the same operators: every op in
+// the table has a kernel unless marked kNoKernel (and then has none), every kernel has a table
+// record with a shape function (or a creator that sets its shapes).
+TEST(OpTable, CoversTheKernelsAndTheKernelsCoverIt) {
+  for (const auto& [domain, op] : runtime::kernel_ops()) {
+    const ir::OpInfo* info = ir::find_op(domain, op);
+    ASSERT_NE(info, nullptr) << domain << "." << op << " has a kernel but no record in ir/op_info.cc";
+    EXPECT_TRUE(info->shape || info->has(ir::kShapeFromCreator)) << domain << "." << op << " has a kernel but no shape function";
+  }
+  std::set<std::pair<std::string_view, std::string_view>> seen;
+  for (const ir::OpInfo& info : ir::op_table()) {
+    EXPECT_TRUE(seen.insert({info.domain, info.op_type}).second) << info.op_type << " is in the table twice";
+    const bool kernel = runtime::has_kernel(std::string(info.domain), std::string(info.op_type));
+    if (info.has(ir::kNoKernel)) {
+      EXPECT_FALSE(kernel) << info.op_type << " is marked kNoKernel but has a kernel";
+    } else {
+      EXPECT_TRUE(kernel) << info.domain << "." << info.op_type << " is in the table with no kernel (nor kNoKernel)";
+    }
+    EXPECT_EQ(info.shape == nullptr, info.has(ir::kShapeFromCreator) || (info.has(ir::kNoKernel) && !info.shape)) << info.op_type;
+    EXPECT_TRUE(!info.has(ir::kView) || info.has(ir::kLayoutOnly)) << info.op_type << ": a view is layout-only";
+  }
+  EXPECT_EQ(ir::find_op("ai.onnx", "Relu"), ir::find_op("", "Relu"));
+  EXPECT_EQ(ir::find_op("", "NoSuchOp"), nullptr);
+  EXPECT_EQ(ir::find_op("rkdeploy", "Relu"), nullptr);
 }
 
 }  // namespace

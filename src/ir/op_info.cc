@@ -1,0 +1,171 @@
+#include "ir/op_info.h"
+
+#include <algorithm>
+#include <map>
+
+#include "ir/shape_inference_ctx.h"
+
+namespace rkd::ir {
+
+namespace {
+
+using namespace detail;  // NOLINT: the shape functions
+
+constexpr uint32_t P = kPointwise;
+constexpr uint32_t F = kFloatOnly;
+constexpr uint32_t kMover = kLayoutOnly | kCommutesWithDequantize | kSameScale;
+
+}  // namespace
+
+const std::vector<OpInfo>& op_table() {
+  static const std::vector<OpInfo> t = {
+      // Elementwise, one input.
+      {"", "Relu", same_shape, P},
+      {"", "LeakyRelu", same_shape, P | F},
+      {"", "Sigmoid", same_shape, P | F},
+      {"", "HardSigmoid", same_shape, P | F},
+      {"", "HardSwish", same_shape, P | F},
+      {"", "Tanh", same_shape, P | F},
+      {"", "Erf", same_shape, P | F},
+      {"", "Gelu", same_shape, P | F},
+      {"", "Sqrt", same_shape, P | F},
+      {"", "Exp", same_shape, P | F},
+      {"", "Log", same_shape, P | F},
+      {"", "Abs", same_shape, P},
+      {"", "Neg", same_shape, P},
+      {"", "Reciprocal", same_shape, P | F},
+      {"", "Floor", same_shape, P | F},
+      {"", "Ceil", same_shape, P | F},
+      {"", "Round", same_shape, P | F},
+      {"", "Sign", same_shape, P},
+      {"", "Sin", same_shape, P | F},
+      {"", "Cos", same_shape, P | F},
+      {"", "Softplus", same_shape, P | F},
+      {"", "Elu", same_shape, P | F},
+      {"", "Selu", same_shape, P | F},
+      {"", "Mish", same_shape, P | F},
+      {"", "Clip", same_shape, P},
+      {"", "Not", same_shape, 0},
+      {"", "IsNaN", same_shape_bool, F},
+      {"", "IsInf", same_shape_bool, F},
+      // Elementwise, broadcasting.
+      {"", "Add", broadcast_same_type, P | kAbsorbsActivation},
+      {"", "Sub", broadcast_same_type, P},
+      {"", "Mul", broadcast_same_type, P},
+      {"", "Div", broadcast_same_type, P},
+      {"", "Pow", broadcast_same_type, P},
+      {"", "Min", broadcast_same_type, P},
+      {"", "Max", broadcast_same_type, P},
+      {"", "Sum", broadcast_same_type, P},
+      {"", "Mean", broadcast_same_type, P},
+      {"", "Mod", broadcast_same_type, P},
+      {"", "PRelu", broadcast_same_type, P},
+      {"", "Equal", broadcast_to_bool, 0},
+      {"", "Less", broadcast_to_bool, 0},
+      {"", "Greater", broadcast_to_bool, 0},
+      {"", "LessOrEqual", broadcast_to_bool, 0},
+      {"", "GreaterOrEqual", broadcast_to_bool, 0},
+      {"", "And", broadcast_to_bool, 0},
+      {"", "Or", broadcast_to_bool, 0},
+      {"", "Xor", broadcast_to_bool, 0},
+      {"", "Where", where, 0},
+      {"", "Cast", cast, 0},
+      // Normalization and along-an-axis ops.
+      {"", "Softmax", same_shape, F},
+      {"", "LogSoftmax", same_shape, F},
+      {"", "CumSum", same_shape, 0},
+      {"", "BatchNormalization", same_shape, F},
+      {"", "InstanceNormalization", same_shape, F},
+      {"", "LayerNormalization", layer_norm_op, F},
+      {"", "Dropout", dropout, 0},
+      // Layout and data movement.
+      {"", "Identity", same_shape, kView | kLayoutOnly | kSameScale},
+      {"", "Reshape", reshape, kView | kMover},
+      {"", "Flatten", flatten, kView | kMover},
+      {"", "Squeeze", squeeze, kView | kMover},
+      {"", "Unsqueeze", unsqueeze, kView | kMover},
+      {"", "Transpose", transpose, kMover},
+      {"", "Pad", pad, kCommutesWithDequantize | kSameScale},
+      {"", "Concat", concat, 0},
+      {"", "Split", split, kSameScale},
+      {"", "Slice", slice, kSameScale},
+      {"", "Gather", gather, kSameScale},
+      {"", "GatherND", gather_nd, 0},
+      {"", "GatherElements", gather_elements, 0},
+      {"", "ScatterND", same_shape, 0},
+      {"", "ScatterElements", same_shape, 0},
+      {"", "Expand", expand, 0},
+      {"", "Tile", tile, 0},
+      // Shapes, constants, index arithmetic.
+      {"", "Shape", shape_op, kSelection},
+      {"", "Size", size_op, kSelection},
+      {"", "Range", range, kSelection},
+      {"", "ConstantOfShape", constant_of_shape, 0},
+      {"", "Constant", constant, 0},
+      // Reductions and selection.
+      {"", "ReduceSum", reduce_sum, 0},
+      {"", "ReduceMean", reduce_opset18, 0},
+      {"", "ReduceMax", reduce_opset18, 0},
+      {"", "ReduceMin", reduce_opset18, 0},
+      {"", "ReduceProd", reduce_opset18, 0},
+      {"", "ReduceL2", reduce_opset18, 0},
+      {"", "ReduceSumSquare", reduce_opset18, 0},
+      {"", "ArgMax", arg_reduce, F | kSelection},
+      {"", "ArgMin", arg_reduce, F | kSelection},
+      {"", "TopK", topk, F | kSelection},
+      {"", "NonMaxSuppression", nullptr, kSelection | kNoKernel},
+      {"", "NonZero", nullptr, kSelection | kNoKernel},
+      // Convolution, pooling, products, resampling.
+      {"", "Conv", conv, F | kAbsorbsActivation},
+      {"", "ConvTranspose", conv_transpose_op, F | kAbsorbsActivation},
+      {"", "MaxPool", pool, kSameScale},
+      {"", "AveragePool", pool, F},
+      {"", "GlobalAveragePool", global_pool_op, F},
+      {"", "GlobalMaxPool", global_pool_op, F},
+      {"", "MatMul", matmul_op, F | kAbsorbsActivation},
+      {"", "Gemm", gemm_op, F | kAbsorbsActivation},
+      {"", "Einsum", einsum_op, F},
+      {"", "Resize", resize_op, F | kSameScale},
+      {"", "GridSample", grid_sample_op, F},
+      // Quantized.
+      {"", "QuantizeLinear", quantize_linear, 0},
+      {"", "DequantizeLinear", dequantize_linear, 0},
+      {"", "QLinearConv", qlinear_conv, 0},
+      {"", "QLinearMatMul", qlinear_matmul, 0},
+      // rkdeploy's own ops (runtime/ops_rkdeploy.cc has their kernels).
+      {"rkdeploy", "MSDAPrepare", nullptr, kShapeFromCreator},
+      {"rkdeploy", "MSDeformAttn", nullptr, kShapeFromCreator},
+      {"rkdeploy", "QLinearAdd", nullptr, kShapeFromCreator},
+      {"rkdeploy", "QLinearTflite", nullptr, kShapeFromCreator},
+      {"rkdeploy", "QLinearLut", nullptr, kShapeFromCreator},
+      {"rkdeploy", "NpuConv", nullptr, kShapeFromCreator},  // a QLinearConv on the NPU simulator
+  };
+  return t;
+}
+
+const OpInfo* find_op(std::string_view domain, std::string_view op_type) {
+  static const std::map<std::pair<std::string_view, std::string_view>, const OpInfo*> index = [] {
+    std::map<std::pair<std::string_view, std::string_view>, const OpInfo*> m;
+    for (const OpInfo& op : op_table()) m[{op.domain, op.op_type}] = &op;
+    return m;
+  }();
+  if (domain == "ai.onnx") domain = "";
+  auto it = index.find({domain, op_type});
+  return it == index.end() ? nullptr : it->second;
+}
+
+bool op_has(const Node& n, uint32_t traits) {
+  const OpInfo* op = find_op(n);
+  return op && op->has(traits);
+}
+
+std::vector<std::string> op_types_with(uint32_t traits, std::string_view domain) {
+  std::vector<std::string> v;
+  for (const OpInfo& op : op_table()) {
+    if (op.domain == domain && op.has(traits)) v.emplace_back(op.op_type);
+  }
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+}  // namespace rkd::ir

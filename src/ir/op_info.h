@@ -1,0 +1,80 @@
+// The one operator table: for every (domain, op type) rkdeploy knows, its shape function and
+// its traits. Every list of op types elsewhere (the executor's views, the float-only kernels,
+// the ops a pass may move or fold) is derived from here; a test checks that the executor's
+// kernels and this table cover each other (tests/runtime/test_passes.cc).
+//
+// Contract:
+//  - Domains: "" is ONNX's default domain ("ai.onnx" is the same domain), "rkdeploy" holds the
+//    ops rkdeploy's passes create (their shapes are set by the pass that creates them).
+//  - A trait states a property of the op's semantics that holds for every attribute value,
+//    unless its comment names the condition a user of the trait must still check.
+//  - find_op() is nullptr for an op the table does not know; such a node gets no inferred
+//    shape and no kernel, and every trait query on it is false.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "ir/ir.h"
+
+namespace rkd::ir {
+
+namespace detail {
+struct Ctx;
+}
+// Sets a node's output types and shapes (shape_inference.h's infer_node contract).
+using ShapeFn = Status (*)(const detail::Ctx&);
+
+enum OpTrait : uint32_t {
+  // The output is input 0's bytes under another shape (Reshape, Flatten, Squeeze, Unsqueeze,
+  // Identity): the executor may alias the output to the input instead of copying.
+  kView = 1u << 0,
+  // Output 0 holds exactly input 0's elements, reordered or reshaped, nothing dropped or
+  // added (the views and Transpose): a layer that only carries its input's values and scale.
+  kLayoutOnly = 1u << 1,
+  // The CPU kernel takes float32 in input 0 only; other types are refused by name.
+  kFloatOnly = 1u << 2,
+  // Each output element is a function of the inputs' elements at its (broadcast) position,
+  // with a numeric (not boolean) result: with every other input a constant scalar, a table
+  // over an 8-bit input reproduces it.
+  kPointwise = 1u << 3,
+  // op(DequantizeLinear(q)) == DequantizeLinear(op(q)) exactly for a per-tensor dequantize
+  // (data movement; Pad only with pad value 0, checked by the user): the op can run on the
+  // integers.
+  kCommutesWithDequantize = 1u << 4,
+  // Quantized, the output takes input 0's scale and zero point: no requantization (Resize
+  // only in mode nearest and Pad only with pad value 0, checked by the user).
+  kSameScale = 1u << 5,
+  // The output is indices or values chosen by index (TopK, ArgMax, Shape, ...): what is
+  // computed from it is post-processing and stays float when quantizing.
+  kSelection = 1u << 6,
+  // A ReLU/ReLU6 that reads its output alone folds into the output's requantization range.
+  kAbsorbsActivation = 1u << 7,
+  // Known so that passes treat it right, but with no CPU kernel: the executor refuses a
+  // graph that still holds it (detectors' NMS runs in runtime/detect.h, not in the graph).
+  kNoKernel = 1u << 8,
+  // No shape function: the pass that creates the node sets its output shapes (the rkdeploy
+  // domain).
+  kShapeFromCreator = 1u << 9,
+};
+
+struct OpInfo {
+  std::string_view domain;  // "" or "rkdeploy"
+  std::string_view op_type;
+  ShapeFn shape;  // nullptr: none (kShapeFromCreator, or a kNoKernel op with no shape rule)
+  uint32_t traits;
+  bool has(uint32_t t) const { return (traits & t) == t; }
+};
+
+const std::vector<OpInfo>& op_table();
+const OpInfo* find_op(std::string_view domain, std::string_view op_type);
+inline const OpInfo* find_op(const Node& n) { return find_op(n.domain, n.op_type); }
+// True when the table knows n's op and gives it every trait in `traits`.
+bool op_has(const Node& n, uint32_t traits);
+// The op types of one domain with every trait in `traits`, sorted.
+std::vector<std::string> op_types_with(uint32_t traits, std::string_view domain = "");
+
+}  // namespace rkd::ir
