@@ -9,7 +9,8 @@
 
 #include "frontends/onnx/onnx_import.h"
 #include "ir/pass.h"
-#include "ir/shape_inference.h"
+#include "ir/passes/fold.h"
+#include "ir/passes/shape_inference.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   rkd::onnx_frontend::ImportOptions opt;

@@ -11,7 +11,8 @@
 
 #include "frontends/tfjs/tfjs_import.h"
 #include "ir/pass.h"
-#include "ir/shape_inference.h"
+#include "ir/passes/fold.h"
+#include "ir/passes/shape_inference.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const void* nul = std::memchr(data, 0, size);

@@ -8,7 +8,8 @@
 
 #include "frontends/tflite/tflite_import.h"
 #include "ir/pass.h"
-#include "ir/shape_inference.h"
+#include "ir/passes/fold.h"
+#include "ir/passes/shape_inference.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto imported = rkd::tflite_frontend::import_tflite(std::span<const uint8_t>(data, size), "fuzz.tflite");

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "ir/shape_inference_ctx.h"
+#include "ir/passes/shape_inference_ctx.h"
 
 namespace rkd::ir {
 

@@ -39,27 +39,8 @@ class PassManager {
   std::vector<Pass> passes_;
 };
 
-// dead-code-elimination: removes nodes none of whose outputs reach a graph output, and
-// constants nothing reads.
-Pass dead_code_elimination_pass();
-
 // Computes a node's outputs from its inputs (the executor's kernels; injected so that the
 // IR does not depend on them).
 using NodeEvaluator = std::function<Result<std::vector<Tensor>>(const Node&, int64_t opset, const std::vector<const Tensor*>&)>;
-
-// constant-folding: in topological order, infers each node's shapes (shape_inference.h)
-// and replaces a node by constants when every present input is constant (Shape and Size
-// also when the input's shape is static), unless one output would exceed
-// kMaxFoldedBytes. Folded values keep their names. Nodes the evaluator cannot run stay.
-// `keep` lists op types never folded (the first folding keeps DequantizeLinear so that
-// QDQ sites stay recognisable); `name` distinguishes repeated runs.
-inline constexpr int64_t kMaxFoldedBytes = int64_t{64} << 20;
-Pass constant_folding_pass(NodeEvaluator eval, std::set<std::string> keep = {}, std::string name = "constant-folding");
-
-// conv-bn-folding: Conv (constant weights, optional constant bias) followed by an
-// inference BatchNormalization (constant scale, bias, mean, var) that is the conv
-// output's only reader becomes one Conv with W' = W * k[o], b' = (b - mean) * k + beta,
-// k = scale / sqrt(var + eps), computed in double and rounded once to float32.
-Pass conv_bn_folding_pass();
 
 }  // namespace rkd::ir

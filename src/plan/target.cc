@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ir/shape_inference.h"
+#include "ir/passes/shape_inference.h"
 #include "core/npy.h"
 #include "plan/plan.h"
 

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "ir/op_info.h"
-#include "ir/shape_inference.h"
+#include "ir/passes/shape_inference.h"
 
 namespace rkd::quant {
 

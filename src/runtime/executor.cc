@@ -8,11 +8,14 @@
 
 #include "core/thread_pool.h"
 #include "ir/pass.h"
+#include "ir/passes/fold.h"
 #include "ir/op_info.h"
-#include "ir/shape_inference.h"
+#include "ir/passes/shape_inference.h"
 #include "kernels/tensor_ops.h"
 #include "quant/requant.h"
-#include "runtime/fusion.h"
+#include "ir/passes/fusion.h"
+#include "ir/passes/int8_layout.h"
+#include "quant/qlinear.h"
 #include "runtime/npu_conv.h"
 #include "runtime/op_registry.h"
 
@@ -50,7 +53,7 @@ Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
   pm.add(ir::constant_folding_pass(evaluate_node, {"DequantizeLinear"}));
   pm.add(ir::dead_code_elimination_pass());
   pm.add(ir::conv_bn_folding_pass());
-  if (opt.int8 && !opt.portable) pm.add(qdq_to_qlinear_pass());
+  if (opt.int8 && !opt.portable) pm.add(quant::qdq_to_qlinear_pass(evaluate_node));
   if (opt.int8 && !opt.portable && !opt.npu_sim_strategy.empty()) {
     if (auto st = npu::lower::parse_strategy(opt.npu_sim_strategy); !st.ok()) return st.error();
     // The dequantized copies qdq-to-qlinear left unread go first: the placement fuses a
@@ -62,9 +65,9 @@ Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
   }
   pm.add(ir::constant_folding_pass(evaluate_node, {}, "constant-folding-2"));
   FusionReport local;
-  if (opt.fuse && !opt.portable) pm.add(deform_attn_fusion_pass(report ? report : &local));
-  if (!opt.portable && opt.fuse_activations) pm.add(conv_activation_fusion_pass());
-  if (opt.int8 && !opt.portable && opt.channels_last) pm.add(int8_channels_last_pass());
+  if (opt.fuse && !opt.portable) pm.add(ir::deform_attn_fusion_pass(report ? report : &local));
+  if (!opt.portable && opt.fuse_activations) pm.add(ir::conv_activation_fusion_pass());
+  if (opt.int8 && !opt.portable && opt.channels_last) pm.add(ir::int8_channels_last_pass());
   ir::Pass dce2 = ir::dead_code_elimination_pass();
   dce2.name = "dead-code-elimination-2";
   pm.add(dce2);

@@ -32,6 +32,7 @@
 #include "core/result.h"
 #include "core/tensor.h"
 #include "ir/ir.h"
+#include "ir/passes/fusion.h"
 
 namespace rkd::runtime {
 
@@ -66,15 +67,8 @@ struct CompileOptions {
   std::function<void(const std::string& pass, const std::string& ir)> dump;
 };
 
-// What the fusion passes found (for inspect): fused sites and near misses with reasons.
-struct FusionReport {
-  int fused_sites = 0;
-  std::vector<std::string> fused;          // one line per fused site
-  std::vector<std::string> not_fused;      // "node X: <reason>"
-  int npu_sim_convs = 0;                   // convolutions placed on the NPU simulator
-  int npu_fused_adds = 0;                  // of which with the following Add fused (EW stage)
-  std::vector<std::string> npu_cpu_convs;  // "node X: <reason>" for those left on the CPU
-};
+// What the rewriting passes found (for inspect): src/ir/passes/fusion.h.
+using ir::FusionReport;
 
 Status optimize(ir::Graph& g, const CompileOptions& opt = {}, FusionReport* report = nullptr);
 // The nodes of an optimized graph the CPU executor cannot run: "node X (Op): why".

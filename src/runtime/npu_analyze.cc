@@ -10,7 +10,7 @@
 
 #include "core/json_style.h"
 #include "core/progress.h"
-#include "ir/shape_inference.h"
+#include "ir/passes/shape_inference.h"
 #include "npu/arch/arch.h"
 #include "npu/regcmd/regcmd.h"
 #include "quant/requant.h"

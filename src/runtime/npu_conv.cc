@@ -4,7 +4,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "ir/shape_inference.h"
+#include "ir/passes/shape_inference.h"
 #include "npu/regcmd/regcmd.h"
 
 namespace rkd::runtime {

@@ -51,26 +51,11 @@ Factory binary_factory(ops::Binary op) {
 void register_elementwise_ops(std::map<std::string, Factory>& r) {
   using U = ops::Unary;
   using B = ops::Binary;
-  const std::pair<const char*, U> unary[] = {{"Relu", U::relu},
-                                             {"Sigmoid", U::sigmoid},
-                                             {"Tanh", U::tanh},
-                                             {"Erf", U::erf},
-                                             {"Sqrt", U::sqrt},
-                                             {"Exp", U::exp},
-                                             {"Log", U::log},
-                                             {"Abs", U::abs},
-                                             {"Neg", U::neg},
-                                             {"Reciprocal", U::reciprocal},
-                                             {"Floor", U::floor},
-                                             {"Ceil", U::ceil},
-                                             {"Round", U::round},
-                                             {"Sign", U::sign},
-                                             {"Sin", U::sin},
-                                             {"Cos", U::cos},
-                                             {"Softplus", U::softplus},
-                                             {"Mish", U::mish},
-                                             {"Not", U::logical_not},
-                                             {"HardSwish", U::hard_swish}};
+  const std::pair<const char*, U> unary[] = {
+      {"Relu", U::relu},   {"Sigmoid", U::sigmoid},   {"Tanh", U::tanh},   {"Erf", U::erf},         {"Sqrt", U::sqrt},
+      {"Exp", U::exp},     {"Log", U::log},           {"Abs", U::abs},     {"Neg", U::neg},         {"Reciprocal", U::reciprocal},
+      {"Floor", U::floor}, {"Ceil", U::ceil},         {"Round", U::round}, {"Sign", U::sign},       {"Sin", U::sin},
+      {"Cos", U::cos},     {"Softplus", U::softplus}, {"Mish", U::mish},   {"Not", U::logical_not}, {"HardSwish", U::hard_swish}};
   for (const auto& [name, op] : unary) r[name] = unary_factory(op);
   const std::pair<const char*, B> binary[] = {{"Add", B::add},
                                               {"Sub", B::sub},
@@ -160,7 +145,8 @@ void register_elementwise_ops(std::map<std::string, Factory>& r) {
   r["IsInf"] = [](const Node& n, int64_t) -> Result<Kernel> {
     RKD_ASSIGN(int64_t neg, n.attr_int("detect_negative", 1));
     RKD_ASSIGN(int64_t pos, n.attr_int("detect_positive", 1));
-    return Kernel([neg, pos](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) { return ops::is_inf(*in[0], neg != 0, pos != 0, out[0]); });
+    return Kernel(
+        [neg, pos](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) { return ops::is_inf(*in[0], neg != 0, pos != 0, out[0]); });
   };
   r["Where"] = [](const Node&, int64_t) -> Result<Kernel> {
     return Kernel([](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) { return ops::where(*in[0], *in[1], *in[2], out[0]); });

@@ -4,7 +4,7 @@
 #include <memory>
 #include <optional>
 
-#include "ir/shape_inference.h"
+#include "ir/passes/shape_inference.h"
 #include "kernels/tensor_ops.h"
 #include "quant/int8.h"
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "ir/shape_inference.h"
+#include "ir/passes/shape_inference.h"
 #include "kernels/tensor_ops.h"
 
 namespace rkd::runtime::detail {

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "ir/shape_inference.h"
+#include "ir/passes/shape_inference.h"
 #include "kernels/grid_sample.h"
 #include "kernels/tensor_ops.h"
 
@@ -163,7 +163,8 @@ void register_nn_ops(std::map<std::string, Factory>& r) {
     RKD_ASSIGN(float eps, n.attr_float("epsilon", 1e-5f));
     if (rank_of(n, 0) < 3) return invalid(n.describe() + ": input must be [N, C, D1, ...]");
     return Kernel([eps](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-      if (in[1]->numel() != in[0]->dim(1) || in[2]->numel() != in[0]->dim(1)) return invalid("InstanceNormalization: scale and B must have C elements");
+      if (in[1]->numel() != in[0]->dim(1) || in[2]->numel() != in[0]->dim(1))
+        return invalid("InstanceNormalization: scale and B must have C elements");
       ops::instance_norm(*in[0], *in[1], *in[2], eps, out[0]);
       return {};
     });

@@ -1,5 +1,5 @@
-// Kernels of the "rkdeploy" domain: the ops rkdeploy's own passes create (fusion.h,
-// qlinear_lut.h, npu_conv.h), registered like every other family.
+// Kernels of the "rkdeploy" domain: the ops rkdeploy's own passes create (ir/passes/fusion.h,
+// quant/qlinear_lut.h, npu_conv.h), registered like every other family.
 #include "runtime/op_registry_detail.h"
 
 #include <array>
@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "core/thread_pool.h"
-#include "ir/shape_inference.h"
+#include "ir/passes/shape_inference.h"
 #include "kernels/deform_attn.h"
 #include "quant/int8.h"
 #include "quant/int8_tflite.h"

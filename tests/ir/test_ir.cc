@@ -3,7 +3,8 @@
 
 #include "ir/ir.h"
 #include "ir/pass.h"
-#include "ir/shape_inference.h"
+#include "ir/passes/fold.h"
+#include "ir/passes/shape_inference.h"
 
 namespace rkd::ir {
 namespace {

@@ -17,7 +17,7 @@
 #include <type_traits>
 
 #include "ir/pass.h"
-#include "ir/shape_inference.h"
+#include "ir/passes/shape_inference.h"
 #include "kernels/tensor_ops.h"
 #include "quant/int8.h"
 #include "runtime/executor.h"

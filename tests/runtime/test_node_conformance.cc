@@ -18,7 +18,7 @@
 #include "common/tolerance.h"
 #include "core/npy.h"
 #include "frontends/onnx/onnx_import.h"
-#include "ir/shape_inference.h"
+#include "ir/passes/shape_inference.h"
 #include "runtime/executor.h"
 #include "runtime/op_registry.h"
 

@@ -11,7 +11,7 @@
 #include <random>
 
 #include "common/tolerance.h"
-#include "ir/shape_inference.h"
+#include "ir/passes/shape_inference.h"
 #include "runtime/op_registry.h"
 
 namespace rkd {
@@ -51,8 +51,25 @@ Tensor run(OneNode& o, const std::vector<const Tensor*>& in) {
 // softplus switch-over, infinities and NaN, and a dense sweep.
 std::vector<float> sweep() {
   const float inf = std::numeric_limits<float>::infinity();
-  std::vector<float> v = {0.f,    -0.f,    1e-30f, -1e-30f, 1e-7f,  -1e-7f, 20.f, -20.f, 88.f, -88.f, 89.f, -89.f, 1e30f,
-                          -1e30f, 3.4e38f, -3.4e38f, inf,   -inf,    std::numeric_limits<float>::quiet_NaN()};
+  std::vector<float> v = {0.f,
+                          -0.f,
+                          1e-30f,
+                          -1e-30f,
+                          1e-7f,
+                          -1e-7f,
+                          20.f,
+                          -20.f,
+                          88.f,
+                          -88.f,
+                          89.f,
+                          -89.f,
+                          1e30f,
+                          -1e30f,
+                          3.4e38f,
+                          -3.4e38f,
+                          inf,
+                          -inf,
+                          std::numeric_limits<float>::quiet_NaN()};
   for (int i = -4000; i <= 4000; ++i) v.push_back(static_cast<float>(i) / 200.f);
   return v;
 }
@@ -71,7 +88,8 @@ TEST(OpKernels, MishMatchesItsDefinition) {
     // definition is -inf * tanh(0) = NaN, as ONNX's reference (numpy) and PyTorch compute it.
     const double want = v * std::tanh(std::log1p(std::exp(-std::fabs(v))) + std::max(v, 0.0));
     // Three transcendental steps (exp, log1p, tanh) and a product, each within an ulp or two.
-    EXPECT_TRUE(test::float_agree(y.data<float>()[i], static_cast<float>(want), 0.0, 2)) << "x = " << v << ": got " << y.data<float>()[i] << ", want " << want;
+    EXPECT_TRUE(test::float_agree(y.data<float>()[i], static_cast<float>(want), 0.0, 2))
+        << "x = " << v << ": got " << y.data<float>()[i] << ", want " << want;
   }
 }
 

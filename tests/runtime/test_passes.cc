@@ -12,7 +12,7 @@
 #include "core/npy.h"
 #include "ir/op_info.h"
 #include "ir/pass.h"
-#include "ir/shape_inference.h"
+#include "ir/passes/shape_inference.h"
 #include "runtime/executor.h"
 #include "runtime/op_registry.h"
 

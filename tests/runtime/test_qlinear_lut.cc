@@ -1,4 +1,4 @@
-// qdq-to-qlinear's table and integer-side rewrites (runtime/qlinear_lut.h) against the same
+// qdq-to-qlinear's table and integer-side rewrites (quant/qlinear_lut.h) against the same
 // QDQ graph executed as written in float32 (DequantizeLinear, the op, QuantizeLinear): the
 // integers must be equal bit for bit, for int8 and uint8 activations.
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "frontends/tf/tf_convert.h"
-#include "ir/shape_inference.h"
+#include "ir/passes/shape_inference.h"
 
 namespace rkd::tf {
 

@@ -9,7 +9,7 @@
 
 #include "core/npy.h"
 #include "frontends/tf/tf_convert.h"
-#include "ir/shape_inference.h"
+#include "ir/passes/shape_inference.h"
 
 namespace rkd::tfjs_frontend {
 

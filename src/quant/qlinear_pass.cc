@@ -1,5 +1,7 @@
-// qdq-to-qlinear (declared in fusion.h): QDQ sites to integer operators, and the kernels of
-// the rkdeploy-domain integer operators it creates.
+// qdq-to-qlinear (qlinear.h): QDQ sites to integer operators (their kernels:
+// src/runtime/op_registry_int8.cc and op_registry_rkdeploy.cc).
+#include "quant/qlinear.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -7,13 +9,12 @@
 #include <set>
 
 #include "ir/op_info.h"
-#include "ir/shape_inference.h"
+#include "ir/passes/shape_inference.h"
 #include "quant/int8.h"
 #include "quant/int8_tflite.h"
-#include "runtime/fusion.h"
-#include "runtime/qlinear_lut.h"
+#include "quant/qlinear_lut.h"
 
-namespace rkd::runtime {
+namespace rkd::quant {
 
 namespace {
 
@@ -279,9 +280,9 @@ Status fold_pad_into_qlinear_conv(ir::Graph& g, std::set<const Node*>& gone) {
 
 }  // namespace
 
-ir::Pass qdq_to_qlinear_pass() {
+ir::Pass qdq_to_qlinear_pass(ir::NodeEvaluator eval) {
   return ir::Pass{
-      "qdq-to-qlinear", [](ir::Graph& g) -> Status {
+      "qdq-to-qlinear", [eval](ir::Graph& g) -> Status {
         std::set<const Node*> gone;
         // Removes the replaced nodes and restores topological order.
         auto flush = [&]() -> Status {
@@ -419,7 +420,7 @@ ir::Pass qdq_to_qlinear_pass() {
         }
         RKD_TRY(flush());
         if (!tflite) {
-          RKD_TRY(lut_sites(g, gone));
+          RKD_TRY(lut_sites(g, gone, eval));
           RKD_TRY(flush());
           RKD_TRY(compose_luts(g, gone));
           RKD_TRY(flush());
@@ -429,4 +430,4 @@ ir::Pass qdq_to_qlinear_pass() {
       }};
 }
 
-}  // namespace rkd::runtime
+}  // namespace rkd::quant

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <map>
 
-#include "ir/shape_inference_ctx.h"
+#include "ir/passes/shape_inference_ctx.h"
 
 namespace rkd::ir {
 

@@ -1,9 +1,11 @@
-// constant-folding and conv-bn-folding passes (pass.h).
+// dead-code-elimination, constant-folding and conv-bn-folding (fold.h).
+#include "ir/passes/fold.h"
+
 #include <cmath>
 #include <set>
+#include <unordered_set>
 
-#include "ir/pass.h"
-#include "ir/shape_inference.h"
+#include "ir/passes/shape_inference.h"
 
 namespace rkd::ir {
 
@@ -117,6 +119,27 @@ Pass conv_bn_folding_pass() {
                   gone.insert(&bn);
                 }
                 g.remove_nodes([&](const Node& n) { return gone.count(&n) > 0; });
+                g.remove_unused_constants();
+                return {};
+              }};
+}
+
+Pass dead_code_elimination_pass() {
+  return Pass{"dead-code-elimination", [](Graph& g) -> Status {
+                // Walk backwards from the graph outputs; a node is live when any output is.
+                std::unordered_set<const Value*> live_values(g.outputs.begin(), g.outputs.end());
+                std::unordered_set<const Node*> live_nodes;
+                for (auto it = g.nodes().rbegin(); it != g.nodes().rend(); ++it) {
+                  const Node* n = it->get();
+                  bool live = false;
+                  for (const Value* o : n->outputs) live = live || (o && live_values.count(o));
+                  if (!live) continue;
+                  live_nodes.insert(n);
+                  for (const Value* i : n->inputs) {
+                    if (i) live_values.insert(i);
+                  }
+                }
+                g.remove_nodes([&](const Node& n) { return !live_nodes.count(&n); });
                 g.remove_unused_constants();
                 return {};
               }};

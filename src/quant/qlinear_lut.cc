@@ -1,15 +1,14 @@
 // Table and integer-side rewrites of per-tensor QDQ sites (qlinear_lut.h).
-#include "runtime/qlinear_lut.h"
+#include "quant/qlinear_lut.h"
 
 #include <algorithm>
 #include <array>
 #include <cstring>
 
 #include "ir/op_info.h"
-#include "ir/shape_inference.h"
-#include "runtime/op_registry.h"
+#include "ir/passes/shape_inference.h"
 
-namespace rkd::runtime {
+namespace rkd::quant {
 
 using ir::Node;
 using ir::Value;
@@ -44,7 +43,7 @@ Node* sole_per_tensor_q(const ir::Graph& g, const Value* v) {
 
 // `proto` (its op, attributes and constant inputs) evaluated by the executor's kernel on x in
 // place of input `vary`, in a scratch graph whose output has x's shape.
-Result<Tensor> run_like(const Node& proto, int64_t opset, size_t vary, const Tensor& x, DType out_dtype) {
+Result<Tensor> run_like(const ir::NodeEvaluator& eval, const Node& proto, int64_t opset, size_t vary, const Tensor& x, DType out_dtype) {
   ir::Graph t;
   t.opset = opset;
   std::vector<Value*> ins;
@@ -69,7 +68,7 @@ Result<Tensor> run_like(const Node& proto, int64_t opset, size_t vary, const Ten
   n->outputs[0]->dtype = out_dtype;
   n->outputs[0]->shape = ir::to_dims(x.shape());
   for (size_t i = 0; i < ins.size(); ++i) args.push_back(i == vary ? &x : ins[i] ? &*ins[i]->constant : nullptr);
-  RKD_ASSIGN(std::vector<Tensor> out, evaluate_node(*n, opset, args));
+  RKD_ASSIGN(std::vector<Tensor> out, eval(*n, opset, args));
   return std::move(out[0]);
 }
 
@@ -85,14 +84,14 @@ Tensor all_codes(DType t) {
 
 // The table of q(op(dq(code))) for every code, computed by the executor's own kernels; op
 // may be null (q(dq(code))).
-Result<Tensor> site_table(const Node& dq, const Node* op, size_t vary, const Node& q, int64_t opset) {
+Result<Tensor> site_table(const ir::NodeEvaluator& eval, const Node& dq, const Node* op, size_t vary, const Node& q, int64_t opset) {
   const DType in_t = *dq.inputs[0]->dtype;
-  RKD_ASSIGN(Tensor f, run_like(dq, opset, 0, all_codes(in_t), DType::f32));
+  RKD_ASSIGN(Tensor f, run_like(eval, dq, opset, 0, all_codes(in_t), DType::f32));
   if (op) {
-    RKD_ASSIGN(Tensor g, run_like(*op, opset, vary, f, DType::f32));
+    RKD_ASSIGN(Tensor g, run_like(eval, *op, opset, vary, f, DType::f32));
     f = std::move(g);
   }
-  return run_like(q, opset, 0, f, q.inputs[2]->constant->dtype());
+  return run_like(eval, q, opset, 0, f, q.inputs[2]->constant->dtype());
 }
 
 bool same_quantization(const Node& dq, const Node& q) {
@@ -139,7 +138,7 @@ bool integer_max_pool(const Node& n) {
 
 }  // namespace
 
-Status lut_sites(ir::Graph& g, std::set<const Node*>& gone) {
+Status lut_sites(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEvaluator& eval) {
   std::vector<Node*> nodes;
   for (const auto& np : g.nodes()) nodes.push_back(np.get());
   for (Node* op : nodes) {
@@ -170,7 +169,7 @@ Status lut_sites(ir::Graph& g, std::set<const Node*>& gone) {
       if (*xs != *ys) continue;
       for (const Value* v : op->inputs) ok = ok && (!v || !v->constant || v->constant->numel() == 1);
       if (!ok) continue;
-      auto table = site_table(*dq, op, vary, *q, g.opset);
+      auto table = site_table(eval, *dq, op, vary, *q, g.opset);
       if (!table.ok()) continue;  // an op the kernels cannot run in this form stays float
       RKD_ASSIGN(Node * lut, add_lut(g, op->name, dq->inputs[0], std::move(*table), *q->outputs[0]));
       g.move_output(q, 0, lut, 0);
@@ -183,7 +182,7 @@ Status lut_sites(ir::Graph& g, std::set<const Node*>& gone) {
       if (same_quantization(*dq, *q)) {
         g.move_output(q, 0, mp, 0);
       } else {
-        auto table = site_table(*dq, nullptr, 0, *q, g.opset);
+        auto table = site_table(eval, *dq, nullptr, 0, *q, g.opset);
         if (!table.ok()) return table.error();
         RKD_ASSIGN(Node * lut, add_lut(g, op->name, mp->outputs[0], std::move(*table), *q->outputs[0]));
         g.move_output(q, 0, lut, 0);
@@ -200,10 +199,10 @@ Status lut_sites(ir::Graph& g, std::set<const Node*>& gone) {
       Tensor v = Tensor::empty(DType::f32, {1});
       v.data<float>()[0] = 0.f;
       if (has_value) v.data<float>()[0] = static_cast<float>(op->inputs[2]->constant->get_as_double(0));
-      RKD_ASSIGN(Tensor qv, run_like(*q, g.opset, 0, v, q->inputs[2]->constant->dtype()));
+      RKD_ASSIGN(Tensor qv, run_like(eval, *q, g.opset, 0, v, q->inputs[2]->constant->dtype()));
       Value* src = dq->inputs[0];
       if (!same_quantization(*dq, *q)) {
-        auto table = site_table(*dq, nullptr, 0, *q, g.opset);
+        auto table = site_table(eval, *dq, nullptr, 0, *q, g.opset);
         if (!table.ok()) return table.error();
         RKD_ASSIGN(Node * lut, add_lut(g, op->name, src, std::move(*table), *op->inputs[0]));
         src = lut->outputs[0];
@@ -245,4 +244,4 @@ Status compose_luts(ir::Graph& g, std::set<const Node*>& gone) {
   return {};
 }
 
-}  // namespace rkd::runtime
+}  // namespace rkd::quant

@@ -1,5 +1,5 @@
-#include "ir/shape_inference.h"
-#include "ir/shape_inference_ctx.h"
+#include "ir/passes/shape_inference.h"
+#include "ir/passes/shape_inference_ctx.h"
 #include "ir/op_info.h"
 
 #include <algorithm>

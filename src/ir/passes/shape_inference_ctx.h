@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "ir/shape_inference.h"
+#include "ir/passes/shape_inference.h"
 
 namespace rkd::ir::detail {
 

@@ -1,5 +1,4 @@
-#include "runtime/fusion.h"
-#include "runtime/qlinear_lut.h"
+#include "ir/passes/fusion.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,10 +6,9 @@
 #include <set>
 #include <tuple>
 
-#include "ir/shape_inference.h"
-#include "kernels/deform_attn.h"
+#include "ir/passes/shape_inference.h"
 
-namespace rkd::runtime {
+namespace rkd::ir {
 
 namespace {
 
@@ -65,9 +63,6 @@ ir::Pass conv_activation_fusion_pass() {
 }
 
 namespace {
-
-using ir::Node;
-using ir::Value;
 
 // A failed check: the reason is reported for near misses.
 struct Miss {
@@ -418,4 +413,4 @@ ir::Pass deform_attn_fusion_pass(FusionReport* report) {
       }};
 }
 
-}  // namespace rkd::runtime
+}  // namespace rkd::ir

@@ -19,18 +19,15 @@
 //    node's extra pass, so no convolution ends up converting more than it did without the pass.
 // Values keep their names where they keep their layout; dead Transposes are left to the
 // dead-code pass that follows.
+#include "ir/passes/int8_layout.h"
+
 #include <algorithm>
 
-#include "ir/shape_inference.h"
-#include "runtime/fusion.h"
+#include "ir/passes/shape_inference.h"
 
-namespace rkd::runtime {
+namespace rkd::ir {
 
 namespace {
-
-using ir::Graph;
-using ir::Node;
-using ir::Value;
 
 const std::vector<int64_t> kToChannelsLast{0, 2, 3, 1}, kToChannelsFirst{0, 3, 1, 2};
 
@@ -203,4 +200,4 @@ ir::Pass int8_channels_last_pass() {
                   }};
 }
 
-}  // namespace rkd::runtime
+}  // namespace rkd::ir

@@ -1,14 +1,14 @@
-// Per-tensor QDQ sites computed on the integers, inside qdq-to-qlinear (fusion.h). Every
+// Per-tensor QDQ sites computed on the integers, inside qdq-to-qlinear (qlinear.h). Every
 // rewrite is exact by construction: the tables are the executor's own DequantizeLinear, op and
-// QuantizeLinear kernels run over all 256 input codes.
+// QuantizeLinear kernels (`eval`) run over all 256 input codes.
 #pragma once
 
 #include <set>
 
 #include "ir/ir.h"
-#include "runtime/op_registry.h"
+#include "ir/pass.h"
 
-namespace rkd::runtime {
+namespace rkd::quant {
 
 // With DQ and Q per tensor (constant scale and zero point, 8-bit), Q the op's only reader:
 //   DQ(x) -> U -> Q, U elementwise (Relu, LeakyRelu, Sigmoid, HardSwish, Clip, Mul by a
@@ -19,8 +19,8 @@ namespace rkd::runtime {
 //     unless DQ and Q quantize alike;
 //   DQ(x) -> Pad(constant v) -> Q: Pad on QLinearLut(Q o DQ)(x) with the value Q(v).
 // Sites whose op the kernels cannot evaluate this way stay float.
-Status lut_sites(ir::Graph& g, std::set<const ir::Node*>& gone);
+Status lut_sites(ir::Graph& g, std::set<const ir::Node*>& gone, const ir::NodeEvaluator& eval);
 // QLinearLut -> QLinearLut (the first read only by the second): one composed table.
 Status compose_luts(ir::Graph& g, std::set<const ir::Node*>& gone);
 
-}  // namespace rkd::runtime
+}  // namespace rkd::quant
