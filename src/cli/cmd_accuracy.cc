@@ -9,7 +9,7 @@
 #include "cli/commands.h"
 #include "core/output.h"
 #include "ir/op_info.h"
-#include "runtime/accuracy.h"
+#include "workflows/accuracy.h"
 #include "runtime/detect.h"
 #include "runtime/model.h"
 
@@ -29,11 +29,11 @@ void run_accuracy(const AccuracyArgs& a) {
   const auto inputs = take(runtime::model_inputs(a.float_model, a.image, a.config, a.inputs));
   check(runtime::check_detector_inputs(inputs));
   if (!a.allow_nonfinite) check(runtime::check_finite_inputs(inputs));
-  const auto rep = take(runtime::analyze_accuracy(a.float_model, a.quant_model, inputs, a.threads));
-  if (!a.html.empty()) write_text(html_tmp, runtime::accuracy_html(rep));
+  const auto rep = take(workflows::analyze_accuracy(a.float_model, a.quant_model, inputs, a.threads));
+  if (!a.html.empty()) write_text(html_tmp, workflows::accuracy_html(rep));
   check(out_tx.publish());
   if (a.json) {
-    std::cout << runtime::accuracy_json(rep);
+    std::cout << workflows::accuracy_json(rep);
     return;
   }
   std::printf("%zu quantized layers of %s\n", rep.layers.size(), a.quant_model.c_str());
@@ -44,7 +44,7 @@ void run_accuracy(const AccuracyArgs& a) {
                 l.entire.max_abs, l.entire.lsb);
   }
   // Layout and copy ops carry their input's values and scale: the table lists computing layers.
-  std::vector<const runtime::LayerAccuracy*> order;
+  std::vector<const workflows::LayerAccuracy*> order;
   for (const auto& l : rep.layers) {
     const ir::OpInfo* op = ir::find_op("", l.op);
     if (!op || !op->has(ir::kLayoutOnly)) order.push_back(&l);

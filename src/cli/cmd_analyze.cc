@@ -8,8 +8,8 @@
 #include "core/npy.h"
 #include "runtime/detect.h"
 #include "runtime/model.h"
-#include "runtime/npu_analyze.h"
-#include "runtime/npu_compile.h"
+#include "workflows/analyze.h"
+#include "workflows/compile.h"
 #include "quant/requant.h"
 
 namespace rkd::cli {
@@ -71,11 +71,11 @@ void add_analyze_command(CLI::App& app) {
     else strategies = {take(npu::lower::parse_strategy(a->strategy))};
     npu::sim::Quirks q;
     for (const std::string& k : a->knobs) check(npu::sim::set_knob(q, k));
-    const auto rep = take(runtime::analyze_npu(a->model, inputs, strategies, q, a->threads, a->lower, a->requant));
-    if (!a->html.empty()) write_text(html_tmp, runtime::npu_analysis_html(rep));
+    const auto rep = take(workflows::analyze_npu(a->model, inputs, strategies, q, a->threads, a->lower, a->requant));
+    if (!a->html.empty()) write_text(html_tmp, workflows::npu_analysis_html(rep));
     check(out_tx.publish());
-    if (a->json) std::cout << runtime::npu_analysis_json(rep);
-    else std::cout << runtime::npu_analysis_text(rep, a->per_conv);
+    if (a->json) std::cout << workflows::npu_analysis_json(rep);
+    else std::cout << workflows::npu_analysis_text(rep, a->per_conv);
     // A strategy that failed on a convolution within the shared limits is a result the user
     // must not miss: the report stands, the exit status says it.
     std::string failed;
@@ -104,7 +104,7 @@ void add_compile_command(CLI::App& app) {
     const auto st = a->strategy.empty() ? npu::lower::kDefaultStrategy : take(npu::lower::parse_strategy(a->strategy));
     OutputTransaction out_tx({a->model}, a->force);
     const std::string dir = take(out_tx.folder(a->out));
-    const auto s = take(runtime::compile_for_npu(a->model, st, dir));
+    const auto s = take(workflows::compile_for_npu(a->model, st, dir));
     check(out_tx.publish());
     std::printf("%s: %d convolution(s) in %d task(s) for %s (%s), %d node(s) on the CPU\n", a->out.c_str(), s.convs_on_npu, s.tasks,
                 a->target.c_str(), npu::lower::strategy_name(st), s.nodes_on_cpu);

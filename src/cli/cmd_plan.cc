@@ -16,7 +16,8 @@
 #include "plan/plan.h"
 #include "runtime/detect.h"
 #include "runtime/model.h"
-#include "runtime/plan_model.h"
+#include "workflows/bench.h"
+#include "workflows/plan.h"
 
 namespace rkd::cli {
 
@@ -46,7 +47,7 @@ void run_plan(const PlanArgs& a) {
     fail(invalid("--threads " + std::to_string(a.threads) + ": " + rep.target.name + "'s CPU has " + std::to_string(rep.target.cpu.cores) +
                  " big cores (the CPU factor scales this host's time at the same thread count)"));
   }
-  runtime::PlanOptions po;
+  workflows::PlanOptions po;
   po.model = a.model;
   po.discrete_model = a.discrete_model;
   po.runs = a.runs;
@@ -64,8 +65,8 @@ void run_plan(const PlanArgs& a) {
   rep.model = a.model;
   rep.discrete_model = a.discrete_model;
   rep.layers = a.layers;
-  rep.plans = take(runtime::plan_model(po, rep.target));
-  rep.host = runtime::environment();
+  rep.plans = take(workflows::plan_model(po, rep.target));
+  rep.host = workflows::environment();
   rep.host["runs"] = std::to_string(a.runs);
   if (!a.cpu_times.empty()) {
     const plan::BoardTimes bt = take(plan::read_board_times(a.cpu_times));
@@ -95,64 +96,24 @@ struct BenchArgs {
   bool json = false, allow_nonfinite = false;
 };
 
-struct Stats {
-  double p50 = 0, p95 = 0, min = 0, max = 0, mean = 0;
-};
-// Nearest-rank percentiles of the samples.
-Stats stats(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  Stats s;
-  auto rank = [&](double p) {  // the smallest sample with at least p of the samples at or below it
-    const size_t r = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
-    return v[std::min(v.size(), std::max<size_t>(r, 1)) - 1];
-  };
-  s.p50 = rank(0.5);
-  s.p95 = rank(0.95);
-  s.min = v.front();
-  s.max = v.back();
-  for (double x : v) s.mean += x / static_cast<double>(v.size());
-  return s;
+nlohmann::json stats_json(const workflows::LatencyStats& s) {
+  return {{"p50", s.p50}, {"p95", s.p95}, {"min", s.min}, {"max", s.max}, {"mean", s.mean}};
 }
 
-nlohmann::json stats_json(const Stats& s) { return {{"p50", s.p50}, {"p95", s.p95}, {"min", s.min}, {"max", s.max}, {"mean", s.mean}}; }
-
 void run_bench(const BenchArgs& a) {
-  runtime::LoadOptions lo;
-  lo.batch = 1;
-  lo.compile.int8 = a.backend != "cpu";
-  if (a.backend == "sim") lo.compile.npu_sim_strategy = a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy;
-  else if (!a.strategy.empty()) fail(invalid("--strategy needs --backend sim"));
-  lo.exec.threads = a.threads;
-  const auto inputs = take(runtime::model_inputs(a.model, a.image, a.config, a.inputs));
-  check(runtime::check_real_inputs(inputs));
-  if (!a.allow_nonfinite) check(runtime::check_finite_inputs(inputs));
-  runtime::LoadedModel m = take(runtime::load_model(a.model, lo));
-  // Milliseconds of each of `runs` calls of f after `warmup` untimed ones.
-  auto timed = [&](auto f) {
-    std::vector<double> ms;
-    for (int i = 0; i < a.warmup + a.runs; ++i) {
-      report_progress(i < a.warmup ? "bench: warm-up" : "bench: measuring", i < a.warmup ? i + 1 : i + 1 - a.warmup,
-                      i < a.warmup ? a.warmup : a.runs);
-      const auto t0 = std::chrono::steady_clock::now();
-      f();
-      if (i >= a.warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    return ms;
-  };
-  const std::vector<double> fwd = timed([&] { take(m.executor->run(inputs)); });
-  std::vector<double> e2e;
-  if (!a.image.empty()) {
-    // End to end from the decoded photo: preprocessing, the forward pass, decoding the outputs.
-    const runtime::Image img = take(runtime::load_image(a.image));
-    const runtime::DetectorConfig cfg = a.config.empty() ? runtime::default_config(*m.graph) : take(runtime::read_config(a.config));
-    const bool deim = runtime::takes_target_sizes(*m.graph);
-    e2e = timed([&] {
-      const auto prep = take(runtime::preprocess(img, cfg, deim));
-      const auto out = take(m.executor->run(prep.inputs));
-      take(runtime::postprocess(out, cfg, prep, img));
-    });
-  }
-  const Stats f = stats(fwd);
+  workflows::BenchOptions o;
+  o.model = a.model;
+  o.backend = a.backend;
+  o.image = a.image;
+  o.config = a.config;
+  o.strategy = a.strategy;
+  o.inputs = a.inputs;
+  o.warmup = a.warmup;
+  o.runs = a.runs;
+  o.threads = a.threads;
+  o.allow_nonfinite = a.allow_nonfinite;
+  const workflows::BenchResult r = take(workflows::bench(o));
+  const workflows::LatencyStats& f = r.forward;
   nlohmann::json j;
   j["command"] = "bench";
   j["model"] = a.model;
@@ -160,8 +121,8 @@ void run_bench(const BenchArgs& a) {
   j["warmup"] = a.warmup;
   j["runs"] = a.runs;
   j["forward_ms"] = stats_json(f);
-  j["end_to_end_ms"] = e2e.empty() ? nlohmann::json(nullptr) : stats_json(stats(e2e));
-  const auto env = runtime::environment();
+  j["end_to_end_ms"] = r.end_to_end ? stats_json(*r.end_to_end) : nlohmann::json(nullptr);
+  const auto& env = r.environment;
   j["environment"] = json_record<nlohmann::json>(env);
   if (a.json) {
     std::cout << json_text(j);
@@ -171,8 +132,8 @@ void run_bench(const BenchArgs& a) {
   std::printf("  dispatch     Highway %s, oneDNN %s, int8 products %s, vectorised loops %s (ISA ceiling %s)\n", env.at("highway_target").c_str(),
               env.at("onednn_isa").c_str(), env.at("int8_products").c_str(), env.at("vectorised_loops").c_str(), env.at("isa_ceiling").c_str());
   std::printf("  forward      P50 %9.3f ms  P95 %9.3f ms  (min %.3f, max %.3f)\n", f.p50, f.p95, f.min, f.max);
-  if (!e2e.empty()) {
-    const Stats e = stats(e2e);
+  if (r.end_to_end) {
+    const workflows::LatencyStats& e = *r.end_to_end;
     std::printf("  end to end   P50 %9.3f ms  P95 %9.3f ms  (min %.3f, max %.3f; preprocessing and decoding included)\n", e.p50, e.p95, e.min, e.max);
   }
 }

@@ -9,7 +9,7 @@
 #include "core/output.h"
 #include "frontends/onnx/onnx_export.h"
 #include "runtime/model.h"
-#include "runtime/quantize.h"
+#include "workflows/quantize.h"
 
 namespace rkd::cli {
 namespace {
@@ -34,7 +34,7 @@ void run_quantize(const QuantizeArgs& a) {
   }
   OutputTransaction out_tx({a.model, a.calib, a.config});
   const std::string out_tmp = take(out_tx.file(a.output));
-  runtime::QuantizeOptions opt;
+  workflows::QuantizeOptions opt;
   opt.qdq.dtype = u8 ? DType::u8 : DType::i8;
   opt.method = take(quant::calib_method_from_name(a.method));
   opt.percentile = a.percentile;
@@ -42,14 +42,14 @@ void run_quantize(const QuantizeArgs& a) {
   opt.qdq.symmetric_activations = a.symmetric;
   opt.threads = a.threads;
   // The calibration photos are preprocessed for the model's own inputs: read them once.
-  auto probe = take(runtime::load_with_all_values(a.model));
-  runtime::CalibrationInput ci{a.calib, a.images, a.config};
-  const auto samples = take(runtime::load_calibration(ci, *probe));
+  auto probe = take(workflows::load_with_all_values(a.model));
+  workflows::CalibrationInput ci{a.calib, a.images, a.config};
+  const auto samples = take(workflows::load_calibration(ci, *probe));
   for (size_t i = 0; i < samples.size() && !a.allow_nonfinite; ++i) {
     check(runtime::check_finite_inputs(samples[i], a.calib + ": calibration sample " + std::to_string(i) + ", input"));
   }
   probe.reset();
-  auto q = take(runtime::quantize_model(a.model, samples, opt));
+  auto q = take(workflows::quantize_model(a.model, samples, opt));
   check(onnx_frontend::export_onnx_file(*q.graph, out_tmp));
   check(out_tx.publish());
   const auto& r = q.report;

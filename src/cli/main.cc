@@ -16,7 +16,7 @@
 #include "core/npy.h"
 #include "core/output.h"
 #include "core/progress.h"
-#include "runtime/plan_model.h"
+#include "workflows/plan.h"
 
 namespace rkd::cli {
 namespace {
@@ -110,7 +110,7 @@ void terminal_progress(const std::string& stage, int64_t done, int64_t total) {
 // `rkdeploy --version`: version and commit, build type, compiler, and what the run-time
 // dispatchers choose on this CPU (the same record as `bench --json`'s environment).
 std::string version_text() {
-  auto e = rkd::runtime::environment();
+  auto e = rkd::workflows::environment();
   return "rkdeploy " + e["rkdeploy"] + " (" + e["build_type"] + ", " + e["compiler"] + ")\n" + "cpu: " + e["cpu"] + "\ndispatch: Highway " +
          e["highway_target"] + ", oneDNN " + e["onednn"] + " " + e["onednn_isa"] + ", int8 products " + e["int8_products"] + ", vectorised loops " +
          e["vectorised_loops"] + " (ISA ceiling " + e["isa_ceiling"] + ")";

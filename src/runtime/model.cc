@@ -5,38 +5,11 @@
 #include "core/npy.h"
 #include "runtime/detect.h"
 
-#include "frontends/onnx/onnx_import.h"
-#include "frontends/tfjs/tfjs_import.h"
-#include "frontends/tflite/tflite_import.h"
 #include "runtime/op_registry.h"
 
 namespace rkd::runtime {
 
-Result<ImportedModel> import_model(const std::string& path, int64_t batch) {
-  ImportedModel m;
-  if (tfjs_frontend::is_tfjs_path(path)) {
-    tfjs_frontend::ImportOptions io;
-    io.batch = batch > 0 ? batch : 1;
-    io.evaluate = evaluate_node;
-    RKD_ASSIGN(tfjs_frontend::Imported imp, tfjs_frontend::import_tfjs_file(path, io));
-    m.graph = std::move(imp.graph);
-    m.notes = std::move(imp.notes);
-  } else if (tflite_frontend::is_tflite_path(path)) {
-    tflite_frontend::ImportOptions io;
-    io.evaluate = evaluate_node;
-    RKD_ASSIGN(tflite_frontend::Imported imp, tflite_frontend::import_tflite_file(path, io));
-    m.graph = std::move(imp.graph);
-    m.notes = std::move(imp.notes);
-  } else {
-    onnx_frontend::ImportOptions io;
-    io.batch = batch;
-    RKD_ASSIGN(onnx_frontend::Imported imp, onnx_frontend::import_onnx_file(path, io));
-    m.graph = std::move(imp.graph);
-    m.notes = std::move(imp.notes);
-    m.ir_version = imp.ir_version;
-  }
-  return m;
-}
+Result<ImportedModel> import_model(const std::string& path, int64_t batch) { return frontends::import_file(path, batch, evaluate_node); }
 
 Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt) {
   RKD_ASSIGN(ImportedModel imp, import_model(path, opt.batch > 0 ? opt.batch : 1));

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "frontends/import.h"
 #include "ir/ir.h"
 #include "runtime/executor.h"
 
@@ -39,13 +40,9 @@ struct LoadedModel {
 
 Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt);
 
-// The import step of load_model alone: ONNX, or TensorFlow.js for a .json path (folded with
-// the executor's kernels as it is built). batch <= 0 leaves ONNX's symbolic batch unbound.
-struct ImportedModel {
-  ir::Graph graph;
-  std::vector<std::string> notes;
-  int64_t ir_version = 0;  // ONNX only
-};
+// The import step of load_model alone (frontends/import.h), folding with the executor's
+// kernels. batch <= 0 leaves ONNX's symbolic batch unbound.
+using frontends::ImportedModel;
 Result<ImportedModel> import_model(const std::string& path, int64_t batch);
 
 // See the contract above.

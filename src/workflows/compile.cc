@@ -1,4 +1,4 @@
-#include "runtime/npu_compile.h"
+#include "workflows/compile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -14,7 +14,9 @@
 #include "runtime/model.h"
 #include "runtime/npu_conv.h"
 
-namespace rkd::runtime {
+namespace rkd::workflows {
+
+using namespace runtime;  // NOLINT: the layer below (executor, model loading, detector pre- and post-processing)
 
 namespace {
 
@@ -151,4 +153,4 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   return sum;
 }
 
-}  // namespace rkd::runtime
+}  // namespace rkd::workflows

@@ -28,7 +28,7 @@
 #include "core/result.h"
 #include "core/tensor.h"
 
-namespace rkd::runtime {
+namespace rkd::workflows {
 
 struct LayerError {
   double cosine = 1, euclidean = 0, max_abs = 0, lsb = 0;
@@ -59,4 +59,4 @@ Result<AccuracyReport> analyze_accuracy(const std::string& float_model, const st
 std::string accuracy_json(const AccuracyReport& r);
 std::string accuracy_html(const AccuracyReport& r);
 
-}  // namespace rkd::runtime
+}  // namespace rkd::workflows

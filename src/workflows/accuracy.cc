@@ -1,5 +1,5 @@
 // Per-layer accuracy analysis (contract in accuracy.h).
-#include "runtime/accuracy.h"
+#include "workflows/accuracy.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,9 +12,11 @@
 #include "core/html.h"
 #include "runtime/executor.h"
 #include "runtime/op_registry.h"
-#include "runtime/quantize.h"
+#include "workflows/quantize.h"
 
-namespace rkd::runtime {
+namespace rkd::workflows {
+
+using namespace runtime;  // NOLINT: the layer below (executor, model loading, detector pre- and post-processing)
 
 LayerError compare(const Tensor& ref0, const Tensor& q0, double scale) {
   const Tensor ref = ref0.contiguous(), q = q0.contiguous();
@@ -273,4 +275,4 @@ std::string accuracy_html(const AccuracyReport& r) {
   return h.str();
 }
 
-}  // namespace rkd::runtime
+}  // namespace rkd::workflows

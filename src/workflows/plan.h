@@ -17,7 +17,7 @@
 #include "core/tensor.h"
 #include "plan/plan.h"
 
-namespace rkd::runtime {
+namespace rkd::workflows {
 
 struct PlanOptions {
   std::string model, discrete_model;
@@ -33,4 +33,4 @@ Result<std::vector<plan::VariantPlan>> plan_model(const PlanOptions& o, const pl
 // versions, the ISA dispatch.
 std::map<std::string, std::string> environment();
 
-}  // namespace rkd::runtime
+}  // namespace rkd::workflows

@@ -1,4 +1,4 @@
-#include "runtime/npu_analyze.h"
+#include "workflows/analyze.h"
 
 #include <nlohmann/json.hpp>
 
@@ -19,7 +19,9 @@
 #include "runtime/model.h"
 #include "runtime/npu_conv.h"
 
-namespace rkd::runtime {
+namespace rkd::workflows {
+
+using namespace runtime;  // NOLINT: the layer below (executor, model loading, detector pre- and post-processing)
 
 namespace {
 
@@ -310,4 +312,4 @@ std::string npu_analysis_html(const NpuAnalysis& a) {
   return h;
 }
 
-}  // namespace rkd::runtime
+}  // namespace rkd::workflows

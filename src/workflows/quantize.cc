@@ -1,5 +1,5 @@
 // Calibration driver (contract in quantize.h).
-#include "runtime/quantize.h"
+#include "workflows/quantize.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -9,7 +9,9 @@
 #include "runtime/executor.h"
 #include "runtime/model.h"
 
-namespace rkd::runtime {
+namespace rkd::workflows {
+
+using namespace runtime;  // NOLINT: the layer below (executor, model loading, detector pre- and post-processing)
 
 namespace fs = std::filesystem;
 
@@ -131,4 +133,4 @@ Result<QuantizedModel> quantize_model(const std::string& model_path, const std::
   return q;
 }
 
-}  // namespace rkd::runtime
+}  // namespace rkd::workflows

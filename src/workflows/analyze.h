@@ -24,7 +24,7 @@
 #include "npu/lower/lower.h"
 #include "npu/sim/sim.h"
 
-namespace rkd::runtime {
+namespace rkd::workflows {
 
 struct StrategyResult {
   std::string strategy;
@@ -65,4 +65,4 @@ std::string npu_analysis_json(const NpuAnalysis& a);
 // (table#convs: exact % / max LSB per strategy).
 std::string npu_analysis_html(const NpuAnalysis& a);
 
-}  // namespace rkd::runtime
+}  // namespace rkd::workflows

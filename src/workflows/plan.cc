@@ -1,4 +1,4 @@
-#include "runtime/plan_model.h"
+#include "workflows/plan.h"
 
 #include <dnnl.hpp>
 #include <hwy/highway.h>
@@ -12,7 +12,9 @@
 #include "kernels/tensor_ops.h"
 #include "runtime/model.h"
 
-namespace rkd::runtime {
+namespace rkd::workflows {
+
+using namespace runtime;  // NOLINT: the layer below (executor, model loading, detector pre- and post-processing)
 
 namespace {
 
@@ -117,4 +119,4 @@ std::map<std::string, std::string> environment() {
   return e;
 }
 
-}  // namespace rkd::runtime
+}  // namespace rkd::workflows

@@ -22,7 +22,7 @@
 #include "core/result.h"
 #include "npu/lower/lower.h"
 
-namespace rkd::runtime {
+namespace rkd::workflows {
 
 struct NpuCompileSummary {
   int convs_on_npu = 0, nodes_on_cpu = 0, tasks = 0;
@@ -32,4 +32,4 @@ struct NpuCompileSummary {
 
 Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::Strategy strategy, const std::string& out_dir);
 
-}  // namespace rkd::runtime
+}  // namespace rkd::workflows

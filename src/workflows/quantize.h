@@ -26,7 +26,7 @@
 #include "quant/qdq.h"
 #include "runtime/detect.h"
 
-namespace rkd::runtime {
+namespace rkd::workflows {
 
 using Sample = std::map<std::string, Tensor>;
 
@@ -61,4 +61,4 @@ Result<std::unique_ptr<ir::Graph>> load_with_all_values(const std::string& path,
 // The same for a graph already in memory (compiled portably); returns the output count added.
 int expose_all_float_values(ir::Graph& g);
 
-}  // namespace rkd::runtime
+}  // namespace rkd::workflows

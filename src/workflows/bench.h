@@ -1,0 +1,42 @@
+// rkdeploy bench: latency of one model on this host, as percentiles of repeated runs.
+//
+// Contract:
+//  - bench() loads the model for `backend` (cpu: float; int8: the integer kernels; sim: int8
+//    with the convolutions on the NPU simulator, `strategy` or the default), runs `warmup`
+//    untimed and `runs` timed forward passes on the inputs (model_inputs(): a photo through
+//    the detector config, or NAME=FILE.npy specs), and, given a photo, as many end-to-end
+//    runs (preprocessing, forward pass, decoding).
+//  - Inputs must be real (check_real_inputs) and finite unless allow_nonfinite.
+//  - Percentiles are nearest-rank over the timed runs, in milliseconds.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+
+namespace rkd::workflows {
+
+struct BenchOptions {
+  std::string model, backend = "cpu", image, config, strategy;
+  std::vector<std::string> inputs;
+  int warmup = 3, runs = 20, threads = 0;
+  bool allow_nonfinite = false;
+};
+
+struct LatencyStats {
+  double p50 = 0, p95 = 0, min = 0, max = 0, mean = 0;
+};
+LatencyStats latency_stats(std::vector<double> ms);  // ms not empty
+
+struct BenchResult {
+  LatencyStats forward;
+  std::optional<LatencyStats> end_to_end;  // with a photo only
+  std::map<std::string, std::string> environment;
+};
+
+Result<BenchResult> bench(const BenchOptions& o);
+
+}  // namespace rkd::workflows
