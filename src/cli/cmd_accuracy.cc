@@ -1,5 +1,5 @@
 // rkdeploy accuracy FLOAT_MODEL QUANT_MODEL --input NAME=FILE.npy|--image PHOTO: per-layer
-// quantization error in entire and single modes (src/runtime/accuracy.h).
+// quantization error in entire and single modes (src/workflows/accuracy.h).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>

@@ -1,5 +1,5 @@
 // rkdeploy analyze MODEL: every int8 convolution lowered with each NPU strategy, simulated,
-// and compared with the int8 reference on a real input (src/runtime/npu_analyze.h).
+// and compared with the int8 reference on a real input (src/workflows/analyze.h).
 #include <cstdio>
 #include <iostream>
 

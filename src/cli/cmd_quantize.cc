@@ -1,5 +1,5 @@
 // rkdeploy quantize MODEL --calib DIR|FILE.npz -o OUT.onnx: post-training quantization to an
-// ONNX QDQ model (src/runtime/quantize.h, src/quant/qdq.h, docs/quantization.md).
+// ONNX QDQ model (src/workflows/quantize.h, src/quant/qdq.h, docs/quantization.md).
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>

@@ -6,7 +6,7 @@
 //    leaves freedom the choice is written next to the function.
 //  - Inputs may be any view (strided, broadcast with stride 0); outputs are dense,
 //    preallocated by the caller with exactly the shape and dtype the operator defines
-//    (src/ir/shape_inference.cc computes them). Kernels check what would make them read
+//    (src/ir/passes/shape_inference.cc computes them). Kernels check what would make them read
 //    or write out of bounds (index values, dtype support) and return an Error naming the
 //    operand; shape agreement is the caller's job and only asserted.
 //  - Arithmetic: float32 throughout, no fused multiply-add (the build uses

@@ -10,6 +10,8 @@
 
 #include "ir/passes/shape_inference.h"
 #include "core/npy.h"
+#include "npu/arch/arch.h"
+#include "npu/lower/constraints.h"
 #include "plan/plan.h"
 
 namespace rkd::plan {
@@ -91,8 +93,8 @@ struct Reader {
 };
 
 const std::set<std::string>& known_checks() {
-  static const std::set<std::string> c = {"max_rank",    "attr_in", "max_kernel", "max_stride", "groups",
-                                          "const_input", "max_dim", "dtype_in",   "quantized",  "per_tensor_quant"};
+  static const std::set<std::string> c = {"max_rank", "attr_in",  "max_kernel", "max_stride",       "groups",           "const_input",
+                                          "max_dim",  "dtype_in", "quantized",  "per_tensor_quant", "npu_conv_geometry"};
   return c;
 }
 
@@ -229,14 +231,29 @@ Result<Target> load_target(const std::string& path) {
   RKD_ASSIGN(t.sources, r.strings(j, "profile", "sources"));
   if (!j.contains("npu")) return r.err("npu", "missing");
   const json& n = j["npu"];
-  RKD_TRY(r.only_keys(n, "npu", {"cores_used", "macs_per_cycle", "clock_mhz", "utilization", "task_overhead_us", "ddr_gbps", "bytes_per_element"}));
+  RKD_TRY(r.only_keys(n, "npu",
+                      {"arch", "cores_used", "macs_per_cycle", "clock_mhz", "utilization", "task_overhead_us", "ddr_gbps", "bytes_per_element"}));
   RKD_ASSIGN(double cores, r.num(n, "npu", "cores_used", 1, 64));
   t.npu.cores_used = static_cast<int>(cores);
-  RKD_ASSIGN(t.npu.macs_per_cycle, r.num(n, "npu", "macs_per_cycle", 1, 1e6));
-  RKD_ASSIGN(t.npu.clock_mhz, r.num(n, "npu", "clock_mhz", 1, 1e5));
   RKD_ASSIGN(t.npu.utilization, r.num(n, "npu", "utilization", 1e-4, 1));
-  RKD_ASSIGN(t.npu.task_overhead_us, r.num(n, "npu", "task_overhead_us", 0, 1e6));
-  RKD_ASSIGN(t.npu.ddr_gbps, r.num(n, "npu", "ddr_gbps", 1e-3, 1e4));
+  if (n.contains("arch")) {
+    // The hardware's own numbers (src/npu/arch/rk3588.json), the set `analyze` reads too.
+    RKD_ASSIGN(const std::string arch, r.str(n, "npu", "arch"));
+    if (arch != npu::arch::kRk3588.name) return r.err("npu.arch", "'" + arch + "': the one NPU description is " + npu::arch::kRk3588.name);
+    for (const char* k : {"macs_per_cycle", "clock_mhz", "task_overhead_us", "ddr_gbps"}) {
+      if (n.contains(k)) return r.err(std::string("npu.") + k, "given with npu.arch: the arch description holds it");
+    }
+    const auto& a = npu::arch::kRk3588;
+    t.npu.macs_per_cycle = static_cast<double>(a.int8_macs_per_cycle_per_core);
+    t.npu.clock_mhz = static_cast<double>(a.clock_hz) / 1e6;
+    t.npu.task_overhead_us = static_cast<double>(a.per_task_overhead_cycles) / static_cast<double>(a.clock_hz) * 1e6;
+    t.npu.ddr_gbps = static_cast<double>(a.ddr_bytes_per_second) / 1e9;
+  } else {
+    RKD_ASSIGN(t.npu.macs_per_cycle, r.num(n, "npu", "macs_per_cycle", 1, 1e6));
+    RKD_ASSIGN(t.npu.clock_mhz, r.num(n, "npu", "clock_mhz", 1, 1e5));
+    RKD_ASSIGN(t.npu.task_overhead_us, r.num(n, "npu", "task_overhead_us", 0, 1e6));
+    RKD_ASSIGN(t.npu.ddr_gbps, r.num(n, "npu", "ddr_gbps", 1e-3, 1e4));
+  }
   RKD_ASSIGN(double bpe, r.num(n, "npu", "bytes_per_element", 1, 4));
   t.npu.bytes_per_element = static_cast<int>(bpe);
   if (!j.contains("cpu")) return r.err("cpu", "missing");
@@ -385,6 +402,39 @@ const ir::Value* weight_scale(const ir::Node& n) {
   return nullptr;
 }
 
+// A Conv / QLinearConv's geometry as npu/lower/constraints.h reads it (types and quantization
+// are other checks: a float Conv of a QDQ graph is placed as the int8 convolution it becomes).
+std::string npu_conv_geometry_violation(const ir::Node& n) {
+  const bool q = n.op_type == "QLinearConv";
+  const auto xs = ir::static_shape(n.inputs.empty() ? nullptr : n.inputs[0]);
+  const auto ws = ir::static_shape(n.inputs.size() > (q ? 3u : 1u) ? n.inputs[q ? 3 : 1] : nullptr);
+  if (!xs || !ws || xs->size() != 4 || ws->size() != 4) return "not a 2-D convolution with static shapes";
+  npu::lower::ConvGeometry g;
+  g.batch = (*xs)[0];
+  g.C = (*xs)[1];
+  g.H = (*xs)[2];
+  g.W = (*xs)[3];
+  g.OC = (*ws)[0];
+  g.KH = (*ws)[2];
+  g.KW = (*ws)[3];
+  const auto strides = n.attr_ints("strides", {1, 1}).value_or(std::vector<int64_t>{});
+  const auto dil = n.attr_ints("dilations", {1, 1}).value_or(std::vector<int64_t>{});
+  auto pads = n.attr_ints("pads", {0, 0, 0, 0}).value_or(std::vector<int64_t>{});
+  if (strides.size() != 2 || dil.size() != 2 || pads.size() != 4) return "strides, dilations or pads of another rank";
+  const std::string auto_pad = n.attr_string("auto_pad", "NOTSET").value_or("NOTSET");
+  if (!ir::resolve_auto_pad(auto_pad, ir::WindowGeometry{{g.H, g.W}, {g.KH, g.KW}, strides, dil, {}, false}, pads).ok())
+    return "auto_pad " + auto_pad;
+  g.stride_h = strides[0];
+  g.stride_w = strides[1];
+  g.dilation_h = dil[0];
+  g.dilation_w = dil[1];
+  g.pad_top = pads[0];
+  g.pad_left = pads[1];
+  g.groups = n.attr_int("group", 1).value_or(1);
+  const auto v = npu::lower::check_conv(g);
+  return v.empty() ? "" : v[0].found + " (" + v[0].rule + ": " + v[0].reason + ")";
+}
+
 // Empty when the constraint holds; else what was found.
 std::string violation(const Constraint& c, const ir::Node& n) {
   const ir::Value* x = n.inputs.empty() ? nullptr : n.inputs[0];
@@ -441,6 +491,7 @@ std::string violation(const Constraint& c, const ir::Node& n) {
     const std::string t = x && x->dtype ? dtype_name(*x->dtype) : "unknown";
     return std::find(c.values.begin(), c.values.end(), t) == c.values.end() ? t + " input" : "";
   }
+  if (c.check == "npu_conv_geometry") return npu_conv_geometry_violation(n);
   if (c.check == "quantized") return quantized_input(x) ? "" : "float input";
   if (c.check == "per_tensor_quant") {
     if (!quantized_input(x)) return "float input";
@@ -508,6 +559,11 @@ std::string constraint_text(const Constraint& c) {
     s = (c.check == "attr_in" ? c.attr : c.check == "groups" ? std::string("groups") : std::string("dtype")) + " in {";
     for (size_t i = 0; i < c.values.size(); ++i) s += (i ? ", " : "") + c.values[i];
     s += "}";
+  } else if (c.check == "npu_conv_geometry") {
+    s = "the NPU's convolution geometry (" + std::to_string(npu::lower::conv_limits().max_kernel_w) + "x" +
+        std::to_string(npu::lower::conv_limits().max_kernel_h) + " kernels, strides to " + std::to_string(npu::lower::conv_limits().max_stride_w) +
+        ", width to " + std::to_string(npu::lower::conv_limits().max_width) + ", height to " + std::to_string(npu::lower::conv_limits().max_height) +
+        ", dense or depthwise, batch 1)";
   } else if (c.check != "quantized" && c.check != "per_tensor_quant") {
     s += " " + std::to_string(c.value);
   }

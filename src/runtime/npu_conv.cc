@@ -28,11 +28,9 @@ Result<ConvSpec> npu_conv_spec(const Node& n) {
   for (size_t i : {1u, 2u, 4u, 6u, 7u}) {
     if (!constant_of(n, i)) return unsupported("scale or zero point " + std::to_string(i) + " is not a constant");
   }
-  if (!xs || !ys || xs->size() != 4 || (*xs)[0] != 1) return unsupported("input is not a static [1, C, H, W]");
+  if (!xs || !ys || xs->size() != 4 || ys->size() != 4) return unsupported("input or output is not a static [N, C, H, W]");
   if (!w || w->rank() != 4) return unsupported("weights are not a constant 4-D tensor");
-  if (constant_of(n, 1)->numel() != 1 || constant_of(n, 6)->numel() != 1) return unsupported("per-axis input or output quantization");
   RKD_ASSIGN(auto dil, n.attr_ints("dilations", {1, 1}));
-  if (dil != std::vector<int64_t>{1, 1}) return unsupported("dilation (not lowered yet)");
   RKD_ASSIGN(int64_t group, n.attr_int("group", 1));
   ConvSpec s;
   s.C = (*xs)[1];
@@ -41,8 +39,23 @@ Result<ConvSpec> npu_conv_spec(const Node& n) {
   s.OC = w->dim(0);
   s.KH = w->dim(2);
   s.KW = w->dim(3);
-  if (group != 1 && !(group == s.C && s.OC == s.C && w->dim(1) == 1))
-    return unsupported("grouped convolution with " + std::to_string(group) + " groups");
+  // The node-level limits (batch, per-axis activations, dilation, groups) before the spec is
+  // built; check_spec() reads the rest of constraints.h.
+  npu::lower::ConvGeometry geo;
+  geo.dtype = w->dtype();
+  geo.batch = (*xs)[0];
+  geo.C = s.C;
+  geo.H = s.H;
+  geo.W = s.W;
+  geo.OC = s.OC;
+  geo.KH = s.KH;
+  geo.KW = s.KW;
+  geo.per_axis_activations = constant_of(n, 1)->numel() != 1 || constant_of(n, 6)->numel() != 1;
+  if (dil.size() != 2) return unsupported("dilations of another rank");
+  geo.dilation_h = dil[0];
+  geo.dilation_w = dil[1];
+  geo.groups = group;
+  RKD_TRY(npu::lower::conv_supported(geo, "npu lowering: "));
   s.depthwise = group != 1;
   RKD_ASSIGN(auto strides, n.attr_ints("strides", {1, 1}));
   s.stride_h = strides.at(0);

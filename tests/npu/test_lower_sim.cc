@@ -3,6 +3,10 @@
 // uint8 per-tensor) lowered with every strategy, encoded as regcmd, executed by the simulator
 // from device memory, compacted, and compared value by value.
 #include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <iterator>
 #include <hwy/targets.h>
 
 #include <algorithm>
@@ -11,6 +15,8 @@
 #include <random>
 
 #include "kernels/tensor_ops.h"
+#include "npu/arch/arch.h"
+#include "npu/lower/constraints.h"
 #include "npu/lower/lower.h"
 #include "npu/regcmd/regcmd.h"
 #include "npu/sim/conv_task.h"
@@ -677,6 +683,72 @@ TEST(NpuSim, RoundShiftConventions) {
   EXPECT_EQ(sim::round_shift(-5, 1, Rounding::half_up), -2);
   EXPECT_EQ(sim::round_shift(-5, 1, Rounding::truncate), -3);  // floor
   EXPECT_EQ(sim::round_shift(6, 2, Rounding::half_up), 2);     // 1.5
+}
+
+// constraints.h: the limits are the register fields' widths, a convolution at each limit lowers
+// and simulates bit for bit as the reference computes it, and one step past a limit is refused
+// naming what was found and the rule.
+TEST(NpuConstraints, EveryLimitLowersExactlyAndOnePastItIsRefusedByName) {
+  const auto& l = lower::conv_limits();
+  EXPECT_EQ(l.max_kernel_w, static_cast<int64_t>(arch::CNA_WEIGHT_SIZE2_WEIGHT_WIDTH.max()));
+  EXPECT_EQ(l.max_stride_h, static_cast<int64_t>(arch::CNA_CONV_CON3_CONV_Y_STRIDE.max()));
+  EXPECT_EQ(l.max_pad_top, static_cast<int64_t>(arch::CNA_PAD_CON0_PAD_TOP.max()));
+  EXPECT_EQ(l.max_width, static_cast<int64_t>(arch::CNA_DATA_SIZE0_DATAIN_WIDTH.max()));
+  EXPECT_EQ(l.max_height, arch::kRk3588.size_field_max);
+  std::mt19937 rng(11);
+  // uint8 per tensor: the NPU's convention is the reference bit for bit (see above).
+  const std::vector<Dims> edges = {
+      {4, 8, 36, 36, l.max_kernel_w, 1},  // the largest kernel, padded by the largest padding (K / 2)
+      {4, 8, 40, 29, 9, l.max_stride_w},  // the largest stride
+      {16, 16, 6, l.max_width, 1, 1},     // the widest map
+  };
+  for (const Dims& d : edges) {
+    Case c = random_case(rng, false, DType::u8, 0.0, false, d);
+    ASSERT_TRUE(lower::check_conv(lower::geometry_of(c.spec)).empty());
+    auto y = simulate(c, lower::Strategy::per_tensor);
+    ASSERT_TRUE(y.ok()) << "K " << d.K << " stride " << d.stride << " W " << d.W << ": " << y.error().to_string();
+    EXPECT_EQ(compare(*y, reference(c, quant::Requant::rknpu_out_cvt)).max, 0) << "K " << d.K << " stride " << d.stride << " W " << d.W;
+  }
+  struct Past {
+    std::function<void(lower::ConvSpec&)> change;
+    std::string found, rule;
+  };
+  const std::vector<Past> past = {
+      {[&](lower::ConvSpec& s) { s.stride_h = s.stride_w = l.max_stride_w + 1; }, "stride 8x8", "stride <= 7"},
+      {[&](lower::ConvSpec& s) { s.pad_top = l.max_pad_top + 1; }, "padding 16x", "top and left padding <= 15"},
+      {[&](lower::ConvSpec& s) { s.W = l.max_width + 1; }, "width 2048", "width <= 2047"},
+      {[&](lower::ConvSpec& s) { s.H = l.max_height + 1; }, "height 8192", "height <= 8191"},
+      {[&](lower::ConvSpec& s) { s.w_zero_points.assign(static_cast<size_t>(s.OC), 3), s.w_zero_points[0] = 4; }, "per-channel weight zero points",
+       "one weight zero point"},
+  };
+  for (const Past& p : past) {
+    Case c = random_case(rng, false, DType::u8, 0.0, false, {4, 8, 8, 8, 3, 1});
+    p.change(c.spec);
+    const auto v = lower::check_conv(lower::geometry_of(c.spec));
+    ASSERT_FALSE(v.empty()) << p.rule;
+    EXPECT_EQ(v[0].found.rfind(p.found, 0), 0u) << v[0].text();
+    EXPECT_EQ(v[0].rule, p.rule) << v[0].text();
+    EXPECT_FALSE(v[0].reason.empty());
+    const Status st = lower::check_spec(c.spec);
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.error().kind, ErrorKind::unsupported);
+    EXPECT_NE(st.error().message.find(v[0].text()), std::string::npos) << st.error().message;
+  }
+  lower::ConvGeometry g;
+  g.C = g.OC = 8;
+  g.H = g.W = 8;
+  g.groups = 4;
+  EXPECT_EQ(lower::check_conv(g).at(0).rule, "dense or depthwise (groups = C = OC)");
+  g.groups = 8;
+  EXPECT_TRUE(lower::check_conv(g).empty());
+  g.dilation_h = 2;
+  EXPECT_EQ(lower::check_conv(g).at(0).found, "dilation 2x1");
+  // docs/npu.md's table is the list, rule and reason.
+  std::ifstream f(std::string(RKD_SOURCE_DIR) + "/docs/npu.md");
+  const std::string doc((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  for (const auto& [rule, reason] : lower::conv_rules()) {
+    EXPECT_NE(doc.find("| " + rule + " | " + reason + " |"), std::string::npos) << "docs/npu.md lacks the row: | " << rule << " | " << reason << " |";
+  }
 }
 
 }  // namespace

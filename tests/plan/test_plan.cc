@@ -11,6 +11,8 @@
 
 #include <unistd.h>
 
+#include "npu/arch/arch.h"
+#include "npu/lower/constraints.h"
 #include "plan/plan.h"
 
 namespace rkd {
@@ -164,6 +166,71 @@ TEST(Placement, RequirementsDecideAndTheirReasonsAreReported) {
   ir::Node* sig = node(g, "Sigmoid", {other->outputs[0]}, {1, 4, 8, 8});
   EXPECT_EQ(plan::place(t, *sig).device, plan::Device::cpu);
   EXPECT_EQ(plan::place(t, *sig).reason, "float32 input: fp16 tables only");
+}
+
+// The rk3588-rkdeploy profile places a convolution on the NPU exactly when the lowering's own
+// constraints (npu/lower/constraints.h) take its geometry, and its NPU cost parameters are
+// the arch description's (the numbers analyze reads).
+TEST(Placement, TheRkdeployProfileAgreesWithTheLoweringConstraints) {
+  const plan::Target t = *plan::find_target("rk3588-rkdeploy", kTargets);
+  const auto& a = npu::arch::kRk3588;
+  EXPECT_EQ(t.npu.macs_per_cycle, static_cast<double>(a.int8_macs_per_cycle_per_core));
+  EXPECT_EQ(t.npu.task_overhead_us, static_cast<double>(a.per_task_overhead_cycles) / static_cast<double>(a.clock_hz) * 1e6);
+  EXPECT_EQ(t.npu.ddr_gbps, static_cast<double>(a.ddr_bytes_per_second) / 1e9);
+  const auto& l = npu::lower::conv_limits();
+  struct G {
+    int64_t c, oc, h, w, k, stride, pad, dilation, group;
+  };
+  const std::vector<G> cases = {
+      {8, 8, 16, 16, 3, 1, 1, 1, 1},                           // ordinary
+      {8, 8, 40, 40, l.max_kernel_w, 1, l.max_pad_top, 1, 1},  // the largest kernel and padding
+      {8, 8, 40, 40, l.max_kernel_w + 1, 1, 0, 1, 1},          // one past the kernel field
+      {8, 8, 64, 64, 9, l.max_stride_w, 0, 1, 1},              // the largest stride
+      {8, 8, 64, 64, 9, l.max_stride_w + 1, 0, 1, 1},          // one past it
+      {8, 8, 40, 40, 3, 1, l.max_pad_top + 1, 1, 1},           // padding past its field
+      {4, 4, 8, l.max_width, 1, 1, 0, 1, 1},                   // the widest map
+      {4, 4, 8, l.max_width + 1, 1, 1, 0, 1, 1},               // one wider
+      {8, 8, 16, 16, 3, 1, 2, 2, 1},                           // dilated
+      {8, 8, 16, 16, 3, 1, 1, 1, 8},                           // depthwise
+      {8, 16, 16, 16, 3, 1, 1, 1, 4},                          // grouped
+  };
+  for (const G& c : cases) {
+    ir::Graph g;
+    g.opset = 17;
+    ir::Value* x = input(g, "x", {1, c.c, c.h, c.w});
+    Tensor w = Tensor::zeros(DType::f32, {c.oc, c.c / c.group, c.k, c.k}).value();
+    const int64_t ke = (c.k - 1) * c.dilation + 1;
+    const int64_t oh = (c.h + 2 * c.pad - ke) / c.stride + 1, ow = (c.w + 2 * c.pad - ke) / c.stride + 1;
+    ir::Node* n = node(g, "Conv", {x, g.add_constant("w", w)}, {1, c.oc, oh, ow});
+    n->attrs["pads"] = std::vector<int64_t>{c.pad, c.pad, c.pad, c.pad};
+    n->attrs["strides"] = std::vector<int64_t>{c.stride, c.stride};
+    n->attrs["dilations"] = std::vector<int64_t>{c.dilation, c.dilation};
+    n->attrs["group"] = c.group;
+    npu::lower::ConvGeometry geo;
+    geo.C = c.c;
+    geo.H = c.h;
+    geo.W = c.w;
+    geo.OC = c.oc;
+    geo.KH = geo.KW = c.k;
+    geo.stride_h = geo.stride_w = c.stride;
+    geo.pad_top = geo.pad_left = c.pad;
+    geo.dilation_h = geo.dilation_w = c.dilation;
+    geo.groups = c.group;
+    const auto v = npu::lower::check_conv(geo);
+    const plan::Placement p = plan::place(t, *n);
+    const std::string what = "k " + std::to_string(c.k) + " stride " + std::to_string(c.stride) + " pad " + std::to_string(c.pad) + " width " +
+                             std::to_string(c.w) + " dilation " + std::to_string(c.dilation) + " groups " + std::to_string(c.group);
+    if (v.empty()) {
+      EXPECT_EQ(p.device, plan::Device::npu) << what << ": " << p.reason;
+      EXPECT_TRUE(p.lowered) << what;
+    } else {
+      // The 1x1 refold rule may still take it (not lowered); never as a lowered NPU op.
+      EXPECT_FALSE(p.device == plan::Device::npu && p.lowered) << what << ": " << p.reason;
+      if (p.device == plan::Device::cpu) {
+        EXPECT_NE(p.reason.find(v[0].found), std::string::npos) << what << ": " << p.reason;
+      }
+    }
+  }
 }
 
 // x -> conv -> {GridSample a, GridSample b} -> Add -> conv -> GridSample c -> conv: three

@@ -8,6 +8,7 @@
 #include "kernels/tensor_ops.h"
 #include "npu/lower/layout_simd.h"
 #include "npu/arch/arch.h"
+#include "npu/lower/constraints.h"
 #include "quant/requant.h"
 
 namespace rkd::npu::lower {
@@ -160,33 +161,45 @@ Result<std::vector<TaskPlan>> plan(const ConvSpec& s, Strategy st, const LowerOp
 
 }  // namespace
 
+ConvGeometry geometry_of(const ConvSpec& s) {
+  ConvGeometry g;
+  g.dtype = s.dtype;
+  g.C = s.C;
+  g.H = s.H;
+  g.W = s.W;
+  g.OC = s.OC;
+  g.KH = s.KH;
+  g.KW = s.KW;
+  g.stride_h = s.stride_h;
+  g.stride_w = s.stride_w;
+  g.pad_top = s.pad_top;
+  g.pad_left = s.pad_left;
+  g.groups = s.depthwise ? s.C : 1;
+  for (int32_t z : s.w_zero_points) g.per_channel_weight_zero_points = g.per_channel_weight_zero_points || z != s.w_zero_points[0];
+  const int32_t qmin = s.dtype == DType::i8 ? -128 : 0, qmax = s.dtype == DType::i8 ? 127 : 255;
+  g.fused_lower_bound_other_than_relu = s.act_min != qmin && s.act_min != s.y_zero_point;
+  g.activation_after_residual = s.residual && (s.act_min != qmin || s.act_max != qmax);
+  return g;
+}
+
 Status check_spec(const ConvSpec& s) {
-  if (s.dtype != DType::i8 && s.dtype != DType::u8) return unsupported("npu lowering: int8 or uint8 convolutions only");
+  // Malformed specs first ("invalid"), then what the NPU does not take (constraints.h).
   if (s.C < 1 || s.H < 1 || s.W < 1 || s.OC < 1 || s.KH < 1 || s.KW < 1) return invalid("npu lowering: empty convolution");
-  if (s.depthwise && s.OC != s.C) return unsupported("npu lowering: depthwise with a channel multiplier");
-  const Shape want{s.OC, s.depthwise ? 1 : s.C, s.KH, s.KW};
-  if (s.weights.shape() != want || s.weights.dtype() != s.dtype)
-    return invalid("npu lowering: weights must be [OC, C/groups, KH, KW] of the input's type");
-  if (s.KH > 31 || s.KW > 31 || s.stride_h > 7 || s.stride_w > 7)
-    return unsupported("npu lowering: kernel above 31 or stride above 7 (register widths)");
-  if (s.pad_top > 15 || s.pad_left > 15) return unsupported("npu lowering: padding above 15");
+  if (s.dtype == DType::i8 || s.dtype == DType::u8) {
+    const Shape want{s.OC, s.depthwise ? 1 : s.C, s.KH, s.KW};
+    if (s.weights.shape() != want || s.weights.dtype() != s.dtype)
+      return invalid("npu lowering: weights must be [OC, C/groups, KH, KW] of the input's type");
+    const int32_t qmax = s.dtype == DType::i8 ? 127 : 255, qmin = s.dtype == DType::i8 ? -128 : 0;
+    if (s.act_max < qmin || s.act_max > qmax) return invalid("npu lowering: activation upper bound outside the type's range");
+  }
   if (s.w_scales.size() != 1 && static_cast<int64_t>(s.w_scales.size()) != s.OC)
     return invalid("npu lowering: one weight scale or one per output channel");
   if (s.w_zero_points.size() != 1 && static_cast<int64_t>(s.w_zero_points.size()) != s.OC)
     return invalid("npu lowering: one weight zero point or one per output channel");
-  for (int32_t z : s.w_zero_points) {
-    if (z != s.w_zero_points[0]) return unsupported("npu lowering: per-channel weight zero points (OW_OP is one register)");
-  }
   if (!s.bias.empty() && static_cast<int64_t>(s.bias.size()) != s.OC) return invalid("npu lowering: bias must have OC values");
-  if (s.H > 8191 || s.W > 8191 || s.OH() < 1 || s.OW() < 1) return unsupported("npu lowering: map size outside the 13-bit size fields");
-  const int32_t qmax = s.dtype == DType::i8 ? 127 : 255;
-  const int32_t qmin = s.dtype == DType::i8 ? -128 : 0;
-  if (s.act_max < qmin || s.act_max > qmax) return invalid("npu lowering: activation upper bound outside the type's range");
-  if (s.act_min != qmin && s.act_min != s.y_zero_point) return unsupported("npu lowering: a fused lower bound other than ReLU's zero point");
-  if (s.residual && (s.act_min != qmin || s.act_max != qmax)) {
-    return unsupported("npu lowering: an activation after a fused residual add (the EW stage's ReLU is not lowered)");
-  }
   if (s.residual && !(s.r_scale > 0)) return invalid("npu lowering: residual scale must be positive");
+  RKD_TRY(conv_supported(geometry_of(s), "npu lowering: "));
+  if (s.OH() < 1 || s.OW() < 1) return unsupported("npu lowering: the padded input is smaller than the kernel");
   return {};
 }
 

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "npu/lower/constraints.h"
 #include "core/tensor.h"
 #include "npu/memory.h"
 #include "npu/regcmd/regcmd.h"
@@ -159,6 +160,8 @@ struct Lowered {
 // activation forms): an unsupported Error naming the limit, or ok. lower_conv() checks it
 // first; callers check it to keep a convolution on the CPU before they lower anything.
 Status check_spec(const ConvSpec& s);
+// The spec as constraints.h reads it.
+ConvGeometry geometry_of(const ConvSpec& s);
 
 // Places the input (NCHW [1, C, H, W] of spec.dtype) in `mem` as NC1HWC2 with the stored
 // domain's padding lanes; returns its address.

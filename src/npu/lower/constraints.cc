@@ -1,0 +1,110 @@
+#include "npu/lower/constraints.h"
+
+#include <functional>
+#include <sstream>
+
+#include "npu/arch/arch.h"
+
+namespace rkd::npu::lower {
+
+namespace {
+
+using namespace arch;  // NOLINT: register fields and parameters
+
+// "A.B.C and D are N-bit fields" for two fields of one register.
+std::string fields_reason(const Field& a, const Field& b) {
+  const std::string bn = b.name;
+  std::ostringstream o;
+  o << a.name << " and " << bn.substr(bn.rfind('.') + 1) << " are " << a.width() << "-bit fields";
+  return o.str();
+}
+
+struct Rule {
+  std::string rule, reason;
+  std::function<std::string(const ConvGeometry&)> found;  // empty when the rule holds
+};
+
+std::string dims(int64_t a, int64_t b) { return std::to_string(a) + "x" + std::to_string(b); }
+
+const std::vector<Rule>& rules() {
+  static const std::vector<Rule> r = [] {
+    const ConvLimits& l = conv_limits();
+    std::vector<Rule> v;
+    v.push_back({"int8 or uint8", "the lowering emits the int8 datapath (INT16 output times out on the hardware)", [](const ConvGeometry& g) {
+                   return g.dtype == DType::i8 || g.dtype == DType::u8 ? std::string() : std::string(dtype_name(g.dtype)) + " convolution";
+                 }});
+    v.push_back({"batch 1", "one image per task set (batches are not lowered)",
+                 [](const ConvGeometry& g) { return g.batch == 1 ? std::string() : "batch " + std::to_string(g.batch); }});
+    v.push_back({"one input and one output scale", "the CNA takes one input zero point and OUT_CVT one output offset per task",
+                 [](const ConvGeometry& g) { return g.per_axis_activations ? std::string("per-axis input or output quantization") : std::string(); }});
+    v.push_back({"dilation 1", "dilated convolutions are not lowered yet", [](const ConvGeometry& g) {
+                   return g.dilation_h == 1 && g.dilation_w == 1 ? std::string() : "dilation " + dims(g.dilation_h, g.dilation_w);
+                 }});
+    v.push_back({"dense or depthwise (groups = C = OC)", "grouped convolutions and channel multipliers are not lowered", [](const ConvGeometry& g) {
+                   if (g.groups == 1 || (g.groups == g.C && g.OC == g.C)) return std::string();
+                   return std::to_string(g.groups) + " groups of " + std::to_string(g.C) + " -> " + std::to_string(g.OC) + " channels";
+                 }});
+    v.push_back({"kernel <= " + std::to_string(l.max_kernel_w), fields_reason(CNA_WEIGHT_SIZE2_WEIGHT_WIDTH, CNA_WEIGHT_SIZE2_WEIGHT_HEIGHT),
+                 [l](const ConvGeometry& g) { return g.KW <= l.max_kernel_w && g.KH <= l.max_kernel_h ? std::string() : "kernel " + dims(g.KH, g.KW); }});
+    v.push_back({"stride <= " + std::to_string(l.max_stride_w), fields_reason(CNA_CONV_CON3_CONV_X_STRIDE, CNA_CONV_CON3_CONV_Y_STRIDE),
+                 [l](const ConvGeometry& g) {
+                   return g.stride_w <= l.max_stride_w && g.stride_h <= l.max_stride_h ? std::string() : "stride " + dims(g.stride_h, g.stride_w);
+                 }});
+    v.push_back({"top and left padding <= " + std::to_string(l.max_pad_top),
+                 fields_reason(CNA_PAD_CON0_PAD_TOP, CNA_PAD_CON0_PAD_LEFT) + " (bottom and right padding follow from the output size)",
+                 [l](const ConvGeometry& g) {
+                   return g.pad_top <= l.max_pad_top && g.pad_left <= l.max_pad_left ? std::string() : "padding " + dims(g.pad_top, g.pad_left);
+                 }});
+    v.push_back({"width <= " + std::to_string(l.max_width),
+                 std::string(CNA_DATA_SIZE0_DATAIN_WIDTH.name) + " is " + std::to_string(CNA_DATA_SIZE0_DATAIN_WIDTH.width()) +
+                     " bits wide; rows are split into slices, the width is not (width splitting is not implemented)",
+                 [l](const ConvGeometry& g) { return g.W <= l.max_width ? std::string() : "width " + std::to_string(g.W); }});
+    v.push_back({"height <= " + std::to_string(l.max_height), "rk3588.json size_field_max: the 13-bit size fields, kept below 8191 [HW]",
+                 [l](const ConvGeometry& g) { return g.H <= l.max_height ? std::string() : "height " + std::to_string(g.H); }});
+    v.push_back({"one weight zero point", "OW_OP (the weight zero point's correction) is one register per task", [](const ConvGeometry& g) {
+                   return g.per_channel_weight_zero_points ? std::string("per-channel weight zero points") : std::string();
+                 }});
+    v.push_back({"no fused activation, ReLU or a clamp from above", "the BS stage's ReLU clamps at the output zero point only",
+                 [](const ConvGeometry& g) { return g.fused_lower_bound_other_than_relu ? std::string("a fused lower bound other than ReLU's") : std::string(); }});
+    v.push_back({"no activation after a fused residual add", "the EW stage's ReLU is not lowered", [](const ConvGeometry& g) {
+                   return g.activation_after_residual ? std::string("an activation after a fused residual add") : std::string();
+                 }});
+    return v;
+  }();
+  return r;
+}
+
+}  // namespace
+
+const ConvLimits& conv_limits() {
+  static const ConvLimits l{static_cast<int64_t>(CNA_WEIGHT_SIZE2_WEIGHT_WIDTH.max()), static_cast<int64_t>(CNA_WEIGHT_SIZE2_WEIGHT_HEIGHT.max()),
+                            static_cast<int64_t>(CNA_CONV_CON3_CONV_X_STRIDE.max()),   static_cast<int64_t>(CNA_CONV_CON3_CONV_Y_STRIDE.max()),
+                            static_cast<int64_t>(CNA_PAD_CON0_PAD_LEFT.max()),         static_cast<int64_t>(CNA_PAD_CON0_PAD_TOP.max()),
+                            static_cast<int64_t>(CNA_DATA_SIZE0_DATAIN_WIDTH.max()),   kRk3588.size_field_max};
+  return l;
+}
+
+std::string Violation::text() const { return found + ": " + rule + " (" + reason + ")"; }
+
+std::vector<std::pair<std::string, std::string>> conv_rules() {
+  std::vector<std::pair<std::string, std::string>> v;
+  for (const Rule& r : rules()) v.emplace_back(r.rule, r.reason);
+  return v;
+}
+
+std::vector<Violation> check_conv(const ConvGeometry& g) {
+  std::vector<Violation> v;
+  for (const Rule& r : rules()) {
+    std::string f = r.found(g);
+    if (!f.empty()) v.push_back({std::move(f), r.rule, r.reason});
+  }
+  return v;
+}
+
+Status conv_supported(const ConvGeometry& g, const std::string& what) {
+  const auto v = check_conv(g);
+  if (v.empty()) return {};
+  return unsupported(what + v[0].text());
+}
+
+}  // namespace rkd::npu::lower
