@@ -35,8 +35,9 @@ const std::vector<Rule>& rules() {
                  }});
     v.push_back({"batch 1", "one image per task set (batches are not lowered)",
                  [](const ConvGeometry& g) { return g.batch == 1 ? std::string() : "batch " + std::to_string(g.batch); }});
-    v.push_back({"one input and one output scale", "the CNA takes one input zero point and OUT_CVT one output offset per task",
-                 [](const ConvGeometry& g) { return g.per_axis_activations ? std::string("per-axis input or output quantization") : std::string(); }});
+    v.push_back(
+        {"one input and one output scale", "the CNA takes one input zero point and OUT_CVT one output offset per task",
+         [](const ConvGeometry& g) { return g.per_axis_activations ? std::string("per-axis input or output quantization") : std::string(); }});
     v.push_back({"dilation 1", "dilated convolutions are not lowered yet", [](const ConvGeometry& g) {
                    return g.dilation_h == 1 && g.dilation_w == 1 ? std::string() : "dilation " + dims(g.dilation_h, g.dilation_w);
                  }});
@@ -44,8 +45,9 @@ const std::vector<Rule>& rules() {
                    if (g.groups == 1 || (g.groups == g.C && g.OC == g.C)) return std::string();
                    return std::to_string(g.groups) + " groups of " + std::to_string(g.C) + " -> " + std::to_string(g.OC) + " channels";
                  }});
-    v.push_back({"kernel <= " + std::to_string(l.max_kernel_w), fields_reason(CNA_WEIGHT_SIZE2_WEIGHT_WIDTH, CNA_WEIGHT_SIZE2_WEIGHT_HEIGHT),
-                 [l](const ConvGeometry& g) { return g.KW <= l.max_kernel_w && g.KH <= l.max_kernel_h ? std::string() : "kernel " + dims(g.KH, g.KW); }});
+    v.push_back(
+        {"kernel <= " + std::to_string(l.max_kernel_w), fields_reason(CNA_WEIGHT_SIZE2_WEIGHT_WIDTH, CNA_WEIGHT_SIZE2_WEIGHT_HEIGHT),
+         [l](const ConvGeometry& g) { return g.KW <= l.max_kernel_w && g.KH <= l.max_kernel_h ? std::string() : "kernel " + dims(g.KH, g.KW); }});
     v.push_back({"stride <= " + std::to_string(l.max_stride_w), fields_reason(CNA_CONV_CON3_CONV_X_STRIDE, CNA_CONV_CON3_CONV_Y_STRIDE),
                  [l](const ConvGeometry& g) {
                    return g.stride_w <= l.max_stride_w && g.stride_h <= l.max_stride_h ? std::string() : "stride " + dims(g.stride_h, g.stride_w);
@@ -64,8 +66,10 @@ const std::vector<Rule>& rules() {
     v.push_back({"one weight zero point", "OW_OP (the weight zero point's correction) is one register per task", [](const ConvGeometry& g) {
                    return g.per_channel_weight_zero_points ? std::string("per-channel weight zero points") : std::string();
                  }});
-    v.push_back({"no fused activation, ReLU or a clamp from above", "the BS stage's ReLU clamps at the output zero point only",
-                 [](const ConvGeometry& g) { return g.fused_lower_bound_other_than_relu ? std::string("a fused lower bound other than ReLU's") : std::string(); }});
+    v.push_back(
+        {"no fused activation, ReLU or a clamp from above", "the BS stage's ReLU clamps at the output zero point only", [](const ConvGeometry& g) {
+           return g.fused_lower_bound_other_than_relu ? std::string("a fused lower bound other than ReLU's") : std::string();
+         }});
     v.push_back({"no activation after a fused residual add", "the EW stage's ReLU is not lowered", [](const ConvGeometry& g) {
                    return g.activation_after_residual ? std::string("an activation after a fused residual add") : std::string();
                  }});
