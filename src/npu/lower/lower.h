@@ -39,6 +39,13 @@
 // into row slices, one task each, overlapping by KH - stride rows, each slice reading its rows
 // of the whole map (full-map line and surface strides) and writing its output rows into the
 // group's full-size output region. The int8 feature tile keeps one spare data bank [HW].
+//
+// Stages (lower_conv composes them; a new operation reuses the ones it needs):
+//   constraints.h  what the NPU takes (check_spec reads it)
+//   strategy.h     channels per task and their requantization (pure arithmetic)
+//   tiling.h       channel windows, kernel chunks and row slices over the CBUF
+//   pack.h         the bytes: NC1HWC2 features, packed weights, folded bias, BS operands
+//   emit.h         one register emitter per block (CNA, CORE, DPU, DPU_RDMA)
 #pragma once
 
 #include <cstdint>
@@ -46,79 +53,15 @@
 #include <vector>
 
 #include "core/result.h"
-#include "npu/lower/constraints.h"
 #include "core/tensor.h"
+#include "npu/lower/constraints.h"
+#include "npu/lower/spec.h"
+#include "npu/lower/strategy.h"
+#include "npu/lower/tiling.h"
 #include "npu/memory.h"
 #include "npu/regcmd/regcmd.h"
 
 namespace rkd::npu::lower {
-
-enum class Strategy { per_tensor, group16, sorted_groups, per_channel, hybrid, bs_multiplier, bs_multiplier_opt, sorted_bs_multiplier };
-const char* strategy_name(Strategy s);
-Result<Strategy> parse_strategy(const std::string& s);
-std::vector<Strategy> all_strategies();
-// The strategy with at most one step of error and the most exact values at the fewest tasks
-// on the five real detectors (docs/npu.md): sorted-bs-multiplier.
-inline constexpr Strategy kDefaultStrategy = Strategy::sorted_bs_multiplier;
-
-struct ConvSpec {
-  int64_t C = 0, H = 0, W = 0, OC = 0, KH = 1, KW = 1;
-  int64_t stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
-  bool depthwise = false;              // groups == C == OC
-  DType dtype = DType::i8;             // of input, weights and output: i8 or u8
-  Tensor weights;                      // [OC, C (1 if depthwise), KH, KW], dtype
-  std::vector<int32_t> w_zero_points;  // one (per tensor) or OC
-  std::vector<float> w_scales;         // one (per tensor) or OC
-  std::vector<int32_t> bias;           // OC (empty: none)
-  float x_scale = 1, y_scale = 1;
-  int32_t x_zero_point = 0, y_zero_point = 0;
-  int32_t act_min = -128, act_max = 127;  // fused activation range in output units
-  // Fused residual add (an Add of the convolution's output and another map, in the DPU's EW
-  // stage): y = requantize(conv + residual) with y_scale / y_zero_point the Add's output
-  // parameters and one rounding; the residual is [1, OC, OH, OW] of dtype with r_scale /
-  // r_zero_point. conv_relu: a ReLU on the convolution before the add (the BS ReLU); act_min /
-  // act_max must then be the type's range (no activation after the add).
-  bool residual = false;
-  float r_scale = 1;
-  int32_t r_zero_point = 0;
-  bool conv_relu = false;
-  int64_t OH() const { return (H + pad_top + pad_bottom - KH) / stride_h + 1; }
-  int64_t OW() const { return (W + pad_left + pad_right - KW) / stride_w + 1; }
-};
-
-// Row-slice tiling of one task's input over the CBUF.
-struct TileGeometry {
-  int64_t C = 16;        // stored input channels (a multiple of 16)
-  int64_t H = 4, W = 1;  // stored rows (>= 4) and width
-  int64_t KH = 1, stride_h = 1, pad_top = 0, OH = 1;
-  int64_t weight_bytes = 0;
-  int64_t element_bytes = 1;  // 1 int8; 2 fp16 (to compare with fp16 captures)
-  int64_t spare_banks = 1;    // data banks kept free (the int8 feature tile needs one [HW])
-};
-struct Slice {
-  int64_t in_row0 = 0, in_rows = 0;    // input rows read (DATAIN_HEIGHT), from in_row0
-  int64_t out_row0 = 0, out_rows = 0;  // output rows written
-  int64_t pad_top = 0;                 // zero-point rows above in_row0 (first slice only)
-};
-struct Tiling {
-  int64_t data_banks = 0, weight_banks = 0;  // CBUF_CON0
-  std::vector<Slice> slices;
-};
-// One slice when the stored map fits the banks the weights leave (data banks: what the map
-// needs plus the spare; weight banks: the rest). Otherwise the weights keep
-// ceil(bytes / bank) banks, the input gets the others, and the output rows are cut greedily
-// into slices whose input rows fit (minus the spare), as the vendor's single-core runs do;
-// the last slice borrows rows when it would read fewer than 4. Errors when a single output
-// row's input does not fit.
-Result<Tiling> plan_tiling(const TileGeometry& g);
-
-struct LowerOptions {
-  double hybrid_ratio = 1.0 + 1.0 / 1024;  // hybrid: split groups whose max/min M exceeds this
-  int sorted_bs_spread_log2 = 2;           // sorted-bs-multiplier: spread per task <= 2^this (docs/npu.md)
-  // false: no kernel chunks or row slices, whatever the CBUF holds (not for hardware: the
-  // simulator does not model CBUF capacity, so tests compare tiled and whole lowerings).
-  bool cbuf_tiling = true;
-};
 
 // One task's output region: channel j of the region is original output channel channels[j]
 // (-1: computed but discarded, e.g. the rest of a depthwise task's 16-channel window).
@@ -187,13 +130,5 @@ Status write_residual(DeviceMemory& mem, const ConvSpec& spec, const Lowered& l,
 Result<Tensor> gather_output(const DeviceMemory& mem, const ConvSpec& spec, const Lowered& l);
 // The same into y ([1, OC, OH, OW] of spec.dtype, contiguous).
 Status gather_output_into(const DeviceMemory& mem, const ConvSpec& spec, const Lowered& l, Tensor& y);
-
-// OUT_CVT encoding of a positive multiplier: SCALE in [2^14, 2^15), SHIFT with
-// SCALE / 2^SHIFT = m rounded to 15 significant bits.
-struct OutCvt {
-  int32_t scale = 0;
-  int32_t shift = 0;
-};
-Result<OutCvt> encode_out_cvt(double m);
 
 }  // namespace rkd::npu::lower

@@ -1,0 +1,120 @@
+#include "npu/lower/emit.h"
+
+namespace rkd::npu::lower {
+
+using namespace arch;  // NOLINT: register fields
+
+namespace {
+uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
+}  // namespace
+
+Status emit_cna(regcmd::RegisterFile& r, const CnaConv& c) {
+  RKD_TRY(r.set(CNA_CONV_CON1_CONV_MODE, c.depthwise ? 3 : 0));
+  RKD_TRY(r.set(CNA_CONV_CON3_CONV_X_STRIDE, u(c.stride_x)));
+  RKD_TRY(r.set(CNA_CONV_CON3_CONV_Y_STRIDE, u(c.stride_y)));
+  RKD_TRY(r.set(CNA_DATA_SIZE0_DATAIN_WIDTH, u(c.map_width)));
+  RKD_TRY(r.set(CNA_DATA_SIZE0_DATAIN_HEIGHT, u(c.in_rows)));
+  RKD_TRY(r.set(CNA_DATA_SIZE1_DATAIN_CHANNEL, u(c.in_channels)));
+  RKD_TRY(r.set(CNA_DATA_SIZE1_DATAIN_CHANNEL_REAL, u(c.in_channels_real - 1)));
+  RKD_TRY(r.set(CNA_DATA_SIZE2_DATAOUT_WIDTH, u(c.out_width)));
+  RKD_TRY(r.set(CNA_DATA_SIZE3_DATAOUT_ATOMICS, u(c.out_width * c.out_rows)));
+  RKD_TRY(r.set(CNA_WEIGHT_SIZE0_WEIGHT_BYTES, u(c.weight_bytes)));
+  RKD_TRY(r.set(CNA_WEIGHT_SIZE1_WEIGHT_BYTES_PER_KERNEL, u(c.weight_bytes_per_kernel)));
+  RKD_TRY(r.set(CNA_WEIGHT_SIZE2_WEIGHT_WIDTH, u(c.kernel_w)));
+  RKD_TRY(r.set(CNA_WEIGHT_SIZE2_WEIGHT_HEIGHT, u(c.kernel_h)));
+  RKD_TRY(r.set(CNA_WEIGHT_SIZE2_WEIGHT_KERNELS, u(c.kernels)));
+  RKD_TRY(r.set(CNA_CBUF_CON0_DATA_BANK, u(c.data_banks)));
+  RKD_TRY(r.set(CNA_CBUF_CON0_WEIGHT_BANK, u(c.weight_banks)));
+  RKD_TRY(r.set(CNA_CBUF_CON0_WEIGHT_REUSE, c.weight_reuse ? 1 : 0));
+  RKD_TRY(r.set(CNA_CVT_CON0_CVT_BYPASS, 1));  // int8 features: no input conversion
+  RKD_TRY(r.set(CNA_PAD_CON0_PAD_TOP, u(c.pad_top)));
+  RKD_TRY(r.set(CNA_PAD_CON0_PAD_LEFT, u(c.pad_left)));
+  r.set(CNA_PAD_CON1, static_cast<uint32_t>(static_cast<uint8_t>(static_cast<int8_t>(c.pad_value))));
+  r.set(CNA_FEATURE_DATA_ADDR, c.feature_address);
+  // Line stride in 4-byte units (a line of W 16-byte pixels: 4 W); surface stride in 16-byte
+  // units less the 4 lines already counted: W (H - 4), H the stored map's height (facts §2).
+  RKD_TRY(r.set(CNA_DMA_CON1_LINE_STRIDE, u(4 * c.map_width)));
+  RKD_TRY(r.set(CNA_DMA_CON2_SURF_STRIDE, u(c.map_width * (c.map_height - 4))));
+  r.set(CNA_DCOMP_ADDR0, c.weight_address);
+  return {};
+}
+
+Status emit_core(regcmd::RegisterFile& r, const CoreConv& c) {
+  RKD_TRY(r.set(CORE_MISC_CFG_DW_EN, c.depthwise ? 1 : 0));
+  RKD_TRY(r.set(CORE_DATAOUT_SIZE_0_DATAOUT_WIDTH, u(c.out_width - 1)));
+  RKD_TRY(r.set(CORE_DATAOUT_SIZE_0_DATAOUT_HEIGHT, u(c.out_rows - 1)));
+  RKD_TRY(r.set(CORE_DATAOUT_SIZE_1_DATAOUT_CHANNEL, u(c.channels - 1)));
+  RKD_TRY(r.set(CORE_CLIP_TRUNCATE_CLIP_TRUNCATE, u(c.truncate)));
+  return {};
+}
+
+Status emit_dpu(regcmd::RegisterFile& r, const DpuTask& d) {
+  r.set(DPU_DST_BASE_ADDR, d.dst_address);
+  RKD_TRY(r.set(DPU_DST_SURF_STRIDE_DST_SURF_STRIDE, u(d.dst_surface_pixels)));
+  RKD_TRY(r.set(DPU_DATA_CUBE_WIDTH_WIDTH, u(d.width - 1)));
+  RKD_TRY(r.set(DPU_DATA_CUBE_HEIGHT_HEIGHT, u(d.rows - 1)));
+  RKD_TRY(r.set(DPU_DATA_CUBE_CHANNEL_CHANNEL, u(d.channels - 1)));
+  RKD_TRY(r.set(DPU_DATA_CUBE_CHANNEL_ORIG_CHANNEL, u(d.orig_channels - 1)));
+  // BS: the ALU adds the per-channel operand from BRDMA; MUL from the operands or bypassed.
+  const bool mul = d.bs.layout == BsOperands::alu_mul;
+  RKD_TRY(r.set(DPU_BS_CFG_BS_ALU_ALGO, 2));
+  RKD_TRY(r.set(DPU_BS_CFG_BS_ALU_SRC, 1));
+  RKD_TRY(r.set(DPU_BS_CFG_BS_MUL_BYPASS, mul ? 0 : 1));
+  RKD_TRY(r.set(DPU_BS_CFG_BS_RELU_BYPASS, d.bs.relu ? 0 : 1));
+  if (d.bs.relux) {
+    RKD_TRY(r.set(DPU_BS_CFG_BS_RELUX_EN, 1));
+    r.set(DPU_BS_RELUX_CMP_VALUE, static_cast<uint32_t>(*d.bs.relux));
+  }
+  if (mul) {
+    RKD_TRY(r.set(DPU_BS_MUL_CFG_BS_MUL_SRC, 1));
+    RKD_TRY(r.set(DPU_BS_MUL_CFG_BS_MUL_SHIFT_VALUE, u(d.bs.mul_shift)));
+    RKD_TRY(r.set(DPU_DATA_FORMAT_BS_MUL_SHIFT_VALUE_NEG, u(d.bs.mul_shift)));
+  }
+  RKD_TRY(r.set(DPU_BS_OW_CFG_OD_BYPASS, d.bs.ow_op == 0 ? 1 : 0));
+  RKD_TRY(r.set(DPU_BS_OW_OP_OW_OP, static_cast<uint64_t>(static_cast<uint16_t>(static_cast<int16_t>(d.bs.ow_op)))));
+  RKD_TRY(r.set(DPU_BN_CFG_BN_BYPASS, 1));
+  if (d.ew) {
+    // EW: add the operand read by ERDMA (one int8 per element) after its converter; no EW
+    // ReLU or LUT.
+    RKD_TRY(r.set(DPU_EW_CFG_EW_OP_SRC, 1));
+    RKD_TRY(r.set(DPU_EW_CFG_EW_ALU_ALGO, 2));
+    RKD_TRY(r.set(DPU_EW_CFG_EW_LUT_BYPASS, 1));
+    RKD_TRY(r.set(DPU_EW_CFG_EW_RELU_BYPASS, 1));
+    RKD_TRY(r.set(DPU_EW_CFG_EDATA_SIZE, 1));
+    RKD_TRY(r.set(DPU_EW_CFG_EW_DATA_MODE, 1));
+    r.set(DPU_EW_CVT_OFFSET_VALUE, static_cast<uint32_t>(d.ew->offset));
+    RKD_TRY(r.set(DPU_EW_CVT_SCALE_VALUE_EW_OP_CVT_SCALE, u(d.ew->cvt.scale)));
+    RKD_TRY(r.set(DPU_EW_CVT_SCALE_VALUE_EW_OP_CVT_SHIFT, u(d.ew->cvt.shift)));
+  } else {
+    RKD_TRY(r.set(DPU_EW_CFG_EW_BYPASS, 1));
+  }
+  RKD_TRY(r.set(DPU_WDMA_SIZE_0_CHANNEL_WDMA, u(d.channels - 1)));
+  RKD_TRY(r.set(DPU_WDMA_SIZE_1_WIDTH_WDMA, u(d.width - 1)));
+  RKD_TRY(r.set(DPU_WDMA_SIZE_1_HEIGHT_WDMA, u(d.rows - 1)));
+  r.set(DPU_OUT_CVT_OFFSET, static_cast<uint32_t>(d.out_offset));
+  RKD_TRY(r.set(DPU_OUT_CVT_SCALE_OUT_CVT_SCALE, u(d.out_cvt.scale)));
+  RKD_TRY(r.set(DPU_OUT_CVT_SHIFT_OUT_CVT_SHIFT, u(d.out_cvt.shift)));
+  return {};
+}
+
+Status emit_dpu_rdma(regcmd::RegisterFile& r, const DpuTask& d) {
+  RKD_TRY(r.set(DPU_RDMA_RDMA_DATA_CUBE_WIDTH_WIDTH, u(d.width - 1)));
+  RKD_TRY(r.set(DPU_RDMA_RDMA_DATA_CUBE_HEIGHT_HEIGHT, u(d.rows - 1)));
+  RKD_TRY(r.set(DPU_RDMA_RDMA_DATA_CUBE_CHANNEL_CHANNEL, u(d.channels - 1)));
+  // BRDMA_DATA_USE is a bitmask (bit0 ALU, bit1 CPEND, bit2 MUL): 1 ALU operands only; 7 the
+  // 64-byte blocks with CPEND and MUL (the vendor's BRDMA_CFG 0xE).
+  RKD_TRY(r.set(DPU_RDMA_RDMA_BRDMA_CFG_BRDMA_DATA_USE, d.bs.layout == BsOperands::alu_mul ? 7 : 1));
+  r.set(DPU_RDMA_RDMA_BS_BASE_ADDR, d.bs.operand_address);
+  if (d.ew) {
+    RKD_TRY(r.set(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DATA_MODE, 1));
+    RKD_TRY(r.set(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DATA_SIZE, 1));
+    r.set(DPU_RDMA_RDMA_EW_BASE_ADDR, d.ew->address);
+    RKD_TRY(r.set(DPU_RDMA_RDMA_EW_SURF_STRIDE_EW_SURF_STRIDE, u(d.ew->surface_pixels)));
+  } else {
+    RKD_TRY(r.set(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DISABLE, 1));
+  }
+  RKD_TRY(r.set(DPU_RDMA_RDMA_FEATURE_MODE_CFG_MRDMA_DISABLE, 1));  // the main input comes from CORE, not memory
+  return {};
+}
+
+}  // namespace rkd::npu::lower

@@ -1,0 +1,82 @@
+// Stage 4 of the lowering: register emission, one function per block. Each takes what its
+// block does, in the block's own terms (addresses, cube sizes, stage switches), and writes the
+// fields of a task's register file; none knows about ConvSpec or strategies, so a new
+// operation describes its blocks and reuses these. Field encodings (minus-one sizes, stride
+// units, the bypass bits) live here and nowhere else. Register names: the generated map
+// (npu/arch, from Mesa's register database); facts rk3588-npu.md §2-§3.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "core/result.h"
+#include "npu/lower/pack.h"
+#include "npu/lower/spec.h"
+#include "npu/regcmd/regcmd.h"
+#include "quant/requant.h"
+
+namespace rkd::npu::lower {
+
+// CNA: fetches a stored NC1HWC2 int8 map and packed weights into the CBUF and convolves.
+struct CnaConv {
+  bool depthwise = false;  // CONV_MODE 3 (else direct convolution, 0)
+  int64_t stride_x = 1, stride_y = 1;
+  // The whole stored map (line and surface strides) and the rows this task reads, starting at
+  // feature_address (the first row's address in the first channel block).
+  int64_t map_width = 0, map_height = 0;
+  uint32_t feature_address = 0;
+  int64_t in_rows = 0;
+  int64_t in_channels = 16;      // stored (a multiple of 16)
+  int64_t in_channels_real = 1;  // channels that carry data
+  int64_t pad_top = 0, pad_left = 0;
+  int32_t pad_value = 0;  // stored domain: the input zero point
+  int64_t out_width = 0, out_rows = 0;
+  uint32_t weight_address = 0;
+  int64_t weight_bytes = 0, weight_bytes_per_kernel = 0;
+  int64_t kernel_w = 1, kernel_h = 1, kernels = 0;
+  int64_t data_banks = 0, weight_banks = 0;  // CBUF split
+  bool weight_reuse = false;                 // the weights are still in the CBUF from the previous task
+};
+Status emit_cna(regcmd::RegisterFile& r, const CnaConv& c);
+
+// CORE: the MAC array's output cube, handed to the DPU on the fly.
+struct CoreConv {
+  bool depthwise = false;
+  int64_t out_width = 0, out_rows = 0, channels = 0;  // channels written
+  int truncate = 0;                                   // accumulator bits dropped (half to even)
+};
+Status emit_core(regcmd::RegisterFile& r, const CoreConv& c);
+
+// DPU: the output cube through BS (ALU, MUL, ReLU, ReLUX), OW, EW and OUT_CVT, written by
+// WDMA at dst_address. Its operands come through DPU_RDMA (emit_dpu_rdma reads the same
+// description): BS operands by BRDMA, an EW operand by ERDMA.
+struct BsStage {
+  uint32_t operand_address = 0;  // per-channel ALU (and MUL) operands, PackedOperands
+  BsOperands layout = BsOperands::alu;
+  int mul_shift = 0;  // with BsOperands::alu_mul
+  bool relu = false;
+  std::optional<int32_t> relux;  // compare value of BS ReLUX
+  int32_t ow_op = 0;             // BS_OW_OP (weight offset; 0 bypasses)
+};
+// EW: adds a second int8 NC1HWC2 map (one byte per element) after its operand converter.
+struct EwOperand {
+  uint32_t address = 0;        // this task's first row
+  int64_t surface_pixels = 0;  // the map's surface stride (at least 12: EW_SURF_STRIDE's floor [HW])
+  int32_t offset = 0;          // EW_CVT_OFFSET (minus the operand's stored zero point)
+  quant::Multiplier15 cvt;     // EW_OP_CVT scale and shift
+};
+struct DpuTask {
+  uint32_t dst_address = 0;
+  int64_t dst_surface_pixels = 0;  // DST_SURF_STRIDE (pixels of the whole output map)
+  int64_t width = 0, rows = 0;
+  int64_t channels = 0;       // written
+  int64_t orig_channels = 0;  // that carry results
+  BsStage bs;
+  std::optional<EwOperand> ew;
+  int32_t out_offset = 0;  // OUT_CVT offset (stored output zero point)
+  OutCvt out_cvt;
+};
+Status emit_dpu(regcmd::RegisterFile& r, const DpuTask& d);
+Status emit_dpu_rdma(regcmd::RegisterFile& r, const DpuTask& d);
+
+}  // namespace rkd::npu::lower
