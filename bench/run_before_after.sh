@@ -36,9 +36,10 @@ for round in $(seq "$ROUNDS"); do
         b=$OLD
         [ "$who" = after ] && b=$NEW
         # shellcheck disable=SC2086  # args: the file and its --input options
-        med=$("$b/src/cli/rkdeploy" run $args --backend "$backend" --threads $t --repeat $((RUNS + 1)) 2>&1 >/dev/null |
-              sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
-        echo "{\"build\": \"$who\", \"model\": \"$model\", \"backend\": \"$backend\", \"threads\": $t, \"median_ms\": $med, \"round\": $round}"
+        timing=$("$b/src/cli/rkdeploy" run $args --backend "$backend" --threads $t --repeat $((RUNS + 1)) 2>&1 >/dev/null | grep 'median')
+        med=$(echo "$timing" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
+        min=$(echo "$timing" | sed -n 's/.*min \([0-9.]*\) ms.*/\1/p')
+        echo "{\"build\": \"$who\", \"model\": \"$model\", \"backend\": \"$backend\", \"threads\": $t, \"median_ms\": $med, \"min_ms\": $min, \"round\": $round}"
       done
     done
   done
