@@ -22,8 +22,8 @@
 namespace rkd::runtime {
 
 std::vector<std::string> pass_names(bool fuse) {
-  std::vector<std::string> v{"shape-inference", "constant-folding", "dead-code-elimination",
-                             "conv-bn-folding", "qdq-to-qlinear",   "constant-folding-2"};
+  std::vector<std::string> v{"shape-inference",   "constant-folding", "dead-code-elimination", "conv-bn-folding",
+                             "conv-bias-folding", "qdq-to-qlinear",   "constant-folding-2"};
   if (fuse) v.push_back("deform-attn-fusion");
   v.push_back("conv-activation-fusion");
   v.push_back("int8-channels-last");
@@ -53,6 +53,7 @@ Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
   pm.add(ir::constant_folding_pass(evaluate_node, {"DequantizeLinear"}));
   pm.add(ir::dead_code_elimination_pass());
   pm.add(ir::conv_bn_folding_pass());
+  pm.add(ir::conv_bias_folding_pass());
   if (opt.int8 && !opt.portable) pm.add(quant::qdq_to_qlinear_pass(evaluate_node));
   if (opt.int8 && !opt.portable && !opt.npu_sim_strategy.empty()) {
     if (auto st = npu::lower::parse_strategy(opt.npu_sim_strategy); !st.ok()) return st.error();

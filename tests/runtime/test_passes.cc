@@ -153,6 +153,70 @@ TEST(ConvBnFolding, FoldsAndMatchesDoubleReference) {
   }
 }
 
+// A TensorFlow-style biased convolution (Conv, then Add of a per-channel constant) becomes
+// one Conv in both operand orders and with or without a bias of its own; Adds that broadcast
+// another way stay.
+TEST(ConvBiasFolding, FoldsPerChannelAddsAndKeepsTheOthers) {
+  const int64_t C = 3, M = 4, H = 5, W = 6;
+  const Tensor w = random_tensor({M, C, 3, 3}, 11), b0 = random_tensor({M}, 12);
+  struct Case {
+    const char* what;
+    Shape addend;
+    bool own_bias, constant_first, folds;
+  };
+  const Case cases[] = {
+      {"[1, M, 1, 1], no bias", {1, M, 1, 1}, false, false, true},
+      {"[M, 1, 1] first, with bias", {M, 1, 1}, true, true, true},
+      {"scalar, with bias", {}, true, false, true},
+      {"[1], no bias", {1}, false, true, true},
+      {"[1, M, H, W]: not per channel", {1, M, H, W}, false, false, false},
+      {"[H, 1]: per row", {H, 1}, false, false, false},
+      {"[1, 1, M, 1, 1]: widens the output", {1, 1, M, 1, 1}, false, false, false},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    ir::Graph g;
+    g.opset = 17;
+    ir::Value* x = input(g, "x", {Dim{1, ""}, Dim{C, ""}, Dim{H, ""}, Dim{W, ""}});
+    std::vector<ir::Value*> cin{x, g.add_constant("w", w)};
+    if (k.own_bias) cin.push_back(g.add_constant("b", b0));
+    ir::Node* c = *g.add_node("conv", "Conv", "", cin, {"c"});
+    c->attrs["pads"] = std::vector<int64_t>{1, 1, 1, 1};
+    const Tensor a = random_tensor(k.addend, 13);
+    ir::Value* av = g.add_constant("a", a);
+    ir::Node* add = *g.add_node("add", "Add", "",
+                                k.constant_first ? std::vector<ir::Value*>{av, c->outputs[0]} : std::vector<ir::Value*>{c->outputs[0], av}, {"y"});
+    g.outputs.push_back(add->outputs[0]);
+    ASSERT_TRUE(runtime::optimize(g).ok());
+    EXPECT_EQ(g.nodes().size(), k.folds ? 1u : 2u);
+    EXPECT_EQ(g.outputs[0]->name, "y");
+    auto ex = runtime::Executor::create(g);
+    ASSERT_TRUE(ex.ok()) << ex.error().to_string();
+    const Tensor xin = random_tensor({1, C, H, W}, 14);
+    auto out = (*ex)->run({{"x", xin}});
+    ASSERT_TRUE(out.ok()) << out.error().to_string();
+    std::vector<double> bias(static_cast<size_t>(M), 0.0);
+    for (int64_t m = 0; m < M && k.own_bias; ++m) bias[static_cast<size_t>(m)] = b0.data<float>()[m];
+    const auto ref = conv_ref(xin, w, bias);
+    const Tensor& y = out->at("y");
+    ASSERT_EQ(y.numel(), M * H * W);
+    for (int64_t m = 0; m < M; ++m) {
+      for (int64_t i = 0; i < H * W; ++i) {
+        // The addend's element for output (m, h, w): its dims right-aligned with [M, H, W].
+        const int64_t pos[3] = {m, i / W, i % W};
+        int64_t at = 0;
+        for (int d = std::max(0, a.rank() - 3); d < a.rank(); ++d) {
+          const int axis = 3 - (a.rank() - d);
+          at = at * a.dim(d) + (a.dim(d) == 1 ? 0 : pos[axis]);
+        }
+        const double e = ref[static_cast<size_t>(m * H * W + i)] + a.data<float>()[at];
+        // Magnitude: C * 9 products of values in [-1, 1], the bias and the addend.
+        EXPECT_TRUE(test::float_agree(y.data<float>()[m * H * W + i], e, static_cast<double>(C * 9 + 2), C * 9 + 2)) << m << "," << i;
+      }
+    }
+  }
+}
+
 TEST(ConvTranspose, KernelEqualsStrideMatchesDoubleReference) {
   // The 2x2 / stride 2 upsampling of DEIM's adapter takes the GEMM + scatter path.
   for (int64_t k : {2, 3}) {

@@ -2,6 +2,7 @@
 #include "ir/passes/fold.h"
 
 #include <cmath>
+#include <optional>
 #include <set>
 #include <unordered_set>
 
@@ -117,6 +118,64 @@ Pass conv_bn_folding_pass() {
                   // The conv now produces the BN's output value (its name stays).
                   g.move_output(&bn, 0, conv, 0);
                   gone.insert(&bn);
+                }
+                g.remove_nodes([&](const Node& n) { return gone.count(&n) > 0; });
+                g.remove_unused_constants();
+                return {};
+              }};
+}
+
+namespace {
+
+// The per-channel values of constant `c` added to a conv output of rank `rank` with `oc`
+// channels on axis 1, or nullopt when the Add would broadcast another way.
+std::optional<std::vector<double>> per_channel_addend(const Tensor& c, size_t rank, int64_t oc) {
+  if (c.dtype() != DType::f32 || static_cast<size_t>(c.rank()) > rank) return std::nullopt;
+  const size_t lead = rank - static_cast<size_t>(c.rank());  // dims of the output the constant does not have
+  int64_t n = 1;
+  for (int i = 0; i < c.rank(); ++i) {
+    const int64_t d = c.dim(i);
+    if (d == 1) continue;
+    if (lead + static_cast<size_t>(i) != 1 || d != oc) return std::nullopt;
+    n = d;
+  }
+  std::vector<double> v(static_cast<size_t>(oc));
+  for (int64_t k = 0; k < oc; ++k) v[static_cast<size_t>(k)] = c.get_as_double(n == 1 ? 0 : k);
+  return v;
+}
+
+}  // namespace
+
+Pass conv_bias_folding_pass() {
+  return Pass{"conv-bias-folding", [](Graph& g) -> Status {
+                std::set<const Node*> gone;
+                for (const auto& np : g.nodes()) {
+                  Node& add = *np;
+                  if (add.op_type != "Add" || !add.domain.empty() || add.inputs.size() != 2 || add.outputs.size() != 1) continue;
+                  for (size_t side = 0; side < 2; ++side) {
+                    Value* x = add.inputs[side];
+                    const Value* other = add.inputs[1 - side];
+                    Node* conv = x ? x->producer : nullptr;
+                    if (!conv || conv->op_type != "Conv" || !conv->domain.empty() || gone.count(conv) || !other || !other->constant) continue;
+                    if (x->consumers.size() != 1 || std::find(g.outputs.begin(), g.outputs.end(), x) != g.outputs.end()) continue;
+                    if (x->dtype != DType::f32 || !x->shape || x->shape->size() < 3) continue;
+                    if (conv->inputs.size() < 2 || !conv->inputs[1] || !conv->inputs[1]->constant) continue;
+                    const bool has_bias = conv->inputs.size() > 2 && conv->inputs[2];
+                    if (has_bias && !conv->inputs[2]->constant) continue;
+                    const int64_t oc = conv->inputs[1]->constant->rank() > 0 ? conv->inputs[1]->constant->dim(0) : 0;
+                    auto c = per_channel_addend(*other->constant, x->shape->size(), oc);
+                    if (oc < 1 || !c) continue;
+                    Tensor nb = Tensor::empty(DType::f32, {oc});
+                    for (int64_t k = 0; k < oc; ++k) {
+                      const double b = has_bias ? conv->inputs[2]->constant->get_as_double(k) : 0.0;
+                      nb.data<float>()[k] = static_cast<float>(b + (*c)[static_cast<size_t>(k)]);
+                    }
+                    if (conv->inputs.size() < 3) conv->inputs.resize(3, nullptr);
+                    g.set_input(conv, 2, g.add_constant(conv->name + "_bias_add", std::move(nb)));
+                    g.move_output(&add, 0, conv, 0);  // the conv now produces the Add's value
+                    gone.insert(&add);
+                    break;
+                  }
                 }
                 g.remove_nodes([&](const Node& n) { return gone.count(&n) > 0; });
                 g.remove_unused_constants();

@@ -1,4 +1,4 @@
-// Clean-up and folding passes: dead code, constants, Conv + BatchNormalization.
+// Clean-up and folding passes: dead code, constants, Conv + BatchNormalization, Conv + bias Add.
 #pragma once
 
 #include <set>
@@ -26,5 +26,14 @@ Pass constant_folding_pass(NodeEvaluator eval, std::set<std::string> keep = {}, 
 // output's only reader becomes one Conv with W' = W * k[o], b' = (b - mean) * k + beta,
 // k = scale / sqrt(var + eps), computed in double and rounded once to float32.
 Pass conv_bn_folding_pass();
+
+// conv-bias-folding: a float Conv (constant weights, optional constant bias) whose only
+// reader is an Add of a constant float32 that is one value per output channel (broadcast
+// shape [OC, 1, ..., 1] or [1, OC, 1, ..., 1], not widening the output) or one value,
+// becomes one Conv with b' = b + c (in double, rounded once to float32); the Add's output
+// value keeps its name. TensorFlow exports a biased convolution this way (Conv2D then
+// BiasAdd); without the fold a quantizer puts a QuantizeLinear between the two, and the
+// integer back ends run the bias add in float on the CPU after every convolution.
+Pass conv_bias_folding_pass();
 
 }  // namespace rkd::ir
