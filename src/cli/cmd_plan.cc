@@ -148,7 +148,7 @@ void add_plan_commands(CLI::App& app) {
   c->add_option("model", a->model, "the model (ONNX)");
   c->add_option("--target", a->target, "profile name (targets/NAME.json) or a .json path");
   c->add_option("--targets", a->targets_dir, "profile folder (default: $RKDEPLOY_TARGETS or the source tree's targets/)");
-  c->add_option("--variant", a->variants, "all, or any of as-is, custom-op-cpu, custom-op-gpu, fused-fallback, decoder-on-cpu, discrete");
+  c->add_option("--variant", a->variants, "all (every variant but as-lowered), or any of " + plan::variant_names());
   c->add_option("--discrete-model", a->discrete_model, "the same model exported with discrete sampling (for --variant discrete)");
   c->add_option("--calibrate", a->calibrate, "measured latencies (docs/planner.md): fit the profile's free parameters, predict the rest");
   c->add_option("--cpu-times", a->cpu_times, "CPU node times measured on the board (docs/planner.md), replacing this host's x the CPU factor");

@@ -13,11 +13,15 @@ struct VariantInfo {
   const char* name;
   const char* description;
   GraphForm form;
+  bool in_all = true;  // planned by `--variant all`
 };
 
 const std::vector<VariantInfo>& variant_table() {
   static const std::vector<VariantInfo> t = {
       {Variant::as_is, "as-is", "the unmodified graph as the runtime places it", GraphForm::imported},
+      {Variant::as_lowered, "as-lowered",
+       "as-is, but what the runtime's own lowering does not emit yet (rules marked lowered: false) on the CPU: what runs today", GraphForm::imported,
+       false},
       {Variant::custom_op_cpu, "custom-op-cpu", "every op the runtime cannot run on the NPU registered as a CPU custom op: one fallback per op",
        GraphForm::imported},
       {Variant::custom_op_gpu, "custom-op-gpu", "the same, as GPU custom ops", GraphForm::imported},
@@ -73,7 +77,9 @@ double value_bytes(const ir::Value* v) { return v && v->dtype ? value_numel(v) *
 const std::vector<Variant>& all_variants() {
   static const std::vector<Variant> v = [] {
     std::vector<Variant> r;
-    for (const auto& i : variant_table()) r.push_back(i.v);
+    for (const auto& i : variant_table()) {
+      if (i.in_all) r.push_back(i.v);
+    }
     return r;
   }();
   return v;
@@ -81,13 +87,16 @@ const std::vector<Variant>& all_variants() {
 const char* variant_name(Variant v) { return info(v).name; }
 const char* variant_description(Variant v) { return info(v).description; }
 GraphForm graph_form(Variant v) { return info(v).form; }
-Result<Variant> parse_variant(const std::string& s) {
+std::string variant_names() {
   std::string names;
+  for (const auto& i : variant_table()) names += (names.empty() ? "" : ", ") + std::string(i.name);
+  return names;
+}
+Result<Variant> parse_variant(const std::string& s) {
   for (const auto& i : variant_table()) {
     if (s == i.name) return i.v;
-    names += (names.empty() ? "" : ", ") + std::string(i.name);
   }
-  return invalid("unknown variant '" + s + "' (" + names + ", all)");
+  return invalid("unknown variant '" + s + "' (" + variant_names() + ", all)");
 }
 
 Result<VariantPlan> plan_variant(const ir::Graph& g, const Target& t, Variant v, const std::map<std::string, double>& host_ms) {
@@ -122,6 +131,11 @@ Result<VariantPlan> plan_variant(const ir::Graph& g, const Target& t, Variant v,
     pn.reason = pl.reason;
     pn.zero_cost = pl.zero_cost;
     pn.lowered = pl.lowered;
+    if (v == Variant::as_lowered && pn.device == Device::npu && !pn.zero_cost && !pn.lowered) {
+      pn.device = Device::cpu;
+      pn.lowered = true;
+      pn.reason = "not lowered by this runtime yet (" + pl.reason + ")";
+    }
     if (n.domain == "rkdeploy") {
       // rkdeploy's fused ops reach a vendor runtime as custom ops on its CPU.
       const bool mine = t.rules_for(pn.op_type).size() > 0;

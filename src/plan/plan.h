@@ -131,9 +131,13 @@ Placement place(const Target& t, const ir::Node& n);
 // docs/SUPPORTED_OPS.md: every op any profile names, per profile: device and conditions.
 std::string supported_ops_markdown(const std::vector<Target>& targets);
 
-enum class Variant { as_is, custom_op_cpu, custom_op_gpu, fused_fallback, decoder_on_cpu, discrete };
+enum class Variant { as_is, as_lowered, custom_op_cpu, custom_op_gpu, fused_fallback, decoder_on_cpu, discrete };
+// The variants `--variant all` plans: every one but as-lowered, which differs from as-is only
+// on a profile that marks ops `lowered: false` (rk3588-rkdeploy) and is asked for by name.
 const std::vector<Variant>& all_variants();
 const char* variant_name(Variant v);
+// Every variant's name, comma-separated, in table order.
+std::string variant_names();
 const char* variant_description(Variant v);
 Result<Variant> parse_variant(const std::string& s);
 // The graph form the variant plans: the model as imported, with the fused

@@ -66,6 +66,20 @@ import json, sys
 v = json.load(open(sys.argv[1]))['variants'][0]
 assert v['executable'] and v['k'] == 0 and len(v['segments']) == 1 and v['segments'][0]['device'] == 'npu', v
 print('plan: yolov8n on rk3588-rkdeploy, k = 0')" "$work/yolo.json"
+# as-lowered: what rkdeploy's lowering emits today; every op the profile marks lowered: false
+# falls back to the CPU with the rule's reason (the SiLU's Sigmoid among them), so the same
+# graph crosses devices; `all` does not include it.
+"$rkd" plan "$models/yolov8n_arch_tiny.onnx" --target rk3588-rkdeploy --variant as-lowered --image "$photo" --runs 1 --json > "$work/yolo_lowered.json"
+"$rkd" plan "$models/yolov8n_arch_tiny.onnx" --target rk3588-rkdeploy --image "$photo" --runs 1 --json > "$work/yolo_all.json"
+/usr/bin/python3 -c "
+import json, sys
+v = json.load(open(sys.argv[1]))['variants'][0]
+assert v['variant'] == 'as-lowered' and v['executable'] and v['k'] > 10, v['k']
+fb = {f['op']: f for f in v['fallbacks']}
+assert fb['Sigmoid']['device'] == 'cpu' and fb['Sigmoid']['reason'].startswith('not lowered by this runtime yet'), fb.get('Sigmoid')
+assert not any('lowering does not emit them yet' in n for n in v['notes']), v['notes']
+assert 'as-lowered' not in [x['variant'] for x in json.load(open(sys.argv[2]))['variants']]
+print(f\"plan: yolov8n as lowered today on rk3588-rkdeploy, k = {v['k']}\")" "$work/yolo_lowered.json" "$work/yolo_all.json"
 
 # Degenerate inputs are refused with the reason, exit code 2.
 /usr/bin/python3 -c "
