@@ -156,7 +156,7 @@ Pass conv_bias_folding_pass() {
                     Value* x = add.inputs[side];
                     const Value* other = add.inputs[1 - side];
                     Node* conv = x ? x->producer : nullptr;
-                    if (!conv || conv->op_type != "Conv" || !conv->domain.empty() || gone.count(conv) || !other || !other->constant) continue;
+                    if (!conv || conv->op_type != "Conv" || !conv->domain.empty() || !other || !other->constant) continue;
                     if (x->consumers.size() != 1 || std::find(g.outputs.begin(), g.outputs.end(), x) != g.outputs.end()) continue;
                     if (x->dtype != DType::f32 || !x->shape || x->shape->size() < 3) continue;
                     if (conv->inputs.size() < 2 || !conv->inputs[1] || !conv->inputs[1]->constant) continue;

@@ -11,6 +11,7 @@ namespace rkd::npu::lower {
 
 namespace {
 
+// The stored type's range (int8 or uint8; check_spec refuses the others).
 int32_t qmin_of(DType t) { return t == DType::i8 ? -128 : 0; }
 int32_t qmax_of(DType t) { return t == DType::i8 ? 127 : 255; }
 
@@ -145,7 +146,7 @@ ConvGeometry geometry_of(const ConvSpec& s) {
   g.pad_left = s.pad_left;
   g.groups = s.depthwise ? s.C : 1;
   for (int32_t z : s.w_zero_points) g.per_channel_weight_zero_points = g.per_channel_weight_zero_points || z != s.w_zero_points[0];
-  const int32_t qmin = s.dtype == DType::i8 ? -128 : 0, qmax = s.dtype == DType::i8 ? 127 : 255;
+  const int32_t qmin = qmin_of(s.dtype), qmax = qmax_of(s.dtype);
   g.fused_lower_bound_other_than_relu = s.act_min != qmin && s.act_min != s.y_zero_point;
   g.activation_after_residual = s.residual && (s.act_min != qmin || s.act_max != qmax);
   return g;
@@ -158,7 +159,7 @@ Status check_spec(const ConvSpec& s) {
     const Shape want{s.OC, s.depthwise ? 1 : s.C, s.KH, s.KW};
     if (s.weights.shape() != want || s.weights.dtype() != s.dtype)
       return invalid("npu lowering: weights must be [OC, C/groups, KH, KW] of the input's type");
-    const int32_t qmax = s.dtype == DType::i8 ? 127 : 255, qmin = s.dtype == DType::i8 ? -128 : 0;
+    const int32_t qmin = qmin_of(s.dtype), qmax = qmax_of(s.dtype);
     if (s.act_max < qmin || s.act_max > qmax) return invalid("npu lowering: activation upper bound outside the type's range");
   }
   if (s.w_scales.size() != 1 && static_cast<int64_t>(s.w_scales.size()) != s.OC)
