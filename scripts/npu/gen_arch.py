@@ -61,6 +61,8 @@ def main():
     out.append(f"inline constexpr uint16_t kOpEnableTarget = 0x{t['op_enable_target']:04x};")
     out.append(f"inline constexpr uint64_t kTrailerConstantWord = {t['constant_word']}ull;")
     out.append(f"inline constexpr uint32_t kConvEnableMask = 0x{t['conv_enable_mask']:x};")
+    out.append("// A DPU-only task (DPU, DPU_RDMA): the main input from memory by MRDMA [HW].")
+    out.append(f"inline constexpr uint32_t kDpuEnableMask = 0x{t['dpu_enable_mask']:x};")
     out.append("")
     keys = [k for k, v in params.items() if isinstance(v, int)]
     out.append("inline constexpr Params kRk3588{")

@@ -31,6 +31,7 @@ struct RunArgs {
   std::string requant;
   std::string strategy;
   std::vector<std::string> sim_knobs;
+  bool fuse_npu_add = false;
   int threads = 0;
   bool no_fuse = false;
   bool profile = false;
@@ -104,17 +105,21 @@ void set_backend(const RunArgs& a, runtime::CompileOptions& c) {
   if (a.backend == "sim") {
     c.npu_sim_strategy = a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy;
     c.sim_knobs = a.sim_knobs;
-  } else if (!a.strategy.empty() || !a.sim_knobs.empty()) {
-    fail(invalid("--strategy and --sim need --backend sim"));
+    c.npu_fuse_add = a.fuse_npu_add;
+  } else if (!a.strategy.empty() || !a.sim_knobs.empty() || a.fuse_npu_add) {
+    fail(invalid("--strategy, --sim and --fuse-npu-add need --backend sim"));
   }
 }
 
 void report_npu(const RunArgs& a, const runtime::FusionReport& f) {
   if (a.backend != "sim") return;
-  std::fprintf(stderr, "npu: %d convolution(s) on the RK3588 simulator (strategy %s, %d with the following Add fused), %zu on the CPU\n",
+  std::fprintf(stderr,
+               "npu: %d convolution(s) on the RK3588 simulator (strategy %s, %d with the following Add fused), %zu on the CPU; "
+               "%d Add(s) as DPU tasks, %zu on the CPU\n",
                f.npu_sim_convs, a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy.c_str(), f.npu_fused_adds,
-               f.npu_cpu_convs.size());
+               f.npu_cpu_convs.size(), f.npu_sim_adds, f.npu_cpu_adds.size());
   for (const auto& r : f.npu_cpu_convs) std::fprintf(stderr, "  on the CPU: %s\n", r.c_str());
+  for (const auto& r : f.npu_cpu_adds) std::fprintf(stderr, "  on the CPU: %s\n", r.c_str());
 }
 
 void run_model(const RunArgs& a) {
@@ -225,6 +230,9 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "int8", "sim"}));
   c->add_option("--strategy", a->strategy, "with --backend sim: the per-axis lowering strategy (default sorted-bs-multiplier; docs/npu.md)");
   c->add_option("--sim", a->sim_knobs, "with --backend sim: simulator knob NAME=VALUE (rkdeploy help sim)");
+  c->add_flag("--fuse-npu-add", a->fuse_npu_add,
+              "with --backend sim: fuse an Add into the convolution before it (the EW stage: one rounding instead of the int8 reference's two) "
+              "instead of running it as its own DPU task");
   c->add_option("--requant", a->requant,
                 "with --backend int8 or sim: requantization of every integer op, replacing the model format's "
                 "(tflite_double_rounding, tflite_single_rounding, tflite_xnnpack, onnx_float, rknpu_out_cvt; docs/quantization.md)")

@@ -139,6 +139,7 @@ const std::vector<OpInfo>& op_table() {
       {"rkdeploy", "QLinearTflite", nullptr, kShapeFromCreator},
       {"rkdeploy", "QLinearLut", nullptr, kShapeFromCreator},
       {"rkdeploy", "NpuConv", nullptr, kShapeFromCreator},  // a QLinearConv on the NPU simulator
+      {"rkdeploy", "NpuAdd", nullptr, kShapeFromCreator},   // a QLinearAdd as a DPU-only task on the NPU simulator
   };
   return t;
 }

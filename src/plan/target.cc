@@ -93,8 +93,9 @@ struct Reader {
 };
 
 const std::set<std::string>& known_checks() {
-  static const std::set<std::string> c = {"max_rank", "attr_in",  "max_kernel", "max_stride",       "groups",           "const_input",
-                                          "max_dim",  "dtype_in", "quantized",  "per_tensor_quant", "npu_conv_geometry"};
+  static const std::set<std::string> c = {"max_rank",  "attr_in",          "max_kernel",        "max_stride",
+                                          "groups",    "const_input",      "max_dim",           "dtype_in",
+                                          "quantized", "per_tensor_quant", "npu_conv_geometry", "npu_eltwise_geometry"};
   return c;
 }
 
@@ -435,6 +436,22 @@ std::string npu_conv_geometry_violation(const ir::Node& n) {
   return v.empty() ? "" : v[0].found + " (" + v[0].rule + ": " + v[0].reason + ")";
 }
 
+// An Add / QLinearAdd of two maps as npu/lower/constraints.h's element-wise rules read it.
+std::string npu_eltwise_geometry_violation(const ir::Node& n) {
+  const bool q = n.op_type == "QLinearAdd";
+  const auto as = ir::static_shape(n.inputs.empty() ? nullptr : n.inputs[0]);
+  const auto bs = ir::static_shape(n.inputs.size() > (q ? 3u : 1u) ? n.inputs[q ? 3 : 1] : nullptr);
+  if (!as || !bs || as->size() != 4) return "not an element-wise operation of static [N, C, H, W] maps";
+  npu::lower::EltwiseGeometry g;
+  g.batch = (*as)[0];
+  g.C = (*as)[1];
+  g.H = (*as)[2];
+  g.W = (*as)[3];
+  g.broadcast = *as != *bs;
+  const auto v = npu::lower::check_eltwise(g);
+  return v.empty() ? "" : v[0].found + " (" + v[0].rule + ": " + v[0].reason + ")";
+}
+
 // Empty when the constraint holds; else what was found.
 std::string violation(const Constraint& c, const ir::Node& n) {
   const ir::Value* x = n.inputs.empty() ? nullptr : n.inputs[0];
@@ -492,6 +509,7 @@ std::string violation(const Constraint& c, const ir::Node& n) {
     return std::find(c.values.begin(), c.values.end(), t) == c.values.end() ? t + " input" : "";
   }
   if (c.check == "npu_conv_geometry") return npu_conv_geometry_violation(n);
+  if (c.check == "npu_eltwise_geometry") return npu_eltwise_geometry_violation(n);
   if (c.check == "quantized") return quantized_input(x) ? "" : "float input";
   if (c.check == "per_tensor_quant") {
     if (!quantized_input(x)) return "float input";
@@ -564,6 +582,11 @@ std::string constraint_text(const Constraint& c) {
         std::to_string(npu::lower::conv_limits().max_kernel_h) + " kernels, strides to " + std::to_string(npu::lower::conv_limits().max_stride_w) +
         ", width to " + std::to_string(npu::lower::conv_limits().max_width) + ", height to " + std::to_string(npu::lower::conv_limits().max_height) +
         ", dense or depthwise, batch 1)";
+  } else if (c.check == "npu_eltwise_geometry") {
+    s = "the NPU's element-wise geometry (";
+    const auto rules = npu::lower::eltwise_rules();
+    for (size_t i = 1; i < rules.size(); ++i) s += (i > 1 ? ", " : "") + rules[i].first;  // the type is another check
+    s += ")";
   } else if (c.check != "quantized" && c.check != "per_tensor_quant") {
     s += " " + std::to_string(c.value);
   }

@@ -234,6 +234,30 @@ RKD_ISA_CLONES(ort_add_i8, (const OrtAdd& k, const int8_t* a, const int8_t* b, i
 RKD_ISA_CLONES(ort_add_u8, (const OrtAdd& k, const uint8_t* a, const uint8_t* b, int64_t n, uint8_t* y), (k, a, b, n, y), ort_add_body(k, a, b, n, y))
 }  // namespace
 
+Result<RknpuAdd> rknpu_add_plan(const QBinaryParams& p) {
+  if (!(p.a_scale > 0) || !(p.b_scale > 0) || !(p.out_scale > 0)) return invalid("Add: scales must be positive");
+  RknpuAdd k;
+  k.b_is_main = p.b_scale > p.a_scale;
+  const double sm = k.b_is_main ? p.b_scale : p.a_scale, se = k.b_is_main ? p.a_scale : p.b_scale;
+  auto ew = quantize_multiplier_15(k.main_mul * se / sm);
+  if (!ew.ok()) return unsupported("Add: operand scale ratio " + std::to_string(se / sm) + " outside the EW converter's range");
+  k.ew = *ew;
+  auto out = quantize_multiplier_15(sm / (k.main_mul * static_cast<double>(p.out_scale)));
+  if (!out.ok()) return unsupported("Add: output multiplier " + std::to_string(sm / p.out_scale) + " outside OUT_CVT's range");
+  k.out = *out;
+  return k;
+}
+
+int64_t rknpu_add_value(const RknpuAdd& k, int32_t dm, int32_t de) {
+  auto shift_round = [](int64_t v, int s, bool even) {
+    if (s == 0) return v;
+    const int64_t f = v >> s, rem = v & ((int64_t{1} << s) - 1), half = int64_t{1} << (s - 1);
+    return f + (rem > half || (rem == half && (!even || (f & 1))) ? 1 : 0);
+  };
+  const int64_t v = static_cast<int64_t>(dm) * k.main_mul + shift_round(static_cast<int64_t>(de) * k.ew.scale, k.ew.shift, false);
+  return shift_round(v * k.out.scale, k.out.shift, true);
+}
+
 Status tflite_add(const Tensor& a0, const Tensor& b0, const QBinaryParams& p, bool subtract, Tensor& out) {
   RKD_TRY(check_binary(a0, b0, p, out, subtract ? "Sub" : "Add"));
   const Tensor a = a0.contiguous(), b = b0.contiguous();
@@ -251,6 +275,17 @@ Status tflite_add(const Tensor& a0, const Tensor& b0, const QBinaryParams& p, bo
                    b.numel() == 1};
     if (a.dtype() == DType::i8) ort_add_i8(k, a.data<int8_t>(), b.data<int8_t>(), a.numel(), out.data<int8_t>());
     else ort_add_u8(k, a.data<uint8_t>(), b.data<uint8_t>(), a.numel(), out.data<uint8_t>());
+    return {};
+  }
+  if (p.convention == Requant::rknpu_out_cvt) {
+    if (subtract) return unsupported("Sub: the rknpu_out_cvt convention has no Sub (the NPU lowering takes Add only)");
+    RKD_ASSIGN(RknpuAdd k, rknpu_add_plan(p));
+    const bool scalar_b = b.numel() == 1;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const int32_t da = load_q(a, i) - p.a_zero_point, db = load_q(b, scalar_b ? 0 : i) - p.b_zero_point;
+      const int64_t v = k.b_is_main ? rknpu_add_value(k, db, da) : rknpu_add_value(k, da, db);
+      store_q(out, i, static_cast<int32_t>(std::clamp<int64_t>(v + p.out_zero_point, p.act_min, p.act_max)));
+    }
     return {};
   }
   constexpr int kLeftShift = 20;

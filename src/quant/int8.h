@@ -72,6 +72,25 @@ struct QBinaryParams {
   Requant convention = Requant::tflite_double_rounding;
 };
 Status tflite_add(const Tensor& a, const Tensor& b, const QBinaryParams& p, bool subtract, Tensor& out);
+
+// rknpu_out_cvt's Add: the RK3588 DPU's element-wise add of two int8 maps as npu/lower/eltwise.h
+// lowers it (one DPU-only task). The operand with the larger scale (a on a tie) is the main
+// input m, read by MRDMA and scaled in the BS stage by K = 2^14 (MUL operand, shift 0); the
+// other is the EW operand e, read by ERDMA through the EW converter:
+//   v = (x_m - z_m) K + round_half_up((x_e - z_e) S_e / 2^H_e)      S_e / 2^H_e = K s_e / s_m
+//   y = clamp(round_half_even(v S_o / 2^H_o) + z_out, act_min, act_max)   S_o / 2^H_o = s_m / (K s_out)
+// both multipliers by quantize_multiplier_15 (15 significant bits); exact in int64 (|v| < 2^23,
+// S_o < 2^15). It differs from the real sum rounded once only near ties (the 15-bit
+// multipliers); docs/npu.md states the bound against onnx_float, measured over all inputs.
+// b of a's shape or one element; no Sub (the lowering does not take it).
+struct RknpuAdd {
+  bool b_is_main = false;
+  int32_t main_mul = 1 << 14;  // K
+  Multiplier15 ew, out;
+};
+Result<RknpuAdd> rknpu_add_plan(const QBinaryParams& p);
+// v S_o / 2^H_o rounded, before the output zero point and the clamp; dm = x_m - z_m, de = x_e - z_e.
+int64_t rknpu_add_value(const RknpuAdd& k, int32_t dm, int32_t de);
 Status tflite_mul(const Tensor& a, const Tensor& b, const QBinaryParams& p, Tensor& out);
 
 // TFLite's int8/uint8 AveragePool (NCHW here): the sum over the window's in-bounds elements

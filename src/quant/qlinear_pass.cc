@@ -304,7 +304,8 @@ ir::Pass qdq_to_qlinear_pass(ir::NodeEvaluator eval) {
         // tensor -> op -> [fused Relu/Clip] -> QuantizeLinear becomes
         // rkdeploy.QLinearTflite (quant/int8.h, quant/int8_tflite.h). ONNX graphs:
         // DequantizeLinear x2 -> Add -> QuantizeLinear becomes rkdeploy.QLinearAdd
-        // with ONNX Runtime's QLinearAdd arithmetic (quant/int8.h, onnx_float).
+        // with ONNX Runtime's QLinearAdd arithmetic (quant/int8.h, onnx_float), or the
+        // NPU's when the graph's convention is rknpu_out_cvt.
         for (Node* op : others) {
           auto which =
               tflite ? tflite_quantized_inputs(*op)
@@ -340,6 +341,7 @@ ir::Pass qdq_to_qlinear_pass(ir::NodeEvaluator eval) {
             for (int64_t d : *sb) nb *= d;
             if (*sb != *sa && nb != 1) continue;
             RKD_ASSIGN(ql, g.add_node(op->name + "/qlinear", "QLinearAdd", "rkdeploy", args, {g.fresh_name(o->q->outputs[0]->name + "/qlinear")}));
+            if (requant != g.metadata.end()) ql->attrs["rkd_requant"] = requant->second;
           }
           ql->outputs[0]->dtype = o->q->inputs[2]->constant->dtype();
           ql->outputs[0]->shape = o->q->outputs[0]->shape;

@@ -52,6 +52,10 @@ struct CompileOptions {
   // stay on the CPU kernels and are reported. Empty: none. sim_knobs: simulator quirks.
   std::string npu_sim_strategy;
   std::vector<std::string> sim_knobs;
+  // With npu_sim_strategy: fuse an Add into the convolution it follows (the EW stage, one
+  // rounding instead of two: no longer the int8 reference's result bit for bit) instead of
+  // running it as its own DPU task (npu_sim_placement_pass).
+  bool npu_fuse_add = false;
   // With int8: int8-channels-last, the CPU int8 convolutions' activations kept [N, H, W, C]
   // between them (fusion.h). Off where a workflow reads the convolutions' NCHW geometry
   // (analyze, compile).

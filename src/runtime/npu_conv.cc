@@ -238,10 +238,96 @@ Node* fuse_residual_add(ir::Graph& g, Node* n) {
 
 }  // namespace
 
-ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, FusionReport* report) {
+Result<npu::lower::AddSpec> npu_add_spec(const Node& n) {
+  if (n.inputs.size() < 8) return invalid(n.describe() + ": QLinearAdd needs 8 inputs");
+  for (size_t i : {1u, 2u, 4u, 5u, 6u, 7u}) {
+    if (!constant_of(n, i)) return unsupported("scale or zero point " + std::to_string(i) + " is not a constant");
+  }
+  const auto as = ir::static_shape(n.inputs[0]), bs = ir::static_shape(n.inputs[3]), ys = ir::static_shape(n.outputs[0]);
+  if (!as || !bs || !ys || as->size() != 4 || *ys != *as) return unsupported("operands are not static [N, C, H, W] maps of the output's shape");
+  if (!n.inputs[0]->dtype || !n.inputs[3]->dtype || *n.inputs[0]->dtype != *n.inputs[3]->dtype) return unsupported("operands of different types");
+  npu::lower::AddSpec s;
+  s.dtype = *n.inputs[0]->dtype;
+  s.C = (*as)[1];
+  s.H = (*as)[2];
+  s.W = (*as)[3];
+  quant::QBinaryParams& q = s.q;
+  q.a_scale = static_cast<float>(constant_of(n, 1)->get_as_double(0));
+  q.a_zero_point = static_cast<int32_t>(constant_of(n, 2)->get_as_double(0));
+  q.b_scale = static_cast<float>(constant_of(n, 4)->get_as_double(0));
+  q.b_zero_point = static_cast<int32_t>(constant_of(n, 5)->get_as_double(0));
+  q.out_scale = static_cast<float>(constant_of(n, 6)->get_as_double(0));
+  q.out_zero_point = static_cast<int32_t>(constant_of(n, 7)->get_as_double(0));
+  q.act_min = s.dtype == DType::u8 ? 0 : -128;
+  q.act_max = s.dtype == DType::u8 ? 255 : 127;
+  q.convention = quant::Requant::rknpu_out_cvt;
+  npu::lower::EltwiseGeometry g = npu::lower::geometry_of(s);
+  g.batch = (*as)[0];
+  g.broadcast = *bs != *as;
+  for (size_t i : {1u, 2u, 4u, 5u, 6u, 7u}) g.per_axis_quantization = g.per_axis_quantization || constant_of(n, i)->numel() != 1;
+  RKD_TRY(npu::lower::eltwise_supported(g, "npu add: "));
+  RKD_TRY(npu::lower::check_add(s));
+  return s;
+}
+
+namespace {
+
+// One lowered add in its own device memory.
+struct SimAdd {
+  npu::lower::AddSpec spec;
+  npu::sim::Quirks quirks;
+  npu::DeviceMemory mem;
+  npu::lower::LoweredAdd lowered;
+  uint32_t regcmd = 0;
+  size_t first_words = 0;
+  std::mutex m;
+};
+
+}  // namespace
+
+Result<Kernel> npu_add_kernel(const Node& n, const npu::sim::Quirks& quirks) {
+  RKD_ASSIGN(npu::lower::AddSpec spec, npu_add_spec(n));
+  auto sa = std::make_shared<SimAdd>();
+  sa->spec = spec;
+  sa->quirks = quirks;
+  RKD_ASSIGN(sa->lowered, npu::lower::lower_add(sa->spec, sa->mem));
+  RKD_ASSIGN(auto placed, npu::lower::place_regcmd(sa->mem, sa->lowered.tasks));
+  sa->regcmd = placed.address;
+  sa->first_words = placed.spans[0].word_count;
+  const std::string what = n.describe();
+  return Kernel([sa, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+    std::lock_guard<std::mutex> lock(sa->m);
+    auto go = [&]() -> Status {
+      RKD_TRY(npu::lower::write_add_inputs(sa->mem, sa->spec, sa->lowered, *in[0], *in[3]));
+      auto stats = npu::sim::run(sa->mem, sa->regcmd, sa->first_words, sa->quirks);
+      if (!stats.ok()) return stats.error();
+      return npu::lower::gather_add_output(sa->mem, sa->spec, sa->lowered, out[0]);
+    };
+    Status s = go();
+    return s.ok() ? s : s.error().with_context(what + " (NPU simulator)");
+  });
+}
+
+namespace {
+
+Result<npu::sim::Quirks> quirks_from_attrs(const Node& n) {
+  RKD_ASSIGN(std::string knobs, n.attr_string("rkd_sim_knobs", ""));
+  npu::sim::Quirks q;
+  size_t at = 0;
+  while (at < knobs.size()) {
+    const size_t end = std::min(knobs.find(';', at), knobs.size());
+    RKD_TRY(npu::sim::set_knob(q, knobs.substr(at, end - at)));
+    at = end + 1;
+  }
+  return q;
+}
+
+}  // namespace
+
+ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, bool fuse_add, FusionReport* report) {
   std::string joined;
   for (const std::string& k : knobs) joined += (joined.empty() ? "" : ";") + k;
-  return ir::Pass{"npu-sim-placement", [strategy, joined, report](ir::Graph& g) -> Status {
+  return ir::Pass{"npu-sim-placement", [strategy, joined, fuse_add, report](ir::Graph& g) -> Status {
                     RKD_ASSIGN(npu::lower::Strategy st, npu::lower::parse_strategy(strategy));
                     std::vector<Node*> convs;
                     for (const auto& np : g.nodes()) {
@@ -255,7 +341,7 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                         if (report) report->npu_cpu_convs.push_back(n->name + ": " + lowerable.error().message);
                         continue;
                       }
-                      if (Node* f = fuse_residual_add(g, n)) {
+                      if (Node* f = fuse_add ? fuse_residual_add(g, n) : nullptr) {
                         n = f;
                         fused_any = true;
                         if (report) ++report->npu_fused_adds;
@@ -267,6 +353,18 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                       if (report) ++report->npu_sim_convs;
                     }
                     if (fused_any) RKD_TRY(g.sort_topologically());
+                    for (const auto& np : g.nodes()) {
+                      Node* n = np.get();
+                      if (n->op_type != "QLinearAdd" || n->domain != "rkdeploy") continue;
+                      auto spec = npu_add_spec(*n);
+                      if (!spec.ok()) {
+                        if (report) report->npu_cpu_adds.push_back(n->name + ": " + spec.error().message);
+                        continue;
+                      }
+                      n->attrs["rkd_sim_knobs"] = joined;
+                      n->op_type = "NpuAdd";
+                      if (report) ++report->npu_sim_adds;
+                    }
                     return {};
                   }};
 }
@@ -274,15 +372,13 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
 Result<Kernel> npu_sim_kernel_from_attrs(const Node& n) {
   RKD_ASSIGN(std::string name, n.attr_string("rkd_sim_strategy", ""));
   RKD_ASSIGN(npu::lower::Strategy st, npu::lower::parse_strategy(name));
-  RKD_ASSIGN(std::string knobs, n.attr_string("rkd_sim_knobs", ""));
-  npu::sim::Quirks q;
-  size_t at = 0;
-  while (at < knobs.size()) {
-    const size_t end = std::min(knobs.find(';', at), knobs.size());
-    RKD_TRY(npu::sim::set_knob(q, knobs.substr(at, end - at)));
-    at = end + 1;
-  }
+  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
   return npu_sim_kernel(n, st, q);
+}
+
+Result<Kernel> npu_add_kernel_from_attrs(const Node& n) {
+  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
+  return npu_add_kernel(n, q);
 }
 
 }  // namespace rkd::runtime

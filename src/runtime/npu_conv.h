@@ -7,6 +7,7 @@
 
 #include "core/result.h"
 #include "ir/ir.h"
+#include "npu/lower/eltwise.h"
 #include "npu/lower/lower.h"
 #include "npu/sim/sim.h"
 #include "ir/pass.h"
@@ -30,12 +31,24 @@ Status npu_try_lower(const npu::lower::ConvSpec& spec, npu::lower::Strategy stra
 // executing the register commands on the simulator and compacting the output.
 Result<Kernel> npu_sim_kernel(const ir::Node& n, npu::lower::Strategy strategy, const npu::sim::Quirks& quirks);
 
+// The NPU add of an rkdeploy.QLinearAdd node (static [1, C, H, W] operands of one shape and
+// type, per-tensor constant scales and zero points), within constraints.h's eltwise rules
+// and the converters' ranges (npu::lower::check_add), or why not.
+Result<npu::lower::AddSpec> npu_add_spec(const ir::Node& n);
+// A kernel computing the QLinearAdd as one DPU-only task on the simulator (lowered once in its
+// own device memory; per call the operands written, the task run, the output read back).
+Result<Kernel> npu_add_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
+
 // npu-sim-placement: every QLinearConv that npu_try_lower() takes becomes rkdeploy.NpuConv
 // (same inputs, outputs and attributes, plus rkd_sim_strategy and rkd_sim_knobs,
-// ';'-separated NAME=VALUE), whose kernel is npu_sim_kernel; counts them, and lists the
-// others with the reason, in `report`.
-ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, FusionReport* report);
-// The kernel of an rkdeploy.NpuConv made by npu_sim_placement_pass.
+// ';'-separated NAME=VALUE), whose kernel is npu_sim_kernel; with fuse_add, a QLinearAdd that
+// is a convolution's only reader is fused into it first (the EW stage; one rounding where the
+// int8 reference rounds twice, so off by default). Then every rkdeploy.QLinearAdd that
+// npu_add_spec() takes becomes rkdeploy.NpuAdd (a DPU-only task, quant::rknpu_add_plan's
+// arithmetic). Counts them, and lists the others with the reason, in `report`.
+ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, bool fuse_add, FusionReport* report);
+// The kernels of an rkdeploy.NpuConv / NpuAdd made by npu_sim_placement_pass.
 Result<Kernel> npu_sim_kernel_from_attrs(const ir::Node& n);
+Result<Kernel> npu_add_kernel_from_attrs(const ir::Node& n);
 
 }  // namespace rkd::runtime

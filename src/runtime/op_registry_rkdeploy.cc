@@ -207,7 +207,8 @@ Result<Kernel> prepare_tflite(const Node& n) {
 }
 
 // rkdeploy.QLinearAdd (from qdq-to-qlinear), inputs as com.microsoft.QLinearAdd: A, A_scale,
-// A_zp, B, B_scale, B_zp, C_scale, C_zp; ONNX Runtime's arithmetic (quant::Requant::onnx_float).
+// A_zp, B, B_scale, B_zp, C_scale, C_zp; ONNX Runtime's arithmetic (quant::Requant::onnx_float)
+// or, with rkd_requant = rknpu_out_cvt, the NPU's (quant::rknpu_add_plan).
 Result<Kernel> qlinear_add(const Node& n) {
   for (size_t i : {1, 2, 4, 5, 6, 7}) {
     if (n.inputs.size() < 8 || !n.inputs[i] || !n.inputs[i]->constant || n.inputs[i]->constant->numel() != 1) {
@@ -224,8 +225,12 @@ Result<Kernel> qlinear_add(const Node& n) {
   const bool is_u8 = n.inputs[7]->constant->dtype() == DType::u8;
   p.act_min = is_u8 ? 0 : -128;
   p.act_max = is_u8 ? 255 : 127;
-  p.convention = quant::Requant::onnx_float;
+  RKD_ASSIGN(std::string rq_name, n.attr_string("rkd_requant", "onnx_float"));
+  p.convention = rq_name == "rknpu_out_cvt" ? quant::Requant::rknpu_out_cvt : quant::Requant::onnx_float;
   const std::string what = n.describe();
+  if (p.convention == quant::Requant::rknpu_out_cvt) {
+    if (auto k = quant::rknpu_add_plan(p); !k.ok()) return k.error().with_context(what);
+  }
   return Kernel([p, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
     return with_node(quant::tflite_add(*in[0], *in[3], p, false, out[0]), what);
   });
@@ -260,6 +265,7 @@ void register_rkdeploy_ops(std::map<std::string, Factory>& r) {
   r["QLinearTflite"] = [](const Node& n, int64_t) { return prepare_tflite(n); };
   r["QLinearLut"] = [](const Node& n, int64_t) { return qlinear_lut(n); };
   r["NpuConv"] = [](const Node& n, int64_t) { return npu_sim_kernel_from_attrs(n); };
+  r["NpuAdd"] = [](const Node& n, int64_t) { return npu_add_kernel_from_attrs(n); };
 }
 
 }  // namespace rkd::runtime::detail

@@ -47,9 +47,9 @@ print(f"nanodet: sorted-bs-multiplier {t['exact_percent']:.2f}% exact, max {t['m
 PY
 "$rk" run "$q" --backend int8 --input "$in" --output-dir "$work/int8" > /dev/null
 "$rk" run "$q" --backend sim --input "$in" --output-dir "$work/sim" > /dev/null 2> "$work/sim.log"
-# The two residual Adds follow a convolution directly once conv-bias-folding has put each
-# convolution's bias Add (TF's BiasAdd) into the convolution: both run in the EW stage.
-grep -q "npu: 34 convolution(s) on the RK3588 simulator (strategy sorted-bs-multiplier, 2 with the following Add fused), 0 on the CPU" "$work/sim.log"
+# Every convolution and every Add on the NPU: the 4 Adds as DPU-only tasks (two of them
+# residual Adds after a convolution, fused only with --fuse-npu-add).
+grep -q "npu: 34 convolution(s) on the RK3588 simulator (strategy sorted-bs-multiplier, 0 with the following Add fused), 0 on the CPU; 4 Add(s) as DPU tasks, 0 on the CPU" "$work/sim.log"
 # One-step flips in the convolutions propagate through 34 layers: end to end, about half the
 # values stay equal and the largest difference is a fraction of the output's range (measured:
 # 15% at most; the per-tensor strategy gives 85-112% and under 1% equal).
@@ -69,19 +69,25 @@ print(f"nanodet uint8 per-tensor: {t['values']} conv outputs bit-exact in {t['ta
 PY
 "$rk" run "$u" --backend int8 --requant rknpu_out_cvt --input "$in" --output-dir "$work/u8int8" > /dev/null
 "$rk" run "$u" --backend sim --strategy per-tensor --requant rknpu_out_cvt --input "$in" --output-dir "$work/u8sim" > /dev/null 2>&1
-# End to end the two residual Adds fused into their convolutions round once where the int8
-# reference (QLinearConv, then QLinearAdd) rounds twice; that is the only difference left
-# (measured: 78-93% of the values equal, at most 2.1% of an output's range).
-close_runs "nanodet uint8" "$work/u8int8" "$work/u8sim" 0.05 0.7
-# Residual blocks: blazeface's 31 convolution + Add pairs run as one NPU task chain each (the
-# Add in the DPU's EW stage), end to end next to the int8 CPU run (one rounding instead of
-# two per block, plus the strategy's one-step flips, propagate through the net).
+# End to end, with the Adds as DPU tasks in the NPU's arithmetic (the int8 reference's
+# QLinearAdd under rknpu_out_cvt): every output equal bit for bit.
+for f in "$work"/u8int8/*.npy; do cmp "$f" "$work/u8sim/$(basename "$f")"; done
+echo "nanodet uint8 per-tensor: every output of the simulated run equals the int8 reference's"
+# --fuse-npu-add: the two residual Adds fused into their convolutions round once where the
+# int8 reference (QLinearConv, then QLinearAdd) rounds twice; that is the only difference
+# (measured: 78-93% of the values equal, at most 6.7% of an output's range).
+"$rk" run "$u" --backend sim --strategy per-tensor --requant rknpu_out_cvt --fuse-npu-add --input "$in" --output-dir "$work/u8fused" > /dev/null 2> "$work/u8fused.log"
+grep -q "(strategy per-tensor, 2 with the following Add fused), 0 on the CPU; 2 Add(s) as DPU tasks, 0 on the CPU" "$work/u8fused.log"
+close_runs "nanodet uint8, fused Adds" "$work/u8int8" "$work/u8fused" 0.1 0.7
+# Residual blocks: blazeface's 31 convolution + Add pairs, each Add a DPU-only task, end to
+# end next to the int8 CPU run (its onnx_float Adds; the strategy's one-step flips and the
+# Adds' 15-bit multipliers propagate through the net).
 b="$work/blazeface.qdq.onnx"
 "$rk" quantize "$models/blazeface.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/blazeface.json" \
   --method percentile -o "$b" > /dev/null
 bin="input=$dir/inputs/blazeface.input.npy"
 "$rk" run "$b" --backend int8 --input "$bin" --output-dir "$work/bint8" > /dev/null
 "$rk" run "$b" --backend sim --input "$bin" --output-dir "$work/bsim" > /dev/null 2> "$work/bsim.log"
-grep -q "69 convolution(s) on the RK3588 simulator (strategy sorted-bs-multiplier, 31 with the following Add fused), 0 on the CPU" "$work/bsim.log"
+grep -q "69 convolution(s) on the RK3588 simulator (strategy sorted-bs-multiplier, 0 with the following Add fused), 0 on the CPU; 31 Add(s) as DPU tasks, 0 on the CPU" "$work/bsim.log"
 # Measured: 18-86% of the values equal, max |diff| 9-33% of the range.
 close_runs blazeface "$work/bint8" "$work/bsim" 0.5 0.1

@@ -21,6 +21,8 @@ struct FusionReport {
   int npu_sim_convs = 0;                   // convolutions placed on the NPU simulator
   int npu_fused_adds = 0;                  // of which with the following Add fused (EW stage)
   std::vector<std::string> npu_cpu_convs;  // "node X: <reason>" for those left on the CPU
+  int npu_sim_adds = 0;                    // QLinearAdds placed on the NPU simulator as DPU-only tasks
+  std::vector<std::string> npu_cpu_adds;   // "node X: <reason>" for the QLinearAdds left on the CPU
 };
 
 Pass conv_activation_fusion_pass();

@@ -78,7 +78,63 @@ const std::vector<Rule>& rules() {
   return r;
 }
 
+struct EltwiseRule {
+  std::string rule, reason;
+  std::function<std::string(const EltwiseGeometry&)> found;
+};
+
+// "F is N bits wide (minus one)" for a cube size field.
+std::string size_reason(const Field& f) { return std::string(f.name) + " is " + std::to_string(f.width()) + " bits wide, the size minus one"; }
+
+const std::vector<EltwiseRule>& eltwise_rule_list() {
+  static const std::vector<EltwiseRule> r = [] {
+    std::vector<EltwiseRule> v;
+    v.push_back({"int8 or uint8", "the lowering emits the DPU's int8 datapath", [](const EltwiseGeometry& g) {
+                   return g.dtype == DType::i8 || g.dtype == DType::u8 ? std::string() : std::string(dtype_name(g.dtype)) + " operands";
+                 }});
+    v.push_back({"batch 1", "one image per task",
+                 [](const EltwiseGeometry& g) { return g.batch == 1 ? std::string() : "batch " + std::to_string(g.batch); }});
+    v.push_back({"operands of one shape", "ERDMA reads one operand value per element (per-channel and scalar operands are not lowered yet)",
+                 [](const EltwiseGeometry& g) { return g.broadcast ? std::string("a broadcast operand") : std::string(); }});
+    v.push_back({"one scale and zero point per tensor", "the EW converter and OUT_CVT take one offset and one multiplier per task",
+                 [](const EltwiseGeometry& g) { return g.per_axis_quantization ? std::string("per-axis quantization") : std::string(); }});
+    v.push_back({"no fused activation", "the EW stage's ReLU is not lowered yet",
+                 [](const EltwiseGeometry& g) { return g.fused_activation ? std::string("a fused activation") : std::string(); }});
+    const int64_t mw = static_cast<int64_t>(DPU_DATA_CUBE_WIDTH_WIDTH.max()) + 1, mh = static_cast<int64_t>(DPU_DATA_CUBE_HEIGHT_HEIGHT.max()) + 1,
+                  mc = static_cast<int64_t>(DPU_DATA_CUBE_CHANNEL_CHANNEL.max()) + 1;
+    v.push_back({"width <= " + std::to_string(mw), size_reason(DPU_DATA_CUBE_WIDTH_WIDTH),
+                 [mw](const EltwiseGeometry& g) { return g.W <= mw ? std::string() : "width " + std::to_string(g.W); }});
+    v.push_back({"height <= " + std::to_string(mh), size_reason(DPU_DATA_CUBE_HEIGHT_HEIGHT),
+                 [mh](const EltwiseGeometry& g) { return g.H <= mh ? std::string() : "height " + std::to_string(g.H); }});
+    v.push_back({"channels <= " + std::to_string(mc), size_reason(DPU_DATA_CUBE_CHANNEL_CHANNEL),
+                 [mc](const EltwiseGeometry& g) { return (g.C + 15) / 16 * 16 <= mc ? std::string() : std::to_string(g.C) + " channels"; }});
+    return v;
+  }();
+  return r;
+}
+
 }  // namespace
+
+std::vector<std::pair<std::string, std::string>> eltwise_rules() {
+  std::vector<std::pair<std::string, std::string>> v;
+  for (const EltwiseRule& r : eltwise_rule_list()) v.emplace_back(r.rule, r.reason);
+  return v;
+}
+
+std::vector<Violation> check_eltwise(const EltwiseGeometry& g) {
+  std::vector<Violation> v;
+  for (const EltwiseRule& r : eltwise_rule_list()) {
+    std::string f = r.found(g);
+    if (!f.empty()) v.push_back({std::move(f), r.rule, r.reason});
+  }
+  return v;
+}
+
+Status eltwise_supported(const EltwiseGeometry& g, const std::string& what) {
+  const auto v = check_eltwise(g);
+  if (v.empty()) return {};
+  return unsupported(what + v[0].text());
+}
 
 const ConvLimits& conv_limits() {
   static const ConvLimits l{static_cast<int64_t>(CNA_WEIGHT_SIZE2_WEIGHT_WIDTH.max()), static_cast<int64_t>(CNA_WEIGHT_SIZE2_WEIGHT_HEIGHT.max()),

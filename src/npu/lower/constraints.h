@@ -1,4 +1,5 @@
-// The one source of what the RK3588 NPU's convolution lowering takes, and why.
+// The one source of what the RK3588 NPU's lowerings take (convolutions, element-wise tasks),
+// and why.
 //
 // Every limit is built from the hardware description (npu/arch: rk3588.json and the register
 // field widths of rk3588_registers.json), never written as a literal elsewhere: the lowering
@@ -55,5 +56,17 @@ std::vector<std::pair<std::string, std::string>> conv_rules();
 std::vector<Violation> check_conv(const ConvGeometry& g);
 // The first violation as an "unsupported" Error prefixed with `what`, or OK.
 Status conv_supported(const ConvGeometry& g, const std::string& what);
+
+// An element-wise operation of two maps as the DPU sees it (a DPU-only task, eltwise.h).
+struct EltwiseGeometry {
+  DType dtype = DType::i8;
+  int64_t batch = 1, C = 0, H = 0, W = 0;
+  bool broadcast = false;              // the operands' shapes differ
+  bool per_axis_quantization = false;  // more than one scale or zero point per operand
+  bool fused_activation = false;       // an output range narrower than the type's
+};
+std::vector<std::pair<std::string, std::string>> eltwise_rules();
+std::vector<Violation> check_eltwise(const EltwiseGeometry& g);
+Status eltwise_supported(const EltwiseGeometry& g, const std::string& what);
 
 }  // namespace rkd::npu::lower

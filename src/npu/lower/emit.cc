@@ -55,10 +55,18 @@ Status emit_dpu(regcmd::RegisterFile& r, const DpuTask& d) {
   RKD_TRY(r.set(DPU_DATA_CUBE_HEIGHT_HEIGHT, u(d.rows - 1)));
   RKD_TRY(r.set(DPU_DATA_CUBE_CHANNEL_CHANNEL, u(d.channels - 1)));
   RKD_TRY(r.set(DPU_DATA_CUBE_CHANNEL_ORIG_CHANNEL, u(d.orig_channels - 1)));
-  // BS: the ALU adds the per-channel operand from BRDMA; MUL from the operands or bypassed.
-  const bool mul = d.bs.layout == BsOperands::alu_mul;
+  if (d.input_address) {
+    RKD_TRY(r.set(DPU_FEATURE_MODE_CFG_FLYING_MODE, 1));
+    RKD_TRY(r.set(DPU_FEATURE_MODE_CFG_OUTPUT_MODE, 2));
+    RKD_TRY(r.set(DPU_FEATURE_MODE_CFG_BURST_LEN, 15));
+  }
+  // BS: the ALU adds the per-channel operand from BRDMA (or BS_ALU_CFG's); MUL from the
+  // operands, from BS_MUL_CFG, or bypassed.
+  const bool regs = d.bs.layout == BsOperands::registers;
+  const bool mul = d.bs.layout == BsOperands::alu_mul || (regs && d.bs.mul_value != 0);
   RKD_TRY(r.set(DPU_BS_CFG_BS_ALU_ALGO, 2));
-  RKD_TRY(r.set(DPU_BS_CFG_BS_ALU_SRC, 1));
+  RKD_TRY(r.set(DPU_BS_CFG_BS_ALU_SRC, regs ? 0 : 1));
+  if (regs) r.set(DPU_BS_ALU_CFG, static_cast<uint32_t>(d.bs.alu_value));
   RKD_TRY(r.set(DPU_BS_CFG_BS_MUL_BYPASS, mul ? 0 : 1));
   RKD_TRY(r.set(DPU_BS_CFG_BS_RELU_BYPASS, d.bs.relu ? 0 : 1));
   if (d.bs.relux) {
@@ -66,7 +74,8 @@ Status emit_dpu(regcmd::RegisterFile& r, const DpuTask& d) {
     r.set(DPU_BS_RELUX_CMP_VALUE, static_cast<uint32_t>(*d.bs.relux));
   }
   if (mul) {
-    RKD_TRY(r.set(DPU_BS_MUL_CFG_BS_MUL_SRC, 1));
+    RKD_TRY(r.set(DPU_BS_MUL_CFG_BS_MUL_SRC, regs ? 0 : 1));
+    if (regs) RKD_TRY(r.set(DPU_BS_MUL_CFG_BS_MUL_OPERAND, static_cast<uint16_t>(d.bs.mul_value)));
     RKD_TRY(r.set(DPU_BS_MUL_CFG_BS_MUL_SHIFT_VALUE, u(d.bs.mul_shift)));
     RKD_TRY(r.set(DPU_DATA_FORMAT_BS_MUL_SHIFT_VALUE_NEG, u(d.bs.mul_shift)));
   }
@@ -103,8 +112,10 @@ Status emit_dpu_rdma(regcmd::RegisterFile& r, const DpuTask& d) {
   RKD_TRY(r.set(DPU_RDMA_RDMA_DATA_CUBE_CHANNEL_CHANNEL, u(d.channels - 1)));
   // BRDMA_DATA_USE is a bitmask (bit0 ALU, bit1 CPEND, bit2 MUL): 1 ALU operands only; 7 the
   // 64-byte blocks with CPEND and MUL (the vendor's BRDMA_CFG 0xE).
-  RKD_TRY(r.set(DPU_RDMA_RDMA_BRDMA_CFG_BRDMA_DATA_USE, d.bs.layout == BsOperands::alu_mul ? 7 : 1));
-  r.set(DPU_RDMA_RDMA_BS_BASE_ADDR, d.bs.operand_address);
+  // 0: no BS operands read (register operands).
+  const int use = d.bs.layout == BsOperands::alu_mul ? 7 : d.bs.layout == BsOperands::alu ? 1 : 0;
+  RKD_TRY(r.set(DPU_RDMA_RDMA_BRDMA_CFG_BRDMA_DATA_USE, static_cast<uint64_t>(use)));
+  if (use != 0) r.set(DPU_RDMA_RDMA_BS_BASE_ADDR, d.bs.operand_address);
   if (d.ew) {
     RKD_TRY(r.set(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DATA_MODE, 1));
     RKD_TRY(r.set(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DATA_SIZE, 1));
@@ -113,7 +124,14 @@ Status emit_dpu_rdma(regcmd::RegisterFile& r, const DpuTask& d) {
   } else {
     RKD_TRY(r.set(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DISABLE, 1));
   }
-  RKD_TRY(r.set(DPU_RDMA_RDMA_FEATURE_MODE_CFG_MRDMA_DISABLE, 1));  // the main input comes from CORE, not memory
+  if (d.input_address) {
+    // The main input from memory: int8 in and processed (IN_PRECISION, PROC_PRECISION 0).
+    r.set(DPU_RDMA_RDMA_SRC_BASE_ADDR, *d.input_address);
+    RKD_TRY(r.set(DPU_RDMA_RDMA_FEATURE_MODE_CFG_FLYING_MODE, 1));
+    RKD_TRY(r.set(DPU_RDMA_RDMA_FEATURE_MODE_CFG_BURST_LEN, 15));
+  } else {
+    RKD_TRY(r.set(DPU_RDMA_RDMA_FEATURE_MODE_CFG_MRDMA_DISABLE, 1));  // the main input comes from CORE, not memory
+  }
   return {};
 }
 

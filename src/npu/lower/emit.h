@@ -53,7 +53,9 @@ Status emit_core(regcmd::RegisterFile& r, const CoreConv& c);
 struct BsStage {
   uint32_t operand_address = 0;  // per-channel ALU (and MUL) operands, PackedOperands
   BsOperands layout = BsOperands::alu;
-  int mul_shift = 0;  // with BsOperands::alu_mul
+  int mul_shift = 0;      // with BsOperands::alu_mul or registers
+  int32_t alu_value = 0;  // with BsOperands::registers: the ALU's operand
+  int16_t mul_value = 0;  // with BsOperands::registers: the MUL's operand (0: MUL bypassed)
   bool relu = false;
   std::optional<int32_t> relux;  // compare value of BS ReLUX
   int32_t ow_op = 0;             // BS_OW_OP (weight offset; 0 bypasses)
@@ -66,6 +68,11 @@ struct EwOperand {
   quant::Multiplier15 cvt;     // EW_OP_CVT scale and shift
 };
 struct DpuTask {
+  // A DPU-only task (enable mask kDpuEnableMask): the main input, NC1HWC2 int8 with dense
+  // surfaces (width x rows x 16 bytes; no stride register exists for it [INF]), read by MRDMA
+  // at this address in flying mode, burst 15, output mode 2 (allbilly/rk3588's element-wise
+  // programs [HW]). Unset: the main input is the CORE's output cube (a convolution).
+  std::optional<uint32_t> input_address;
   uint32_t dst_address = 0;
   int64_t dst_surface_pixels = 0;  // DST_SURF_STRIDE (pixels of the whole output map)
   int64_t width = 0, rows = 0;

@@ -210,10 +210,12 @@ Result<uint32_t> place_input(DeviceMemory& mem, const ConvSpec& s, const Tensor&
   return a;
 }
 
-Result<PlacedRegcmd> place_regcmd(DeviceMemory& mem, const Lowered& l) {
+Result<PlacedRegcmd> place_regcmd(DeviceMemory& mem, const Lowered& l) { return place_regcmd(mem, l.tasks); }
+
+Result<PlacedRegcmd> place_regcmd(DeviceMemory& mem, const std::vector<regcmd::Task>& tasks) {
   PlacedRegcmd p;
   p.address = mem.alloc(0, arch::kRk3588.regcmd_alignment_bytes);  // the encoder needs the address before the size is known
-  RKD_ASSIGN(p.words, regcmd::encode(l.tasks, p.address, &p.spans));
+  RKD_ASSIGN(p.words, regcmd::encode(tasks, p.address, &p.spans));
   const uint32_t at = mem.alloc(p.words.size() * 8, arch::kRk3588.regcmd_alignment_bytes);
   if (at != p.address) return Error{ErrorKind::internal, "regcmd placement moved"};
   RKD_TRY(mem.write(at, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(p.words.data()), p.words.size() * 8)));

@@ -121,6 +121,7 @@ struct PlacedRegcmd {
   std::vector<uint64_t> words;
 };
 Result<PlacedRegcmd> place_regcmd(DeviceMemory& mem, const Lowered& l);
+Result<PlacedRegcmd> place_regcmd(DeviceMemory& mem, const std::vector<regcmd::Task>& tasks);
 
 // With a residual: writes r ([1, OC, OH, OW] of spec.dtype) into every region's residual
 // buffer, NC1HWC2 in the region's channel order (the CPU's work on a board, as compaction).

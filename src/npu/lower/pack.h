@@ -47,8 +47,9 @@ int64_t written_channels(const ConvSpec& s, int64_t n);
 
 // The BS stage's per-channel operands, read by BRDMA.
 enum class BsOperands {
-  alu,      // one int32 ALU operand per channel (written channels x 4 bytes)
-  alu_mul,  // 64-byte blocks of 8 channels: 8 int32 ALU operands, then at byte 48 8 int16 MUL
+  alu,        // one int32 ALU operand per channel (written channels x 4 bytes)
+  alu_mul,    // 64-byte blocks of 8 channels: 8 int32 ALU operands, then at byte 48 8 int16 MUL
+  registers,  // none read: one ALU and one MUL operand for all channels, in BS_ALU_CFG / BS_MUL_CFG
 };
 struct PackedOperands {
   std::vector<uint8_t> bytes;

@@ -40,6 +40,10 @@ struct Ew {
 // A convolution task decoded and checked from its registers alone: geometry, device
 // addresses and byte counts of what it reads and writes, and the epilogue's parameters.
 struct ConvTask {
+  // A DPU-only task (enable mask kDpuEnableMask): no CNA or CORE; the "accumulator" of pixel
+  // p, channel k is the int8 main input read by MRDMA at input + (k / 16) * OW * OH * 16 +
+  // p * 16 + k % 16 (dense surfaces), and the DPU stages run on it as on a convolution's.
+  bool dpu_only = false;
   bool depthwise = false;
   int64_t W = 0, H = 0, C = 0, C_real = 0, sx = 1, sy = 1, pad_top = 0, pad_left = 0, KH = 1, KW = 1, kernels = 0;
   int64_t OW = 0, OH = 0, OC = 0, OC_real = 0;
@@ -73,7 +77,9 @@ struct ConvTask {
   }
 };
 
-Result<ConvTask> decode_conv(const RegValues& regs, const Quirks& q);
+// The task the registers program: a convolution (enable mask kConvEnableMask) or a DPU-only
+// task (kDpuEnableMask); checked without reading memory.
+Result<ConvTask> decode_task(const RegValues& regs, uint32_t enable_mask, const Quirks& q);
 
 struct Epilogue {
   int truncate;
@@ -119,6 +125,7 @@ inline bool overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) { return
 // One task of a chain as read from device memory.
 struct ChainTask {
   uint32_t address = 0;
+  uint32_t enable_mask = 0;
   RegValues values;
 };
 

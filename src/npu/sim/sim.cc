@@ -197,11 +197,10 @@ std::vector<int64_t> loops_mac(const ConvTask& t, std::span<const uint8_t> x, st
 
 // Runs task `t` on `mem`; `chain`/`index`: its place in a planned chain (the prepared MAC),
 // or nullptr (the loops).
-Result<TaskStats> run_conv(DeviceMemory& mem, const ConvTask& t, const Quirks& q, SimCache::Chain* chain, size_t index) {
-  RKD_ASSIGN(std::span<const uint8_t> x, mem.read(t.input, static_cast<size_t>(t.input_bytes)));
-  RKD_ASSIGN(auto wb, mem.read(t.weights, static_cast<size_t>(t.weight_bytes)));
-  std::vector<int32_t> alu(static_cast<size_t>(t.OC), 0);
-  std::vector<int16_t> mul(static_cast<size_t>(t.OC), 0);
+// The BS stage's per-channel operands read by BRDMA (zeros when it reads none).
+Status read_bs_operands(const DeviceMemory& mem, const ConvTask& t, std::vector<int32_t>& alu, std::vector<int16_t>& mul) {
+  alu.assign(static_cast<size_t>(t.OC), 0);
+  mul.assign(static_cast<size_t>(t.OC), 0);
   if (t.bs_dma) {
     if (t.data_use == 1) {
       RKD_ASSIGN(auto b, mem.read(t.operands, static_cast<size_t>(t.OC) * 4));
@@ -215,12 +214,48 @@ Result<TaskStats> run_conv(DeviceMemory& mem, const ConvTask& t, const Quirks& q
       }
     }
   }
-  RKD_ASSIGN(auto y, mem.span(t.output, static_cast<size_t>(t.output_bytes)));
+  return {};
+}
+
+// The EW stage with its operand's bytes attached.
+Result<Ew> attach_ew(const DeviceMemory& mem, const ConvTask& t) {
   Ew ew = t.ew;
   if (ew.on) {
     RKD_ASSIGN(auto eb, mem.read(ew.address, static_cast<size_t>((t.OC - 1) / 16 * ew.surface + t.OH * t.OW * 16)));
     ew.e = eb.data();
   }
+  return ew;
+}
+
+// A DPU-only task: the DPU stages on the main input read by MRDMA.
+Result<TaskStats> run_dpu_only(DeviceMemory& mem, const ConvTask& t, const Quirks& q) {
+  RKD_ASSIGN(std::span<const uint8_t> x, mem.read(t.input, static_cast<size_t>(t.input_bytes)));
+  std::vector<int32_t> alu;
+  std::vector<int16_t> mul;
+  RKD_TRY(read_bs_operands(mem, t, alu, mul));
+  RKD_ASSIGN(Ew ew, attach_ew(mem, t));
+  // The output may overwrite the input (in place): run on a copy of it.
+  const std::vector<uint8_t> in(x.begin(), x.end());
+  RKD_ASSIGN(auto y, mem.span(t.output, static_cast<size_t>(t.output_bytes)));
+  const int64_t pixels = t.OH * t.OW, surface = pixels * 16;
+  const Epilogue ep{0,       t.core_round, q.bs_shift_rounding, q.out_cvt_rounding, t.bs, t.bn, ew, alu.data(), mul.data(), t.scale, t.offset,
+                    t.shift, 128};
+  run_epilogue(ep, pixels, t.written(), t.out_surface, y.data(),
+               [&](int64_t p, int64_t k) -> int64_t { return static_cast<int8_t>(in[static_cast<size_t>((k / 16) * surface + p * 16 + k % 16)]); });
+  TaskStats stats;
+  stats.output_values = pixels * t.OC;
+  return stats;
+}
+
+Result<TaskStats> run_conv(DeviceMemory& mem, const ConvTask& t, const Quirks& q, SimCache::Chain* chain, size_t index) {
+  if (t.dpu_only) return run_dpu_only(mem, t, q);
+  RKD_ASSIGN(std::span<const uint8_t> x, mem.read(t.input, static_cast<size_t>(t.input_bytes)));
+  RKD_ASSIGN(auto wb, mem.read(t.weights, static_cast<size_t>(t.weight_bytes)));
+  std::vector<int32_t> alu;
+  std::vector<int16_t> mul;
+  RKD_TRY(read_bs_operands(mem, t, alu, mul));
+  RKD_ASSIGN(auto y, mem.span(t.output, static_cast<size_t>(t.output_bytes)));
+  RKD_ASSIGN(Ew ew, attach_ew(mem, t));
   const int64_t OCw = t.written(), pixels = t.OH * t.OW;
   TaskStats stats;
   stats.macs = pixels * OCw * t.KH * t.KW * (t.depthwise ? 1 : t.C_real);
@@ -257,8 +292,87 @@ void detail::reference_epilogue(const Epilogue& e, int64_t pixels, int64_t OCw, 
                [&](int64_t p, int64_t k) -> int64_t { return static_cast<int64_t>(v.acc[p * v.stride + k]) + v.wsum_scale * v.wsum[k]; });
 }
 
+namespace {
+
+// The DPU's part of a task (BS, BN, EW, OUT_CVT, the output), after t's output cube (OW, OH,
+// OC, OC_real) is set.
+Status decode_dpu(const Regs& r, const Quirks& q, ConvTask& t) {
+  const int64_t OC = t.OC, OH = t.OH, OW = t.OW;
+  if (r.get(DPU_DATA_FORMAT_OUT_PRECISION) != 0) return unsupported("DPU.DATA_FORMAT.OUT_PRECISION: only int8 output (int16 times out on hardware)");
+  t.bs = bs_stage(r);
+  t.bn = bn_stage(r);
+  RKD_TRY(check_stage(t.bs, "DPU.BS", true));
+  RKD_TRY(check_stage(t.bn, "DPU.BN", false));
+  Ew& ew = t.ew;
+  ew.on = r.get(DPU_EW_CFG_EW_BYPASS) == 0;
+  if (ew.on) {
+    if (r.get(DPU_EW_CFG_EW_OP_BYPASS) || !r.get(DPU_EW_CFG_EW_OP_SRC) || r.get(DPU_EW_CFG_EW_ALU_ALGO) != 2 || !r.get(DPU_EW_CFG_EW_LUT_BYPASS) ||
+        r.get(DPU_EW_CFG_EW_MUL_PRELU) || r.get(DPU_EW_CFG_EW_RELUX_EN) || r.get(DPU_EW_CFG_EW_DATA_MODE) != 1 || r.get(DPU_EW_CFG_EDATA_SIZE) != 1) {
+      return unsupported("DPU.EW_CFG " + hex32(r.get(DPU_EW_CFG)) +
+                         ": only the add of one int8 ERDMA operand per element (EW_OP_SRC 1, EW_ALU_ALGO 2, LUT bypassed, EW_DATA_MODE 1, EDATA_SIZE "
+                         "1) is simulated");
+    }
+    if (r.get(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DISABLE))
+      return invalid("DPU.EW_CFG adds an ERDMA operand but DPU_RDMA.RDMA_ERDMA_CFG.ERDMA_DISABLE is set");
+    ew.cvt_bypass = r.get(DPU_EW_CFG_EW_OP_CVT_BYPASS) != 0;
+    ew.relu = r.get(DPU_EW_CFG_EW_RELU_BYPASS) == 0;
+    ew.as_float = q.ew_float;
+    ew.offset = static_cast<int32_t>(r.get(DPU_EW_CVT_OFFSET_VALUE));
+    ew.scale = r.get(DPU_EW_CVT_SCALE_VALUE_EW_OP_CVT_SCALE);
+    ew.shift = static_cast<int>(r.get(DPU_EW_CVT_SCALE_VALUE_EW_OP_CVT_SHIFT));
+    ew.surface = static_cast<int64_t>(r.get(DPU_RDMA_RDMA_EW_SURF_STRIDE_EW_SURF_STRIDE)) * 16;
+    ew.address = r.get(DPU_RDMA_RDMA_EW_BASE_ADDR);
+  }
+  t.data_use = r.get(DPU_RDMA_RDMA_BRDMA_CFG_BRDMA_DATA_USE);
+  t.bs_dma = !t.bs.bypass && ((!t.bs.alu_bypass && t.bs.alu_src) || (!t.bs.mul_bypass && t.bs.mul_src));
+  if (t.bs_dma && t.data_use == 0) return invalid("DPU.BS_CFG reads operands by BRDMA but DPU_RDMA.RDMA_BRDMA_CFG.BRDMA_DATA_USE is 0");
+  t.operands = r.get(DPU_RDMA_RDMA_BS_BASE_ADDR);
+  // OUT_CVT.
+  const uint32_t scale_bits = r.get(DPU_OUT_CVT_SCALE_OUT_CVT_SCALE);
+  t.scale = q.out_cvt_scale_signed ? static_cast<int16_t>(scale_bits) : static_cast<int64_t>(scale_bits);
+  t.shift = static_cast<int>(r.get(DPU_OUT_CVT_SHIFT_OUT_CVT_SHIFT));
+  if (t.shift > 63) return unsupported("DPU.OUT_CVT_SHIFT " + std::to_string(t.shift) + " (above 63)");
+  t.offset = static_cast<int32_t>(r.get(DPU_OUT_CVT_OFFSET));
+  // Output.
+  t.output = r.get(DPU_DST_BASE_ADDR);
+  t.out_surface = static_cast<int64_t>(r.get(DPU_DST_SURF_STRIDE_DST_SURF_STRIDE)) * 16;
+  if (t.out_surface < OH * OW * 16 && OC > 16) return invalid("DPU.DST_SURF_STRIDE is smaller than one output surface");
+  t.output_bytes = (OC - 1) / 16 * t.out_surface + OH * OW * 16;
+  if (ew.on && ew.surface < OH * OW * 16 && OC > 16) return invalid("DPU_RDMA.RDMA_EW_SURF_STRIDE is smaller than one output surface");
+  return {};
+}
+
+// A DPU-only task: the output cube from the DPU's registers, the main input from MRDMA.
+Result<ConvTask> decode_dpu_only(const Regs& r, const Quirks& q) {
+  ConvTask t;
+  t.dpu_only = true;
+  if (r.get(DPU_RDMA_RDMA_FEATURE_MODE_CFG_MRDMA_DISABLE))
+    return invalid("DPU-only task: DPU_RDMA.RDMA_FEATURE_MODE_CFG.MRDMA_DISABLE is set (no main input)");
+  if (!r.get(DPU_RDMA_RDMA_FEATURE_MODE_CFG_FLYING_MODE) || !r.get(DPU_FEATURE_MODE_CFG_FLYING_MODE)) {
+    return unsupported(
+        "DPU-only task: FLYING_MODE clear in DPU.FEATURE_MODE_CFG or DPU_RDMA.RDMA_FEATURE_MODE_CFG (only the measured setting, 1, is simulated)");
+  }
+  if (r.get(DPU_RDMA_RDMA_FEATURE_MODE_CFG_IN_PRECISION) != 0 || r.get(DPU_RDMA_RDMA_FEATURE_MODE_CFG_PROC_PRECISION) != 0 ||
+      r.get(DPU_DATA_FORMAT_IN_PRECISION) != 0 || r.get(DPU_DATA_FORMAT_PROC_PRECISION) != 0) {
+    return unsupported("DPU-only task: only int8 input and processing precision are simulated");
+  }
+  t.OW = r.get(DPU_DATA_CUBE_WIDTH_WIDTH) + 1;
+  t.OH = r.get(DPU_DATA_CUBE_HEIGHT_HEIGHT) + 1;
+  t.OC = r.get(DPU_DATA_CUBE_CHANNEL_CHANNEL) + 1;
+  t.OC_real = r.get(DPU_DATA_CUBE_CHANNEL_ORIG_CHANNEL) + 1;
+  if (r.get(DPU_RDMA_RDMA_DATA_CUBE_WIDTH_WIDTH) + 1 != static_cast<uint32_t>(t.OW) ||
+      r.get(DPU_RDMA_RDMA_DATA_CUBE_HEIGHT_HEIGHT) + 1 != static_cast<uint32_t>(t.OH) ||
+      r.get(DPU_RDMA_RDMA_DATA_CUBE_CHANNEL_CHANNEL) + 1 != static_cast<uint32_t>(t.OC)) {
+    return invalid("DPU_RDMA.RDMA_DATA_CUBE_WIDTH/HEIGHT/CHANNEL disagree with DPU.DATA_CUBE_WIDTH/HEIGHT/CHANNEL");
+  }
+  t.input = r.get(DPU_RDMA_RDMA_SRC_BASE_ADDR);
+  t.input_bytes = (t.OC + 15) / 16 * t.OH * t.OW * 16;
+  RKD_TRY(decode_dpu(r, q, t));
+  return t;
+}
+
 // The int8 convolution task the registers `values` program, checked without reading memory.
-Result<ConvTask> detail::decode_conv(const RegValues& values, const Quirks& q) {
+Result<ConvTask> decode_conv(const detail::RegValues& values, const Quirks& q) {
   const Regs r(values);
   ConvTask t;
   const uint32_t mode = r.get(CNA_CONV_CON1_CONV_MODE);
@@ -267,7 +381,6 @@ Result<ConvTask> detail::decode_conv(const RegValues& values, const Quirks& q) {
   if (r.get(CNA_CONV_CON1_IN_PRECISION) != 0 || r.get(CNA_CONV_CON1_PROC_PRECISION) != 0) {
     return unsupported("CNA.CONV_CON1: only int8 input and processing precision are simulated");
   }
-  if (r.get(DPU_DATA_FORMAT_OUT_PRECISION) != 0) return unsupported("DPU.DATA_FORMAT.OUT_PRECISION: only int8 output (int16 times out on hardware)");
   if (r.get(CNA_CONV_CON3_ATROUS_X_DILATION) != 0 || r.get(CNA_CONV_CON3_ATROUS_Y_DILATION) != 0) {
     return unsupported("CNA.CONV_CON3 dilation (not simulated yet)");
   }
@@ -323,47 +436,15 @@ Result<ConvTask> detail::decode_conv(const RegValues& values, const Quirks& q) {
   // CORE.
   t.truncate = static_cast<int>(r.get(CORE_CLIP_TRUNCATE_CLIP_TRUNCATE));
   t.core_round = r.get(CORE_CLIP_TRUNCATE_ROUND_TYPE) ? Rounding::half_up : Rounding::half_to_even;
-  // DPU.
-  t.bs = bs_stage(r);
-  t.bn = bn_stage(r);
-  RKD_TRY(check_stage(t.bs, "DPU.BS", true));
-  RKD_TRY(check_stage(t.bn, "DPU.BN", false));
-  Ew& ew = t.ew;
-  ew.on = r.get(DPU_EW_CFG_EW_BYPASS) == 0;
-  if (ew.on) {
-    if (r.get(DPU_EW_CFG_EW_OP_BYPASS) || !r.get(DPU_EW_CFG_EW_OP_SRC) || r.get(DPU_EW_CFG_EW_ALU_ALGO) != 2 || !r.get(DPU_EW_CFG_EW_LUT_BYPASS) ||
-        r.get(DPU_EW_CFG_EW_MUL_PRELU) || r.get(DPU_EW_CFG_EW_RELUX_EN) || r.get(DPU_EW_CFG_EW_DATA_MODE) != 1 || r.get(DPU_EW_CFG_EDATA_SIZE) != 1) {
-      return unsupported("DPU.EW_CFG " + hex32(r.get(DPU_EW_CFG)) +
-                         ": only the add of one int8 ERDMA operand per element (EW_OP_SRC 1, EW_ALU_ALGO 2, LUT bypassed, EW_DATA_MODE 1, EDATA_SIZE "
-                         "1) is simulated");
-    }
-    if (r.get(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DISABLE))
-      return invalid("DPU.EW_CFG adds an ERDMA operand but DPU_RDMA.RDMA_ERDMA_CFG.ERDMA_DISABLE is set");
-    ew.cvt_bypass = r.get(DPU_EW_CFG_EW_OP_CVT_BYPASS) != 0;
-    ew.relu = r.get(DPU_EW_CFG_EW_RELU_BYPASS) == 0;
-    ew.as_float = q.ew_float;
-    ew.offset = static_cast<int32_t>(r.get(DPU_EW_CVT_OFFSET_VALUE));
-    ew.scale = r.get(DPU_EW_CVT_SCALE_VALUE_EW_OP_CVT_SCALE);
-    ew.shift = static_cast<int>(r.get(DPU_EW_CVT_SCALE_VALUE_EW_OP_CVT_SHIFT));
-    ew.surface = static_cast<int64_t>(r.get(DPU_RDMA_RDMA_EW_SURF_STRIDE_EW_SURF_STRIDE)) * 16;
-    ew.address = r.get(DPU_RDMA_RDMA_EW_BASE_ADDR);
-  }
-  t.data_use = r.get(DPU_RDMA_RDMA_BRDMA_CFG_BRDMA_DATA_USE);
-  t.bs_dma = !t.bs.bypass && ((!t.bs.alu_bypass && t.bs.alu_src) || (!t.bs.mul_bypass && t.bs.mul_src));
-  t.operands = r.get(DPU_RDMA_RDMA_BS_BASE_ADDR);
-  // OUT_CVT.
-  const uint32_t scale_bits = r.get(DPU_OUT_CVT_SCALE_OUT_CVT_SCALE);
-  t.scale = q.out_cvt_scale_signed ? static_cast<int16_t>(scale_bits) : static_cast<int64_t>(scale_bits);
-  t.shift = static_cast<int>(r.get(DPU_OUT_CVT_SHIFT_OUT_CVT_SHIFT));
-  if (t.shift > 63) return unsupported("DPU.OUT_CVT_SHIFT " + std::to_string(t.shift) + " (above 63)");
-  t.offset = static_cast<int32_t>(r.get(DPU_OUT_CVT_OFFSET));
-  // Output.
-  t.output = r.get(DPU_DST_BASE_ADDR);
-  t.out_surface = static_cast<int64_t>(r.get(DPU_DST_SURF_STRIDE_DST_SURF_STRIDE)) * 16;
-  if (t.out_surface < OH * OW * 16 && OC > 16) return invalid("DPU.DST_SURF_STRIDE is smaller than one output surface");
-  t.output_bytes = (OC - 1) / 16 * t.out_surface + OH * OW * 16;
-  if (ew.on && ew.surface < OH * OW * 16 && OC > 16) return invalid("DPU_RDMA.RDMA_EW_SURF_STRIDE is smaller than one output surface");
+  RKD_TRY(decode_dpu(r, q, t));
   return t;
+}
+
+}  // namespace
+
+Result<ConvTask> detail::decode_task(const RegValues& values, uint32_t enable_mask, const Quirks& q) {
+  if (enable_mask == kDpuEnableMask) return decode_dpu_only(Regs(values), q);
+  return decode_conv(values, q);
 }
 
 const char* rounding_name(Rounding r) {
@@ -441,11 +522,13 @@ Result<ReadTask> read_task(const DeviceMemory& mem, uint32_t address, size_t wor
   }
   const regcmd::DecodedTask& d = tasks[0];
   if (!d.problems.empty()) return invalid("task " + std::to_string(t) + " at " + hex32(address) + ": " + d.problems.front());
-  if (d.enable_mask != kConvEnableMask) {
-    return unsupported("task " + std::to_string(t) + ": enable mask " + hex32(d.enable_mask) + " (only convolutions, 0x1d, are simulated)");
+  if (d.enable_mask != kConvEnableMask && d.enable_mask != kDpuEnableMask) {
+    return unsupported("task " + std::to_string(t) + ": enable mask " + hex32(d.enable_mask) + " (only convolutions, " + hex32(kConvEnableMask) +
+                       ", and DPU-only tasks, " + hex32(kDpuEnableMask) + ", are simulated)");
   }
   ReadTask r;
   r.task.address = address;
+  r.task.enable_mask = d.enable_mask;
   r.task.values = d.final_values();
   if (!d.next_is_zero_word) {
     r.next = d.next_address;
@@ -462,7 +545,7 @@ Result<std::vector<TaskStats>> run_in_turn(DeviceMemory& mem, uint32_t address, 
   for (size_t t = 0; address != 0; ++t) {
     RKD_ASSIGN(ReadTask r, read_task(mem, address, words, t));
     auto st = [&]() -> Result<TaskStats> {
-      RKD_ASSIGN(ConvTask c, detail::decode_conv(r.task.values, q));
+      RKD_ASSIGN(ConvTask c, detail::decode_task(r.task.values, r.task.enable_mask, q));
       return run_conv(mem, c, q, nullptr, 0);
     }();
     if (!st.ok()) return st.error().with_context(task_context(t, address));
@@ -497,8 +580,8 @@ std::shared_ptr<SimCache::Decoded> decode_chain(const DeviceMemory& mem, uint32_
   for (size_t t = 0; address != 0; ++t) {
     auto r = read_task(mem, address, words, t);
     if (!r.ok()) return nullptr;
-    auto c = detail::decode_conv(r->task.values, q);
-    if (!c.ok()) return nullptr;
+    auto c = detail::decode_task(r->task.values, r->task.enable_mask, q);
+    if (!c.ok() || c->dpu_only) return nullptr;  // DPU-only tasks run in turn (no MAC to prepare)
     auto bytes = mem.read(address, words * 8);
     d->words.emplace_back(address, std::vector<uint8_t>(bytes->begin(), bytes->end()));
     d->tasks.push_back(std::move(r->task));

@@ -1,0 +1,197 @@
+// The element-wise Add as a DPU-only task: lowered (npu/lower/eltwise.h), encoded as regcmd,
+// executed by the simulator from device memory, against the int64 definition of the NPU's
+// arithmetic (quant::rknpu_add_plan) bit for bit on every pair of input codes, that
+// definition against the real sum rounded once (double), and against ONNX Runtime's
+// QLinearAdd arithmetic (onnx_float) - the bound the 15-bit multipliers leave.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "npu/arch/arch.h"
+#include "npu/lower/eltwise.h"
+#include "npu/regcmd/regcmd.h"
+#include "npu/sim/sim.h"
+#include "quant/int8.h"
+
+namespace rkd::npu {
+namespace {
+
+// Every (a, b) code pair, once each, in a [1, 17, 61, 64] map (17 channels: a partly used
+// second channel block; the last 832 elements repeat the first pairs).
+void all_pairs(DType t, Tensor& a, Tensor& b) {
+  a = Tensor::empty(t, {1, 17, 61, 64});
+  b = Tensor::empty(t, {1, 17, 61, 64});
+  auto* pa = static_cast<uint8_t*>(a.raw());
+  auto* pb = static_cast<uint8_t*>(b.raw());
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    pa[i] = static_cast<uint8_t>(i & 255);
+    pb[i] = static_cast<uint8_t>((i >> 8) & 255);
+  }
+}
+
+Result<Tensor> simulate_add(const lower::AddSpec& s, const Tensor& a, const Tensor& b, const sim::Quirks& q = {}) {
+  DeviceMemory mem;
+  RKD_ASSIGN(lower::LoweredAdd l, lower::lower_add(s, mem));
+  RKD_ASSIGN(auto placed, lower::place_regcmd(mem, l.tasks));
+  RKD_TRY(lower::write_add_inputs(mem, s, l, a, b));
+  RKD_ASSIGN(auto stats, sim::run(mem, placed.address, placed.spans[0].word_count, q));
+  if (stats.size() != 1) return invalid("expected one task");
+  Tensor y = Tensor::empty(s.dtype, {1, s.C, s.H, s.W});
+  RKD_TRY(lower::gather_add_output(mem, s, l, y));
+  return y;
+}
+
+struct Scales {
+  float a, b, out;
+  int32_t za, zb, zo;
+};
+
+TEST(NpuEltwise, AddTaskEqualsTheNpuDefinitionOnEveryPairOfCodes) {
+  // Scale sets: b's larger (the operands swap), a's larger, equal, a ratio of 1000 (the EW
+  // converter's shift far above 14), an output scale far below the inputs'.
+  const Scales sets[] = {{0.02f, 0.05f, 0.06f, 3, -7, 1},    {0.11f, 0.013f, 0.09f, -20, 5, -3}, {0.04f, 0.04f, 0.05f, 0, 0, 0},
+                         {0.5f, 0.0005f, 0.4f, 10, -100, 7}, {0.03f, 0.02f, 0.002f, -1, 2, 0}};
+  int64_t n = 0, off_real = 0, off_ort = 0, worst_ort = 0;
+  for (DType t : {DType::i8, DType::u8}) {
+    Tensor a, b;
+    all_pairs(t, a, b);
+    for (const Scales& sc : sets) {
+      lower::AddSpec s;
+      s.dtype = t;
+      s.C = 17;
+      s.H = 61;
+      s.W = 64;
+      const int32_t shift = t == DType::u8 ? 128 : 0, lo = t == DType::u8 ? 0 : -128, hi = t == DType::u8 ? 255 : 127;
+      s.q = quant::QBinaryParams{sc.a, sc.b, sc.out, sc.za + shift, sc.zb + shift, sc.zo + shift, lo, hi, quant::Requant::rknpu_out_cvt};
+      auto y = simulate_add(s, a, b);
+      ASSERT_TRUE(y.ok()) << y.error().to_string();
+      Tensor want = Tensor::empty(t, a.shape()), ort = Tensor::empty(t, a.shape());
+      ASSERT_TRUE(quant::tflite_add(a, b, s.q, false, want).ok());
+      quant::QBinaryParams po = s.q;
+      po.convention = quant::Requant::onnx_float;
+      ASSERT_TRUE(quant::tflite_add(a, b, po, false, ort).ok());
+      auto plan = quant::rknpu_add_plan(s.q);
+      ASSERT_TRUE(plan.ok());
+      EXPECT_EQ(plan->b_is_main, sc.b > sc.a);
+      for (int64_t i = 0; i < a.numel(); ++i) {
+        const int64_t got = static_cast<int64_t>(y->get_as_double(i)), def = static_cast<int64_t>(want.get_as_double(i));
+        ASSERT_EQ(got, def) << "element " << i << " a " << a.get_as_double(i) << " b " << b.get_as_double(i) << " scales " << sc.a << " " << sc.b;
+        // The definition against the real sum: equal unless the real value lies within the
+        // multipliers' error of a rounding tie (15-bit S_e and S_o, the EW converter's half
+        // step of 2^-14 main steps).
+        const double ma = static_cast<double>(sc.a) / sc.out, mb = static_cast<double>(sc.b) / sc.out;
+        const double da = a.get_as_double(i) - s.q.a_zero_point, db = b.get_as_double(i) - s.q.b_zero_point;
+        const double real = ma * da + mb * db, bound = std::ldexp(std::abs(ma * da) + std::abs(mb * db) + std::max(ma, mb), -13);
+        const double rounded = std::clamp(std::nearbyint(real) + s.q.out_zero_point, static_cast<double>(lo), static_cast<double>(hi));
+        if (static_cast<double>(def) != rounded) {
+          ++off_real;
+          const double tie = std::floor(real) + 0.5;
+          ASSERT_LT(std::abs(real - tie), bound) << "element " << i << ": " << def << " vs " << rounded << " (real " << real << ")";
+          ASSERT_LE(std::abs(static_cast<double>(def) - rounded), 1.0);
+        }
+        const int64_t d = std::llabs(def - static_cast<int64_t>(ort.get_as_double(i)));
+        off_ort += d != 0;
+        worst_ort = std::max(worst_ort, d);
+        ++n;
+      }
+    }
+  }
+  std::printf("npu add: %lld values; %lld (%.4f%%) differ from the real sum rounded once, %lld (%.4f%%) from onnx_float, max %lld\n",
+              static_cast<long long>(n), static_cast<long long>(off_real), 100.0 * static_cast<double>(off_real) / static_cast<double>(n),
+              static_cast<long long>(off_ort), 100.0 * static_cast<double>(off_ort) / static_cast<double>(n), static_cast<long long>(worst_ort));
+  EXPECT_LE(worst_ort, 1);
+}
+
+TEST(NpuEltwise, EwFloatKnobChangesOnlyTheConverterStep) {
+  // The disputed EW arithmetic (ew_mode=float): the task still runs, every value within one
+  // step of the integer converter's.
+  Tensor a, b;
+  all_pairs(DType::i8, a, b);
+  lower::AddSpec s;
+  s.C = 17;
+  s.H = 61;
+  s.W = 64;
+  s.q = quant::QBinaryParams{0.02f, 0.05f, 0.06f, 3, -7, 1, -128, 127, quant::Requant::rknpu_out_cvt};
+  sim::Quirks q;
+  ASSERT_TRUE(sim::set_knob(q, "ew_mode=float").ok());
+  auto yi = simulate_add(s, a, b), yf = simulate_add(s, a, b, q);
+  ASSERT_TRUE(yi.ok() && yf.ok());
+  int64_t differ = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double d = std::abs(yi->get_as_double(i) - yf->get_as_double(i));
+    ASSERT_LE(d, 1.0);
+    differ += d != 0;
+  }
+  std::printf("npu add, ew_mode=float: %lld of %lld values differ from the integer converter's\n", static_cast<long long>(differ),
+              static_cast<long long>(a.numel()));
+}
+
+TEST(NpuEltwise, RefusesWhatTheDpuTaskCannotTakeByRule) {
+  lower::EltwiseGeometry g;
+  g.C = 16;
+  g.H = 8;
+  g.W = 8;
+  EXPECT_TRUE(lower::check_eltwise(g).empty());
+  auto first = [](const lower::EltwiseGeometry& x) {
+    const auto v = lower::check_eltwise(x);
+    return v.empty() ? std::string() : v[0].text();
+  };
+  lower::EltwiseGeometry x = g;
+  x.broadcast = true;
+  EXPECT_NE(first(x).find("a broadcast operand: operands of one shape"), std::string::npos) << first(x);
+  x = g;
+  x.batch = 2;
+  EXPECT_NE(first(x).find("batch 2"), std::string::npos);
+  x = g;
+  x.W = static_cast<int64_t>(arch::DPU_DATA_CUBE_WIDTH_WIDTH.max()) + 2;
+  EXPECT_NE(first(x).find("DPU.DATA_CUBE_WIDTH.WIDTH is 13 bits wide"), std::string::npos) << first(x);
+  x.W = x.W - 1;
+  EXPECT_TRUE(lower::check_eltwise(x).empty());
+  x = g;
+  x.dtype = DType::f32;
+  EXPECT_FALSE(lower::check_eltwise(x).empty());
+  // A scale ratio the EW converter cannot hold (shift above 63) is refused by check_add.
+  lower::AddSpec s;
+  s.C = 16;
+  s.H = 4;
+  s.W = 4;
+  s.q = quant::QBinaryParams{1.0f, 1e-20f, 1.0f, 0, 0, 0, -128, 127, quant::Requant::rknpu_out_cvt};
+  const Status st = lower::check_add(s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().kind, ErrorKind::unsupported);
+  EXPECT_NE(st.error().message.find("EW converter"), std::string::npos) << st.error().message;
+}
+
+TEST(NpuEltwise, SimulatorRefusesMalformedDpuOnlyTasksByRegister) {
+  lower::AddSpec s;
+  s.C = 16;
+  s.H = 4;
+  s.W = 4;
+  s.q = quant::QBinaryParams{0.1f, 0.2f, 0.3f, 0, 0, 0, -128, 127, quant::Requant::rknpu_out_cvt};
+  auto run_with = [&](const std::function<void(regcmd::Task&)>& edit) -> Status {
+    DeviceMemory mem;
+    RKD_ASSIGN(lower::LoweredAdd l, lower::lower_add(s, mem));
+    edit(l.tasks[0]);
+    RKD_ASSIGN(auto placed, lower::place_regcmd(mem, l.tasks));
+    auto r = sim::run(mem, placed.address, placed.spans[0].word_count, {});
+    if (!r.ok()) return r.error();
+    return {};
+  };
+  EXPECT_TRUE(run_with([](regcmd::Task&) {}).ok());
+  auto message = [&](const std::function<void(regcmd::Task&)>& edit) {
+    const Status st = run_with(edit);
+    return st.ok() ? std::string("ok") : st.error().message;
+  };
+  EXPECT_NE(message([](regcmd::Task& t) { (void)t.regs.set(arch::DPU_RDMA_RDMA_FEATURE_MODE_CFG_MRDMA_DISABLE, 1); }).find("MRDMA_DISABLE"),
+            std::string::npos);
+  EXPECT_NE(message([](regcmd::Task& t) { (void)t.regs.set(arch::DPU_RDMA_RDMA_DATA_CUBE_WIDTH_WIDTH, 7); }).find("RDMA_DATA_CUBE"), std::string::npos);
+  EXPECT_NE(message([](regcmd::Task& t) { (void)t.regs.set(arch::DPU_RDMA_RDMA_FEATURE_MODE_CFG_IN_PRECISION, 2); }).find("int8 input"),
+            std::string::npos);
+  EXPECT_NE(message([](regcmd::Task& t) { t.enable_mask = 0x60; }).find("enable mask"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rkd::npu
