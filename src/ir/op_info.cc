@@ -138,8 +138,9 @@ const std::vector<OpInfo>& op_table() {
       {"rkdeploy", "QLinearAdd", nullptr, kShapeFromCreator},
       {"rkdeploy", "QLinearTflite", nullptr, kShapeFromCreator},
       {"rkdeploy", "QLinearLut", nullptr, kShapeFromCreator},
-      {"rkdeploy", "NpuConv", nullptr, kShapeFromCreator},  // a QLinearConv on the NPU simulator
-      {"rkdeploy", "NpuAdd", nullptr, kShapeFromCreator},   // a QLinearAdd as a DPU-only task on the NPU simulator
+      {"rkdeploy", "NpuConv", nullptr, kShapeFromCreator},       // a QLinearConv on the NPU simulator
+      {"rkdeploy", "NpuAdd", nullptr, kShapeFromCreator},        // a QLinearAdd as a DPU-only task on the NPU simulator
+      {"rkdeploy", "NpuLeakyRelu", nullptr, kShapeFromCreator},  // a LeakyRelu table as a DPU-only task on the NPU simulator
   };
   return t;
 }

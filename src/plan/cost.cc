@@ -85,7 +85,7 @@ std::optional<double> node_macs(const ir::Node& n) {
     }
     return p;
   };
-  const bool qconv = n.op_type == "QLinearConv";
+  const bool qconv = n.op_type == "QLinearConv" || (n.op_type == "NpuConv" && n.domain == "rkdeploy");
   if ((n.op_type == "Conv" || n.op_type == "ConvTranspose" || qconv) && n.inputs.size() >= (qconv ? 4u : 2u) && !n.outputs.empty() && n.outputs[0]) {
     const ir::Value* w = n.inputs[qconv ? 3 : 1];
     if (!w || !w->shape || w->shape->size() < 3) return std::nullopt;

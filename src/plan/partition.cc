@@ -6,6 +6,10 @@
 
 namespace rkd::plan {
 
+bool npu_placed_op(const ir::Node& n) {
+  return n.domain == "rkdeploy" && (n.op_type == "NpuConv" || n.op_type == "NpuAdd" || n.op_type == "NpuLeakyRelu");
+}
+
 namespace {
 
 struct VariantInfo {
@@ -22,6 +26,9 @@ const std::vector<VariantInfo>& variant_table() {
       {Variant::as_lowered, "as-lowered",
        "as-is, but what the runtime's own lowering does not emit yet (rules marked lowered: false) on the CPU: what runs today", GraphForm::imported,
        false},
+      {Variant::as_run, "as-run",
+       "the int8 graph `run --backend sim` executes: what the runtime placed on the NPU there, everything else on its CPU kernels (QDQ models)",
+       GraphForm::runtime, false},
       {Variant::custom_op_cpu, "custom-op-cpu", "every op the runtime cannot run on the NPU registered as a CPU custom op: one fallback per op",
        GraphForm::imported},
       {Variant::custom_op_gpu, "custom-op-gpu", "the same, as GPU custom ops", GraphForm::imported},
@@ -136,7 +143,17 @@ Result<VariantPlan> plan_variant(const ir::Graph& g, const Target& t, Variant v,
       pn.lowered = true;
       pn.reason = "not lowered by this runtime yet (" + pl.reason + ")";
     }
-    if (n.domain == "rkdeploy") {
+    if (v == Variant::as_run && !pn.zero_cost) {
+      pn.lowered = true;
+      if (npu_placed_op(n)) {
+        pn.device = Device::npu;
+        pn.reason = "placed on the NPU by the runtime (npu-sim-placement)";
+      } else {
+        pn.device = Device::cpu;
+        pn.reason = pl.device == Device::npu ? "left on the CPU by the runtime (the profile's rule: " + pl.reason + ")" : "rkdeploy's CPU kernels";
+      }
+    }
+    if (n.domain == "rkdeploy" && v != Variant::as_run) {
       // rkdeploy's fused ops reach a vendor runtime as custom ops on its CPU.
       const bool mine = t.rules_for(pn.op_type).size() > 0;
       if (!mine) {

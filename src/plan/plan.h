@@ -131,9 +131,11 @@ Placement place(const Target& t, const ir::Node& n);
 // docs/SUPPORTED_OPS.md: every op any profile names, per profile: device and conditions.
 std::string supported_ops_markdown(const std::vector<Target>& targets);
 
-enum class Variant { as_is, as_lowered, custom_op_cpu, custom_op_gpu, fused_fallback, decoder_on_cpu, discrete };
-// The variants `--variant all` plans: every one but as-lowered, which differs from as-is only
-// on a profile that marks ops `lowered: false` (rk3588-rkdeploy) and is asked for by name.
+enum class Variant { as_is, as_lowered, as_run, custom_op_cpu, custom_op_gpu, fused_fallback, decoder_on_cpu, discrete };
+// The variants `--variant all` plans: every one but as-lowered and as-run, which describe
+// rkdeploy's own back end (rk3588-rkdeploy) and are asked for by name. as-run plans the graph
+// `run --backend sim` executes (GraphForm::runtime): the operations the runtime placed on the
+// NPU (rkdeploy.NpuConv, NpuAdd, NpuLeakyRelu) there, every other one on the CPU.
 const std::vector<Variant>& all_variants();
 const char* variant_name(Variant v);
 // Every variant's name, comma-separated, in table order.
@@ -141,8 +143,11 @@ std::string variant_names();
 const char* variant_description(Variant v);
 Result<Variant> parse_variant(const std::string& s);
 // The graph form the variant plans: the model as imported, with the fused
-// deformable-attention op per decoder layer, or the discrete-sampling export.
-enum class GraphForm { imported, fused, discrete };
+// deformable-attention op per decoder layer, the discrete-sampling export, or the int8 graph
+// as the runtime compiles it for the NPU simulator (qdq-to-qlinear, npu-sim-placement).
+enum class GraphForm { imported, fused, discrete, runtime };
+// The ops of a runtime-form graph that run on the NPU.
+bool npu_placed_op(const ir::Node& n);
 GraphForm graph_form(Variant v);
 
 // Latency terms in milliseconds; total() is their sum (a serial critical path).

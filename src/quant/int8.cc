@@ -248,12 +248,48 @@ Result<RknpuAdd> rknpu_add_plan(const QBinaryParams& p) {
   return k;
 }
 
+namespace {
+// v / 2^s rounded half up (even = false) or half to even, exact in int64.
+int64_t shift_round(int64_t v, int s, bool even) {
+  if (s == 0) return v;
+  const int64_t f = v >> s, rem = v & ((int64_t{1} << s) - 1), half = int64_t{1} << (s - 1);
+  return f + (rem > half || (rem == half && (!even || (f & 1))) ? 1 : 0);
+}
+}  // namespace
+
+Result<RknpuLeakyRelu> rknpu_leaky_relu_plan(double x_scale, double y_scale, double alpha) {
+  if (!(x_scale > 0) || !(y_scale > 0)) return invalid("LeakyRelu: scales must be positive");
+  if (!(alpha > 0 && alpha < 1))
+    return unsupported("LeakyRelu: alpha " + std::to_string(alpha) + " outside (0, 1) (the NPU form takes max(x, alpha x))");
+  RknpuLeakyRelu k;
+  auto a = quantize_multiplier_15(k.main_mul * alpha);
+  if (!a.ok()) return unsupported("LeakyRelu: alpha " + std::to_string(alpha) + " outside the EW converter's range");
+  k.alpha = *a;
+  auto out = quantize_multiplier_15(x_scale / (k.main_mul * y_scale));
+  if (!out.ok()) return unsupported("LeakyRelu: multiplier " + std::to_string(x_scale / y_scale) + " outside OUT_CVT's range");
+  k.out = *out;
+  return k;
+}
+
+int64_t rknpu_leaky_relu_value(const RknpuLeakyRelu& k, int32_t dx) {
+  const int64_t v =
+      std::max<int64_t>(static_cast<int64_t>(dx) * k.main_mul, shift_round(static_cast<int64_t>(dx) * k.alpha.scale, k.alpha.shift, false));
+  return shift_round(v * k.out.scale, k.out.shift, true);
+}
+
+Result<Tensor> rknpu_leaky_relu_table(DType t, double x_scale, int32_t x_zero_point, double y_scale, int32_t y_zero_point, double alpha) {
+  RKD_ASSIGN(auto range, quantized_range(t));
+  RKD_ASSIGN(RknpuLeakyRelu k, rknpu_leaky_relu_plan(x_scale, y_scale, alpha));
+  Tensor table = Tensor::empty(t, {256});
+  for (int32_t i = 0; i < 256; ++i) {
+    const int32_t code = range.first + i;
+    const int64_t y = rknpu_leaky_relu_value(k, code - x_zero_point) + y_zero_point;
+    store_q(table, i, static_cast<int32_t>(std::clamp<int64_t>(y, range.first, range.second)));
+  }
+  return table;
+}
+
 int64_t rknpu_add_value(const RknpuAdd& k, int32_t dm, int32_t de) {
-  auto shift_round = [](int64_t v, int s, bool even) {
-    if (s == 0) return v;
-    const int64_t f = v >> s, rem = v & ((int64_t{1} << s) - 1), half = int64_t{1} << (s - 1);
-    return f + (rem > half || (rem == half && (!even || (f & 1))) ? 1 : 0);
-  };
   const int64_t v = static_cast<int64_t>(dm) * k.main_mul + shift_round(static_cast<int64_t>(de) * k.ew.scale, k.ew.shift, false);
   return shift_round(v * k.out.scale, k.out.shift, true);
 }

@@ -91,6 +91,22 @@ struct RknpuAdd {
 Result<RknpuAdd> rknpu_add_plan(const QBinaryParams& p);
 // v S_o / 2^H_o rounded, before the output zero point and the clamp; dm = x_m - z_m, de = x_e - z_e.
 int64_t rknpu_add_value(const RknpuAdd& k, int32_t dm, int32_t de);
+
+// rknpu_out_cvt's LeakyRelu (0 < alpha < 1) as npu/lower/eltwise.h lowers it: one DPU-only task
+// reading x twice, by MRDMA (BS: -z_x, MUL K = 2^14) and by ERDMA (the EW converter: -z_x,
+// S_a / 2^H_a = K alpha), the EW stage taking the maximum:
+//   v = max((x - z_x) K, round_half_up((x - z_x) S_a / 2^H_a))
+//   y = clamp(round_half_even(v S_o / 2^H_o) + z_y, qmin, qmax)     S_o / 2^H_o = s_x / (K s_y)
+struct RknpuLeakyRelu {
+  int32_t main_mul = 1 << 14;  // K
+  Multiplier15 alpha, out;
+};
+Result<RknpuLeakyRelu> rknpu_leaky_relu_plan(double x_scale, double y_scale, double alpha);
+// v S_o / 2^H_o rounded (before z_y and the clamp), dx = x - z_x.
+int64_t rknpu_leaky_relu_value(const RknpuLeakyRelu& k, int32_t dx);
+// The 256-entry table of codes (x's codes in increasing order, i.e. uint8 0..255 or int8
+// -128..127) of that definition, of dtype t.
+Result<Tensor> rknpu_leaky_relu_table(DType t, double x_scale, int32_t x_zero_point, double y_scale, int32_t y_zero_point, double alpha);
 Status tflite_mul(const Tensor& a, const Tensor& b, const QBinaryParams& p, Tensor& out);
 
 // TFLite's int8/uint8 AveragePool (NCHW here): the sum over the window's in-bounds elements

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <optional>
 
 #include "ir/op_info.h"
 #include "ir/passes/shape_inference.h"
+#include "quant/int8.h"
 
 namespace rkd::quant {
 
@@ -112,6 +114,24 @@ Result<Node*> add_lut(ir::Graph& g, const std::string& name, Value* x, Tensor ta
   return lut;
 }
 
+// A LeakyRelu between per-tensor DequantizeLinear and QuantizeLinear of one type: its
+// parameters as the NPU lowering reads them.
+struct LeakySite {
+  double x_scale, y_scale, alpha;
+  int32_t x_zp, y_zp;
+};
+std::optional<LeakySite> leaky_site(const Node& op, const Node& dq, const Node& q) {
+  if (op.op_type != "LeakyRelu" || !op.domain.empty() || !dq.inputs[2] || !dq.inputs[2]->constant || !q.inputs[2] || !q.inputs[2]->constant) {
+    return std::nullopt;
+  }
+  if (dq.inputs[2]->constant->dtype() != q.inputs[2]->constant->dtype()) return std::nullopt;
+  auto alpha = op.attr_float("alpha", 0.01f);
+  if (!alpha.ok()) return std::nullopt;
+  return LeakySite{static_cast<double>(static_cast<float>(dq.inputs[1]->constant->get_as_double(0))),
+                   static_cast<double>(static_cast<float>(q.inputs[1]->constant->get_as_double(0))), static_cast<double>(*alpha),
+                   static_cast<int32_t>(dq.inputs[2]->constant->get_as_double(0)), static_cast<int32_t>(q.inputs[2]->constant->get_as_double(0))};
+}
+
 // The DequantizeLinear d becomes dead when op was its only reader.
 void drop_if_sole(Node* d, const Node* op, std::set<const Node*>& gone) {
   if (d->outputs[0]->consumers.size() == 1 && d->outputs[0]->consumers[0] == op) gone.insert(d);
@@ -139,6 +159,8 @@ bool integer_max_pool(const Node& n) {
 }  // namespace
 
 Status lut_sites(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEvaluator& eval) {
+  const auto requant = g.metadata.find("rkdeploy.requant");
+  const bool npu_convention = requant != g.metadata.end() && requant->second == "rknpu_out_cvt";
   std::vector<Node*> nodes;
   for (const auto& np : g.nodes()) nodes.push_back(np.get());
   for (Node* op : nodes) {
@@ -171,7 +193,22 @@ Status lut_sites(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEvalua
       if (!ok) continue;
       auto table = site_table(eval, *dq, op, vary, *q, g.opset);
       if (!table.ok()) continue;  // an op the kernels cannot run in this form stays float
+      // A LeakyRelu keeps what the NPU lowering needs (rkd_op, rkd_alpha, the scales and zero
+      // points); under rknpu_out_cvt its table is the NPU's arithmetic (quant/int8.h).
+      std::optional<LeakySite> leaky = leaky_site(*op, *dq, *q);
+      if (leaky && npu_convention) {
+        auto t = rknpu_leaky_relu_table(in_t, leaky->x_scale, leaky->x_zp, leaky->y_scale, leaky->y_zp, leaky->alpha);
+        if (t.ok() && t->dtype() == table->dtype()) table = std::move(t);
+      }
       RKD_ASSIGN(Node * lut, add_lut(g, op->name, dq->inputs[0], std::move(*table), *q->outputs[0]));
+      if (leaky) {
+        lut->attrs["rkd_op"] = std::string("LeakyRelu");
+        lut->attrs["rkd_alpha"] = static_cast<float>(leaky->alpha);
+        lut->attrs["rkd_x_scale"] = static_cast<float>(leaky->x_scale);
+        lut->attrs["rkd_x_zero_point"] = int64_t{leaky->x_zp};
+        lut->attrs["rkd_y_scale"] = static_cast<float>(leaky->y_scale);
+        lut->attrs["rkd_y_zero_point"] = int64_t{leaky->y_zp};
+      }
       g.move_output(q, 0, lut, 0);
     } else if (maxpool) {
       if (!integer_max_pool(*op)) continue;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <mutex>
 
 #include "ir/passes/shape_inference.h"
@@ -272,40 +273,102 @@ Result<npu::lower::AddSpec> npu_add_spec(const Node& n) {
 
 namespace {
 
-// One lowered add in its own device memory.
-struct SimAdd {
-  npu::lower::AddSpec spec;
+// One lowered element-wise task in its own device memory; `write` puts a call's inputs where
+// the task reads them.
+struct SimEltwise {
+  npu::lower::MapShape shape;
   npu::sim::Quirks quirks;
   npu::DeviceMemory mem;
-  npu::lower::LoweredAdd lowered;
+  npu::lower::LoweredEltwise lowered;
+  std::function<Status(SimEltwise&, const std::vector<const Tensor*>&)> write;
   uint32_t regcmd = 0;
   size_t first_words = 0;
   std::mutex m;
 };
 
+Result<Kernel> eltwise_kernel(std::shared_ptr<SimEltwise> se, const Node& n) {
+  RKD_ASSIGN(auto placed, npu::lower::place_regcmd(se->mem, se->lowered.tasks));
+  se->regcmd = placed.address;
+  se->first_words = placed.spans[0].word_count;
+  const std::string what = n.describe();
+  return Kernel([se, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+    std::lock_guard<std::mutex> lock(se->m);
+    auto go = [&]() -> Status {
+      RKD_TRY(se->write(*se, in));
+      auto stats = npu::sim::run(se->mem, se->regcmd, se->first_words, se->quirks);
+      if (!stats.ok()) return stats.error();
+      return npu::lower::gather_eltwise_output(se->mem, se->shape, se->lowered, out[0]);
+    };
+    Status st = go();
+    return st.ok() ? st : st.error().with_context(what + " (NPU simulator)");
+  });
+}
+
 }  // namespace
 
 Result<Kernel> npu_add_kernel(const Node& n, const npu::sim::Quirks& quirks) {
   RKD_ASSIGN(npu::lower::AddSpec spec, npu_add_spec(n));
-  auto sa = std::make_shared<SimAdd>();
-  sa->spec = spec;
-  sa->quirks = quirks;
-  RKD_ASSIGN(sa->lowered, npu::lower::lower_add(sa->spec, sa->mem));
-  RKD_ASSIGN(auto placed, npu::lower::place_regcmd(sa->mem, sa->lowered.tasks));
-  sa->regcmd = placed.address;
-  sa->first_words = placed.spans[0].word_count;
-  const std::string what = n.describe();
-  return Kernel([sa, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-    std::lock_guard<std::mutex> lock(sa->m);
-    auto go = [&]() -> Status {
-      RKD_TRY(npu::lower::write_add_inputs(sa->mem, sa->spec, sa->lowered, *in[0], *in[3]));
-      auto stats = npu::sim::run(sa->mem, sa->regcmd, sa->first_words, sa->quirks);
-      if (!stats.ok()) return stats.error();
-      return npu::lower::gather_add_output(sa->mem, sa->spec, sa->lowered, out[0]);
-    };
-    Status s = go();
-    return s.ok() ? s : s.error().with_context(what + " (NPU simulator)");
-  });
+  auto se = std::make_shared<SimEltwise>();
+  se->shape = spec;
+  se->quirks = quirks;
+  RKD_ASSIGN(se->lowered, npu::lower::lower_add(spec, se->mem));
+  se->write = [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
+    if (in.size() < 4 || !in[0] || !in[3]) return Status(invalid("npu add: operands missing"));
+    return npu::lower::write_add_inputs(e.mem, spec, e.lowered, *in[0], *in[3]);
+  };
+  return eltwise_kernel(se, n);
+}
+
+Result<npu::lower::LeakyReluSpec> npu_leaky_relu_spec(const Node& n) {
+  RKD_ASSIGN(std::string op, n.attr_string("rkd_op", ""));
+  if (op != "LeakyRelu") return unsupported("not a LeakyRelu table (the NPU lowers LeakyRelu only; other tables need the DPU's LUT)");
+  const auto xs = ir::static_shape(n.inputs[0]), ys = ir::static_shape(n.outputs[0]);
+  if (!xs || !ys || xs->size() != 4 || *xs != *ys) return unsupported("input is not a static [N, C, H, W] map of the output's shape");
+  if (!n.inputs[0]->dtype || !n.outputs[0]->dtype || *n.inputs[0]->dtype != *n.outputs[0]->dtype)
+    return unsupported("input and output of different types");
+  npu::lower::LeakyReluSpec s;
+  s.dtype = *n.inputs[0]->dtype;
+  s.C = (*xs)[1];
+  s.H = (*xs)[2];
+  s.W = (*xs)[3];
+  RKD_ASSIGN(float alpha, n.attr_float("rkd_alpha", 0.01f));
+  RKD_ASSIGN(float xsc, n.attr_float("rkd_x_scale", 0.f));
+  RKD_ASSIGN(float ysc, n.attr_float("rkd_y_scale", 0.f));
+  RKD_ASSIGN(int64_t xz, n.attr_int("rkd_x_zero_point", 0));
+  RKD_ASSIGN(int64_t yz, n.attr_int("rkd_y_zero_point", 0));
+  s.alpha = alpha;
+  s.x_scale = xsc;
+  s.y_scale = ysc;
+  s.x_zero_point = static_cast<int32_t>(xz);
+  s.y_zero_point = static_cast<int32_t>(yz);
+  npu::lower::EltwiseGeometry g = npu::lower::geometry_of(s);
+  g.batch = (*xs)[0];
+  RKD_TRY(npu::lower::eltwise_supported(g, "npu LeakyRelu: "));
+  RKD_TRY(npu::lower::check_leaky_relu(s));
+  return s;
+}
+
+Result<int> npu_leaky_relu_table_differences(const Node& n) {
+  RKD_ASSIGN(npu::lower::LeakyReluSpec s, npu_leaky_relu_spec(n));
+  if (n.inputs.size() < 2 || !n.inputs[1] || !n.inputs[1]->constant) return invalid(n.describe() + ": table missing");
+  RKD_ASSIGN(Tensor npu, quant::rknpu_leaky_relu_table(s.dtype, s.x_scale, s.x_zero_point, s.y_scale, s.y_zero_point, s.alpha));
+  const Tensor& t = *n.inputs[1]->constant;
+  int d = 0;
+  for (int64_t i = 0; i < 256; ++i) d += t.get_as_double(i) != npu.get_as_double(i);
+  return d;
+}
+
+Result<Kernel> npu_leaky_relu_kernel(const Node& n, const npu::sim::Quirks& quirks) {
+  RKD_ASSIGN(npu::lower::LeakyReluSpec spec, npu_leaky_relu_spec(n));
+  auto se = std::make_shared<SimEltwise>();
+  se->shape = spec;
+  se->quirks = quirks;
+  RKD_ASSIGN(se->lowered, npu::lower::lower_leaky_relu(spec, se->mem));
+  se->write = [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
+    if (in.empty() || !in[0]) return Status(invalid("npu LeakyRelu: input missing"));
+    return npu::lower::write_leaky_relu_input(e.mem, spec, e.lowered, *in[0]);
+  };
+  return eltwise_kernel(se, n);
 }
 
 namespace {
@@ -365,6 +428,21 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                       n->op_type = "NpuAdd";
                       if (report) ++report->npu_sim_adds;
                     }
+                    for (const auto& np : g.nodes()) {
+                      Node* n = np.get();
+                      if (n->op_type != "QLinearLut" || n->domain != "rkdeploy" || !n->attrs.count("rkd_op")) continue;
+                      auto d = npu_leaky_relu_table_differences(*n);
+                      if (!d.ok()) {
+                        if (report) report->npu_cpu_luts.push_back(n->name + ": " + d.error().message);
+                        continue;
+                      }
+                      n->attrs["rkd_sim_knobs"] = joined;
+                      n->op_type = "NpuLeakyRelu";
+                      if (report) {
+                        ++report->npu_sim_leaky_relus;
+                        report->npu_leaky_relu_table_differences = std::max(report->npu_leaky_relu_table_differences, *d);
+                      }
+                    }
                     return {};
                   }};
 }
@@ -379,6 +457,11 @@ Result<Kernel> npu_sim_kernel_from_attrs(const Node& n) {
 Result<Kernel> npu_add_kernel_from_attrs(const Node& n) {
   RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
   return npu_add_kernel(n, q);
+}
+
+Result<Kernel> npu_leaky_relu_kernel_from_attrs(const Node& n) {
+  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
+  return npu_leaky_relu_kernel(n, q);
 }
 
 }  // namespace rkd::runtime

@@ -39,16 +39,27 @@ Result<npu::lower::AddSpec> npu_add_spec(const ir::Node& n);
 // own device memory; per call the operands written, the task run, the output read back).
 Result<Kernel> npu_add_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
 
+// The NPU LeakyRelu of an rkdeploy.QLinearLut made from a LeakyRelu site (attributes rkd_op,
+// rkd_alpha, rkd_x_scale / _zero_point, rkd_y_scale / _zero_point: quant/qlinear_lut.cc), or
+// why not; the kernel runs it as one DPU-only task (quant::rknpu_leaky_relu_plan).
+Result<npu::lower::LeakyReluSpec> npu_leaky_relu_spec(const ir::Node& n);
+// Entries of the node's table that differ from the NPU's arithmetic (0 under rknpu_out_cvt,
+// whose tables are the NPU's; with onnx_float tables: the bound, per node, of 256).
+Result<int> npu_leaky_relu_table_differences(const ir::Node& n);
+Result<Kernel> npu_leaky_relu_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
+
 // npu-sim-placement: every QLinearConv that npu_try_lower() takes becomes rkdeploy.NpuConv
 // (same inputs, outputs and attributes, plus rkd_sim_strategy and rkd_sim_knobs,
 // ';'-separated NAME=VALUE), whose kernel is npu_sim_kernel; with fuse_add, a QLinearAdd that
 // is a convolution's only reader is fused into it first (the EW stage; one rounding where the
 // int8 reference rounds twice, so off by default). Then every rkdeploy.QLinearAdd that
 // npu_add_spec() takes becomes rkdeploy.NpuAdd (a DPU-only task, quant::rknpu_add_plan's
-// arithmetic). Counts them, and lists the others with the reason, in `report`.
+// arithmetic), and every LeakyRelu table npu_leaky_relu_spec() takes rkdeploy.NpuLeakyRelu.
+// Counts them, and lists the others with the reason, in `report`.
 ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, bool fuse_add, FusionReport* report);
-// The kernels of an rkdeploy.NpuConv / NpuAdd made by npu_sim_placement_pass.
+// The kernels of an rkdeploy.NpuConv / NpuAdd / NpuLeakyRelu made by npu_sim_placement_pass.
 Result<Kernel> npu_sim_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_add_kernel_from_attrs(const ir::Node& n);
+Result<Kernel> npu_leaky_relu_kernel_from_attrs(const ir::Node& n);
 
 }  // namespace rkd::runtime

@@ -10,6 +10,7 @@
 #include "core/progress.h"
 #include "core/thread_pool.h"
 #include "kernels/tensor_ops.h"
+#include "npu/lower/strategy.h"
 #include "runtime/model.h"
 
 namespace rkd::workflows {
@@ -68,8 +69,18 @@ Result<std::vector<plan::VariantPlan>> plan_model(const PlanOptions& o, const pl
     co.fuse = form == plan::GraphForm::fused;
     co.fuse_activations = false;
     co.require_executable = false;
+    if (form == plan::GraphForm::runtime) {
+      // What `run --backend sim` compiles: the int8 graph, the NPU placement with the default
+      // strategy, the CPU fusions of the int8 path.
+      co.fuse = true;
+      co.fuse_activations = true;
+      co.int8 = true;
+      co.npu_sim_strategy = npu::lower::strategy_name(npu::lower::kDefaultStrategy);
+    }
     Status s = optimize(imp.graph, co);
     if (!s.ok()) return s.error().with_context(path);
+    bool placed_any = false;
+    for (const auto& n : imp.graph.nodes()) placed_any = placed_any || plan::npu_placed_op(*n);
     // A graph this host cannot run is still placed: its nodes without a CPU kernel are
     // reported in every plan, and no host time is measured (the CPU terms would be partial).
     const std::vector<std::string> unrunnable = unexecutable_nodes(imp.graph);
@@ -82,6 +93,10 @@ Result<std::vector<plan::VariantPlan>> plan_model(const PlanOptions& o, const pl
     for (plan::Variant v : variants) {
       auto p = plan::plan_variant(imp.graph, t, v, host);
       if (!p.ok()) return p.error().with_context(path);
+      if (form == plan::GraphForm::runtime && !placed_any) {
+        p->notes.push_back(
+            "nothing placed on the NPU: the runtime lowers quantized (QDQ) operators only; quantize the model first (rkdeploy quantize)");
+      }
       if (!unrunnable.empty()) {
         p->executable = false;
         for (const std::string& u : unrunnable) p->failures.push_back(u + " in rkdeploy: the host cannot run the graph to measure it");

@@ -47,9 +47,10 @@ print(f"nanodet: sorted-bs-multiplier {t['exact_percent']:.2f}% exact, max {t['m
 PY
 "$rk" run "$q" --backend int8 --input "$in" --output-dir "$work/int8" > /dev/null
 "$rk" run "$q" --backend sim --input "$in" --output-dir "$work/sim" > /dev/null 2> "$work/sim.log"
-# Every convolution and every Add on the NPU: the 4 Adds as DPU-only tasks (two of them
-# residual Adds after a convolution, fused only with --fuse-npu-add).
-grep -q "npu: 34 convolution(s) on the RK3588 simulator (strategy sorted-bs-multiplier, 0 with the following Add fused), 0 on the CPU; 4 Add(s) as DPU tasks, 0 on the CPU" "$work/sim.log"
+# Every convolution, Add and LeakyRelu on the NPU: the 4 Adds (two of them residual Adds after
+# a convolution, fused only with --fuse-npu-add) and 27 LeakyRelus as DPU-only tasks, the
+# LeakyRelus' onnx_float tables one entry of 256 at most away from the NPU's arithmetic.
+grep -q "npu: 34 convolution(s) on the RK3588 simulator (strategy sorted-bs-multiplier, 0 with the following Add fused), 0 on the CPU; 4 Add(s) as DPU tasks, 0 on the CPU; 27 LeakyRelu(s) as DPU tasks (their tables differ from the NPU's in at most 1 of 256 entries)" "$work/sim.log"
 # One-step flips in the convolutions propagate through 34 layers: end to end, about half the
 # values stay equal and the largest difference is a fraction of the output's range (measured:
 # 15% at most; the per-tensor strategy gives 85-112% and under 1% equal).
@@ -68,9 +69,11 @@ assert all("skipped" not in c for c in d["convs"]) and t["max_diff_lsb"] == 0 an
 print(f"nanodet uint8 per-tensor: {t['values']} conv outputs bit-exact in {t['tasks']} tasks")
 PY
 "$rk" run "$u" --backend int8 --requant rknpu_out_cvt --input "$in" --output-dir "$work/u8int8" > /dev/null
-"$rk" run "$u" --backend sim --strategy per-tensor --requant rknpu_out_cvt --input "$in" --output-dir "$work/u8sim" > /dev/null 2>&1
-# End to end, with the Adds as DPU tasks in the NPU's arithmetic (the int8 reference's
-# QLinearAdd under rknpu_out_cvt): every output equal bit for bit.
+"$rk" run "$u" --backend sim --strategy per-tensor --requant rknpu_out_cvt --input "$in" --output-dir "$work/u8sim" > /dev/null 2> "$work/u8sim.log"
+grep -q "4 Add(s) as DPU tasks, 0 on the CPU; 27 LeakyRelu(s) as DPU tasks (their tables differ from the NPU's in at most 0 of 256 entries)" "$work/u8sim.log"
+# End to end, with the Adds and LeakyRelus as DPU tasks in the NPU's arithmetic (the int8
+# reference's QLinearAdd and LeakyRelu tables under rknpu_out_cvt): every output equal bit
+# for bit.
 for f in "$work"/u8int8/*.npy; do cmp "$f" "$work/u8sim/$(basename "$f")"; done
 echo "nanodet uint8 per-tensor: every output of the simulated run equals the int8 reference's"
 # --fuse-npu-add: the two residual Adds fused into their convolutions round once where the

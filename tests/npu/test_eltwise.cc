@@ -34,13 +34,13 @@ void all_pairs(DType t, Tensor& a, Tensor& b) {
 
 Result<Tensor> simulate_add(const lower::AddSpec& s, const Tensor& a, const Tensor& b, const sim::Quirks& q = {}) {
   DeviceMemory mem;
-  RKD_ASSIGN(lower::LoweredAdd l, lower::lower_add(s, mem));
+  RKD_ASSIGN(lower::LoweredEltwise l, lower::lower_add(s, mem));
   RKD_ASSIGN(auto placed, lower::place_regcmd(mem, l.tasks));
   RKD_TRY(lower::write_add_inputs(mem, s, l, a, b));
   RKD_ASSIGN(auto stats, sim::run(mem, placed.address, placed.spans[0].word_count, q));
   if (stats.size() != 1) return invalid("expected one task");
   Tensor y = Tensor::empty(s.dtype, {1, s.C, s.H, s.W});
-  RKD_TRY(lower::gather_add_output(mem, s, l, y));
+  RKD_TRY(lower::gather_eltwise_output(mem, s, l, y));
   return y;
 }
 
@@ -52,8 +52,11 @@ struct Scales {
 TEST(NpuEltwise, AddTaskEqualsTheNpuDefinitionOnEveryPairOfCodes) {
   // Scale sets: b's larger (the operands swap), a's larger, equal, a ratio of 1000 (the EW
   // converter's shift far above 14), an output scale far below the inputs'.
-  const Scales sets[] = {{0.02f, 0.05f, 0.06f, 3, -7, 1},    {0.11f, 0.013f, 0.09f, -20, 5, -3}, {0.04f, 0.04f, 0.05f, 0, 0, 0},
-                         {0.5f, 0.0005f, 0.4f, 10, -100, 7}, {0.03f, 0.02f, 0.002f, -1, 2, 0}};
+  const Scales sets[] = {{0.02f, 0.05f, 0.06f, 3, -7, 1},
+                         {0.11f, 0.013f, 0.09f, -20, 5, -3},
+                         {0.04f, 0.04f, 0.05f, 0, 0, 0},
+                         {0.5f, 0.0005f, 0.4f, 10, -100, 7},
+                         {0.03f, 0.02f, 0.002f, -1, 2, 0}};
   int64_t n = 0, off_real = 0, off_ort = 0, worst_ort = 0;
   for (DType t : {DType::i8, DType::u8}) {
     Tensor a, b;
@@ -129,6 +132,71 @@ TEST(NpuEltwise, EwFloatKnobChangesOnlyTheConverterStep) {
               static_cast<long long>(a.numel()));
 }
 
+TEST(NpuEltwise, LeakyReluTaskEqualsTheNpuTableOnEveryCode) {
+  // Every code of a [1, 17, 4, 4] map (17 channels, 16 pixels: 272 values, all 256 codes),
+  // 3 scale pairs x 4 alphas x both types: the simulated task equals quant's table bit for bit;
+  // the table equals the real function rounded once except within the multipliers' error of a
+  // tie; against the float reference table (what onnx_float's QLinearLut holds) at most one step.
+  const double alphas[] = {0.01, 0.1, 0.2, 0.5};
+  const double scales[][2] = {{0.05, 0.05}, {0.11, 0.03}, {0.02, 0.09}};
+  int64_t n = 0, off = 0;
+  for (DType t : {DType::i8, DType::u8}) {
+    const int32_t lo = t == DType::u8 ? 0 : -128, hi = t == DType::u8 ? 255 : 127;
+    for (const auto& sc : scales)
+      for (double alpha : alphas) {
+        lower::LeakyReluSpec s;
+        s.dtype = t;
+        s.C = 17;
+        s.H = 4;
+        s.W = 4;
+        s.x_scale = sc[0];
+        s.y_scale = sc[1];
+        s.alpha = alpha;
+        s.x_zero_point = lo + 100;
+        s.y_zero_point = lo + 140;
+        Tensor x = Tensor::empty(t, {1, 17, 4, 4});
+        for (int64_t i = 0; i < x.numel(); ++i) static_cast<uint8_t*>(x.raw())[i] = static_cast<uint8_t>(i & 255);
+        DeviceMemory mem;
+        auto l = lower::lower_leaky_relu(s, mem);
+        ASSERT_TRUE(l.ok()) << l.error().to_string();
+        EXPECT_EQ(l->ew_address, l->main_address);  // 16 pixels: one buffer read twice
+        auto placed = lower::place_regcmd(mem, l->tasks);
+        ASSERT_TRUE(placed.ok());
+        ASSERT_TRUE(lower::write_leaky_relu_input(mem, s, *l, x).ok());
+        auto st = sim::run(mem, placed->address, placed->spans[0].word_count, {});
+        ASSERT_TRUE(st.ok()) << st.error().to_string();
+        Tensor y = Tensor::empty(t, x.shape());
+        ASSERT_TRUE(lower::gather_eltwise_output(mem, s, *l, y).ok());
+        auto table = quant::rknpu_leaky_relu_table(t, s.x_scale, s.x_zero_point, s.y_scale, s.y_zero_point, alpha);
+        ASSERT_TRUE(table.ok());
+        for (int64_t i = 0; i < x.numel(); ++i) {
+          const int64_t code = static_cast<int64_t>(x.get_as_double(i));
+          ASSERT_EQ(y.get_as_double(i), table->get_as_double(code - lo)) << "code " << code << " alpha " << alpha;
+        }
+        for (int32_t c = lo; c <= hi; ++c) {
+          const double dx = c - s.x_zero_point, real = s.x_scale / s.y_scale * (dx >= 0 ? dx : alpha * dx);
+          const double want = std::clamp(std::nearbyint(real) + s.y_zero_point, static_cast<double>(lo), static_cast<double>(hi));
+          const double got = table->get_as_double(c - lo);
+          ++n;
+          if (got == want) continue;
+          ++off;
+          ASSERT_LE(std::abs(got - want), 1.0);
+          ASSERT_LT(std::abs(real - (std::floor(real) + 0.5)), std::ldexp(std::abs(real) + s.x_scale / s.y_scale, -13)) << "code " << c;
+        }
+      }
+  }
+  std::printf("npu LeakyRelu: %lld of %lld table entries differ from the real function rounded once\n", static_cast<long long>(off),
+              static_cast<long long>(n));
+  // alpha outside (0, 1) is refused by name.
+  lower::LeakyReluSpec bad;
+  bad.C = bad.H = bad.W = 4;
+  bad.x_scale = bad.y_scale = 0.1;
+  bad.alpha = 1.5;
+  const Status st = lower::check_leaky_relu(bad);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("alpha"), std::string::npos);
+}
+
 TEST(NpuEltwise, RefusesWhatTheDpuTaskCannotTakeByRule) {
   lower::EltwiseGeometry g;
   g.C = 16;
@@ -173,7 +241,7 @@ TEST(NpuEltwise, SimulatorRefusesMalformedDpuOnlyTasksByRegister) {
   s.q = quant::QBinaryParams{0.1f, 0.2f, 0.3f, 0, 0, 0, -128, 127, quant::Requant::rknpu_out_cvt};
   auto run_with = [&](const std::function<void(regcmd::Task&)>& edit) -> Status {
     DeviceMemory mem;
-    RKD_ASSIGN(lower::LoweredAdd l, lower::lower_add(s, mem));
+    RKD_ASSIGN(lower::LoweredEltwise l, lower::lower_add(s, mem));
     edit(l.tasks[0]);
     RKD_ASSIGN(auto placed, lower::place_regcmd(mem, l.tasks));
     auto r = sim::run(mem, placed.address, placed.spans[0].word_count, {});
@@ -187,7 +255,8 @@ TEST(NpuEltwise, SimulatorRefusesMalformedDpuOnlyTasksByRegister) {
   };
   EXPECT_NE(message([](regcmd::Task& t) { (void)t.regs.set(arch::DPU_RDMA_RDMA_FEATURE_MODE_CFG_MRDMA_DISABLE, 1); }).find("MRDMA_DISABLE"),
             std::string::npos);
-  EXPECT_NE(message([](regcmd::Task& t) { (void)t.regs.set(arch::DPU_RDMA_RDMA_DATA_CUBE_WIDTH_WIDTH, 7); }).find("RDMA_DATA_CUBE"), std::string::npos);
+  EXPECT_NE(message([](regcmd::Task& t) { (void)t.regs.set(arch::DPU_RDMA_RDMA_DATA_CUBE_WIDTH_WIDTH, 7); }).find("RDMA_DATA_CUBE"),
+            std::string::npos);
   EXPECT_NE(message([](regcmd::Task& t) { (void)t.regs.set(arch::DPU_RDMA_RDMA_FEATURE_MODE_CFG_IN_PRECISION, 2); }).find("int8 input"),
             std::string::npos);
   EXPECT_NE(message([](regcmd::Task& t) { t.enable_mask = 0x60; }).find("enable mask"), std::string::npos);

@@ -16,13 +16,16 @@ namespace rkd::ir {
 // What the rewriting passes did, for `run` and `inspect` to print.
 struct FusionReport {
   int fused_sites = 0;
-  std::vector<std::string> fused;          // one line per fused site
-  std::vector<std::string> not_fused;      // "node X: <reason>"
-  int npu_sim_convs = 0;                   // convolutions placed on the NPU simulator
-  int npu_fused_adds = 0;                  // of which with the following Add fused (EW stage)
-  std::vector<std::string> npu_cpu_convs;  // "node X: <reason>" for those left on the CPU
-  int npu_sim_adds = 0;                    // QLinearAdds placed on the NPU simulator as DPU-only tasks
-  std::vector<std::string> npu_cpu_adds;   // "node X: <reason>" for the QLinearAdds left on the CPU
+  std::vector<std::string> fused;            // one line per fused site
+  std::vector<std::string> not_fused;        // "node X: <reason>"
+  int npu_sim_convs = 0;                     // convolutions placed on the NPU simulator
+  int npu_fused_adds = 0;                    // of which with the following Add fused (EW stage)
+  std::vector<std::string> npu_cpu_convs;    // "node X: <reason>" for those left on the CPU
+  int npu_sim_adds = 0;                      // QLinearAdds placed on the NPU simulator as DPU-only tasks
+  std::vector<std::string> npu_cpu_adds;     // "node X: <reason>" for the QLinearAdds left on the CPU
+  int npu_sim_leaky_relus = 0;               // LeakyRelu tables placed on the NPU simulator as DPU-only tasks
+  int npu_leaky_relu_table_differences = 0;  // the most entries (of 256) of one whose reference table differs
+  std::vector<std::string> npu_cpu_luts;     // "node X: <reason>" for the tables of another origin left on the CPU
 };
 
 Pass conv_activation_fusion_pass();

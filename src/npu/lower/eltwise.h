@@ -1,13 +1,18 @@
-// Lowering of an element-wise Add of two int8/uint8 maps to one DPU-only task (no CNA, no
-// CORE): the main input read by MRDMA, the other by ERDMA, quant::rknpu_add_plan's arithmetic
-// (quant/int8.h): BS ALU -z_m and MUL K (register operands), the EW converter (-z_e, S_e /
-// 2^H_e), OUT_CVT (S_o / 2^H_o, z_out). Stored domain as for convolutions (uint8 - 128; the
-// differences x - z are the same in both domains).
+// Lowering of element-wise operations on int8/uint8 maps to one DPU-only task each (no CNA, no
+// CORE): the main input read by MRDMA, a second operand by ERDMA, the arithmetic of
+// quant/int8.h's rknpu_out_cvt definitions:
+//   Add        (rknpu_add_plan)        BS ALU -z_m and MUL K (register operands), the EW
+//              converter (-z_e, S_e / 2^H_e) and add, OUT_CVT (S_o / 2^H_o, z_out);
+//   LeakyRelu  (rknpu_leaky_relu_plan) the same map read twice: BS -z_x and MUL K, the EW
+//              converter (-z_x, K alpha) and max, OUT_CVT.
+// Stored domain as for convolutions (uint8 - 128; the differences x - z are the same in both
+// domains).
 //
 // Buffers, NC1HWC2 int8 with align(C, 16) channels: the main input with dense surfaces (H W
 // 16 bytes: no MRDMA stride register exists [INF]); the EW operand with surfaces of
-// max(H W, ew_surface_min_pixels) pixels (EW_SURF_STRIDE's floor [HW]); the output dense.
-// The padding lanes hold 0 and their results carry no meaning.
+// max(H W, ew_surface_min_pixels) pixels (EW_SURF_STRIDE's floor [HW]) - for LeakyRelu the
+// main input's own buffer when the two strides agree; the output dense. The padding lanes
+// hold 0 and their results carry no meaning.
 #pragma once
 
 #include <cstdint>
@@ -22,29 +27,41 @@
 
 namespace rkd::npu::lower {
 
-struct AddSpec {
-  DType dtype = DType::i8;  // of both operands and the output
+// A [1, C, H, W] map of one int8/uint8 type.
+struct MapShape {
+  DType dtype = DType::i8;
   int64_t C = 0, H = 0, W = 0;
+};
+
+struct AddSpec : MapShape {
   quant::QBinaryParams q;  // scales and zero points (act_min / act_max: the type's range)
 };
+struct LeakyReluSpec : MapShape {
+  double x_scale = 1, y_scale = 1, alpha = 0.01;
+  int32_t x_zero_point = 0, y_zero_point = 0;
+};
 EltwiseGeometry geometry_of(const AddSpec& s);
+EltwiseGeometry geometry_of(const LeakyReluSpec& s);
 // Malformed specs (invalid), then constraints.h's eltwise rules and the converters' ranges
 // (unsupported).
 Status check_add(const AddSpec& s);
+Status check_leaky_relu(const LeakyReluSpec& s);
 
-struct LoweredAdd {
+struct LoweredEltwise {
   std::vector<regcmd::Task> tasks;
   std::vector<Buffer> buffers;
-  quant::RknpuAdd plan;
+  bool b_is_main = false;  // Add: b is read by MRDMA (its scale is the larger)
   uint32_t main_address = 0, ew_address = 0, output_address = 0;
   int64_t main_surface_bytes = 0, ew_surface_bytes = 0, output_surface_bytes = 0;
 };
-// Allocates the three maps in `mem` and emits the task.
-Result<LoweredAdd> lower_add(const AddSpec& s, DeviceMemory& mem);
-// Writes a and b ([1, C, H, W] of s.dtype) where the task reads them (the larger-scale one as
-// the main input).
-Status write_add_inputs(DeviceMemory& mem, const AddSpec& s, const LoweredAdd& l, const Tensor& a, const Tensor& b);
+// Allocate the maps in `mem` and emit the task.
+Result<LoweredEltwise> lower_add(const AddSpec& s, DeviceMemory& mem);
+Result<LoweredEltwise> lower_leaky_relu(const LeakyReluSpec& s, DeviceMemory& mem);
+// Write the operands ([1, C, H, W] of s.dtype) where the task reads them (Add: the
+// larger-scale one as the main input).
+Status write_add_inputs(DeviceMemory& mem, const AddSpec& s, const LoweredEltwise& l, const Tensor& a, const Tensor& b);
+Status write_leaky_relu_input(DeviceMemory& mem, const LeakyReluSpec& s, const LoweredEltwise& l, const Tensor& x);
 // The output into y ([1, C, H, W] of s.dtype, contiguous).
-Status gather_add_output(const DeviceMemory& mem, const AddSpec& s, const LoweredAdd& l, Tensor& y);
+Status gather_eltwise_output(const DeviceMemory& mem, const MapShape& s, const LoweredEltwise& l, Tensor& y);
 
 }  // namespace rkd::npu::lower

@@ -83,10 +83,11 @@ Status emit_dpu(regcmd::RegisterFile& r, const DpuTask& d) {
   RKD_TRY(r.set(DPU_BS_OW_OP_OW_OP, static_cast<uint64_t>(static_cast<uint16_t>(static_cast<int16_t>(d.bs.ow_op)))));
   RKD_TRY(r.set(DPU_BN_CFG_BN_BYPASS, 1));
   if (d.ew) {
-    // EW: add the operand read by ERDMA (one int8 per element) after its converter; no EW
-    // ReLU or LUT.
+    // EW: add (or max / min) the operand read by ERDMA (one int8 per element) after its
+    // converter; no EW ReLU or LUT.
     RKD_TRY(r.set(DPU_EW_CFG_EW_OP_SRC, 1));
-    RKD_TRY(r.set(DPU_EW_CFG_EW_ALU_ALGO, 2));
+    RKD_TRY(r.set(DPU_EW_CFG_EW_ALU_ALGO, static_cast<uint64_t>(d.ew->alu_algo)));
+    if (d.ew->alu_algo != 2) RKD_TRY(r.set(DPU_EW_CFG_EW_EQUAL_EN, 1));
     RKD_TRY(r.set(DPU_EW_CFG_EW_LUT_BYPASS, 1));
     RKD_TRY(r.set(DPU_EW_CFG_EW_RELU_BYPASS, 1));
     RKD_TRY(r.set(DPU_EW_CFG_EDATA_SIZE, 1));

@@ -60,12 +60,15 @@ struct BsStage {
   std::optional<int32_t> relux;  // compare value of BS ReLUX
   int32_t ow_op = 0;             // BS_OW_OP (weight offset; 0 bypasses)
 };
-// EW: adds a second int8 NC1HWC2 map (one byte per element) after its operand converter.
+// EW: combines a second int8 NC1HWC2 map (one byte per element), after its operand
+// converter, with the value: add (EW_ALU_ALGO 2), max (0) or min (1; these two with
+// EW_EQUAL_EN set, as the vendor's captures do [HW]).
 struct EwOperand {
   uint32_t address = 0;        // this task's first row
   int64_t surface_pixels = 0;  // the map's surface stride (at least 12: EW_SURF_STRIDE's floor [HW])
   int32_t offset = 0;          // EW_CVT_OFFSET (minus the operand's stored zero point)
   quant::Multiplier15 cvt;     // EW_OP_CVT scale and shift
+  int alu_algo = 2;
 };
 struct DpuTask {
   // A DPU-only task (enable mask kDpuEnableMask): the main input, NC1HWC2 int8 with dense

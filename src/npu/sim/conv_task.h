@@ -31,6 +31,7 @@ struct Stage {
 // The EW stage's operand add (sim.h, stage 6). `e` is set when the task runs.
 struct Ew {
   bool on = false, cvt_bypass = false, relu = false, as_float = false;
+  uint32_t algo = 2;  // EW_ALU_ALGO: 0 max, 1 min, 2 add
   int64_t offset = 0, scale = 1, surface = 0;
   int shift = 0;
   uint32_t address = 0;

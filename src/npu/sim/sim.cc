@@ -107,7 +107,16 @@ inline int32_t apply_ew(const Ew& w, int32_t v, int64_t p, int64_t k) {
   if (!w.on) return v;
   const int64_t e = static_cast<int8_t>(w.e[(k / 16) * w.surface + p * 16 + k % 16]);
   int64_t a;
-  if (w.cvt_bypass) {
+  if (w.algo != 2) {
+    // max / min of v and the converted operand (integer converter, or float32 with ew_mode=float).
+    int64_t c;
+    if (w.cvt_bypass) c = e;
+    else if (w.as_float)
+      c = static_cast<int64_t>(std::nearbyint(
+          static_cast<double>(static_cast<float>(e + w.offset) * static_cast<float>(std::ldexp(static_cast<double>(w.scale), -w.shift)))));
+    else c = round_shift((e + w.offset) * w.scale, w.shift, Rounding::half_up);
+    a = w.algo == 0 ? std::max<int64_t>(v, c) : std::min<int64_t>(v, c);
+  } else if (w.cvt_bypass) {
     a = static_cast<int64_t>(v) + e;
   } else if (w.as_float) {
     const float m = static_cast<float>(std::ldexp(static_cast<double>(w.scale), -w.shift));
@@ -306,12 +315,14 @@ Status decode_dpu(const Regs& r, const Quirks& q, ConvTask& t) {
   Ew& ew = t.ew;
   ew.on = r.get(DPU_EW_CFG_EW_BYPASS) == 0;
   if (ew.on) {
-    if (r.get(DPU_EW_CFG_EW_OP_BYPASS) || !r.get(DPU_EW_CFG_EW_OP_SRC) || r.get(DPU_EW_CFG_EW_ALU_ALGO) != 2 || !r.get(DPU_EW_CFG_EW_LUT_BYPASS) ||
-        r.get(DPU_EW_CFG_EW_MUL_PRELU) || r.get(DPU_EW_CFG_EW_RELUX_EN) || r.get(DPU_EW_CFG_EW_DATA_MODE) != 1 || r.get(DPU_EW_CFG_EDATA_SIZE) != 1) {
+    if (r.get(DPU_EW_CFG_EW_OP_BYPASS) || !r.get(DPU_EW_CFG_EW_OP_SRC) || r.get(DPU_EW_CFG_EW_ALU_ALGO) > 2 || r.get(DPU_EW_CFG_EW_OP_TYPE) ||
+        !r.get(DPU_EW_CFG_EW_LUT_BYPASS) || r.get(DPU_EW_CFG_EW_MUL_PRELU) || r.get(DPU_EW_CFG_EW_RELUX_EN) || r.get(DPU_EW_CFG_EW_DATA_MODE) != 1 ||
+        r.get(DPU_EW_CFG_EDATA_SIZE) != 1) {
       return unsupported("DPU.EW_CFG " + hex32(r.get(DPU_EW_CFG)) +
-                         ": only the add of one int8 ERDMA operand per element (EW_OP_SRC 1, EW_ALU_ALGO 2, LUT bypassed, EW_DATA_MODE 1, EDATA_SIZE "
-                         "1) is simulated");
+                         ": only the max, min or add of one int8 ERDMA operand per element (EW_OP_SRC 1, EW_ALU_ALGO 0-2, EW_OP_TYPE 0, LUT "
+                         "bypassed, EW_DATA_MODE 1, EDATA_SIZE 1) is simulated");
     }
+    ew.algo = r.get(DPU_EW_CFG_EW_ALU_ALGO);
     if (r.get(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DISABLE))
       return invalid("DPU.EW_CFG adds an ERDMA operand but DPU_RDMA.RDMA_ERDMA_CFG.ERDMA_DISABLE is set");
     ew.cvt_bypass = r.get(DPU_EW_CFG_EW_OP_CVT_BYPASS) != 0;

@@ -20,13 +20,20 @@
 //     (negative ones), saturating to int32 (quirk bs_shift_rounding); ReLU / ReLUX.
 //  5. BN: the same shape from registers (per-channel NRDMA operands are not simulated:
 //     BN_ALU_SRC / BN_MUL_SRC set is reported as unsupported).
-//  6. EW (fused add, EW_CFG.EW_BYPASS clear): the operand e (int8, ERDMA at
+//  6. EW (EW_CFG.EW_BYPASS clear): the operand e (int8, ERDMA at
 //     DPU_RDMA.RDMA_EW_BASE_ADDR, NC1HWC2, surface RDMA_EW_SURF_STRIDE * 16 bytes) converted
 //     and added: quirk ew_mode integer (Mesa's converter, default): v = sat32(v +
 //     round_half_up((e + EW_CVT_OFFSET) * EW_OP_CVT_SCALE / 2^EW_OP_CVT_SHIFT)); float: v =
 //     sat32(round_half_even(float32(v) + float32(e + OFFSET) * float32(SCALE * 2^-SHIFT)));
-//     then the EW ReLU unless bypassed. Only the add of one ERDMA operand per element is
-//     simulated (EW_OP_SRC 1, EW_ALU_ALGO 2, LUT bypassed, EW_DATA_MODE 1, EDATA_SIZE 1).
+//     EW_ALU_ALGO 0 / 1: v = max / min(v, the converted operand) instead (integer: the same
+//     half-up conversion; float: the float32 product rounded half to even) [INF: measured
+//     only at converter scale 1]; then the EW ReLU unless bypassed. Simulated: one ERDMA
+//     operand per element (EW_OP_SRC 1, EW_ALU_ALGO 0-2, LUT bypassed, EW_DATA_MODE 1,
+//     EDATA_SIZE 1).
+//  A DPU-only task (enable mask 0x18): stages 4-7 on the int8 main input read by MRDMA at
+//     DPU_RDMA.RDMA_SRC_BASE_ADDR, NC1HWC2 with dense surfaces (W H 16 bytes), instead of
+//     CORE's output (no MAC, no CORE truncation); FLYING_MODE set in both feature-mode
+//     registers, int8 precisions, as allbilly/rk3588's element-wise programs [HW].
 //  7. OUT_CVT: y = sat_int8(round_shift(v * SCALE, SHIFT) + OFFSET), SCALE signed 16-bit
 //     (quirk out_cvt_scale_signed), rounding quirk out_cvt_rounding; written NC1HWC2 at
 //     DPU.DST_BASE_ADDR, surface DST_SURF_STRIDE * 16 bytes, DATA_CUBE_CHANNEL.ORIG_CHANNEL + 1
