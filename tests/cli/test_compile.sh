@@ -8,7 +8,7 @@ model="$2"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 "$rk" compile "$model" -o "$tmp/out" > "$tmp/log"
-grep -q "1 convolution(s) in .* task(s) for rk3588 (sorted-bs-multiplier)" "$tmp/log"
+grep -q "1 convolution(s) and 0 element-wise op(s) in .* task(s) for rk3588 (sorted-bs-multiplier)" "$tmp/log"
 /usr/bin/python3 - "$tmp/out" <<'PY'
 import json, os, sys
 d = sys.argv[1]
