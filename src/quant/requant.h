@@ -36,9 +36,11 @@
 //    y = round_half_even(acc * scale / 2^shift) + y_zp, clamped (exact in int64: |acc| < 2^31,
 //    scale < 2^15). What a per-tensor model lowered with Mesa's arithmetic computes on the
 //    NPU (and each channel of the per-channel strategy), so the lowering's packing, zero
-//    points, padding, bias folding and tiling are checked bit for bit against it. Only
-//    convolutions and matrix products use it; other quantized operators of an ONNX graph keep
-//    onnx_float, those of a TFLite graph tflite_double_rounding.
+//    points, padding, bias folding and tiling are checked bit for bit against it. Convolutions
+//    and matrix products use it; so do the operators the NPU runs as DPU-only tasks, in their
+//    own NPU form (quant/int8.h: rknpu_add_plan for Add, rknpu_leaky_relu_plan for the
+//    LeakyRelu tables); the other quantized operators of an ONNX graph keep onnx_float, those
+//    of a TFLite graph tflite_double_rounding.
 //
 //  onnx_float  (ONNX Runtime's QLinearConv / QLinearMatMul / MLAS requantize)
 //    the scale is float32: s = (float)(s_x * s_w[c]) / s_y evaluated in float32;

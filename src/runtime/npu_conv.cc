@@ -283,6 +283,7 @@ struct SimEltwise {
   std::function<Status(SimEltwise&, const std::vector<const Tensor*>&)> write;
   uint32_t regcmd = 0;
   size_t first_words = 0;
+  npu::sim::SimCache cache;  // the task decoded once, its look-up table built once
   std::mutex m;
 };
 
@@ -295,7 +296,7 @@ Result<Kernel> eltwise_kernel(std::shared_ptr<SimEltwise> se, const Node& n) {
     std::lock_guard<std::mutex> lock(se->m);
     auto go = [&]() -> Status {
       RKD_TRY(se->write(*se, in));
-      auto stats = npu::sim::run(se->mem, se->regcmd, se->first_words, se->quirks);
+      auto stats = npu::sim::run(se->mem, se->regcmd, se->first_words, se->quirks, &se->cache);
       if (!stats.ok()) return stats.error();
       return npu::lower::gather_eltwise_output(se->mem, se->shape, se->lowered, out[0]);
     };

@@ -108,6 +108,55 @@ TEST(NpuEltwise, AddTaskEqualsTheNpuDefinitionOnEveryPairOfCodes) {
   EXPECT_LE(worst_ort, 1);
 }
 
+TEST(NpuEltwise, LookUpPathEqualsTheStageByStageDefinition) {
+  // The cached path (sim::run with a SimCache: the task as a table of (x, e)) against the
+  // definition (no cache), byte for byte over the whole device memory, for Add and LeakyRelu,
+  // both types, every knob that changes a stage.
+  Tensor a, b;
+  for (DType t : {DType::i8, DType::u8}) {
+    all_pairs(t, a, b);
+    const int32_t shift = t == DType::u8 ? 128 : 0, lo = t == DType::u8 ? 0 : -128, hi = t == DType::u8 ? 255 : 127;
+    for (const char* knob : {"ew_mode=integer", "ew_mode=float", "bs_shift_rounding=truncate", "out_cvt_rounding=half_away"}) {
+      sim::Quirks q;
+      ASSERT_TRUE(sim::set_knob(q, knob).ok());
+      for (int op = 0; op < 2; ++op) {
+        DeviceMemory m1, m2;
+        lower::AddSpec as;
+        lower::LeakyReluSpec ls;
+        static_cast<lower::MapShape&>(as) = lower::MapShape{t, 17, 61, 64};
+        static_cast<lower::MapShape&>(ls) = lower::MapShape{t, 17, 61, 64};
+        as.q = quant::QBinaryParams{0.02f, 0.05f, 0.06f, 3 + shift, -7 + shift, 1 + shift, lo, hi, quant::Requant::rknpu_out_cvt};
+        ls.x_scale = 0.07;
+        ls.y_scale = 0.03;
+        ls.alpha = 0.1;
+        ls.x_zero_point = 12 + shift;
+        ls.y_zero_point = -30 + shift;
+        std::vector<uint8_t> bytes[2];
+        for (int path = 0; path < 2; ++path) {
+          DeviceMemory& mem = path ? m2 : m1;
+          auto l = op == 0 ? lower::lower_add(as, mem) : lower::lower_leaky_relu(ls, mem);
+          ASSERT_TRUE(l.ok()) << l.error().to_string();
+          auto placed = lower::place_regcmd(mem, l->tasks);
+          ASSERT_TRUE(placed.ok());
+          ASSERT_TRUE((op == 0 ? lower::write_add_inputs(mem, as, *l, a, b) : lower::write_leaky_relu_input(mem, ls, *l, a)).ok());
+          sim::SimCache cache;
+          for (int rep = 0; rep < 2; ++rep) {  // the second run reuses the decoded task and its table
+            auto st = sim::run(mem, placed->address, placed->spans[0].word_count, q, path ? &cache : nullptr);
+            ASSERT_TRUE(st.ok()) << st.error().to_string();
+          }
+          if (path) {
+            EXPECT_EQ(cache.last_tasks, 1u);  // the cached (look-up) path ran
+          }
+          auto all = mem.read(mem.base(), mem.size());
+          ASSERT_TRUE(all.ok());
+          bytes[path].assign(all->begin(), all->end());
+        }
+        EXPECT_EQ(bytes[0], bytes[1]) << knob << (op == 0 ? " Add" : " LeakyRelu");
+      }
+    }
+  }
+}
+
 TEST(NpuEltwise, EwFloatKnobChangesOnlyTheConverterStep) {
   // The disputed EW arithmetic (ew_mode=float): the task still runs, every value within one
   // step of the integer converter's.

@@ -82,6 +82,12 @@ struct ConvTask {
 // task (kDpuEnableMask); checked without reading memory.
 Result<ConvTask> decode_task(const RegValues& regs, uint32_t enable_mask, const Quirks& q);
 
+// A DPU-only task with register BS operands as a look-up table of its output byte by main
+// input byte x and EW operand byte e: table[(x + 128) * 256 + (e + 128)], or table[x + 128]
+// without EW; every entry the stage-by-stage definition's value under q. Empty for a task
+// reading per-channel operands (sim.cc uses it on the cached path).
+std::vector<uint8_t> dpu_only_table(const ConvTask& t, const Quirks& q);
+
 struct Epilogue {
   int truncate;
   Rounding core_round, bs_round, out_round;

@@ -103,9 +103,8 @@ Status check_stage(const Stage& s, const char* name, bool dma_allowed) {
   return {};
 }
 
-inline int32_t apply_ew(const Ew& w, int32_t v, int64_t p, int64_t k) {
-  if (!w.on) return v;
-  const int64_t e = static_cast<int8_t>(w.e[(k / 16) * w.surface + p * 16 + k % 16]);
+// The EW stage on v with the operand value e (sim.h, stage 6).
+inline int32_t ew_combine(const Ew& w, int32_t v, int64_t e) {
   int64_t a;
   if (w.algo != 2) {
     // max / min of v and the converted operand (integer converter, or float32 with ew_mode=float).
@@ -127,6 +126,11 @@ inline int32_t apply_ew(const Ew& w, int32_t v, int64_t p, int64_t k) {
   a = sat32(a);
   if (w.relu) a = std::max<int64_t>(a, 0);
   return static_cast<int32_t>(a);
+}
+
+inline int32_t apply_ew(const Ew& w, int32_t v, int64_t p, int64_t k) {
+  if (!w.on) return v;
+  return ew_combine(w, v, static_cast<int8_t>(w.e[(k / 16) * w.surface + p * 16 + k % 16]));
 }
 
 // CORE truncate, BS, BN, EW, OUT_CVT and the NC1HWC2 write of channels [0, OCw) at every
@@ -236,8 +240,64 @@ Result<Ew> attach_ew(const DeviceMemory& mem, const ConvTask& t) {
   return ew;
 }
 
-// A DPU-only task: the DPU stages on the main input read by MRDMA.
-Result<TaskStats> run_dpu_only(DeviceMemory& mem, const ConvTask& t, const Quirks& q) {
+}  // namespace
+
+// A DPU-only task whose BS operands come from registers computes every output byte from its
+// main input byte x and EW operand byte e alone: y = table[(x + 128) * 256 + (e + 128)]
+// (table[x + 128] without EW), each entry the stage-by-stage definition's value. Empty when
+// the task reads per-channel operands.
+std::vector<uint8_t> detail::dpu_only_table(const ConvTask& t, const Quirks& q) {
+  if (!t.dpu_only || t.bs_dma) return {};
+  const int n = t.ew.on ? 256 : 1;
+  std::vector<uint8_t> table(static_cast<size_t>(256 * n));
+  for (int x = -128; x < 128; ++x) {
+    int32_t v = apply_stage(t.bs, x, 0, 0, q.bs_shift_rounding);
+    v = apply_stage(t.bn, v, 0, 0, q.bs_shift_rounding);
+    for (int e = 0; e < n; ++e) {
+      Ew ew = t.ew;
+      ew.as_float = q.ew_float;
+      const int32_t w = t.ew.on ? ew_combine(ew, v, e - 128) : v;
+      const int64_t o = round_shift(static_cast<int64_t>(w) * t.scale, t.shift, q.out_cvt_rounding) + t.offset;
+      table[static_cast<size_t>((x + 128) * n + e)] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp<int64_t>(o, -128, 127)));
+    }
+  }
+  return table;
+}
+
+namespace {
+
+// A DPU-only task: the DPU stages on the main input read by MRDMA; with `table`
+// (dpu_only_table's) by look-up, else stage by stage (the definition).
+Result<TaskStats> run_dpu_only(DeviceMemory& mem, const ConvTask& t, const Quirks& q, const std::vector<uint8_t>* table = nullptr) {
+  if (table && !table->empty()) {
+    RKD_ASSIGN(std::span<const uint8_t> x, mem.read(t.input, static_cast<size_t>(t.input_bytes)));
+    const std::vector<uint8_t> in(x.begin(), x.end());  // the output may overwrite the input
+    RKD_ASSIGN(Ew ew, attach_ew(mem, t));
+    std::vector<uint8_t> eb;
+    if (ew.on) eb.assign(ew.e, ew.e + ((t.OC - 1) / 16 * ew.surface + t.OH * t.OW * 16));
+    RKD_ASSIGN(auto y, mem.span(t.output, static_cast<size_t>(t.output_bytes)));
+    const int64_t pixels = t.OH * t.OW, surface = pixels * 16, OCw = t.written();
+    const uint8_t* tb = table->data();
+    for (int64_t b = 0; b < (OCw + 15) / 16; ++b) {
+      const int64_t lanes = std::min<int64_t>(16, OCw - 16 * b);
+      const uint8_t* xi = in.data() + b * surface;
+      uint8_t* yo = y.data() + b * t.out_surface;
+      if (ew.on) {
+        const uint8_t* ei = eb.data() + b * ew.surface;
+        for (int64_t p = 0; p < pixels; ++p)
+          for (int64_t l = 0; l < lanes; ++l) {
+            const size_t i = static_cast<size_t>(p * 16 + l);
+            yo[i] = tb[(static_cast<size_t>(xi[i] ^ 0x80) << 8) | static_cast<size_t>(ei[i] ^ 0x80)];
+          }
+      } else {
+        for (int64_t p = 0; p < pixels; ++p)
+          for (int64_t l = 0; l < lanes; ++l) yo[p * 16 + l] = tb[xi[p * 16 + l] ^ 0x80];
+      }
+    }
+    TaskStats stats;
+    stats.output_values = pixels * t.OC;
+    return stats;
+  }
   RKD_ASSIGN(std::span<const uint8_t> x, mem.read(t.input, static_cast<size_t>(t.input_bytes)));
   std::vector<int32_t> alu;
   std::vector<int16_t> mul;
@@ -576,6 +636,8 @@ struct SimCache::Decoded {
   std::vector<std::pair<uint32_t, std::vector<uint8_t>>> words;  // each task's command words
   std::vector<detail::ChainTask> tasks;
   std::vector<ConvTask> convs;
+  bool dpu_only = false;                     // every task DPU-only (no MAC to prepare)
+  std::vector<std::vector<uint8_t>> tables;  // per task: detail::dpu_only_table
 };
 
 namespace {
@@ -592,7 +654,11 @@ std::shared_ptr<SimCache::Decoded> decode_chain(const DeviceMemory& mem, uint32_
     auto r = read_task(mem, address, words, t);
     if (!r.ok()) return nullptr;
     auto c = detail::decode_task(r->task.values, r->task.enable_mask, q);
-    if (!c.ok() || c->dpu_only) return nullptr;  // DPU-only tasks run in turn (no MAC to prepare)
+    if (!c.ok()) return nullptr;
+    // A chain mixing convolutions and DPU-only tasks runs in turn (the MAC plan assumes convolutions).
+    if (t > 0 && c->dpu_only != d->dpu_only) return nullptr;
+    d->dpu_only = c->dpu_only;
+    if (c->dpu_only) d->tables.push_back(detail::dpu_only_table(*c, q));
     auto bytes = mem.read(address, words * 8);
     d->words.emplace_back(address, std::vector<uint8_t>(bytes->begin(), bytes->end()));
     d->tasks.push_back(std::move(r->task));
@@ -630,6 +696,17 @@ Result<std::vector<TaskStats>> run(DeviceMemory& mem, uint32_t address, size_t w
   if (!slot) return run_in_turn(mem, address, words, q);
   const std::vector<detail::ChainTask>& tasks = slot->tasks;
   const std::vector<ConvTask>& convs = slot->convs;
+  if (slot->dpu_only) {
+    std::vector<TaskStats> stats;
+    for (size_t t = 0; t < tasks.size(); ++t) {
+      auto st = run_dpu_only(mem, convs[t], q, &slot->tables[t]);
+      if (!st.ok()) return st.error().with_context(task_context(t, tasks[t].address));
+      stats.push_back(*st);
+    }
+    cache->last_tasks = tasks.size();
+    cache->last_mac_runs = 0;
+    return stats;
+  }
   SimCache::Chain* chain = detail::plan_chain(*cache, mem, tasks, convs, same);
   if (chain) detail::new_run(*chain);
   std::vector<TaskStats> stats;

