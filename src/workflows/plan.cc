@@ -78,6 +78,18 @@ Result<std::vector<plan::VariantPlan>> plan_model(const PlanOptions& o, const pl
       co.npu_sim_strategy = npu::lower::strategy_name(npu::lower::kDefaultStrategy);
     }
     Status s = optimize(imp.graph, co);
+    if (!s.ok() && form == plan::GraphForm::runtime && s.error().kind == ErrorKind::unsupported) {
+      // A graph the int8 back ends refuse (a float model): as-run is not planned, with why.
+      for (plan::Variant v : variants) {
+        plan::VariantPlan p;
+        p.variant = v;
+        p.planned = false;
+        p.executable = false;
+        p.failures.push_back("not planned: " + s.error().message);
+        done[v] = std::move(p);
+      }
+      continue;
+    }
     if (!s.ok()) return s.error().with_context(path);
     bool placed_any = false;
     for (const auto& n : imp.graph.nodes()) placed_any = placed_any || plan::npu_placed_op(*n);
@@ -93,10 +105,7 @@ Result<std::vector<plan::VariantPlan>> plan_model(const PlanOptions& o, const pl
     for (plan::Variant v : variants) {
       auto p = plan::plan_variant(imp.graph, t, v, host);
       if (!p.ok()) return p.error().with_context(path);
-      if (form == plan::GraphForm::runtime && !placed_any) {
-        p->notes.push_back(
-            "nothing placed on the NPU: the runtime lowers quantized (QDQ) operators only; quantize the model first (rkdeploy quantize)");
-      }
+      if (form == plan::GraphForm::runtime && !placed_any) p->notes.push_back("nothing placed on the NPU: no operator the lowering takes");
       if (!unrunnable.empty()) {
         p->executable = false;
         for (const std::string& u : unrunnable) p->failures.push_back(u + " in rkdeploy: the host cannot run the graph to measure it");

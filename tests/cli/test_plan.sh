@@ -81,6 +81,27 @@ assert not any('lowering does not emit them yet' in n for n in v['notes']), v['n
 assert 'as-lowered' not in [x['variant'] for x in json.load(open(sys.argv[2]))['variants']]
 print(f\"plan: yolov8n as lowered today on rk3588-rkdeploy, k = {v['k']}\")" "$work/yolo_lowered.json" "$work/yolo_all.json"
 
+# as-run: the graph `run --backend sim` executes. The float model is not planned (the int8
+# back ends refuse it, and the failure says so); quantized, its convolutions and Adds are the
+# runtime's NPU nodes and every other node a CPU node.
+mkdir -p "$work/calib" && cp "$photo" "$work/calib/"
+"$rkd" quantize "$models/yolov8n_arch_tiny.onnx" --calib "$work/calib" --method percentile -o "$work/yolo.qdq.onnx" > /dev/null
+"$rkd" plan "$models/yolov8n_arch_tiny.onnx" --target rk3588-rkdeploy --variant as-run --image "$photo" --runs 1 --json > "$work/yolo_run_float.json"
+"$rkd" plan "$work/yolo.qdq.onnx" --target rk3588-rkdeploy --variant as-lowered --variant as-run --image "$photo" --runs 1 --json > "$work/yolo_run.json"
+/usr/bin/python3 -c "
+import json, sys
+f = json.load(open(sys.argv[1]))['variants'][0]
+assert f['variant'] == 'as-run' and not f['planned'] and 'rkdeploy quantize' in f['failures'][0], f
+v = {x['variant']: x for x in json.load(open(sys.argv[2]))['variants']}
+r = v['as-run']
+assert r['executable'] and r['k'] > 0, r
+npu = [s for s in r['segments'] if s['device'] == 'npu']
+assert npu and sum(s['nodes'] for s in npu) > 0, r['segments']
+fb = {x['op']: x for x in r['fallbacks']}
+assert 'rkdeploy.NpuConv' not in fb and 'rkdeploy.NpuAdd' not in fb, fb.keys()   # NPU nodes are not fallbacks
+print('plan: quantized yolov8n as run: k = %d (as-lowered %d), %d nodes on the NPU' % (r['k'], v['as-lowered']['k'], sum(s['nodes'] for s in npu)))" \
+  "$work/yolo_run_float.json" "$work/yolo_run.json"
+
 # Degenerate inputs are refused with the reason, exit code 2.
 /usr/bin/python3 -c "
 import numpy as np, sys
