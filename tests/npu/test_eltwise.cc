@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <functional>
+#include <iterator>
 #include <random>
 
 #include "npu/arch/arch.h"
@@ -270,6 +273,12 @@ TEST(NpuEltwise, RefusesWhatTheDpuTaskCannotTakeByRule) {
   x = g;
   x.dtype = DType::f32;
   EXPECT_FALSE(lower::check_eltwise(x).empty());
+  // docs/npu.md's table is the list, rule and reason.
+  std::ifstream f(std::string(RKD_SOURCE_DIR) + "/docs/npu.md");
+  const std::string doc((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  for (const auto& [rule, reason] : lower::eltwise_rules()) {
+    EXPECT_NE(doc.find("| " + rule + " | " + reason + " |"), std::string::npos) << "docs/npu.md lacks the row: | " << rule << " | " << reason << " |";
+  }
   // A scale ratio the EW converter cannot hold (shift above 63) is refused by check_add.
   lower::AddSpec s;
   s.C = 16;
