@@ -537,8 +537,8 @@ std::vector<KnobInfo> knob_list() {
       {"width_is_line", "true|false", "true",
        "CNA.DATA_SIZE0.DATAIN_WIDTH is the contiguous line dimension (hardware notes); false: Mesa's swap, consistent only on square maps"},
       {"ew_mode", "integer|float", "integer",
-       "fused add (EW stage): Mesa's integer operand converter ((e + OFFSET) * SCALE >> SHIFT, half up) or float32 arithmetic (another report); "
-       "disputed"},
+       "the EW stage's operand converter (a fused or DPU-only Add, LeakyRelu's max): Mesa's integer form ((e + OFFSET) * SCALE >> SHIFT, half "
+       "up) or float32 arithmetic (another report); measured only at scale 1; disputed"},
   };
 }
 
