@@ -259,8 +259,8 @@ Result<npu::lower::AddSpec> npu_add_spec(const Node& n) {
   q.b_zero_point = static_cast<int32_t>(constant_of(n, 5)->get_as_double(0));
   q.out_scale = static_cast<float>(constant_of(n, 6)->get_as_double(0));
   q.out_zero_point = static_cast<int32_t>(constant_of(n, 7)->get_as_double(0));
-  q.act_min = s.dtype == DType::u8 ? 0 : -128;
-  q.act_max = s.dtype == DType::u8 ? 255 : 127;
+  q.act_min = npu::lower::qmin_of(s.dtype);
+  q.act_max = npu::lower::qmax_of(s.dtype);
   q.convention = quant::Requant::rknpu_out_cvt;
   npu::lower::EltwiseGeometry g = npu::lower::geometry_of(s);
   g.batch = (*as)[0];

@@ -19,10 +19,36 @@ std::string fields_reason(const Field& a, const Field& b) {
   return o.str();
 }
 
-struct Rule {
+// One rule over a geometry G: found() is empty when the rule holds.
+template <typename G>
+struct RuleOf {
   std::string rule, reason;
-  std::function<std::string(const ConvGeometry&)> found;  // empty when the rule holds
+  std::function<std::string(const G&)> found;
 };
+using Rule = RuleOf<ConvGeometry>;
+using EltwiseRule = RuleOf<EltwiseGeometry>;
+
+template <typename G>
+std::vector<std::pair<std::string, std::string>> listed(const std::vector<RuleOf<G>>& rules) {
+  std::vector<std::pair<std::string, std::string>> v;
+  for (const RuleOf<G>& r : rules) v.emplace_back(r.rule, r.reason);
+  return v;
+}
+
+template <typename G>
+std::vector<Violation> broken(const std::vector<RuleOf<G>>& rules, const G& g) {
+  std::vector<Violation> v;
+  for (const RuleOf<G>& r : rules) {
+    std::string f = r.found(g);
+    if (!f.empty()) v.push_back({std::move(f), r.rule, r.reason});
+  }
+  return v;
+}
+
+Status first_violation(const std::vector<Violation>& v, const std::string& what) {
+  if (v.empty()) return {};
+  return unsupported(what + v[0].text());
+}
 
 std::string dims(int64_t a, int64_t b) { return std::to_string(a) + "x" + std::to_string(b); }
 
@@ -78,11 +104,6 @@ const std::vector<Rule>& rules() {
   return r;
 }
 
-struct EltwiseRule {
-  std::string rule, reason;
-  std::function<std::string(const EltwiseGeometry&)> found;
-};
-
 // "F is N bits wide (minus one)" for a cube size field.
 std::string size_reason(const Field& f) { return std::string(f.name) + " is " + std::to_string(f.width()) + " bits wide, the size minus one"; }
 
@@ -115,26 +136,9 @@ const std::vector<EltwiseRule>& eltwise_rule_list() {
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::string>> eltwise_rules() {
-  std::vector<std::pair<std::string, std::string>> v;
-  for (const EltwiseRule& r : eltwise_rule_list()) v.emplace_back(r.rule, r.reason);
-  return v;
-}
-
-std::vector<Violation> check_eltwise(const EltwiseGeometry& g) {
-  std::vector<Violation> v;
-  for (const EltwiseRule& r : eltwise_rule_list()) {
-    std::string f = r.found(g);
-    if (!f.empty()) v.push_back({std::move(f), r.rule, r.reason});
-  }
-  return v;
-}
-
-Status eltwise_supported(const EltwiseGeometry& g, const std::string& what) {
-  const auto v = check_eltwise(g);
-  if (v.empty()) return {};
-  return unsupported(what + v[0].text());
-}
+std::vector<std::pair<std::string, std::string>> eltwise_rules() { return listed(eltwise_rule_list()); }
+std::vector<Violation> check_eltwise(const EltwiseGeometry& g) { return broken(eltwise_rule_list(), g); }
+Status eltwise_supported(const EltwiseGeometry& g, const std::string& what) { return first_violation(check_eltwise(g), what); }
 
 const ConvLimits& conv_limits() {
   static const ConvLimits l{static_cast<int64_t>(CNA_WEIGHT_SIZE2_WEIGHT_WIDTH.max()), static_cast<int64_t>(CNA_WEIGHT_SIZE2_WEIGHT_HEIGHT.max()),
@@ -146,25 +150,8 @@ const ConvLimits& conv_limits() {
 
 std::string Violation::text() const { return found + ": " + rule + " (" + reason + ")"; }
 
-std::vector<std::pair<std::string, std::string>> conv_rules() {
-  std::vector<std::pair<std::string, std::string>> v;
-  for (const Rule& r : rules()) v.emplace_back(r.rule, r.reason);
-  return v;
-}
-
-std::vector<Violation> check_conv(const ConvGeometry& g) {
-  std::vector<Violation> v;
-  for (const Rule& r : rules()) {
-    std::string f = r.found(g);
-    if (!f.empty()) v.push_back({std::move(f), r.rule, r.reason});
-  }
-  return v;
-}
-
-Status conv_supported(const ConvGeometry& g, const std::string& what) {
-  const auto v = check_conv(g);
-  if (v.empty()) return {};
-  return unsupported(what + v[0].text());
-}
+std::vector<std::pair<std::string, std::string>> conv_rules() { return listed(rules()); }
+std::vector<Violation> check_conv(const ConvGeometry& g) { return broken(rules(), g); }
+Status conv_supported(const ConvGeometry& g, const std::string& what) { return first_violation(check_conv(g), what); }
 
 }  // namespace rkd::npu::lower

@@ -7,9 +7,6 @@ namespace rkd::npu::lower {
 
 namespace {
 
-int32_t qmin_of(DType t) { return t == DType::i8 ? -128 : 0; }
-int32_t qmax_of(DType t) { return t == DType::i8 ? 127 : 255; }
-
 int64_t blocks_of(const MapShape& s) { return align(s.C, kC2) / kC2; }
 size_t map_bytes(const MapShape& s, int64_t surface) { return static_cast<size_t>((blocks_of(s) - 1) * surface + s.H * s.W * kC2); }
 

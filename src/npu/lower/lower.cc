@@ -11,10 +11,6 @@ namespace rkd::npu::lower {
 
 namespace {
 
-// The stored type's range (int8 or uint8; check_spec refuses the others).
-int32_t qmin_of(DType t) { return t == DType::i8 ? -128 : 0; }
-int32_t qmax_of(DType t) { return t == DType::i8 ? 127 : 255; }
-
 // One channel group (a strategy task after the CBUF split, widened to its channel window):
 // its weights, BS operands, output region and residual buffer placed in `mem` (in that
 // order), then one task per row slice, each described block by block and emitted.

@@ -73,6 +73,9 @@ inline constexpr int64_t kBsBlockBytes = arch::kRk3588.bs_operand_bytes_per_8_ch
 
 inline int64_t align(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 inline int32_t stored(int32_t v, DType t) { return t == DType::u8 ? v - 128 : v; }
+// The range of an int8 or uint8 value (the lowerings refuse other types first).
+inline int32_t qmin_of(DType t) { return t == DType::i8 ? -128 : 0; }
+inline int32_t qmax_of(DType t) { return t == DType::i8 ? 127 : 255; }
 inline int64_t stored_height(const ConvSpec& s) { return std::max<int64_t>(s.H, arch::kRk3588.min_height); }
 inline int64_t stored_channels(int64_t c) { return align(std::max<int64_t>(c, kInputChannelAlign), kInputChannelAlign); }
 // Bytes of the stored input map.
