@@ -276,6 +276,8 @@ Status compose_luts(ir::Graph& g, std::set<const Node*>& gone) {
     Value* tv = g.add_constant(b->name + "/composed", std::move(t));
     g.set_input(b, 0, a->inputs[0]);
     g.set_input(b, 1, tv);
+    // The composed table is no longer the LeakyRelu the NPU lowering reads from the marks.
+    for (const char* k : {"rkd_op", "rkd_alpha", "rkd_x_scale", "rkd_x_zero_point", "rkd_y_scale", "rkd_y_zero_point"}) b->attrs.erase(k);
     gone.insert(a);
   }
   return {};

@@ -118,6 +118,45 @@ TEST_P(QLinearLut, TablesAndIntegerPoolAndPadEqualTheFloatQdqGraphBitForBit) {
   }
 }
 
+TEST(QLinearLutMarks, ALeakyReluTableCarriesItsParametersUntilItIsComposed) {
+  // x -> Q -> DQ -> [Sigmoid -> Q -> DQ ->] LeakyRelu -> Q: alone, the table keeps what the NPU
+  // lowering reads (rkd_op, alpha, the scales and zero points); composed after the Sigmoid's
+  // table it is no longer a LeakyRelu of its input and must not say so.
+  for (bool sigmoid_first : {false, true}) {
+    Builder b{{}, DType::i8};
+    ir::Graph& g = b.g;
+    g.opset = 13;
+    ir::Value* x = *g.add_value("x");
+    x->dtype = DType::f32;
+    x->shape = ir::Dims{Dim{1, ""}, Dim{3, ""}, Dim{4, ""}, Dim{4, ""}};
+    g.inputs.push_back(x);
+    ir::Value* v = b.dq(b.q(x, 0.05f, -3), 0.05f, -3);
+    if (sigmoid_first) v = b.dq(b.q(b.op("Sigmoid", {v})->outputs[0], 0.004f, -128), 0.004f, -128);
+    ir::Node* lr = b.op("LeakyRelu", {v});
+    lr->attrs["alpha"] = 0.2f;
+    ir::Value* y = b.q(lr->outputs[0], 0.03f, -10);
+    ASSERT_TRUE(g.rename_value(y, "y").ok());
+    g.outputs.push_back(y);
+    runtime::CompileOptions opt;
+    opt.int8 = true;
+    ASSERT_TRUE(runtime::optimize(g, opt).ok());
+    int luts = 0;
+    for (const auto& n : g.nodes()) {
+      if (n->op_type != "QLinearLut") continue;
+      ++luts;
+      EXPECT_EQ(n->attrs.count("rkd_op"), sigmoid_first ? 0u : 1u);
+      if (!sigmoid_first) {
+        EXPECT_EQ(*n->attr_float("rkd_alpha", 0), 0.2f);
+        EXPECT_EQ(*n->attr_float("rkd_x_scale", 0), 0.05f);
+        EXPECT_EQ(*n->attr_int("rkd_x_zero_point", 0), -3);
+        EXPECT_EQ(*n->attr_float("rkd_y_scale", 0), 0.03f);
+        EXPECT_EQ(*n->attr_int("rkd_y_zero_point", 0), -10);
+      }
+    }
+    EXPECT_EQ(luts, 1);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, QLinearLut, ::testing::Values(DType::i8, DType::u8),
                          [](const ::testing::TestParamInfo<DType>& p) { return std::string(p.param == DType::i8 ? "int8" : "uint8"); });
 
