@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <iterator>
 #include <optional>
 
 #include "ir/op_info.h"
@@ -114,6 +115,10 @@ Result<Node*> add_lut(ir::Graph& g, const std::string& name, Value* x, Tensor ta
   return lut;
 }
 
+// The attributes a LeakyRelu's table carries for the NPU lowering (runtime/npu_conv.h reads
+// them), in this order: the op, alpha, x scale and zero point, y scale and zero point.
+constexpr const char* kLeakyReluMarks[] = {"rkd_op", "rkd_alpha", "rkd_x_scale", "rkd_x_zero_point", "rkd_y_scale", "rkd_y_zero_point"};
+
 // A LeakyRelu between per-tensor DequantizeLinear and QuantizeLinear of one type: its
 // parameters as the NPU lowering reads them.
 struct LeakySite {
@@ -202,12 +207,9 @@ Status lut_sites(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEvalua
       }
       RKD_ASSIGN(Node * lut, add_lut(g, op->name, dq->inputs[0], std::move(*table), *q->outputs[0]));
       if (leaky) {
-        lut->attrs["rkd_op"] = std::string("LeakyRelu");
-        lut->attrs["rkd_alpha"] = static_cast<float>(leaky->alpha);
-        lut->attrs["rkd_x_scale"] = static_cast<float>(leaky->x_scale);
-        lut->attrs["rkd_x_zero_point"] = int64_t{leaky->x_zp};
-        lut->attrs["rkd_y_scale"] = static_cast<float>(leaky->y_scale);
-        lut->attrs["rkd_y_zero_point"] = int64_t{leaky->y_zp};
+        const ir::Attribute values[] = {std::string("LeakyRelu"), static_cast<float>(leaky->alpha),   static_cast<float>(leaky->x_scale),
+                                        int64_t{leaky->x_zp},     static_cast<float>(leaky->y_scale), int64_t{leaky->y_zp}};
+        for (size_t i = 0; i < std::size(kLeakyReluMarks); ++i) lut->attrs[kLeakyReluMarks[i]] = values[i];
       }
       g.move_output(q, 0, lut, 0);
     } else if (maxpool) {
@@ -277,7 +279,7 @@ Status compose_luts(ir::Graph& g, std::set<const Node*>& gone) {
     g.set_input(b, 0, a->inputs[0]);
     g.set_input(b, 1, tv);
     // The composed table is no longer the LeakyRelu the NPU lowering reads from the marks.
-    for (const char* k : {"rkd_op", "rkd_alpha", "rkd_x_scale", "rkd_x_zero_point", "rkd_y_scale", "rkd_y_zero_point"}) b->attrs.erase(k);
+    for (const char* k : kLeakyReluMarks) b->attrs.erase(k);
     gone.insert(a);
   }
   return {};

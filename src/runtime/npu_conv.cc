@@ -287,7 +287,15 @@ struct SimEltwise {
   std::mutex m;
 };
 
-Result<Kernel> eltwise_kernel(std::shared_ptr<SimEltwise> se, const Node& n) {
+// `lower` fills the task's memory; `write` is called per run with the node's inputs.
+Result<Kernel> eltwise_kernel(const Node& n, const npu::lower::MapShape& shape, const npu::sim::Quirks& quirks,
+                              const std::function<Result<npu::lower::LoweredEltwise>(npu::DeviceMemory&)>& lower,
+                              std::function<Status(SimEltwise&, const std::vector<const Tensor*>&)> write) {
+  auto se = std::make_shared<SimEltwise>();
+  se->shape = shape;
+  se->quirks = quirks;
+  RKD_ASSIGN(se->lowered, lower(se->mem));
+  se->write = std::move(write);
   RKD_ASSIGN(auto placed, npu::lower::place_regcmd(se->mem, se->lowered.tasks));
   se->regcmd = placed.address;
   se->first_words = placed.spans[0].word_count;
@@ -309,15 +317,12 @@ Result<Kernel> eltwise_kernel(std::shared_ptr<SimEltwise> se, const Node& n) {
 
 Result<Kernel> npu_add_kernel(const Node& n, const npu::sim::Quirks& quirks) {
   RKD_ASSIGN(npu::lower::AddSpec spec, npu_add_spec(n));
-  auto se = std::make_shared<SimEltwise>();
-  se->shape = spec;
-  se->quirks = quirks;
-  RKD_ASSIGN(se->lowered, npu::lower::lower_add(spec, se->mem));
-  se->write = [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
-    if (in.size() < 4 || !in[0] || !in[3]) return Status(invalid("npu add: operands missing"));
-    return npu::lower::write_add_inputs(e.mem, spec, e.lowered, *in[0], *in[3]);
-  };
-  return eltwise_kernel(se, n);
+  return eltwise_kernel(
+      n, spec, quirks, [spec](npu::DeviceMemory& mem) { return npu::lower::lower_add(spec, mem); },
+      [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
+        if (in.size() < 4 || !in[0] || !in[3]) return Status(invalid("npu add: operands missing"));
+        return npu::lower::write_add_inputs(e.mem, spec, e.lowered, *in[0], *in[3]);
+      });
 }
 
 Result<npu::lower::LeakyReluSpec> npu_leaky_relu_spec(const Node& n) {
@@ -361,15 +366,12 @@ Result<int> npu_leaky_relu_table_differences(const Node& n) {
 
 Result<Kernel> npu_leaky_relu_kernel(const Node& n, const npu::sim::Quirks& quirks) {
   RKD_ASSIGN(npu::lower::LeakyReluSpec spec, npu_leaky_relu_spec(n));
-  auto se = std::make_shared<SimEltwise>();
-  se->shape = spec;
-  se->quirks = quirks;
-  RKD_ASSIGN(se->lowered, npu::lower::lower_leaky_relu(spec, se->mem));
-  se->write = [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
-    if (in.empty() || !in[0]) return Status(invalid("npu LeakyRelu: input missing"));
-    return npu::lower::write_leaky_relu_input(e.mem, spec, e.lowered, *in[0]);
-  };
-  return eltwise_kernel(se, n);
+  return eltwise_kernel(
+      n, spec, quirks, [spec](npu::DeviceMemory& mem) { return npu::lower::lower_leaky_relu(spec, mem); },
+      [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
+        if (in.empty() || !in[0]) return Status(invalid("npu LeakyRelu: input missing"));
+        return npu::lower::write_leaky_relu_input(e.mem, spec, e.lowered, *in[0]);
+      });
 }
 
 namespace {

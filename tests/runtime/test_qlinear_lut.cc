@@ -36,6 +36,15 @@ struct Builder {
     return (*g.add_node(id("d"), "DequantizeLinear", "", {x, scalar(s), zp(z)}, {id("dv")}))->outputs[0];
   }
   ir::Node* op(const char* type, std::vector<ir::Value*> in) { return *g.add_node(id(type), type, "", in, {id("v")}); }
+  // The float graph input "x" of [1, C, H, W] (opset 13).
+  ir::Value* input(int64_t C, int64_t H, int64_t W) {
+    g.opset = 13;
+    ir::Value* x = *g.add_value("x");
+    x->dtype = DType::f32;
+    x->shape = ir::Dims{Dim{1, ""}, Dim{C, ""}, Dim{H, ""}, Dim{W, ""}};
+    g.inputs.push_back(x);
+    return x;
+  }
 };
 
 // x -> Q -> DQ -> LeakyRelu -> Q -> DQ -> Pad(-inf) -> Q -> DQ -> MaxPool -> Q (another scale)
@@ -43,11 +52,7 @@ struct Builder {
 //              Mul by a per-channel constant (not a table: stays float) } -> Q -> outputs.
 void build(Builder& b) {
   ir::Graph& g = b.g;
-  g.opset = 13;
-  ir::Value* x = *g.add_value("x");
-  x->dtype = DType::f32;
-  x->shape = ir::Dims{Dim{1, ""}, Dim{3, ""}, Dim{9, ""}, Dim{10, ""}};
-  g.inputs.push_back(x);
+  ir::Value* x = b.input(3, 9, 10);
   ir::Value* v = b.dq(b.q(x, 0.05f, -3), 0.05f, -3);
   ir::Node* lr = b.op("LeakyRelu", {v});
   lr->attrs["alpha"] = 0.1f;
@@ -125,11 +130,7 @@ TEST(QLinearLutMarks, ALeakyReluTableCarriesItsParametersUntilItIsComposed) {
   for (bool sigmoid_first : {false, true}) {
     Builder b{{}, DType::i8};
     ir::Graph& g = b.g;
-    g.opset = 13;
-    ir::Value* x = *g.add_value("x");
-    x->dtype = DType::f32;
-    x->shape = ir::Dims{Dim{1, ""}, Dim{3, ""}, Dim{4, ""}, Dim{4, ""}};
-    g.inputs.push_back(x);
+    ir::Value* x = b.input(3, 4, 4);
     ir::Value* v = b.dq(b.q(x, 0.05f, -3), 0.05f, -3);
     if (sigmoid_first) v = b.dq(b.q(b.op("Sigmoid", {v})->outputs[0], 0.004f, -128), 0.004f, -128);
     ir::Node* lr = b.op("LeakyRelu", {v});
