@@ -86,8 +86,8 @@ const std::vector<OpInfo>& op_table() {
       {"", "Unsqueeze", unsqueeze, kView | kMover},
       {"", "Transpose", transpose, kMover},
       {"", "Pad", pad, kCommutesWithDequantize | kSameScale},
-      {"", "Concat", concat, 0},
-      {"", "Split", split, kSameScale},
+      {"", "Concat", concat, kCommutesWithDequantize},
+      {"", "Split", split, kCommutesWithDequantize | kSameScale},
       {"", "Slice", slice, kSameScale},
       {"", "Gather", gather, kSameScale},
       {"", "GatherND", gather_nd, 0},
@@ -138,9 +138,10 @@ const std::vector<OpInfo>& op_table() {
       {"rkdeploy", "QLinearAdd", nullptr, kShapeFromCreator},
       {"rkdeploy", "QLinearTflite", nullptr, kShapeFromCreator},
       {"rkdeploy", "QLinearLut", nullptr, kShapeFromCreator},
-      {"rkdeploy", "NpuConv", nullptr, kShapeFromCreator},       // a QLinearConv on the NPU simulator
-      {"rkdeploy", "NpuAdd", nullptr, kShapeFromCreator},        // a QLinearAdd as a DPU-only task on the NPU simulator
-      {"rkdeploy", "NpuLeakyRelu", nullptr, kShapeFromCreator},  // a LeakyRelu table as a DPU-only task on the NPU simulator
+      {"rkdeploy", "NpuConv", nullptr, kShapeFromCreator | kOnNpu},       // a QLinearConv on the NPU simulator
+      {"rkdeploy", "NpuAdd", nullptr, kShapeFromCreator | kOnNpu},        // a QLinearAdd as a DPU-only task on the NPU simulator
+      {"rkdeploy", "NpuLeakyRelu", nullptr, kShapeFromCreator | kOnNpu},  // a LeakyRelu table as a DPU-only task on the NPU simulator
+      {"rkdeploy", "NpuConcat", nullptr, kShapeFromCreator | kOnNpu},     // an integer channel Concat as DPU-only copy tasks
   };
   return t;
 }

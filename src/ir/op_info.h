@@ -42,8 +42,9 @@ enum OpTrait : uint32_t {
   // over an 8-bit input reproduces it.
   kPointwise = 1u << 3,
   // op(DequantizeLinear(q)) == DequantizeLinear(op(q)) exactly for a per-tensor dequantize
-  // (data movement; Pad only with pad value 0, checked by the user): the op can run on the
-  // integers.
+  // (data movement; Pad only with pad value 0, Concat only when every input is dequantized with
+  // the same scale, zero point and type, checked by the user; for Split each output is the
+  // DequantizeLinear of its part): the op can run on the integers.
   kCommutesWithDequantize = 1u << 4,
   // Quantized, the output takes input 0's scale and zero point: no requantization (Resize
   // only in mode nearest and Pad only with pad value 0, checked by the user).
@@ -59,6 +60,9 @@ enum OpTrait : uint32_t {
   // No shape function: the pass that creates the node sets its output shapes (the rkdeploy
   // domain).
   kShapeFromCreator = 1u << 9,
+  // Runs on the NPU (simulator or device): the runtime's NPU placement
+  // (runtime/npu_conv.h) created it; the planner's as-run variant places it on the NPU.
+  kOnNpu = 1u << 10,
 };
 
 struct OpInfo {

@@ -2,13 +2,12 @@
 #include <algorithm>
 #include <queue>
 
+#include "ir/op_info.h"
 #include "plan/plan.h"
 
 namespace rkd::plan {
 
-bool npu_placed_op(const ir::Node& n) {
-  return n.domain == "rkdeploy" && (n.op_type == "NpuConv" || n.op_type == "NpuAdd" || n.op_type == "NpuLeakyRelu");
-}
+bool npu_placed_op(const ir::Node& n) { return ir::op_has(n, ir::kOnNpu); }
 
 namespace {
 

@@ -135,7 +135,7 @@ enum class Variant { as_is, as_lowered, as_run, custom_op_cpu, custom_op_gpu, fu
 // The variants `--variant all` plans: every one but as-lowered and as-run, which describe
 // rkdeploy's own back end (rk3588-rkdeploy) and are asked for by name. as-run plans the graph
 // `run --backend sim` executes (GraphForm::runtime): the operations the runtime placed on the
-// NPU (rkdeploy.NpuConv, NpuAdd, NpuLeakyRelu) there, every other one on the CPU.
+// NPU (the op table's kOnNpu ops) there, every other one on the CPU.
 const std::vector<Variant>& all_variants();
 const char* variant_name(Variant v);
 // Every variant's name, comma-separated, in table order.
@@ -146,7 +146,7 @@ Result<Variant> parse_variant(const std::string& s);
 // deformable-attention op per decoder layer, the discrete-sampling export, or the int8 graph
 // as the runtime compiles it for the NPU simulator (qdq-to-qlinear, npu-sim-placement).
 enum class GraphForm { imported, fused, discrete, runtime };
-// The ops of a runtime-form graph that run on the NPU.
+// The ops of a runtime-form graph that run on the NPU (ir::kOnNpu).
 bool npu_placed_op(const ir::Node& n);
 GraphForm graph_form(Variant v);
 

@@ -436,8 +436,23 @@ std::string npu_conv_geometry_violation(const ir::Node& n) {
   return v.empty() ? "" : v[0].found + " (" + v[0].rule + ": " + v[0].reason + ")";
 }
 
-// An Add / QLinearAdd of two maps as npu/lower/constraints.h's element-wise rules read it.
+// An Add / QLinearAdd of two maps, or a channel Concat of maps, as npu/lower/constraints.h's
+// element-wise rules read it.
 std::string npu_eltwise_geometry_violation(const ir::Node& n) {
+  if (n.op_type == "Concat") {
+    npu::lower::EltwiseGeometry g;
+    for (const ir::Value* in : n.inputs) {
+      const auto s = ir::static_shape(in);
+      if (!s || s->size() != 4) return "not a Concat of static [N, C, H, W] maps";
+      if (g.C % npu::arch::kRk3588.feature_c2_int8 != 0 && g.unaligned_part_offset == 0) g.unaligned_part_offset = g.C;
+      g.batch = (*s)[0];
+      g.H = (*s)[2];
+      g.W = (*s)[3];
+      g.C += (*s)[1];
+    }
+    const auto v = npu::lower::check_eltwise(g);
+    return v.empty() ? "" : v[0].found + " (" + v[0].rule + ": " + v[0].reason + ")";
+  }
   const bool q = n.op_type == "QLinearAdd";
   const auto as = ir::static_shape(n.inputs.empty() ? nullptr : n.inputs[0]);
   const auto bs = ir::static_shape(n.inputs.size() > (q ? 3u : 1u) ? n.inputs[q ? 3 : 1] : nullptr);

@@ -153,12 +153,26 @@ Status commute_data_movement(ir::Graph& g, std::set<const Node*>& gone) {
   std::vector<Node*> nodes;
   for (const auto& np : g.nodes()) nodes.push_back(np.get());
   for (Node* t : nodes) {
-    if (!ir::op_has(*t, ir::kCommutesWithDequantize) || t->inputs.empty() || t->outputs.size() != 1) continue;
-    Node* d = ir::produced_by(t->inputs[0], "DequantizeLinear");
+    if (!ir::op_has(*t, ir::kCommutesWithDequantize) || t->inputs.empty() || t->outputs.empty()) continue;
     auto dq = dequantized(t->inputs[0]);
-    if (!d || !dq || !per_tensor(dq->scale) || !dq->q->dtype || !t->outputs[0]->shape) continue;
+    if (!dq || !per_tensor(dq->scale) || !dq->q->dtype) continue;
+    // Concat: every input dequantized alike (scale, zero point, type), so that one
+    // DequantizeLinear of the joined integers is exact.
+    const size_t data_inputs = t->op_type == "Concat" ? t->inputs.size() : 1;
+    auto zp_of = [](const Dq& d) { return d.zp && d.zp->constant ? d.zp->constant->get_as_double(0) : 0.0; };
+    bool alike = true;
+    for (size_t i = 1; i < data_inputs && alike; ++i) {
+      auto di = dequantized(t->inputs[i]);
+      alike = di && per_tensor(di->scale) && di->q->dtype == dq->q->dtype && (!di->zp || di->zp->constant->numel() == 1) &&
+              static_cast<float>(di->scale->constant->get_as_double(0)) == static_cast<float>(dq->scale->constant->get_as_double(0)) &&
+              zp_of(*di) == zp_of(*dq);
+    }
+    if (!alike || (dq->zp && dq->zp->constant->numel() != 1)) continue;
+    bool shaped = true;
+    for (const Value* o : t->outputs) shaped = shaped && o && o->shape;
+    if (!shaped) continue;
     std::vector<Value*> ins = t->inputs;
-    ins[0] = dq->q;
+    for (size_t i = 0; i < data_inputs; ++i) ins[i] = dequantized(t->inputs[i])->q;
     double zp = 0;
     if (t->op_type == "Pad") {
       RKD_ASSIGN(std::string mode, t->attr_string("mode", "constant"));
@@ -169,7 +183,7 @@ Status commute_data_movement(ir::Graph& g, std::set<const Node*>& gone) {
         const bool input_value = ins.size() > 2 && ins[2];
         if (attr_value != 0.f || (input_value && (!ins[2]->constant || ins[2]->constant->numel() != 1 || ins[2]->constant->get_as_double(0) != 0.0)))
           continue;
-        zp = dq->zp && dq->zp->constant ? dq->zp->constant->get_as_double(0) : 0.0;
+        zp = zp_of(*dq);
         if (g.opset >= 11) {
           Tensor z = Tensor::empty(*dq->q->dtype, {});
           if (*dq->q->dtype == DType::i8) z.data<int8_t>()[0] = static_cast<int8_t>(zp);
@@ -180,17 +194,22 @@ Status commute_data_movement(ir::Graph& g, std::set<const Node*>& gone) {
         }
       }
     }
-    RKD_ASSIGN(Node * tq, g.add_node(t->name + "/int", t->op_type, "", ins, {g.fresh_name(t->outputs[0]->name + "/int")}));
+    std::vector<std::string> outs;
+    for (const Value* o : t->outputs) outs.push_back(g.fresh_name(o->name + "/int"));
+    RKD_ASSIGN(Node * tq, g.add_node(t->name + "/int", t->op_type, "", ins, outs));
     tq->attrs = t->attrs;
     if (t->op_type == "Pad" && g.opset < 11 && zp != 0) tq->attrs["value"] = static_cast<float>(zp);
-    tq->outputs[0]->dtype = dq->q->dtype;
-    tq->outputs[0]->shape = t->outputs[0]->shape;
-    std::vector<Value*> dins{tq->outputs[0], dq->scale};
-    if (dq->zp) dins.push_back(dq->zp);
-    RKD_ASSIGN(Node * nd, g.add_node(t->name + "/dq", "DequantizeLinear", "", dins, {g.fresh_name(t->outputs[0]->name + "/dq")}));
-    nd->outputs[0]->dtype = DType::f32;
-    nd->outputs[0]->shape = t->outputs[0]->shape;
-    g.move_output(t, 0, nd, 0);
+    for (size_t k = 0; k < t->outputs.size(); ++k) {
+      tq->outputs[k]->dtype = dq->q->dtype;
+      tq->outputs[k]->shape = t->outputs[k]->shape;
+      std::vector<Value*> dins{tq->outputs[k], dq->scale};
+      if (dq->zp) dins.push_back(dq->zp);
+      RKD_ASSIGN(Node * nd, g.add_node(t->name + "/dq" + (k ? std::to_string(k) : std::string()), "DequantizeLinear", "", dins,
+                                       {g.fresh_name(t->outputs[k]->name + "/dq")}));
+      nd->outputs[0]->dtype = DType::f32;
+      nd->outputs[0]->shape = t->outputs[k]->shape;
+      g.move_output(t, k, nd, 0);
+    }
     gone.insert(t);
   }
   for (const auto& np : g.nodes()) {

@@ -374,6 +374,41 @@ Result<Kernel> npu_leaky_relu_kernel(const Node& n, const npu::sim::Quirks& quir
       });
 }
 
+Result<npu::lower::ConcatSpec> npu_concat_spec(const Node& n) {
+  const bool concat = (n.op_type == "Concat" && n.domain.empty()) || (n.op_type == "NpuConcat" && n.domain == "rkdeploy");
+  if (!concat || n.inputs.empty() || n.outputs.empty()) return invalid(n.describe() + ": not a Concat");
+  const auto ys = ir::static_shape(n.outputs[0]);
+  if (!ys || ys->size() != 4) return unsupported("output is not a static [N, C, H, W] map");
+  RKD_ASSIGN(int64_t axis, n.attr_int("axis", 0));
+  if (axis != 1 && axis != -3) return unsupported("axis " + std::to_string(axis) + " (the NPU concatenates channels only)");
+  npu::lower::ConcatSpec s;
+  if (!n.inputs[0] || !n.inputs[0]->dtype) return unsupported("an input without a type");
+  s.dtype = *n.inputs[0]->dtype;
+  s.H = (*ys)[2];
+  s.W = (*ys)[3];
+  for (const Value* in : n.inputs) {
+    const auto xs = ir::static_shape(in);
+    if (!in || in->constant) return unsupported("a constant part");
+    if (!xs || xs->size() != 4 || (*xs)[0] != (*ys)[0] || (*xs)[2] != s.H || (*xs)[3] != s.W)
+      return unsupported("a part is not a static map of the output's N, H, W");
+    if (!in->dtype || *in->dtype != s.dtype) return unsupported("parts of different types");
+    s.parts.push_back((*xs)[1]);
+    s.C += (*xs)[1];
+  }
+  npu::lower::EltwiseGeometry g = npu::lower::geometry_of(s);
+  g.batch = (*ys)[0];
+  RKD_TRY(npu::lower::eltwise_supported(g, "npu Concat: "));
+  RKD_TRY(npu::lower::check_concat(s));
+  return s;
+}
+
+Result<Kernel> npu_concat_kernel(const Node& n, const npu::sim::Quirks& quirks) {
+  RKD_ASSIGN(npu::lower::ConcatSpec spec, npu_concat_spec(n));
+  return eltwise_kernel(
+      n, spec, quirks, [spec](npu::DeviceMemory& mem) { return npu::lower::lower_concat(spec, mem); },
+      [spec](SimEltwise& e, const std::vector<const Tensor*>& in) { return npu::lower::write_concat_inputs(e.mem, spec, e.lowered, in); });
+}
+
 namespace {
 
 Result<npu::sim::Quirks> quirks_from_attrs(const Node& n) {
@@ -446,6 +481,21 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                         report->npu_leaky_relu_table_differences = std::max(report->npu_leaky_relu_table_differences, *d);
                       }
                     }
+                    for (const auto& np : g.nodes()) {
+                      Node* n = np.get();
+                      if (n->op_type != "Concat" || !n->domain.empty() || n->inputs.empty() || !n->inputs[0] || !n->inputs[0]->dtype) continue;
+                      const DType t = *n->inputs[0]->dtype;
+                      if (t != DType::i8 && t != DType::u8) continue;  // float Concats are not the int8 graph's
+                      auto spec = npu_concat_spec(*n);
+                      if (!spec.ok()) {
+                        if (report) report->npu_cpu_concats.push_back(n->name + ": " + spec.error().message);
+                        continue;
+                      }
+                      n->attrs["rkd_sim_knobs"] = joined;
+                      n->domain = "rkdeploy";
+                      n->op_type = "NpuConcat";
+                      if (report) ++report->npu_sim_concats;
+                    }
                     return {};
                   }};
 }
@@ -465,6 +515,11 @@ Result<Kernel> npu_add_kernel_from_attrs(const Node& n) {
 Result<Kernel> npu_leaky_relu_kernel_from_attrs(const Node& n) {
   RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
   return npu_leaky_relu_kernel(n, q);
+}
+
+Result<Kernel> npu_concat_kernel_from_attrs(const Node& n) {
+  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
+  return npu_concat_kernel(n, q);
 }
 
 }  // namespace rkd::runtime

@@ -47,6 +47,10 @@ Result<npu::lower::LeakyReluSpec> npu_leaky_relu_spec(const ir::Node& n);
 // whose tables are the NPU's; with onnx_float tables: the bound, per node, of 256).
 Result<int> npu_leaky_relu_table_differences(const ir::Node& n);
 Result<Kernel> npu_leaky_relu_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
+// An integer Concat (qdq-to-qlinear leaves one where every part is quantized alike) along the
+// channels of [1, C, H, W] int8/uint8 maps; unsupported with constraints.h's reason otherwise.
+Result<npu::lower::ConcatSpec> npu_concat_spec(const ir::Node& n);
+Result<Kernel> npu_concat_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
 
 // npu-sim-placement: every QLinearConv that npu_try_lower() takes becomes rkdeploy.NpuConv
 // (same inputs, outputs and attributes, plus rkd_sim_strategy and rkd_sim_knobs,
@@ -61,5 +65,6 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
 Result<Kernel> npu_sim_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_add_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_leaky_relu_kernel_from_attrs(const ir::Node& n);
+Result<Kernel> npu_concat_kernel_from_attrs(const ir::Node& n);
 
 }  // namespace rkd::runtime

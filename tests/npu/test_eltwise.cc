@@ -291,6 +291,61 @@ TEST(NpuEltwise, RefusesWhatTheDpuTaskCannotTakeByRule) {
   EXPECT_NE(st.error().message.find("EW converter"), std::string::npos) << st.error().message;
 }
 
+TEST(NpuEltwise, ConcatCopyTasksPlaceEveryPartAtItsChannelOffset) {
+  // Parts of 16, 32 and 21 channels (the last partly fills its block; only the last may),
+  // every code in every part: the output is the concatenation byte for byte, on the stage-by-
+  // stage path and on the look-up path, both types, under the knobs that change a stage.
+  for (DType t : {DType::i8, DType::u8}) {
+    lower::ConcatSpec s;
+    static_cast<lower::MapShape&>(s) = lower::MapShape{t, 69, 9, 31};
+    s.parts = {16, 32, 21};
+    std::vector<Tensor> parts;
+    std::vector<const Tensor*> ptrs;
+    std::mt19937 rng(7);
+    for (int64_t c : s.parts) {
+      Tensor x = Tensor::empty(t, {1, c, s.H, s.W});
+      auto* p = static_cast<uint8_t*>(x.raw());
+      for (int64_t i = 0; i < x.numel(); ++i) p[i] = static_cast<uint8_t>(i < 256 ? i : rng());
+      parts.push_back(std::move(x));
+    }
+    for (const Tensor& x : parts) ptrs.push_back(&x);
+    Tensor want = Tensor::empty(t, {1, s.C, s.H, s.W});
+    auto* w = static_cast<uint8_t*>(want.raw());
+    for (const Tensor& x : parts) w = std::copy_n(static_cast<const uint8_t*>(x.raw()), x.numel(), w);
+    for (const char* knob : {"ew_mode=integer", "bs_shift_rounding=truncate", "out_cvt_rounding=half_away"}) {
+      sim::Quirks q;
+      ASSERT_TRUE(sim::set_knob(q, knob).ok());
+      for (int path = 0; path < 2; ++path) {
+        DeviceMemory mem;
+        auto l = lower::lower_concat(s, mem);
+        ASSERT_TRUE(l.ok()) << l.error().to_string();
+        EXPECT_EQ(l->tasks.size(), 3u);
+        auto placed = lower::place_regcmd(mem, l->tasks);
+        ASSERT_TRUE(placed.ok());
+        ASSERT_TRUE(lower::write_concat_inputs(mem, s, *l, ptrs).ok());
+        sim::SimCache cache;
+        auto st = sim::run(mem, placed->address, placed->spans[0].word_count, q, path ? &cache : nullptr);
+        ASSERT_TRUE(st.ok()) << st.error().to_string();
+        EXPECT_EQ(st->size(), 3u);
+        Tensor y = Tensor::empty(t, want.shape());
+        ASSERT_TRUE(lower::gather_eltwise_output(mem, s, *l, y).ok());
+        EXPECT_EQ(std::memcmp(y.raw(), want.raw(), want.nbytes()), 0) << knob << " path " << path << " " << dtype_name(t);
+      }
+    }
+  }
+  // A part that would start inside a block is refused by the rule, naming the offset.
+  lower::ConcatSpec bad;
+  static_cast<lower::MapShape&>(bad) = lower::MapShape{DType::i8, 37, 4, 4};
+  bad.parts = {21, 16};
+  DeviceMemory mem;
+  auto l = lower::lower_concat(bad, mem);
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.error().kind, ErrorKind::unsupported);
+  EXPECT_NE(l.error().message.find("a part at channel 21: Concat parts start at multiples of 16 channels"), std::string::npos) << l.error().message;
+  bad.parts = {16, 16};
+  EXPECT_EQ(lower::lower_concat(bad, mem).error().kind, ErrorKind::invalid);  // 32 channels do not make 37
+}
+
 TEST(NpuEltwise, SimulatorRefusesMalformedDpuOnlyTasksByRegister) {
   lower::AddSpec s;
   s.C = 16;

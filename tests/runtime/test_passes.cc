@@ -352,6 +352,75 @@ TEST(QdqToQlinear, FusesAndComputesInIntegers) {
   }
 }
 
+// Concat of parts dequantized alike and Split of a dequantized map move to the integers (the
+// quantizer gives a Concat's parts one scale); a Concat of parts at different scales stays
+// float. Each runs to the float graph's result exactly.
+TEST(QdqToQlinear, ConcatAndSplitOfAlikeQuantizedMapsRunOnTheIntegers) {
+  for (bool alike : {true, false}) {
+    auto build = [alike](ir::Graph& g) {
+      g.opset = 13;
+      auto scalar_f = [&](const std::string& n, float v) { return g.add_constant(n, Tensor::from_floats({}, std::vector<float>{v})); };
+      auto scalar_i8 = [&](const std::string& n, int8_t v) {
+        Tensor t = Tensor::empty(DType::i8, {});
+        t.data<int8_t>()[0] = v;
+        return g.add_constant(n, t);
+      };
+      std::vector<ir::Value*> parts;
+      const float sb = alike ? 0.05f : 0.07f;
+      for (int i = 0; i < 2; ++i) {
+        const std::string k = std::to_string(i);
+        ir::Value* x = input(g, "x" + k, {Dim{1, ""}, Dim{i ? 8 : 16, ""}, Dim{3, ""}, Dim{4, ""}});
+        ir::Node* q = *g.add_node("q" + k, "QuantizeLinear", "", {x, scalar_f("s" + k, i ? sb : 0.05f), scalar_i8("z" + k, 3)}, {"xq" + k});
+        ir::Node* d =
+            *g.add_node("d" + k, "DequantizeLinear", "", {q->outputs[0], scalar_f("ds" + k, i ? sb : 0.05f), scalar_i8("dz" + k, 3)}, {"xd" + k});
+        parts.push_back(d->outputs[0]);
+      }
+      ir::Node* c = *g.add_node("cat", "Concat", "", parts, {"c"});
+      c->attrs["axis"] = int64_t{1};
+      ir::Node* qc = *g.add_node("qc", "QuantizeLinear", "", {c->outputs[0], scalar_f("cs", 0.05f), scalar_i8("cz", 3)}, {"cq"});
+      ir::Node* dc = *g.add_node("dc", "DequantizeLinear", "", {qc->outputs[0], scalar_f("cds", 0.05f), scalar_i8("cdz", 3)}, {"cd"});
+      Tensor sizes = Tensor::empty(DType::i64, {2});
+      sizes.data<int64_t>()[0] = 16;
+      sizes.data<int64_t>()[1] = 8;
+      ir::Node* sp = *g.add_node("split", "Split", "", {dc->outputs[0], g.add_constant("sizes", sizes)}, {"p0", "p1"});
+      sp->attrs["axis"] = int64_t{1};
+      for (int i = 0; i < 2; ++i) {
+        const std::string k = std::to_string(i);
+        ir::Node* qo = *g.add_node("qo" + k, "QuantizeLinear", "", {sp->outputs[i], scalar_f("os" + k, 0.05f), scalar_i8("oz" + k, 3)}, {"y" + k});
+        g.outputs.push_back(qo->outputs[0]);
+      }
+    };
+    ir::Graph g, f;
+    build(g);
+    build(f);
+    runtime::CompileOptions int8;
+    int8.int8 = true;
+    ASSERT_TRUE(runtime::optimize(g, int8).ok());
+    ASSERT_TRUE(runtime::optimize(f).ok());  // the float graph: Q and DQ as float ops
+    int int_concat = 0, int_split = 0, float_concat = 0;
+    for (const auto& n : g.nodes()) {
+      const bool integer = n->outputs[0]->dtype == DType::i8;
+      int_concat += n->op_type == "Concat" && integer;
+      float_concat += n->op_type == "Concat" && !integer;
+      int_split += n->op_type == "Split" && integer;
+    }
+    EXPECT_EQ(int_concat, alike ? 1 : 0);
+    EXPECT_EQ(float_concat, alike ? 0 : 1);
+    EXPECT_EQ(int_split, 1);
+    auto ex = runtime::Executor::create(g);
+    auto fex = runtime::Executor::create(f);
+    ASSERT_TRUE(ex.ok() && fex.ok());
+    std::map<std::string, Tensor> in{{"x0", random_tensor({1, 16, 3, 4}, 3)}, {"x1", random_tensor({1, 8, 3, 4}, 4)}};
+    auto out = (*ex)->run(in);
+    auto want = (*fex)->run(in);
+    ASSERT_TRUE(out.ok() && want.ok());
+    for (const char* y : {"y0", "y1"}) {
+      ASSERT_EQ(out->at(y).nbytes(), want->at(y).nbytes());
+      EXPECT_EQ(std::memcmp(out->at(y).raw(), want->at(y).raw(), want->at(y).nbytes()), 0) << y << (alike ? " alike" : " different scales");
+    }
+  }
+}
+
 TEST(Optimize, ReportsEveryNodeWithoutAKernelAtOnce) {
   ir::Graph g;
   g.opset = 17;

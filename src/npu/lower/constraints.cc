@@ -121,6 +121,12 @@ const std::vector<EltwiseRule>& eltwise_rule_list() {
                  [](const EltwiseGeometry& g) { return g.per_axis_quantization ? std::string("per-axis quantization") : std::string(); }});
     v.push_back({"no fused activation", "the EW stage's ReLU is not lowered yet",
                  [](const EltwiseGeometry& g) { return g.fused_activation ? std::string("a fused activation") : std::string(); }});
+    const std::string c2 = std::to_string(kRk3588.feature_c2_int8);
+    v.push_back({"Concat parts start at multiples of " + c2 + " channels",
+                 "WDMA writes whole " + c2 + "-channel surfaces: a part's copy task is placed by its first surface's address (DST_BASE_ADDR)",
+                 [](const EltwiseGeometry& g) {
+                   return g.unaligned_part_offset == 0 ? std::string() : "a part at channel " + std::to_string(g.unaligned_part_offset);
+                 }});
     const int64_t mw = static_cast<int64_t>(DPU_DATA_CUBE_WIDTH_WIDTH.max()) + 1, mh = static_cast<int64_t>(DPU_DATA_CUBE_HEIGHT_HEIGHT.max()) + 1,
                   mc = static_cast<int64_t>(DPU_DATA_CUBE_CHANNEL_CHANNEL.max()) + 1;
     v.push_back({"width <= " + std::to_string(mw), size_reason(DPU_DATA_CUBE_WIDTH_WIDTH),

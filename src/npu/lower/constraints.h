@@ -64,6 +64,9 @@ struct EltwiseGeometry {
   bool broadcast = false;              // the operands' shapes differ
   bool per_axis_quantization = false;  // more than one scale or zero point per operand
   bool fused_activation = false;       // an output range narrower than the type's
+  // Concat (one copy task per part): the channel offset of the first part that does not start
+  // at a multiple of 16 channels (0: every part does; the first starts at 0).
+  int64_t unaligned_part_offset = 0;
 };
 std::vector<std::pair<std::string, std::string>> eltwise_rules();
 std::vector<Violation> check_eltwise(const EltwiseGeometry& g);

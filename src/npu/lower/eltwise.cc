@@ -85,6 +85,15 @@ EltwiseGeometry geometry_of(const AddSpec& s) {
   return g;
 }
 EltwiseGeometry geometry_of(const LeakyReluSpec& s) { return map_geometry(s); }
+EltwiseGeometry geometry_of(const ConcatSpec& s) {
+  EltwiseGeometry g = map_geometry(s);
+  int64_t at = 0;
+  for (int64_t c : s.parts) {
+    if (at % kC2 != 0 && g.unaligned_part_offset == 0) g.unaligned_part_offset = at;
+    at += c;
+  }
+  return g;
+}
 
 Status check_add(const AddSpec& s) {
   RKD_TRY(check_map(s, "npu add: "));
@@ -102,6 +111,17 @@ Status check_leaky_relu(const LeakyReluSpec& s) {
   auto k = quant::rknpu_leaky_relu_plan(s.x_scale, s.y_scale, s.alpha);
   if (!k.ok()) return unsupported("npu LeakyRelu: " + k.error().message);
   return {};
+}
+
+Status check_concat(const ConcatSpec& s) {
+  RKD_TRY(check_map(s, "npu Concat: "));
+  int64_t sum = 0;
+  for (int64_t c : s.parts) {
+    if (c < 1) return invalid("npu Concat: an empty part");
+    sum += c;
+  }
+  if (s.parts.empty() || sum != s.C) return invalid("npu Concat: the parts' channels do not add up to the output's");
+  return eltwise_supported(geometry_of(s), "npu Concat: ");
 }
 
 Result<LoweredEltwise> lower_add(const AddSpec& s, DeviceMemory& mem) {
@@ -132,6 +152,51 @@ Result<LoweredEltwise> lower_leaky_relu(const LeakyReluSpec& s, DeviceMemory& me
   d.out_cvt = OutCvt{plan.out.scale, plan.out.shift};
   RKD_TRY(emit(d, l));
   return l;
+}
+
+Result<LoweredEltwise> lower_concat(const ConcatSpec& s, DeviceMemory& mem) {
+  RKD_TRY(check_concat(s));
+  LoweredEltwise l;
+  const int64_t pixels = s.H * s.W;
+  l.main_surface_bytes = l.output_surface_bytes = pixels * kC2;
+  for (int64_t c : s.parts) {
+    MapShape part = s;
+    part.C = c;
+    const size_t bytes = map_bytes(part, l.main_surface_bytes);
+    l.part_addresses.push_back(mem.alloc(bytes));
+    l.buffers.push_back(Buffer{"input", l.part_addresses.size() - 1, l.part_addresses.back(), bytes});
+  }
+  l.main_address = l.part_addresses[0];
+  const size_t out_bytes = map_bytes(s, l.output_surface_bytes);
+  l.output_address = mem.alloc(out_bytes);
+  int64_t at = 0;
+  for (size_t i = 0; i < s.parts.size(); ++i) {
+    l.buffers.push_back(Buffer{"output", i, l.output_address, out_bytes});
+    DpuTask d;
+    d.input_address = l.part_addresses[i];
+    d.dst_address = l.output_address + static_cast<uint32_t>(at / kC2 * l.output_surface_bytes);
+    d.dst_surface_pixels = pixels;
+    d.width = s.W;
+    d.rows = s.H;
+    d.channels = align(s.parts[i], kC2);
+    d.orig_channels = s.parts[i];
+    d.bs.layout = BsOperands::registers;  // ALU + 0, MUL bypassed: the stored byte itself
+    d.out_cvt = OutCvt{1, 0};
+    RKD_TRY(emit(d, l));
+    at += s.parts[i];
+  }
+  return l;
+}
+
+Status write_concat_inputs(DeviceMemory& mem, const ConcatSpec& s, const LoweredEltwise& l, const std::vector<const Tensor*>& parts) {
+  if (parts.size() != s.parts.size() || l.part_addresses.size() != s.parts.size()) return invalid("npu Concat: one tensor per part");
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (!parts[i]) return invalid("npu Concat: part " + std::to_string(i) + " missing");
+    MapShape part = s;
+    part.C = s.parts[i];
+    RKD_TRY(write_map(mem, l.part_addresses[i], l.main_surface_bytes, part, *parts[i], "a part"));
+  }
+  return {};
 }
 
 Status write_add_inputs(DeviceMemory& mem, const AddSpec& s, const LoweredEltwise& l, const Tensor& a, const Tensor& b) {

@@ -5,6 +5,9 @@
 //              converter (-z_e, S_e / 2^H_e) and add, OUT_CVT (S_o / 2^H_o, z_out);
 //   LeakyRelu  (rknpu_leaky_relu_plan) the same map read twice: BS -z_x and MUL K, the EW
 //              converter (-z_x, K alpha) and max, OUT_CVT.
+//   Concat     along channels, of parts quantized alike (qdq-to-qlinear makes such Concats
+//              integer): one copy task per part (BS, EW bypassed, OUT_CVT x 1), writing
+//              into the one output map at the part's first surface. Exact.
 // Stored domain as for convolutions (uint8 - 128; the differences x - z are the same in both
 // domains).
 //
@@ -40,27 +43,37 @@ struct LeakyReluSpec : MapShape {
   double x_scale = 1, y_scale = 1, alpha = 0.01;
   int32_t x_zero_point = 0, y_zero_point = 0;
 };
+// The parts' channel counts; the output's C is their sum.
+struct ConcatSpec : MapShape {
+  std::vector<int64_t> parts;
+};
 EltwiseGeometry geometry_of(const AddSpec& s);
+EltwiseGeometry geometry_of(const ConcatSpec& s);
 EltwiseGeometry geometry_of(const LeakyReluSpec& s);
 // Malformed specs (invalid), then constraints.h's eltwise rules and the converters' ranges
 // (unsupported).
 Status check_add(const AddSpec& s);
 Status check_leaky_relu(const LeakyReluSpec& s);
+Status check_concat(const ConcatSpec& s);
 
 struct LoweredEltwise {
   std::vector<regcmd::Task> tasks;
   std::vector<Buffer> buffers;
   bool b_is_main = false;  // Add: b is read by MRDMA (its scale is the larger)
   uint32_t main_address = 0, ew_address = 0, output_address = 0;
+  std::vector<uint32_t> part_addresses;  // Concat: each part's input (task i reads part i)
   int64_t main_surface_bytes = 0, ew_surface_bytes = 0, output_surface_bytes = 0;
 };
 // Allocate the maps in `mem` and emit the task.
 Result<LoweredEltwise> lower_add(const AddSpec& s, DeviceMemory& mem);
 Result<LoweredEltwise> lower_leaky_relu(const LeakyReluSpec& s, DeviceMemory& mem);
+Result<LoweredEltwise> lower_concat(const ConcatSpec& s, DeviceMemory& mem);
 // Write the operands ([1, C, H, W] of s.dtype) where the task reads them (Add: the
 // larger-scale one as the main input).
 Status write_add_inputs(DeviceMemory& mem, const AddSpec& s, const LoweredEltwise& l, const Tensor& a, const Tensor& b);
 Status write_leaky_relu_input(DeviceMemory& mem, const LeakyReluSpec& s, const LoweredEltwise& l, const Tensor& x);
+// The parts, [1, parts[i], H, W] each.
+Status write_concat_inputs(DeviceMemory& mem, const ConcatSpec& s, const LoweredEltwise& l, const std::vector<const Tensor*>& parts);
 // The output into y ([1, C, H, W] of s.dtype, contiguous).
 Status gather_eltwise_output(const DeviceMemory& mem, const MapShape& s, const LoweredEltwise& l, Tensor& y);
 
