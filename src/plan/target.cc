@@ -441,15 +441,17 @@ std::string npu_conv_geometry_violation(const ir::Node& n) {
 std::string npu_eltwise_geometry_violation(const ir::Node& n) {
   if (n.op_type == "Concat") {
     npu::lower::EltwiseGeometry g;
+    std::vector<int64_t> parts;
     for (const ir::Value* in : n.inputs) {
       const auto s = ir::static_shape(in);
       if (!s || s->size() != 4) return "not a Concat of static [N, C, H, W] maps";
-      if (g.C % npu::arch::kRk3588.feature_c2_int8 != 0 && g.unaligned_part_offset == 0) g.unaligned_part_offset = g.C;
       g.batch = (*s)[0];
       g.H = (*s)[2];
       g.W = (*s)[3];
       g.C += (*s)[1];
+      parts.push_back((*s)[1]);
     }
+    g.unaligned_part_offset = npu::lower::unaligned_part_offset(parts);
     const auto v = npu::lower::check_eltwise(g);
     return v.empty() ? "" : v[0].found + " (" + v[0].rule + ": " + v[0].reason + ")";
   }

@@ -154,25 +154,26 @@ Status commute_data_movement(ir::Graph& g, std::set<const Node*>& gone) {
   for (const auto& np : g.nodes()) nodes.push_back(np.get());
   for (Node* t : nodes) {
     if (!ir::op_has(*t, ir::kCommutesWithDequantize) || t->inputs.empty() || t->outputs.empty()) continue;
-    auto dq = dequantized(t->inputs[0]);
-    if (!dq || !per_tensor(dq->scale) || !dq->q->dtype) continue;
-    // Concat: every input dequantized alike (scale, zero point, type), so that one
-    // DequantizeLinear of the joined integers is exact.
+    // The data inputs' per-tensor dequantizes; a Concat's alike (scale, zero point, type), so
+    // that one DequantizeLinear of the joined integers is exact.
     const size_t data_inputs = t->op_type == "Concat" ? t->inputs.size() : 1;
     auto zp_of = [](const Dq& d) { return d.zp && d.zp->constant ? d.zp->constant->get_as_double(0) : 0.0; };
-    bool alike = true;
-    for (size_t i = 1; i < data_inputs && alike; ++i) {
+    std::vector<Dq> dqs;
+    for (size_t i = 0; i < data_inputs; ++i) {
       auto di = dequantized(t->inputs[i]);
-      alike = di && per_tensor(di->scale) && di->q->dtype == dq->q->dtype && (!di->zp || di->zp->constant->numel() == 1) &&
-              static_cast<float>(di->scale->constant->get_as_double(0)) == static_cast<float>(dq->scale->constant->get_as_double(0)) &&
-              zp_of(*di) == zp_of(*dq);
+      if (!di || !per_tensor(di->scale) || !di->q->dtype || (di->zp && di->zp->constant->numel() != 1)) break;
+      if (i > 0 && (di->q->dtype != dqs[0].q->dtype || zp_of(*di) != zp_of(dqs[0]) ||
+                    static_cast<float>(di->scale->constant->get_as_double(0)) != static_cast<float>(dqs[0].scale->constant->get_as_double(0))))
+        break;
+      dqs.push_back(*di);
     }
-    if (!alike || (dq->zp && dq->zp->constant->numel() != 1)) continue;
+    if (dqs.size() != data_inputs) continue;
+    const Dq* dq = &dqs[0];
     bool shaped = true;
     for (const Value* o : t->outputs) shaped = shaped && o && o->shape;
     if (!shaped) continue;
     std::vector<Value*> ins = t->inputs;
-    for (size_t i = 0; i < data_inputs; ++i) ins[i] = dequantized(t->inputs[i])->q;
+    for (size_t i = 0; i < data_inputs; ++i) ins[i] = dqs[i].q;
     double zp = 0;
     if (t->op_type == "Pad") {
       RKD_ASSIGN(std::string mode, t->attr_string("mode", "constant"));

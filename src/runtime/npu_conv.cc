@@ -454,17 +454,24 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                       if (report) ++report->npu_sim_convs;
                     }
                     if (fused_any) RKD_TRY(g.sort_topologically());
+                    // An element-wise node the lowering takes (`lowerable` OK) becomes rkdeploy.`op`
+                    // and counts in `placed`; else its reason goes to `on_cpu`.
+                    auto place = [&](Node* n, const Status& lowerable, const char* op, int FusionReport::*placed,
+                                     std::vector<std::string> FusionReport::*on_cpu) {
+                      if (!lowerable.ok()) {
+                        if (report) (report->*on_cpu).push_back(n->name + ": " + lowerable.error().message);
+                        return;
+                      }
+                      n->attrs["rkd_sim_knobs"] = joined;
+                      n->domain = "rkdeploy";
+                      n->op_type = op;
+                      if (report) ++(report->*placed);
+                    };
                     for (const auto& np : g.nodes()) {
                       Node* n = np.get();
                       if (n->op_type != "QLinearAdd" || n->domain != "rkdeploy") continue;
                       auto spec = npu_add_spec(*n);
-                      if (!spec.ok()) {
-                        if (report) report->npu_cpu_adds.push_back(n->name + ": " + spec.error().message);
-                        continue;
-                      }
-                      n->attrs["rkd_sim_knobs"] = joined;
-                      n->op_type = "NpuAdd";
-                      if (report) ++report->npu_sim_adds;
+                      place(n, spec.ok() ? Status() : Status(spec.error()), "NpuAdd", &FusionReport::npu_sim_adds, &FusionReport::npu_cpu_adds);
                     }
                     for (const auto& np : g.nodes()) {
                       Node* n = np.get();
@@ -487,14 +494,8 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                       const DType t = *n->inputs[0]->dtype;
                       if (t != DType::i8 && t != DType::u8) continue;  // float Concats are not the int8 graph's
                       auto spec = npu_concat_spec(*n);
-                      if (!spec.ok()) {
-                        if (report) report->npu_cpu_concats.push_back(n->name + ": " + spec.error().message);
-                        continue;
-                      }
-                      n->attrs["rkd_sim_knobs"] = joined;
-                      n->domain = "rkdeploy";
-                      n->op_type = "NpuConcat";
-                      if (report) ++report->npu_sim_concats;
+                      place(n, spec.ok() ? Status() : Status(spec.error()), "NpuConcat", &FusionReport::npu_sim_concats,
+                            &FusionReport::npu_cpu_concats);
                     }
                     return {};
                   }};

@@ -142,6 +142,15 @@ const std::vector<EltwiseRule>& eltwise_rule_list() {
 
 }  // namespace
 
+int64_t unaligned_part_offset(const std::vector<int64_t>& parts) {
+  int64_t at = 0;
+  for (int64_t c : parts) {
+    if (at % kRk3588.feature_c2_int8 != 0) return at;
+    at += c;
+  }
+  return 0;
+}
+
 std::vector<std::pair<std::string, std::string>> eltwise_rules() { return listed(eltwise_rule_list()); }
 std::vector<Violation> check_eltwise(const EltwiseGeometry& g) { return broken(eltwise_rule_list(), g); }
 Status eltwise_supported(const EltwiseGeometry& g, const std::string& what) { return first_violation(check_eltwise(g), what); }

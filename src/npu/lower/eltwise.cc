@@ -87,11 +87,7 @@ EltwiseGeometry geometry_of(const AddSpec& s) {
 EltwiseGeometry geometry_of(const LeakyReluSpec& s) { return map_geometry(s); }
 EltwiseGeometry geometry_of(const ConcatSpec& s) {
   EltwiseGeometry g = map_geometry(s);
-  int64_t at = 0;
-  for (int64_t c : s.parts) {
-    if (at % kC2 != 0 && g.unaligned_part_offset == 0) g.unaligned_part_offset = at;
-    at += c;
-  }
+  g.unaligned_part_offset = unaligned_part_offset(s.parts);
   return g;
 }
 
