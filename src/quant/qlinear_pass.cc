@@ -213,8 +213,10 @@ Status commute_data_movement(ir::Graph& g, std::set<const Node*>& gone) {
     }
     gone.insert(t);
   }
-  for (const auto& np : g.nodes()) {
-    Node* q = np.get();
+  // add_node appends to the node list: walk a snapshot of it.
+  nodes.clear();
+  for (const auto& np : g.nodes()) nodes.push_back(np.get());
+  for (Node* q : nodes) {
     if (gone.count(q) || q->op_type != "QuantizeLinear" || !q->domain.empty() || q->inputs.size() < 3 || !q->inputs[2]) continue;
     auto dq = dequantized(q->inputs[0]);
     if (!dq || !dq->zp || !per_tensor(dq->scale) || !per_tensor(q->inputs[1]) || !q->inputs[2]->constant) continue;
