@@ -36,9 +36,13 @@ test-fresh:
 test-isa: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L isa
 
-# Unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Unit tests under AddressSanitizer + UndefinedBehaviorSanitizer. -O1 -g1 (line tables: reports
+# keep file:line) compiles in half the time of RelWithDebInfo's -O2 -g (measured on
+# qlinear_pass.cc, sim.cc, test_eltwise.cc: 37/35/39 s -> 19/15/17 s on the 2-vCPU Xeon).
+SAN_FLAGS ?= -O1 -g1 -DNDEBUG
 test-sanitize: deps
 	cmake -S . -B build-san -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRKD_WERROR=ON \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(SAN_FLAGS)" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$(SAN_FLAGS)" \
 	  -DRKD_ASAN=ON -DRKD_UBSAN=ON -DRKD_ENABLE_BENCH=OFF
 	cmake --build build-san -j $(JOBS)
 	cd build-san && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L unit

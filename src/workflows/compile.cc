@@ -61,16 +61,21 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
     const ir::Node& n = *np;
     const bool add = n.op_type == "QLinearAdd" && n.domain == "rkdeploy";
     const bool leaky = n.op_type == "QLinearLut" && n.domain == "rkdeploy" && n.attrs.count("rkd_op");
-    if (add || leaky) {
+    // An integer channel Concat (qdq-to-qlinear makes one when its parts are quantized alike).
+    const bool concat = n.op_type == "Concat" && n.domain.empty() && !n.inputs.empty() && n.inputs[0] && n.inputs[0]->dtype &&
+                        (*n.inputs[0]->dtype == DType::i8 || *n.inputs[0]->dtype == DType::u8);
+    if (add || leaky || concat) {
       // An element-wise task: its operand buffers (written by the host), output and regcmd.
       Status st;
       if (add) {
         if (auto sp = npu_add_spec(n); !sp.ok()) st = sp.error();
+      } else if (concat) {
+        if (auto sp = npu_concat_spec(n); !sp.ok()) st = sp.error();
       } else if (auto sp = npu_leaky_relu_spec(n); !sp.ok()) {
         st = sp.error();
       }
       if (!st.ok()) {
-        man["cpu"].push_back({{"node", n.name}, {"op", "rkdeploy." + n.op_type}, {"reason", st.error().message}});
+        man["cpu"].push_back({{"node", n.name}, {"op", (n.domain.empty() ? "" : n.domain + ".") + n.op_type}, {"reason", st.error().message}});
         ++sum.nodes_on_cpu;
         continue;
       }
@@ -81,6 +86,10 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
         RKD_ASSIGN(npu::lower::AddSpec spec, npu_add_spec(n));
         shape = spec;
         RKD_ASSIGN(l, npu::lower::lower_add(spec, mem));
+      } else if (concat) {
+        RKD_ASSIGN(npu::lower::ConcatSpec spec, npu_concat_spec(n));
+        shape = spec;
+        RKD_ASSIGN(l, npu::lower::lower_concat(spec, mem));
       } else {
         RKD_ASSIGN(npu::lower::LeakyReluSpec spec, npu_leaky_relu_spec(n));
         shape = spec;
@@ -91,34 +100,50 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
       const size_t ei = man["elementwise"].size();
       const std::string ename = numbered("eltwise", ei);
       fs::create_directories(tmp / ename, ec);
-      const std::string file = ename + "/task000.regcmd";
-      RKD_TRY(write_file_atomic((tmp / file).string(),
-                                std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(placed.words.data()), placed.words.size() * 8)));
       nlohmann::ordered_json je;
       je["node"] = n.name;
-      je["op"] = add ? "Add" : "LeakyRelu";
+      je["op"] = add ? "Add" : concat ? "Concat" : "LeakyRelu";
       je["directory"] = ename;
       je["geometry"] = {{"C", shape.C}, {"H", shape.H}, {"W", shape.W}, {"dtype", dtype_name(shape.dtype)}};
-      const std::string main_operand = add ? (l.b_is_main ? "B" : "A") : "X", ew_operand = add ? (l.b_is_main ? "A" : "B") : "X";
       je["inputs"] = nlohmann::ordered_json::array();
-      je["inputs"].push_back(
-          {{"operand", main_operand}, {"read_by", "MRDMA"}, {"device_offset", l.main_address - mem.base()}, {"surface_bytes", l.main_surface_bytes}});
-      je["inputs"].push_back(
-          {{"operand", ew_operand}, {"read_by", "ERDMA"}, {"device_offset", l.ew_address - mem.base()}, {"surface_bytes", l.ew_surface_bytes}});
+      if (concat) {
+        // Part i is read by task i (MRDMA), which writes it at its channel offset of the output.
+        for (size_t i = 0; i < l.part_addresses.size(); ++i) {
+          je["inputs"].push_back({{"operand", "part" + std::to_string(i)},
+                                  {"read_by", "MRDMA"},
+                                  {"device_offset", l.part_addresses[i] - mem.base()},
+                                  {"surface_bytes", l.main_surface_bytes}});
+        }
+      } else {
+        const std::string main_operand = add ? (l.b_is_main ? "B" : "A") : "X", ew_operand = add ? (l.b_is_main ? "A" : "B") : "X";
+        je["inputs"].push_back({{"operand", main_operand},
+                                {"read_by", "MRDMA"},
+                                {"device_offset", l.main_address - mem.base()},
+                                {"surface_bytes", l.main_surface_bytes}});
+        je["inputs"].push_back(
+            {{"operand", ew_operand}, {"read_by", "ERDMA"}, {"device_offset", l.ew_address - mem.base()}, {"surface_bytes", l.ew_surface_bytes}});
+      }
       je["output"] = {{"device_offset", l.output_address - mem.base()}, {"surface_bytes", l.output_surface_bytes}};
       je["layout"] = "NC1HWC2, C2 = 16, stored int8 (uint8 - 128); padding lanes carry no meaning";
-      je["tasks"] = {{{"regcmd", file}, {"device_offset", placed.address - mem.base()}, {"words", placed.words.size()}}};
+      je["tasks"] = nlohmann::ordered_json::array();
+      const auto* wbytes = reinterpret_cast<const uint8_t*>(placed.words.data());
+      for (size_t t = 0; t < placed.spans.size(); ++t) {
+        const std::string file = ename + "/" + numbered("task", t) + ".regcmd";
+        RKD_TRY(write_file_atomic((tmp / file).string(),
+                                  std::span<const uint8_t>(wbytes + placed.spans[t].first_word * 8, placed.spans[t].word_count * 8)));
+        je["tasks"].push_back({{"regcmd", file}, {"device_offset", placed.spans[t].address - mem.base()}, {"words", placed.spans[t].word_count}});
+      }
       if (leaky) je["table_entries_differing"] = table_differences;
       man["elementwise"].push_back(je);
       ++sum.eltwise_on_npu;
-      sum.tasks += 1;
+      sum.tasks += placed.spans.size();
       sum.regcmd_words += placed.words.size();
       continue;
     }
     if (n.op_type != "QLinearConv" || !n.domain.empty()) {
       man["cpu"].push_back({{"node", n.name},
                             {"op", (n.domain.empty() ? "" : n.domain + ".") + n.op_type},
-                            {"reason", "the NPU back end lowers int8 convolutions, Adds and LeakyRelus only (yet)"}});
+                            {"reason", "the NPU back end lowers int8 convolutions, Adds, LeakyRelus and channel Concats only (yet)"}});
       ++sum.nodes_on_cpu;
       continue;
     }

@@ -76,6 +76,26 @@ grep -q "4 Add(s) as DPU tasks, 0 on the CPU; 27 LeakyRelu(s) as DPU tasks (thei
 # for bit.
 for f in "$work"/u8int8/*.npy; do cmp "$f" "$work/u8sim/$(basename "$f")"; done
 echo "nanodet uint8 per-tensor: every output of the simulated run equals the int8 reference's"
+# compile lists what run --backend sim places: the 12 Concats as element-wise entries, one copy
+# task (and register-command file) per part, and no Concat among the CPU's nodes.
+"$rk" compile "$u" --strategy per-tensor -o "$work/u8.rk3588" > /dev/null
+/usr/bin/python3 - "$work/u8.rk3588" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+m = json.load(open(os.path.join(d, "manifest.json")))
+cat = [e for e in m["elementwise"] if e["op"] == "Concat"]
+assert len(cat) == 12, [e["node"] for e in cat]
+assert not [x for x in m["cpu"] if x["op"] == "Concat"], [x for x in m["cpu"] if x["op"] == "Concat"]
+for e in cat:
+    assert len(e["tasks"]) == len(e["inputs"]) >= 2 and all(i["operand"] == f"part{k}" for k, i in enumerate(e["inputs"])), e
+    for t in e["tasks"]:
+        assert os.path.getsize(os.path.join(d, t["regcmd"])) == 8 * t["words"], t
+print(f"nanodet uint8 compile: {len(cat)} Concats in {sum(len(e['tasks']) for e in cat)} copy tasks")
+PY
+for f in "$work"/u8.rk3588/eltwise*/*.regcmd; do
+  "$rk" regcmd decode "$f" > "$work/dis.txt"
+  ! grep -q "problem:" "$work/dis.txt"
+done
 # --fuse-npu-add: the two residual Adds fused into their convolutions round once where the
 # int8 reference (QLinearConv, then QLinearAdd) rounds twice; that is the only difference
 # (measured: 78-93% of the values equal, at most 6.7% of an output's range).
