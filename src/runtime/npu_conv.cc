@@ -5,6 +5,7 @@
 #include <functional>
 #include <mutex>
 
+#include "ir/op_info.h"
 #include "ir/passes/shape_inference.h"
 #include "npu/regcmd/regcmd.h"
 
@@ -402,6 +403,11 @@ Result<npu::lower::ConcatSpec> npu_concat_spec(const Node& n) {
   return s;
 }
 
+bool npu_concat_candidate(const Node& n) {
+  if (n.op_type != "Concat" || !n.domain.empty() || n.inputs.empty() || !n.inputs[0] || !n.inputs[0]->dtype) return false;
+  return *n.inputs[0]->dtype == DType::i8 || *n.inputs[0]->dtype == DType::u8;
+}
+
 Result<Kernel> npu_concat_kernel(const Node& n, const npu::sim::Quirks& quirks) {
   RKD_ASSIGN(npu::lower::ConcatSpec spec, npu_concat_spec(n));
   return eltwise_kernel(
@@ -421,6 +427,34 @@ Result<npu::sim::Quirks> quirks_from_attrs(const Node& n) {
     at = end + 1;
   }
   return q;
+}
+
+}  // namespace
+
+namespace {
+
+// Whether a node placed on the NPU produces one of n's inputs or reads one of its outputs,
+// looking through the Identities a dropped DequantizeLinear -> QuantizeLinear pair leaves.
+bool next_to_npu_node(const Node& n) {
+  auto on_npu = [](const Node* m) { return m && ir::op_has(*m, ir::kOnNpu); };
+  for (const Value* v : n.inputs) {
+    const Node* p = v ? v->producer : nullptr;
+    while (p && p->op_type == "Identity" && p->domain.empty() && !p->inputs.empty() && p->inputs[0]) p = p->inputs[0]->producer;
+    if (on_npu(p)) return true;
+  }
+  std::vector<const Value*> todo(n.outputs.begin(), n.outputs.end());
+  while (!todo.empty()) {
+    const Value* v = todo.back();
+    todo.pop_back();
+    if (!v) continue;
+    for (const Node* r : v->consumers) {
+      if (on_npu(r)) return true;
+      if (r->op_type == "Identity" && r->domain.empty()) {
+        for (const Value* o : r->outputs) todo.push_back(o);
+      }
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -490,12 +524,13 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                     }
                     for (const auto& np : g.nodes()) {
                       Node* n = np.get();
-                      if (n->op_type != "Concat" || !n->domain.empty() || n->inputs.empty() || !n->inputs[0] || !n->inputs[0]->dtype) continue;
-                      const DType t = *n->inputs[0]->dtype;
-                      if (t != DType::i8 && t != DType::u8) continue;  // float Concats are not the int8 graph's
+                      if (!npu_concat_candidate(*n)) continue;
                       auto spec = npu_concat_spec(*n);
-                      place(n, spec.ok() ? Status() : Status(spec.error()), "NpuConcat", &FusionReport::npu_sim_concats,
-                            &FusionReport::npu_cpu_concats);
+                      Status lowerable = spec.ok() ? Status() : Status(spec.error());
+                      // A copy between CPU nodes only would add two device switches (and the
+                      // maps' round trips) for no arithmetic: it stays with its neighbours.
+                      if (lowerable.ok() && !next_to_npu_node(*n)) lowerable = unsupported("every part's producer and every reader run on the CPU");
+                      place(n, lowerable, "NpuConcat", &FusionReport::npu_sim_concats, &FusionReport::npu_cpu_concats);
                     }
                     return {};
                   }};

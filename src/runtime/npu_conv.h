@@ -50,6 +50,9 @@ Result<Kernel> npu_leaky_relu_kernel(const ir::Node& n, const npu::sim::Quirks& 
 // An integer Concat (qdq-to-qlinear leaves one where every part is quantized alike) along the
 // channels of [1, C, H, W] int8/uint8 maps; unsupported with constraints.h's reason otherwise.
 Result<npu::lower::ConcatSpec> npu_concat_spec(const ir::Node& n);
+// A plain Concat of int8/uint8 values: one the NPU is asked to take (placement, compile; a
+// float Concat is not the int8 graph's and stays on the CPU without a reason).
+bool npu_concat_candidate(const ir::Node& n);
 Result<Kernel> npu_concat_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
 
 // npu-sim-placement: every QLinearConv that npu_try_lower() takes becomes rkdeploy.NpuConv

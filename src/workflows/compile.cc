@@ -36,7 +36,19 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   CompileOptions co;
   co.int8 = true;
   co.channels_last = false;  // the QLinearConvs' NCHW geometry is read below
-  RKD_TRY(optimize(g, co));
+  // The runtime's own placement (npu-sim-placement): compile lists on the NPU exactly what
+  // `run --backend sim` runs there, and every other node with the placement's reason.
+  co.npu_sim_strategy = npu::lower::strategy_name(strategy);
+  ir::FusionReport placement;
+  RKD_TRY(optimize(g, co, &placement));
+  auto cpu_reason = [&placement](const ir::Node& n) -> std::string {
+    for (const auto* list : {&placement.npu_cpu_convs, &placement.npu_cpu_adds, &placement.npu_cpu_luts, &placement.npu_cpu_concats}) {
+      for (const std::string& e : *list) {
+        if (e.size() > n.name.size() + 2 && e.compare(0, n.name.size() + 2, n.name + ": ") == 0) return e.substr(n.name.size() + 2);
+      }
+    }
+    return "the NPU back end lowers int8 convolutions, Adds, LeakyRelus and channel Concats only (yet)";
+  };
   const fs::path tmp(out_dir);
   std::error_code ec;
   if (!fs::is_directory(tmp, ec)) return io_error(out_dir + ": not a folder");
@@ -52,33 +64,17 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   man["cpu"] = nlohmann::ordered_json::array();
   std::map<std::string, int> cpu_ops;
   const bool any_conv =
-      std::any_of(g.nodes().begin(), g.nodes().end(), [](const auto& np) { return np->op_type == "QLinearConv" && np->domain.empty(); });
+      std::any_of(g.nodes().begin(), g.nodes().end(), [](const auto& np) { return np->op_type == "QLinearConv" || np->op_type == "NpuConv"; });
   if (!any_conv) {
     return unsupported(model + ": no int8 convolution to lower (a float model? rkdeploy quantize writes a QDQ model; docs/quantization.md)");
   }
   man["elementwise"] = nlohmann::ordered_json::array();
   for (const auto& np : g.nodes()) {
     const ir::Node& n = *np;
-    const bool add = n.op_type == "QLinearAdd" && n.domain == "rkdeploy";
-    const bool leaky = n.op_type == "QLinearLut" && n.domain == "rkdeploy" && n.attrs.count("rkd_op");
-    // An integer channel Concat (qdq-to-qlinear makes one when its parts are quantized alike).
-    const bool concat = n.op_type == "Concat" && n.domain.empty() && !n.inputs.empty() && n.inputs[0] && n.inputs[0]->dtype &&
-                        (*n.inputs[0]->dtype == DType::i8 || *n.inputs[0]->dtype == DType::u8);
+    const bool on_npu = n.domain == "rkdeploy";
+    const bool add = on_npu && n.op_type == "NpuAdd", leaky = on_npu && n.op_type == "NpuLeakyRelu", concat = on_npu && n.op_type == "NpuConcat";
     if (add || leaky || concat) {
       // An element-wise task: its operand buffers (written by the host), output and regcmd.
-      Status st;
-      if (add) {
-        if (auto sp = npu_add_spec(n); !sp.ok()) st = sp.error();
-      } else if (concat) {
-        if (auto sp = npu_concat_spec(n); !sp.ok()) st = sp.error();
-      } else if (auto sp = npu_leaky_relu_spec(n); !sp.ok()) {
-        st = sp.error();
-      }
-      if (!st.ok()) {
-        man["cpu"].push_back({{"node", n.name}, {"op", (n.domain.empty() ? "" : n.domain + ".") + n.op_type}, {"reason", st.error().message}});
-        ++sum.nodes_on_cpu;
-        continue;
-      }
       npu::lower::LoweredEltwise l;
       npu::lower::MapShape shape;
       int table_differences = 0;
@@ -140,22 +136,14 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
       sum.regcmd_words += placed.words.size();
       continue;
     }
-    if (n.op_type != "QLinearConv" || !n.domain.empty()) {
-      man["cpu"].push_back({{"node", n.name},
-                            {"op", (n.domain.empty() ? "" : n.domain + ".") + n.op_type},
-                            {"reason", "the NPU back end lowers int8 convolutions, Adds, LeakyRelus and channel Concats only (yet)"}});
+    if (!on_npu || n.op_type != "NpuConv") {
+      const std::string reason = cpu_reason(n);
+      man["cpu"].push_back({{"node", n.name}, {"op", (n.domain.empty() ? "" : n.domain + ".") + n.op_type}, {"reason", reason}});
+      if (n.op_type == "QLinearConv" && n.domain.empty()) sum.cpu_convs.push_back(n.name + ": " + reason);
       ++sum.nodes_on_cpu;
       continue;
     }
-    auto spec = npu_conv_spec(n);
-    Status lowerable = spec.ok() ? npu_try_lower(*spec, strategy) : Status(spec.error());
-    if (!lowerable.ok()) {
-      man["cpu"].push_back({{"node", n.name}, {"op", n.op_type}, {"reason", lowerable.error().message}});
-      sum.cpu_convs.push_back(n.name + ": " + lowerable.error().message);
-      ++sum.nodes_on_cpu;
-      continue;
-    }
-    const npu::lower::ConvSpec& s = *spec;
+    RKD_ASSIGN(const npu::lower::ConvSpec s, npu_conv_spec(n));
     const size_t ci = static_cast<size_t>(sum.convs_on_npu);
     const std::string cname = numbered("conv", ci);
     fs::create_directories(tmp / cname, ec);

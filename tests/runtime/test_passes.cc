@@ -407,6 +407,21 @@ TEST(QdqToQlinear, ConcatAndSplitOfAlikeQuantizedMapsRunOnTheIntegers) {
     EXPECT_EQ(int_concat, alike ? 1 : 0);
     EXPECT_EQ(float_concat, alike ? 0 : 1);
     EXPECT_EQ(int_split, 1);
+    if (alike) {
+      // With the NPU placement: the NPU could copy the parts, but nothing next to the Concat
+      // runs there (its parts come from the CPU's quantizes, its reader is a Split on the
+      // CPU), so it stays on the CPU, with that reason.
+      ir::Graph h;
+      build(h);
+      runtime::CompileOptions sim = int8;
+      sim.npu_sim_strategy = "sorted-bs-multiplier";
+      ir::FusionReport rep;
+      ASSERT_TRUE(runtime::optimize(h, sim, &rep).ok());
+      EXPECT_EQ(rep.npu_sim_concats, 0);
+      ASSERT_EQ(rep.npu_cpu_concats.size(), 1u);
+      EXPECT_NE(rep.npu_cpu_concats[0].find("cat/int: every part's producer and every reader run on the CPU"), std::string::npos)
+          << rep.npu_cpu_concats[0];
+    }
     auto ex = runtime::Executor::create(g);
     auto fex = runtime::Executor::create(f);
     ASSERT_TRUE(ex.ok() && fex.ok());
