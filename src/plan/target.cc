@@ -436,15 +436,17 @@ std::string npu_conv_geometry_violation(const ir::Node& n) {
   return v.empty() ? "" : v[0].found + " (" + v[0].rule + ": " + v[0].reason + ")";
 }
 
-// An Add / QLinearAdd of two maps, or a channel Concat of maps, as npu/lower/constraints.h's
+// An Add / QLinearAdd of two maps, or a channel Concat or Split of maps, as npu/lower/constraints.h's
 // element-wise rules read it.
 std::string npu_eltwise_geometry_violation(const ir::Node& n) {
-  if (n.op_type == "Concat") {
+  if (n.op_type == "Concat" || n.op_type == "Split") {
+    // The parts: a Concat's inputs, a Split's outputs.
+    const bool concat = n.op_type == "Concat";
     npu::lower::EltwiseGeometry g;
     std::vector<int64_t> parts;
-    for (const ir::Value* in : n.inputs) {
+    for (const ir::Value* in : concat ? n.inputs : n.outputs) {
       const auto s = ir::static_shape(in);
-      if (!s || s->size() != 4) return "not a Concat of static [N, C, H, W] maps";
+      if (!s || s->size() != 4) return concat ? "not a Concat of static [N, C, H, W] maps" : "not a Split into static [N, C, H, W] maps";
       g.batch = (*s)[0];
       g.H = (*s)[2];
       g.W = (*s)[3];

@@ -288,26 +288,32 @@ struct SimEltwise {
   std::mutex m;
 };
 
-// `lower` fills the task's memory; `write` is called per run with the node's inputs.
+using EltwiseGather = std::function<Status(const SimEltwise&, std::vector<Tensor>&)>;
+
+// `lower` fills the task's memory; `write` is called per run with the node's inputs, `gather`
+// (default: the one output map into out[0]) after the tasks ran.
 Result<Kernel> eltwise_kernel(const Node& n, const npu::lower::MapShape& shape, const npu::sim::Quirks& quirks,
                               const std::function<Result<npu::lower::LoweredEltwise>(npu::DeviceMemory&)>& lower,
-                              std::function<Status(SimEltwise&, const std::vector<const Tensor*>&)> write) {
+                              std::function<Status(SimEltwise&, const std::vector<const Tensor*>&)> write, EltwiseGather gather = nullptr) {
   auto se = std::make_shared<SimEltwise>();
   se->shape = shape;
   se->quirks = quirks;
   RKD_ASSIGN(se->lowered, lower(se->mem));
   se->write = std::move(write);
+  if (!gather) {
+    gather = [](const SimEltwise& e, std::vector<Tensor>& out) { return npu::lower::gather_eltwise_output(e.mem, e.shape, e.lowered, out[0]); };
+  }
   RKD_ASSIGN(auto placed, npu::lower::place_regcmd(se->mem, se->lowered.tasks));
   se->regcmd = placed.address;
   se->first_words = placed.spans[0].word_count;
   const std::string what = n.describe();
-  return Kernel([se, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+  return Kernel([se, what, gather](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
     std::lock_guard<std::mutex> lock(se->m);
     auto go = [&]() -> Status {
       RKD_TRY(se->write(*se, in));
       auto stats = npu::sim::run(se->mem, se->regcmd, se->first_words, se->quirks, &se->cache);
       if (!stats.ok()) return stats.error();
-      return npu::lower::gather_eltwise_output(se->mem, se->shape, se->lowered, out[0]);
+      return gather(*se, out);
     };
     Status st = go();
     return st.ok() ? st : st.error().with_context(what + " (NPU simulator)");
@@ -406,6 +412,48 @@ Result<npu::lower::ConcatSpec> npu_concat_spec(const Node& n) {
 bool npu_concat_candidate(const Node& n) {
   if (n.op_type != "Concat" || !n.domain.empty() || n.inputs.empty() || !n.inputs[0] || !n.inputs[0]->dtype) return false;
   return *n.inputs[0]->dtype == DType::i8 || *n.inputs[0]->dtype == DType::u8;
+}
+
+Result<npu::lower::SplitSpec> npu_split_spec(const Node& n) {
+  const bool split = (n.op_type == "Split" && n.domain.empty()) || (n.op_type == "NpuSplit" && n.domain == "rkdeploy");
+  if (!split || n.inputs.empty() || n.outputs.empty()) return invalid(n.describe() + ": not a Split");
+  const auto xs = ir::static_shape(n.inputs[0]);
+  if (!xs || xs->size() != 4) return unsupported("input is not a static [N, C, H, W] map");
+  RKD_ASSIGN(int64_t axis, n.attr_int("axis", 0));
+  if (axis != 1 && axis != -3) return unsupported("axis " + std::to_string(axis) + " (the NPU splits channels only)");
+  npu::lower::SplitSpec s;
+  if (!n.inputs[0]->dtype) return unsupported("an input without a type");
+  s.dtype = *n.inputs[0]->dtype;
+  s.C = (*xs)[1];
+  s.H = (*xs)[2];
+  s.W = (*xs)[3];
+  for (const Value* out : n.outputs) {
+    const auto ys = out ? ir::static_shape(out) : std::nullopt;
+    if (!ys || ys->size() != 4 || (*ys)[0] != (*xs)[0] || (*ys)[2] != s.H || (*ys)[3] != s.W)
+      return unsupported("a part is not a static map of the input's N, H, W");
+    s.parts.push_back((*ys)[1]);
+  }
+  npu::lower::EltwiseGeometry g = npu::lower::geometry_of(s);
+  g.batch = (*xs)[0];
+  RKD_TRY(npu::lower::eltwise_supported(g, "npu Split: "));
+  RKD_TRY(npu::lower::check_split(s));
+  return s;
+}
+
+bool npu_split_candidate(const Node& n) {
+  if (n.op_type != "Split" || !n.domain.empty() || n.inputs.empty() || !n.inputs[0] || !n.inputs[0]->dtype) return false;
+  return *n.inputs[0]->dtype == DType::i8 || *n.inputs[0]->dtype == DType::u8;
+}
+
+Result<Kernel> npu_split_kernel(const Node& n, const npu::sim::Quirks& quirks) {
+  RKD_ASSIGN(npu::lower::SplitSpec spec, npu_split_spec(n));
+  return eltwise_kernel(
+      n, spec, quirks, [spec](npu::DeviceMemory& mem) { return npu::lower::lower_split(spec, mem); },
+      [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
+        if (in.empty() || !in[0]) return Status(invalid("npu Split: the input is missing"));
+        return npu::lower::write_split_input(e.mem, spec, e.lowered, *in[0]);
+      },
+      [spec](const SimEltwise& e, std::vector<Tensor>& out) { return npu::lower::gather_split_outputs(e.mem, spec, e.lowered, out); });
 }
 
 Result<Kernel> npu_concat_kernel(const Node& n, const npu::sim::Quirks& quirks) {
@@ -522,6 +570,15 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                         report->npu_leaky_relu_table_differences = std::max(report->npu_leaky_relu_table_differences, *d);
                       }
                     }
+                    // Splits before Concats: a Concat of a placed Split's parts has it as neighbour.
+                    for (const auto& np : g.nodes()) {
+                      Node* n = np.get();
+                      if (!npu_split_candidate(*n)) continue;
+                      auto spec = npu_split_spec(*n);
+                      Status lowerable = spec.ok() ? Status() : Status(spec.error());
+                      if (lowerable.ok() && !next_to_npu_node(*n)) lowerable = unsupported("its producer and every reader run on the CPU");
+                      place(n, lowerable, "NpuSplit", &FusionReport::npu_sim_splits, &FusionReport::npu_cpu_splits);
+                    }
                     for (const auto& np : g.nodes()) {
                       Node* n = np.get();
                       if (!npu_concat_candidate(*n)) continue;
@@ -551,6 +608,11 @@ Result<Kernel> npu_add_kernel_from_attrs(const Node& n) {
 Result<Kernel> npu_leaky_relu_kernel_from_attrs(const Node& n) {
   RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
   return npu_leaky_relu_kernel(n, q);
+}
+
+Result<Kernel> npu_split_kernel_from_attrs(const Node& n) {
+  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
+  return npu_split_kernel(n, q);
 }
 
 Result<Kernel> npu_concat_kernel_from_attrs(const Node& n) {

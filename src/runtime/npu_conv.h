@@ -54,6 +54,12 @@ Result<npu::lower::ConcatSpec> npu_concat_spec(const ir::Node& n);
 // float Concat is not the int8 graph's and stays on the CPU without a reason).
 bool npu_concat_candidate(const ir::Node& n);
 Result<Kernel> npu_concat_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
+// An integer Split (qdq-to-qlinear moves a Split of a per-tensor map to the integers) along
+// the channels of a [1, C, H, W] int8/uint8 map; unsupported with constraints.h's reason
+// otherwise. The candidate test as for Concat.
+Result<npu::lower::SplitSpec> npu_split_spec(const ir::Node& n);
+bool npu_split_candidate(const ir::Node& n);
+Result<Kernel> npu_split_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
 
 // npu-sim-placement: every QLinearConv that npu_try_lower() takes becomes rkdeploy.NpuConv
 // (same inputs, outputs and attributes, plus rkd_sim_strategy and rkd_sim_knobs,
@@ -69,5 +75,6 @@ Result<Kernel> npu_sim_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_add_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_leaky_relu_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_concat_kernel_from_attrs(const ir::Node& n);
+Result<Kernel> npu_split_kernel_from_attrs(const ir::Node& n);
 
 }  // namespace rkd::runtime

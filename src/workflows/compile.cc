@@ -42,12 +42,13 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   ir::FusionReport placement;
   RKD_TRY(optimize(g, co, &placement));
   auto cpu_reason = [&placement](const ir::Node& n) -> std::string {
-    for (const auto* list : {&placement.npu_cpu_convs, &placement.npu_cpu_adds, &placement.npu_cpu_luts, &placement.npu_cpu_concats}) {
+    for (const auto* list :
+         {&placement.npu_cpu_convs, &placement.npu_cpu_adds, &placement.npu_cpu_luts, &placement.npu_cpu_concats, &placement.npu_cpu_splits}) {
       for (const std::string& e : *list) {
         if (e.size() > n.name.size() + 2 && e.compare(0, n.name.size() + 2, n.name + ": ") == 0) return e.substr(n.name.size() + 2);
       }
     }
-    return "the NPU back end lowers int8 convolutions, Adds, LeakyRelus and channel Concats only (yet)";
+    return "the NPU back end lowers int8 convolutions, Adds, LeakyRelus and channel Concats and Splits only (yet)";
   };
   const fs::path tmp(out_dir);
   std::error_code ec;
@@ -72,8 +73,9 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   for (const auto& np : g.nodes()) {
     const ir::Node& n = *np;
     const bool on_npu = n.domain == "rkdeploy";
-    const bool add = on_npu && n.op_type == "NpuAdd", leaky = on_npu && n.op_type == "NpuLeakyRelu", concat = on_npu && n.op_type == "NpuConcat";
-    if (add || leaky || concat) {
+    const bool add = on_npu && n.op_type == "NpuAdd", leaky = on_npu && n.op_type == "NpuLeakyRelu", concat = on_npu && n.op_type == "NpuConcat",
+               split = on_npu && n.op_type == "NpuSplit";
+    if (add || leaky || concat || split) {
       // An element-wise task: its operand buffers (written by the host), output and regcmd.
       npu::lower::LoweredEltwise l;
       npu::lower::MapShape shape;
@@ -86,6 +88,10 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
         RKD_ASSIGN(npu::lower::ConcatSpec spec, npu_concat_spec(n));
         shape = spec;
         RKD_ASSIGN(l, npu::lower::lower_concat(spec, mem));
+      } else if (split) {
+        RKD_ASSIGN(npu::lower::SplitSpec spec, npu_split_spec(n));
+        shape = spec;
+        RKD_ASSIGN(l, npu::lower::lower_split(spec, mem));
       } else {
         RKD_ASSIGN(npu::lower::LeakyReluSpec spec, npu_leaky_relu_spec(n));
         shape = spec;
@@ -98,7 +104,7 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
       fs::create_directories(tmp / ename, ec);
       nlohmann::ordered_json je;
       je["node"] = n.name;
-      je["op"] = add ? "Add" : concat ? "Concat" : "LeakyRelu";
+      je["op"] = add ? "Add" : concat ? "Concat" : split ? "Split" : "LeakyRelu";
       je["directory"] = ename;
       je["geometry"] = {{"C", shape.C}, {"H", shape.H}, {"W", shape.W}, {"dtype", dtype_name(shape.dtype)}};
       je["inputs"] = nlohmann::ordered_json::array();
@@ -110,6 +116,9 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
                                   {"device_offset", l.part_addresses[i] - mem.base()},
                                   {"surface_bytes", l.main_surface_bytes}});
         }
+      } else if (split) {
+        je["inputs"].push_back(
+            {{"operand", "X"}, {"read_by", "MRDMA"}, {"device_offset", l.main_address - mem.base()}, {"surface_bytes", l.main_surface_bytes}});
       } else {
         const std::string main_operand = add ? (l.b_is_main ? "B" : "A") : "X", ew_operand = add ? (l.b_is_main ? "A" : "B") : "X";
         je["inputs"].push_back({{"operand", main_operand},
@@ -119,7 +128,13 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
         je["inputs"].push_back(
             {{"operand", ew_operand}, {"read_by", "ERDMA"}, {"device_offset", l.ew_address - mem.base()}, {"surface_bytes", l.ew_surface_bytes}});
       }
-      je["output"] = {{"device_offset", l.output_address - mem.base()}, {"surface_bytes", l.output_surface_bytes}};
+      if (split) {
+        // Task i writes part i into its own map.
+        je["outputs"] = nlohmann::ordered_json::array();
+        for (uint32_t a : l.part_addresses) je["outputs"].push_back({{"device_offset", a - mem.base()}, {"surface_bytes", l.output_surface_bytes}});
+      } else {
+        je["output"] = {{"device_offset", l.output_address - mem.base()}, {"surface_bytes", l.output_surface_bytes}};
+      }
       je["layout"] = "NC1HWC2, C2 = 16, stored int8 (uint8 - 128); padding lanes carry no meaning";
       je["tasks"] = nlohmann::ordered_json::array();
       const auto* wbytes = reinterpret_cast<const uint8_t*>(placed.words.data());

@@ -421,6 +421,10 @@ TEST(QdqToQlinear, ConcatAndSplitOfAlikeQuantizedMapsRunOnTheIntegers) {
       ASSERT_EQ(rep.npu_cpu_concats.size(), 1u);
       EXPECT_NE(rep.npu_cpu_concats[0].find("cat/int: every part's producer and every reader run on the CPU"), std::string::npos)
           << rep.npu_cpu_concats[0];
+      // So does the Split (the CPU's Concat before it, quantizes after it).
+      EXPECT_EQ(rep.npu_sim_splits, 0);
+      ASSERT_EQ(rep.npu_cpu_splits.size(), 1u);
+      EXPECT_NE(rep.npu_cpu_splits[0].find("split/int: its producer and every reader run on the CPU"), std::string::npos) << rep.npu_cpu_splits[0];
     }
     auto ex = runtime::Executor::create(g);
     auto fex = runtime::Executor::create(f);

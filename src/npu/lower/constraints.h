@@ -68,7 +68,7 @@ struct EltwiseGeometry {
   // at a multiple of 16 channels (0: every part does; the first starts at 0).
   int64_t unaligned_part_offset = 0;
 };
-// EltwiseGeometry::unaligned_part_offset of a Concat of parts of these channel counts.
+// EltwiseGeometry::unaligned_part_offset of a Concat (or Split) into parts of these channel counts.
 int64_t unaligned_part_offset(const std::vector<int64_t>& parts);
 std::vector<std::pair<std::string, std::string>> eltwise_rules();
 std::vector<Violation> check_eltwise(const EltwiseGeometry& g);

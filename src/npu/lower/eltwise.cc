@@ -77,6 +77,22 @@ Status emit(const DpuTask& d, LoweredEltwise& l) {
   return {};
 }
 
+// A copy of `channels` channels of an H x W map from src to dst (dense surfaces both): BS
+// ALU + 0 with the MUL bypassed and OUT_CVT x 1, the stored byte itself.
+DpuTask copy_task(const MapShape& s, int64_t channels, uint32_t src, uint32_t dst) {
+  DpuTask d;
+  d.input_address = src;
+  d.dst_address = dst;
+  d.dst_surface_pixels = s.H * s.W;
+  d.width = s.W;
+  d.rows = s.H;
+  d.channels = align(channels, kC2);
+  d.orig_channels = channels;
+  d.bs.layout = BsOperands::registers;
+  d.out_cvt = OutCvt{1, 0};
+  return d;
+}
+
 }  // namespace
 
 EltwiseGeometry geometry_of(const AddSpec& s) {
@@ -109,16 +125,24 @@ Status check_leaky_relu(const LeakyReluSpec& s) {
   return {};
 }
 
-Status check_concat(const ConcatSpec& s) {
-  RKD_TRY(check_map(s, "npu Concat: "));
+namespace {
+
+// A Concat's or Split's parts: non-empty, adding up to the joined map's channels.
+Status check_parts(const ConcatSpec& s, const std::string& what, const char* joined) {
+  RKD_TRY(check_map(s, what.c_str()));
   int64_t sum = 0;
   for (int64_t c : s.parts) {
-    if (c < 1) return invalid("npu Concat: an empty part");
+    if (c < 1) return invalid(what + "an empty part");
     sum += c;
   }
-  if (s.parts.empty() || sum != s.C) return invalid("npu Concat: the parts' channels do not add up to the output's");
-  return eltwise_supported(geometry_of(s), "npu Concat: ");
+  if (s.parts.empty() || sum != s.C) return invalid(what + "the parts' channels do not add up to the " + joined + "'s");
+  return eltwise_supported(geometry_of(s), what);
 }
+
+}  // namespace
+
+Status check_concat(const ConcatSpec& s) { return check_parts(s, "npu Concat: ", "output"); }
+Status check_split(const SplitSpec& s) { return check_parts(s, "npu Split: ", "input"); }
 
 Result<LoweredEltwise> lower_add(const AddSpec& s, DeviceMemory& mem) {
   RKD_TRY(check_add(s));
@@ -168,20 +192,40 @@ Result<LoweredEltwise> lower_concat(const ConcatSpec& s, DeviceMemory& mem) {
   int64_t at = 0;
   for (size_t i = 0; i < s.parts.size(); ++i) {
     l.buffers.push_back(Buffer{"output", i, l.output_address, out_bytes});
-    DpuTask d;
-    d.input_address = l.part_addresses[i];
-    d.dst_address = l.output_address + static_cast<uint32_t>(at / kC2 * l.output_surface_bytes);
-    d.dst_surface_pixels = pixels;
-    d.width = s.W;
-    d.rows = s.H;
-    d.channels = align(s.parts[i], kC2);
-    d.orig_channels = s.parts[i];
-    d.bs.layout = BsOperands::registers;  // ALU + 0, MUL bypassed: the stored byte itself
-    d.out_cvt = OutCvt{1, 0};
-    RKD_TRY(emit(d, l));
+    RKD_TRY(emit(copy_task(s, s.parts[i], l.part_addresses[i], l.output_address + static_cast<uint32_t>(at / kC2 * l.output_surface_bytes)), l));
     at += s.parts[i];
   }
   return l;
+}
+
+Result<LoweredEltwise> lower_split(const SplitSpec& s, DeviceMemory& mem) {
+  RKD_TRY(check_split(s));
+  LoweredEltwise l;
+  const int64_t pixels = s.H * s.W;
+  l.main_surface_bytes = l.output_surface_bytes = pixels * kC2;
+  const size_t in_bytes = map_bytes(s, l.main_surface_bytes);
+  l.main_address = mem.alloc(in_bytes);
+  for (int64_t c : s.parts) {
+    MapShape part = s;
+    part.C = c;
+    const size_t bytes = map_bytes(part, l.output_surface_bytes);
+    l.part_addresses.push_back(mem.alloc(bytes));
+  }
+  l.output_address = l.part_addresses[0];
+  int64_t at = 0;
+  for (size_t i = 0; i < s.parts.size(); ++i) {
+    MapShape part = s;
+    part.C = s.parts[i];
+    l.buffers.push_back(Buffer{"input", i, l.main_address, in_bytes});
+    l.buffers.push_back(Buffer{"output", i, l.part_addresses[i], map_bytes(part, l.output_surface_bytes)});
+    RKD_TRY(emit(copy_task(s, s.parts[i], l.main_address + static_cast<uint32_t>(at / kC2 * l.main_surface_bytes), l.part_addresses[i]), l));
+    at += s.parts[i];
+  }
+  return l;
+}
+
+Status write_split_input(DeviceMemory& mem, const SplitSpec& s, const LoweredEltwise& l, const Tensor& x) {
+  return write_map(mem, l.main_address, l.main_surface_bytes, s, x, "the input");
 }
 
 Status write_concat_inputs(DeviceMemory& mem, const ConcatSpec& s, const LoweredEltwise& l, const std::vector<const Tensor*>& parts) {
@@ -218,6 +262,19 @@ Status gather_eltwise_output(const DeviceMemory& mem, const MapShape& s, const L
   std::vector<uint8_t*> planes(static_cast<size_t>(blocks_of(s) * kC2), nullptr);
   for (int64_t c = 0; c < s.C; ++c) planes[static_cast<size_t>(c)] = dst + c * plane;
   blocks_to_planes(b.data(), l.output_surface_bytes, plane, s.dtype == DType::u8 ? 0x80 : 0, planes);
+  return {};
+}
+
+Status gather_split_outputs(const DeviceMemory& mem, const SplitSpec& s, const LoweredEltwise& l, std::vector<Tensor>& ys) {
+  if (ys.size() != s.parts.size() || l.part_addresses.size() != s.parts.size()) return invalid("npu Split: one output per part");
+  for (size_t i = 0; i < ys.size(); ++i) {
+    MapShape part = s;
+    part.C = s.parts[i];
+    LoweredEltwise one;
+    one.output_address = l.part_addresses[i];
+    one.output_surface_bytes = l.output_surface_bytes;
+    RKD_TRY(gather_eltwise_output(mem, part, one, ys[i]));
+  }
   return {};
 }
 

@@ -8,6 +8,8 @@
 //   Concat     along channels, of parts quantized alike (qdq-to-qlinear makes such Concats
 //              integer): one copy task per part (BS, EW bypassed, OUT_CVT x 1), writing
 //              into the one output map at the part's first surface. Exact.
+//   Split      along channels, the converse: one copy task per part, reading the one input
+//              map from the part's first surface into the part's own map. Exact.
 // Stored domain as for convolutions (uint8 - 128; the differences x - z are the same in both
 // domains).
 //
@@ -47,6 +49,8 @@ struct LeakyReluSpec : MapShape {
 struct ConcatSpec : MapShape {
   std::vector<int64_t> parts;
 };
+// The input's C (MapShape) and the parts' channel counts, which add up to it.
+struct SplitSpec : ConcatSpec {};
 EltwiseGeometry geometry_of(const AddSpec& s);
 EltwiseGeometry geometry_of(const ConcatSpec& s);
 EltwiseGeometry geometry_of(const LeakyReluSpec& s);
@@ -55,26 +59,32 @@ EltwiseGeometry geometry_of(const LeakyReluSpec& s);
 Status check_add(const AddSpec& s);
 Status check_leaky_relu(const LeakyReluSpec& s);
 Status check_concat(const ConcatSpec& s);
+Status check_split(const SplitSpec& s);
 
 struct LoweredEltwise {
   std::vector<regcmd::Task> tasks;
   std::vector<Buffer> buffers;
   bool b_is_main = false;  // Add: b is read by MRDMA (its scale is the larger)
   uint32_t main_address = 0, ew_address = 0, output_address = 0;
-  std::vector<uint32_t> part_addresses;  // Concat: each part's input (task i reads part i)
+  std::vector<uint32_t> part_addresses;  // Concat: each part's input (task i reads part i); Split: each part's output
   int64_t main_surface_bytes = 0, ew_surface_bytes = 0, output_surface_bytes = 0;
 };
 // Allocate the maps in `mem` and emit the task.
 Result<LoweredEltwise> lower_add(const AddSpec& s, DeviceMemory& mem);
 Result<LoweredEltwise> lower_leaky_relu(const LeakyReluSpec& s, DeviceMemory& mem);
 Result<LoweredEltwise> lower_concat(const ConcatSpec& s, DeviceMemory& mem);
+Result<LoweredEltwise> lower_split(const SplitSpec& s, DeviceMemory& mem);
 // Write the operands ([1, C, H, W] of s.dtype) where the task reads them (Add: the
 // larger-scale one as the main input).
 Status write_add_inputs(DeviceMemory& mem, const AddSpec& s, const LoweredEltwise& l, const Tensor& a, const Tensor& b);
 Status write_leaky_relu_input(DeviceMemory& mem, const LeakyReluSpec& s, const LoweredEltwise& l, const Tensor& x);
 // The parts, [1, parts[i], H, W] each.
 Status write_concat_inputs(DeviceMemory& mem, const ConcatSpec& s, const LoweredEltwise& l, const std::vector<const Tensor*>& parts);
+// The input, [1, C, H, W].
+Status write_split_input(DeviceMemory& mem, const SplitSpec& s, const LoweredEltwise& l, const Tensor& x);
 // The output into y ([1, C, H, W] of s.dtype, contiguous).
 Status gather_eltwise_output(const DeviceMemory& mem, const MapShape& s, const LoweredEltwise& l, Tensor& y);
+// A Split's parts into ys ([1, parts[i], H, W] of s.dtype, contiguous, one per part).
+Status gather_split_outputs(const DeviceMemory& mem, const SplitSpec& s, const LoweredEltwise& l, std::vector<Tensor>& ys);
 
 }  // namespace rkd::npu::lower
