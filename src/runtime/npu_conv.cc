@@ -409,10 +409,17 @@ Result<npu::lower::ConcatSpec> npu_concat_spec(const Node& n) {
   return s;
 }
 
-bool npu_concat_candidate(const Node& n) {
-  if (n.op_type != "Concat" || !n.domain.empty() || n.inputs.empty() || !n.inputs[0] || !n.inputs[0]->dtype) return false;
+namespace {
+
+// A plain ONNX `op` whose first input is int8/uint8.
+bool integer_onnx_op(const Node& n, const char* op) {
+  if (n.op_type != op || !n.domain.empty() || n.inputs.empty() || !n.inputs[0] || !n.inputs[0]->dtype) return false;
   return *n.inputs[0]->dtype == DType::i8 || *n.inputs[0]->dtype == DType::u8;
 }
+
+}  // namespace
+
+bool npu_concat_candidate(const Node& n) { return integer_onnx_op(n, "Concat"); }
 
 Result<npu::lower::SplitSpec> npu_split_spec(const Node& n) {
   const bool split = (n.op_type == "Split" && n.domain.empty()) || (n.op_type == "NpuSplit" && n.domain == "rkdeploy");
@@ -440,10 +447,7 @@ Result<npu::lower::SplitSpec> npu_split_spec(const Node& n) {
   return s;
 }
 
-bool npu_split_candidate(const Node& n) {
-  if (n.op_type != "Split" || !n.domain.empty() || n.inputs.empty() || !n.inputs[0] || !n.inputs[0]->dtype) return false;
-  return *n.inputs[0]->dtype == DType::i8 || *n.inputs[0]->dtype == DType::u8;
-}
+bool npu_split_candidate(const Node& n) { return integer_onnx_op(n, "Split"); }
 
 Result<Kernel> npu_split_kernel(const Node& n, const npu::sim::Quirks& quirks) {
   RKD_ASSIGN(npu::lower::SplitSpec spec, npu_split_spec(n));
