@@ -459,7 +459,9 @@ std::string npu_eltwise_geometry_violation(const ir::Node& n) {
   }
   const bool q = n.op_type == "QLinearAdd";
   const auto as = ir::static_shape(n.inputs.empty() ? nullptr : n.inputs[0]);
-  const auto bs = ir::static_shape(n.inputs.size() > (q ? 3u : 1u) ? n.inputs[q ? 3 : 1] : nullptr);
+  // A unary operation (Sigmoid, Tanh, ... through the lookup table) has one operand.
+  const bool unary = n.inputs.size() == 1;
+  const auto bs = unary ? as : ir::static_shape(n.inputs.size() > (q ? 3u : 1u) ? n.inputs[q ? 3 : 1] : nullptr);
   if (!as || !bs || as->size() != 4) return "not an element-wise operation of static [N, C, H, W] maps";
   npu::lower::EltwiseGeometry g;
   g.batch = (*as)[0];

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 #include <iterator>
+#include <map>
 #include <optional>
 
 #include "ir/op_info.h"
@@ -44,19 +45,24 @@ Node* sole_per_tensor_q(const ir::Graph& g, const Value* v) {
   return q;
 }
 
-// `proto` (its op, attributes and constant inputs) evaluated by the executor's kernel on x in
-// place of input `vary`, in a scratch graph whose output has x's shape.
-Result<Tensor> run_like(const ir::NodeEvaluator& eval, const Node& proto, int64_t opset, size_t vary, const Tensor& x, DType out_dtype) {
+// `proto` (its op, attributes and constant inputs) evaluated by the executor's kernel on the
+// tensors `given` in place of those inputs (all of one shape), in a scratch graph whose output
+// has that shape.
+Result<Tensor> run_with(const ir::NodeEvaluator& eval, const Node& proto, int64_t opset, const std::map<size_t, const Tensor*>& given,
+                        DType out_dtype) {
   ir::Graph t;
   t.opset = opset;
   std::vector<Value*> ins;
   std::vector<const Tensor*> args;
+  const Tensor& x = *given.begin()->second;
   for (size_t i = 0; i < proto.inputs.size(); ++i) {
     const Value* v = proto.inputs[i];
-    if (i == vary) {
-      RKD_ASSIGN(Value * xv, t.add_value("x"));
-      xv->dtype = x.dtype();
-      xv->shape = ir::to_dims(x.shape());
+    if (auto it = given.find(i); it != given.end()) {
+      std::string name = "x";
+      name += std::to_string(i);  // (not "x" + ...: GCC 12's -Wrestrict false positive at -O3)
+      RKD_ASSIGN(Value * xv, t.add_value(name));
+      xv->dtype = it->second->dtype();
+      xv->shape = ir::to_dims(it->second->shape());
       ins.push_back(xv);
     } else if (!v) {
       ins.push_back(nullptr);
@@ -70,9 +76,17 @@ Result<Tensor> run_like(const ir::NodeEvaluator& eval, const Node& proto, int64_
   n->attrs = proto.attrs;
   n->outputs[0]->dtype = out_dtype;
   n->outputs[0]->shape = ir::to_dims(x.shape());
-  for (size_t i = 0; i < ins.size(); ++i) args.push_back(i == vary ? &x : ins[i] ? &*ins[i]->constant : nullptr);
+  for (size_t i = 0; i < ins.size(); ++i) {
+    auto it = given.find(i);
+    args.push_back(it != given.end() ? it->second : ins[i] ? &*ins[i]->constant : nullptr);
+  }
   RKD_ASSIGN(std::vector<Tensor> out, eval(*n, opset, args));
   return std::move(out[0]);
+}
+
+// run_with on x in place of input `vary`.
+Result<Tensor> run_like(const ir::NodeEvaluator& eval, const Node& proto, int64_t opset, size_t vary, const Tensor& x, DType out_dtype) {
+  return run_with(eval, proto, opset, {{vary, &x}}, out_dtype);
 }
 
 // All codes of an 8-bit type in increasing order: the table's index.
@@ -257,6 +271,67 @@ Status lut_sites(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEvalua
     gone.insert(q);
     gone.insert(op);
     drop_if_sole(dq, op, gone);
+  }
+  return {};
+}
+
+Status mul_lut_sites(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEvaluator& eval) {
+  std::vector<Node*> muls;
+  for (const auto& np : g.nodes()) {
+    if (np->op_type == "Mul" && np->domain.empty() && np->inputs.size() == 2 && np->outputs.size() == 1) muls.push_back(np.get());
+  }
+  // The QLinearLut producing v from src, or nullptr.
+  auto lut_of = [&](const Value* v, const Value* src) -> Node* {
+    Node* l = v ? v->producer : nullptr;
+    if (!l || gone.count(l) || l->op_type != "QLinearLut" || l->domain != "rkdeploy" || l->inputs.size() < 2 || l->inputs[0] != src) return nullptr;
+    return l->inputs[1] && l->inputs[1]->constant && l->inputs[1]->constant->numel() == 256 ? l : nullptr;
+  };
+  for (Node* op : muls) {
+    if (gone.count(op)) continue;
+    Node* da = per_tensor_dq(op->inputs[0]);
+    Node* db = per_tensor_dq(op->inputs[1]);
+    Node* q = sole_per_tensor_q(g, op->outputs[0]);
+    if (!da || !db || !q || gone.count(da) || gone.count(db) || gone.count(q)) continue;
+    const auto as = ir::static_shape(op->inputs[0]), bs = ir::static_shape(op->inputs[1]), ys = ir::static_shape(op->outputs[0]);
+    if (!as || !bs || !ys || *as != *bs || *as != *ys) continue;
+    // x: the map both factors are functions of; lut: the table between x and the other factor.
+    Value* xa = da->inputs[0];
+    Value* xb = db->inputs[0];
+    Value* x = nullptr;
+    Node* lut = nullptr;
+    bool a_is_x = true;
+    if (xa == xb) {
+      x = xa;
+    } else if ((lut = lut_of(xb, xa))) {
+      x = xa;
+    } else if ((lut = lut_of(xa, xb))) {
+      x = xb;
+      a_is_x = false;
+    } else {
+      continue;
+    }
+    const Tensor cx = all_codes(*x->dtype);
+    const Tensor cy = lut ? *lut->inputs[1]->constant : cx;  // the other factor's code for each code of x
+    auto table = [&]() -> Result<Tensor> {
+      RKD_ASSIGN(Tensor fa, run_like(eval, *da, g.opset, 0, a_is_x ? cx : cy, DType::f32));
+      RKD_ASSIGN(Tensor fb, run_like(eval, *db, g.opset, 0, a_is_x ? cy : cx, DType::f32));
+      RKD_ASSIGN(Tensor fm, run_with(eval, *op, g.opset, {{0, &fa}, {1, &fb}}, DType::f32));
+      return run_like(eval, *q, g.opset, 0, fm, q->inputs[2]->constant->dtype());
+    }();
+    if (!table.ok()) continue;  // a Mul the kernels cannot run in this form stays float
+    RKD_ASSIGN(Node * nl, add_lut(g, op->name, x, std::move(*table), *q->outputs[0]));
+    g.move_output(q, 0, nl, 0);
+    gone.insert(q);
+    gone.insert(op);
+    for (Node* d : {da, db}) {
+      const auto& cs = d->outputs[0]->consumers;
+      if (std::all_of(cs.begin(), cs.end(), [&](const Node* c) { return c == op; })) gone.insert(d);
+    }
+    Node* lut_reader = a_is_x ? db : da;
+    if (lut && gone.count(lut_reader) && lut->outputs[0]->consumers.size() == 1 &&
+        std::find(g.outputs.begin(), g.outputs.end(), lut->outputs[0]) == g.outputs.end()) {
+      gone.insert(lut);
+    }
   }
   return {};
 }

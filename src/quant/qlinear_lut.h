@@ -20,6 +20,11 @@ namespace rkd::quant {
 //   DQ(x) -> Pad(constant v) -> Q: Pad on QLinearLut(Q o DQ)(x) with the value Q(v).
 // Sites whose op the kernels cannot evaluate this way stay float.
 Status lut_sites(ir::Graph& g, std::set<const ir::Node*>& gone, const ir::NodeEvaluator& eval);
+// Q(Mul(DQ_a(x), DQ_b(y))), per tensor, one shape, y = QLinearLut(x) or y = x (SiLU as YOLO
+// exports write it, x * Sigmoid(x), once lut_sites made the Sigmoid a table): a function of
+// x's code alone, rkdeploy.QLinearLut(x, table), table[c] = Q(DQ_a(c) * DQ_b(y(c))) by the
+// executor's kernels.
+Status mul_lut_sites(ir::Graph& g, std::set<const ir::Node*>& gone, const ir::NodeEvaluator& eval);
 // QLinearLut -> QLinearLut (the first read only by the second): one composed table.
 Status compose_luts(ir::Graph& g, std::set<const ir::Node*>& gone);
 

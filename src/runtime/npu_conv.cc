@@ -381,6 +381,38 @@ Result<Kernel> npu_leaky_relu_kernel(const Node& n, const npu::sim::Quirks& quir
       });
 }
 
+Result<npu::lower::LutSpec> npu_lut_spec(const Node& n) {
+  const bool lut = n.domain == "rkdeploy" && (n.op_type == "QLinearLut" || n.op_type == "NpuLut");
+  if (!lut || n.inputs.size() < 2 || n.outputs.empty()) return invalid(n.describe() + ": not a QLinearLut");
+  const auto xs = ir::static_shape(n.inputs[0]), ys = ir::static_shape(n.outputs[0]);
+  if (!xs || !ys || xs->size() != 4 || *xs != *ys) return unsupported("input is not a static [N, C, H, W] map of the output's shape");
+  if (!n.inputs[0]->dtype || !n.outputs[0]->dtype || *n.inputs[0]->dtype != *n.outputs[0]->dtype)
+    return unsupported("input and output of different types");
+  const Tensor* table = n.inputs[1] ? &*n.inputs[1]->constant : nullptr;
+  if (!n.inputs[1] || !n.inputs[1]->constant || table->numel() != 256) return invalid(n.describe() + ": the table is not a constant of 256 entries");
+  npu::lower::LutSpec s;
+  s.dtype = *n.inputs[0]->dtype;
+  s.C = (*xs)[1];
+  s.H = (*xs)[2];
+  s.W = (*xs)[3];
+  for (int64_t i = 0; i < 256; ++i) s.table.push_back(static_cast<int32_t>(table->get_as_double(i)));
+  npu::lower::EltwiseGeometry g = npu::lower::geometry_of(s);
+  g.batch = (*xs)[0];
+  RKD_TRY(npu::lower::eltwise_supported(g, "npu Lut: "));
+  RKD_TRY(npu::lower::check_lut(s));
+  return s;
+}
+
+Result<Kernel> npu_lut_kernel(const Node& n, const npu::sim::Quirks& quirks) {
+  RKD_ASSIGN(npu::lower::LutSpec spec, npu_lut_spec(n));
+  return eltwise_kernel(
+      n, spec, quirks, [spec](npu::DeviceMemory& mem) { return npu::lower::lower_lut(spec, mem); },
+      [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
+        if (in.empty() || !in[0]) return Status(invalid("npu Lut: input missing"));
+        return npu::lower::write_lut_input(e.mem, spec, e.lowered, *in[0]);
+      });
+}
+
 Result<npu::lower::ConcatSpec> npu_concat_spec(const Node& n) {
   const bool concat = (n.op_type == "Concat" && n.domain.empty()) || (n.op_type == "NpuConcat" && n.domain == "rkdeploy");
   if (!concat || n.inputs.empty() || n.outputs.empty()) return invalid(n.describe() + ": not a Concat");
@@ -574,6 +606,16 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                         report->npu_leaky_relu_table_differences = std::max(report->npu_leaky_relu_table_differences, *d);
                       }
                     }
+                    // Every other table through the LUT, next to an NPU node (as a Concat: one
+                    // between CPU nodes only would add two device switches).
+                    for (const auto& np : g.nodes()) {
+                      Node* n = np.get();
+                      if (n->op_type != "QLinearLut" || n->domain != "rkdeploy") continue;
+                      auto spec = npu_lut_spec(*n);
+                      Status lowerable = spec.ok() ? Status() : Status(spec.error());
+                      if (lowerable.ok() && !next_to_npu_node(*n)) lowerable = unsupported("its producer and every reader run on the CPU");
+                      place(n, lowerable, "NpuLut", &FusionReport::npu_sim_luts, &FusionReport::npu_cpu_luts);
+                    }
                     // Splits before Concats: a Concat of a placed Split's parts has it as neighbour.
                     for (const auto& np : g.nodes()) {
                       Node* n = np.get();
@@ -612,6 +654,11 @@ Result<Kernel> npu_add_kernel_from_attrs(const Node& n) {
 Result<Kernel> npu_leaky_relu_kernel_from_attrs(const Node& n) {
   RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
   return npu_leaky_relu_kernel(n, q);
+}
+
+Result<Kernel> npu_lut_kernel_from_attrs(const Node& n) {
+  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
+  return npu_lut_kernel(n, q);
 }
 
 Result<Kernel> npu_split_kernel_from_attrs(const Node& n) {

@@ -47,6 +47,11 @@ Result<npu::lower::LeakyReluSpec> npu_leaky_relu_spec(const ir::Node& n);
 // whose tables are the NPU's; with onnx_float tables: the bound, per node, of 256).
 Result<int> npu_leaky_relu_table_differences(const ir::Node& n);
 Result<Kernel> npu_leaky_relu_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
+// Any other rkdeploy.QLinearLut (a function of the input code: Sigmoid, SiLU, HardSwish, ...)
+// on a static [1, C, H, W] map, input and output of one 8-bit type, as one DPU-only task
+// through the DPU's lookup table (npu::lower::lower_lut), or why not.
+Result<npu::lower::LutSpec> npu_lut_spec(const ir::Node& n);
+Result<Kernel> npu_lut_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
 // An integer Concat (qdq-to-qlinear leaves one where every part is quantized alike) along the
 // channels of [1, C, H, W] int8/uint8 maps; unsupported with constraints.h's reason otherwise.
 Result<npu::lower::ConcatSpec> npu_concat_spec(const ir::Node& n);
@@ -67,13 +72,15 @@ Result<Kernel> npu_split_kernel(const ir::Node& n, const npu::sim::Quirks& quirk
 // is a convolution's only reader is fused into it first (the EW stage; one rounding where the
 // int8 reference rounds twice, so off by default). Then every rkdeploy.QLinearAdd that
 // npu_add_spec() takes becomes rkdeploy.NpuAdd (a DPU-only task, quant::rknpu_add_plan's
-// arithmetic), and every LeakyRelu table npu_leaky_relu_spec() takes rkdeploy.NpuLeakyRelu.
-// Counts them, and lists the others with the reason, in `report`.
+// arithmetic), every LeakyRelu table npu_leaky_relu_spec() takes rkdeploy.NpuLeakyRelu, and
+// every other table npu_lut_spec() takes next to an NPU node rkdeploy.NpuLut. Counts them,
+// and lists the others with the reason, in `report`.
 ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, bool fuse_add, FusionReport* report);
 // The kernels of an rkdeploy.NpuConv / NpuAdd / NpuLeakyRelu made by npu_sim_placement_pass.
 Result<Kernel> npu_sim_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_add_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_leaky_relu_kernel_from_attrs(const ir::Node& n);
+Result<Kernel> npu_lut_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_concat_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_split_kernel_from_attrs(const ir::Node& n);
 

@@ -48,7 +48,8 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
         if (e.size() > n.name.size() + 2 && e.compare(0, n.name.size() + 2, n.name + ": ") == 0) return e.substr(n.name.size() + 2);
       }
     }
-    return "the NPU back end lowers int8 convolutions, Adds, LeakyRelus and channel Concats and Splits only (yet)";
+    return "the NPU back end lowers int8 convolutions, Adds, lookup tables (LeakyRelu, Sigmoid, SiLU, ...) and channel Concats and Splits only "
+           "(yet)";
   };
   const fs::path tmp(out_dir);
   std::error_code ec;
@@ -74,12 +75,13 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
     const ir::Node& n = *np;
     const bool on_npu = n.domain == "rkdeploy";
     const bool add = on_npu && n.op_type == "NpuAdd", leaky = on_npu && n.op_type == "NpuLeakyRelu", concat = on_npu && n.op_type == "NpuConcat",
-               split = on_npu && n.op_type == "NpuSplit";
-    if (add || leaky || concat || split) {
+               split = on_npu && n.op_type == "NpuSplit", lut = on_npu && n.op_type == "NpuLut";
+    if (add || leaky || concat || split || lut) {
       // An element-wise task: its operand buffers (written by the host), output and regcmd.
       npu::lower::LoweredEltwise l;
       npu::lower::MapShape shape;
       int table_differences = 0;
+      std::vector<int32_t> lut_table;  // a Lut's 256 output codes (its tasks upload them)
       if (add) {
         RKD_ASSIGN(npu::lower::AddSpec spec, npu_add_spec(n));
         shape = spec;
@@ -92,6 +94,11 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
         RKD_ASSIGN(npu::lower::SplitSpec spec, npu_split_spec(n));
         shape = spec;
         RKD_ASSIGN(l, npu::lower::lower_split(spec, mem));
+      } else if (lut) {
+        RKD_ASSIGN(npu::lower::LutSpec spec, npu_lut_spec(n));
+        shape = spec;
+        RKD_ASSIGN(l, npu::lower::lower_lut(spec, mem));
+        lut_table = spec.table;
       } else {
         RKD_ASSIGN(npu::lower::LeakyReluSpec spec, npu_leaky_relu_spec(n));
         shape = spec;
@@ -104,7 +111,7 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
       fs::create_directories(tmp / ename, ec);
       nlohmann::ordered_json je;
       je["node"] = n.name;
-      je["op"] = add ? "Add" : concat ? "Concat" : split ? "Split" : "LeakyRelu";
+      je["op"] = add ? "Add" : concat ? "Concat" : split ? "Split" : lut ? "Lut" : "LeakyRelu";
       je["directory"] = ename;
       je["geometry"] = {{"C", shape.C}, {"H", shape.H}, {"W", shape.W}, {"dtype", dtype_name(shape.dtype)}};
       je["inputs"] = nlohmann::ordered_json::array();
@@ -116,7 +123,7 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
                                   {"device_offset", l.part_addresses[i] - mem.base()},
                                   {"surface_bytes", l.main_surface_bytes}});
         }
-      } else if (split) {
+      } else if (split || lut) {
         je["inputs"].push_back(
             {{"operand", "X"}, {"read_by", "MRDMA"}, {"device_offset", l.main_address - mem.base()}, {"surface_bytes", l.main_surface_bytes}});
       } else {
@@ -145,6 +152,7 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
         je["tasks"].push_back({{"regcmd", file}, {"device_offset", placed.spans[t].address - mem.base()}, {"words", placed.spans[t].word_count}});
       }
       if (leaky) je["table_entries_differing"] = table_differences;
+      if (lut) je["table"] = lut_table;
       man["elementwise"].push_back(je);
       ++sum.eltwise_on_npu;
       sum.tasks += placed.spans.size();

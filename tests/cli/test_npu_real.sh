@@ -70,10 +70,12 @@ print(f"nanodet uint8 per-tensor: {t['values']} conv outputs bit-exact in {t['ta
 PY
 "$rk" run "$u" --backend int8 --requant rknpu_out_cvt --input "$in" --output-dir "$work/u8int8" > /dev/null
 "$rk" run "$u" --backend sim --strategy per-tensor --requant rknpu_out_cvt --input "$in" --output-dir "$work/u8sim" > /dev/null 2> "$work/u8sim.log"
-grep -q "4 Add(s) as DPU tasks, 0 on the CPU; 27 LeakyRelu(s) as DPU tasks (their tables differ from the NPU's in at most 0 of 256 entries), 0 other table(s) on the CPU; 12 Concat(s) as DPU copy tasks, 0 on the CPU; 3 Split(s) as DPU copy tasks, 0 on the CPU" "$work/u8sim.log"
-# End to end, with the Adds, LeakyRelus and Concats (copy tasks) as DPU tasks in the NPU's arithmetic (the int8
-# reference's QLinearAdd and LeakyRelu tables under rknpu_out_cvt): every output equal bit
-# for bit.
+grep -q "4 Add(s) as DPU tasks, 0 on the CPU; 27 LeakyRelu(s) as DPU tasks (their tables differ from the NPU's in at most 0 of 256 entries); 1 other table(s) through the DPU's LUT, 3 on the CPU; 12 Concat(s) as DPU copy tasks, 0 on the CPU; 3 Split(s) as DPU copy tasks, 0 on the CPU" "$work/u8sim.log"
+# The heads' three Sigmoids follow a CPU Transpose and feed the CPU's tail: kept there.
+test "$(grep -c "Sigmoid/lut: its producer and every reader run on the CPU" "$work/u8sim.log")" = 3
+# End to end, with the Adds, LeakyRelus, the table through the LUT and the Concats and Splits
+# (copy tasks) as DPU tasks in the NPU's arithmetic (the int8 reference's QLinearAdd and
+# LeakyRelu tables under rknpu_out_cvt): every output equal bit for bit.
 for f in "$work"/u8int8/*.npy; do cmp "$f" "$work/u8sim/$(basename "$f")"; done
 echo "nanodet uint8 per-tensor: every output of the simulated run equals the int8 reference's"
 # compile lists what run --backend sim places: the 12 Concats and 3 Splits as element-wise
@@ -88,15 +90,19 @@ assert len(cat) == 12, [e["node"] for e in cat]
 spl = [e for e in m["elementwise"] if e["op"] == "Split"]
 assert len(spl) == 3, [e["node"] for e in spl]
 assert not [x for x in m["cpu"] if x["op"] in ("Concat", "Split")], [x for x in m["cpu"] if x["op"] in ("Concat", "Split")]
+lut = [e for e in m["elementwise"] if e["op"] == "Lut"]
+assert len(lut) == 1 and len(lut[0]["tasks"]) == 1 and len(lut[0]["table"]) == 256, lut
+# The task uploads both lookup tables (2 x (1 + 513) words) before its registers.
+assert lut[0]["tasks"][0]["words"] > 2 * 514, lut[0]["tasks"]
 for e in cat:
     assert len(e["tasks"]) == len(e["inputs"]) >= 2 and all(i["operand"] == f"part{k}" for k, i in enumerate(e["inputs"])), e
 for e in spl:
     assert len(e["tasks"]) == len(e["outputs"]) >= 2 and len(e["inputs"]) == 1 and "output" not in e, e
-for e in cat + spl:
+for e in cat + spl + lut:
     for t in e["tasks"]:
         assert os.path.getsize(os.path.join(d, t["regcmd"])) == 8 * t["words"], t
 print(f"nanodet uint8 compile: {len(cat)} Concats in {sum(len(e['tasks']) for e in cat)} copy tasks, "
-      f"{len(spl)} Splits in {sum(len(e['tasks']) for e in spl)}")
+      f"{len(spl)} Splits in {sum(len(e['tasks']) for e in spl)}, {len(lut)} table through the LUT")
 PY
 for f in "$work"/u8.rk3588/eltwise*/*.regcmd; do
   "$rk" regcmd decode "$f" > "$work/dis.txt"

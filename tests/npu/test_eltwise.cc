@@ -393,6 +393,149 @@ TEST(NpuEltwise, SplitCopyTasksReadEveryPartFromItsChannelOffset) {
   EXPECT_EQ(lower::lower_split(bad, mem).error().kind, ErrorKind::invalid);
 }
 
+TEST(NpuEltwise, LutTaskEqualsItsTableOnEveryCode) {
+  // A random table of each type over a 37-channel map holding every code: the LUT task's
+  // output is the table's entry for each input byte, on both simulator paths and under both
+  // readings of the LUT's start (lut_start) and every interpolation rounding, since the
+  // lowering's table has one entry per input value and never interpolates.
+  for (DType t : {DType::i8, DType::u8}) {
+    lower::LutSpec s;
+    static_cast<lower::MapShape&>(s) = lower::MapShape{t, 37, 5, 11};
+    std::mt19937 rng(t == DType::i8 ? 3 : 4);
+    for (int i = 0; i < 256; ++i) s.table.push_back(lower::qmin_of(t) + static_cast<int32_t>(rng() % 256));
+    Tensor x = Tensor::empty(t, {1, s.C, s.H, s.W});
+    auto* p = static_cast<uint8_t*>(x.raw());
+    for (int64_t i = 0; i < x.numel(); ++i) p[i] = static_cast<uint8_t>(i < 512 ? i : rng());
+    for (const char* knob : {"lut_start=underflow", "lut_start=hit", "lut_interp_rounding=truncate", "lut_interp_rounding=half_to_even"}) {
+      sim::Quirks q;
+      ASSERT_TRUE(sim::set_knob(q, knob).ok());
+      for (int path = 0; path < 2; ++path) {
+        DeviceMemory mem;
+        auto l = lower::lower_lut(s, mem);
+        ASSERT_TRUE(l.ok()) << l.error().to_string();
+        ASSERT_EQ(l->tasks.size(), 1u);
+        EXPECT_EQ(l->tasks[0].stream.size(), 2u * (1 + static_cast<size_t>(arch::kRk3588.lut_entries)));
+        auto placed = lower::place_regcmd(mem, l->tasks);
+        ASSERT_TRUE(placed.ok());
+        for (const auto& d : regcmd::decode(placed->words)) EXPECT_TRUE(d.problems.empty()) << d.problems.front();
+        ASSERT_TRUE(lower::write_lut_input(mem, s, *l, x).ok());
+        sim::SimCache cache;
+        auto st = sim::run(mem, placed->address, placed->spans[0].word_count, q, path ? &cache : nullptr);
+        ASSERT_TRUE(st.ok()) << st.error().to_string();
+        Tensor y = Tensor::empty(t, {1, s.C, s.H, s.W});
+        ASSERT_TRUE(lower::gather_eltwise_output(mem, s, *l, y).ok());
+        const auto* yo = static_cast<const uint8_t*>(y.raw());
+        int wrong = 0;
+        for (int64_t i = 0; i < x.numel(); ++i) {
+          const int index = t == DType::i8 ? static_cast<int8_t>(p[i]) + 128 : p[i];
+          wrong += yo[i] != static_cast<uint8_t>(s.table[static_cast<size_t>(index)]);
+        }
+        EXPECT_EQ(wrong, 0) << dtype_name(t) << " " << knob << " path " << path;
+      }
+    }
+  }
+  // A table entry outside the type, and a table of another size, are refused.
+  lower::LutSpec bad;
+  static_cast<lower::MapShape&>(bad) = lower::MapShape{DType::i8, 16, 4, 4};
+  bad.table.assign(256, 0);
+  bad.table[9] = 200;
+  DeviceMemory mem;
+  EXPECT_EQ(lower::lower_lut(bad, mem).error().kind, ErrorKind::invalid);
+  bad.table.resize(255);
+  EXPECT_EQ(lower::lower_lut(bad, mem).error().kind, ErrorKind::invalid);
+}
+
+// The LUT stage by sim.h's definition (NVDLA's), computed here in double precision from the
+// entries: a hit interpolates linearly between entries i and i + 1 at r / 2^sel, a miss
+// follows the slope from the first entry (below START) or the last (past the table),
+// rounded half away from zero.
+double lut_definition(const std::vector<int16_t>& T, int64_t start, int64_t end, int sel, int64_t us, int ush, int64_t os, int osh, int64_t v) {
+  const int64_t d = v - start;
+  if (d <= 0) return T.front() + std::round(static_cast<double>(d) * static_cast<double>(us) / std::ldexp(1.0, ush));
+  const int64_t i = d >> sel;
+  if (i >= static_cast<int64_t>(T.size()) - 1)
+    return T.back() + std::round(static_cast<double>(v - end) * static_cast<double>(os) / std::ldexp(1.0, osh));
+  const double f = static_cast<double>(d - (i << sel)) / std::ldexp(1.0, sel);
+  return std::round(T[static_cast<size_t>(i)] + (T[static_cast<size_t>(i) + 1] - T[static_cast<size_t>(i)]) * f);
+}
+
+TEST(NpuSim, LutIndexInterpolationAndSlopesFollowTheDefinition) {
+  // A LUT task re-programmed by hand: LO from START -300 with index select 2 (each entry 4
+  // input steps apart, interpolated), LE pushed far below every input so LO alone hits, and
+  // non-zero under- and overflow slopes. The BS ALU adds `alu` to every input, so v = x +
+  // alu covers [alu - 128, alu + 127]: the offsets move the inputs below START, through the
+  // table's 512 x 4 steps and past its end. Entries and slopes keep the result near int8's
+  // range, so OUT_CVT x 1 shows every step of it (half steps included: the rounding).
+  lower::LutSpec s;
+  static_cast<lower::MapShape&>(s) = lower::MapShape{DType::i8, 16, 16, 16};
+  s.table.assign(256, 0);
+  std::mt19937 rng(5);
+  std::vector<int16_t> T(static_cast<size_t>(arch::kRk3588.lut_entries));
+  for (auto& e : T) e = static_cast<int16_t>(static_cast<int>(rng() % 201) - 100);
+  const int64_t start = -300, sel = 2, end = start + ((static_cast<int64_t>(T.size()) - 1) << sel);
+  const int64_t us = -300, ush = 7, os = 21, osh = 7;
+  Tensor x = Tensor::empty(DType::i8, {1, 16, 16, 16});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<int8_t>()[i] = static_cast<int8_t>(i % 256 - 128);
+  for (int32_t alu : {-200, 0, 700, 1500, 1950, 2200}) {
+    DeviceMemory mem;
+    auto l = lower::lower_lut(s, mem);
+    ASSERT_TRUE(l.ok());
+    regcmd::Task& task = l->tasks[0];
+    lower::LutTable lt{0, T};
+    auto up = lower::lut_upload(lt);
+    ASSERT_TRUE(up.ok());
+    task.stream = *up;
+    task.regs.set(arch::DPU_BS_ALU_CFG, static_cast<uint32_t>(alu));
+    task.regs.set(arch::DPU_LUT_LE_START, static_cast<uint32_t>(-2000000000));
+    task.regs.set(arch::DPU_LUT_LE_END, static_cast<uint32_t>(-1999999000));
+    task.regs.set(arch::DPU_LUT_LO_START, static_cast<uint32_t>(start));
+    task.regs.set(arch::DPU_LUT_LO_END, static_cast<uint32_t>(end));
+    ASSERT_TRUE(task.regs.set(arch::DPU_LUT_INFO_LUT_LO_INDEX_SELECT, sel).ok());
+    ASSERT_TRUE(task.regs.set(arch::DPU_LUT_INFO_LUT_LE_INDEX_SELECT, 0).ok());
+    ASSERT_TRUE(task.regs.set(arch::DPU_LUT_LO_SLOPE_SCALE_LUT_LO_SLOPE_UFLOW_SCALE, static_cast<uint16_t>(us)).ok());
+    ASSERT_TRUE(task.regs.set(arch::DPU_LUT_LO_SLOPE_SCALE_LUT_LO_SLOPE_OFLOW_SCALE, static_cast<uint16_t>(os)).ok());
+    ASSERT_TRUE(task.regs.set(arch::DPU_LUT_LO_SLOPE_SHIFT_LUT_LO_SLOPE_UFLOW_SHIFT, ush).ok());
+    ASSERT_TRUE(task.regs.set(arch::DPU_LUT_LO_SLOPE_SHIFT_LUT_LO_SLOPE_OFLOW_SHIFT, osh).ok());
+    auto placed = lower::place_regcmd(mem, l->tasks);
+    ASSERT_TRUE(placed.ok());
+    ASSERT_TRUE(lower::write_lut_input(mem, s, *l, x).ok());
+    auto st = sim::run(mem, placed->address, placed->spans[0].word_count, {});
+    ASSERT_TRUE(st.ok()) << st.error().to_string();
+    Tensor y = Tensor::empty(DType::i8, {1, 16, 16, 16});
+    ASSERT_TRUE(lower::gather_eltwise_output(mem, s, *l, y).ok());
+    int wrong = 0;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const int64_t v = x.data<int8_t>()[i] + alu;
+      const double lut = lut_definition(T, start, end, static_cast<int>(sel), us, static_cast<int>(ush), os, static_cast<int>(osh), v);
+      const double o = std::clamp(lut, -128.0, 127.0);  // OUT_CVT x 1
+      wrong += y.data<int8_t>()[i] != static_cast<int8_t>(o);
+    }
+    EXPECT_EQ(wrong, 0) << "alu " << alu;
+  }
+}
+
+TEST(NpuSim, LutRefusesWhatIsNotSimulatedByRegister) {
+  lower::LutSpec s;
+  static_cast<lower::MapShape&>(s) = lower::MapShape{DType::i8, 16, 4, 4};
+  for (int i = 0; i < 256; ++i) s.table.push_back(i - 128);
+  auto run_with = [&](const std::function<void(regcmd::Task&)>& edit) -> std::string {
+    DeviceMemory mem;
+    auto l = lower::lower_lut(s, mem);
+    if (!l.ok()) return l.error().message;
+    edit(l->tasks[0]);
+    auto placed = lower::place_regcmd(mem, l->tasks);
+    if (!placed.ok()) return placed.error().message;
+    auto r = sim::run(mem, placed->address, placed->spans[0].word_count, {});
+    return r.ok() ? std::string("ok") : r.error().message;
+  };
+  EXPECT_EQ(run_with([](regcmd::Task&) {}), "ok");
+  EXPECT_NE(run_with([](regcmd::Task& t) { (void)t.regs.set(arch::DPU_LUT_CFG_LUT_ROAD_SEL, 1); }).find("LUT_CFG"), std::string::npos);
+  EXPECT_NE(run_with([](regcmd::Task& t) { t.stream.resize(100); }).find("both tables"), std::string::npos);
+  EXPECT_NE(run_with([](regcmd::Task& t) { t.stream.erase(t.stream.begin()); }).find("LUT_ACCESS_CFG"), std::string::npos);
+  EXPECT_NE(run_with([](regcmd::Task& t) { t.stream.push_back(t.stream.back()); }).find("past the table"), std::string::npos);
+  EXPECT_NE(run_with([](regcmd::Task& t) { (void)t.regs.set(arch::DPU_EW_CFG_EW_RELU_BYPASS, 0); }).find("EW ReLU"), std::string::npos);
+}
+
 TEST(NpuEltwise, SimulatorRefusesMalformedDpuOnlyTasksByRegister) {
   lower::AddSpec s;
   s.C = 16;

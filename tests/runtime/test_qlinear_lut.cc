@@ -49,7 +49,8 @@ struct Builder {
 
 // x -> Q -> DQ -> LeakyRelu -> Q -> DQ -> Pad(-inf) -> Q -> DQ -> MaxPool -> Q (another scale)
 //   -> DQ -> { Sigmoid, Mul by 1.7, Sub from 0.5 (the varying input second),
-//              Mul by a per-channel constant (not a table: stays float) } -> Q -> outputs.
+//              Mul by a per-channel constant (not a table: stays float),
+//              SiLU as YOLO exports write it (Mul(v, DQ(Q(Sigmoid(v))))), Mul(v, v) } -> Q -> outputs.
 void build(Builder& b) {
   ir::Graph& g = b.g;
   ir::Value* x = b.input(3, 9, 10);
@@ -70,8 +71,11 @@ void build(Builder& b) {
   ir::Node* mul = b.op("Mul", {v, b.scalar(1.7f)});
   ir::Node* sub = b.op("Sub", {b.scalar(0.5f), v});
   ir::Node* chan = b.op("Mul", {v, g.add_constant("c", Tensor::from_floats({1, 3, 1, 1}, std::vector<float>{0.5f, -1.f, 2.f}))});
+  ir::Node* sg2 = b.op("Sigmoid", {v});
+  ir::Node* silu = b.op("Mul", {v, b.dq(b.q(sg2->outputs[0], 1.f / 256, -128), 1.f / 256, -128)});
+  ir::Node* square = b.op("Mul", {v, v});
   int k = 0;
-  for (ir::Node* n : {sg, mul, sub, chan}) {
+  for (ir::Node* n : {sg, mul, sub, chan, silu, square}) {
     ir::Value* y = b.q(n->outputs[0], 0.0079f + 0.003f * static_cast<float>(k++), -7);
     std::string name = "y";
     name += std::to_string(k);
@@ -109,11 +113,13 @@ TEST_P(QLinearLut, TablesAndIntegerPoolAndPadEqualTheFloatQdqGraphBitForBit) {
   const auto want = run(fb, false, x, nullptr);
   const auto got = run(ib, true, x, &ops);
   // Every site but the per-channel Mul is on the integers; the LeakyRelu and Pad tables
-  // compose into one, the MaxPool (other output scale) needs its own.
+  // compose into one, the MaxPool (other output scale) needs its own; the SiLU's Sigmoid
+  // table is folded into its Mul's.
   EXPECT_EQ(ops["LeakyRelu"] + ops["Pad"] + ops["MaxPool"] + ops["Sigmoid"] + ops["Sub"], 0 + 1 + 1 + 0 + 0);
   EXPECT_EQ(ops["Mul"], 1);
-  EXPECT_EQ(ops["QLinearLut"], 1 + 1 + 3);
-  for (const char* name : {"y1", "y2", "y3", "y4"}) {
+  EXPECT_EQ(ops["DequantizeLinear"], 1);  // the per-channel Mul's input
+  EXPECT_EQ(ops["QLinearLut"], 1 + 1 + 3 + 2);
+  for (const char* name : {"y1", "y2", "y3", "y4", "y5", "y6"}) {
     const Tensor& w = want.at(name);
     const Tensor& g = got.at(name);
     ASSERT_EQ(w.dtype(), GetParam());

@@ -25,7 +25,8 @@ struct FusionReport {
   std::vector<std::string> npu_cpu_adds;     // "node X: <reason>" for the QLinearAdds left on the CPU
   int npu_sim_leaky_relus = 0;               // LeakyRelu tables placed on the NPU simulator as DPU-only tasks
   int npu_leaky_relu_table_differences = 0;  // the most entries (of 256) of one whose reference table differs
-  std::vector<std::string> npu_cpu_luts;     // "node X: <reason>" for the tables of another origin left on the CPU
+  int npu_sim_luts = 0;                      // other tables (Sigmoid, SiLU, HardSwish, ...) through the DPU's LUT
+  std::vector<std::string> npu_cpu_luts;     // "node X: <reason>" for the tables left on the CPU
   int npu_sim_concats = 0;                   // integer channel Concats placed on the NPU simulator as copy tasks
   std::vector<std::string> npu_cpu_concats;  // "node X: <reason>" for the integer Concats left on the CPU
   int npu_sim_splits = 0;                    // integer channel Splits placed on the NPU simulator as copy tasks

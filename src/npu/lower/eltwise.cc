@@ -71,6 +71,9 @@ DpuTask place_maps(const MapShape& s, DeviceMemory& mem, bool share, LoweredEltw
 Status emit(const DpuTask& d, LoweredEltwise& l) {
   regcmd::Task t;
   t.enable_mask = arch::kDpuEnableMask;
+  if (d.lut) {
+    RKD_ASSIGN(t.stream, lut_upload(*d.lut));
+  }
   RKD_TRY(emit_dpu(t.regs, d));
   RKD_TRY(emit_dpu_rdma(t.regs, d));
   l.tasks.push_back(std::move(t));
@@ -101,6 +104,7 @@ EltwiseGeometry geometry_of(const AddSpec& s) {
   return g;
 }
 EltwiseGeometry geometry_of(const LeakyReluSpec& s) { return map_geometry(s); }
+EltwiseGeometry geometry_of(const LutSpec& s) { return map_geometry(s); }
 EltwiseGeometry geometry_of(const ConcatSpec& s) {
   EltwiseGeometry g = map_geometry(s);
   g.unaligned_part_offset = unaligned_part_offset(s.parts);
@@ -123,6 +127,24 @@ Status check_leaky_relu(const LeakyReluSpec& s) {
   auto k = quant::rknpu_leaky_relu_plan(s.x_scale, s.y_scale, s.alpha);
   if (!k.ok()) return unsupported("npu LeakyRelu: " + k.error().message);
   return {};
+}
+
+Status check_lut(const LutSpec& s) {
+  RKD_TRY(check_map(s, "npu Lut: "));
+  if (s.table.size() != 256) return invalid("npu Lut: the table must have 256 entries");
+  for (int32_t v : s.table) {
+    if (v < qmin_of(s.dtype) || v > qmax_of(s.dtype)) return invalid("npu Lut: table entry " + std::to_string(v) + " outside the map's type");
+  }
+  return eltwise_supported(geometry_of(s), "npu Lut: ");
+}
+
+Result<LutTable> lut_table_of(const LutSpec& s) {
+  RKD_TRY(check_lut(s));
+  LutTable t;
+  t.start = -128;  // the lowest stored value: entry i holds the result for stored input i - 128
+  t.entries.assign(static_cast<size_t>(arch::kRk3588.lut_entries), 0);
+  for (size_t i = 0; i < t.entries.size(); ++i) t.entries[i] = static_cast<int16_t>(stored(s.table[std::min<size_t>(i, 255)], s.dtype));
+  return t;
 }
 
 namespace {
@@ -172,6 +194,26 @@ Result<LoweredEltwise> lower_leaky_relu(const LeakyReluSpec& s, DeviceMemory& me
   d.out_cvt = OutCvt{plan.out.scale, plan.out.shift};
   RKD_TRY(emit(d, l));
   return l;
+}
+
+Result<LoweredEltwise> lower_lut(const LutSpec& s, DeviceMemory& mem) {
+  RKD_ASSIGN(LutTable table, lut_table_of(s));
+  LoweredEltwise l;
+  const int64_t pixels = s.H * s.W;
+  l.main_surface_bytes = l.output_surface_bytes = pixels * kC2;
+  const size_t bytes = map_bytes(s, l.main_surface_bytes);
+  l.main_address = mem.alloc(bytes);
+  l.buffers.push_back(Buffer{"input", 0, l.main_address, bytes});
+  l.output_address = mem.alloc(bytes);
+  l.buffers.push_back(Buffer{"output", 0, l.output_address, bytes});
+  DpuTask d = copy_task(s, s.C, l.main_address, l.output_address);
+  d.lut = std::move(table);
+  RKD_TRY(emit(d, l));
+  return l;
+}
+
+Status write_lut_input(DeviceMemory& mem, const LutSpec& s, const LoweredEltwise& l, const Tensor& x) {
+  return write_map(mem, l.main_address, l.main_surface_bytes, s, x, "X");
 }
 
 Result<LoweredEltwise> lower_concat(const ConcatSpec& s, DeviceMemory& mem) {

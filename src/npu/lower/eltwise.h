@@ -10,6 +10,10 @@
 //              into the one output map at the part's first surface. Exact.
 //   Split      along channels, the converse: one copy task per part, reading the one input
 //              map from the part's first surface into the part's own map. Exact.
+//   Lut        any function of the input code (qdq-to-qlinear's QLinearLut: Sigmoid, SiLU,
+//              HardSwish, ...): the DPU's lookup table with one entry per stored input value
+//              (emit.h LutTable), BS and EW bypassed, OUT_CVT x 1. Exact wherever the
+//              table's index and interpolation act as NVDLA's (docs/npu.md, "The LUT").
 // Stored domain as for convolutions (uint8 - 128; the differences x - z are the same in both
 // domains).
 //
@@ -26,6 +30,7 @@
 #include "core/result.h"
 #include "core/tensor.h"
 #include "npu/lower/constraints.h"
+#include "npu/lower/emit.h"
 #include "npu/lower/lower.h"
 #include "npu/memory.h"
 #include "quant/int8.h"
@@ -51,15 +56,22 @@ struct ConcatSpec : MapShape {
 };
 // The input's C (MapShape) and the parts' channel counts, which add up to it.
 struct SplitSpec : ConcatSpec {};
+// y = table[x's code] (256 output codes of the map's type, index: the input code for uint8,
+// code + 128 for int8).
+struct LutSpec : MapShape {
+  std::vector<int32_t> table;
+};
 EltwiseGeometry geometry_of(const AddSpec& s);
 EltwiseGeometry geometry_of(const ConcatSpec& s);
 EltwiseGeometry geometry_of(const LeakyReluSpec& s);
+EltwiseGeometry geometry_of(const LutSpec& s);
 // Malformed specs (invalid), then constraints.h's eltwise rules and the converters' ranges
 // (unsupported).
 Status check_add(const AddSpec& s);
 Status check_leaky_relu(const LeakyReluSpec& s);
 Status check_concat(const ConcatSpec& s);
 Status check_split(const SplitSpec& s);
+Status check_lut(const LutSpec& s);
 
 struct LoweredEltwise {
   std::vector<regcmd::Task> tasks;
@@ -74,10 +86,14 @@ Result<LoweredEltwise> lower_add(const AddSpec& s, DeviceMemory& mem);
 Result<LoweredEltwise> lower_leaky_relu(const LeakyReluSpec& s, DeviceMemory& mem);
 Result<LoweredEltwise> lower_concat(const ConcatSpec& s, DeviceMemory& mem);
 Result<LoweredEltwise> lower_split(const SplitSpec& s, DeviceMemory& mem);
+Result<LoweredEltwise> lower_lut(const LutSpec& s, DeviceMemory& mem);
+// The lookup table a LutSpec's task uploads (stored domain, arch lut_entries entries).
+Result<LutTable> lut_table_of(const LutSpec& s);
 // Write the operands ([1, C, H, W] of s.dtype) where the task reads them (Add: the
 // larger-scale one as the main input).
 Status write_add_inputs(DeviceMemory& mem, const AddSpec& s, const LoweredEltwise& l, const Tensor& a, const Tensor& b);
 Status write_leaky_relu_input(DeviceMemory& mem, const LeakyReluSpec& s, const LoweredEltwise& l, const Tensor& x);
+Status write_lut_input(DeviceMemory& mem, const LutSpec& s, const LoweredEltwise& l, const Tensor& x);
 // The parts, [1, parts[i], H, W] each.
 Status write_concat_inputs(DeviceMemory& mem, const ConcatSpec& s, const LoweredEltwise& l, const std::vector<const Tensor*>& parts);
 // The input, [1, C, H, W].

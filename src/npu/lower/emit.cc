@@ -82,6 +82,7 @@ Status emit_dpu(regcmd::RegisterFile& r, const DpuTask& d) {
   RKD_TRY(r.set(DPU_BS_OW_CFG_OD_BYPASS, d.bs.ow_op == 0 ? 1 : 0));
   RKD_TRY(r.set(DPU_BS_OW_OP_OW_OP, static_cast<uint64_t>(static_cast<uint16_t>(static_cast<int16_t>(d.bs.ow_op)))));
   RKD_TRY(r.set(DPU_BN_CFG_BN_BYPASS, 1));
+  if (d.ew && d.lut) return invalid("emit_dpu: an EW operand and the lookup table in one task are not emitted");
   if (d.ew) {
     // EW: add (or max / min) the operand read by ERDMA (one int8 per element) after its
     // converter; no EW ReLU or LUT.
@@ -95,6 +96,26 @@ Status emit_dpu(regcmd::RegisterFile& r, const DpuTask& d) {
     r.set(DPU_EW_CVT_OFFSET_VALUE, static_cast<uint32_t>(d.ew->offset));
     RKD_TRY(r.set(DPU_EW_CVT_SCALE_VALUE_EW_OP_CVT_SCALE, u(d.ew->cvt.scale)));
     RKD_TRY(r.set(DPU_EW_CVT_SCALE_VALUE_EW_OP_CVT_SHIFT, u(d.ew->cvt.shift)));
+  } else if (d.lut) {
+    // EW with its operand bypassed, the lookup table on (LutTable).
+    const auto n = static_cast<int64_t>(d.lut->entries.size());
+    if (n != kRk3588.lut_entries)
+      return invalid("emit_dpu: a lookup table of " + std::to_string(n) + " entries (the DPU's have " + std::to_string(kRk3588.lut_entries) + ")");
+    RKD_TRY(r.set(DPU_EW_CFG_EW_OP_BYPASS, 1));
+    RKD_TRY(r.set(DPU_EW_CFG_EW_OP_CVT_BYPASS, 1));
+    RKD_TRY(r.set(DPU_EW_CFG_EW_RELU_BYPASS, 1));
+    RKD_TRY(r.set(DPU_EW_CFG_EW_LUT_BYPASS, 0));
+    RKD_TRY(r.set(DPU_LUT_CFG_LUT_LO_LE_MUX, 2));
+    RKD_TRY(r.set(DPU_LUT_CFG_LUT_HYBRID_PRIORITY, 1));
+    RKD_TRY(r.set(DPU_LUT_CFG_LUT_OFLOW_PRIORITY, 1));
+    RKD_TRY(r.set(DPU_LUT_INFO_LUT_LE_INDEX_SELECT, 0));
+    RKD_TRY(r.set(DPU_LUT_INFO_LUT_LO_INDEX_SELECT, 0));
+    const auto start = static_cast<uint32_t>(d.lut->start), end = static_cast<uint32_t>(static_cast<int64_t>(d.lut->start) + n - 1);
+    r.set(DPU_LUT_LE_START, start);
+    r.set(DPU_LUT_LO_START, start);
+    r.set(DPU_LUT_LE_END, end);
+    r.set(DPU_LUT_LO_END, end);
+    for (const Reg& slope : {DPU_LUT_LE_SLOPE_SCALE, DPU_LUT_LE_SLOPE_SHIFT, DPU_LUT_LO_SLOPE_SCALE, DPU_LUT_LO_SLOPE_SHIFT}) r.set(slope, 0);
   } else {
     RKD_TRY(r.set(DPU_EW_CFG_EW_BYPASS, 1));
   }
@@ -105,6 +126,20 @@ Status emit_dpu(regcmd::RegisterFile& r, const DpuTask& d) {
   RKD_TRY(r.set(DPU_OUT_CVT_SCALE_OUT_CVT_SCALE, u(d.out_cvt.scale)));
   RKD_TRY(r.set(DPU_OUT_CVT_SHIFT_OUT_CVT_SHIFT, u(d.out_cvt.shift)));
   return {};
+}
+
+Result<std::vector<regcmd::Word>> lut_upload(const LutTable& t) {
+  if (static_cast<int64_t>(t.entries.size()) != kRk3588.lut_entries)
+    return invalid("lut_upload: the table needs " + std::to_string(kRk3588.lut_entries) + " entries");
+  std::vector<regcmd::Word> w;
+  for (uint32_t id : {0u, 1u}) {
+    RKD_ASSIGN(uint32_t cfg, with_field(0, DPU_LUT_ACCESS_CFG_LUT_ACCESS_TYPE, 1));
+    RKD_ASSIGN(cfg, with_field(cfg, DPU_LUT_ACCESS_CFG_LUT_TABLE_ID, id));
+    w.push_back(regcmd::Word{DPU_LUT_ACCESS_CFG.target, DPU_LUT_ACCESS_CFG.offset, cfg});
+    for (int16_t e : t.entries)
+      w.push_back(regcmd::Word{DPU_LUT_ACCESS_DATA.target, DPU_LUT_ACCESS_DATA.offset, static_cast<uint32_t>(static_cast<int32_t>(e))});
+  }
+  return w;
 }
 
 Status emit_dpu_rdma(regcmd::RegisterFile& r, const DpuTask& d) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "core/result.h"
 #include "npu/lower/pack.h"
@@ -70,6 +71,23 @@ struct EwOperand {
   quant::Multiplier15 cvt;     // EW_OP_CVT scale and shift
   int alu_algo = 2;
 };
+// The DPU's lookup table, after the EW stage with its operand bypassed: both tables (LE and
+// LO) hold `entries` (arch lut_entries of them), linear from `start` with index select 0, so
+// integer input v in [start, start + entries - 1] reads entry v - start with interpolation
+// fraction 0; the under- and overflow slopes are 0 (the first and the last entry beyond the
+// range). LUT_CFG as allbilly/rk3588's measured fp16 program: LO_LE_MUX 2, hybrid and
+// overflow priority 1 [HW]. The output is the entry itself whichever table the hardware picks
+// and whether the start counts as an underflow (docs/npu.md, "The LUT").
+struct LutTable {
+  int32_t start = -128;
+  std::vector<int16_t> entries;
+};
+// The upload of a table into both of the DPU's tables: per table LUT_ACCESS_CFG (write,
+// table id, address 0), then one LUT_ACCESS_DATA per entry (the address advancing [HW]),
+// negative entries sign-extended into the register's upper half as the measured program
+// writes them.
+Result<std::vector<regcmd::Word>> lut_upload(const LutTable& t);
+
 struct DpuTask {
   // A DPU-only task (enable mask kDpuEnableMask): the main input, NC1HWC2 int8 with dense
   // surfaces (width x rows x 16 bytes; no stride register exists for it [INF]), read by MRDMA
@@ -83,7 +101,8 @@ struct DpuTask {
   int64_t orig_channels = 0;  // that carry results
   BsStage bs;
   std::optional<EwOperand> ew;
-  int32_t out_offset = 0;  // OUT_CVT offset (stored output zero point)
+  std::optional<LutTable> lut;  // not with an EW operand
+  int32_t out_offset = 0;       // OUT_CVT offset (stored output zero point)
   OutCvt out_cvt;
 };
 Status emit_dpu(regcmd::RegisterFile& r, const DpuTask& d);

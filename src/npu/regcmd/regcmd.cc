@@ -43,7 +43,7 @@ Result<std::vector<uint64_t>> encode(const std::vector<Task>& tasks, uint32_t ba
   std::vector<size_t> sizes;
   for (size_t t = 0; t < tasks.size(); ++t) {
     if (tasks[t].regs.values().empty()) return invalid("regcmd: task " + std::to_string(t) + " writes no register");
-    const size_t body = tasks[t].regs.values().size();
+    const size_t body = tasks[t].stream.size() + tasks[t].regs.values().size();
     sizes.push_back((body + 1) / 2 * 2 + 4);
   }
   std::vector<uint64_t> out;
@@ -51,6 +51,7 @@ Result<std::vector<uint64_t>> encode(const std::vector<Task>& tasks, uint32_t ba
   uint64_t address = base;
   for (size_t t = 0; t < tasks.size(); ++t) {
     const size_t first = out.size();
+    for (const Word& w : tasks[t].stream) out.push_back(pack(w));
     for (const auto& [offset, tv] : tasks[t].regs.values()) out.push_back(pack(Word{tv.first, offset, tv.second}));
     while ((out.size() - first) % 2 != 0) out.push_back(0);
     const uint64_t next = address + sizes[t] * 8;

@@ -57,6 +57,10 @@ class RegisterFile {
 struct Task {
   RegisterFile regs;
   uint32_t enable_mask = arch::kConvEnableMask;
+  // Writes that must reach the hardware in this order, before the register file's: the DPU
+  // lookup-table upload (LUT_ACCESS_CFG, then one LUT_ACCESS_DATA word per entry), where
+  // one register is written many times.
+  std::vector<Word> stream;
 };
 
 // Where each task's words sit in an encoded buffer.

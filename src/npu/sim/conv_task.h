@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -38,6 +39,26 @@ struct Ew {
   const uint8_t* e = nullptr;
 };
 
+// The lookup tables a task uploads (LUT_ACCESS_CFG / LUT_ACCESS_DATA writes, in order):
+// table 0 LE, 1 LO; `set` marks the entries written.
+struct LutUpload {
+  std::array<std::vector<int16_t>, 2> entries;
+  std::array<std::vector<bool>, 2> set;
+  bool complete(int t) const {
+    return !set[t].empty() && std::all_of(set[t].begin(), set[t].end(), [](bool b) { return b; });
+  }
+};
+
+// The LUT stage (sim.h, stage 6b) as the registers configure it, with the uploaded tables.
+struct Lut {
+  std::array<std::vector<int16_t>, 2> table;
+  std::array<int64_t, 2> start{}, end{}, uflow_scale{}, oflow_scale{};
+  std::array<int, 2> select{}, uflow_shift{}, oflow_shift{};
+  bool hybrid_lo = false, uflow_lo = false, oflow_lo = false;
+};
+// The stage on v (int8 processing: v is the EW stage's int32).
+int32_t apply_lut(const Lut& l, int32_t v, const Quirks& q);
+
 // A convolution task decoded and checked from its registers alone: geometry, device
 // addresses and byte counts of what it reads and writes, and the epilogue's parameters.
 struct ConvTask {
@@ -56,6 +77,7 @@ struct ConvTask {
   Rounding core_round = Rounding::half_to_even;
   Stage bs{}, bn{};
   Ew ew;
+  std::optional<Lut> lut;  // the LUT stage after EW (its operand bypassed)
   uint32_t data_use = 0, operands = 0;
   bool bs_dma = false;
   int64_t scale = 1, offset = 0;
@@ -79,8 +101,8 @@ struct ConvTask {
 };
 
 // The task the registers program: a convolution (enable mask kConvEnableMask) or a DPU-only
-// task (kDpuEnableMask); checked without reading memory.
-Result<ConvTask> decode_task(const RegValues& regs, uint32_t enable_mask, const Quirks& q);
+// task (kDpuEnableMask); checked without reading memory. `lut`: the tables the task uploads.
+Result<ConvTask> decode_task(const RegValues& regs, uint32_t enable_mask, const Quirks& q, const LutUpload* lut = nullptr);
 
 // A DPU-only task with register BS operands as a look-up table of its output byte by main
 // input byte x and EW operand byte e: table[(x + 128) * 256 + (e + 128)], or table[x + 128]
@@ -93,6 +115,8 @@ struct Epilogue {
   Rounding core_round, bs_round, out_round;
   Stage bs, bn;
   Ew ew;
+  const Lut* lut;  // the LUT stage, or nullptr
+  const Quirks* quirks;
   const int32_t* alu;
   const int16_t* mul;
   int64_t scale, offset;
@@ -134,6 +158,7 @@ struct ChainTask {
   uint32_t address = 0;
   uint32_t enable_mask = 0;
   RegValues values;
+  LutUpload lut;
 };
 
 // The cache's plan for a chain, rebuilt when a task's registers or weight bytes change:

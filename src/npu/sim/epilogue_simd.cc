@@ -229,8 +229,8 @@ bool common_epilogue(const Epilogue& e) {
   constexpr int64_t kLo = std::numeric_limits<int32_t>::min() + 128, kHi = std::numeric_limits<int32_t>::max() - 127;
   const bool ew_ok = !e.ew.on || (e.ew.algo == 2 && !e.ew.cvt_bypass && !e.ew.relu && !e.ew.as_float && e.ew.shift >= 0 && e.ew.shift < 63 &&
                                   e.ew.offset >= kLo && e.ew.offset <= kHi && e.ew.scale >= 0 && e.ew.scale <= 0xffff);
-  return (e.truncate == 0 || e.core_round == Rounding::half_to_even) && e.truncate < 32 && e.bn.bypass && ew_ok && !b.bypass && !b.alu_bypass &&
-         b.alu_src && b.alu_algo == 2 && !b.prelu && (b.mul_bypass || b.mul_src) && e.bs_round == Rounding::half_up &&
+  return !e.lut && (e.truncate == 0 || e.core_round == Rounding::half_to_even) && e.truncate < 32 && e.bn.bypass && ew_ok && !b.bypass &&
+         !b.alu_bypass && b.alu_src && b.alu_algo == 2 && !b.prelu && (b.mul_bypass || b.mul_src) && e.bs_round == Rounding::half_up &&
          e.out_round == Rounding::half_to_even && e.shift > 0 && e.shift < 63 && e.scale >= -32768 && e.scale <= 0xffff &&
          e.offset >= -(int64_t{1} << 24) && e.offset <= (int64_t{1} << 24) &&
          (b.mul_bypass || (b.shift_pos > 0 && b.shift_neg > 0 && b.shift_pos < 63 && b.shift_neg < 63));

@@ -143,6 +143,7 @@ void run_epilogue(const Epilogue& e, int64_t pixels, int64_t OCw, int64_t out_su
       v = apply_stage(e.bs, v, e.alu[k], e.mul[k], e.bs_round);
       v = apply_stage(e.bn, v, 0, 0, e.bs_round);
       v = apply_ew(e.ew, v, p, k);
+      if (e.lut) v = detail::apply_lut(*e.lut, v, *e.quirks);
       const int64_t o = round_shift(static_cast<int64_t>(v) * e.scale, e.shift, e.out_round) + e.offset;
       y[(k / 16) * out_surface + p * 16 + k % 16] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp<int64_t>(o, -128, 127)));
     }
@@ -230,6 +231,13 @@ Status read_bs_operands(const DeviceMemory& mem, const ConvTask& t, std::vector<
   return {};
 }
 
+// The task's DPU stages as run_epilogue runs them (truncate: CORE's, 0 for a DPU-only task).
+Epilogue epilogue_of(const ConvTask& t, const Quirks& q, const Ew& ew, const int32_t* alu, const int16_t* mul, int truncate, int64_t mac_bound) {
+  return Epilogue{
+      truncate, t.core_round, q.bs_shift_rounding, q.out_cvt_rounding, t.bs, t.bn, ew, t.lut ? &*t.lut : nullptr, &q, alu, mul, t.scale, t.offset,
+      t.shift,  mac_bound};
+}
+
 // The EW stage with its operand's bytes attached.
 Result<Ew> attach_ew(const DeviceMemory& mem, const ConvTask& t) {
   Ew ew = t.ew;
@@ -256,7 +264,8 @@ std::vector<uint8_t> detail::dpu_only_table(const ConvTask& t, const Quirks& q) 
     for (int e = 0; e < n; ++e) {
       Ew ew = t.ew;
       ew.as_float = q.ew_float;
-      const int32_t w = t.ew.on ? ew_combine(ew, v, e - 128) : v;
+      int32_t w = t.ew.on ? ew_combine(ew, v, e - 128) : v;
+      if (t.lut) w = apply_lut(*t.lut, w, q);
       const int64_t o = round_shift(static_cast<int64_t>(w) * t.scale, t.shift, q.out_cvt_rounding) + t.offset;
       table[static_cast<size_t>((x + 128) * n + e)] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp<int64_t>(o, -128, 127)));
     }
@@ -307,8 +316,7 @@ Result<TaskStats> run_dpu_only(DeviceMemory& mem, const ConvTask& t, const Quirk
   const std::vector<uint8_t> in(x.begin(), x.end());
   RKD_ASSIGN(auto y, mem.span(t.output, static_cast<size_t>(t.output_bytes)));
   const int64_t pixels = t.OH * t.OW, surface = pixels * 16;
-  const Epilogue ep{0,       t.core_round, q.bs_shift_rounding, q.out_cvt_rounding, t.bs, t.bn, ew, alu.data(), mul.data(), t.scale, t.offset,
-                    t.shift, 128};
+  const Epilogue ep = epilogue_of(t, q, ew, alu.data(), mul.data(), 0, 128);
   run_epilogue(ep, pixels, t.written(), t.out_surface, y.data(),
                [&](int64_t p, int64_t k) -> int64_t { return static_cast<int8_t>(in[static_cast<size_t>((k / 16) * surface + p * 16 + k % 16)]); });
   TaskStats stats;
@@ -332,8 +340,7 @@ Result<TaskStats> run_conv(DeviceMemory& mem, const ConvTask& t, const Quirks& q
   stats.output_values = pixels * t.OC;
   // |x| <= 128 and |w + OW_OP| <= 128 where the prepared MAC runs (int8 operands).
   const int64_t taps = t.KH * t.KW * (t.depthwise ? 1 : t.C);
-  const Epilogue ep{t.truncate, t.core_round, q.bs_shift_rounding, q.out_cvt_rounding, t.bs, t.bn, ew, alu.data(), mul.data(), t.scale,
-                    t.offset,   t.shift,      taps * 128 * 128};
+  const Epilogue ep = epilogue_of(t, q, ew, alu.data(), mul.data(), t.truncate, taps * 128 * 128);
   if (chain) {
     RKD_ASSIGN(std::optional<MacView> view, detail::chain_mac(*chain, mem, index));
     if (view) {
@@ -363,9 +370,45 @@ void detail::reference_epilogue(const Epilogue& e, int64_t pixels, int64_t OCw, 
 
 namespace {
 
+// The LUT stage's configuration and the tables the task uploads (sim.h, stage 6b).
+Result<detail::Lut> decode_lut(const Regs& r, const detail::LutUpload* up) {
+  if (r.get(DPU_LUT_CFG_LUT_ROAD_SEL) != 0 || r.get(DPU_LUT_CFG_LUT_EXPAND_EN) != 0 || r.get(DPU_LUT_CFG_LUT_CAL_SEL) != 0 ||
+      r.get(DPU_LUT_CFG_LUT_LO_LE_MUX) != 2) {
+    return unsupported("DPU.LUT_CFG " + hex32(r.get(DPU_LUT_CFG)) +
+                       ": only the configuration measured on a board (ROAD_SEL 0, EXPAND_EN 0, LO_LE_MUX 2, CAL_SEL 0) is simulated");
+  }
+  if (!up || !up->complete(0) || !up->complete(1)) {
+    return unsupported(
+        "DPU.EW_CFG enables the LUT but the task does not upload every entry of both tables (whether tables persist between tasks is "
+        "unmeasured)");
+  }
+  detail::Lut l;
+  l.table = up->entries;
+  const Reg starts[2] = {DPU_LUT_LE_START, DPU_LUT_LO_START}, ends[2] = {DPU_LUT_LE_END, DPU_LUT_LO_END};
+  const Field sel[2] = {DPU_LUT_INFO_LUT_LE_INDEX_SELECT, DPU_LUT_INFO_LUT_LO_INDEX_SELECT};
+  const Field us[2] = {DPU_LUT_LE_SLOPE_SCALE_LUT_LE_SLOPE_UFLOW_SCALE, DPU_LUT_LO_SLOPE_SCALE_LUT_LO_SLOPE_UFLOW_SCALE};
+  const Field os[2] = {DPU_LUT_LE_SLOPE_SCALE_LUT_LE_SLOPE_OFLOW_SCALE, DPU_LUT_LO_SLOPE_SCALE_LUT_LO_SLOPE_OFLOW_SCALE};
+  const Field ush[2] = {DPU_LUT_LE_SLOPE_SHIFT_LUT_LE_SLOPE_UFLOW_SHIFT, DPU_LUT_LO_SLOPE_SHIFT_LUT_LO_SLOPE_UFLOW_SHIFT};
+  const Field osh[2] = {DPU_LUT_LE_SLOPE_SHIFT_LUT_LE_SLOPE_OFLOW_SHIFT, DPU_LUT_LO_SLOPE_SHIFT_LUT_LO_SLOPE_OFLOW_SHIFT};
+  for (int i = 0; i < 2; ++i) {
+    l.start[i] = static_cast<int32_t>(r.get(starts[i]));
+    l.end[i] = static_cast<int32_t>(r.get(ends[i]));
+    l.select[i] = static_cast<int>(r.get(sel[i]));
+    if (l.select[i] > 31) return unsupported("DPU.LUT_INFO index select " + std::to_string(l.select[i]) + " (above 31)");
+    l.uflow_scale[i] = static_cast<int16_t>(r.get(us[i]));
+    l.oflow_scale[i] = static_cast<int16_t>(r.get(os[i]));
+    l.uflow_shift[i] = static_cast<int>(r.get(ush[i]));
+    l.oflow_shift[i] = static_cast<int>(r.get(osh[i]));
+  }
+  l.hybrid_lo = r.get(DPU_LUT_CFG_LUT_HYBRID_PRIORITY) != 0;
+  l.uflow_lo = r.get(DPU_LUT_CFG_LUT_UFLOW_PRIORITY) != 0;
+  l.oflow_lo = r.get(DPU_LUT_CFG_LUT_OFLOW_PRIORITY) != 0;
+  return l;
+}
+
 // The DPU's part of a task (BS, BN, EW, OUT_CVT, the output), after t's output cube (OW, OH,
 // OC, OC_real) is set.
-Status decode_dpu(const Regs& r, const Quirks& q, ConvTask& t) {
+Status decode_dpu(const Regs& r, const Quirks& q, ConvTask& t, const detail::LutUpload* lut) {
   const int64_t OC = t.OC, OH = t.OH, OW = t.OW;
   if (r.get(DPU_DATA_FORMAT_OUT_PRECISION) != 0) return unsupported("DPU.DATA_FORMAT.OUT_PRECISION: only int8 output (int16 times out on hardware)");
   t.bs = bs_stage(r);
@@ -374,10 +417,17 @@ Status decode_dpu(const Regs& r, const Quirks& q, ConvTask& t) {
   RKD_TRY(check_stage(t.bn, "DPU.BN", false));
   Ew& ew = t.ew;
   ew.on = r.get(DPU_EW_CFG_EW_BYPASS) == 0;
-  if (ew.on) {
-    if (r.get(DPU_EW_CFG_EW_OP_BYPASS) || !r.get(DPU_EW_CFG_EW_OP_SRC) || r.get(DPU_EW_CFG_EW_ALU_ALGO) > 2 || r.get(DPU_EW_CFG_EW_OP_TYPE) ||
-        !r.get(DPU_EW_CFG_EW_LUT_BYPASS) || r.get(DPU_EW_CFG_EW_MUL_PRELU) || r.get(DPU_EW_CFG_EW_RELUX_EN) || r.get(DPU_EW_CFG_EW_DATA_MODE) != 1 ||
-        r.get(DPU_EW_CFG_EDATA_SIZE) != 1) {
+  if (ew.on && r.get(DPU_EW_CFG_EW_OP_BYPASS)) {
+    // No operand: the stage is the LUT alone (stage 6b).
+    ew.on = false;
+    if (r.get(DPU_EW_CFG_EW_LUT_BYPASS) || !r.get(DPU_EW_CFG_EW_RELU_BYPASS) || r.get(DPU_EW_CFG_EW_RELUX_EN) || r.get(DPU_EW_CFG_EW_MUL_PRELU)) {
+      return unsupported("DPU.EW_CFG " + hex32(r.get(DPU_EW_CFG)) +
+                         ": with the EW operand bypassed only the LUT with the EW ReLU, ReLUX and PReLU off is simulated");
+    }
+    RKD_ASSIGN(t.lut, decode_lut(r, lut));
+  } else if (ew.on) {
+    if (!r.get(DPU_EW_CFG_EW_OP_SRC) || r.get(DPU_EW_CFG_EW_ALU_ALGO) > 2 || r.get(DPU_EW_CFG_EW_OP_TYPE) || !r.get(DPU_EW_CFG_EW_LUT_BYPASS) ||
+        r.get(DPU_EW_CFG_EW_MUL_PRELU) || r.get(DPU_EW_CFG_EW_RELUX_EN) || r.get(DPU_EW_CFG_EW_DATA_MODE) != 1 || r.get(DPU_EW_CFG_EDATA_SIZE) != 1) {
       return unsupported("DPU.EW_CFG " + hex32(r.get(DPU_EW_CFG)) +
                          ": only the max, min or add of one int8 ERDMA operand per element (EW_OP_SRC 1, EW_ALU_ALGO 0-2, EW_OP_TYPE 0, LUT "
                          "bypassed, EW_DATA_MODE 1, EDATA_SIZE 1) is simulated");
@@ -414,7 +464,7 @@ Status decode_dpu(const Regs& r, const Quirks& q, ConvTask& t) {
 }
 
 // A DPU-only task: the output cube from the DPU's registers, the main input from MRDMA.
-Result<ConvTask> decode_dpu_only(const Regs& r, const Quirks& q) {
+Result<ConvTask> decode_dpu_only(const Regs& r, const Quirks& q, const detail::LutUpload* lut) {
   ConvTask t;
   t.dpu_only = true;
   if (r.get(DPU_RDMA_RDMA_FEATURE_MODE_CFG_MRDMA_DISABLE))
@@ -438,12 +488,12 @@ Result<ConvTask> decode_dpu_only(const Regs& r, const Quirks& q) {
   }
   t.input = r.get(DPU_RDMA_RDMA_SRC_BASE_ADDR);
   t.input_bytes = (t.OC + 15) / 16 * t.OH * t.OW * 16;
-  RKD_TRY(decode_dpu(r, q, t));
+  RKD_TRY(decode_dpu(r, q, t, lut));
   return t;
 }
 
 // The int8 convolution task the registers `values` program, checked without reading memory.
-Result<ConvTask> decode_conv(const detail::RegValues& values, const Quirks& q) {
+Result<ConvTask> decode_conv(const detail::RegValues& values, const Quirks& q, const detail::LutUpload* lut) {
   const Regs r(values);
   ConvTask t;
   const uint32_t mode = r.get(CNA_CONV_CON1_CONV_MODE);
@@ -507,15 +557,49 @@ Result<ConvTask> decode_conv(const detail::RegValues& values, const Quirks& q) {
   // CORE.
   t.truncate = static_cast<int>(r.get(CORE_CLIP_TRUNCATE_CLIP_TRUNCATE));
   t.core_round = r.get(CORE_CLIP_TRUNCATE_ROUND_TYPE) ? Rounding::half_up : Rounding::half_to_even;
-  RKD_TRY(decode_dpu(r, q, t));
+  RKD_TRY(decode_dpu(r, q, t, lut));
   return t;
 }
 
 }  // namespace
 
-Result<ConvTask> detail::decode_task(const RegValues& values, uint32_t enable_mask, const Quirks& q) {
-  if (enable_mask == kDpuEnableMask) return decode_dpu_only(Regs(values), q);
-  return decode_conv(values, q);
+Result<ConvTask> detail::decode_task(const RegValues& values, uint32_t enable_mask, const Quirks& q, const LutUpload* lut) {
+  if (enable_mask == kDpuEnableMask) return decode_dpu_only(Regs(values), q, lut);
+  return decode_conv(values, q, lut);
+}
+
+int32_t detail::apply_lut(const Lut& l, int32_t v, const Quirks& q) {
+  // Per table: -1 underflow, 0 hit (index i, fraction r), 1 overflow.
+  struct View {
+    int flow;
+    int64_t i, r;
+  };
+  auto view = [&](int t) {
+    const int64_t d = static_cast<int64_t>(v) - l.start[t];
+    if (d < 0 || (d == 0 && q.lut_start_underflows)) return View{-1, 0, 0};
+    const int64_t i = d >> l.select[t];
+    if (i >= static_cast<int64_t>(l.table[t].size()) - 1) return View{1, 0, 0};
+    return View{0, i, d & ((int64_t{1} << l.select[t]) - 1)};
+  };
+  const View le = view(0), lo = view(1);
+  int t;
+  if (le.flow == 0 && lo.flow == 0) t = l.hybrid_lo ? 1 : 0;
+  else if (le.flow == -1 && lo.flow == -1) t = l.uflow_lo ? 1 : 0;
+  else if (le.flow == 1 && lo.flow == 1) t = l.oflow_lo ? 1 : 0;
+  else if (le.flow == 0) t = 0;
+  else t = 1;  // LO hits, or one table under- and the other overflows [INF]
+  const View& w = t == 0 ? le : lo;
+  const std::vector<int16_t>& T = l.table[t];
+  int64_t y;
+  if (w.flow == 0) {
+    const int s = l.select[t];
+    y = round_shift(static_cast<int64_t>(T[w.i]) * ((int64_t{1} << s) - w.r) + static_cast<int64_t>(T[w.i + 1]) * w.r, s, q.lut_interp_rounding);
+  } else if (w.flow < 0) {
+    y = T.front() + round_shift((static_cast<int64_t>(v) - l.start[t]) * l.uflow_scale[t], l.uflow_shift[t], q.lut_interp_rounding);
+  } else {
+    y = T.back() + round_shift((static_cast<int64_t>(v) - l.end[t]) * l.oflow_scale[t], l.oflow_shift[t], q.lut_interp_rounding);
+  }
+  return sat32(y);
 }
 
 const char* rounding_name(Rounding r) {
@@ -539,6 +623,12 @@ std::vector<KnobInfo> knob_list() {
       {"ew_mode", "integer|float", "integer",
        "the EW stage's operand converter (a fused or DPU-only Add, LeakyRelu's max): Mesa's integer form ((e + OFFSET) * SCALE >> SHIFT, half "
        "up) or float32 arithmetic (another report); measured only at scale 1; disputed"},
+      {"lut_start", "underflow|hit", "underflow",
+       "the DPU LUT at v == START: an underflow (NVDLA's <= compare) or index 0; unmeasured on RK3588 (rkdeploy's tables give the same result "
+       "either way)"},
+      {"lut_interp_rounding", "half_to_even|half_away|half_up|truncate", "half_away",
+       "rounding of the LUT's interpolation and overflow slopes: NVDLA's (half away from zero); unmeasured on RK3588 (rkdeploy's tables "
+       "never interpolate)"},
   };
 }
 
@@ -564,6 +654,12 @@ Status set_knob(Quirks& q, const std::string& a) {
   if (k == "bs_shift_rounding") return rounding(q.bs_shift_rounding);
   if (k == "out_cvt_scale_signed") return boolean(q.out_cvt_scale_signed);
   if (k == "width_is_line") return boolean(q.width_is_line);
+  if (k == "lut_interp_rounding") return rounding(q.lut_interp_rounding);
+  if (k == "lut_start") {
+    if (v != "underflow" && v != "hit") return invalid("sim knob lut_start: '" + v + "' is not underflow or hit");
+    q.lut_start_underflows = v == "underflow";
+    return {};
+  }
   if (k == "ew_mode") {
     if (v != "integer" && v != "float") return invalid("sim knob ew_mode: '" + v + "' is not integer or float");
     q.ew_float = v == "float";
@@ -581,6 +677,33 @@ struct ReadTask {
   uint32_t next = 0;
   size_t next_words = 0;
 };
+// The tables the task's LUT_ACCESS_CFG / LUT_ACCESS_DATA writes upload, in order.
+Status read_lut_upload(const regcmd::DecodedTask& d, detail::LutUpload& up) {
+  const auto n = static_cast<size_t>(kRk3588.lut_entries);
+  bool configured = false, writing = false;
+  uint32_t table = 0, at = 0;
+  for (const auto& [i, w] : d.writes) {
+    if (w.offset == DPU_LUT_ACCESS_CFG.offset) {
+      configured = true;
+      writing = DPU_LUT_ACCESS_CFG_LUT_ACCESS_TYPE.get(w.value) != 0;
+      table = DPU_LUT_ACCESS_CFG_LUT_TABLE_ID.get(w.value);
+      at = DPU_LUT_ACCESS_CFG_LUT_ADDR.get(w.value);
+    } else if (w.offset == DPU_LUT_ACCESS_DATA.offset) {
+      if (!configured || !writing)
+        return unsupported("DPU.LUT_ACCESS_DATA (word " + std::to_string(i) + ") without a LUT_ACCESS_CFG that selects a write");
+      if (at >= n) return invalid("DPU.LUT_ACCESS_DATA (word " + std::to_string(i) + ") past the table's " + std::to_string(n) + " entries");
+      if (up.entries[table].empty()) {
+        up.entries[table].assign(n, 0);
+        up.set[table].assign(n, false);
+      }
+      up.entries[table][at] = static_cast<int16_t>(w.value & 0xffff);
+      up.set[table][at] = true;
+      ++at;
+    }
+  }
+  return {};
+}
+
 Result<ReadTask> read_task(const DeviceMemory& mem, uint32_t address, size_t words, size_t t) {
   if (t > 100000) return invalid("regcmd chain longer than 100000 tasks (a loop?)");
   RKD_ASSIGN(auto bytes, mem.read(address, words * 8));
@@ -601,6 +724,7 @@ Result<ReadTask> read_task(const DeviceMemory& mem, uint32_t address, size_t wor
   r.task.address = address;
   r.task.enable_mask = d.enable_mask;
   r.task.values = d.final_values();
+  if (Status st = read_lut_upload(d, r.task.lut); !st.ok()) return st.error().with_context("task " + std::to_string(t) + " at " + hex32(address));
   if (!d.next_is_zero_word) {
     r.next = d.next_address;
     r.next_words = (static_cast<size_t>(d.next_amount) + 1) * 2;
@@ -616,7 +740,7 @@ Result<std::vector<TaskStats>> run_in_turn(DeviceMemory& mem, uint32_t address, 
   for (size_t t = 0; address != 0; ++t) {
     RKD_ASSIGN(ReadTask r, read_task(mem, address, words, t));
     auto st = [&]() -> Result<TaskStats> {
-      RKD_ASSIGN(ConvTask c, detail::decode_task(r.task.values, r.task.enable_mask, q));
+      RKD_ASSIGN(ConvTask c, detail::decode_task(r.task.values, r.task.enable_mask, q, &r.task.lut));
       return run_conv(mem, c, q, nullptr, 0);
     }();
     if (!st.ok()) return st.error().with_context(task_context(t, address));
@@ -653,7 +777,7 @@ std::shared_ptr<SimCache::Decoded> decode_chain(const DeviceMemory& mem, uint32_
   for (size_t t = 0; address != 0; ++t) {
     auto r = read_task(mem, address, words, t);
     if (!r.ok()) return nullptr;
-    auto c = detail::decode_task(r->task.values, r->task.enable_mask, q);
+    auto c = detail::decode_task(r->task.values, r->task.enable_mask, q, &r->task.lut);
     if (!c.ok()) return nullptr;
     // A chain mixing convolutions and DPU-only tasks runs in turn (the MAC plan assumes convolutions).
     if (t > 0 && c->dpu_only != d->dpu_only) return nullptr;

@@ -30,6 +30,22 @@
 //     only at converter scale 1]; then the EW ReLU unless bypassed. Simulated: one ERDMA
 //     operand per element (EW_OP_SRC 1, EW_ALU_ALGO 0-2, LUT bypassed, EW_DATA_MODE 1,
 //     EDATA_SIZE 1).
+//  6b. LUT (EW_LUT_BYPASS clear, the EW operand bypassed: EW_OP_BYPASS set, the EW ReLU
+//     bypassed) on v, NVDLA's SDP lookup [SRC: NVDLA's RTL, as soDLA's port of it; RK3588's
+//     field layout is NVDLA's]: two tables, LE (id 0) and LO (id 1), of lut_entries signed
+//     16-bit entries each, uploaded in the task by LUT_ACCESS_CFG (write, table id, address)
+//     and one LUT_ACCESS_DATA per entry, the address advancing [HW]. Per table: d = v -
+//     START; underflow when d < 0 (and at d = 0: quirk lut_start, NVDLA's compare is <=);
+//     index i = d >> INDEX_SELECT, fraction r = d mod 2^INDEX_SELECT; overflow when i >=
+//     entries - 1. A hit gives round((T[i] (2^sel - r) + T[i + 1] r) / 2^sel) (quirk
+//     lut_interp_rounding, NVDLA's half away from zero), an underflow T[0] + round((v -
+//     START) UFLOW_SCALE / 2^UFLOW_SHIFT), an overflow T[last] + round((v - END)
+//     OFLOW_SCALE / 2^OFLOW_SHIFT), saturated to int32. Both tables hit: HYBRID_PRIORITY
+//     picks LO; both under- (over-)flow: UFLOW_ (OFLOW_)PRIORITY picks LO; one hit: that
+//     one; one under-, the other overflowing: LO [INF]. Simulated in the one configuration
+//     measured on a board (fp16, allbilly/rk3588 examples/silu.py) with int8 processing:
+//     LUT_CFG ROAD_SEL 0 (LE linear), EXPAND_EN 0, CAL_SEL 0, LO_LE_MUX 2, both tables
+//     uploaded in the task (whether they persist between tasks is unmeasured).
 //  A DPU-only task (enable mask 0x18): stages 4-7 on the int8 main input read by MRDMA at
 //     DPU_RDMA.RDMA_SRC_BASE_ADDR, NC1HWC2 with dense surfaces (W H 16 bytes), instead of
 //     CORE's output (no MAC, no CORE truncation); FLYING_MODE set in both feature-mode
@@ -72,6 +88,8 @@ struct Quirks {
   bool out_cvt_scale_signed = true;                    // 0x8000 flips the sign on RK3576 [HW]
   bool width_is_line = true;                           // DATAIN_WIDTH is the contiguous dimension [HW]; false: Mesa's swap
   bool ew_float = false;                               // EW add: integer converter (Mesa) or float32 (another report) [knob]
+  bool lut_start_underflows = true;                    // LUT: v == START is an underflow (NVDLA's <=) or index 0 [knob]
+  Rounding lut_interp_rounding = Rounding::half_away;  // LUT interpolation and slopes: NVDLA's rounding [knob]
   bool operator==(const Quirks&) const = default;
 };
 

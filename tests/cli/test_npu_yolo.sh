@@ -1,0 +1,31 @@
+#!/bin/bash
+# YOLOv8n's architecture (the 320 x 320 test build) quantized uint8 per tensor, simulated with
+# its SiLUs through the DPU's lookup table: qdq-to-qlinear folds each x * Sigmoid(x) into one
+# table of x (mul_lut_sites), the runtime runs 57 of them as LUT tasks, and every output of
+# `run --backend sim` equals `--backend int8`'s (the reference's tables) byte for byte.
+# `compile` lists the same tables as Lut entries and no SiLU Mul among the CPU's nodes.
+#   test_npu_yolo.sh RKDEPLOY MODELS_DIR
+set -euo pipefail
+rk="$1"; m="$2/yolov8n_arch_tiny"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+/usr/bin/python3 -c "import numpy as np, sys; np.savez(sys.argv[2], images=np.load(sys.argv[1]))" "$m.input_images.npy" "$work/calib.npz"
+"$rk" quantize "$m.onnx" --calib "$work/calib.npz" --dtype uint8 -o "$work/q.onnx" > /dev/null
+in="images=$m.input_images.npy"
+"$rk" run "$work/q.onnx" --backend int8 --requant rknpu_out_cvt --input "$in" --output-dir "$work/int8" > /dev/null
+"$rk" run "$work/q.onnx" --backend sim --strategy per-tensor --requant rknpu_out_cvt --input "$in" --output-dir "$work/sim" > /dev/null 2> "$work/sim.log"
+grep -q "; 57 other table(s) through the DPU's LUT, 1 on the CPU;" "$work/sim.log" || { cat "$work/sim.log"; exit 1; }
+# The one left: the head's Sigmoid on [1, 80, 2100] (not an [N, C, H, W] map).
+grep -q "on the CPU: /detect/Sigmoid/lut: input is not a static \[N, C, H, W\] map" "$work/sim.log"
+for f in "$work"/int8/*.npy; do cmp "$f" "$work/sim/$(basename "$f")"; done
+echo "yolov8n tiny uint8: every output of the simulated run (57 SiLU tables on the LUT) equals the int8 reference's"
+"$rk" compile "$work/q.onnx" --strategy per-tensor -o "$work/c" > /dev/null
+/usr/bin/python3 - "$work/c/manifest.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+lut = [e for e in m["elementwise"] if e["op"] == "Lut"]
+assert len(lut) == 57 and all(len(e["table"]) == 256 and len(e["tasks"]) == 1 for e in lut), len(lut)
+muls = [x for x in m["cpu"] if x["op"] == "Mul"]
+assert not [x for x in muls if "/act/" in x["node"]], muls
+print(f"yolov8n tiny uint8 compile: {len(lut)} Lut entries, {len(muls)} Mul(s) on the CPU")
+PY
