@@ -7,6 +7,10 @@
 JOBS ?= $(shell nproc)
 BUILD ?= build
 CMAKE_FLAGS ?=
+# Batched translation units (CMAKE_UNITY_BUILD) for the builds from scratch: the fresh machine's,
+# the sanitizer's and the aarch64 cross build (docs/design-decisions.md, "Unity builds");
+# UNITY=OFF for incremental work, where a batch recompiles with each of its files.
+UNITY ?= ON
 
 .PHONY: deps build demo test demo-fresh test-fresh test-isa test-sanitize test-aarch64 bench bench-models fuzz models clean format format-check
 
@@ -14,7 +18,7 @@ deps:
 	bash scripts/setup.sh
 
 build: deps
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DRKD_WERROR=ON $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DRKD_WERROR=ON -DCMAKE_UNITY_BUILD=$(UNITY) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
 PHOTO ?= /usr/lib/python3/dist-packages/skimage/data/astronaut.png
@@ -43,7 +47,7 @@ SAN_FLAGS ?= -O1 -g1 -DNDEBUG
 test-sanitize: deps
 	cmake -S . -B build-san -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRKD_WERROR=ON \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(SAN_FLAGS)" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$(SAN_FLAGS)" \
-	  -DRKD_ASAN=ON -DRKD_UBSAN=ON -DRKD_ENABLE_BENCH=OFF
+	  -DRKD_ASAN=ON -DRKD_UBSAN=ON -DRKD_ENABLE_BENCH=OFF -DCMAKE_UNITY_BUILD=$(UNITY)
 	cmake --build build-san -j $(JOBS)
 	cd build-san && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L unit
 
@@ -64,7 +68,7 @@ test-aarch64:
 	@[ -x "$(HOST_RKDEPLOY)" ] || $(MAKE) build
 	cmake -S . -B build-aarch64 -G Ninja -DCMAKE_BUILD_TYPE=Release -DRKD_WERROR=ON \
 	  -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-sysroot.cmake -DRKD_ARM64_SYSROOT=$(CURDIR)/build-aarch64-sysroot \
-	  -DRKD_ENABLE_BENCH=OFF -DRKD_HOST_RKDEPLOY=$(CURDIR)/$(HOST_RKDEPLOY)
+	  -DRKD_ENABLE_BENCH=OFF -DRKD_HOST_RKDEPLOY=$(CURDIR)/$(HOST_RKDEPLOY) -DCMAKE_UNITY_BUILD=$(UNITY)
 	cmake --build build-aarch64 -j $(JOBS)
 	cd build-aarch64 && ctest --output-on-failure -j $(JOBS) -L unit
 	cd build-aarch64 && ctest --output-on-failure -j $(JOBS) -R '^(human_models|arm64_parity)$$|TfjsModel.*blazeface'

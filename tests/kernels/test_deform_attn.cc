@@ -7,6 +7,7 @@
 #include <random>
 #include <sstream>
 
+#include "common/expect_tensor.h"
 #include "common/tolerance.h"
 #include "kernels/deform_attn.h"
 #include "kernels/grid_sample.h"
@@ -62,14 +63,6 @@ std::string describe(const Config& c, MsdaMethod m, uint32_t seed) {
   for (auto l : c.levels) s << l.h << "x" << l.w << ",";
   s << " seed=" << seed;
   return s.str();
-}
-
-void expect_identical(const Tensor& a, const Tensor& b, const std::string& what) {
-  ASSERT_EQ(a.shape(), b.shape()) << what;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    ASSERT_TRUE(exact_equal(a.data<float>()[i], b.data<float>()[i]))
-        << what << " at " << i << ": " << a.data<float>()[i] << " vs " << b.data<float>()[i];
-  }
 }
 
 const std::vector<Config> kConfigs = {

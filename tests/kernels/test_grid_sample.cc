@@ -7,6 +7,7 @@
 #include <random>
 #include <sstream>
 
+#include "common/expect_tensor.h"
 #include "common/tolerance.h"
 #include "kernels/grid_sample.h"
 
@@ -50,16 +51,6 @@ std::string describe(const GridSampleOptions& o, const Shape& in, const Shape& g
     << " convention=" << to_string(o.convention) << " dtype=" << dtype_name(dt) << " input=" << shape_to_string(in) << " grid=" << shape_to_string(g)
     << " seed=" << seed;
   return s.str();
-}
-
-void expect_identical(const Tensor& a, const Tensor& b, const std::string& what) {
-  ASSERT_EQ(a.shape(), b.shape()) << what;
-  ASSERT_EQ(a.dtype(), b.dtype()) << what;
-  const Tensor fa = *a.to(DType::f32), fb = *b.to(DType::f32);
-  for (int64_t i = 0; i < fa.numel(); ++i) {
-    ASSERT_TRUE(exact_equal(fa.data<float>()[i], fb.data<float>()[i]))
-        << what << " at flat index " << i << ": " << fa.data<float>()[i] << " vs " << fb.data<float>()[i];
-  }
 }
 
 struct Spatial {
