@@ -22,17 +22,17 @@ namespace fs = std::filesystem;
 namespace {
 
 // Temporaries of every live transaction, for the signal thread.
-std::mutex g_mu;
+std::mutex g_output_mu;
 std::set<std::string>& live_temps() {
   static std::set<std::string> s;
   return s;
 }
 void track(const std::string& p) {
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_output_mu);
   live_temps().insert(p);
 }
 void untrack(const std::string& p) {
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_output_mu);
   live_temps().erase(p);
 }
 
@@ -258,7 +258,7 @@ void install_signal_cleanup() {
     int sig = 0;
     if (sigwait(&set, &sig) != 0) return;
     {
-      std::lock_guard<std::mutex> lk(g_mu);
+      std::lock_guard<std::mutex> lk(g_output_mu);
       for (const auto& p : live_temps()) {
         std::error_code ec;
         fs::remove_all(p, ec);

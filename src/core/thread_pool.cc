@@ -32,7 +32,7 @@ bool poll_for(Pred ready, int micros) {
   }
 }
 
-std::mutex g_mu;
+std::mutex g_pool_mu;
 std::unique_ptr<ThreadPool> g_pool;
 }  // namespace
 
@@ -114,13 +114,13 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t)>& fn)
 }
 
 ThreadPool& ThreadPool::global() {
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::lock_guard<std::mutex> lock(g_pool_mu);
   if (!g_pool) g_pool = std::make_unique<ThreadPool>(0);
   return *g_pool;
 }
 
 void set_global_thread_count(int threads) {
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::lock_guard<std::mutex> lock(g_pool_mu);
   if (g_pool && g_pool->thread_count() == resolve(threads)) return;
   g_pool.reset();
   g_pool = std::make_unique<ThreadPool>(threads);

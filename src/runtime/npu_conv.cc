@@ -591,14 +591,14 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                       auto spec = npu_add_spec(*n);
                       place(n, spec.ok() ? Status() : Status(spec.error()), "NpuAdd", &FusionReport::npu_sim_adds, &FusionReport::npu_cpu_adds);
                     }
+                    // A LeakyRelu table as the EW stage's max where that is the table (its
+                    // arithmetic is the reference's: rknpu_out_cvt); else, and for every other
+                    // table, the LUT below, which reproduces any table exactly.
                     for (const auto& np : g.nodes()) {
                       Node* n = np.get();
                       if (n->op_type != "QLinearLut" || n->domain != "rkdeploy" || !n->attrs.count("rkd_op")) continue;
                       auto d = npu_leaky_relu_table_differences(*n);
-                      if (!d.ok()) {
-                        if (report) report->npu_cpu_luts.push_back(n->name + ": " + d.error().message);
-                        continue;
-                      }
+                      if (!d.ok() || (*d > 0 && npu_lut_spec(*n).ok())) continue;
                       n->attrs["rkd_sim_knobs"] = joined;
                       n->op_type = "NpuLeakyRelu";
                       if (report) {

@@ -72,7 +72,8 @@ Result<Kernel> npu_split_kernel(const ir::Node& n, const npu::sim::Quirks& quirk
 // is a convolution's only reader is fused into it first (the EW stage; one rounding where the
 // int8 reference rounds twice, so off by default). Then every rkdeploy.QLinearAdd that
 // npu_add_spec() takes becomes rkdeploy.NpuAdd (a DPU-only task, quant::rknpu_add_plan's
-// arithmetic), every LeakyRelu table npu_leaky_relu_spec() takes rkdeploy.NpuLeakyRelu, and
+// arithmetic), every LeakyRelu table npu_leaky_relu_spec() takes rkdeploy.NpuLeakyRelu (the
+// EW stage's max) unless that arithmetic differs from the table and the LUT can take it, and
 // every other table npu_lut_spec() takes next to an NPU node rkdeploy.NpuLut. Counts them,
 // and lists the others with the reason, in `report`.
 ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, bool fuse_add, FusionReport* report);

@@ -17,7 +17,7 @@ inline void expect_identical(const Tensor& a, const Tensor& b, const std::string
   ASSERT_EQ(a.dtype(), b.dtype()) << what;
   const Tensor fa = *a.to(DType::f32), fb = *b.to(DType::f32);
   for (int64_t i = 0; i < fa.numel(); ++i) {
-    ASSERT_TRUE(exact_equal(fa.data<float>()[i], fb.data<float>()[i]))
+    ASSERT_TRUE(test::exact_equal(fa.data<float>()[i], fb.data<float>()[i]))
         << what << " at flat index " << i << ": " << fa.data<float>()[i] << " vs " << fb.data<float>()[i];
   }
 }

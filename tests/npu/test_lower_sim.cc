@@ -224,28 +224,35 @@ TEST(NpuLowerSim, PerAxisStrategiesOnScalesSpreadOverTwoDecades) {
   EXPECT_GT(share("bs-multiplier-opt"), share("bs-multiplier"));
 }
 
-TEST(NpuLowerSim, CbufTilingComputesWhatTheWholeLoweringComputes) {
-  // Inputs taller than the data banks hold (row slices, overlapping by KH - stride rows, the
-  // first with the top padding, the last with the bottom) and weights larger than the weight
-  // banks (kernel chunks): the tiled tasks write, bit for bit, what one whole task would
-  // (the simulator does not model CBUF capacity), and match the reference within one step.
-  struct T {
-    bool depthwise;
-    DType t;
-    Dims d;
-    int64_t min_slices;
-    size_t min_tasks;
-  };
-  const T cases[] = {
-      {false, DType::i8, {64, 40, 70, 128, 3, 1}, 2, 2},                                                     // 8 KiB rows: 40 fit in 10 banks
-      {false, DType::u8, {48, 24, 97, 160, 3, 2}, 2, 2},                                                     // stride 2, uint8
-      {false, DType::i8, {32, 16, 200, 150, 5, 1}, 3, 3},                                                    // 5x5 kernel, overlap 4 rows
-      {false, DType::i8, {16, 8, 300, 90, 1, 1}, 2, 2},                                                      // 1x1: no overlap
-      {true, DType::i8, {40, 40, 120, 700, 3, 1}, 2, 6},                                                     // depthwise 16-channel windows
-      {true, DType::u8, {16, 16, 90, 600, 3, 2}, 2, 2},   {false, DType::i8, {512, 256, 6, 7, 3, 1}, 1, 4},  // 4.5 KiB kernels: weights in chunks
-  };
-  std::mt19937 rng(11);
-  for (const T& c0 : cases) {
+// Inputs taller than the data banks hold (row slices, overlapping by KH - stride rows, the
+// first with the top padding, the last with the bottom) and weights larger than the weight
+// banks (kernel chunks): the tiled tasks write, bit for bit, what one whole task would (the
+// simulator does not model CBUF capacity), and match the reference within one step. One
+// test per geometry, so that CTest runs them side by side.
+struct TilingCase {
+  bool depthwise;
+  DType t;
+  Dims d;
+  int64_t min_slices;
+  size_t min_tasks;
+  const char* name;
+};
+const TilingCase kTilingCases[] = {
+    {false, DType::i8, {64, 40, 70, 128, 3, 1}, 2, 2, "rows_8KiB"},          // 8 KiB rows: 40 fit in 10 banks
+    {false, DType::u8, {48, 24, 97, 160, 3, 2}, 2, 2, "stride2_uint8"},      // stride 2, uint8
+    {false, DType::i8, {32, 16, 200, 150, 5, 1}, 3, 3, "kernel5_overlap4"},  // 5x5 kernel, overlap 4 rows
+    {false, DType::i8, {16, 8, 300, 90, 1, 1}, 2, 2, "kernel1"},             // 1x1: no overlap
+    {true, DType::i8, {40, 40, 120, 700, 3, 1}, 2, 6, "depthwise_windows"},  // depthwise 16-channel windows
+    {true, DType::u8, {16, 16, 90, 600, 3, 2}, 2, 2, "depthwise_uint8"},
+    {false, DType::i8, {512, 256, 6, 7, 3, 1}, 1, 4, "weight_chunks"},  // 4.5 KiB kernels: weights in chunks
+};
+
+class CbufTiling : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(CbufTiling, ComputesWhatTheWholeLoweringComputes) {
+  const TilingCase& c0 = kTilingCases[GetParam()];
+  std::mt19937 rng(static_cast<unsigned>(11 + GetParam()));
+  {
     Case c = random_case(rng, c0.depthwise, c0.t, c0.t == DType::i8 ? 1.0 : 0.0, false, c0.d);
     const std::string what = std::string(c0.depthwise ? "dw " : "conv ") + std::to_string(c0.d.C) + "x" + std::to_string(c0.d.H) + "x" +
                              std::to_string(c0.d.W) + " k" + std::to_string(c0.d.K) + " s" + std::to_string(c0.d.stride);
@@ -275,6 +282,9 @@ TEST(NpuLowerSim, CbufTilingComputesWhatTheWholeLoweringComputes) {
     EXPECT_EQ(compare(*per_channel, reference(c, quant::Requant::rknpu_out_cvt)).max, 0) << what;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(NpuLowerSim, CbufTiling, ::testing::Range<size_t>(0, std::size(kTilingCases)),
+                         [](const ::testing::TestParamInfo<size_t>& i) { return std::string(kTilingCases[i.param].name); });
 
 // A case's input placed and its convolution lowered into fresh device memory.
 struct InMemory {
