@@ -388,8 +388,9 @@ Result<npu::lower::LutSpec> npu_lut_spec(const Node& n) {
   if (!xs || !ys || xs->size() != 4 || *xs != *ys) return unsupported("input is not a static [N, C, H, W] map of the output's shape");
   if (!n.inputs[0]->dtype || !n.outputs[0]->dtype || *n.inputs[0]->dtype != *n.outputs[0]->dtype)
     return unsupported("input and output of different types");
-  const Tensor* table = n.inputs[1] ? &*n.inputs[1]->constant : nullptr;
-  if (!n.inputs[1] || !n.inputs[1]->constant || table->numel() != 256) return invalid(n.describe() + ": the table is not a constant of 256 entries");
+  if (!n.inputs[1] || !n.inputs[1]->constant || n.inputs[1]->constant->numel() != 256)
+    return invalid(n.describe() + ": the table is not a constant of 256 entries");
+  const Tensor* table = &*n.inputs[1]->constant;
   npu::lower::LutSpec s;
   s.dtype = *n.inputs[0]->dtype;
   s.C = (*xs)[1];
