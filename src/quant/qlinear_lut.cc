@@ -151,9 +151,10 @@ std::optional<LeakySite> leaky_site(const Node& op, const Node& dq, const Node& 
                    static_cast<int32_t>(dq.inputs[2]->constant->get_as_double(0)), static_cast<int32_t>(q.inputs[2]->constant->get_as_double(0))};
 }
 
-// The DequantizeLinear d becomes dead when op was its only reader.
+// The DequantizeLinear d becomes dead when op was its only reader (for one input or several).
 void drop_if_sole(Node* d, const Node* op, std::set<const Node*>& gone) {
-  if (d->outputs[0]->consumers.size() == 1 && d->outputs[0]->consumers[0] == op) gone.insert(d);
+  const auto& cs = d->outputs[0]->consumers;
+  if (!cs.empty() && std::all_of(cs.begin(), cs.end(), [&](const Node* c) { return c == op; })) gone.insert(d);
 }
 
 // MaxPool windows that always hold an input element (pads below the kernel, floor mode,
@@ -323,10 +324,7 @@ Status mul_lut_sites(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEv
     g.move_output(q, 0, nl, 0);
     gone.insert(q);
     gone.insert(op);
-    for (Node* d : {da, db}) {
-      const auto& cs = d->outputs[0]->consumers;
-      if (std::all_of(cs.begin(), cs.end(), [&](const Node* c) { return c == op; })) gone.insert(d);
-    }
+    for (Node* d : {da, db}) drop_if_sole(d, op, gone);
     Node* lut_reader = a_is_x ? db : da;
     if (lut && gone.count(lut_reader) && lut->outputs[0]->consumers.size() == 1 &&
         std::find(g.outputs.begin(), g.outputs.end(), lut->outputs[0]) == g.outputs.end()) {

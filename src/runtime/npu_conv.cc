@@ -334,7 +334,7 @@ Result<Kernel> npu_add_kernel(const Node& n, const npu::sim::Quirks& quirks) {
 
 Result<npu::lower::LeakyReluSpec> npu_leaky_relu_spec(const Node& n) {
   RKD_ASSIGN(std::string op, n.attr_string("rkd_op", ""));
-  if (op != "LeakyRelu") return unsupported("not a LeakyRelu table (the NPU lowers LeakyRelu only; other tables need the DPU's LUT)");
+  if (op != "LeakyRelu") return unsupported("not a LeakyRelu table (other tables go through the DPU's LUT: npu_lut_spec)");
   const auto xs = ir::static_shape(n.inputs[0]), ys = ir::static_shape(n.outputs[0]);
   if (!xs || !ys || xs->size() != 4 || *xs != *ys) return unsupported("input is not a static [N, C, H, W] map of the output's shape");
   if (!n.inputs[0]->dtype || !n.outputs[0]->dtype || *n.inputs[0]->dtype != *n.outputs[0]->dtype)
