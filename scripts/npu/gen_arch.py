@@ -63,6 +63,8 @@ def main():
     out.append(f"inline constexpr uint32_t kConvEnableMask = 0x{t['conv_enable_mask']:x};")
     out.append("// A DPU-only task (DPU, DPU_RDMA): the main input from memory by MRDMA [HW].")
     out.append(f"inline constexpr uint32_t kDpuEnableMask = 0x{t['dpu_enable_mask']:x};")
+    out.append("// A PPU-only task (PPU, PPU_RDMA): pooling of a map read from memory by PPU_RDMA [HW].")
+    out.append(f"inline constexpr uint32_t kPpuEnableMask = 0x{t['ppu_enable_mask']:x};")
     out.append("")
     keys = [k for k, v in params.items() if isinstance(v, int)]
     out.append("inline constexpr Params kRk3588{")

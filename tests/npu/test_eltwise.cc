@@ -562,7 +562,7 @@ TEST(NpuEltwise, SimulatorRefusesMalformedDpuOnlyTasksByRegister) {
             std::string::npos);
   EXPECT_NE(message([](regcmd::Task& t) { (void)t.regs.set(arch::DPU_RDMA_RDMA_FEATURE_MODE_CFG_IN_PRECISION, 2); }).find("int8 input"),
             std::string::npos);
-  EXPECT_NE(message([](regcmd::Task& t) { t.enable_mask = 0x60; }).find("enable mask"), std::string::npos);
+  EXPECT_NE(message([](regcmd::Task& t) { t.enable_mask = 0x78; }).find("enable mask"), std::string::npos);  // DPU feeding the PPU
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "npu/lower/constraints.h"
 
+#include <algorithm>
 #include <functional>
 #include <sstream>
 
@@ -27,6 +28,7 @@ struct RuleOf {
 };
 using Rule = RuleOf<ConvGeometry>;
 using EltwiseRule = RuleOf<EltwiseGeometry>;
+using PoolRule = RuleOf<PoolGeometry>;
 
 template <typename G>
 std::vector<std::pair<std::string, std::string>> listed(const std::vector<RuleOf<G>>& rules) {
@@ -141,7 +143,63 @@ const std::vector<EltwiseRule>& eltwise_rule_list() {
   return r;
 }
 
+const std::vector<PoolRule>& pool_rule_list() {
+  static const std::vector<PoolRule> r = [] {
+    std::vector<PoolRule> v;
+    v.push_back({"int8 or uint8", "the lowering emits the PPU's int8 precision", [](const PoolGeometry& g) {
+                   return g.dtype == DType::i8 || g.dtype == DType::u8 ? std::string() : std::string(dtype_name(g.dtype)) + " input";
+                 }});
+    v.push_back(
+        {"batch 1", "one image per task", [](const PoolGeometry& g) { return g.batch == 1 ? std::string() : "batch " + std::to_string(g.batch); }});
+    v.push_back({"no Indices output", "PPU.OPERATION_MODE_CFG.INDEX_EN writes window positions, not ONNX's flat indices",
+                 [](const PoolGeometry& g) { return g.indices ? std::string("the Indices output") : std::string(); }});
+    v.push_back({"no dilation", "the PPU's windows are dense", [](const PoolGeometry& g) {
+                   return g.dilation_h == 1 && g.dilation_w == 1 ? std::string() : "dilation " + dims(g.dilation_h, g.dilation_w);
+                 }});
+    v.push_back({"floor mode", "the PPU's output holds the windows that fit (ceil_mode 1 is not lowered)",
+                 [](const PoolGeometry& g) { return g.ceil_mode ? std::string("ceil_mode 1") : std::string(); }});
+    const int64_t mk = static_cast<int64_t>(PPU_POOLING_KERNEL_CFG_KERNEL_WIDTH.max()) + 1;
+    const int64_t ms = static_cast<int64_t>(PPU_POOLING_KERNEL_CFG_KERNEL_STRIDE_WIDTH.max()) + 1;
+    const int64_t mp = static_cast<int64_t>(PPU_POOLING_PADDING_CFG_PAD_LEFT.max());
+    v.push_back({"kernel <= " + std::to_string(mk),
+                 fields_reason(PPU_POOLING_KERNEL_CFG_KERNEL_WIDTH, PPU_POOLING_KERNEL_CFG_KERNEL_HEIGHT) + ", the size minus one",
+                 [mk](const PoolGeometry& g) { return g.KH <= mk && g.KW <= mk ? std::string() : "kernel " + dims(g.KH, g.KW); }});
+    v.push_back(
+        {"stride <= " + std::to_string(ms),
+         fields_reason(PPU_POOLING_KERNEL_CFG_KERNEL_STRIDE_WIDTH, PPU_POOLING_KERNEL_CFG_KERNEL_STRIDE_HEIGHT) + ", the stride minus one",
+         [ms](const PoolGeometry& g) { return g.stride_h <= ms && g.stride_w <= ms ? std::string() : "stride " + dims(g.stride_h, g.stride_w); }});
+    v.push_back({"pads <= " + std::to_string(mp),
+                 std::string("PPU.POOLING_PADDING_CFG's PAD_LEFT, PAD_TOP, PAD_RIGHT and PAD_BOTTOM are ") +
+                     std::to_string(PPU_POOLING_PADDING_CFG_PAD_LEFT.width()) + "-bit fields",
+                 [mp](const PoolGeometry& g) {
+                   const int64_t m = std::max({g.pad_top, g.pad_left, g.pad_bottom, g.pad_right});
+                   return m <= mp ? std::string() : "a pad of " + std::to_string(m);
+                 }});
+    v.push_back({"pads below the kernel", "every window holds a cell of the map (how the PPU pads a max is unmeasured: sim knob ppu_max_padding)",
+                 [](const PoolGeometry& g) {
+                   return g.pad_top < g.KH && g.pad_bottom < g.KH && g.pad_left < g.KW && g.pad_right < g.KW
+                              ? std::string()
+                              : std::string("a pad of at least the kernel");
+                 }});
+    const int64_t mw = static_cast<int64_t>(PPU_DATA_CUBE_IN_WIDTH_CUBE_IN_WIDTH.max()) + 1;
+    const int64_t mh = static_cast<int64_t>(PPU_DATA_CUBE_IN_HEIGHT_CUBE_IN_HEIGHT.max()) + 1;
+    const int64_t mc = static_cast<int64_t>(PPU_DATA_CUBE_IN_CHANNEL_CUBE_IN_CHANNEL.max()) + 1;
+    v.push_back({"width <= " + std::to_string(mw), size_reason(PPU_DATA_CUBE_IN_WIDTH_CUBE_IN_WIDTH),
+                 [mw](const PoolGeometry& g) { return g.W <= mw ? std::string() : "width " + std::to_string(g.W); }});
+    v.push_back({"height <= " + std::to_string(mh), size_reason(PPU_DATA_CUBE_IN_HEIGHT_CUBE_IN_HEIGHT),
+                 [mh](const PoolGeometry& g) { return g.H <= mh ? std::string() : "height " + std::to_string(g.H); }});
+    v.push_back({"channels <= " + std::to_string(mc), size_reason(PPU_DATA_CUBE_IN_CHANNEL_CUBE_IN_CHANNEL),
+                 [mc](const PoolGeometry& g) { return (g.C + 15) / 16 * 16 <= mc ? std::string() : std::to_string(g.C) + " channels"; }});
+    return v;
+  }();
+  return r;
+}
+
 }  // namespace
+
+std::vector<std::pair<std::string, std::string>> pool_rules() { return listed(pool_rule_list()); }
+std::vector<Violation> check_pool(const PoolGeometry& g) { return broken(pool_rule_list(), g); }
+Status pool_supported(const PoolGeometry& g, const std::string& what) { return first_violation(check_pool(g), what); }
 
 int64_t unaligned_part_offset(const std::vector<int64_t>& parts) {
   int64_t at = 0;

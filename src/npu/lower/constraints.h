@@ -74,4 +74,18 @@ std::vector<std::pair<std::string, std::string>> eltwise_rules();
 std::vector<Violation> check_eltwise(const EltwiseGeometry& g);
 Status eltwise_supported(const EltwiseGeometry& g, const std::string& what);
 
+// A max pooling as the PPU sees it (a PPU-only task, eltwise.h lower_max_pool).
+struct PoolGeometry {
+  DType dtype = DType::i8;
+  int64_t batch = 1, C = 0, H = 0, W = 0, OH = 0, OW = 0;
+  int64_t KH = 1, KW = 1, stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+  bool ceil_mode = false;
+  bool indices = false;  // MaxPool's second output
+};
+std::vector<std::pair<std::string, std::string>> pool_rules();
+std::vector<Violation> check_pool(const PoolGeometry& g);
+Status pool_supported(const PoolGeometry& g, const std::string& what);
+
 }  // namespace rkd::npu::lower

@@ -216,6 +216,83 @@ Status write_lut_input(DeviceMemory& mem, const LutSpec& s, const LoweredEltwise
   return write_map(mem, l.main_address, l.main_surface_bytes, s, x, "X");
 }
 
+MapShape MaxPoolSpec::output() const {
+  MapShape o = *this;
+  o.H = (H + pad_top + pad_bottom - kernel_h) / stride_h + 1;
+  o.W = (W + pad_left + pad_right - kernel_w) / stride_w + 1;
+  return o;
+}
+
+PoolGeometry geometry_of(const MaxPoolSpec& s) {
+  PoolGeometry g;
+  g.dtype = s.dtype;
+  g.C = s.C;
+  g.H = s.H;
+  g.W = s.W;
+  const MapShape o = s.output();
+  g.OH = o.H;
+  g.OW = o.W;
+  g.KH = s.kernel_h;
+  g.KW = s.kernel_w;
+  g.stride_h = s.stride_h;
+  g.stride_w = s.stride_w;
+  g.pad_top = s.pad_top;
+  g.pad_left = s.pad_left;
+  g.pad_bottom = s.pad_bottom;
+  g.pad_right = s.pad_right;
+  return g;
+}
+
+Status check_max_pool(const MaxPoolSpec& s) {
+  RKD_TRY(check_map(s, "npu MaxPool: "));
+  if (s.kernel_h < 1 || s.kernel_w < 1 || s.stride_h < 1 || s.stride_w < 1 || s.pad_top < 0 || s.pad_left < 0 || s.pad_bottom < 0 ||
+      s.pad_right < 0 || s.H + s.pad_top + s.pad_bottom < s.kernel_h || s.W + s.pad_left + s.pad_right < s.kernel_w)
+    return invalid("npu MaxPool: kernel, strides and pads must be positive (pads non-negative) and the window must fit the padded map");
+  return pool_supported(geometry_of(s), "npu MaxPool: ");
+}
+
+Result<LoweredEltwise> lower_max_pool(const MaxPoolSpec& s, DeviceMemory& mem) {
+  RKD_TRY(check_max_pool(s));
+  const MapShape o = s.output();
+  LoweredEltwise l;
+  l.main_surface_bytes = s.H * s.W * kC2;
+  l.output_surface_bytes = o.H * o.W * kC2;
+  const size_t in_bytes = map_bytes(s, l.main_surface_bytes), out_bytes = map_bytes(o, l.output_surface_bytes);
+  l.main_address = mem.alloc(in_bytes);
+  l.buffers.push_back(Buffer{"input", 0, l.main_address, in_bytes});
+  l.output_address = mem.alloc(out_bytes);
+  l.buffers.push_back(Buffer{"output", 0, l.output_address, out_bytes});
+  PpuPool p;
+  p.src_address = l.main_address;
+  p.dst_address = l.output_address;
+  p.width = s.W;
+  p.height = s.H;
+  p.channels = align(s.C, kC2);
+  p.src_line_bytes = s.W * kC2;
+  p.src_surface_bytes = l.main_surface_bytes;
+  p.dst_surface_bytes = l.output_surface_bytes;
+  p.out_width = o.W;
+  p.out_height = o.H;
+  p.kernel_w = s.kernel_w;
+  p.kernel_h = s.kernel_h;
+  p.stride_w = s.stride_w;
+  p.stride_h = s.stride_h;
+  p.pad_left = s.pad_left;
+  p.pad_top = s.pad_top;
+  p.pad_right = s.pad_right;
+  p.pad_bottom = s.pad_bottom;
+  p.pad_value = -128;  // the stored domain's minimum (int8; uint8 - 128)
+  regcmd::Task t;
+  t.enable_mask = arch::kPpuEnableMask;
+  RKD_TRY(emit_ppu(t.regs, p));
+  l.tasks.push_back(std::move(t));
+  return l;
+}
+
+Status write_max_pool_input(DeviceMemory& mem, const MaxPoolSpec& s, const LoweredEltwise& l, const Tensor& x) {
+  return write_map(mem, l.main_address, l.main_surface_bytes, s, x, "X");
+}
+
 Result<LoweredEltwise> lower_concat(const ConcatSpec& s, DeviceMemory& mem) {
   RKD_TRY(check_concat(s));
   LoweredEltwise l;

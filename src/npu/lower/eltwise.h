@@ -10,6 +10,9 @@
 //              into the one output map at the part's first surface. Exact.
 //   Split      along channels, the converse: one copy task per part, reading the one input
 //              map from the part's first surface into the part's own map. Exact.
+//   MaxPool    one PPU-only task (emit.h PpuPool): the maximum over each window of the map's
+//              cells, pads below the kernel (padded cells hold the type's minimum, so that
+//              either reading of the PPU's padding gives the maximum of the cells). Exact.
 //   Lut        any function of the input code (qdq-to-qlinear's QLinearLut: Sigmoid, SiLU,
 //              HardSwish, ...): the DPU's lookup table with one entry per stored input value
 //              (emit.h LutTable), BS and EW bypassed, OUT_CVT x 1. Exact wherever the
@@ -61,6 +64,14 @@ struct SplitSpec : ConcatSpec {};
 struct LutSpec : MapShape {
   std::vector<int32_t> table;
 };
+// y[c, oy, ox] = max of x over rows oy * stride_h - pad_top + [0, kernel_h), columns alike,
+// inside the map (floor mode); MapShape is the input.
+struct MaxPoolSpec : MapShape {
+  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  MapShape output() const;
+};
+PoolGeometry geometry_of(const MaxPoolSpec& s);
 EltwiseGeometry geometry_of(const AddSpec& s);
 EltwiseGeometry geometry_of(const ConcatSpec& s);
 EltwiseGeometry geometry_of(const LeakyReluSpec& s);
@@ -72,6 +83,7 @@ Status check_leaky_relu(const LeakyReluSpec& s);
 Status check_concat(const ConcatSpec& s);
 Status check_split(const SplitSpec& s);
 Status check_lut(const LutSpec& s);
+Status check_max_pool(const MaxPoolSpec& s);
 
 struct LoweredEltwise {
   std::vector<regcmd::Task> tasks;
@@ -87,6 +99,7 @@ Result<LoweredEltwise> lower_leaky_relu(const LeakyReluSpec& s, DeviceMemory& me
 Result<LoweredEltwise> lower_concat(const ConcatSpec& s, DeviceMemory& mem);
 Result<LoweredEltwise> lower_split(const SplitSpec& s, DeviceMemory& mem);
 Result<LoweredEltwise> lower_lut(const LutSpec& s, DeviceMemory& mem);
+Result<LoweredEltwise> lower_max_pool(const MaxPoolSpec& s, DeviceMemory& mem);
 // The lookup table a LutSpec's task uploads (stored domain, arch lut_entries entries).
 Result<LutTable> lut_table_of(const LutSpec& s);
 // Write the operands ([1, C, H, W] of s.dtype) where the task reads them (Add: the
@@ -94,11 +107,12 @@ Result<LutTable> lut_table_of(const LutSpec& s);
 Status write_add_inputs(DeviceMemory& mem, const AddSpec& s, const LoweredEltwise& l, const Tensor& a, const Tensor& b);
 Status write_leaky_relu_input(DeviceMemory& mem, const LeakyReluSpec& s, const LoweredEltwise& l, const Tensor& x);
 Status write_lut_input(DeviceMemory& mem, const LutSpec& s, const LoweredEltwise& l, const Tensor& x);
+Status write_max_pool_input(DeviceMemory& mem, const MaxPoolSpec& s, const LoweredEltwise& l, const Tensor& x);
 // The parts, [1, parts[i], H, W] each.
 Status write_concat_inputs(DeviceMemory& mem, const ConcatSpec& s, const LoweredEltwise& l, const std::vector<const Tensor*>& parts);
 // The input, [1, C, H, W].
 Status write_split_input(DeviceMemory& mem, const SplitSpec& s, const LoweredEltwise& l, const Tensor& x);
-// The output into y ([1, C, H, W] of s.dtype, contiguous).
+// The output into y ([1, C, H, W] of s.dtype, contiguous; a MaxPool's: s.output()).
 Status gather_eltwise_output(const DeviceMemory& mem, const MapShape& s, const LoweredEltwise& l, Tensor& y);
 // A Split's parts into ys ([1, parts[i], H, W] of s.dtype, contiguous, one per part).
 Status gather_split_outputs(const DeviceMemory& mem, const SplitSpec& s, const LoweredEltwise& l, std::vector<Tensor>& ys);

@@ -171,4 +171,39 @@ Status emit_dpu_rdma(regcmd::RegisterFile& r, const DpuTask& d) {
   return {};
 }
 
+Status emit_ppu(regcmd::RegisterFile& r, const PpuPool& p) {
+  if (p.src_address % 16 != 0 || p.dst_address % 16 != 0 || p.src_line_bytes % 16 != 0 || p.src_surface_bytes % 16 != 0 ||
+      p.dst_surface_bytes % 16 != 0)
+    return invalid("PPU task: addresses and strides must be multiples of 16 bytes");
+  for (const Field& f :
+       {PPU_DATA_CUBE_IN_CHANNEL_CUBE_IN_CHANNEL, PPU_RDMA_RDMA_CUBE_IN_CHANNEL_CUBE_IN_CHANNEL, PPU_DATA_CUBE_OUT_CHANNEL_CUBE_OUT_CHANNEL})
+    RKD_TRY(r.set(f, u(p.channels - 1)));
+  for (const Field& f : {PPU_DATA_CUBE_IN_WIDTH_CUBE_IN_WIDTH, PPU_RDMA_RDMA_CUBE_IN_WIDTH_CUBE_IN_WIDTH}) RKD_TRY(r.set(f, u(p.width - 1)));
+  for (const Field& f : {PPU_DATA_CUBE_IN_HEIGHT_CUBE_IN_HEIGHT, PPU_RDMA_RDMA_CUBE_IN_HEIGHT_CUBE_IN_HEIGHT}) RKD_TRY(r.set(f, u(p.height - 1)));
+  RKD_TRY(r.set(PPU_DATA_CUBE_OUT_WIDTH_CUBE_OUT_WIDTH, u(p.out_width - 1)));
+  RKD_TRY(r.set(PPU_DATA_CUBE_OUT_HEIGHT_CUBE_OUT_HEIGHT, u(p.out_height - 1)));
+  RKD_TRY(r.set(PPU_OPERATION_MODE_CFG_FLYING_MODE, 1));
+  RKD_TRY(r.set(PPU_OPERATION_MODE_CFG_POOLING_METHOD, 1));  // max
+  RKD_TRY(r.set(PPU_POOLING_KERNEL_CFG_KERNEL_WIDTH, u(p.kernel_w - 1)));
+  RKD_TRY(r.set(PPU_POOLING_KERNEL_CFG_KERNEL_HEIGHT, u(p.kernel_h - 1)));
+  RKD_TRY(r.set(PPU_POOLING_KERNEL_CFG_KERNEL_STRIDE_WIDTH, u(p.stride_w - 1)));
+  RKD_TRY(r.set(PPU_POOLING_KERNEL_CFG_KERNEL_STRIDE_HEIGHT, u(p.stride_h - 1)));
+  RKD_TRY(r.set(PPU_POOLING_PADDING_CFG_PAD_LEFT, u(p.pad_left)));
+  RKD_TRY(r.set(PPU_POOLING_PADDING_CFG_PAD_TOP, u(p.pad_top)));
+  RKD_TRY(r.set(PPU_POOLING_PADDING_CFG_PAD_RIGHT, u(p.pad_right)));
+  RKD_TRY(r.set(PPU_POOLING_PADDING_CFG_PAD_BOTTOM, u(p.pad_bottom)));
+  r.set(PPU_PADDING_VALUE_1_CFG, static_cast<uint32_t>(p.pad_value));
+  RKD_TRY(r.set(PPU_DST_BASE_ADDR_DST_BASE_ADDR, p.dst_address >> 4));
+  RKD_TRY(r.set(PPU_DST_SURF_STRIDE_DST_SURF_STRIDE, u(p.dst_surface_bytes >> 4)));
+  // INDEX_ADD as the measured programs set it (the output surface in 16-byte units); int8.
+  RKD_TRY(r.set(PPU_DATA_FORMAT_INDEX_ADD, u(p.dst_surface_bytes >> 4)));
+  RKD_TRY(r.set(PPU_DATA_FORMAT_PROC_PRECISION, 0));
+  RKD_TRY(r.set(PPU_MISC_CTRL_BURST_LEN, 3));
+  r.set(PPU_RDMA_RDMA_SRC_BASE_ADDR, p.src_address);
+  RKD_TRY(r.set(PPU_RDMA_RDMA_SRC_LINE_STRIDE_SRC_LINE_STRIDE, u(p.src_line_bytes >> 4)));
+  RKD_TRY(r.set(PPU_RDMA_RDMA_SRC_SURF_STRIDE_SRC_SURF_STRIDE, u(p.src_surface_bytes >> 4)));
+  RKD_TRY(r.set(PPU_RDMA_RDMA_DATA_FORMAT_IN_PRECISION, 0));
+  return {};
+}
+
 }  // namespace rkd::npu::lower

@@ -105,6 +105,23 @@ struct DpuTask {
   int32_t out_offset = 0;       // OUT_CVT offset (stored output zero point)
   OutCvt out_cvt;
 };
+// PPU: max pooling of an int8 NC1HWC2 map (16-channel surfaces) that PPU_RDMA reads from
+// memory (FLYING_MODE 1), written with dense lines at dst_address: the PPU and PPU_RDMA
+// registers of allbilly/rk3588's board programs (examples/pooling.py [HW]) with int8
+// precision. A PPU-only task (enable mask kPpuEnableMask) signals completion through the
+// PPU's interrupts, which mainline's rocket driver does not wait for (facts §6): the
+// device back end has to follow it with a DPU task or keep pooling on the CPU.
+struct PpuPool {
+  uint32_t src_address = 0, dst_address = 0;    // 16-byte aligned
+  int64_t width = 0, height = 0, channels = 0;  // the input; channels stored (a multiple of 16)
+  int64_t src_line_bytes = 0, src_surface_bytes = 0, dst_surface_bytes = 0;
+  int64_t out_width = 0, out_height = 0;
+  int64_t kernel_w = 1, kernel_h = 1, stride_w = 1, stride_h = 1;
+  int64_t pad_left = 0, pad_top = 0, pad_right = 0, pad_bottom = 0;
+  int32_t pad_value = -128;  // PADDING_VALUE_1_CFG (stored domain)
+};
+Status emit_ppu(regcmd::RegisterFile& r, const PpuPool& p);
+
 Status emit_dpu(regcmd::RegisterFile& r, const DpuTask& d);
 Status emit_dpu_rdma(regcmd::RegisterFile& r, const DpuTask& d);
 

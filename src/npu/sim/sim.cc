@@ -1,6 +1,7 @@
 #include "npu/sim/sim.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -629,6 +630,9 @@ std::vector<KnobInfo> knob_list() {
       {"lut_interp_rounding", "half_to_even|half_away|half_up|truncate", "half_away",
        "rounding of the LUT's interpolation and overflow slopes: NVDLA's (half away from zero); unmeasured on RK3588 (rkdeploy's tables "
        "never interpolate)"},
+      {"ppu_max_padding", "ignored|value", "ignored",
+       "PPU max pooling over padded cells: ignored (NVDLA's PDP, whose padding values serve average pooling) or PADDING_VALUE_1_CFG's low "
+       "byte; unmeasured on RK3588 with negative inputs (rkdeploy pads with the type's minimum, the same result either way)"},
   };
 }
 
@@ -660,6 +664,11 @@ Status set_knob(Quirks& q, const std::string& a) {
     q.lut_start_underflows = v == "underflow";
     return {};
   }
+  if (k == "ppu_max_padding") {
+    if (v != "ignored" && v != "value") return invalid("sim knob ppu_max_padding: '" + v + "' is not ignored or value");
+    q.ppu_max_pad_ignored = v == "ignored";
+    return {};
+  }
   if (k == "ew_mode") {
     if (v != "integer" && v != "float") return invalid("sim knob ew_mode: '" + v + "' is not integer or float");
     q.ew_float = v == "float";
@@ -667,6 +676,104 @@ Status set_knob(Quirks& q, const std::string& a) {
   }
   return invalid("sim knob '" + k + "': unknown (rkdeploy help sim lists them)");
 }
+
+namespace {
+
+// A PPU-only task (sim.h) as its registers describe it: sizes, window, strides in bytes.
+struct PoolTask {
+  int64_t W = 0, H = 0, C = 0, OW = 0, OH = 0, KW = 1, KH = 1, SW = 1, SH = 1;
+  int64_t pad_left = 0, pad_top = 0, pad_right = 0, pad_bottom = 0;
+  int32_t pad_value = 0;
+  uint32_t input = 0, output = 0;
+  int64_t line = 0, surface = 0, out_surface = 0;
+  int64_t input_bytes = 0, output_bytes = 0;
+};
+
+// Decoded and checked from the registers alone (no memory read): what is not simulated is
+// refused by register name.
+Result<PoolTask> decode_pool(const Regs& r) {
+  if (r.get(PPU_OPERATION_MODE_CFG_POOLING_METHOD) != 1)
+    return unsupported("PPU.OPERATION_MODE_CFG.POOLING_METHOD " + std::to_string(r.get(PPU_OPERATION_MODE_CFG_POOLING_METHOD)) +
+                       " (only 1, max pooling, is simulated)");
+  if (r.get(PPU_OPERATION_MODE_CFG_FLYING_MODE) != 1)
+    return unsupported("PPU.OPERATION_MODE_CFG.FLYING_MODE 0 (the input from the DPU on the fly is not simulated: PPU_RDMA reads it)");
+  if (r.get(PPU_OPERATION_MODE_CFG_INDEX_EN) != 0) return unsupported("PPU.OPERATION_MODE_CFG.INDEX_EN (window positions) is not simulated");
+  if (r.get(PPU_DATA_FORMAT_DPU_FLYIN) != 0) return unsupported("PPU.DATA_FORMAT.DPU_FLYIN is not simulated");
+  if (r.get(PPU_DATA_FORMAT_PROC_PRECISION) != 0 || r.get(PPU_RDMA_RDMA_DATA_FORMAT_IN_PRECISION) != 0)
+    return unsupported("PPU.DATA_FORMAT.PROC_PRECISION / PPU_RDMA.RDMA_DATA_FORMAT.IN_PRECISION other than 0 (int8)");
+  PoolTask t;
+  t.W = r.get(PPU_DATA_CUBE_IN_WIDTH_CUBE_IN_WIDTH) + 1;
+  t.H = r.get(PPU_DATA_CUBE_IN_HEIGHT_CUBE_IN_HEIGHT) + 1;
+  t.C = r.get(PPU_DATA_CUBE_IN_CHANNEL_CUBE_IN_CHANNEL) + 1;
+  t.OW = r.get(PPU_DATA_CUBE_OUT_WIDTH_CUBE_OUT_WIDTH) + 1;
+  t.OH = r.get(PPU_DATA_CUBE_OUT_HEIGHT_CUBE_OUT_HEIGHT) + 1;
+  if (r.get(PPU_RDMA_RDMA_CUBE_IN_WIDTH_CUBE_IN_WIDTH) + 1 != t.W || r.get(PPU_RDMA_RDMA_CUBE_IN_HEIGHT_CUBE_IN_HEIGHT) + 1 != t.H ||
+      r.get(PPU_RDMA_RDMA_CUBE_IN_CHANNEL_CUBE_IN_CHANNEL) + 1 != t.C)
+    return unsupported("PPU_RDMA.RDMA_CUBE_IN_* differ from PPU.DATA_CUBE_IN_* (not simulated)");
+  if (r.get(PPU_DATA_CUBE_OUT_CHANNEL_CUBE_OUT_CHANNEL) + 1 != t.C)
+    return unsupported("PPU.DATA_CUBE_OUT_CHANNEL differs from DATA_CUBE_IN_CHANNEL (not simulated)");
+  if (t.C % 16 != 0) return unsupported("PPU.DATA_CUBE_IN_CHANNEL + 1 = " + std::to_string(t.C) + " is not a multiple of 16 (int8 surfaces)");
+  t.KW = r.get(PPU_POOLING_KERNEL_CFG_KERNEL_WIDTH) + 1;
+  t.KH = r.get(PPU_POOLING_KERNEL_CFG_KERNEL_HEIGHT) + 1;
+  t.SW = r.get(PPU_POOLING_KERNEL_CFG_KERNEL_STRIDE_WIDTH) + 1;
+  t.SH = r.get(PPU_POOLING_KERNEL_CFG_KERNEL_STRIDE_HEIGHT) + 1;
+  t.pad_left = r.get(PPU_POOLING_PADDING_CFG_PAD_LEFT);
+  t.pad_top = r.get(PPU_POOLING_PADDING_CFG_PAD_TOP);
+  t.pad_right = r.get(PPU_POOLING_PADDING_CFG_PAD_RIGHT);
+  t.pad_bottom = r.get(PPU_POOLING_PADDING_CFG_PAD_BOTTOM);
+  t.pad_value = static_cast<int8_t>(r.get(PPU_PADDING_VALUE_1_CFG_PAD_VALUE_0) & 0xff);
+  if (t.pad_left >= t.KW || t.pad_right >= t.KW || t.pad_top >= t.KH || t.pad_bottom >= t.KH)
+    return unsupported("PPU.POOLING_PADDING_CFG: a pad of at least the kernel's size (windows without a cell of the map are not simulated)");
+  const int64_t ow = (t.W + t.pad_left + t.pad_right - t.KW) / t.SW + 1, oh = (t.H + t.pad_top + t.pad_bottom - t.KH) / t.SH + 1;
+  if (t.W + t.pad_left + t.pad_right < t.KW || t.H + t.pad_top + t.pad_bottom < t.KH || t.OW != ow || t.OH != oh)
+    return unsupported("PPU.DATA_CUBE_OUT_WIDTH / _HEIGHT + 1 = " + std::to_string(t.OW) + " x " + std::to_string(t.OH) +
+                       " where the windows that fit are " + std::to_string(ow) + " x " + std::to_string(oh) + " (only floor mode is simulated)");
+  t.input = r.get(PPU_RDMA_RDMA_SRC_BASE_ADDR);
+  t.line = static_cast<int64_t>(r.get(PPU_RDMA_RDMA_SRC_LINE_STRIDE) & ~0xfu);
+  t.surface = static_cast<int64_t>(r.get(PPU_RDMA_RDMA_SRC_SURF_STRIDE) & ~0xfu);
+  t.output = r.get(PPU_DST_BASE_ADDR) & ~0xfu;
+  t.out_surface = static_cast<int64_t>(r.get(PPU_DST_SURF_STRIDE) & ~0xfu);
+  const int64_t blocks = t.C / 16;
+  if (t.line < t.W * 16 || (blocks > 1 && t.surface < t.line * t.H))
+    return unsupported("PPU_RDMA.RDMA_SRC_LINE_STRIDE / _SURF_STRIDE smaller than a line / surface of the map (overlapping reads)");
+  if (blocks > 1 && t.out_surface < t.OW * t.OH * 16)
+    return unsupported("PPU.DST_SURF_STRIDE smaller than a surface of the output (overlapping writes)");
+  t.input_bytes = (blocks - 1) * t.surface + (t.H - 1) * t.line + t.W * 16;
+  t.output_bytes = (blocks - 1) * t.out_surface + t.OW * t.OH * 16;
+  return t;
+}
+
+Result<TaskStats> run_pool(DeviceMemory& mem, const PoolTask& t, const Quirks& q) {
+  RKD_ASSIGN(std::span<const uint8_t> xs, mem.read(t.input, static_cast<size_t>(t.input_bytes)));
+  // The output may overlap the input: pool from a copy.
+  const std::vector<uint8_t> x(xs.begin(), xs.end());
+  RKD_ASSIGN(std::span<uint8_t> y, mem.span(t.output, static_cast<size_t>(t.output_bytes)));
+  for (int64_t b = 0; b < t.C / 16; ++b) {
+    for (int64_t oy = 0; oy < t.OH; ++oy) {
+      for (int64_t ox = 0; ox < t.OW; ++ox) {
+        std::array<int32_t, 16> m;
+        m.fill(std::numeric_limits<int32_t>::min());
+        for (int64_t ky = 0; ky < t.KH; ++ky) {
+          for (int64_t kx = 0; kx < t.KW; ++kx) {
+            const int64_t iy = oy * t.SH - t.pad_top + ky, ix = ox * t.SW - t.pad_left + kx;
+            const bool inside = iy >= 0 && iy < t.H && ix >= 0 && ix < t.W;
+            if (!inside && q.ppu_max_pad_ignored) continue;
+            const uint8_t* cell = inside ? &x[static_cast<size_t>(b * t.surface + iy * t.line + ix * 16)] : nullptr;
+            for (int k = 0; k < 16; ++k)
+              m[static_cast<size_t>(k)] = std::max(m[static_cast<size_t>(k)], cell ? int32_t{static_cast<int8_t>(cell[k])} : t.pad_value);
+          }
+        }
+        uint8_t* out = &y[static_cast<size_t>(b * t.out_surface + (oy * t.OW + ox) * 16)];
+        for (int k = 0; k < 16; ++k) out[k] = static_cast<uint8_t>(static_cast<int8_t>(m[static_cast<size_t>(k)]));
+      }
+    }
+  }
+  TaskStats s;
+  s.output_values = t.OW * t.OH * t.C;
+  return s;
+}
+
+}  // namespace
 
 namespace {
 
@@ -716,9 +823,9 @@ Result<ReadTask> read_task(const DeviceMemory& mem, uint32_t address, size_t wor
   }
   const regcmd::DecodedTask& d = tasks[0];
   if (!d.problems.empty()) return invalid("task " + std::to_string(t) + " at " + hex32(address) + ": " + d.problems.front());
-  if (d.enable_mask != kConvEnableMask && d.enable_mask != kDpuEnableMask) {
+  if (d.enable_mask != kConvEnableMask && d.enable_mask != kDpuEnableMask && d.enable_mask != kPpuEnableMask) {
     return unsupported("task " + std::to_string(t) + ": enable mask " + hex32(d.enable_mask) + " (only convolutions, " + hex32(kConvEnableMask) +
-                       ", and DPU-only tasks, " + hex32(kDpuEnableMask) + ", are simulated)");
+                       ", DPU-only tasks, " + hex32(kDpuEnableMask) + ", and PPU-only tasks, " + hex32(kPpuEnableMask) + ", are simulated)");
   }
   ReadTask r;
   r.task.address = address;
@@ -740,6 +847,10 @@ Result<std::vector<TaskStats>> run_in_turn(DeviceMemory& mem, uint32_t address, 
   for (size_t t = 0; address != 0; ++t) {
     RKD_ASSIGN(ReadTask r, read_task(mem, address, words, t));
     auto st = [&]() -> Result<TaskStats> {
+      if (r.task.enable_mask == kPpuEnableMask) {
+        RKD_ASSIGN(PoolTask p, decode_pool(Regs(r.task.values)));
+        return run_pool(mem, p, q);
+      }
       RKD_ASSIGN(ConvTask c, detail::decode_task(r.task.values, r.task.enable_mask, q, &r.task.lut));
       return run_conv(mem, c, q, nullptr, 0);
     }();
@@ -776,7 +887,7 @@ std::shared_ptr<SimCache::Decoded> decode_chain(const DeviceMemory& mem, uint32_
   d->quirks = q;
   for (size_t t = 0; address != 0; ++t) {
     auto r = read_task(mem, address, words, t);
-    if (!r.ok()) return nullptr;
+    if (!r.ok() || r->task.enable_mask == kPpuEnableMask) return nullptr;  // pooling runs in turn
     auto c = detail::decode_task(r->task.values, r->task.enable_mask, q, &r->task.lut);
     if (!c.ok()) return nullptr;
     // A chain mixing convolutions and DPU-only tasks runs in turn (the MAC plan assumes convolutions).

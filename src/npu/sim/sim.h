@@ -50,6 +50,18 @@
 //     DPU_RDMA.RDMA_SRC_BASE_ADDR, NC1HWC2 with dense surfaces (W H 16 bytes), instead of
 //     CORE's output (no MAC, no CORE truncation); FLYING_MODE set in both feature-mode
 //     registers, int8 precisions, as allbilly/rk3588's element-wise programs [HW].
+//  A PPU-only task (enable mask 0x60: PPU, PPU_RDMA): pooling of an int8 NC1HWC2 map that
+//     PPU_RDMA reads at RDMA_SRC_BASE_ADDR (FLYING_MODE 1; line and surface strides in bytes,
+//     RDMA_SRC_LINE_STRIDE / _SURF_STRIDE), written NC1HWC2 with dense lines at PPU
+//     DST_BASE_ADDR, surfaces DST_SURF_STRIDE bytes apart. Output (c, oy, ox) is the maximum
+//     over the window rows oy * SH - PAD_TOP + [0, KH), columns ox * SW - PAD_LEFT + [0, KW)
+//     (sizes, kernel and stride fields minus one) of the cells inside the map; a padded cell
+//     counts as PADDING_VALUE_1_CFG's low byte (signed) instead when the quirk
+//     ppu_max_padding says so. Simulated: POOLING_METHOD 1 (max), int8 (PROC_PRECISION,
+//     IN_PRECISION 0), no INDEX_EN, no DPU_FLYIN, output sizes equal to the windows that fit
+//     (floor mode), every window holding a cell of the map; allbilly/rk3588's board programs
+//     (examples/pooling.py: max, min and average pooling, fp16 and int8, kernels and strides
+//     up to 16, pads up to 7 [HW]).
 //  7. OUT_CVT: y = sat_int8(round_shift(v * SCALE, SHIFT) + OFFSET), SCALE signed 16-bit
 //     (quirk out_cvt_scale_signed), rounding quirk out_cvt_rounding; written NC1HWC2 at
 //     DPU.DST_BASE_ADDR, surface DST_SURF_STRIDE * 16 bytes, DATA_CUBE_CHANNEL.ORIG_CHANNEL + 1
@@ -90,6 +102,7 @@ struct Quirks {
   bool ew_float = false;                               // EW add: integer converter (Mesa) or float32 (another report) [knob]
   bool lut_start_underflows = true;                    // LUT: v == START is an underflow (NVDLA's <=) or index 0 [knob]
   Rounding lut_interp_rounding = Rounding::half_away;  // LUT interpolation and slopes: NVDLA's rounding [knob]
+  bool ppu_max_pad_ignored = true;                     // PPU max pooling: padded cells ignored, or PADDING_VALUE [knob]
   bool operator==(const Quirks&) const = default;
 };
 

@@ -1,0 +1,209 @@
+// Max pooling as a PPU-only task: lowered (npu/lower/eltwise.h lower_max_pool), encoded as
+// regcmd, executed by the simulator from device memory, against the executor's integer
+// MaxPool (the int8 backend's kernel) and a direct loop over the window, bit for bit, on the
+// detectors' pooling geometries and the register fields' limits, under both readings of how
+// the PPU pads a maximum (sim knob ppu_max_padding).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "kernels/tensor_ops.h"
+#include "npu/arch/arch.h"
+#include "npu/lower/eltwise.h"
+#include "npu/regcmd/regcmd.h"
+#include "npu/sim/sim.h"
+
+namespace rkd::npu {
+namespace {
+
+struct Geometry {
+  const char* name;
+  int64_t C, H, W, k_h, k_w, s_h, s_w, top, left, bottom, right;
+};
+
+// blazeface / handdetect (2x2 stride 2), nanodet (3x3 stride 2 after its Pad), centernet (3x3
+// stride 1, SAME), YOLOv8's SPPF (5x5 stride 1, pads 2), an odd SAME_UPPER map, and the
+// fields' limits (kernel and stride 16, pads 7).
+const Geometry kGeometries[] = {
+    {"blazeface_2x2_s2", 28, 64, 64, 2, 2, 2, 2, 0, 0, 0, 0},  {"nanodet_3x3_s2", 24, 18, 18, 3, 3, 2, 2, 0, 0, 0, 0},
+    {"centernet_3x3_same", 20, 12, 10, 3, 3, 1, 1, 1, 1, 1, 1}, {"sppf_5x5_p2", 48, 10, 10, 5, 5, 1, 1, 2, 2, 2, 2},
+    {"same_upper_odd", 17, 7, 9, 2, 2, 2, 2, 0, 0, 1, 1},       {"kernel_16_stride_16", 16, 32, 48, 16, 16, 16, 16, 0, 0, 0, 0},
+    {"pads_7_kernel_8", 33, 9, 11, 8, 8, 1, 1, 7, 7, 7, 7},      {"asymmetric", 40, 13, 6, 3, 4, 2, 3, 2, 0, 1, 3},
+};
+
+lower::MaxPoolSpec spec_of(const Geometry& g, DType t) {
+  lower::MaxPoolSpec s;
+  static_cast<lower::MapShape&>(s) = lower::MapShape{t, g.C, g.H, g.W};
+  s.kernel_h = g.k_h;
+  s.kernel_w = g.k_w;
+  s.stride_h = g.s_h;
+  s.stride_w = g.s_w;
+  s.pad_top = g.top;
+  s.pad_left = g.left;
+  s.pad_bottom = g.bottom;
+  s.pad_right = g.right;
+  return s;
+}
+
+void put(Tensor& t, int64_t i, int32_t v) {
+  if (t.dtype() == DType::i8) t.data<int8_t>()[i] = static_cast<int8_t>(v);
+  else t.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+}
+
+// The maximum over each window's cells inside the map, element by element.
+Tensor window_max(const lower::MaxPoolSpec& s, const Tensor& x) {
+  const lower::MapShape o = s.output();
+  Tensor y = Tensor::empty(s.dtype, {1, s.C, o.H, o.W});
+  auto at = [&](int64_t c, int64_t h, int64_t w) { return static_cast<int32_t>(x.get_as_double((c * s.H + h) * s.W + w)); };
+  for (int64_t c = 0; c < s.C; ++c)
+    for (int64_t oy = 0; oy < o.H; ++oy)
+      for (int64_t ox = 0; ox < o.W; ++ox) {
+        int32_t m = INT32_MIN;
+        for (int64_t ky = 0; ky < s.kernel_h; ++ky)
+          for (int64_t kx = 0; kx < s.kernel_w; ++kx) {
+            const int64_t iy = oy * s.stride_h - s.pad_top + ky, ix = ox * s.stride_w - s.pad_left + kx;
+            if (iy >= 0 && iy < s.H && ix >= 0 && ix < s.W) m = std::max(m, at(c, iy, ix));
+          }
+        put(y, (c * o.H + oy) * o.W + ox, m);
+      }
+  return y;
+}
+
+struct Pooled {
+  Tensor y;
+  std::vector<uint64_t> words;
+};
+
+Result<Pooled> simulate(const lower::MaxPoolSpec& s, const Tensor& x, const sim::Quirks& q, bool cache) {
+  DeviceMemory mem;
+  RKD_ASSIGN(lower::LoweredEltwise l, lower::lower_max_pool(s, mem));
+  if (l.tasks.size() != 1 || l.tasks[0].enable_mask != arch::kPpuEnableMask) return invalid("expected one PPU-only task");
+  RKD_ASSIGN(auto placed, lower::place_regcmd(mem, l.tasks));
+  RKD_TRY(lower::write_max_pool_input(mem, s, l, x));
+  sim::SimCache c;
+  RKD_ASSIGN(auto stats, sim::run(mem, placed.address, placed.spans[0].word_count, q, cache ? &c : nullptr));
+  if (stats.size() != 1) return invalid("expected one task");
+  const lower::MapShape o = s.output();
+  Pooled p{Tensor::empty(s.dtype, {1, s.C, o.H, o.W}), placed.words};
+  RKD_TRY(lower::gather_eltwise_output(mem, o, l, p.y));
+  return p;
+}
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::equal(static_cast<const uint8_t*>(a.raw()),
+                                                                        static_cast<const uint8_t*>(a.raw()) + a.numel(),
+                                                                        static_cast<const uint8_t*>(b.raw()));
+}
+
+TEST(NpuPool, MaxPoolTaskEqualsTheIntegerMaxPool) {
+  std::mt19937 rng(19);
+  for (const Geometry& g : kGeometries) {
+    for (DType t : {DType::i8, DType::u8}) {
+      const lower::MaxPoolSpec s = spec_of(g, t);
+      Tensor x = Tensor::empty(t, {1, s.C, s.H, s.W});
+      auto* p = static_cast<uint8_t*>(x.raw());
+      // Random codes with runs of the type's extremes (a window of minima must give the minimum,
+      // which is also the pad value the lowering writes).
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const uint32_t r = rng();
+        p[i] = static_cast<uint8_t>(r % 7 == 0 ? (t == DType::i8 ? 0x80 : 0) : r % 11 == 0 ? (t == DType::i8 ? 0x7f : 0xff) : r >> 8);
+      }
+      ops::PoolParams pp;
+      pp.kernel = {g.k_h, g.k_w};
+      pp.strides = {g.s_h, g.s_w};
+      pp.dilations = {1, 1};
+      pp.pads = {g.top, g.left, g.bottom, g.right};
+      const lower::MapShape o = s.output();
+      Tensor ref = Tensor::empty(t, {1, s.C, o.H, o.W});
+      ops::max_pool(x, pp, ref);
+      ASSERT_TRUE(same_bytes(ref, window_max(s, x))) << g.name << ": the executor's MaxPool and the window loop differ";
+      for (const char* knob : {"ppu_max_padding=ignored", "ppu_max_padding=value"}) {
+        sim::Quirks q;
+        ASSERT_TRUE(sim::set_knob(q, knob).ok());
+        for (bool cache : {false, true}) {
+          auto got = simulate(s, x, q, cache);
+          ASSERT_TRUE(got.ok()) << g.name << ": " << got.error().to_string();
+          for (const auto& d : regcmd::decode(got->words)) EXPECT_TRUE(d.problems.empty()) << g.name << ": " << d.problems.front();
+          EXPECT_TRUE(same_bytes(got->y, ref)) << g.name << " " << dtype_name(t) << " " << knob << (cache ? " (cache)" : "");
+        }
+      }
+    }
+  }
+}
+
+// The knob acts: with the pad value raised to the type's maximum, `value` puts it into every
+// window that reaches the padding and `ignored` does not; and what the simulator does not
+// simulate is refused by register name.
+TEST(NpuPool, PaddingKnobAndRefusalsFollowTheRegisters) {
+  const lower::MaxPoolSpec s = spec_of(kGeometries[2], DType::i8);  // 3x3, pads 1
+  Tensor x = Tensor::empty(DType::i8, {1, s.C, s.H, s.W});
+  for (int64_t i = 0; i < x.numel(); ++i) put(x, i, static_cast<int32_t>(-100 + i % 50));
+  auto run_with = [&](const char* knob, uint32_t pad_value, const arch::Field* field, uint64_t value) -> Result<Tensor> {
+    DeviceMemory mem;
+    RKD_ASSIGN(lower::LoweredEltwise l, lower::lower_max_pool(s, mem));
+    l.tasks[0].regs.set(arch::PPU_PADDING_VALUE_1_CFG, pad_value);
+    if (field) RKD_TRY(l.tasks[0].regs.set(*field, value));
+    RKD_ASSIGN(auto placed, lower::place_regcmd(mem, l.tasks));
+    RKD_TRY(lower::write_max_pool_input(mem, s, l, x));
+    sim::Quirks q;
+    RKD_TRY(sim::set_knob(q, knob));
+    RKD_TRY(sim::run(mem, placed.address, placed.spans[0].word_count, q));
+    Tensor y = Tensor::empty(DType::i8, {1, s.C, s.H, s.W});
+    RKD_TRY(lower::gather_eltwise_output(mem, s.output(), l, y));
+    return y;
+  };
+  const Tensor ref = window_max(s, x);
+  auto ignored = run_with("ppu_max_padding=ignored", 127, nullptr, 0);
+  auto value = run_with("ppu_max_padding=value", 127, nullptr, 0);
+  ASSERT_TRUE(ignored.ok() && value.ok());
+  EXPECT_TRUE(same_bytes(*ignored, ref));
+  int border = 0, at_max = 0;
+  for (int64_t c = 0; c < s.C; ++c)
+    for (int64_t h = 0; h < s.H; ++h)
+      for (int64_t w = 0; w < s.W; ++w) {
+        const bool edge = h == 0 || w == 0 || h == s.H - 1 || w == s.W - 1;
+        const int64_t i = (c * s.H + h) * s.W + w;
+        border += edge;
+        at_max += edge && value->get_as_double(i) == 127;
+        if (!edge) {
+          EXPECT_EQ(value->get_as_double(i), ref.get_as_double(i));
+        }
+      }
+  EXPECT_EQ(at_max, border);
+  // Average pooling, the DPU's on-the-fly input and window indices are refused by name.
+  const std::pair<const arch::Field*, const char*> refused[] = {{&arch::PPU_OPERATION_MODE_CFG_POOLING_METHOD, "POOLING_METHOD"},
+                                                                {&arch::PPU_OPERATION_MODE_CFG_INDEX_EN, "INDEX_EN"},
+                                                                {&arch::PPU_DATA_FORMAT_DPU_FLYIN, "DPU_FLYIN"}};
+  for (const auto& [f, name] : refused) {
+    auto r = run_with("ppu_max_padding=ignored", 0xffffff80u, f, f == &arch::PPU_OPERATION_MODE_CFG_POOLING_METHOD ? 0 : 1);
+    ASSERT_FALSE(r.ok()) << name;
+    EXPECT_EQ(r.error().kind, ErrorKind::unsupported) << name;
+    EXPECT_NE(r.error().message.find(name), std::string::npos) << r.error().message;
+  }
+}
+
+TEST(NpuPool, LimitsComeFromTheRegisterFields) {
+  // One past each field's reach is refused with the rule; at the reach it lowers (above).
+  lower::MaxPoolSpec s = spec_of(kGeometries[5], DType::i8);
+  s.kernel_h = 17;
+  s.H = 40;
+  DeviceMemory mem;
+  auto r = lower::lower_max_pool(s, mem);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("kernel <= 16"), std::string::npos) << r.error().message;
+  s = spec_of(kGeometries[6], DType::i8);
+  s.pad_top = 8;
+  s.kernel_h = 9;
+  r = lower::lower_max_pool(s, mem);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("pads <= 7"), std::string::npos) << r.error().message;
+  s = spec_of(kGeometries[2], DType::i8);
+  s.pad_left = 3;
+  r = lower::lower_max_pool(s, mem);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("pads below the kernel"), std::string::npos) << r.error().message;
+}
+
+}  // namespace
+}  // namespace rkd::npu
