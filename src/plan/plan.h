@@ -44,6 +44,8 @@ Result<Device> parse_device(const std::string& s);
 //   dtype_in [T...]    input 0's element type is one of T (float32, float16, int8, uint8, ...)
 //   quantized          input 0 is 8-bit or comes from a DequantizeLinear (a QDQ site)
 //   per_tensor_quant   a quantized site whose weights (input 1) have one scale, not one per channel
+//   npu_conv_geometry / npu_eltwise_geometry / npu_pool_geometry
+//                      npu/lower/constraints.h's convolution / element-wise / pooling rules hold
 struct Constraint {
   std::string check;
   int64_t value = 0;

@@ -93,9 +93,9 @@ struct Reader {
 };
 
 const std::set<std::string>& known_checks() {
-  static const std::set<std::string> c = {"max_rank",  "attr_in",          "max_kernel",        "max_stride",
-                                          "groups",    "const_input",      "max_dim",           "dtype_in",
-                                          "quantized", "per_tensor_quant", "npu_conv_geometry", "npu_eltwise_geometry"};
+  static const std::set<std::string> c = {
+      "max_rank",  "attr_in",          "max_kernel",        "max_stride",           "groups",           "const_input", "max_dim", "dtype_in",
+      "quantized", "per_tensor_quant", "npu_conv_geometry", "npu_eltwise_geometry", "npu_pool_geometry"};
   return c;
 }
 
@@ -436,6 +436,38 @@ std::string npu_conv_geometry_violation(const ir::Node& n) {
   return v.empty() ? "" : v[0].found + " (" + v[0].rule + ": " + v[0].reason + ")";
 }
 
+// A MaxPool's window and map as npu/lower/constraints.h's pool rules read them.
+std::string npu_pool_geometry_violation(const ir::Node& n) {
+  const auto xs = ir::static_shape(n.inputs.empty() ? nullptr : n.inputs[0]);
+  if (!xs || xs->size() != 4) return "not a pooling of a static [N, C, H, W] map";
+  npu::lower::PoolGeometry g;
+  g.batch = (*xs)[0];
+  g.C = (*xs)[1];
+  g.H = (*xs)[2];
+  g.W = (*xs)[3];
+  const auto k = n.attr_ints("kernel_shape", {}).value_or(std::vector<int64_t>{});
+  const auto strides = n.attr_ints("strides", {1, 1}).value_or(std::vector<int64_t>{});
+  const auto dil = n.attr_ints("dilations", {1, 1}).value_or(std::vector<int64_t>{});
+  auto pads = n.attr_ints("pads", {0, 0, 0, 0}).value_or(std::vector<int64_t>{});
+  if (k.size() != 2 || strides.size() != 2 || dil.size() != 2 || pads.size() != 4) return "a kernel, strides, dilations or pads of another rank";
+  const std::string auto_pad = n.attr_string("auto_pad", "NOTSET").value_or("NOTSET");
+  if (!ir::resolve_auto_pad(auto_pad, ir::WindowGeometry{{g.H, g.W}, k, strides, dil, {}, false}, pads).ok()) return "auto_pad " + auto_pad;
+  g.KH = k[0];
+  g.KW = k[1];
+  g.stride_h = strides[0];
+  g.stride_w = strides[1];
+  g.dilation_h = dil[0];
+  g.dilation_w = dil[1];
+  g.pad_top = pads[0];
+  g.pad_left = pads[1];
+  g.pad_bottom = pads[2];
+  g.pad_right = pads[3];
+  g.ceil_mode = n.attr_int("ceil_mode", 0).value_or(0) != 0;
+  g.indices = n.outputs.size() > 1 && n.outputs[1];
+  const auto v = npu::lower::check_pool(g);
+  return v.empty() ? "" : v[0].found + " (" + v[0].rule + ": " + v[0].reason + ")";
+}
+
 // An Add / QLinearAdd of two maps, or a channel Concat or Split of maps, as npu/lower/constraints.h's
 // element-wise rules read it.
 std::string npu_eltwise_geometry_violation(const ir::Node& n) {
@@ -531,6 +563,7 @@ std::string violation(const Constraint& c, const ir::Node& n) {
   }
   if (c.check == "npu_conv_geometry") return npu_conv_geometry_violation(n);
   if (c.check == "npu_eltwise_geometry") return npu_eltwise_geometry_violation(n);
+  if (c.check == "npu_pool_geometry") return npu_pool_geometry_violation(n);
   if (c.check == "quantized") return quantized_input(x) ? "" : "float input";
   if (c.check == "per_tensor_quant") {
     if (!quantized_input(x)) return "float input";
@@ -606,6 +639,11 @@ std::string constraint_text(const Constraint& c) {
   } else if (c.check == "npu_eltwise_geometry") {
     s = "the NPU's element-wise geometry (";
     const auto rules = npu::lower::eltwise_rules();
+    for (size_t i = 1; i < rules.size(); ++i) s += (i > 1 ? ", " : "") + rules[i].first;  // the type is another check
+    s += ")";
+  } else if (c.check == "npu_pool_geometry") {
+    s = "the NPU's pooling geometry (";
+    const auto rules = npu::lower::pool_rules();
     for (size_t i = 1; i < rules.size(); ++i) s += (i > 1 ? ", " : "") + rules[i].first;  // the type is another check
     s += ")";
   } else if (c.check != "quantized" && c.check != "per_tensor_quant") {

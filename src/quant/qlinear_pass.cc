@@ -236,12 +236,25 @@ Status commute_data_movement(ir::Graph& g, std::set<const Node*>& gone) {
 
 // An integer Pad that only feeds a QLinearConv and pads H and W with the convolution's input
 // zero point is the convolution's own padding (QLinearConv pads with x_zero_point): folded
-// into its pads, exactly.
-Status fold_pad_into_qlinear_conv(ir::Graph& g, std::set<const Node*>& gone) {
+// into its pads, exactly. Likewise a Pad with the type's minimum before an integer MaxPool
+// (a PadV2 of -inf, quantized): the maximum over a window that holds a cell of the map does
+// not change with cells of the minimum, so the padding joins the MaxPool's own where every
+// window still holds a cell (pads below the kernel).
+Status fold_pad_into_window(ir::Graph& g, std::set<const Node*>& gone) {
   for (const auto& np : g.nodes()) {
     Node* c = np.get();
-    if (gone.count(c) || c->op_type != "QLinearConv" || !c->domain.empty() || c->inputs.size() < 3 || !c->inputs[2] || !c->inputs[2]->constant)
+    if (gone.count(c) || !c->domain.empty() || c->inputs.empty() || !c->inputs[0]) continue;
+    // The pad value that folds: the convolution's input zero point, the MaxPool's type minimum.
+    std::optional<double> fold_value;
+    const bool max_pool = c->op_type == "MaxPool" && c->inputs[0]->dtype &&
+                          (*c->inputs[0]->dtype == DType::i8 || *c->inputs[0]->dtype == DType::u8) && (c->outputs.size() < 2 || !c->outputs[1]);
+    if (c->op_type == "QLinearConv" && c->inputs.size() >= 3 && c->inputs[2] && c->inputs[2]->constant) {
+      fold_value = c->inputs[2]->constant->get_as_double(0);
+    } else if (max_pool) {
+      fold_value = *c->inputs[0]->dtype == DType::i8 ? -128.0 : 0.0;
+    } else {
       continue;
+    }
     // Through the Identity a dropped DequantizeLinear -> QuantizeLinear pair leaves.
     // (Readers whose outputs nobody reads - the DequantizeLinear the commutation left - do
     // not count: dead-code elimination removes them.)
@@ -276,14 +289,20 @@ Status fold_pad_into_qlinear_conv(ir::Graph& g, std::set<const Node*>& gone) {
       RKD_ASSIGN(float v, p->attr_float("value", 0.f));
       value = v;
     }
-    if (pads.size() != 8 || value != c->inputs[2]->constant->get_as_double(0)) continue;
+    if (pads.size() != 8 || value != *fold_value) continue;
     // [n, c, h, w] begins then ends: only H and W, never negative.
     if (pads[0] || pads[1] || pads[4] || pads[5] || pads[2] < 0 || pads[3] < 0 || pads[6] < 0 || pads[7] < 0) continue;
     RKD_ASSIGN(auto cp, c->attr_ints("pads", {0, 0, 0, 0}));
     if (auto_pad == "VALID") cp = {0, 0, 0, 0};
     if (cp.size() != 4) continue;
+    const std::vector<int64_t> folded{cp[0] + pads[2], cp[1] + pads[3], cp[2] + pads[6], cp[3] + pads[7]};
+    if (max_pool) {
+      RKD_ASSIGN(auto k, c->attr_ints("kernel_shape", {}));
+      RKD_ASSIGN(int64_t ceil_mode, c->attr_int("ceil_mode", 0));
+      if (k.size() != 2 || ceil_mode != 0 || folded[0] >= k[0] || folded[2] >= k[0] || folded[1] >= k[1] || folded[3] >= k[1]) continue;
+    }
     c->attrs["auto_pad"] = std::string("NOTSET");
-    c->attrs["pads"] = std::vector<int64_t>{cp[0] + pads[2], cp[1] + pads[3], cp[2] + pads[6], cp[3] + pads[7]};
+    c->attrs["pads"] = folded;
     const bool through_identity = padded != c->inputs[0];
     // The dead readers go with the Pad (and the Identity).
     auto drop_dead_readers = [&](const Value* v) {
@@ -451,7 +470,7 @@ ir::Pass qdq_to_qlinear_pass(ir::NodeEvaluator eval) {
           RKD_TRY(compose_luts(g, gone));
           RKD_TRY(flush());
         }
-        RKD_TRY(fold_pad_into_qlinear_conv(g, gone));
+        RKD_TRY(fold_pad_into_window(g, gone));
         return flush();
       }};
 }

@@ -8,6 +8,7 @@
 #include "ir/op_info.h"
 #include "ir/passes/shape_inference.h"
 #include "npu/regcmd/regcmd.h"
+#include "runtime/op_registry_detail.h"
 
 namespace rkd::runtime {
 
@@ -414,6 +415,65 @@ Result<Kernel> npu_lut_kernel(const Node& n, const npu::sim::Quirks& quirks) {
       });
 }
 
+bool npu_max_pool_candidate(const Node& n) {
+  if (!((n.op_type == "MaxPool" && n.domain.empty()) || (n.op_type == "NpuMaxPool" && n.domain == "rkdeploy"))) return false;
+  if (n.inputs.empty() || !n.inputs[0] || !n.inputs[0]->dtype) return false;
+  return *n.inputs[0]->dtype == DType::i8 || *n.inputs[0]->dtype == DType::u8;
+}
+
+Result<npu::lower::MaxPoolSpec> npu_max_pool_spec(const Node& n) {
+  if (!npu_max_pool_candidate(n) || n.outputs.empty() || !n.outputs[0]) return invalid(n.describe() + ": not a MaxPool of 8-bit integers");
+  const auto xs = ir::static_shape(n.inputs[0]), ys = ir::static_shape(n.outputs[0]);
+  if (!xs || !ys || xs->size() != 4 || ys->size() != 4) return unsupported("input is not a static [N, C, H, W] map");
+  RKD_ASSIGN(ops::PoolParams p, detail::pool_params(n, *xs));
+  RKD_ASSIGN(int64_t ceil_mode, n.attr_int("ceil_mode", 0));
+  npu::lower::PoolGeometry g;
+  g.dtype = *n.inputs[0]->dtype;
+  g.batch = (*xs)[0];
+  g.C = (*xs)[1];
+  g.H = (*xs)[2];
+  g.W = (*xs)[3];
+  g.OH = (*ys)[2];
+  g.OW = (*ys)[3];
+  g.KH = p.kernel[0];
+  g.KW = p.kernel[1];
+  g.stride_h = p.strides[0];
+  g.stride_w = p.strides[1];
+  g.pad_top = p.pads[0];
+  g.pad_left = p.pads[1];
+  g.pad_bottom = p.pads[2];
+  g.pad_right = p.pads[3];
+  g.dilation_h = p.dilations[0];
+  g.dilation_w = p.dilations[1];
+  g.ceil_mode = ceil_mode != 0;
+  g.indices = n.outputs.size() > 1 && n.outputs[1];
+  RKD_TRY(npu::lower::pool_supported(g, "npu MaxPool: "));
+  npu::lower::MaxPoolSpec s;
+  static_cast<npu::lower::MapShape&>(s) = npu::lower::MapShape{g.dtype, g.C, g.H, g.W};
+  s.kernel_h = g.KH;
+  s.kernel_w = g.KW;
+  s.stride_h = g.stride_h;
+  s.stride_w = g.stride_w;
+  s.pad_top = g.pad_top;
+  s.pad_left = g.pad_left;
+  s.pad_bottom = g.pad_bottom;
+  s.pad_right = g.pad_right;
+  RKD_TRY(npu::lower::check_max_pool(s));
+  const npu::lower::MapShape o = s.output();
+  if ((*ys)[1] != g.C || o.H != g.OH || o.W != g.OW) return invalid(n.describe() + ": the output's shape is not the pooled map's");
+  return s;
+}
+
+Result<Kernel> npu_max_pool_kernel(const Node& n, const npu::sim::Quirks& quirks) {
+  RKD_ASSIGN(npu::lower::MaxPoolSpec spec, npu_max_pool_spec(n));
+  return eltwise_kernel(
+      n, spec.output(), quirks, [spec](npu::DeviceMemory& mem) { return npu::lower::lower_max_pool(spec, mem); },
+      [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
+        if (in.empty() || !in[0]) return Status(invalid("npu MaxPool: input missing"));
+        return npu::lower::write_max_pool_input(e.mem, spec, e.lowered, *in[0]);
+      });
+}
+
 Result<npu::lower::ConcatSpec> npu_concat_spec(const Node& n) {
   const bool concat = (n.op_type == "Concat" && n.domain.empty()) || (n.op_type == "NpuConcat" && n.domain == "rkdeploy");
   if (!concat || n.inputs.empty() || n.outputs.empty()) return invalid(n.describe() + ": not a Concat");
@@ -617,6 +677,15 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                       if (lowerable.ok() && !next_to_npu_node(*n)) lowerable = unsupported("its producer and every reader run on the CPU");
                       place(n, lowerable, "NpuLut", &FusionReport::npu_sim_luts, &FusionReport::npu_cpu_luts);
                     }
+                    // Max pooling on the PPU, next to an NPU node (as the copies below).
+                    for (const auto& np : g.nodes()) {
+                      Node* n = np.get();
+                      if (!npu_max_pool_candidate(*n)) continue;
+                      auto spec = npu_max_pool_spec(*n);
+                      Status lowerable = spec.ok() ? Status() : Status(spec.error());
+                      if (lowerable.ok() && !next_to_npu_node(*n)) lowerable = unsupported("its producer and every reader run on the CPU");
+                      place(n, lowerable, "NpuMaxPool", &FusionReport::npu_sim_pools, &FusionReport::npu_cpu_pools);
+                    }
                     // Splits before Concats: a Concat of a placed Split's parts has it as neighbour.
                     for (const auto& np : g.nodes()) {
                       Node* n = np.get();
@@ -660,6 +729,11 @@ Result<Kernel> npu_leaky_relu_kernel_from_attrs(const Node& n) {
 Result<Kernel> npu_lut_kernel_from_attrs(const Node& n) {
   RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
   return npu_lut_kernel(n, q);
+}
+
+Result<Kernel> npu_max_pool_kernel_from_attrs(const Node& n) {
+  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
+  return npu_max_pool_kernel(n, q);
 }
 
 Result<Kernel> npu_split_kernel_from_attrs(const Node& n) {

@@ -66,6 +66,13 @@ Result<npu::lower::SplitSpec> npu_split_spec(const ir::Node& n);
 bool npu_split_candidate(const ir::Node& n);
 Result<Kernel> npu_split_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
 
+// An integer MaxPool (qdq-to-qlinear's, on int8/uint8 codes: quant/qlinear_lut.cc) of a
+// static [1, C, H, W] map as one PPU-only task (npu::lower::lower_max_pool), within
+// constraints.h's pool rules, or why not. The candidate test: a MaxPool of 8-bit integers.
+Result<npu::lower::MaxPoolSpec> npu_max_pool_spec(const ir::Node& n);
+bool npu_max_pool_candidate(const ir::Node& n);
+Result<Kernel> npu_max_pool_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
+
 // npu-sim-placement: every QLinearConv that npu_try_lower() takes becomes rkdeploy.NpuConv
 // (same inputs, outputs and attributes, plus rkd_sim_strategy and rkd_sim_knobs,
 // ';'-separated NAME=VALUE), whose kernel is npu_sim_kernel; with fuse_add, a QLinearAdd that
@@ -74,7 +81,8 @@ Result<Kernel> npu_split_kernel(const ir::Node& n, const npu::sim::Quirks& quirk
 // npu_add_spec() takes becomes rkdeploy.NpuAdd (a DPU-only task, quant::rknpu_add_plan's
 // arithmetic), every LeakyRelu table npu_leaky_relu_spec() takes rkdeploy.NpuLeakyRelu (the
 // EW stage's max) unless that arithmetic differs from the table and the LUT can take it, and
-// every other table npu_lut_spec() takes next to an NPU node rkdeploy.NpuLut. Counts them,
+// every other table npu_lut_spec() takes next to an NPU node rkdeploy.NpuLut, every integer
+// MaxPool npu_max_pool_spec() takes next to an NPU node rkdeploy.NpuMaxPool. Counts them,
 // and lists the others with the reason, in `report`.
 ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, bool fuse_add, FusionReport* report);
 // The kernels of an rkdeploy.NpuConv / NpuAdd / NpuLeakyRelu made by npu_sim_placement_pass.
@@ -84,5 +92,6 @@ Result<Kernel> npu_leaky_relu_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_lut_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_concat_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_split_kernel_from_attrs(const ir::Node& n);
+Result<Kernel> npu_max_pool_kernel_from_attrs(const ir::Node& n);
 
 }  // namespace rkd::runtime

@@ -25,6 +25,8 @@ int norm_axis(int64_t a, int rank);
 int rank_of(const Node& n, size_t input);  // rank of input i's static shape (0 when unknown)
 Result<int> checked_axis(const Node& n, int64_t a, int rank);
 Result<ops::ConvParams> conv_params(const Node& n, const Shape& x, const Shape& w, bool transposed);
+// A MaxPool's / AveragePool's window (auto_pad resolved against x's spatial dims).
+Result<ops::PoolParams> pool_params(const Node& n, const Shape& x);
 
 // The values of a constant int32/int64 tensor (empty for nullptr).
 std::vector<int64_t> ints_of(const Tensor* t);

@@ -28,27 +28,6 @@ Result<Kernel> conv_factory(const Node& n, bool transposed) {
   return Kernel([prim](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) { return prim->run(*in[0], out[0]); });
 }
 
-Result<ops::PoolParams> pool_params(const Node& n, const Shape& x) {
-  const size_t sp = x.size() - 2;
-  ops::PoolParams p;
-  RKD_ASSIGN(p.kernel, n.attr_ints("kernel_shape", {}));
-  RKD_ASSIGN(p.strides, n.attr_ints("strides", std::vector<int64_t>(sp, 1)));
-  RKD_ASSIGN(p.dilations, n.attr_ints("dilations", std::vector<int64_t>(sp, 1)));
-  RKD_ASSIGN(p.pads, n.attr_ints("pads", std::vector<int64_t>(2 * sp, 0)));
-  RKD_ASSIGN(int64_t cip, n.attr_int("count_include_pad", 0));
-  RKD_ASSIGN(std::string auto_pad, n.attr_string("auto_pad", "NOTSET"));
-  RKD_ASSIGN(int64_t storage, n.attr_int("storage_order", 0));
-  if (storage != 0) return unsupported(n.describe() + ": storage_order=1");
-  p.count_include_pad = cip != 0;
-  if (p.kernel.size() != sp) return invalid(n.describe() + ": kernel_shape must have one value per spatial dim");
-  if (p.strides.size() != sp || p.dilations.size() != sp || p.pads.size() != 2 * sp) {
-    return invalid(n.describe() + ": strides/dilations/pads do not match the spatial rank");
-  }
-  ir::WindowGeometry g{Shape(x.begin() + 2, x.end()), p.kernel, p.strides, p.dilations, {}, false};
-  if (Status st = ir::resolve_auto_pad(auto_pad, g, p.pads); !st.ok()) return st.error().with_context(n.describe());
-  return p;
-}
-
 Result<Kernel> resize_factory(const Node& n, int64_t opset) {
   ops::ResizeParams p;
   RKD_ASSIGN(std::string mode, n.attr_string("mode", "nearest"));
@@ -132,6 +111,27 @@ Result<Kernel> grid_sample_factory(const Node& n, int64_t) {
 }
 
 }  // namespace
+
+Result<ops::PoolParams> pool_params(const Node& n, const Shape& x) {
+  const size_t sp = x.size() - 2;
+  ops::PoolParams p;
+  RKD_ASSIGN(p.kernel, n.attr_ints("kernel_shape", {}));
+  RKD_ASSIGN(p.strides, n.attr_ints("strides", std::vector<int64_t>(sp, 1)));
+  RKD_ASSIGN(p.dilations, n.attr_ints("dilations", std::vector<int64_t>(sp, 1)));
+  RKD_ASSIGN(p.pads, n.attr_ints("pads", std::vector<int64_t>(2 * sp, 0)));
+  RKD_ASSIGN(int64_t cip, n.attr_int("count_include_pad", 0));
+  RKD_ASSIGN(std::string auto_pad, n.attr_string("auto_pad", "NOTSET"));
+  RKD_ASSIGN(int64_t storage, n.attr_int("storage_order", 0));
+  if (storage != 0) return unsupported(n.describe() + ": storage_order=1");
+  p.count_include_pad = cip != 0;
+  if (p.kernel.size() != sp) return invalid(n.describe() + ": kernel_shape must have one value per spatial dim");
+  if (p.strides.size() != sp || p.dilations.size() != sp || p.pads.size() != 2 * sp) {
+    return invalid(n.describe() + ": strides/dilations/pads do not match the spatial rank");
+  }
+  ir::WindowGeometry g{Shape(x.begin() + 2, x.end()), p.kernel, p.strides, p.dilations, {}, false};
+  if (Status st = ir::resolve_auto_pad(auto_pad, g, p.pads); !st.ok()) return st.error().with_context(n.describe());
+  return p;
+}
 
 void register_nn_ops(std::map<std::string, Factory>& r) {
   for (const char* sm : {"Softmax", "LogSoftmax"}) {

@@ -270,6 +270,7 @@ void register_rkdeploy_ops(std::map<std::string, Factory>& r) {
   r["NpuConcat"] = [](const Node& n, int64_t) { return npu_concat_kernel_from_attrs(n); };
   r["NpuSplit"] = [](const Node& n, int64_t) { return npu_split_kernel_from_attrs(n); };
   r["NpuLut"] = [](const Node& n, int64_t) { return npu_lut_kernel_from_attrs(n); };
+  r["NpuMaxPool"] = [](const Node& n, int64_t) { return npu_max_pool_kernel_from_attrs(n); };
 }
 
 }  // namespace rkd::runtime::detail

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "core/json_style.h"
 #include "core/npy.h"
@@ -42,14 +43,14 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   ir::FusionReport placement;
   RKD_TRY(optimize(g, co, &placement));
   auto cpu_reason = [&placement](const ir::Node& n) -> std::string {
-    for (const auto* list :
-         {&placement.npu_cpu_convs, &placement.npu_cpu_adds, &placement.npu_cpu_luts, &placement.npu_cpu_concats, &placement.npu_cpu_splits}) {
+    for (const auto* list : {&placement.npu_cpu_convs, &placement.npu_cpu_adds, &placement.npu_cpu_luts, &placement.npu_cpu_concats,
+                             &placement.npu_cpu_splits, &placement.npu_cpu_pools}) {
       for (const std::string& e : *list) {
         if (e.size() > n.name.size() + 2 && e.compare(0, n.name.size() + 2, n.name + ": ") == 0) return e.substr(n.name.size() + 2);
       }
     }
-    return "the NPU back end lowers int8 convolutions, Adds, lookup tables (LeakyRelu, Sigmoid, SiLU, ...) and channel Concats and Splits only "
-           "(yet)";
+    return "the NPU back end lowers int8 convolutions, Adds, lookup tables (LeakyRelu, Sigmoid, SiLU, ...), max pooling and channel Concats and "
+           "Splits only (yet)";
   };
   const fs::path tmp(out_dir);
   std::error_code ec;
@@ -75,13 +76,14 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
     const ir::Node& n = *np;
     const bool on_npu = n.domain == "rkdeploy";
     const bool add = on_npu && n.op_type == "NpuAdd", leaky = on_npu && n.op_type == "NpuLeakyRelu", concat = on_npu && n.op_type == "NpuConcat",
-               split = on_npu && n.op_type == "NpuSplit", lut = on_npu && n.op_type == "NpuLut";
-    if (add || leaky || concat || split || lut) {
+               split = on_npu && n.op_type == "NpuSplit", lut = on_npu && n.op_type == "NpuLut", pool = on_npu && n.op_type == "NpuMaxPool";
+    if (add || leaky || concat || split || lut || pool) {
       // An element-wise task: its operand buffers (written by the host), output and regcmd.
       npu::lower::LoweredEltwise l;
       npu::lower::MapShape shape;
       int table_differences = 0;
       std::vector<int32_t> lut_table;  // a Lut's 256 output codes (its tasks upload them)
+      std::optional<npu::lower::MaxPoolSpec> pool_spec;
       if (add) {
         RKD_ASSIGN(npu::lower::AddSpec spec, npu_add_spec(n));
         shape = spec;
@@ -94,6 +96,10 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
         RKD_ASSIGN(npu::lower::SplitSpec spec, npu_split_spec(n));
         shape = spec;
         RKD_ASSIGN(l, npu::lower::lower_split(spec, mem));
+      } else if (pool) {
+        RKD_ASSIGN(pool_spec, npu_max_pool_spec(n));
+        shape = *pool_spec;
+        RKD_ASSIGN(l, npu::lower::lower_max_pool(*pool_spec, mem));
       } else if (lut) {
         RKD_ASSIGN(npu::lower::LutSpec spec, npu_lut_spec(n));
         shape = spec;
@@ -111,9 +117,19 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
       fs::create_directories(tmp / ename, ec);
       nlohmann::ordered_json je;
       je["node"] = n.name;
-      je["op"] = add ? "Add" : concat ? "Concat" : split ? "Split" : lut ? "Lut" : "LeakyRelu";
+      je["op"] = add ? "Add" : concat ? "Concat" : split ? "Split" : lut ? "Lut" : pool ? "MaxPool" : "LeakyRelu";
       je["directory"] = ename;
       je["geometry"] = {{"C", shape.C}, {"H", shape.H}, {"W", shape.W}, {"dtype", dtype_name(shape.dtype)}};
+      if (pool_spec) {
+        const npu::lower::MapShape o = pool_spec->output();
+        je["geometry"]["OH"] = o.H;
+        je["geometry"]["OW"] = o.W;
+        je["geometry"]["kernel"] = {pool_spec->kernel_h, pool_spec->kernel_w};
+        je["geometry"]["stride"] = {pool_spec->stride_h, pool_spec->stride_w};
+        je["geometry"]["pads"] = {pool_spec->pad_top, pool_spec->pad_left, pool_spec->pad_bottom, pool_spec->pad_right};
+        // A PPU-only task ends with the PPU's interrupts; mainline's rocket waits for the DPU's.
+        je["completion"] = "PPU interrupt (mainline rocket signals DPU interrupts only: docs/npu.md)";
+      }
       je["inputs"] = nlohmann::ordered_json::array();
       if (concat) {
         // Part i is read by task i (MRDMA), which writes it at its channel offset of the output.
@@ -123,9 +139,11 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
                                   {"device_offset", l.part_addresses[i] - mem.base()},
                                   {"surface_bytes", l.main_surface_bytes}});
         }
-      } else if (split || lut) {
-        je["inputs"].push_back(
-            {{"operand", "X"}, {"read_by", "MRDMA"}, {"device_offset", l.main_address - mem.base()}, {"surface_bytes", l.main_surface_bytes}});
+      } else if (split || lut || pool) {
+        je["inputs"].push_back({{"operand", "X"},
+                                {"read_by", pool ? "PPU_RDMA" : "MRDMA"},
+                                {"device_offset", l.main_address - mem.base()},
+                                {"surface_bytes", l.main_surface_bytes}});
       } else {
         const std::string main_operand = add ? (l.b_is_main ? "B" : "A") : "X", ew_operand = add ? (l.b_is_main ? "A" : "B") : "X";
         je["inputs"].push_back({{"operand", main_operand},

@@ -26,10 +26,10 @@ struct Geometry {
 // stride 1, SAME), YOLOv8's SPPF (5x5 stride 1, pads 2), an odd SAME_UPPER map, and the
 // fields' limits (kernel and stride 16, pads 7).
 const Geometry kGeometries[] = {
-    {"blazeface_2x2_s2", 28, 64, 64, 2, 2, 2, 2, 0, 0, 0, 0},  {"nanodet_3x3_s2", 24, 18, 18, 3, 3, 2, 2, 0, 0, 0, 0},
+    {"blazeface_2x2_s2", 28, 64, 64, 2, 2, 2, 2, 0, 0, 0, 0},   {"nanodet_3x3_s2", 24, 18, 18, 3, 3, 2, 2, 0, 0, 0, 0},
     {"centernet_3x3_same", 20, 12, 10, 3, 3, 1, 1, 1, 1, 1, 1}, {"sppf_5x5_p2", 48, 10, 10, 5, 5, 1, 1, 2, 2, 2, 2},
     {"same_upper_odd", 17, 7, 9, 2, 2, 2, 2, 0, 0, 1, 1},       {"kernel_16_stride_16", 16, 32, 48, 16, 16, 16, 16, 0, 0, 0, 0},
-    {"pads_7_kernel_8", 33, 9, 11, 8, 8, 1, 1, 7, 7, 7, 7},      {"asymmetric", 40, 13, 6, 3, 4, 2, 3, 2, 0, 1, 3},
+    {"pads_7_kernel_8", 33, 9, 11, 8, 8, 1, 1, 7, 7, 7, 7},     {"asymmetric", 40, 13, 6, 3, 4, 2, 3, 2, 0, 1, 3},
 };
 
 lower::MaxPoolSpec spec_of(const Geometry& g, DType t) {
@@ -91,9 +91,8 @@ Result<Pooled> simulate(const lower::MaxPoolSpec& s, const Tensor& x, const sim:
 }
 
 bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::equal(static_cast<const uint8_t*>(a.raw()),
-                                                                        static_cast<const uint8_t*>(a.raw()) + a.numel(),
-                                                                        static_cast<const uint8_t*>(b.raw()));
+  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
+         std::equal(static_cast<const uint8_t*>(a.raw()), static_cast<const uint8_t*>(a.raw()) + a.numel(), static_cast<const uint8_t*>(b.raw()));
 }
 
 TEST(NpuPool, MaxPoolTaskEqualsTheIntegerMaxPool) {
