@@ -197,6 +197,11 @@ TEST(NpuPool, LimitsComeFromTheRegisterFields) {
   r = lower::lower_max_pool(s, mem);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("pads <= 7"), std::string::npos) << r.error().message;
+  s = spec_of(kGeometries[5], DType::i8);
+  s.pad_top = 1;
+  r = lower::lower_max_pool(s, mem);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("no padding with a kernel of 16"), std::string::npos) << r.error().message;
   s = spec_of(kGeometries[2], DType::i8);
   s.pad_left = 3;
   r = lower::lower_max_pool(s, mem);

@@ -175,6 +175,13 @@ const std::vector<PoolRule>& pool_rule_list() {
                    const int64_t m = std::max({g.pad_top, g.pad_left, g.pad_bottom, g.pad_right});
                    return m <= mp ? std::string() : "a pad of " + std::to_string(m);
                  }});
+    v.push_back({"no padding with a kernel of " + std::to_string(mk),
+                 "allbilly/rk3588's measured program pools a kernel of 16 and pads of 7 alone, not both together (it returned the first input "
+                 "value) [HW]",
+                 [mk](const PoolGeometry& g) {
+                   const bool padded = g.pad_top || g.pad_left || g.pad_bottom || g.pad_right;
+                   return padded && (g.KH == mk || g.KW == mk) ? "kernel " + dims(g.KH, g.KW) + " with padding" : std::string();
+                 }});
     v.push_back({"pads below the kernel", "every window holds a cell of the map (how the PPU pads a max is unmeasured: sim knob ppu_max_padding)",
                  [](const PoolGeometry& g) {
                    return g.pad_top < g.KH && g.pad_bottom < g.KH && g.pad_left < g.KW && g.pad_right < g.KW
