@@ -143,6 +143,7 @@ const std::vector<OpInfo>& op_table() {
       {"rkdeploy", "NpuLeakyRelu", nullptr, kShapeFromCreator | kOnNpu},  // a LeakyRelu table as a DPU-only task on the NPU simulator
       {"rkdeploy", "NpuLut", nullptr, kShapeFromCreator | kOnNpu},        // any other table through the DPU's lookup table
       {"rkdeploy", "NpuMaxPool", nullptr, kShapeFromCreator | kOnNpu},    // an integer MaxPool as a PPU task
+      {"rkdeploy", "NpuPad", nullptr, kShapeFromCreator | kOnNpu},        // an integer channel Pad as a DPU task
       {"rkdeploy", "NpuConcat", nullptr, kShapeFromCreator | kOnNpu},     // an integer channel Concat as DPU-only copy tasks
       {"rkdeploy", "NpuSplit", nullptr, kShapeFromCreator | kOnNpu},      // an integer channel Split as DPU-only copy tasks
   };

@@ -46,6 +46,7 @@ Result<Device> parse_device(const std::string& s);
 //   per_tensor_quant   a quantized site whose weights (input 1) have one scale, not one per channel
 //   npu_conv_geometry / npu_eltwise_geometry / npu_pool_geometry
 //                      npu/lower/constraints.h's convolution / element-wise / pooling rules hold
+//   npu_channel_pad    a constant Pad adding channels at the end of a map only (element-wise rules)
 struct Constraint {
   std::string check;
   int64_t value = 0;

@@ -93,9 +93,20 @@ struct Reader {
 };
 
 const std::set<std::string>& known_checks() {
-  static const std::set<std::string> c = {
-      "max_rank",  "attr_in",          "max_kernel",        "max_stride",           "groups",           "const_input", "max_dim", "dtype_in",
-      "quantized", "per_tensor_quant", "npu_conv_geometry", "npu_eltwise_geometry", "npu_pool_geometry"};
+  static const std::set<std::string> c = {"max_rank",
+                                          "attr_in",
+                                          "max_kernel",
+                                          "max_stride",
+                                          "groups",
+                                          "const_input",
+                                          "max_dim",
+                                          "dtype_in",
+                                          "quantized",
+                                          "per_tensor_quant",
+                                          "npu_conv_geometry",
+                                          "npu_eltwise_geometry",
+                                          "npu_pool_geometry",
+                                          "npu_channel_pad"};
   return c;
 }
 
@@ -468,6 +479,26 @@ std::string npu_pool_geometry_violation(const ir::Node& n) {
   return v.empty() ? "" : v[0].found + " (" + v[0].rule + ": " + v[0].reason + ")";
 }
 
+// A Pad that adds channels at the end of a [N, C, H, W] map only (constant pads), its output as
+// constraints.h's element-wise rules read it.
+std::string npu_channel_pad_violation(const ir::Node& n) {
+  const auto ys = ir::static_shape(n.outputs.empty() ? nullptr : n.outputs[0]);
+  if (!ys || ys->size() != 4) return "not a Pad of a static [N, C, H, W] map";
+  if (n.attr_string("mode", "constant").value_or("") != "constant") return "mode " + n.attr_string("mode", "constant").value_or("?");
+  const ir::Value* p = n.inputs.size() > 1 ? n.inputs[1] : nullptr;
+  if (!p || !p->constant || p->constant->numel() != 8) return "pads that are not a constant of 8 values";
+  for (int64_t i = 0; i < 8; ++i) {
+    if (i != 5 && p->constant->get_as_double(i) != 0) return "padding other than at the channels' end";
+  }
+  npu::lower::EltwiseGeometry g;
+  g.batch = (*ys)[0];
+  g.C = (*ys)[1];
+  g.H = (*ys)[2];
+  g.W = (*ys)[3];
+  const auto v = npu::lower::check_eltwise(g);
+  return v.empty() ? "" : v[0].found + " (" + v[0].rule + ": " + v[0].reason + ")";
+}
+
 // An Add / QLinearAdd of two maps, or a channel Concat or Split of maps, as npu/lower/constraints.h's
 // element-wise rules read it.
 std::string npu_eltwise_geometry_violation(const ir::Node& n) {
@@ -564,6 +595,7 @@ std::string violation(const Constraint& c, const ir::Node& n) {
   if (c.check == "npu_conv_geometry") return npu_conv_geometry_violation(n);
   if (c.check == "npu_eltwise_geometry") return npu_eltwise_geometry_violation(n);
   if (c.check == "npu_pool_geometry") return npu_pool_geometry_violation(n);
+  if (c.check == "npu_channel_pad") return npu_channel_pad_violation(n);
   if (c.check == "quantized") return quantized_input(x) ? "" : "float input";
   if (c.check == "per_tensor_quant") {
     if (!quantized_input(x)) return "float input";
@@ -641,6 +673,8 @@ std::string constraint_text(const Constraint& c) {
     const auto rules = npu::lower::eltwise_rules();
     for (size_t i = 1; i < rules.size(); ++i) s += (i > 1 ? ", " : "") + rules[i].first;  // the type is another check
     s += ")";
+  } else if (c.check == "npu_channel_pad") {
+    s = "channels added at the end only, the NPU's element-wise geometry";
   } else if (c.check == "npu_pool_geometry") {
     s = "the NPU's pooling geometry (";
     const auto rules = npu::lower::pool_rules();

@@ -474,6 +474,56 @@ Result<Kernel> npu_max_pool_kernel(const Node& n, const npu::sim::Quirks& quirks
       });
 }
 
+bool npu_channel_pad_candidate(const Node& n) {
+  if (!((n.op_type == "Pad" && n.domain.empty()) || (n.op_type == "NpuPad" && n.domain == "rkdeploy"))) return false;
+  if (n.inputs.empty() || !n.inputs[0] || !n.inputs[0]->dtype) return false;
+  return *n.inputs[0]->dtype == DType::i8 || *n.inputs[0]->dtype == DType::u8;
+}
+
+Result<npu::lower::ChannelPadSpec> npu_channel_pad_spec(const Node& n) {
+  if (!npu_channel_pad_candidate(n) || n.outputs.empty() || !n.outputs[0]) return invalid(n.describe() + ": not a Pad of 8-bit integers");
+  const auto xs = ir::static_shape(n.inputs[0]), ys = ir::static_shape(n.outputs[0]);
+  if (!xs || !ys || xs->size() != 4) return unsupported("input is not a static [N, C, H, W] map");
+  RKD_ASSIGN(std::string mode, n.attr_string("mode", "constant"));
+  if (mode != "constant") return unsupported("mode " + mode + " (only constant padding is lowered)");
+  if (n.inputs.size() < 2 || !n.inputs[1] || !n.inputs[1]->constant || n.inputs[1]->constant->numel() != 8)
+    return unsupported("pads are not a constant of 8 values");
+  if (n.inputs.size() > 3 && n.inputs[3]) return unsupported("an axes input");
+  const Tensor& pads = *n.inputs[1]->constant;
+  for (int64_t i = 0; i < 8; ++i) {
+    if (i != 5 && pads.get_as_double(i) != 0)
+      return unsupported(
+          "padding other than at the channels' end (spatial padding before a convolution folds into it; other padding is not "
+          "lowered)");
+  }
+  int32_t value = 0;
+  if (n.inputs.size() > 2 && n.inputs[2]) {
+    if (!n.inputs[2]->constant || n.inputs[2]->constant->numel() != 1) return unsupported("the value is not a constant scalar");
+    value = static_cast<int32_t>(n.inputs[2]->constant->get_as_double(0));
+  }
+  npu::lower::ChannelPadSpec s;
+  static_cast<npu::lower::MapShape&>(s) = npu::lower::MapShape{*n.inputs[0]->dtype, (*xs)[1], (*xs)[2], (*xs)[3]};
+  s.pad_end = static_cast<int64_t>(pads.get_as_double(5));
+  s.value = value;
+  npu::lower::EltwiseGeometry g = npu::lower::geometry_of(s);
+  g.batch = (*xs)[0];
+  RKD_TRY(npu::lower::eltwise_supported(g, "npu channel Pad: "));
+  RKD_TRY(npu::lower::check_channel_pad(s));
+  const npu::lower::MapShape o = s.output();
+  if (*ys != Shape{(*xs)[0], o.C, o.H, o.W}) return invalid(n.describe() + ": the output's shape is not the padded map's");
+  return s;
+}
+
+Result<Kernel> npu_channel_pad_kernel(const Node& n, const npu::sim::Quirks& quirks) {
+  RKD_ASSIGN(npu::lower::ChannelPadSpec spec, npu_channel_pad_spec(n));
+  return eltwise_kernel(
+      n, spec.output(), quirks, [spec](npu::DeviceMemory& mem) { return npu::lower::lower_channel_pad(spec, mem); },
+      [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
+        if (in.empty() || !in[0]) return Status(invalid("npu channel Pad: input missing"));
+        return npu::lower::write_channel_pad_input(e.mem, spec, e.lowered, *in[0]);
+      });
+}
+
 Result<npu::lower::ConcatSpec> npu_concat_spec(const Node& n) {
   const bool concat = (n.op_type == "Concat" && n.domain.empty()) || (n.op_type == "NpuConcat" && n.domain == "rkdeploy");
   if (!concat || n.inputs.empty() || n.outputs.empty()) return invalid(n.describe() + ": not a Concat");
@@ -686,6 +736,14 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                       if (lowerable.ok() && !next_to_npu_node(*n)) lowerable = unsupported("its producer and every reader run on the CPU");
                       place(n, lowerable, "NpuMaxPool", &FusionReport::npu_sim_pools, &FusionReport::npu_cpu_pools);
                     }
+                    for (const auto& np : g.nodes()) {
+                      Node* n = np.get();
+                      if (!npu_channel_pad_candidate(*n)) continue;
+                      auto spec = npu_channel_pad_spec(*n);
+                      Status lowerable = spec.ok() ? Status() : Status(spec.error());
+                      if (lowerable.ok() && !next_to_npu_node(*n)) lowerable = unsupported("its producer and every reader run on the CPU");
+                      place(n, lowerable, "NpuPad", &FusionReport::npu_sim_pads, &FusionReport::npu_cpu_pads);
+                    }
                     // Splits before Concats: a Concat of a placed Split's parts has it as neighbour.
                     for (const auto& np : g.nodes()) {
                       Node* n = np.get();
@@ -734,6 +792,11 @@ Result<Kernel> npu_lut_kernel_from_attrs(const Node& n) {
 Result<Kernel> npu_max_pool_kernel_from_attrs(const Node& n) {
   RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
   return npu_max_pool_kernel(n, q);
+}
+
+Result<Kernel> npu_channel_pad_kernel_from_attrs(const Node& n) {
+  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
+  return npu_channel_pad_kernel(n, q);
 }
 
 Result<Kernel> npu_split_kernel_from_attrs(const Node& n) {

@@ -73,6 +73,13 @@ Result<npu::lower::MaxPoolSpec> npu_max_pool_spec(const ir::Node& n);
 bool npu_max_pool_candidate(const ir::Node& n);
 Result<Kernel> npu_max_pool_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
 
+// An integer Pad (qdq-to-qlinear's, on int8/uint8 codes) of the channels' end with one constant
+// code on a static [1, C, H, W] map as one DPU-only task (npu::lower::lower_channel_pad), or
+// why not. The candidate test: a Pad of 8-bit integers.
+Result<npu::lower::ChannelPadSpec> npu_channel_pad_spec(const ir::Node& n);
+bool npu_channel_pad_candidate(const ir::Node& n);
+Result<Kernel> npu_channel_pad_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
+
 // npu-sim-placement: every QLinearConv that npu_try_lower() takes becomes rkdeploy.NpuConv
 // (same inputs, outputs and attributes, plus rkd_sim_strategy and rkd_sim_knobs,
 // ';'-separated NAME=VALUE), whose kernel is npu_sim_kernel; with fuse_add, a QLinearAdd that
@@ -82,7 +89,8 @@ Result<Kernel> npu_max_pool_kernel(const ir::Node& n, const npu::sim::Quirks& qu
 // arithmetic), every LeakyRelu table npu_leaky_relu_spec() takes rkdeploy.NpuLeakyRelu (the
 // EW stage's max) unless that arithmetic differs from the table and the LUT can take it, and
 // every other table npu_lut_spec() takes next to an NPU node rkdeploy.NpuLut, every integer
-// MaxPool npu_max_pool_spec() takes next to an NPU node rkdeploy.NpuMaxPool. Counts them,
+// MaxPool npu_max_pool_spec() takes next to an NPU node rkdeploy.NpuMaxPool, every channel Pad
+// npu_channel_pad_spec() takes next to an NPU node rkdeploy.NpuPad. Counts them,
 // and lists the others with the reason, in `report`.
 ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, bool fuse_add, FusionReport* report);
 // The kernels of an rkdeploy.NpuConv / NpuAdd / NpuLeakyRelu made by npu_sim_placement_pass.
@@ -93,5 +101,6 @@ Result<Kernel> npu_lut_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_concat_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_split_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_max_pool_kernel_from_attrs(const ir::Node& n);
+Result<Kernel> npu_channel_pad_kernel_from_attrs(const ir::Node& n);
 
 }  // namespace rkd::runtime

@@ -44,13 +44,13 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   RKD_TRY(optimize(g, co, &placement));
   auto cpu_reason = [&placement](const ir::Node& n) -> std::string {
     for (const auto* list : {&placement.npu_cpu_convs, &placement.npu_cpu_adds, &placement.npu_cpu_luts, &placement.npu_cpu_concats,
-                             &placement.npu_cpu_splits, &placement.npu_cpu_pools}) {
+                             &placement.npu_cpu_splits, &placement.npu_cpu_pools, &placement.npu_cpu_pads}) {
       for (const std::string& e : *list) {
         if (e.size() > n.name.size() + 2 && e.compare(0, n.name.size() + 2, n.name + ": ") == 0) return e.substr(n.name.size() + 2);
       }
     }
-    return "the NPU back end lowers int8 convolutions, Adds, lookup tables (LeakyRelu, Sigmoid, SiLU, ...), max pooling and channel Concats and "
-           "Splits only (yet)";
+    return "the NPU back end lowers int8 convolutions, Adds, lookup tables (LeakyRelu, Sigmoid, SiLU, ...), max pooling, channel Pads and "
+           "channel Concats and Splits only (yet)";
   };
   const fs::path tmp(out_dir);
   std::error_code ec;
@@ -76,14 +76,16 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
     const ir::Node& n = *np;
     const bool on_npu = n.domain == "rkdeploy";
     const bool add = on_npu && n.op_type == "NpuAdd", leaky = on_npu && n.op_type == "NpuLeakyRelu", concat = on_npu && n.op_type == "NpuConcat",
-               split = on_npu && n.op_type == "NpuSplit", lut = on_npu && n.op_type == "NpuLut", pool = on_npu && n.op_type == "NpuMaxPool";
-    if (add || leaky || concat || split || lut || pool) {
+               split = on_npu && n.op_type == "NpuSplit", lut = on_npu && n.op_type == "NpuLut", pool = on_npu && n.op_type == "NpuMaxPool",
+               pad = on_npu && n.op_type == "NpuPad";
+    if (add || leaky || concat || split || lut || pool || pad) {
       // An element-wise task: its operand buffers (written by the host), output and regcmd.
       npu::lower::LoweredEltwise l;
       npu::lower::MapShape shape;
       int table_differences = 0;
       std::vector<int32_t> lut_table;  // a Lut's 256 output codes (its tasks upload them)
       std::optional<npu::lower::MaxPoolSpec> pool_spec;
+      int64_t pad_channels = 0;  // a channel Pad's added channels
       if (add) {
         RKD_ASSIGN(npu::lower::AddSpec spec, npu_add_spec(n));
         shape = spec;
@@ -96,6 +98,11 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
         RKD_ASSIGN(npu::lower::SplitSpec spec, npu_split_spec(n));
         shape = spec;
         RKD_ASSIGN(l, npu::lower::lower_split(spec, mem));
+      } else if (pad) {
+        RKD_ASSIGN(npu::lower::ChannelPadSpec spec, npu_channel_pad_spec(n));
+        shape = spec;
+        pad_channels = spec.pad_end;
+        RKD_ASSIGN(l, npu::lower::lower_channel_pad(spec, mem));
       } else if (pool) {
         RKD_ASSIGN(pool_spec, npu_max_pool_spec(n));
         shape = *pool_spec;
@@ -117,9 +124,10 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
       fs::create_directories(tmp / ename, ec);
       nlohmann::ordered_json je;
       je["node"] = n.name;
-      je["op"] = add ? "Add" : concat ? "Concat" : split ? "Split" : lut ? "Lut" : pool ? "MaxPool" : "LeakyRelu";
+      je["op"] = add ? "Add" : concat ? "Concat" : split ? "Split" : lut ? "Lut" : pool ? "MaxPool" : pad ? "Pad" : "LeakyRelu";
       je["directory"] = ename;
       je["geometry"] = {{"C", shape.C}, {"H", shape.H}, {"W", shape.W}, {"dtype", dtype_name(shape.dtype)}};
+      if (pad) je["geometry"]["pad_channels"] = pad_channels;
       if (pool_spec) {
         const npu::lower::MapShape o = pool_spec->output();
         je["geometry"]["OH"] = o.H;
@@ -139,7 +147,7 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
                                   {"device_offset", l.part_addresses[i] - mem.base()},
                                   {"surface_bytes", l.main_surface_bytes}});
         }
-      } else if (split || lut || pool) {
+      } else if (split || lut || pool || pad) {
         je["inputs"].push_back({{"operand", "X"},
                                 {"read_by", pool ? "PPU_RDMA" : "MRDMA"},
                                 {"device_offset", l.main_address - mem.base()},

@@ -130,16 +130,17 @@ bin="input=$dir/inputs/blazeface.input.npy"
 grep -q "69 convolution(s) on the RK3588 simulator (strategy sorted-bs-multiplier, 0 with the following Add fused), 0 on the CPU; 31 Add(s) as DPU tasks, 0 on the CPU" "$work/bsim.log"
 # Measured: 18-86% of the values equal, max |diff| 9-33% of the range.
 close_runs blazeface "$work/bint8" "$work/bsim" 0.5 0.1
-# Its three MaxPools (2x2, stride 2) as PPU-only tasks; quantized per tensor as uint8 in the
-# NPU's convention, every output equal to the int8 reference's bit for bit, and compile lists
-# the pools as element-wise entries read by PPU_RDMA.
-grep -q "; 3 MaxPool(s) as PPU tasks, 0 on the CPU" "$work/bsim.log"
+# Its three MaxPools (2x2, stride 2) as PPU-only tasks and the two channel Pads after them as
+# DPU-only tasks; quantized per tensor as uint8 in the NPU's convention, every output equal to
+# the int8 reference's bit for bit, and compile lists the pools (read by PPU_RDMA) and the Pads
+# as element-wise entries.
+grep -q "; 3 MaxPool(s) as PPU tasks, 0 on the CPU; 2 channel Pad(s) as DPU tasks, 0 on the CPU" "$work/bsim.log"
 bu="$work/blazeface.u8.qdq.onnx"
 "$rk" quantize "$models/blazeface.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/blazeface.json" \
   --method percentile --dtype uint8 -o "$bu" > /dev/null
 "$rk" run "$bu" --backend int8 --requant rknpu_out_cvt --input "$bin" --output-dir "$work/bu8int8" > /dev/null
 "$rk" run "$bu" --backend sim --strategy per-tensor --requant rknpu_out_cvt --input "$bin" --output-dir "$work/bu8sim" > /dev/null 2> "$work/bu8sim.log"
-grep -q "; 3 MaxPool(s) as PPU tasks, 0 on the CPU" "$work/bu8sim.log"
+grep -q "; 3 MaxPool(s) as PPU tasks, 0 on the CPU; 2 channel Pad(s) as DPU tasks, 0 on the CPU" "$work/bu8sim.log"
 for f in "$work"/bu8int8/*.npy; do cmp "$f" "$work/bu8sim/$(basename "$f")"; done
 "$rk" compile "$bu" --strategy per-tensor -o "$work/bu8.rk3588" > /dev/null
 /usr/bin/python3 - "$work/bu8.rk3588" <<'PY'
@@ -151,7 +152,11 @@ for e in pools:
     g = e["geometry"]
     assert g["kernel"] == [2, 2] and g["stride"] == [2, 2] and g["OH"] == g["H"] // 2 and e["inputs"][0]["read_by"] == "PPU_RDMA", e
     assert len(e["tasks"]) == 1 and "completion" in e, e
-print(f"blazeface uint8 per-tensor: every output equal to the int8 reference's, {len(pools)} MaxPools as PPU tasks")
+pads = [e for e in m["elementwise"] if e["op"] == "Pad"]
+assert len(pads) == 2 and not [x for x in m["cpu"] if x["op"] == "Pad"], [e["node"] for e in pads]
+assert sorted(e["geometry"]["pad_channels"] for e in pads) == [24, 48], [e["geometry"] for e in pads]
+print(f"blazeface uint8 per-tensor: every output equal to the int8 reference's, {len(pools)} MaxPools as PPU tasks, "
+      f"{len(pads)} channel Pads as DPU tasks")
 PY
 for f in "$work"/bu8.rk3588/eltwise*/*.regcmd; do
   "$rk" regcmd decode "$f" > "$work/dis.txt"

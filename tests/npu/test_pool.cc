@@ -2,7 +2,8 @@
 // regcmd, executed by the simulator from device memory, against the executor's integer
 // MaxPool (the int8 backend's kernel) and a direct loop over the window, bit for bit, on the
 // detectors' pooling geometries and the register fields' limits, under both readings of how
-// the PPU pads a maximum (sim knob ppu_max_padding).
+// the PPU pads a maximum (sim knob ppu_max_padding); and the channel Pad that follows those
+// pools in blazeface and handdetect, as one DPU-only task.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -207,6 +208,60 @@ TEST(NpuPool, LimitsComeFromTheRegisterFields) {
   r = lower::lower_max_pool(s, mem);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("pads below the kernel"), std::string::npos) << r.error().message;
+}
+
+// A Pad of the channels' end (blazeface's and handdetect's channel padding) as one DPU-only
+// task: the map, then the pad code in every added channel, whether the padding starts inside
+// a 16-channel block or at its start and on both simulator paths.
+TEST(NpuEltwise, ChannelPadTaskAppendsTheCode) {
+  struct Case {
+    int64_t C, pad;
+    int32_t value;
+  };
+  const Case cases[] = {{24, 24, 0}, {48, 48, -3}, {5, 3, 127}, {16, 1, -128}};
+  std::mt19937 rng(23);
+  for (DType t : {DType::i8, DType::u8}) {
+    for (const Case& k : cases) {
+      lower::ChannelPadSpec s;
+      static_cast<lower::MapShape&>(s) = lower::MapShape{t, k.C, 7, 9};
+      s.pad_end = k.pad;
+      s.value = t == DType::u8 ? k.value + 128 : k.value;
+      Tensor x = Tensor::empty(t, {1, s.C, s.H, s.W});
+      auto* p = static_cast<uint8_t*>(x.raw());
+      for (int64_t i = 0; i < x.numel(); ++i) p[i] = static_cast<uint8_t>(rng());
+      const lower::MapShape o = s.output();
+      for (bool cache : {false, true}) {
+        DeviceMemory mem;
+        auto l = lower::lower_channel_pad(s, mem);
+        ASSERT_TRUE(l.ok()) << l.error().to_string();
+        ASSERT_EQ(l->tasks.size(), 1u);
+        auto placed = lower::place_regcmd(mem, l->tasks);
+        ASSERT_TRUE(placed.ok());
+        for (const auto& d : regcmd::decode(placed->words)) EXPECT_TRUE(d.problems.empty()) << d.problems.front();
+        ASSERT_TRUE(lower::write_channel_pad_input(mem, s, *l, x).ok());
+        sim::SimCache c;
+        auto st = sim::run(mem, placed->address, placed->spans[0].word_count, sim::Quirks{}, cache ? &c : nullptr);
+        ASSERT_TRUE(st.ok()) << st.error().to_string();
+        Tensor y = Tensor::empty(t, {1, o.C, o.H, o.W});
+        ASSERT_TRUE(lower::gather_eltwise_output(mem, o, *l, y).ok());
+        const auto* yo = static_cast<const uint8_t*>(y.raw());
+        const int64_t plane = s.H * s.W;
+        int wrong = 0;
+        for (int64_t i = 0; i < y.numel(); ++i) {
+          const int64_t ch = i / plane;
+          const uint8_t want = ch < s.C ? p[i] : static_cast<uint8_t>(s.value);
+          wrong += yo[i] != want;
+        }
+        EXPECT_EQ(wrong, 0) << dtype_name(t) << " C " << k.C << " + " << k.pad << (cache ? " (cache)" : "");
+      }
+    }
+  }
+  lower::ChannelPadSpec bad;
+  static_cast<lower::MapShape&>(bad) = lower::MapShape{DType::i8, 8, 4, 4};
+  bad.pad_end = 8;
+  bad.value = 200;
+  DeviceMemory mem;
+  EXPECT_EQ(lower::lower_channel_pad(bad, mem).error().kind, ErrorKind::invalid);
 }
 
 }  // namespace

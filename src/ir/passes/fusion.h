@@ -33,6 +33,8 @@ struct FusionReport {
   std::vector<std::string> npu_cpu_splits;   // "node X: <reason>" for the integer Splits left on the CPU
   int npu_sim_pools = 0;                     // integer MaxPools placed on the NPU simulator as PPU tasks
   std::vector<std::string> npu_cpu_pools;    // "node X: <reason>" for the integer MaxPools left on the CPU
+  int npu_sim_pads = 0;                      // integer channel Pads placed on the NPU simulator as DPU tasks
+  std::vector<std::string> npu_cpu_pads;     // "node X: <reason>" for the integer Pads left on the CPU
 };
 
 Pass conv_activation_fusion_pass();

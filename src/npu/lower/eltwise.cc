@@ -293,6 +293,80 @@ Status write_max_pool_input(DeviceMemory& mem, const MaxPoolSpec& s, const Lower
   return write_map(mem, l.main_address, l.main_surface_bytes, s, x, "X");
 }
 
+MapShape ChannelPadSpec::output() const {
+  MapShape o = *this;
+  o.C = C + pad_end;
+  return o;
+}
+
+EltwiseGeometry geometry_of(const ChannelPadSpec& s) { return map_geometry(s.output()); }
+
+Status check_channel_pad(const ChannelPadSpec& s) {
+  RKD_TRY(check_map(s, "npu channel Pad: "));
+  if (s.pad_end < 1) return invalid("npu channel Pad: no channel to add");
+  if (s.value < qmin_of(s.dtype) || s.value > qmax_of(s.dtype)) return invalid("npu channel Pad: the value is not a code of the map's type");
+  return eltwise_supported(geometry_of(s), "npu channel Pad: ");
+}
+
+Result<LoweredEltwise> lower_channel_pad(const ChannelPadSpec& s, DeviceMemory& mem) {
+  RKD_TRY(check_channel_pad(s));
+  const MapShape o = s.output();
+  const int64_t pixels = s.H * s.W, written = align(o.C, kC2);
+  LoweredEltwise l;
+  // The input in a buffer of the output's surfaces: the task reads every output lane there
+  // (the padding channels' lanes hold 0 and are multiplied by 0).
+  l.main_surface_bytes = l.output_surface_bytes = pixels * kC2;
+  const size_t bytes = map_bytes(o, l.main_surface_bytes);
+  l.main_address = mem.alloc(bytes);
+  l.buffers.push_back(Buffer{"input", 0, l.main_address, bytes});
+  l.output_address = mem.alloc(bytes);
+  l.buffers.push_back(Buffer{"output", 0, l.output_address, bytes});
+  // BS: ALU + 0, MUL 1 (the input's channels) or 0 (the padding), shift 0.
+  std::vector<int32_t> zero(static_cast<size_t>(written), 0), mul(static_cast<size_t>(written), 0);
+  for (int64_t c = 0; c < s.C; ++c) mul[static_cast<size_t>(c)] = 1;
+  const PackedOperands ops = pack_bs_operands(zero, mul, written);
+  const uint32_t ops_at = mem.alloc(ops.bytes.size());
+  l.buffers.push_back(Buffer{"operands", 0, ops_at, ops.bytes.size()});
+  RKD_TRY(mem.write(ops_at, ops.bytes));
+  // EW: + the constant map (stored pad code in the padding channels, 0 elsewhere).
+  l.ew_surface_bytes = std::max<int64_t>(pixels, arch::kRk3588.ew_surface_min_pixels) * kC2;
+  const size_t ew_bytes = map_bytes(o, l.ew_surface_bytes);
+  l.ew_address = mem.alloc(ew_bytes);
+  l.buffers.push_back(Buffer{"operands", 0, l.ew_address, ew_bytes});
+  std::vector<uint8_t> e(ew_bytes, 0);
+  const uint8_t code = static_cast<uint8_t>(static_cast<int8_t>(s.dtype == DType::u8 ? s.value - 128 : s.value));
+  for (int64_t c = s.C; c < o.C; ++c)
+    for (int64_t p = 0; p < pixels; ++p) e[static_cast<size_t>(c / kC2 * l.ew_surface_bytes + p * kC2 + c % kC2)] = code;
+  RKD_TRY(mem.write(l.ew_address, e));
+  DpuTask d = copy_task(o, o.C, l.main_address, l.output_address);
+  d.bs.layout = BsOperands::alu_mul;
+  d.bs.operand_address = ops_at;
+  d.bs.mul_shift = 0;
+  EwOperand ew;
+  ew.address = l.ew_address;
+  ew.surface_pixels = l.ew_surface_bytes / kC2;
+  ew.offset = 0;
+  ew.cvt = quant::Multiplier15{1, 0};
+  ew.alu_algo = 2;
+  d.ew = ew;
+  RKD_TRY(emit(d, l));
+  return l;
+}
+
+Status write_channel_pad_input(DeviceMemory& mem, const ChannelPadSpec& s, const LoweredEltwise& l, const Tensor& x) {
+  // The input's channels, then the padding channels' lanes 0 (write_map fills lanes past C).
+  MapShape wide = s.output();
+  if (x.shape() != Shape{1, s.C, s.H, s.W} || x.dtype() != s.dtype) return invalid("npu channel Pad: X must be [1, C, H, W] of the map's type");
+  const Tensor xc = x.contiguous();
+  const int64_t plane = s.H * s.W;
+  RKD_ASSIGN(std::span<uint8_t> b, mem.span(l.main_address, map_bytes(wide, l.main_surface_bytes)));
+  const auto* src = static_cast<const uint8_t*>(xc.raw());
+  std::vector<const uint8_t*> planes(static_cast<size_t>(blocks_of(wide) * kC2), nullptr);
+  for (int64_t c = 0; c < s.C; ++c) planes[static_cast<size_t>(c)] = src + c * plane;
+  planes_to_blocks(planes, plane, 0, s.dtype == DType::u8 ? 0x80 : 0, b.data(), l.main_surface_bytes);
+  return {};
+}
+
 Result<LoweredEltwise> lower_concat(const ConcatSpec& s, DeviceMemory& mem) {
   RKD_TRY(check_concat(s));
   LoweredEltwise l;

@@ -13,6 +13,11 @@
 //   MaxPool    one PPU-only task (emit.h PpuPool): the maximum over each window of the map's
 //              cells, pads below the kernel (padded cells hold the type's minimum, so that
 //              either reading of the PPU's padding gives the maximum of the cells). Exact.
+//   ChannelPad a Pad of the channels' end with one code (blazeface's and handdetect's channel
+//              padding before a residual Add): one DPU-only task over the output's channels,
+//              BS MUL 1 for the input's channels and 0 for the padding (per-channel BRDMA
+//              operands), the EW stage adding a constant map that holds the pad code in the
+//              padding channels and 0 elsewhere (converter x 1), OUT_CVT x 1. Exact.
 //   Lut        any function of the input code (qdq-to-qlinear's QLinearLut: Sigmoid, SiLU,
 //              HardSwish, ...): the DPU's lookup table with one entry per stored input value
 //              (emit.h LutTable), BS and EW bypassed, OUT_CVT x 1. Exact wherever the
@@ -72,6 +77,13 @@ struct MaxPoolSpec : MapShape {
   MapShape output() const;
 };
 PoolGeometry geometry_of(const MaxPoolSpec& s);
+// y = x with `pad_end` channels of `value` (a code of the map's type) after its C channels.
+struct ChannelPadSpec : MapShape {
+  int64_t pad_end = 0;
+  int32_t value = 0;
+  MapShape output() const;
+};
+EltwiseGeometry geometry_of(const ChannelPadSpec& s);
 EltwiseGeometry geometry_of(const AddSpec& s);
 EltwiseGeometry geometry_of(const ConcatSpec& s);
 EltwiseGeometry geometry_of(const LeakyReluSpec& s);
@@ -84,6 +96,7 @@ Status check_concat(const ConcatSpec& s);
 Status check_split(const SplitSpec& s);
 Status check_lut(const LutSpec& s);
 Status check_max_pool(const MaxPoolSpec& s);
+Status check_channel_pad(const ChannelPadSpec& s);
 
 struct LoweredEltwise {
   std::vector<regcmd::Task> tasks;
@@ -100,6 +113,7 @@ Result<LoweredEltwise> lower_concat(const ConcatSpec& s, DeviceMemory& mem);
 Result<LoweredEltwise> lower_split(const SplitSpec& s, DeviceMemory& mem);
 Result<LoweredEltwise> lower_lut(const LutSpec& s, DeviceMemory& mem);
 Result<LoweredEltwise> lower_max_pool(const MaxPoolSpec& s, DeviceMemory& mem);
+Result<LoweredEltwise> lower_channel_pad(const ChannelPadSpec& s, DeviceMemory& mem);
 // The lookup table a LutSpec's task uploads (stored domain, arch lut_entries entries).
 Result<LutTable> lut_table_of(const LutSpec& s);
 // Write the operands ([1, C, H, W] of s.dtype) where the task reads them (Add: the
@@ -108,6 +122,7 @@ Status write_add_inputs(DeviceMemory& mem, const AddSpec& s, const LoweredEltwis
 Status write_leaky_relu_input(DeviceMemory& mem, const LeakyReluSpec& s, const LoweredEltwise& l, const Tensor& x);
 Status write_lut_input(DeviceMemory& mem, const LutSpec& s, const LoweredEltwise& l, const Tensor& x);
 Status write_max_pool_input(DeviceMemory& mem, const MaxPoolSpec& s, const LoweredEltwise& l, const Tensor& x);
+Status write_channel_pad_input(DeviceMemory& mem, const ChannelPadSpec& s, const LoweredEltwise& l, const Tensor& x);
 // The parts, [1, parts[i], H, W] each.
 Status write_concat_inputs(DeviceMemory& mem, const ConcatSpec& s, const LoweredEltwise& l, const std::vector<const Tensor*>& parts);
 // The input, [1, C, H, W].
