@@ -76,7 +76,7 @@ struct Pooled {
   std::vector<uint64_t> words;
 };
 
-Result<Pooled> simulate(const lower::MaxPoolSpec& s, const Tensor& x, const sim::Quirks& q, bool cache) {
+Result<Pooled> simulate_pool(const lower::MaxPoolSpec& s, const Tensor& x, const sim::Quirks& q, bool cache) {
   DeviceMemory mem;
   RKD_ASSIGN(lower::LoweredEltwise l, lower::lower_max_pool(s, mem));
   if (l.tasks.size() != 1 || l.tasks[0].enable_mask != arch::kPpuEnableMask) return invalid("expected one PPU-only task");
@@ -122,7 +122,7 @@ TEST(NpuPool, MaxPoolTaskEqualsTheIntegerMaxPool) {
         sim::Quirks q;
         ASSERT_TRUE(sim::set_knob(q, knob).ok());
         for (bool cache : {false, true}) {
-          auto got = simulate(s, x, q, cache);
+          auto got = simulate_pool(s, x, q, cache);
           ASSERT_TRUE(got.ok()) << g.name << ": " << got.error().to_string();
           for (const auto& d : regcmd::decode(got->words)) EXPECT_TRUE(d.problems.empty()) << g.name << ": " << d.problems.front();
           EXPECT_TRUE(same_bytes(got->y, ref)) << g.name << " " << dtype_name(t) << " " << knob << (cache ? " (cache)" : "");
@@ -214,14 +214,14 @@ TEST(NpuPool, LimitsComeFromTheRegisterFields) {
 // task: the map, then the pad code in every added channel, whether the padding starts inside
 // a 16-channel block or at its start and on both simulator paths.
 TEST(NpuEltwise, ChannelPadTaskAppendsTheCode) {
-  struct Case {
+  struct PadCase {
     int64_t C, pad;
     int32_t value;
   };
-  const Case cases[] = {{24, 24, 0}, {48, 48, -3}, {5, 3, 127}, {16, 1, -128}};
+  const PadCase cases[] = {{24, 24, 0}, {48, 48, -3}, {5, 3, 127}, {16, 1, -128}};
   std::mt19937 rng(23);
   for (DType t : {DType::i8, DType::u8}) {
-    for (const Case& k : cases) {
+    for (const PadCase& k : cases) {
       lower::ChannelPadSpec s;
       static_cast<lower::MapShape&>(s) = lower::MapShape{t, k.C, 7, 9};
       s.pad_end = k.pad;
