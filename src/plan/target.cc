@@ -414,6 +414,24 @@ const ir::Value* weight_scale(const ir::Node& n) {
   return nullptr;
 }
 
+// A 2-D window's strides, dilations and pads (top, left, bottom, right; auto_pad resolved
+// against the H x W map and the kernel), or what is wrong with them.
+struct Window {
+  std::vector<int64_t> strides, dilations, pads;
+};
+Result<Window> window_of(const ir::Node& n, int64_t H, int64_t W, const std::vector<int64_t>& kernel) {
+  Window w;
+  w.strides = n.attr_ints("strides", {1, 1}).value_or(std::vector<int64_t>{});
+  w.dilations = n.attr_ints("dilations", {1, 1}).value_or(std::vector<int64_t>{});
+  w.pads = n.attr_ints("pads", {0, 0, 0, 0}).value_or(std::vector<int64_t>{});
+  if (kernel.size() != 2 || w.strides.size() != 2 || w.dilations.size() != 2 || w.pads.size() != 4)
+    return invalid("a kernel, strides, dilations or pads of another rank");
+  const std::string auto_pad = n.attr_string("auto_pad", "NOTSET").value_or("NOTSET");
+  if (!ir::resolve_auto_pad(auto_pad, ir::WindowGeometry{{H, W}, kernel, w.strides, w.dilations, {}, false}, w.pads).ok())
+    return invalid("auto_pad " + auto_pad);
+  return w;
+}
+
 // A Conv / QLinearConv's geometry as npu/lower/constraints.h reads it (types and quantization
 // are other checks: a float Conv of a QDQ graph is placed as the int8 convolution it becomes).
 std::string npu_conv_geometry_violation(const ir::Node& n) {
@@ -429,19 +447,14 @@ std::string npu_conv_geometry_violation(const ir::Node& n) {
   g.OC = (*ws)[0];
   g.KH = (*ws)[2];
   g.KW = (*ws)[3];
-  const auto strides = n.attr_ints("strides", {1, 1}).value_or(std::vector<int64_t>{});
-  const auto dil = n.attr_ints("dilations", {1, 1}).value_or(std::vector<int64_t>{});
-  auto pads = n.attr_ints("pads", {0, 0, 0, 0}).value_or(std::vector<int64_t>{});
-  if (strides.size() != 2 || dil.size() != 2 || pads.size() != 4) return "strides, dilations or pads of another rank";
-  const std::string auto_pad = n.attr_string("auto_pad", "NOTSET").value_or("NOTSET");
-  if (!ir::resolve_auto_pad(auto_pad, ir::WindowGeometry{{g.H, g.W}, {g.KH, g.KW}, strides, dil, {}, false}, pads).ok())
-    return "auto_pad " + auto_pad;
-  g.stride_h = strides[0];
-  g.stride_w = strides[1];
-  g.dilation_h = dil[0];
-  g.dilation_w = dil[1];
-  g.pad_top = pads[0];
-  g.pad_left = pads[1];
+  const auto w = window_of(n, g.H, g.W, {g.KH, g.KW});
+  if (!w.ok()) return w.error().message;
+  g.stride_h = w->strides[0];
+  g.stride_w = w->strides[1];
+  g.dilation_h = w->dilations[0];
+  g.dilation_w = w->dilations[1];
+  g.pad_top = w->pads[0];
+  g.pad_left = w->pads[1];
   g.groups = n.attr_int("group", 1).value_or(1);
   const auto v = npu::lower::check_conv(g);
   return v.empty() ? "" : v[0].found + " (" + v[0].rule + ": " + v[0].reason + ")";
@@ -457,22 +470,18 @@ std::string npu_pool_geometry_violation(const ir::Node& n) {
   g.H = (*xs)[2];
   g.W = (*xs)[3];
   const auto k = n.attr_ints("kernel_shape", {}).value_or(std::vector<int64_t>{});
-  const auto strides = n.attr_ints("strides", {1, 1}).value_or(std::vector<int64_t>{});
-  const auto dil = n.attr_ints("dilations", {1, 1}).value_or(std::vector<int64_t>{});
-  auto pads = n.attr_ints("pads", {0, 0, 0, 0}).value_or(std::vector<int64_t>{});
-  if (k.size() != 2 || strides.size() != 2 || dil.size() != 2 || pads.size() != 4) return "a kernel, strides, dilations or pads of another rank";
-  const std::string auto_pad = n.attr_string("auto_pad", "NOTSET").value_or("NOTSET");
-  if (!ir::resolve_auto_pad(auto_pad, ir::WindowGeometry{{g.H, g.W}, k, strides, dil, {}, false}, pads).ok()) return "auto_pad " + auto_pad;
+  const auto w = window_of(n, g.H, g.W, k);
+  if (!w.ok()) return w.error().message;
   g.KH = k[0];
   g.KW = k[1];
-  g.stride_h = strides[0];
-  g.stride_w = strides[1];
-  g.dilation_h = dil[0];
-  g.dilation_w = dil[1];
-  g.pad_top = pads[0];
-  g.pad_left = pads[1];
-  g.pad_bottom = pads[2];
-  g.pad_right = pads[3];
+  g.stride_h = w->strides[0];
+  g.stride_w = w->strides[1];
+  g.dilation_h = w->dilations[0];
+  g.dilation_w = w->dilations[1];
+  g.pad_top = w->pads[0];
+  g.pad_left = w->pads[1];
+  g.pad_bottom = w->pads[2];
+  g.pad_right = w->pads[3];
   g.ceil_mode = n.attr_int("ceil_mode", 0).value_or(0) != 0;
   g.indices = n.outputs.size() > 1 && n.outputs[1];
   const auto v = npu::lower::check_pool(g);
