@@ -496,6 +496,7 @@ Result<npu::lower::ChannelPadSpec> npu_channel_pad_spec(const Node& n) {
           "padding other than at the channels' end (spatial padding before a convolution folds into it; other padding is not "
           "lowered)");
   }
+  if (pads.get_as_double(5) < 1) return unsupported("no channels added at the end (a Pad that removes or adds none is not lowered)");
   int32_t value = 0;
   if (n.inputs.size() > 2 && n.inputs[2]) {
     if (!n.inputs[2]->constant || n.inputs[2]->constant->numel() != 1) return unsupported("the value is not a constant scalar");
