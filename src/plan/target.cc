@@ -414,6 +414,11 @@ const ir::Value* weight_scale(const ir::Node& n) {
   return nullptr;
 }
 
+// "found (rule: reason)" of the first broken rule, empty when none is.
+std::string first_violation(const std::vector<npu::lower::Violation>& v) {
+  return v.empty() ? "" : v[0].found + " (" + v[0].rule + ": " + v[0].reason + ")";
+}
+
 // A 2-D window's strides, dilations and pads (top, left, bottom, right; auto_pad resolved
 // against the H x W map and the kernel), or what is wrong with them.
 struct Window {
@@ -456,8 +461,7 @@ std::string npu_conv_geometry_violation(const ir::Node& n) {
   g.pad_top = w->pads[0];
   g.pad_left = w->pads[1];
   g.groups = n.attr_int("group", 1).value_or(1);
-  const auto v = npu::lower::check_conv(g);
-  return v.empty() ? "" : v[0].found + " (" + v[0].rule + ": " + v[0].reason + ")";
+  return first_violation(npu::lower::check_conv(g));
 }
 
 // A MaxPool's window and map as npu/lower/constraints.h's pool rules read them.
@@ -484,8 +488,7 @@ std::string npu_pool_geometry_violation(const ir::Node& n) {
   g.pad_right = w->pads[3];
   g.ceil_mode = n.attr_int("ceil_mode", 0).value_or(0) != 0;
   g.indices = n.outputs.size() > 1 && n.outputs[1];
-  const auto v = npu::lower::check_pool(g);
-  return v.empty() ? "" : v[0].found + " (" + v[0].rule + ": " + v[0].reason + ")";
+  return first_violation(npu::lower::check_pool(g));
 }
 
 // A Pad that adds channels at the end of a [N, C, H, W] map only (constant pads), its output as
@@ -504,8 +507,7 @@ std::string npu_channel_pad_violation(const ir::Node& n) {
   g.C = (*ys)[1];
   g.H = (*ys)[2];
   g.W = (*ys)[3];
-  const auto v = npu::lower::check_eltwise(g);
-  return v.empty() ? "" : v[0].found + " (" + v[0].rule + ": " + v[0].reason + ")";
+  return first_violation(npu::lower::check_eltwise(g));
 }
 
 // An Add / QLinearAdd of two maps, or a channel Concat or Split of maps, as npu/lower/constraints.h's
@@ -526,8 +528,7 @@ std::string npu_eltwise_geometry_violation(const ir::Node& n) {
       parts.push_back((*s)[1]);
     }
     g.unaligned_part_offset = npu::lower::unaligned_part_offset(parts);
-    const auto v = npu::lower::check_eltwise(g);
-    return v.empty() ? "" : v[0].found + " (" + v[0].rule + ": " + v[0].reason + ")";
+    return first_violation(npu::lower::check_eltwise(g));
   }
   const bool q = n.op_type == "QLinearAdd";
   const auto as = ir::static_shape(n.inputs.empty() ? nullptr : n.inputs[0]);
@@ -541,8 +542,7 @@ std::string npu_eltwise_geometry_violation(const ir::Node& n) {
   g.H = (*as)[2];
   g.W = (*as)[3];
   g.broadcast = *as != *bs;
-  const auto v = npu::lower::check_eltwise(g);
-  return v.empty() ? "" : v[0].found + " (" + v[0].rule + ": " + v[0].reason + ")";
+  return first_violation(npu::lower::check_eltwise(g));
 }
 
 // Empty when the constraint holds; else what was found.

@@ -11,16 +11,19 @@ int64_t blocks_of(const MapShape& s) { return align(s.C, kC2) / kC2; }
 size_t map_bytes(const MapShape& s, int64_t surface) { return static_cast<size_t>((blocks_of(s) - 1) * surface + s.H * s.W * kC2); }
 
 // NCHW planes of x ([1, C, H, W]) into NC1HWC2 blocks at `at` (surface bytes apart); lanes
-// past C hold 0.
-Status write_map(DeviceMemory& mem, uint32_t at, int64_t surface, const MapShape& s, const Tensor& x0, const char* what) {
+// past C hold 0, up to the buffer's `stored_channels` (at least align(C, 16)).
+Status write_map(DeviceMemory& mem, uint32_t at, int64_t surface, const MapShape& s, const Tensor& x0, const char* what,
+                 int64_t stored_channels = 0) {
   if (x0.shape() != Shape{1, s.C, s.H, s.W} || x0.dtype() != s.dtype) {
     return invalid(std::string("npu element-wise task: ") + what + " must be [1, C, H, W] of the operands' type");
   }
+  MapShape buffer = s;
+  buffer.C = std::max(s.C, stored_channels);
   const Tensor x = x0.contiguous();
   const int64_t plane = s.H * s.W;
-  RKD_ASSIGN(std::span<uint8_t> b, mem.span(at, map_bytes(s, surface)));
+  RKD_ASSIGN(std::span<uint8_t> b, mem.span(at, map_bytes(buffer, surface)));
   const auto* src = static_cast<const uint8_t*>(x.raw());
-  std::vector<const uint8_t*> planes(static_cast<size_t>(blocks_of(s) * kC2), nullptr);
+  std::vector<const uint8_t*> planes(static_cast<size_t>(blocks_of(buffer) * kC2), nullptr);
   for (int64_t c = 0; c < s.C; ++c) planes[static_cast<size_t>(c)] = src + c * plane;
   planes_to_blocks(planes, plane, 0, s.dtype == DType::u8 ? 0x80 : 0, b.data(), surface);
   return {};
@@ -354,17 +357,8 @@ Result<LoweredEltwise> lower_channel_pad(const ChannelPadSpec& s, DeviceMemory& 
 }
 
 Status write_channel_pad_input(DeviceMemory& mem, const ChannelPadSpec& s, const LoweredEltwise& l, const Tensor& x) {
-  // The input's channels, then the padding channels' lanes 0 (write_map fills lanes past C).
-  MapShape wide = s.output();
-  if (x.shape() != Shape{1, s.C, s.H, s.W} || x.dtype() != s.dtype) return invalid("npu channel Pad: X must be [1, C, H, W] of the map's type");
-  const Tensor xc = x.contiguous();
-  const int64_t plane = s.H * s.W;
-  RKD_ASSIGN(std::span<uint8_t> b, mem.span(l.main_address, map_bytes(wide, l.main_surface_bytes)));
-  const auto* src = static_cast<const uint8_t*>(xc.raw());
-  std::vector<const uint8_t*> planes(static_cast<size_t>(blocks_of(wide) * kC2), nullptr);
-  for (int64_t c = 0; c < s.C; ++c) planes[static_cast<size_t>(c)] = src + c * plane;
-  planes_to_blocks(planes, plane, 0, s.dtype == DType::u8 ? 0x80 : 0, b.data(), l.main_surface_bytes);
-  return {};
+  // The input's channels; the padding channels' lanes 0 (the task multiplies them by 0).
+  return write_map(mem, l.main_address, l.main_surface_bytes, s, x, "X", s.output().C);
 }
 
 Result<LoweredEltwise> lower_concat(const ConcatSpec& s, DeviceMemory& mem) {
