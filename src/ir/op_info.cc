@@ -125,7 +125,7 @@ const std::vector<OpInfo>& op_table() {
       {"", "MatMul", matmul_op, F | kAbsorbsActivation},
       {"", "Gemm", gemm_op, F | kAbsorbsActivation},
       {"", "Einsum", einsum_op, F},
-      {"", "Resize", resize_op, F | kSameScale},
+      {"", "Resize", resize_op, kSameScale | kCommutesWithDequantize},  // other modes: float only (the kernel says so)
       {"", "GridSample", grid_sample_op, F},
       // Quantized.
       {"", "QuantizeLinear", quantize_linear, 0},
@@ -144,6 +144,7 @@ const std::vector<OpInfo>& op_table() {
       {"rkdeploy", "NpuLut", nullptr, kShapeFromCreator | kOnNpu},        // any other table through the DPU's lookup table
       {"rkdeploy", "NpuMaxPool", nullptr, kShapeFromCreator | kOnNpu},    // an integer MaxPool as a PPU task
       {"rkdeploy", "NpuPad", nullptr, kShapeFromCreator | kOnNpu},        // an integer channel Pad as a DPU task
+      {"rkdeploy", "NpuResize", nullptr, kShapeFromCreator | kOnNpu},     // an integer nearest x2 Resize as DPU copy tasks
       {"rkdeploy", "NpuConcat", nullptr, kShapeFromCreator | kOnNpu},     // an integer channel Concat as DPU-only copy tasks
       {"rkdeploy", "NpuSplit", nullptr, kShapeFromCreator | kOnNpu},      // an integer channel Split as DPU-only copy tasks
   };
@@ -164,6 +165,11 @@ const OpInfo* find_op(std::string_view domain, std::string_view op_type) {
 bool op_has(const Node& n, uint32_t traits) {
   const OpInfo* op = find_op(n);
   return op && op->has(traits);
+}
+
+bool resize_copies_elements(const Node& n) {
+  return n.domain.empty() && n.op_type == "Resize" && n.attr_string("mode", "nearest").value_or("") == "nearest" &&
+         n.attr_string("coordinate_transformation_mode", "half_pixel").value_or("") != "tf_crop_and_resize";
 }
 
 std::vector<std::string> op_types_with(uint32_t traits, std::string_view domain) {

@@ -43,8 +43,9 @@ enum OpTrait : uint32_t {
   kPointwise = 1u << 3,
   // op(DequantizeLinear(q)) == DequantizeLinear(op(q)) exactly for a per-tensor dequantize
   // (data movement; Pad only with pad value 0, Concat only when every input is dequantized with
-  // the same scale, zero point and type, checked by the user; for Split each output is the
-  // DequantizeLinear of its part): the op can run on the integers.
+  // the same scale, zero point and type, Resize only where resize_copies_elements(), checked by
+  // the user; for Split each output is the DequantizeLinear of its part): the op can run on the
+  // integers.
   kCommutesWithDequantize = 1u << 4,
   // Quantized, the output takes input 0's scale and zero point: no requantization (Resize
   // only in mode nearest and Pad only with pad value 0, checked by the user).
@@ -78,6 +79,10 @@ const OpInfo* find_op(std::string_view domain, std::string_view op_type);
 inline const OpInfo* find_op(const Node& n) { return find_op(n.domain, n.op_type); }
 // True when the table knows n's op and gives it every trait in `traits`.
 bool op_has(const Node& n, uint32_t traits);
+// A Resize each of whose output elements is one input element: mode nearest with any
+// coordinate transformation but tf_crop_and_resize (whose extrapolation writes a float). It
+// keeps its input's scale and runs on integers (kSameScale, kCommutesWithDequantize).
+bool resize_copies_elements(const Node& n);
 // The op types of one domain with every trait in `traits`, sorted.
 std::vector<std::string> op_types_with(uint32_t traits, std::string_view domain = "");
 

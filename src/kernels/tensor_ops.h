@@ -175,8 +175,12 @@ struct ResizeParams {
   std::vector<float> scales;  // per axis (output/input when given by sizes)
   std::vector<float> roi;     // tf_crop_and_resize: starts then ends, per axis
 };
-// Nearest over any rank; linear and cubic over any set of axes (separable).
+// Nearest over any rank and of any element type (a copy); linear and cubic of float32 over any
+// set of axes (separable).
 Status resize(const Tensor& x, const ResizeParams& p, Tensor& out);
+// The input index that each of out_len output indices copies along `axis` in mode nearest
+// (p.scales set; -1 where tf_crop_and_resize extrapolates): resize()'s own taps.
+std::vector<int64_t> resize_nearest_sources(const ResizeParams& p, size_t axis, int64_t in_len, int64_t out_len);
 
 // ---- products (oneDNN) ----
 struct ConvParams {

@@ -295,6 +295,12 @@ Taps make_taps(const ResizeParams& p, size_t axis, int64_t in_len, int64_t out_l
 
 }  // namespace
 
+std::vector<int64_t> resize_nearest_sources(const ResizeParams& p0, size_t axis, int64_t in_len, int64_t out_len) {
+  ResizeParams p = p0;
+  p.mode = ResizeParams::Mode::nearest;
+  return make_taps(p, axis, in_len, out_len).index;
+}
+
 Status resize(const Tensor& x0, const ResizeParams& p, Tensor& out) {
   const Tensor x = x0.contiguous();
   const size_t r = static_cast<size_t>(x.rank());
@@ -302,11 +308,10 @@ Status resize(const Tensor& x0, const ResizeParams& p, Tensor& out) {
   if (p.coordinate_transformation == "tf_crop_and_resize" && p.roi.size() != 2 * r) {
     return invalid("Resize: tf_crop_and_resize needs roi with 2 x rank values");
   }
+  if (out.dtype() != x.dtype()) return invalid("Resize: the output's type differs from the input's");
   std::vector<Taps> taps;
   for (size_t a = 0; a < r; ++a) taps.push_back(make_taps(p, a, x.shape()[a], out.shape()[a]));
   const Shape xs = contiguous_strides(x.shape());
-  const float* px = x.data<float>();
-  float* po = out.data<float>();
   // The innermost two axes are handled directly; outer axes by index (they are usually
   // unchanged N and C).
   const int64_t rows = out.numel() / std::max<int64_t>(out.shape()[r - 1], 1);
@@ -314,24 +319,39 @@ Status resize(const Tensor& x0, const ResizeParams& p, Tensor& out) {
   bool single_tap = true;
   for (const Taps& t : taps) single_tap = single_tap && t.count == 1;
   if (single_tap && p.coordinate_transformation != "tf_crop_and_resize") {
-    // Nearest (or unchanged axes): every output element copies one input element.
-    omp_for(std::max<int64_t>(1, std::min<int64_t>(rows, 64)), [&](int64_t chunk) {
-      const int64_t nch = std::max<int64_t>(1, std::min<int64_t>(rows, 64));
-      const int64_t b = rows * chunk / nch, e = rows * (chunk + 1) / nch;
-      const int64_t* iw = taps[r - 1].index.data();
-      for (int64_t row = b; row < e; ++row) {
-        int64_t rem = row, off = 0;
-        for (size_t a = r - 1; a-- > 0;) {
-          off += taps[a].index[static_cast<size_t>(rem % out.shape()[a])] * xs[a];
-          rem /= out.shape()[a];
+    // Nearest (or unchanged axes): every output element copies one input element, of any type.
+    auto copy_rows = [&]<typename T>(const T* px, T* po) {
+      omp_for(std::max<int64_t>(1, std::min<int64_t>(rows, 64)), [&](int64_t chunk) {
+        const int64_t nch = std::max<int64_t>(1, std::min<int64_t>(rows, 64));
+        const int64_t b = rows * chunk / nch, e = rows * (chunk + 1) / nch;
+        const int64_t* iw = taps[r - 1].index.data();
+        for (int64_t row = b; row < e; ++row) {
+          int64_t rem = row, off = 0;
+          for (size_t a = r - 1; a-- > 0;) {
+            off += taps[a].index[static_cast<size_t>(rem % out.shape()[a])] * xs[a];
+            rem /= out.shape()[a];
+          }
+          const T* src = px + off;
+          T* dst = po + row * ow;
+          for (int64_t xw = 0; xw < ow; ++xw) dst[xw] = src[iw[xw]];
         }
-        const float* src = px + off;
-        float* dst = po + row * ow;
-        for (int64_t xw = 0; xw < ow; ++xw) dst[xw] = src[iw[xw]];
-      }
-    });
+      });
+    };
+    switch (dtype_size(x.dtype())) {
+      case 1: copy_rows(static_cast<const uint8_t*>(x.raw()), static_cast<uint8_t*>(out.raw())); break;
+      case 2: copy_rows(static_cast<const uint16_t*>(x.raw()), static_cast<uint16_t*>(out.raw())); break;
+      case 4: copy_rows(static_cast<const uint32_t*>(x.raw()), static_cast<uint32_t*>(out.raw())); break;
+      case 8: copy_rows(static_cast<const uint64_t*>(x.raw()), static_cast<uint64_t*>(out.raw())); break;
+      default: return unsupported(std::string("Resize: elements of type ") + dtype_name(x.dtype()));
+    }
     return {};
   }
+  if (x.dtype() != DType::f32) {
+    return unsupported(std::string("Resize: input of type ") + dtype_name(x.dtype()) +
+                       " (float32 only, but for a Resize that copies elements: mode nearest, not tf_crop_and_resize)");
+  }
+  const float* px = x.data<float>();
+  float* po = out.data<float>();
   if (r >= 2 && p.coordinate_transformation != "tf_crop_and_resize") {
     // Only the last two axes have several taps (the usual 2-D resize): the same sum as the
     // general loop below, in the same order (tap pairs (a, b) with b fastest, weight

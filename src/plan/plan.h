@@ -47,6 +47,7 @@ Result<Device> parse_device(const std::string& s);
 //   npu_conv_geometry / npu_eltwise_geometry / npu_pool_geometry
 //                      npu/lower/constraints.h's convolution / element-wise / pooling rules hold
 //   npu_channel_pad    a constant Pad adding channels at the end of a map only (element-wise rules)
+//   npu_upsample2      a nearest Resize x2 in height and width (element-wise rules on the output)
 struct Constraint {
   std::string check;
   int64_t value = 0;

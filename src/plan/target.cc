@@ -106,7 +106,8 @@ const std::set<std::string>& known_checks() {
                                           "npu_conv_geometry",
                                           "npu_eltwise_geometry",
                                           "npu_pool_geometry",
-                                          "npu_channel_pad"};
+                                          "npu_channel_pad",
+                                          "npu_upsample2"};
   return c;
 }
 
@@ -510,6 +511,24 @@ std::string npu_channel_pad_violation(const ir::Node& n) {
   return first_violation(npu::lower::check_eltwise(g));
 }
 
+// A nearest Resize of a [N, C, H, W] map to [N, C, 2 H, 2 W], its output as constraints.h's
+// element-wise rules read it. (Whether the coordinate transformation and rounding repeat each
+// cell - the kernel's nearest sources i / 2 - is the runtime's check: the as-run variant.)
+std::string npu_upsample2_violation(const ir::Node& n) {
+  const auto xs = ir::static_shape(n.inputs.empty() ? nullptr : n.inputs[0]);
+  const auto ys = ir::static_shape(n.outputs.empty() ? nullptr : n.outputs[0]);
+  if (!xs || !ys || xs->size() != 4 || ys->size() != 4) return "not a Resize of a static [N, C, H, W] map";
+  if (n.attr_string("mode", "nearest").value_or("") != "nearest") return "mode " + n.attr_string("mode", "nearest").value_or("?");
+  if (n.attr_string("coordinate_transformation_mode", "half_pixel").value_or("") == "tf_crop_and_resize") return "tf_crop_and_resize";
+  if ((*ys)[1] != (*xs)[1] || (*ys)[2] != 2 * (*xs)[2] || (*ys)[3] != 2 * (*xs)[3]) return "not x2 in height and width";
+  npu::lower::EltwiseGeometry g;
+  g.batch = (*ys)[0];
+  g.C = (*ys)[1];
+  g.H = (*ys)[2];
+  g.W = (*ys)[3];
+  return first_violation(npu::lower::check_eltwise(g));
+}
+
 // An Add / QLinearAdd of two maps, or a channel Concat or Split of maps, as npu/lower/constraints.h's
 // element-wise rules read it.
 std::string npu_eltwise_geometry_violation(const ir::Node& n) {
@@ -605,6 +624,7 @@ std::string violation(const Constraint& c, const ir::Node& n) {
   if (c.check == "npu_eltwise_geometry") return npu_eltwise_geometry_violation(n);
   if (c.check == "npu_pool_geometry") return npu_pool_geometry_violation(n);
   if (c.check == "npu_channel_pad") return npu_channel_pad_violation(n);
+  if (c.check == "npu_upsample2") return npu_upsample2_violation(n);
   if (c.check == "quantized") return quantized_input(x) ? "" : "float input";
   if (c.check == "per_tensor_quant") {
     if (!quantized_input(x)) return "float input";
@@ -682,6 +702,8 @@ std::string constraint_text(const Constraint& c) {
     const auto rules = npu::lower::eltwise_rules();
     for (size_t i = 1; i < rules.size(); ++i) s += (i > 1 ? ", " : "") + rules[i].first;  // the type is another check
     s += ")";
+  } else if (c.check == "npu_upsample2") {
+    s = "a nearest x2 Resize in height and width, the NPU's element-wise geometry";
   } else if (c.check == "npu_channel_pad") {
     s = "channels added at the end only, the NPU's element-wise geometry";
   } else if (c.check == "npu_pool_geometry") {

@@ -34,7 +34,7 @@ bool is_fused_activation(const Node& n) {
 
 bool same_scale_op(const Node& n) {
   if (!ir::op_has(n, ir::kSameScale)) return false;
-  if (n.op_type == "Resize") return n.attr_string("mode", "nearest").value_or("") == "nearest";
+  if (n.op_type == "Resize") return ir::resize_copies_elements(n);
   if (n.op_type == "Pad") {
     if (n.attr_string("mode", "constant").value_or("") != "constant") return false;
     return n.inputs.size() < 3 || !n.inputs[2] || (n.inputs[2]->constant && n.inputs[2]->constant->get_as_double(0) == 0.0);

@@ -143,8 +143,8 @@ bool tflite_supported(const Node& n, const std::vector<Dq>& ins, const Quantized
 }
 
 // Data movement commutes with a per-tensor DequantizeLinear: T(DQ(q)) = DQ(T(q)) exactly
-// for Reshape, Transpose, Flatten, Squeeze, Unsqueeze, and Pad (edge, reflect, or constant
-// 0, which is the zero point on the integer side). Moving T to the integer side lets the
+// for Reshape, Transpose, Flatten, Squeeze, Unsqueeze, a nearest Resize, and Pad (edge,
+// reflect, or constant 0, which is the zero point on the integer side). Moving T to the integer side lets the
 // op after it see DequantizeLinear directly (e.g. a FULLY_CONNECTED on a 4-D tensor, flattened
 // first) and moves 4x fewer bytes. A QuantizeLinear of a DequantizeLinear with the same
 // scale, zero point and type returns the integers unchanged (round((q - z) s / s) + z = q:
@@ -154,6 +154,7 @@ Status commute_data_movement(ir::Graph& g, std::set<const Node*>& gone) {
   for (const auto& np : g.nodes()) nodes.push_back(np.get());
   for (Node* t : nodes) {
     if (!ir::op_has(*t, ir::kCommutesWithDequantize) || t->inputs.empty() || t->outputs.empty()) continue;
+    if (t->op_type == "Resize" && !ir::resize_copies_elements(*t)) continue;
     // The data inputs' per-tensor dequantizes; a Concat's alike (scale, zero point, type), so
     // that one DequantizeLinear of the joined integers is exact.
     const size_t data_inputs = t->op_type == "Concat" ? t->inputs.size() : 1;

@@ -525,6 +525,55 @@ Result<Kernel> npu_channel_pad_kernel(const Node& n, const npu::sim::Quirks& qui
       });
 }
 
+bool npu_upsample2_candidate(const Node& n) {
+  const bool resize = (n.op_type == "Resize" && n.domain.empty()) || (n.op_type == "NpuResize" && n.domain == "rkdeploy");
+  if (!resize || n.inputs.empty() || !n.inputs[0] || !n.inputs[0]->dtype) return false;
+  if (n.attr_string("mode", "nearest").value_or("") != "nearest") return false;
+  return *n.inputs[0]->dtype == DType::i8 || *n.inputs[0]->dtype == DType::u8;
+}
+
+Result<npu::lower::Upsample2Spec> npu_upsample2_spec(const Node& n) {
+  if (!npu_upsample2_candidate(n) || n.outputs.empty() || !n.outputs[0]) return invalid(n.describe() + ": not a nearest Resize of 8-bit integers");
+  const auto xs = ir::static_shape(n.inputs[0]), ys = ir::static_shape(n.outputs[0]);
+  if (!xs || !ys || xs->size() != 4 || ys->size() != 4) return unsupported("input is not a static [N, C, H, W] map");
+  if ((*ys)[0] != (*xs)[0] || (*ys)[1] != (*xs)[1] || (*ys)[2] != 2 * (*xs)[2] || (*ys)[3] != 2 * (*xs)[3])
+    return unsupported("not x2 in height and width (nearest x2 is lowered)");
+  RKD_ASSIGN(ops::ResizeParams p, detail::resize_attrs(n));
+  if (p.coordinate_transformation == "tf_crop_and_resize") return unsupported("coordinate_transformation_mode tf_crop_and_resize");
+  // Opset 10's inputs are X, scales; later X, roi, scales[, sizes].
+  const size_t scales_at = n.inputs.size() == 2 ? 1 : 2;
+  const Value* scales = n.inputs.size() > scales_at ? n.inputs[scales_at] : nullptr;
+  const Value* sizes = n.inputs.size() > 3 ? n.inputs[3] : nullptr;
+  if ((scales && !scales->constant) || (sizes && !sizes->constant)) return unsupported("scales or sizes computed at run time");
+  detail::resize_scales(p, *xs, *ys, scales ? &*scales->constant : nullptr, sizes ? &*sizes->constant : nullptr);
+  for (size_t axis : {size_t{2}, size_t{3}}) {
+    const std::vector<int64_t> src = ops::resize_nearest_sources(p, axis, (*xs)[axis], (*ys)[axis]);
+    for (size_t i = 0; i < src.size(); ++i) {
+      if (src[i] != static_cast<int64_t>(i / 2))
+        return unsupported("output index " + std::to_string(i) + " along axis " + std::to_string(axis) + " copies input " + std::to_string(src[i]) +
+                           ", not " + std::to_string(i / 2) + " (coordinate_transformation_mode " + p.coordinate_transformation + ", nearest_mode " +
+                           p.nearest_mode + ": not a repetition of each cell)");
+    }
+  }
+  npu::lower::Upsample2Spec s;
+  static_cast<npu::lower::MapShape&>(s) = npu::lower::MapShape{*n.inputs[0]->dtype, (*xs)[1], (*xs)[2], (*xs)[3]};
+  npu::lower::EltwiseGeometry g = npu::lower::geometry_of(s);
+  g.batch = (*xs)[0];
+  RKD_TRY(npu::lower::eltwise_supported(g, "npu Upsample2: "));
+  RKD_TRY(npu::lower::check_upsample2(s));
+  return s;
+}
+
+Result<Kernel> npu_upsample2_kernel(const Node& n, const npu::sim::Quirks& quirks) {
+  RKD_ASSIGN(npu::lower::Upsample2Spec spec, npu_upsample2_spec(n));
+  return eltwise_kernel(
+      n, spec.output(), quirks, [spec](npu::DeviceMemory& mem) { return npu::lower::lower_upsample2(spec, mem); },
+      [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
+        if (in.empty() || !in[0]) return Status(invalid("npu Resize: input missing"));
+        return npu::lower::write_upsample2_input(e.mem, spec, e.lowered, *in[0]);
+      });
+}
+
 Result<npu::lower::ConcatSpec> npu_concat_spec(const Node& n) {
   const bool concat = (n.op_type == "Concat" && n.domain.empty()) || (n.op_type == "NpuConcat" && n.domain == "rkdeploy");
   if (!concat || n.inputs.empty() || n.outputs.empty()) return invalid(n.describe() + ": not a Concat");
@@ -745,6 +794,14 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                       if (lowerable.ok() && !next_to_npu_node(*n)) lowerable = unsupported("its producer and every reader run on the CPU");
                       place(n, lowerable, "NpuPad", &FusionReport::npu_sim_pads, &FusionReport::npu_cpu_pads);
                     }
+                    for (const auto& np : g.nodes()) {
+                      Node* n = np.get();
+                      if (!npu_upsample2_candidate(*n)) continue;
+                      auto spec = npu_upsample2_spec(*n);
+                      Status lowerable = spec.ok() ? Status() : Status(spec.error());
+                      if (lowerable.ok() && !next_to_npu_node(*n)) lowerable = unsupported("its producer and every reader run on the CPU");
+                      place(n, lowerable, "NpuResize", &FusionReport::npu_sim_resizes, &FusionReport::npu_cpu_resizes);
+                    }
                     // Splits before Concats: a Concat of a placed Split's parts has it as neighbour.
                     for (const auto& np : g.nodes()) {
                       Node* n = np.get();
@@ -798,6 +855,11 @@ Result<Kernel> npu_max_pool_kernel_from_attrs(const Node& n) {
 Result<Kernel> npu_channel_pad_kernel_from_attrs(const Node& n) {
   RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
   return npu_channel_pad_kernel(n, q);
+}
+
+Result<Kernel> npu_upsample2_kernel_from_attrs(const Node& n) {
+  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
+  return npu_upsample2_kernel(n, q);
 }
 
 Result<Kernel> npu_split_kernel_from_attrs(const Node& n) {

@@ -80,6 +80,15 @@ Result<npu::lower::ChannelPadSpec> npu_channel_pad_spec(const ir::Node& n);
 bool npu_channel_pad_candidate(const ir::Node& n);
 Result<Kernel> npu_channel_pad_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
 
+// An integer Resize (qdq-to-qlinear moves a nearest Resize to the integers) that repeats each
+// cell of a static [1, C, H, W] map in a 2 x 2 block - the kernel's own nearest sources are
+// i / 2 along height and width, whatever the coordinate transformation and rounding that give
+// them - as copy tasks (npu::lower::lower_upsample2), or why not. The candidate test: a nearest
+// Resize of 8-bit integers.
+Result<npu::lower::Upsample2Spec> npu_upsample2_spec(const ir::Node& n);
+bool npu_upsample2_candidate(const ir::Node& n);
+Result<Kernel> npu_upsample2_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
+
 // npu-sim-placement: every QLinearConv that npu_try_lower() takes becomes rkdeploy.NpuConv
 // (same inputs, outputs and attributes, plus rkd_sim_strategy and rkd_sim_knobs,
 // ';'-separated NAME=VALUE), whose kernel is npu_sim_kernel; with fuse_add, a QLinearAdd that
@@ -90,7 +99,8 @@ Result<Kernel> npu_channel_pad_kernel(const ir::Node& n, const npu::sim::Quirks&
 // EW stage's max) unless that arithmetic differs from the table and the LUT can take it, and
 // every other table npu_lut_spec() takes next to an NPU node rkdeploy.NpuLut, every integer
 // MaxPool npu_max_pool_spec() takes next to an NPU node rkdeploy.NpuMaxPool, every channel Pad
-// npu_channel_pad_spec() takes next to an NPU node rkdeploy.NpuPad. Counts them,
+// npu_channel_pad_spec() takes next to an NPU node rkdeploy.NpuPad, every nearest x2 Resize
+// npu_upsample2_spec() takes next to an NPU node rkdeploy.NpuResize. Counts them,
 // and lists the others with the reason, in `report`.
 ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, bool fuse_add, FusionReport* report);
 // The kernels of an rkdeploy.NpuConv / NpuAdd / NpuLeakyRelu made by npu_sim_placement_pass.
@@ -102,5 +112,6 @@ Result<Kernel> npu_concat_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_split_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_max_pool_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_channel_pad_kernel_from_attrs(const ir::Node& n);
+Result<Kernel> npu_upsample2_kernel_from_attrs(const ir::Node& n);
 
 }  // namespace rkd::runtime

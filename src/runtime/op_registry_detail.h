@@ -28,6 +28,12 @@ Result<ops::ConvParams> conv_params(const Node& n, const Shape& x, const Shape& 
 // A MaxPool's / AveragePool's window (auto_pad resolved against x's spatial dims).
 Result<ops::PoolParams> pool_params(const Node& n, const Shape& x);
 
+// A Resize's attributes (ops::ResizeParams without the scales), refused by name where the
+// kernel lacks them; the scales as the kernel takes them: output / input with sizes, else the
+// scales input's values, else 1.
+Result<ops::ResizeParams> resize_attrs(const Node& n);
+void resize_scales(ops::ResizeParams& p, const Shape& xs, const Shape& ys, const Tensor* scales, const Tensor* sizes);
+
 // The values of a constant int32/int64 tensor (empty for nullptr).
 std::vector<int64_t> ints_of(const Tensor* t);
 

@@ -28,7 +28,9 @@ Result<Kernel> conv_factory(const Node& n, bool transposed) {
   return Kernel([prim](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) { return prim->run(*in[0], out[0]); });
 }
 
-Result<Kernel> resize_factory(const Node& n, int64_t opset) {
+}  // namespace
+
+Result<ops::ResizeParams> resize_attrs(const Node& n) {
   ops::ResizeParams p;
   RKD_ASSIGN(std::string mode, n.attr_string("mode", "nearest"));
   if (mode == "nearest") p.mode = ops::ResizeParams::Mode::nearest;
@@ -51,19 +53,25 @@ Result<Kernel> resize_factory(const Node& n, int64_t opset) {
   if (std::find(std::begin(kModes), std::end(kModes), p.coordinate_transformation) == std::end(kModes)) {
     return invalid(n.describe() + ": unknown coordinate_transformation_mode '" + p.coordinate_transformation + "'");
   }
+  return p;
+}
+
+void resize_scales(ops::ResizeParams& p, const Shape& xs, const Shape& ys, const Tensor* scales, const Tensor* sizes) {
+  p.scales.assign(xs.size(), 1.f);
+  if (sizes && sizes->numel() > 0) {
+    for (size_t i = 0; i < xs.size(); ++i) p.scales[i] = static_cast<float>(ys[i]) / static_cast<float>(xs[i]);
+  } else if (scales && scales->numel() > 0) {
+    for (size_t i = 0; i < xs.size(); ++i) p.scales[i] = static_cast<float>(scales->get_as_double(static_cast<int64_t>(i)));
+  }
+}
+
+namespace {
+
+Result<Kernel> resize_factory(const Node& n, int64_t opset) {
+  RKD_ASSIGN(ops::ResizeParams p, resize_attrs(n));
   const size_t scales_at = opset >= 11 ? 2 : 1;
   return Kernel([p, scales_at](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) mutable -> Status {
-    const Shape& xs = in[0]->shape();
-    p.scales.assign(xs.size(), 1.f);
-    const Tensor* sizes = in.size() > 3 ? in[3] : nullptr;
-    const Tensor* scales = in.size() > scales_at ? in[scales_at] : nullptr;
-    if (sizes && sizes->numel() > 0) {
-      for (size_t i = 0; i < xs.size(); ++i) {
-        p.scales[i] = static_cast<float>(out[0].shape()[i]) / static_cast<float>(xs[i]);
-      }
-    } else if (scales && scales->numel() > 0) {
-      for (size_t i = 0; i < xs.size(); ++i) p.scales[i] = static_cast<float>(scales->get_as_double(static_cast<int64_t>(i)));
-    }
+    resize_scales(p, in[0]->shape(), out[0].shape(), in.size() > scales_at ? in[scales_at] : nullptr, in.size() > 3 ? in[3] : nullptr);
     if (p.coordinate_transformation == "tf_crop_and_resize") {
       p.roi.clear();
       if (in.size() > 1 && in[1]) {

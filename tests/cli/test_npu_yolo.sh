@@ -2,8 +2,10 @@
 # YOLOv8n's architecture (the 320 x 320 test build) quantized uint8 per tensor, simulated with
 # its SiLUs through the DPU's lookup table: qdq-to-qlinear folds each x * Sigmoid(x) into one
 # table of x (mul_lut_sites), the runtime runs 57 of them as LUT tasks, and every output of
-# `run --backend sim` equals `--backend int8`'s (the reference's tables) byte for byte.
-# `compile` lists the same tables as Lut entries and no SiLU Mul among the CPU's nodes.
+# `run --backend sim` equals `--backend int8`'s (the reference's tables) byte for byte. Its
+# two nearest x2 Resizes (the neck's upsampling) run as DPU copy tasks. `compile` lists the
+# same tables as Lut entries, the Resizes as Resize entries with their scratch map, and no
+# SiLU Mul or Resize among the CPU's nodes.
 #   test_npu_yolo.sh RKDEPLOY MODELS_DIR
 set -euo pipefail
 rk="$1"; m="$2/yolov8n_arch_tiny"
@@ -17,6 +19,7 @@ in="images=$m.input_images.npy"
 grep -q "; 57 other table(s) through the DPU's LUT, 1 on the CPU;" "$work/sim.log" || { cat "$work/sim.log"; exit 1; }
 # The one left: the head's Sigmoid on [1, 80, 2100] (not an [N, C, H, W] map).
 grep -q "on the CPU: /detect/Sigmoid/lut: input is not a static \[N, C, H, W\] map" "$work/sim.log"
+grep -q "; 2 nearest x2 Resize(s) as DPU copy tasks, 0 on the CPU" "$work/sim.log" || { cat "$work/sim.log"; exit 1; }
 for f in "$work"/int8/*.npy; do cmp "$f" "$work/sim/$(basename "$f")"; done
 echo "yolov8n tiny uint8: every output of the simulated run (57 SiLU tables on the LUT) equals the int8 reference's"
 "$rk" compile "$work/q.onnx" --strategy per-tensor -o "$work/c" > /dev/null
@@ -27,5 +30,14 @@ lut = [e for e in m["elementwise"] if e["op"] == "Lut"]
 assert len(lut) == 57 and all(len(e["table"]) == 256 and len(e["tasks"]) == 1 for e in lut), len(lut)
 muls = [x for x in m["cpu"] if x["op"] == "Mul"]
 assert not [x for x in muls if "/act/" in x["node"]], muls
-print(f"yolov8n tiny uint8 compile: {len(lut)} Lut entries, {len(muls)} Mul(s) on the CPU")
+up = [e for e in m["elementwise"] if e["op"] == "Resize"]
+assert len(up) == 2 and not [x for x in m["cpu"] if x["op"] == "Resize"], (up, m["cpu"])
+for e in up:
+    g = e["geometry"]
+    assert g["OH"] == 2 * g["H"] and g["OW"] == 2 * g["W"] and e["scratch"]["bytes"] > 0, e
+    # The columns (512 cells per task, twice) then the lines (512 per task, twice).
+    blocks = (g["C"] + 15) // 16
+    want = 2 * (-(-blocks * g["H"] * g["W"] // 512) + -(-blocks * g["H"] // 512))
+    assert len(e["tasks"]) == want, (len(e["tasks"]), want)
+print(f"yolov8n tiny uint8 compile: {len(lut)} Lut entries, {len(up)} Resize entries, {len(muls)} Mul(s) on the CPU")
 PY

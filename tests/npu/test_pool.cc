@@ -2,8 +2,9 @@
 // regcmd, executed by the simulator from device memory, against the executor's integer
 // MaxPool (the int8 backend's kernel) and a direct loop over the window, bit for bit, on the
 // detectors' pooling geometries and the register fields' limits, under both readings of how
-// the PPU pads a maximum (sim knob ppu_max_padding); and the channel Pad that follows those
-// pools in blazeface and handdetect, as one DPU-only task.
+// the PPU pads a maximum (sim knob ppu_max_padding); the channel Pad that follows those pools
+// in blazeface and handdetect, as one DPU-only task; and the nearest x2 Resize of YOLO's and
+// CenterNet's necks as scattering copy tasks, against the executor's Resize.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -262,6 +263,64 @@ TEST(NpuEltwise, ChannelPadTaskAppendsTheCode) {
   bad.value = 200;
   DeviceMemory mem;
   EXPECT_EQ(lower::lower_channel_pad(bad, mem).error().kind, ErrorKind::invalid);
+}
+
+// Nearest x2: the executor's own Resize (the int8 backend's kernel, ONNX's asymmetric / floor and
+// half_pixel / round_prefer_floor, which both repeat each cell in a 2 x 2 block) equals the
+// tasks' output; the shapes reach several tasks per pass (512 cells or lines each), odd sizes,
+// one channel and a part of a 16-channel block.
+TEST(NpuEltwise, Upsample2TasksEqualTheNearestResize) {
+  struct UpCase {
+    int64_t C, H, W;
+  };
+  const UpCase cases[] = {{1, 1, 1}, {3, 5, 7}, {64, 20, 20}, {40, 9, 33}, {16, 1, 600}};
+  std::mt19937 rng(29);
+  for (DType t : {DType::i8, DType::u8}) {
+    for (const UpCase& k : cases) {
+      lower::Upsample2Spec s;
+      static_cast<lower::MapShape&>(s) = lower::MapShape{t, k.C, k.H, k.W};
+      Tensor x = Tensor::empty(t, {1, s.C, s.H, s.W});
+      auto* p = static_cast<uint8_t*>(x.raw());
+      for (int64_t i = 0; i < x.numel(); ++i) p[i] = static_cast<uint8_t>(rng());
+      const lower::MapShape o = s.output();
+      Tensor repeated = Tensor::empty(t, {1, o.C, o.H, o.W});  // each cell in a 2 x 2 block, directly
+      for (int64_t c = 0; c < o.C; ++c)
+        for (int64_t h = 0; h < o.H; ++h)
+          for (int64_t w = 0; w < o.W; ++w) static_cast<uint8_t*>(repeated.raw())[(c * o.H + h) * o.W + w] = p[(c * s.H + h / 2) * s.W + w / 2];
+      for (const auto& [transform, nearest] : {std::pair{"asymmetric", "floor"}, std::pair{"half_pixel", "round_prefer_floor"}}) {
+        ops::ResizeParams rp;
+        rp.mode = ops::ResizeParams::Mode::nearest;
+        rp.coordinate_transformation = transform;
+        rp.nearest_mode = nearest;
+        rp.scales = {1.f, 1.f, 2.f, 2.f};
+        Tensor ref = Tensor::empty(t, {1, o.C, o.H, o.W});
+        ASSERT_TRUE(ops::resize(x, rp, ref).ok());
+        ASSERT_TRUE(same_bytes(ref, repeated)) << transform << ": the executor's Resize does not repeat each cell";
+        for (bool cache : {false, true}) {
+          DeviceMemory mem;
+          auto l = lower::lower_upsample2(s, mem);
+          ASSERT_TRUE(l.ok()) << l.error().to_string();
+          const int64_t cells = (s.C + 15) / 16 * s.H * s.W, lines = (s.C + 15) / 16 * s.H;
+          EXPECT_EQ(l->tasks.size(), static_cast<size_t>(2 * ((cells + 511) / 512 + (lines + 511) / 512)));
+          auto placed = lower::place_regcmd(mem, l->tasks);
+          ASSERT_TRUE(placed.ok());
+          for (const auto& d : regcmd::decode(placed->words)) EXPECT_TRUE(d.problems.empty()) << d.problems.front();
+          ASSERT_TRUE(lower::write_upsample2_input(mem, s, *l, x).ok());
+          sim::SimCache c;
+          auto st = sim::run(mem, placed->address, placed->spans[0].word_count, sim::Quirks{}, cache ? &c : nullptr);
+          ASSERT_TRUE(st.ok()) << st.error().to_string();
+          EXPECT_EQ(st->size(), l->tasks.size());
+          Tensor y = Tensor::empty(t, {1, o.C, o.H, o.W});
+          ASSERT_TRUE(lower::gather_eltwise_output(mem, o, *l, y).ok());
+          EXPECT_TRUE(same_bytes(y, ref)) << dtype_name(t) << " " << k.C << "x" << k.H << "x" << k.W << " " << transform << (cache ? " (cache)" : "");
+        }
+      }
+    }
+  }
+  lower::Upsample2Spec wide;
+  static_cast<lower::MapShape&>(wide) = lower::MapShape{DType::i8, 16, 2, 4097};  // the output's 8194 columns exceed DATA_CUBE_WIDTH
+  DeviceMemory mem;
+  EXPECT_EQ(lower::lower_upsample2(wide, mem).error().kind, ErrorKind::unsupported);
 }
 
 }  // namespace

@@ -48,7 +48,7 @@ struct Builder {
 };
 
 // x -> Q -> DQ -> LeakyRelu -> Q -> DQ -> Pad(-inf) -> Q -> DQ -> MaxPool -> Q (another scale)
-//   -> DQ -> { Sigmoid, Mul by 1.7, Sub from 0.5 (the varying input second),
+//   -> DQ -> Resize (nearest x2) -> Q (the same scale) -> DQ -> { Sigmoid, Mul by 1.7, Sub from 0.5 (the varying input second),
 //              Mul by a per-channel constant (not a table: stays float),
 //              SiLU as YOLO exports write it (Mul(v, DQ(Q(Sigmoid(v))))), Mul(v, v) } -> Q -> outputs.
 void build(Builder& b) {
@@ -67,6 +67,11 @@ void build(Builder& b) {
   mp->attrs["kernel_shape"] = std::vector<int64_t>{3, 3};
   mp->attrs["strides"] = std::vector<int64_t>{2, 2};
   v = b.dq(b.q(mp->outputs[0], 0.04f, 5), 0.04f, 5);
+  ir::Node* up = b.op("Resize", {v, nullptr, g.add_constant("scales", Tensor::from_floats({4}, std::vector<float>{1, 1, 2, 2}))});
+  up->attrs["mode"] = std::string("nearest");
+  up->attrs["coordinate_transformation_mode"] = std::string("asymmetric");
+  up->attrs["nearest_mode"] = std::string("floor");
+  v = b.dq(b.q(up->outputs[0], 0.04f, 5), 0.04f, 5);
   ir::Node* sg = b.op("Sigmoid", {v});
   ir::Node* mul = b.op("Mul", {v, b.scalar(1.7f)});
   ir::Node* sub = b.op("Sub", {b.scalar(0.5f), v});
@@ -115,8 +120,15 @@ TEST_P(QLinearLut, TablesAndIntegerPoolAndPadEqualTheFloatQdqGraphBitForBit) {
   // Every site but the per-channel Mul is on the integers; the LeakyRelu and Pad tables
   // compose into one, the MaxPool (other output scale) needs its own; the SiLU's Sigmoid
   // table is folded into its Mul's. The Pad of -inf (the type's minimum on the integers)
-  // joins the MaxPool's own padding (qlinear_pass.cc fold_pad_into_window).
+  // joins the MaxPool's own padding (qlinear_pass.cc fold_pad_into_window). The nearest Resize
+  // copies integers (commute_data_movement).
   EXPECT_EQ(ops["LeakyRelu"] + ops["Pad"] + ops["MaxPool"] + ops["Sigmoid"] + ops["Sub"], 0 + 0 + 1 + 0 + 0);
+  EXPECT_EQ(ops["Resize"], 1);
+  for (const auto& n : ib.g.nodes()) {
+    if (n->op_type == "Resize") {
+      EXPECT_EQ(n->inputs[0]->dtype, GetParam()) << "the Resize still reads floats";
+    }
+  }
   EXPECT_EQ(ops["Mul"], 1);
   EXPECT_EQ(ops["DequantizeLinear"], 1);  // the per-channel Mul's input
   EXPECT_EQ(ops["QLinearLut"], 1 + 1 + 3 + 2);

@@ -35,6 +35,8 @@ struct FusionReport {
   std::vector<std::string> npu_cpu_pools;    // "node X: <reason>" for the integer MaxPools left on the CPU
   int npu_sim_pads = 0;                      // integer channel Pads placed on the NPU simulator as DPU tasks
   std::vector<std::string> npu_cpu_pads;     // "node X: <reason>" for the integer Pads left on the CPU
+  int npu_sim_resizes = 0;                   // integer nearest x2 Resizes placed on the NPU simulator as DPU copy tasks
+  std::vector<std::string> npu_cpu_resizes;  // "node X: <reason>" for the integer nearest Resizes left on the CPU
 };
 
 Pass conv_activation_fusion_pass();

@@ -361,6 +361,66 @@ Status write_channel_pad_input(DeviceMemory& mem, const ChannelPadSpec& s, const
   return write_map(mem, l.main_address, l.main_surface_bytes, s, x, "X", s.output().C);
 }
 
+MapShape Upsample2Spec::output() const {
+  MapShape o = *this;
+  o.H = 2 * H;
+  o.W = 2 * W;
+  return o;
+}
+
+EltwiseGeometry geometry_of(const Upsample2Spec& s) { return map_geometry(s.output()); }
+
+Status check_upsample2(const Upsample2Spec& s) {
+  RKD_TRY(check_map(s, "npu Upsample2: "));
+  return eltwise_supported(geometry_of(s), "npu Upsample2: ");
+}
+
+Result<LoweredEltwise> lower_upsample2(const Upsample2Spec& s, DeviceMemory& mem) {
+  RKD_TRY(check_upsample2(s));
+  const MapShape o = s.output();
+  MapShape wide = s;  // the columns doubled: [C, H, 2 W]
+  wide.W = o.W;
+  LoweredEltwise l;
+  l.main_surface_bytes = s.H * s.W * kC2;
+  l.output_surface_bytes = o.H * o.W * kC2;
+  const int64_t wide_surface = wide.H * wide.W * kC2;
+  auto place = [&](const char* kind, const MapShape& m, int64_t surface) {
+    const size_t bytes = map_bytes(m, surface);
+    const uint32_t a = mem.alloc(bytes);
+    l.buffers.push_back(Buffer{kind, 0, a, bytes});
+    return a;
+  };
+  l.main_address = place("input", s, l.main_surface_bytes);
+  const uint32_t mid = place("scratch", wide, wide_surface);
+  l.output_address = place("output", o, l.output_surface_bytes);
+  // One pass: `units` consecutive units of `unit_cells` cells (dense, from src) each written
+  // twice, at dst + 2 k unit and dst + (2 k + 1) unit, in tasks of at most `per_task` units.
+  const int64_t per_task = (static_cast<int64_t>(arch::DPU_DATA_CUBE_CHANNEL_CHANNEL.max()) + 1) / kC2;
+  auto pass = [&](uint32_t src, uint32_t dst, int64_t units, int64_t unit_cells) -> Status {
+    for (int64_t k0 = 0; k0 < units; k0 += per_task) {
+      const int64_t k = std::min(per_task, units - k0);
+      for (int64_t copy = 0; copy < 2; ++copy) {
+        MapShape cube = s;
+        cube.H = 1;
+        cube.W = unit_cells;
+        DpuTask d = copy_task(cube, k * kC2, src + static_cast<uint32_t>(k0 * unit_cells * kC2),
+                              dst + static_cast<uint32_t>((2 * k0 + copy) * unit_cells * kC2));
+        d.dst_surface_pixels = 2 * unit_cells;
+        RKD_TRY(emit(d, l));
+      }
+    }
+    return {};
+  };
+  const int64_t blocks = blocks_of(s);
+  RKD_TRY(pass(l.main_address, mid, blocks * s.H * s.W, 1));  // cells -> every other cell of [C, H, 2 W]
+  RKD_TRY(pass(mid, l.output_address, blocks * s.H, o.W));    // lines of 2 W cells -> every other line
+  return l;
+}
+
+Status write_upsample2_input(DeviceMemory& mem, const Upsample2Spec& s, const LoweredEltwise& l, const Tensor& x) {
+  return write_map(mem, l.main_address, l.main_surface_bytes, s, x, "X");
+}
+
 Result<LoweredEltwise> lower_concat(const ConcatSpec& s, DeviceMemory& mem) {
   RKD_TRY(check_concat(s));
   LoweredEltwise l;

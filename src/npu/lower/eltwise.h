@@ -18,6 +18,14 @@
 //              BS MUL 1 for the input's channels and 0 for the padding (per-channel BRDMA
 //              operands), the EW stage adding a constant map that holds the pad code in the
 //              padding channels and 0 elsewhere (converter x 1), OUT_CVT x 1. Exact.
+//   Upsample2  nearest-neighbour x2 in height and width (a Resize that repeats each cell in a 2 x 2
+//              block) as copy tasks scattering through DST_SURF_STRIDE (WDMA writes a task's
+//              surface k at DST_BASE_ADDR + k DST_SURF_STRIDE): first the columns - the map's
+//              cells, taken as the 16-channel surfaces of 1 x 1 cubes, written 2 cells apart at
+//              +0 and at +1 cell into a [C, H, 2 W] map - then the lines of that map, taken as
+//              the surfaces of 2 W x 1 cubes, written 2 lines apart at +0 and +1 line. At most
+//              DATA_CUBE_CHANNEL's surfaces per task (8192 channels: 512 cells or lines).
+//              Exact; a stride of 2 cells on a 1 x 1 cube is unmeasured [INF].
 //   Lut        any function of the input code (qdq-to-qlinear's QLinearLut: Sigmoid, SiLU,
 //              HardSwish, ...): the DPU's lookup table with one entry per stored input value
 //              (emit.h LutTable), BS and EW bypassed, OUT_CVT x 1. Exact wherever the
@@ -84,6 +92,11 @@ struct ChannelPadSpec : MapShape {
   MapShape output() const;
 };
 EltwiseGeometry geometry_of(const ChannelPadSpec& s);
+// y[c, 2 i + a, 2 j + b] = x[c, i, j] for a, b in {0, 1}; MapShape is the input.
+struct Upsample2Spec : MapShape {
+  MapShape output() const;
+};
+EltwiseGeometry geometry_of(const Upsample2Spec& s);  // the output's (the widest cube the tasks write)
 EltwiseGeometry geometry_of(const AddSpec& s);
 EltwiseGeometry geometry_of(const ConcatSpec& s);
 EltwiseGeometry geometry_of(const LeakyReluSpec& s);
@@ -97,6 +110,7 @@ Status check_split(const SplitSpec& s);
 Status check_lut(const LutSpec& s);
 Status check_max_pool(const MaxPoolSpec& s);
 Status check_channel_pad(const ChannelPadSpec& s);
+Status check_upsample2(const Upsample2Spec& s);
 
 struct LoweredEltwise {
   std::vector<regcmd::Task> tasks;
@@ -114,6 +128,7 @@ Result<LoweredEltwise> lower_split(const SplitSpec& s, DeviceMemory& mem);
 Result<LoweredEltwise> lower_lut(const LutSpec& s, DeviceMemory& mem);
 Result<LoweredEltwise> lower_max_pool(const MaxPoolSpec& s, DeviceMemory& mem);
 Result<LoweredEltwise> lower_channel_pad(const ChannelPadSpec& s, DeviceMemory& mem);
+Result<LoweredEltwise> lower_upsample2(const Upsample2Spec& s, DeviceMemory& mem);
 // The lookup table a LutSpec's task uploads (stored domain, arch lut_entries entries).
 Result<LutTable> lut_table_of(const LutSpec& s);
 // Write the operands ([1, C, H, W] of s.dtype) where the task reads them (Add: the
@@ -123,11 +138,13 @@ Status write_leaky_relu_input(DeviceMemory& mem, const LeakyReluSpec& s, const L
 Status write_lut_input(DeviceMemory& mem, const LutSpec& s, const LoweredEltwise& l, const Tensor& x);
 Status write_max_pool_input(DeviceMemory& mem, const MaxPoolSpec& s, const LoweredEltwise& l, const Tensor& x);
 Status write_channel_pad_input(DeviceMemory& mem, const ChannelPadSpec& s, const LoweredEltwise& l, const Tensor& x);
+Status write_upsample2_input(DeviceMemory& mem, const Upsample2Spec& s, const LoweredEltwise& l, const Tensor& x);
 // The parts, [1, parts[i], H, W] each.
 Status write_concat_inputs(DeviceMemory& mem, const ConcatSpec& s, const LoweredEltwise& l, const std::vector<const Tensor*>& parts);
 // The input, [1, C, H, W].
 Status write_split_input(DeviceMemory& mem, const SplitSpec& s, const LoweredEltwise& l, const Tensor& x);
-// The output into y ([1, C, H, W] of s.dtype, contiguous; a MaxPool's: s.output()).
+// The output into y ([1, C, H, W] of s.dtype, contiguous; a MaxPool's, a channel Pad's and an
+// Upsample2's: s.output()).
 Status gather_eltwise_output(const DeviceMemory& mem, const MapShape& s, const LoweredEltwise& l, Tensor& y);
 // A Split's parts into ys ([1, parts[i], H, W] of s.dtype, contiguous, one per part).
 Status gather_split_outputs(const DeviceMemory& mem, const SplitSpec& s, const LoweredEltwise& l, std::vector<Tensor>& ys);

@@ -75,7 +75,7 @@ struct OutputRegion {
 
 // A buffer the lowering placed in device memory.
 struct Buffer {
-  std::string kind;  // "weights", "operands", "output"
+  std::string kind;  // "input", "weights", "operands", "scratch" (device-only), "output"
   size_t task = 0;
   uint32_t address = 0;
   size_t bytes = 0;
