@@ -85,6 +85,7 @@ const std::vector<OpInfo>& op_table() {
       {"", "Squeeze", squeeze, kView | kMover},
       {"", "Unsqueeze", unsqueeze, kView | kMover},
       {"", "Transpose", transpose, kMover},
+      {"", "DepthToSpace", depth_to_space, kMover},
       {"", "Pad", pad, kCommutesWithDequantize | kSameScale},
       {"", "Concat", concat, kCommutesWithDequantize},
       {"", "Split", split, kCommutesWithDequantize | kSameScale},
@@ -138,15 +139,16 @@ const std::vector<OpInfo>& op_table() {
       {"rkdeploy", "QLinearAdd", nullptr, kShapeFromCreator},
       {"rkdeploy", "QLinearTflite", nullptr, kShapeFromCreator},
       {"rkdeploy", "QLinearLut", nullptr, kShapeFromCreator},
-      {"rkdeploy", "NpuConv", nullptr, kShapeFromCreator | kOnNpu},       // a QLinearConv on the NPU simulator
-      {"rkdeploy", "NpuAdd", nullptr, kShapeFromCreator | kOnNpu},        // a QLinearAdd as a DPU-only task on the NPU simulator
-      {"rkdeploy", "NpuLeakyRelu", nullptr, kShapeFromCreator | kOnNpu},  // a LeakyRelu table as a DPU-only task on the NPU simulator
-      {"rkdeploy", "NpuLut", nullptr, kShapeFromCreator | kOnNpu},        // any other table through the DPU's lookup table
-      {"rkdeploy", "NpuMaxPool", nullptr, kShapeFromCreator | kOnNpu},    // an integer MaxPool as a PPU task
-      {"rkdeploy", "NpuPad", nullptr, kShapeFromCreator | kOnNpu},        // an integer channel Pad as a DPU task
-      {"rkdeploy", "NpuResize", nullptr, kShapeFromCreator | kOnNpu},     // an integer nearest x2 Resize as DPU copy tasks
-      {"rkdeploy", "NpuConcat", nullptr, kShapeFromCreator | kOnNpu},     // an integer channel Concat as DPU-only copy tasks
-      {"rkdeploy", "NpuSplit", nullptr, kShapeFromCreator | kOnNpu},      // an integer channel Split as DPU-only copy tasks
+      {"rkdeploy", "NpuConv", nullptr, kShapeFromCreator | kOnNpu},          // a QLinearConv on the NPU simulator
+      {"rkdeploy", "NpuAdd", nullptr, kShapeFromCreator | kOnNpu},           // a QLinearAdd as a DPU-only task on the NPU simulator
+      {"rkdeploy", "NpuLeakyRelu", nullptr, kShapeFromCreator | kOnNpu},     // a LeakyRelu table as a DPU-only task on the NPU simulator
+      {"rkdeploy", "NpuLut", nullptr, kShapeFromCreator | kOnNpu},           // any other table through the DPU's lookup table
+      {"rkdeploy", "NpuMaxPool", nullptr, kShapeFromCreator | kOnNpu},       // an integer MaxPool as a PPU task
+      {"rkdeploy", "NpuPad", nullptr, kShapeFromCreator | kOnNpu},           // an integer channel Pad as a DPU task
+      {"rkdeploy", "NpuResize", nullptr, kShapeFromCreator | kOnNpu},        // an integer nearest x2 Resize as DPU copy tasks
+      {"rkdeploy", "NpuDepthToSpace", nullptr, kShapeFromCreator | kOnNpu},  // an integer DepthToSpace (DCR, 2) as DPU copy tasks
+      {"rkdeploy", "NpuConcat", nullptr, kShapeFromCreator | kOnNpu},        // an integer channel Concat as DPU-only copy tasks
+      {"rkdeploy", "NpuSplit", nullptr, kShapeFromCreator | kOnNpu},         // an integer channel Split as DPU-only copy tasks
   };
   return t;
 }

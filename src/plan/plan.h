@@ -48,6 +48,7 @@ Result<Device> parse_device(const std::string& s);
 //                      npu/lower/constraints.h's convolution / element-wise / pooling rules hold
 //   npu_channel_pad    a constant Pad adding channels at the end of a map only (element-wise rules)
 //   npu_upsample2      a nearest Resize x2 in height and width (element-wise rules on the output)
+//   npu_conv_transpose2  a 2 x 2 stride-2 ConvTranspose (its 1 x 1 convolution, the interleaving)
 struct Constraint {
   std::string check;
   int64_t value = 0;

@@ -107,7 +107,8 @@ const std::set<std::string>& known_checks() {
                                           "npu_eltwise_geometry",
                                           "npu_pool_geometry",
                                           "npu_channel_pad",
-                                          "npu_upsample2"};
+                                          "npu_upsample2",
+                                          "npu_conv_transpose2"};
   return c;
 }
 
@@ -529,6 +530,36 @@ std::string npu_upsample2_violation(const ir::Node& n) {
   return first_violation(npu::lower::check_eltwise(g));
 }
 
+// A ConvTranspose that qdq-to-qlinear makes a 1 x 1 convolution of 4 OC outputs and a
+// DepthToSpace (2 x 2 kernel, stride 2, no padding, group 1): that convolution as the
+// convolution rules read it, the interleaving as the element-wise rules read its output.
+std::string npu_conv_transpose2_violation(const ir::Node& n) {
+  const auto xs = ir::static_shape(n.inputs.empty() ? nullptr : n.inputs[0]);
+  const auto ws = ir::static_shape(n.inputs.size() > 1 ? n.inputs[1] : nullptr);
+  const auto ys = ir::static_shape(n.outputs.empty() ? nullptr : n.outputs[0]);
+  if (!xs || !ws || !ys || xs->size() != 4 || ws->size() != 4 || ys->size() != 4) return "not a 2-D ConvTranspose with static shapes";
+  auto ints = [&](const char* a, std::vector<int64_t> d) { return n.attr_ints(a, d).value_or(std::vector<int64_t>{-1}); };
+  if ((*ws)[2] != 2 || (*ws)[3] != 2 || ints("strides", {1, 1}) != std::vector<int64_t>{2, 2} ||
+      ints("pads", {0, 0, 0, 0}) != std::vector<int64_t>{0, 0, 0, 0} || ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1} ||
+      ints("output_padding", {0, 0}) != std::vector<int64_t>{0, 0} || n.attr_int("group", 1).value_or(0) != 1)
+    return "not a 2 x 2 ConvTranspose of stride 2 without padding, group 1";
+  npu::lower::ConvGeometry c;
+  c.batch = (*xs)[0];
+  c.C = (*xs)[1];
+  c.H = (*xs)[2];
+  c.W = (*xs)[3];
+  c.OC = 4 * (*ws)[1];
+  if (std::string v = first_violation(npu::lower::check_conv(c)); !v.empty()) return "its 1 x 1 convolution: " + v;
+  npu::lower::EltwiseGeometry g;
+  g.batch = (*ys)[0];
+  g.C = (*ys)[1];
+  g.H = (*ys)[2];
+  g.W = (*ys)[3];
+  g.unaligned_part_offset = npu::lower::unaligned_part_offset(std::vector<int64_t>(4, (*ws)[1]));
+  if (std::string v = first_violation(npu::lower::check_eltwise(g)); !v.empty()) return "its interleaving: " + v;
+  return "";
+}
+
 // An Add / QLinearAdd of two maps, or a channel Concat or Split of maps, as npu/lower/constraints.h's
 // element-wise rules read it.
 std::string npu_eltwise_geometry_violation(const ir::Node& n) {
@@ -625,6 +656,7 @@ std::string violation(const Constraint& c, const ir::Node& n) {
   if (c.check == "npu_pool_geometry") return npu_pool_geometry_violation(n);
   if (c.check == "npu_channel_pad") return npu_channel_pad_violation(n);
   if (c.check == "npu_upsample2") return npu_upsample2_violation(n);
+  if (c.check == "npu_conv_transpose2") return npu_conv_transpose2_violation(n);
   if (c.check == "quantized") return quantized_input(x) ? "" : "float input";
   if (c.check == "per_tensor_quant") {
     if (!quantized_input(x)) return "float input";
@@ -702,6 +734,8 @@ std::string constraint_text(const Constraint& c) {
     const auto rules = npu::lower::eltwise_rules();
     for (size_t i = 1; i < rules.size(); ++i) s += (i > 1 ? ", " : "") + rules[i].first;  // the type is another check
     s += ")";
+  } else if (c.check == "npu_conv_transpose2") {
+    s = "a 2 x 2 ConvTranspose of stride 2 without padding, the NPU's 1 x 1 convolution and element-wise geometry";
   } else if (c.check == "npu_upsample2") {
     s = "a nearest x2 Resize in height and width, the NPU's element-wise geometry";
   } else if (c.check == "npu_channel_pad") {

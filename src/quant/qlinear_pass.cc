@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <set>
@@ -235,6 +236,118 @@ Status commute_data_movement(ir::Graph& g, std::set<const Node*>& gone) {
   return {};
 }
 
+// A ConvTranspose with a 2 x 2 kernel, stride 2 and no padding (handdetect's upsampling) adds
+// exactly one tap to each output cell: y[o, 2 i + a, 2 j + b] = b[o] + sum_c x[c, i, j]
+// w[c, o, a, b]. That is a 1 x 1 convolution with 4 OC outputs (output (2 a + b) OC + o has
+// the weights w[:, o, a, b], o's weight scale and bias) followed by DepthToSpace (DCR, 2), the
+// same accumulator per output, so the same requantization: the DQ -> ConvTranspose -> Q site
+// becomes DQ -> Conv -> Q -> DQ -> DepthToSpace -> Q with the output's parameters, which the
+// rest of the pass makes a QLinearConv and an integer DepthToSpace (the last Q/DQ pair drops).
+// Weights int8/uint8 constant [IC, OC, 2, 2], per tensor or per output channel (axis 1); the
+// bias an int32 constant; group 1, unit dilations, no output padding.
+Status convtranspose_as_conv(ir::Graph& g, std::set<const Node*>& gone) {
+  std::vector<Node*> sites;
+  for (const auto& np : g.nodes()) {
+    if (np->op_type == "ConvTranspose" && np->domain.empty()) sites.push_back(np.get());
+  }
+  auto ints = [](const Node& n, const char* a, std::vector<int64_t> d) { return n.attr_ints(a, d).value_or(std::vector<int64_t>{-1}); };
+  for (Node* t : sites) {
+    if (t->inputs.size() < 2 || t->outputs.size() != 1) continue;
+    if (ints(*t, "strides", {1, 1}) != std::vector<int64_t>{2, 2} || ints(*t, "pads", {0, 0, 0, 0}) != std::vector<int64_t>{0, 0, 0, 0} ||
+        ints(*t, "dilations", {1, 1}) != std::vector<int64_t>{1, 1} || ints(*t, "output_padding", {0, 0}) != std::vector<int64_t>{0, 0} ||
+        t->attr_int("group", 1).value_or(0) != 1 || t->attrs.count("output_shape") || t->attr_string("auto_pad", "NOTSET").value_or("") != "NOTSET")
+      continue;
+    auto o = quantized_output(g, t->outputs[0]);
+    auto dx = dequantized(t->inputs[0]);
+    Node* wdq = ir::produced_by(t->inputs[1], "DequantizeLinear");
+    auto dw = dequantized(t->inputs[1]);
+    if (!o || !dx || !per_tensor(dx->scale) || !dx->zp || !dw || !wdq || !dw->q->constant) continue;
+    const Tensor& w = *dw->q->constant;
+    if ((w.dtype() != DType::i8 && w.dtype() != DType::u8) || w.rank() != 4 || w.dim(2) != 2 || w.dim(3) != 2) continue;
+    const int64_t IC = w.dim(0), OC = w.dim(1);
+    const Tensor& ws = *dw->scale->constant;
+    const bool per_channel = ws.numel() != 1;
+    if (per_channel && (ws.numel() != OC || wdq->attr_int("axis", 1).value_or(0) != 1)) continue;
+    if (dw->zp && dw->zp->constant->numel() != ws.numel()) continue;
+    std::optional<Dq> db;
+    if (t->inputs.size() > 2 && t->inputs[2]) {
+      db = dequantized(t->inputs[2]);
+      if (!db || !db->q->constant || db->q->constant->dtype() != DType::i32 || db->q->constant->numel() != OC || db->scale->constant->numel() != OC ||
+          (db->zp && db->zp->constant->numel() != OC))
+        continue;
+    }
+    // Output (2 a + b) OC + o of the 1 x 1 convolution: weights w[:, o, a, b].
+    Tensor w2 = Tensor::empty(w.dtype(), {4 * OC, IC, 1, 1});
+    const Tensor wc = w.contiguous();
+    const auto* src = static_cast<const uint8_t*>(wc.raw());
+    auto* dst = static_cast<uint8_t*>(w2.raw());
+    for (int64_t ab = 0; ab < 4; ++ab)
+      for (int64_t oc = 0; oc < OC; ++oc)
+        for (int64_t c = 0; c < IC; ++c) dst[(ab * OC + oc) * IC + c] = src[(c * OC + oc) * 4 + ab];
+    // A per-channel parameter (weight scale and zero point, bias and its scale) repeated for the
+    // four groups; per-tensor ones stay.
+    auto tiled = [&](const Tensor& v) {
+      if (v.numel() == 1) return v;
+      Tensor r = Tensor::empty(v.dtype(), {4 * v.numel()});
+      const Tensor vc = v.contiguous();
+      const size_t bytes = static_cast<size_t>(v.numel()) * dtype_size(v.dtype());
+      for (int k = 0; k < 4; ++k) std::memcpy(static_cast<uint8_t*>(r.raw()) + k * bytes, vc.raw(), bytes);
+      return r;
+    };
+    auto dq_of = [&](const std::string& base, Tensor q, const Tensor& scale, const Value* zp) -> Result<Value*> {
+      std::vector<Value*> ins{g.add_constant(base + "/q", std::move(q)), g.add_constant(base + "/scale", tiled(scale))};
+      if (zp) ins.push_back(g.add_constant(base + "/zero_point", tiled(*zp->constant)));
+      RKD_ASSIGN(Node * d, g.add_node(base + "/dq", "DequantizeLinear", "", ins, {g.fresh_name(base + "/dq")}));
+      d->attrs["axis"] = int64_t{0};
+      d->outputs[0]->dtype = DType::f32;
+      return d->outputs[0];
+    };
+    const std::string base = t->name + "/as_conv";
+    RKD_ASSIGN(Value * wv, dq_of(base + "/weights", std::move(w2), ws, dw->zp));
+    wv->shape = ir::to_dims({4 * OC, IC, 1, 1});
+    std::vector<Value*> cin{t->inputs[0], wv};
+    if (db) {
+      RKD_ASSIGN(Value * bv, dq_of(base + "/bias", tiled(*db->q->constant), *db->scale->constant, db->zp));
+      bv->shape = ir::to_dims({4 * OC});
+      cin.push_back(bv);
+    }
+    const auto xs = ir::static_shape(t->inputs[0]);
+    if (!xs || xs->size() != 4) continue;
+    RKD_ASSIGN(Node * conv, g.add_node(base, "Conv", "", cin, {g.fresh_name(base)}));
+    conv->attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
+    conv->outputs[0]->dtype = DType::f32;
+    conv->outputs[0]->shape = ir::to_dims({(*xs)[0], 4 * OC, (*xs)[2], (*xs)[3]});
+    Value* v = conv->outputs[0];
+    if (o->act) {  // the fused activation moves with the accumulator
+      std::vector<Value*> ain = o->act->inputs;
+      ain[0] = v;
+      RKD_ASSIGN(Node * act, g.add_node(base + "/act", o->act->op_type, "", ain, {g.fresh_name(base + "/act")}));
+      act->attrs = o->act->attrs;
+      act->outputs[0]->dtype = DType::f32;
+      act->outputs[0]->shape = v->shape;
+      v = act->outputs[0];
+    }
+    Node* q = o->q;
+    RKD_ASSIGN(Node * q2, g.add_node(base + "/quantize", "QuantizeLinear", "", {v, q->inputs[1], q->inputs[2]}, {g.fresh_name(base + "/q")}));
+    q2->outputs[0]->dtype = q->inputs[2]->constant->dtype();
+    q2->outputs[0]->shape = v->shape;
+    RKD_ASSIGN(Node * dq2,
+               g.add_node(base + "/dequantize", "DequantizeLinear", "", {q2->outputs[0], q->inputs[1], q->inputs[2]}, {g.fresh_name(base + "/dq")}));
+    dq2->outputs[0]->dtype = DType::f32;
+    dq2->outputs[0]->shape = v->shape;
+    RKD_ASSIGN(Node * d2s, g.add_node(base + "/depth_to_space", "DepthToSpace", "", {dq2->outputs[0]}, {g.fresh_name(base + "/depth_to_space")}));
+    d2s->attrs["blocksize"] = int64_t{2};
+    d2s->attrs["mode"] = std::string("DCR");
+    d2s->outputs[0]->dtype = DType::f32;
+    d2s->outputs[0]->shape = t->outputs[0]->shape;
+    g.set_input(q, 0, d2s->outputs[0]);
+    gone.insert(t);
+    if (o->act) gone.insert(o->act);
+    if (o->identity) gone.insert(o->identity);
+  }
+  return {};
+}
+
 // An integer Pad that only feeds a QLinearConv and pads H and W with the convolution's input
 // zero point is the convolution's own padding (QLinearConv pads with x_zero_point): folded
 // into its pads, exactly. Likewise a Pad with the type's minimum before an integer MaxPool
@@ -333,6 +446,8 @@ ir::Pass qdq_to_qlinear_pass(ir::NodeEvaluator eval) {
           gone.clear();
           return g.sort_topologically();
         };
+        RKD_TRY(convtranspose_as_conv(g, gone));
+        RKD_TRY(flush());
         RKD_TRY(commute_data_movement(g, gone));
         RKD_TRY(flush());
         auto requant = g.metadata.find("rkdeploy.requant");

@@ -53,6 +53,7 @@ Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
   pm.add(ir::constant_folding_pass(evaluate_node, {"DequantizeLinear"}));
   pm.add(ir::dead_code_elimination_pass());
   pm.add(ir::conv_bn_folding_pass());
+  pm.add(ir::conv_scale_folding_pass());
   pm.add(ir::conv_bias_folding_pass());
   if (opt.int8 && !opt.portable) pm.add(quant::qdq_to_qlinear_pass(evaluate_node));
   if (opt.int8 && !opt.portable && !opt.npu_sim_strategy.empty()) {

@@ -574,6 +574,41 @@ Result<Kernel> npu_upsample2_kernel(const Node& n, const npu::sim::Quirks& quirk
       });
 }
 
+bool npu_depth_to_space_candidate(const Node& n) {
+  const bool d2s = (n.op_type == "DepthToSpace" && n.domain.empty()) || (n.op_type == "NpuDepthToSpace" && n.domain == "rkdeploy");
+  if (!d2s || n.inputs.empty() || !n.inputs[0] || !n.inputs[0]->dtype) return false;
+  return *n.inputs[0]->dtype == DType::i8 || *n.inputs[0]->dtype == DType::u8;
+}
+
+Result<npu::lower::DepthToSpace2Spec> npu_depth_to_space_spec(const Node& n) {
+  if (!npu_depth_to_space_candidate(n) || n.outputs.empty() || !n.outputs[0]) return invalid(n.describe() + ": not a DepthToSpace of 8-bit integers");
+  const auto xs = ir::static_shape(n.inputs[0]), ys = ir::static_shape(n.outputs[0]);
+  if (!xs || !ys || xs->size() != 4 || ys->size() != 4) return unsupported("input is not a static [N, C, H, W] map");
+  RKD_ASSIGN(int64_t b, n.attr_int("blocksize", 0));
+  RKD_ASSIGN(std::string mode, n.attr_string("mode", "DCR"));
+  if (b != 2) return unsupported("blocksize " + std::to_string(b) + " (2 is lowered)");
+  if (mode != "DCR") return unsupported("mode " + mode + " (DCR is lowered)");
+  npu::lower::DepthToSpace2Spec s;
+  static_cast<npu::lower::MapShape&>(s) = npu::lower::MapShape{*n.inputs[0]->dtype, (*xs)[1], (*xs)[2], (*xs)[3]};
+  npu::lower::EltwiseGeometry g = npu::lower::geometry_of(s);
+  g.batch = (*xs)[0];
+  RKD_TRY(npu::lower::eltwise_supported(g, "npu DepthToSpace: "));
+  RKD_TRY(npu::lower::check_depth_to_space2(s));
+  const npu::lower::MapShape o = s.output();
+  if (*ys != Shape{(*xs)[0], o.C, o.H, o.W}) return invalid(n.describe() + ": the output's shape is not DepthToSpace's");
+  return s;
+}
+
+Result<Kernel> npu_depth_to_space_kernel(const Node& n, const npu::sim::Quirks& quirks) {
+  RKD_ASSIGN(npu::lower::DepthToSpace2Spec spec, npu_depth_to_space_spec(n));
+  return eltwise_kernel(
+      n, spec.output(), quirks, [spec](npu::DeviceMemory& mem) { return npu::lower::lower_depth_to_space2(spec, mem); },
+      [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
+        if (in.empty() || !in[0]) return Status(invalid("npu DepthToSpace: input missing"));
+        return npu::lower::write_depth_to_space2_input(e.mem, spec, e.lowered, *in[0]);
+      });
+}
+
 Result<npu::lower::ConcatSpec> npu_concat_spec(const Node& n) {
   const bool concat = (n.op_type == "Concat" && n.domain.empty()) || (n.op_type == "NpuConcat" && n.domain == "rkdeploy");
   if (!concat || n.inputs.empty() || n.outputs.empty()) return invalid(n.describe() + ": not a Concat");
@@ -802,6 +837,14 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                       if (lowerable.ok() && !next_to_npu_node(*n)) lowerable = unsupported("its producer and every reader run on the CPU");
                       place(n, lowerable, "NpuResize", &FusionReport::npu_sim_resizes, &FusionReport::npu_cpu_resizes);
                     }
+                    for (const auto& np : g.nodes()) {
+                      Node* n = np.get();
+                      if (!npu_depth_to_space_candidate(*n)) continue;
+                      auto spec = npu_depth_to_space_spec(*n);
+                      Status lowerable = spec.ok() ? Status() : Status(spec.error());
+                      if (lowerable.ok() && !next_to_npu_node(*n)) lowerable = unsupported("its producer and every reader run on the CPU");
+                      place(n, lowerable, "NpuDepthToSpace", &FusionReport::npu_sim_depth_to_spaces, &FusionReport::npu_cpu_depth_to_spaces);
+                    }
                     // Splits before Concats: a Concat of a placed Split's parts has it as neighbour.
                     for (const auto& np : g.nodes()) {
                       Node* n = np.get();
@@ -860,6 +903,11 @@ Result<Kernel> npu_channel_pad_kernel_from_attrs(const Node& n) {
 Result<Kernel> npu_upsample2_kernel_from_attrs(const Node& n) {
   RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
   return npu_upsample2_kernel(n, q);
+}
+
+Result<Kernel> npu_depth_to_space_kernel_from_attrs(const Node& n) {
+  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
+  return npu_depth_to_space_kernel(n, q);
 }
 
 Result<Kernel> npu_split_kernel_from_attrs(const Node& n) {

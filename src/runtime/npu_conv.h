@@ -89,6 +89,14 @@ Result<npu::lower::Upsample2Spec> npu_upsample2_spec(const ir::Node& n);
 bool npu_upsample2_candidate(const ir::Node& n);
 Result<Kernel> npu_upsample2_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
 
+// An integer DepthToSpace (DCR, blocksize 2: qdq-to-qlinear's form of a 2 x 2 stride-2
+// ConvTranspose after its 1 x 1 convolution) of a static [1, 4 C, H, W] map, C a multiple of
+// 16, as copy tasks (npu::lower::lower_depth_to_space2), or why not. The candidate test: a
+// DepthToSpace of 8-bit integers.
+Result<npu::lower::DepthToSpace2Spec> npu_depth_to_space_spec(const ir::Node& n);
+bool npu_depth_to_space_candidate(const ir::Node& n);
+Result<Kernel> npu_depth_to_space_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
+
 // npu-sim-placement: every QLinearConv that npu_try_lower() takes becomes rkdeploy.NpuConv
 // (same inputs, outputs and attributes, plus rkd_sim_strategy and rkd_sim_knobs,
 // ';'-separated NAME=VALUE), whose kernel is npu_sim_kernel; with fuse_add, a QLinearAdd that
@@ -100,7 +108,8 @@ Result<Kernel> npu_upsample2_kernel(const ir::Node& n, const npu::sim::Quirks& q
 // every other table npu_lut_spec() takes next to an NPU node rkdeploy.NpuLut, every integer
 // MaxPool npu_max_pool_spec() takes next to an NPU node rkdeploy.NpuMaxPool, every channel Pad
 // npu_channel_pad_spec() takes next to an NPU node rkdeploy.NpuPad, every nearest x2 Resize
-// npu_upsample2_spec() takes next to an NPU node rkdeploy.NpuResize. Counts them,
+// npu_upsample2_spec() takes next to an NPU node rkdeploy.NpuResize, every DepthToSpace
+// npu_depth_to_space_spec() takes next to an NPU node rkdeploy.NpuDepthToSpace. Counts them,
 // and lists the others with the reason, in `report`.
 ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, bool fuse_add, FusionReport* report);
 // The kernels of an rkdeploy.NpuConv / NpuAdd / NpuLeakyRelu made by npu_sim_placement_pass.
@@ -113,5 +122,6 @@ Result<Kernel> npu_split_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_max_pool_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_channel_pad_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_upsample2_kernel_from_attrs(const ir::Node& n);
+Result<Kernel> npu_depth_to_space_kernel_from_attrs(const ir::Node& n);
 
 }  // namespace rkd::runtime

@@ -141,6 +141,24 @@ void register_layout_ops(std::map<std::string, Factory>& r) {
       return {};
     });
   };
+  // DepthToSpace as ONNX defines it: a reshape to 6-D, a transpose, the output's shape (DCR:
+  // channel (i b + j) C' + c goes to cell (i, j) of block c; CRD: c b^2 + i b + j).
+  r["DepthToSpace"] = [](const Node& n, int64_t) -> Result<Kernel> {
+    RKD_ASSIGN(int64_t b, n.attr_int("blocksize", 0));
+    RKD_ASSIGN(std::string mode, n.attr_string("mode", "DCR"));
+    if (b < 1 || (mode != "DCR" && mode != "CRD")) return invalid(n.describe() + ": blocksize must be positive and mode DCR or CRD");
+    const bool dcr = mode == "DCR";
+    return Kernel([b, dcr](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+      const Shape& xs = in[0]->shape();
+      if (xs.size() != 4 || xs[1] % (b * b) != 0) return invalid("DepthToSpace: the input must be [N, C, H, W] with C a multiple of blocksize^2");
+      const int64_t N = xs[0], C = xs[1] / (b * b), H = xs[2], W = xs[3];
+      const Tensor x = in[0]->contiguous();
+      RKD_ASSIGN(Tensor x6, x.reshape(dcr ? Shape{N, b, b, C, H, W} : Shape{N, C, b, b, H, W}));
+      RKD_ASSIGN(Tensor y6, out[0].reshape(Shape{N, C, H, b, W, b}));
+      ops::transpose(x6, dcr ? std::vector<int64_t>{0, 3, 4, 1, 5, 2} : std::vector<int64_t>{0, 1, 4, 2, 5, 3}, y6);
+      return {};
+    });
+  };
   r["Expand"] = [](const Node&, int64_t) -> Result<Kernel> {
     return Kernel([](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
       ops::copy_into(*in[0], out[0]);

@@ -273,6 +273,7 @@ void register_rkdeploy_ops(std::map<std::string, Factory>& r) {
   r["NpuMaxPool"] = [](const Node& n, int64_t) { return npu_max_pool_kernel_from_attrs(n); };
   r["NpuPad"] = [](const Node& n, int64_t) { return npu_channel_pad_kernel_from_attrs(n); };
   r["NpuResize"] = [](const Node& n, int64_t) { return npu_upsample2_kernel_from_attrs(n); };
+  r["NpuDepthToSpace"] = [](const Node& n, int64_t) { return npu_depth_to_space_kernel_from_attrs(n); };
 }
 
 }  // namespace rkd::runtime::detail

@@ -43,14 +43,15 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   ir::FusionReport placement;
   RKD_TRY(optimize(g, co, &placement));
   auto cpu_reason = [&placement](const ir::Node& n) -> std::string {
-    for (const auto* list : {&placement.npu_cpu_convs, &placement.npu_cpu_adds, &placement.npu_cpu_luts, &placement.npu_cpu_concats,
-                             &placement.npu_cpu_splits, &placement.npu_cpu_pools, &placement.npu_cpu_pads, &placement.npu_cpu_resizes}) {
+    for (const auto* list :
+         {&placement.npu_cpu_convs, &placement.npu_cpu_adds, &placement.npu_cpu_luts, &placement.npu_cpu_concats, &placement.npu_cpu_splits,
+          &placement.npu_cpu_pools, &placement.npu_cpu_pads, &placement.npu_cpu_resizes, &placement.npu_cpu_depth_to_spaces}) {
       for (const std::string& e : *list) {
         if (e.size() > n.name.size() + 2 && e.compare(0, n.name.size() + 2, n.name + ": ") == 0) return e.substr(n.name.size() + 2);
       }
     }
     return "the NPU back end lowers int8 convolutions, Adds, lookup tables (LeakyRelu, Sigmoid, SiLU, ...), max pooling, channel Pads, "
-           "nearest x2 Resizes and channel Concats and Splits only (yet)";
+           "nearest x2 Resizes, DepthToSpace and channel Concats and Splits only (yet)";
   };
   const fs::path tmp(out_dir);
   std::error_code ec;
@@ -77,8 +78,8 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
     const bool on_npu = n.domain == "rkdeploy";
     const bool add = on_npu && n.op_type == "NpuAdd", leaky = on_npu && n.op_type == "NpuLeakyRelu", concat = on_npu && n.op_type == "NpuConcat",
                split = on_npu && n.op_type == "NpuSplit", lut = on_npu && n.op_type == "NpuLut", pool = on_npu && n.op_type == "NpuMaxPool",
-               pad = on_npu && n.op_type == "NpuPad", resize = on_npu && n.op_type == "NpuResize";
-    if (add || leaky || concat || split || lut || pool || pad || resize) {
+               pad = on_npu && n.op_type == "NpuPad", resize = on_npu && n.op_type == "NpuResize", d2s = on_npu && n.op_type == "NpuDepthToSpace";
+    if (add || leaky || concat || split || lut || pool || pad || resize || d2s) {
       // An element-wise task: its operand buffers (written by the host), output and regcmd.
       npu::lower::LoweredEltwise l;
       npu::lower::MapShape shape;
@@ -107,6 +108,10 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
         RKD_ASSIGN(npu::lower::Upsample2Spec spec, npu_upsample2_spec(n));
         shape = spec;
         RKD_ASSIGN(l, npu::lower::lower_upsample2(spec, mem));
+      } else if (d2s) {
+        RKD_ASSIGN(npu::lower::DepthToSpace2Spec spec, npu_depth_to_space_spec(n));
+        shape = spec;
+        RKD_ASSIGN(l, npu::lower::lower_depth_to_space2(spec, mem));
       } else if (pool) {
         RKD_ASSIGN(pool_spec, npu_max_pool_spec(n));
         shape = *pool_spec;
@@ -128,16 +133,26 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
       fs::create_directories(tmp / ename, ec);
       nlohmann::ordered_json je;
       je["node"] = n.name;
-      je["op"] = add ? "Add" : concat ? "Concat" : split ? "Split" : lut ? "Lut" : pool ? "MaxPool" : pad ? "Pad" : resize ? "Resize" : "LeakyRelu";
+      je["op"] = add      ? "Add"
+                 : concat ? "Concat"
+                 : split  ? "Split"
+                 : lut    ? "Lut"
+                 : pool   ? "MaxPool"
+                 : pad    ? "Pad"
+                 : resize ? "Resize"
+                 : d2s    ? "DepthToSpace"
+                          : "LeakyRelu";
       je["directory"] = ename;
       je["geometry"] = {{"C", shape.C}, {"H", shape.H}, {"W", shape.W}, {"dtype", dtype_name(shape.dtype)}};
       if (pad) je["geometry"]["pad_channels"] = pad_channels;
-      if (resize) {
-        // Nearest x2: the columns into a device-only scratch map, then its lines (eltwise.h).
+      if (resize || d2s) {
+        // The columns into device-only scratch maps, then their lines (eltwise.h).
+        if (d2s) je["geometry"]["OC"] = shape.C / 4;
         je["geometry"]["OH"] = 2 * shape.H;
         je["geometry"]["OW"] = 2 * shape.W;
+        je["scratch"] = nlohmann::ordered_json::array();
         for (const npu::lower::Buffer& b : l.buffers) {
-          if (b.kind == "scratch") je["scratch"] = {{"device_offset", b.address - mem.base()}, {"bytes", b.bytes}};
+          if (b.kind == "scratch") je["scratch"].push_back({{"device_offset", b.address - mem.base()}, {"bytes", b.bytes}});
         }
       }
       if (pool_spec) {
@@ -159,7 +174,7 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
                                   {"device_offset", l.part_addresses[i] - mem.base()},
                                   {"surface_bytes", l.main_surface_bytes}});
         }
-      } else if (split || lut || pool || pad || resize) {
+      } else if (split || lut || pool || pad || resize || d2s) {
         je["inputs"].push_back({{"operand", "X"},
                                 {"read_by", pool ? "PPU_RDMA" : "MRDMA"},
                                 {"device_offset", l.main_address - mem.base()},

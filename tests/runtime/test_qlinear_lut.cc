@@ -3,11 +3,14 @@
 // integers must be equal bit for bit, for int8 and uint8 activations.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <random>
 
 #include "ir/ir.h"
+#include "quant/requant.h"
 #include "runtime/executor.h"
 
 namespace rkd {
@@ -174,6 +177,82 @@ TEST(QLinearLutMarks, ALeakyReluTableCarriesItsParametersUntilItIsComposed) {
       }
     }
     EXPECT_EQ(luts, 1);
+  }
+}
+
+// A 2 x 2 stride-2 ConvTranspose between Q/DQ (per-channel weights on axis 1, an int32 bias,
+// a fused Relu that is the output's saturation) becomes a 1 x 1 QLinearConv of 4 OC outputs and
+// an integer DepthToSpace; its output equals the ConvTranspose's integer definition - each
+// output cell's one tap summed over the input channels in int64 plus the bias - requantized by
+// the graph's convention (quant::Requantizer, onnx_float), for int8 and uint8 maps.
+TEST(QLinearConvTranspose, AStride2Kernel2ConvTransposeIsA1x1ConvAndDepthToSpace) {
+  const int64_t IC = 32, OC = 16, H = 3, W = 4;
+  std::mt19937 rng(5);
+  for (DType t : {DType::i8, DType::u8}) {
+    Builder b{{}, t};
+    ir::Graph& g = b.g;
+    ir::Value* x = b.input(IC, H, W);
+    const float sx = 0.05f, sy = 0.07f;
+    const int zx = -3, zy = -128;
+    ir::Value* v = b.dq(b.q(x, sx, zx), sx, zx);
+    Tensor wq = Tensor::empty(DType::i8, {IC, OC, 2, 2});
+    for (int64_t i = 0; i < wq.numel(); ++i) wq.data<int8_t>()[i] = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+    std::vector<float> ws(OC), bs(OC);
+    Tensor bq = Tensor::empty(DType::i32, {OC});
+    for (int64_t o = 0; o < OC; ++o) {
+      ws[static_cast<size_t>(o)] = 0.001f * static_cast<float>(1 + o);
+      bs[static_cast<size_t>(o)] = sx * ws[static_cast<size_t>(o)];
+      bq.data<int32_t>()[o] = static_cast<int32_t>(rng() % 4001) - 2000;
+    }
+    Tensor wzp = Tensor::empty(DType::i8, {OC});
+    for (int64_t o = 0; o < OC; ++o) wzp.data<int8_t>()[o] = 0;
+    ir::Node* wdq = *g.add_node("wdq", "DequantizeLinear", "",
+                                {g.add_constant("wq", wq), g.add_constant("ws", Tensor::from_floats({OC}, ws)), g.add_constant("wz", wzp)}, {"w"});
+    wdq->attrs["axis"] = int64_t{1};
+    ir::Node* bdq =
+        *g.add_node("bdq", "DequantizeLinear", "", {g.add_constant("bq", bq), g.add_constant("bs", Tensor::from_floats({OC}, bs))}, {"b"});
+    bdq->attrs["axis"] = int64_t{0};
+    ir::Node* ct = b.op("ConvTranspose", {v, wdq->outputs[0], bdq->outputs[0]});
+    ct->attrs["kernel_shape"] = std::vector<int64_t>{2, 2};
+    ct->attrs["strides"] = std::vector<int64_t>{2, 2};
+    ir::Node* relu = b.op("Relu", {ct->outputs[0]});
+    ir::Value* y = b.q(relu->outputs[0], sy, zy);
+    ASSERT_TRUE(g.rename_value(y, "y").ok());
+    g.outputs.push_back(y);
+    Tensor xf = Tensor::empty(DType::f32, {1, IC, H, W});
+    std::uniform_real_distribution<float> u(-7.f, 7.f);
+    for (int64_t i = 0; i < xf.numel(); ++i) xf.data<float>()[i] = u(rng);
+    std::map<std::string, int> ops;
+    const auto got = run(b, true, xf, &ops);
+    EXPECT_EQ(ops["ConvTranspose"], 0);
+    EXPECT_EQ(ops["QLinearConv"], 1);
+    EXPECT_EQ(ops["DepthToSpace"], 1);
+    for (const auto& n : b.g.nodes()) {
+      if (n->op_type == "DepthToSpace") {
+        EXPECT_EQ(n->inputs[0]->dtype, t) << "the DepthToSpace still reads floats";
+      }
+    }
+    // The definition: the input's codes, one tap per output cell, the bias, requantized.
+    const int32_t shift = t == DType::u8 ? 128 : 0, lo = t == DType::u8 ? 0 : -128;
+    auto requant = quant::Requantizer::make(quant::Requant::onnx_float, sx, ws, sy, zy + shift, lo, lo + 255);
+    ASSERT_TRUE(requant.ok());
+    int wrong = 0;
+    const Tensor& yg = got.at("y");
+    ASSERT_EQ(yg.shape(), (Shape{1, OC, 2 * H, 2 * W}));
+    for (int64_t o = 0; o < OC; ++o)
+      for (int64_t oy = 0; oy < 2 * H; ++oy)
+        for (int64_t ox = 0; ox < 2 * W; ++ox) {
+          int64_t acc = bq.data<int32_t>()[o];
+          for (int64_t c = 0; c < IC; ++c) {
+            const float xv = xf.data<float>()[(c * H + oy / 2) * W + ox / 2];
+            const int32_t code = std::clamp(static_cast<int32_t>(std::nearbyint(xv / sx)) + zx, -128, 127);  // the input's Q (int8 grid)
+            acc += static_cast<int64_t>(code - zx) * wq.data<int8_t>()[((c * OC + o) * 2 + oy % 2) * 2 + ox % 2];
+          }
+          const int32_t want = requant->apply(static_cast<int32_t>(acc), static_cast<size_t>(o));
+          const int32_t have = t == DType::i8 ? yg.data<int8_t>()[(o * 2 * H + oy) * 2 * W + ox] : yg.data<uint8_t>()[(o * 2 * H + oy) * 2 * W + ox];
+          wrong += have != want;
+        }
+    EXPECT_EQ(wrong, 0) << dtype_name(t);
   }
 }
 

@@ -127,6 +127,16 @@ Pass conv_bn_folding_pass() {
 
 namespace {
 
+// A float Conv's or group-1 ConvTranspose's output channels (from its constant weights), else 0.
+int64_t output_channels(const Node& conv) {
+  if (conv.inputs.size() < 2 || !conv.inputs[1] || !conv.inputs[1]->constant) return 0;
+  const Tensor& w = *conv.inputs[1]->constant;
+  if (w.rank() < 2) return 0;
+  if (conv.op_type == "Conv") return w.dim(0);
+  if (conv.op_type == "ConvTranspose" && conv.attr_int("group", 1).value_or(0) == 1) return w.dim(1);
+  return 0;
+}
+
 // The per-channel values of constant `c` added to a conv output of rank `rank` with `oc`
 // channels on axis 1, or nullopt when the Add would broadcast another way.
 std::optional<std::vector<double>> per_channel_addend(const Tensor& c, size_t rank, int64_t oc) {
@@ -156,13 +166,13 @@ Pass conv_bias_folding_pass() {
                     Value* x = add.inputs[side];
                     const Value* other = add.inputs[1 - side];
                     Node* conv = x ? x->producer : nullptr;
-                    if (!conv || conv->op_type != "Conv" || !conv->domain.empty() || !other || !other->constant) continue;
+                    if (!conv || !conv->domain.empty() || !other || !other->constant) continue;
                     if (x->consumers.size() != 1 || std::find(g.outputs.begin(), g.outputs.end(), x) != g.outputs.end()) continue;
                     if (x->dtype != DType::f32 || !x->shape || x->shape->size() < 3) continue;
                     if (conv->inputs.size() < 2 || !conv->inputs[1] || !conv->inputs[1]->constant) continue;
                     const bool has_bias = conv->inputs.size() > 2 && conv->inputs[2];
                     if (has_bias && !conv->inputs[2]->constant) continue;
-                    const int64_t oc = conv->inputs[1]->constant->rank() > 0 ? conv->inputs[1]->constant->dim(0) : 0;
+                    const int64_t oc = output_channels(*conv);
                     auto c = per_channel_addend(*other->constant, x->shape->size(), oc);
                     if (oc < 1 || !c) continue;
                     Tensor nb = Tensor::empty(DType::f32, {oc});
@@ -174,6 +184,52 @@ Pass conv_bias_folding_pass() {
                     g.set_input(conv, 2, g.add_constant(conv->name + "_bias_add", std::move(nb)));
                     g.move_output(&add, 0, conv, 0);  // the conv now produces the Add's value
                     gone.insert(&add);
+                    break;
+                  }
+                }
+                g.remove_nodes([&](const Node& n) { return gone.count(&n) > 0; });
+                g.remove_unused_constants();
+                return {};
+              }};
+}
+
+Pass conv_scale_folding_pass() {
+  return Pass{"conv-scale-folding", [](Graph& g) -> Status {
+                std::set<const Node*> gone;
+                for (const auto& np : g.nodes()) {
+                  Node& mul = *np;
+                  if (mul.op_type != "Mul" || !mul.domain.empty() || mul.inputs.size() != 2 || mul.outputs.size() != 1) continue;
+                  for (size_t side = 0; side < 2; ++side) {
+                    Value* x = mul.inputs[side];
+                    const Value* other = mul.inputs[1 - side];
+                    Node* conv = x ? x->producer : nullptr;
+                    if (!conv || !conv->domain.empty() || !other || !other->constant) continue;
+                    if (x->consumers.size() != 1 || std::find(g.outputs.begin(), g.outputs.end(), x) != g.outputs.end()) continue;
+                    if (x->dtype != DType::f32 || !x->shape || x->shape->size() < 3) continue;
+                    const bool has_bias = conv->inputs.size() > 2 && conv->inputs[2];
+                    if (has_bias && !conv->inputs[2]->constant) continue;
+                    const int64_t oc = output_channels(*conv);
+                    auto m = oc > 0 ? per_channel_addend(*other->constant, x->shape->size(), oc) : std::nullopt;
+                    if (!m || conv->inputs[1]->constant->dtype() != DType::f32) continue;
+                    const Tensor w = conv->inputs[1]->constant->contiguous();
+                    Tensor nw = Tensor::empty(DType::f32, w.shape());
+                    // Element i of the weights belongs to output channel (i / inner) % oc: a Conv's
+                    // [OC, ...] (outer 1), a ConvTranspose's [IC, OC, ...].
+                    const int64_t inner = w.numel() / (w.dim(0) * w.dim(1));
+                    const int64_t per_oc = conv->op_type == "Conv" ? w.numel() / oc : inner;
+                    for (int64_t i = 0; i < w.numel(); ++i) {
+                      const int64_t o = (i / per_oc) % oc;
+                      nw.data<float>()[i] = static_cast<float>(static_cast<double>(w.data<float>()[i]) * (*m)[static_cast<size_t>(o)]);
+                    }
+                    g.set_input(conv, 1, g.add_constant(conv->inputs[1]->name + "_scaled", std::move(nw)));
+                    if (has_bias) {
+                      Tensor nb = Tensor::empty(DType::f32, {oc});
+                      for (int64_t k = 0; k < oc; ++k)
+                        nb.data<float>()[k] = static_cast<float>(conv->inputs[2]->constant->get_as_double(k) * (*m)[static_cast<size_t>(k)]);
+                      g.set_input(conv, 2, g.add_constant(conv->name + "_bias_scaled", std::move(nb)));
+                    }
+                    g.move_output(&mul, 0, conv, 0);  // the conv now produces the Mul's value
+                    gone.insert(&mul);
                     break;
                   }
                 }

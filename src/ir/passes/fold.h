@@ -27,13 +27,23 @@ Pass constant_folding_pass(NodeEvaluator eval, std::set<std::string> keep = {}, 
 // k = scale / sqrt(var + eps), computed in double and rounded once to float32.
 Pass conv_bn_folding_pass();
 
-// conv-bias-folding: a float Conv (constant weights, optional constant bias) whose only
+// conv-bias-folding: a float Conv or group-1 ConvTranspose (constant weights, optional constant bias) whose only
 // reader is an Add of a constant float32 that is one value per output channel (broadcast
 // shape [OC, 1, ..., 1] or [1, OC, 1, ..., 1], not widening the output) or one value,
-// becomes one Conv with b' = b + c (in double, rounded once to float32); the Add's output
+// becomes one node with b' = b + c (in double, rounded once to float32); the Add's output
 // value keeps its name. TensorFlow exports a biased convolution this way (Conv2D then
 // BiasAdd); without the fold a quantizer puts a QuantizeLinear between the two, and the
 // integer back ends run the bias add in float on the CPU after every convolution.
 Pass conv_bias_folding_pass();
+
+// conv-scale-folding: a float Conv or ConvTranspose (constant weights, optional constant bias;
+// ConvTranspose of group 1) whose only reader is a Mul by a constant float32 that is one value
+// per output channel (or one value) becomes one node with W'[o] = W[o] * m[o] (the output
+// channel's slice: axis 0 of a Conv's weights, axis 1 of a ConvTranspose's) and b' = b * m[o],
+// computed in double and rounded once to float32; the Mul's output value keeps its name.
+// TensorFlow.js keeps a BatchNormalization after a Conv2DTranspose as Mul then Add
+// (handdetect's): this and conv-bias-folding (which also takes ConvTranspose) make it one
+// transposed convolution, which qdq-to-qlinear can then lower.
+Pass conv_scale_folding_pass();
 
 }  // namespace rkd::ir

@@ -16,27 +16,29 @@ namespace rkd::ir {
 // What the rewriting passes did, for `run` and `inspect` to print.
 struct FusionReport {
   int fused_sites = 0;
-  std::vector<std::string> fused;            // one line per fused site
-  std::vector<std::string> not_fused;        // "node X: <reason>"
-  int npu_sim_convs = 0;                     // convolutions placed on the NPU simulator
-  int npu_fused_adds = 0;                    // of which with the following Add fused (EW stage)
-  std::vector<std::string> npu_cpu_convs;    // "node X: <reason>" for those left on the CPU
-  int npu_sim_adds = 0;                      // QLinearAdds placed on the NPU simulator as DPU-only tasks
-  std::vector<std::string> npu_cpu_adds;     // "node X: <reason>" for the QLinearAdds left on the CPU
-  int npu_sim_leaky_relus = 0;               // LeakyRelu tables placed on the NPU simulator as DPU-only tasks
-  int npu_leaky_relu_table_differences = 0;  // the most entries (of 256) of one whose reference table differs
-  int npu_sim_luts = 0;                      // other tables (Sigmoid, SiLU, HardSwish, ...) through the DPU's LUT
-  std::vector<std::string> npu_cpu_luts;     // "node X: <reason>" for the tables left on the CPU
-  int npu_sim_concats = 0;                   // integer channel Concats placed on the NPU simulator as copy tasks
-  std::vector<std::string> npu_cpu_concats;  // "node X: <reason>" for the integer Concats left on the CPU
-  int npu_sim_splits = 0;                    // integer channel Splits placed on the NPU simulator as copy tasks
-  std::vector<std::string> npu_cpu_splits;   // "node X: <reason>" for the integer Splits left on the CPU
-  int npu_sim_pools = 0;                     // integer MaxPools placed on the NPU simulator as PPU tasks
-  std::vector<std::string> npu_cpu_pools;    // "node X: <reason>" for the integer MaxPools left on the CPU
-  int npu_sim_pads = 0;                      // integer channel Pads placed on the NPU simulator as DPU tasks
-  std::vector<std::string> npu_cpu_pads;     // "node X: <reason>" for the integer Pads left on the CPU
-  int npu_sim_resizes = 0;                   // integer nearest x2 Resizes placed on the NPU simulator as DPU copy tasks
-  std::vector<std::string> npu_cpu_resizes;  // "node X: <reason>" for the integer nearest Resizes left on the CPU
+  std::vector<std::string> fused;                    // one line per fused site
+  std::vector<std::string> not_fused;                // "node X: <reason>"
+  int npu_sim_convs = 0;                             // convolutions placed on the NPU simulator
+  int npu_fused_adds = 0;                            // of which with the following Add fused (EW stage)
+  std::vector<std::string> npu_cpu_convs;            // "node X: <reason>" for those left on the CPU
+  int npu_sim_adds = 0;                              // QLinearAdds placed on the NPU simulator as DPU-only tasks
+  std::vector<std::string> npu_cpu_adds;             // "node X: <reason>" for the QLinearAdds left on the CPU
+  int npu_sim_leaky_relus = 0;                       // LeakyRelu tables placed on the NPU simulator as DPU-only tasks
+  int npu_leaky_relu_table_differences = 0;          // the most entries (of 256) of one whose reference table differs
+  int npu_sim_luts = 0;                              // other tables (Sigmoid, SiLU, HardSwish, ...) through the DPU's LUT
+  std::vector<std::string> npu_cpu_luts;             // "node X: <reason>" for the tables left on the CPU
+  int npu_sim_concats = 0;                           // integer channel Concats placed on the NPU simulator as copy tasks
+  std::vector<std::string> npu_cpu_concats;          // "node X: <reason>" for the integer Concats left on the CPU
+  int npu_sim_splits = 0;                            // integer channel Splits placed on the NPU simulator as copy tasks
+  std::vector<std::string> npu_cpu_splits;           // "node X: <reason>" for the integer Splits left on the CPU
+  int npu_sim_pools = 0;                             // integer MaxPools placed on the NPU simulator as PPU tasks
+  std::vector<std::string> npu_cpu_pools;            // "node X: <reason>" for the integer MaxPools left on the CPU
+  int npu_sim_pads = 0;                              // integer channel Pads placed on the NPU simulator as DPU tasks
+  std::vector<std::string> npu_cpu_pads;             // "node X: <reason>" for the integer Pads left on the CPU
+  int npu_sim_resizes = 0;                           // integer nearest x2 Resizes placed on the NPU simulator as DPU copy tasks
+  std::vector<std::string> npu_cpu_resizes;          // "node X: <reason>" for the integer nearest Resizes left on the CPU
+  int npu_sim_depth_to_spaces = 0;                   // integer DepthToSpaces (a ConvTranspose's interleave) as DPU copy tasks
+  std::vector<std::string> npu_cpu_depth_to_spaces;  // "node X: <reason>" for the integer DepthToSpaces left on the CPU
 };
 
 Pass conv_activation_fusion_pass();

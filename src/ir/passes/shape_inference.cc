@@ -313,6 +313,27 @@ Status transpose(const Ctx& c) {
   return c.set(0, c.dtype(0), out);
 }
 
+// [N, C, H, W] -> [N, C / b^2, H b, W b].
+Status depth_to_space(const Ctx& c) {
+  auto x = c.dims(0);
+  if (!x) return {};
+  if (x->size() != 4) return c.bad("the input must be [N, C, H, W]");
+  RKD_ASSIGN(int64_t b, c.n.attr_int("blocksize", 0));
+  RKD_ASSIGN(std::string mode, c.n.attr_string("mode", "DCR"));
+  if (b < 1) return c.bad("blocksize must be positive");
+  if (mode != "DCR" && mode != "CRD") return c.bad("mode must be DCR or CRD, not " + mode);
+  Dims out = *x;
+  const Dim& ch = (*x)[1];
+  if (ch.is_static()) {
+    if (ch.value % (b * b) != 0) return c.bad("channels " + std::to_string(ch.value) + " are not a multiple of blocksize^2");
+    out[1] = Dim{ch.value / (b * b), ""};
+  } else {
+    out[1] = Dim{};
+  }
+  for (size_t i : {size_t{2}, size_t{3}}) out[i] = (*x)[i].is_static() ? Dim{(*x)[i].value * b, ""} : Dim{};
+  return c.set(0, c.dtype(0), out);
+}
+
 Result<std::optional<std::vector<int64_t>>> axes_of(const Ctx& c, size_t input_index, int64_t attr_opset_limit) {
   if (c.opset < attr_opset_limit) {
     if (!c.n.attrs.count("axes")) return std::optional<std::vector<int64_t>>{};

@@ -110,6 +110,7 @@ Status gather_elements(const Ctx& c);
 Status reshape(const Ctx& c);
 Status flatten(const Ctx& c);
 Status transpose(const Ctx& c);
+Status depth_to_space(const Ctx& c);
 Status squeeze(const Ctx& c);
 Status unsqueeze(const Ctx& c);
 Status expand(const Ctx& c);

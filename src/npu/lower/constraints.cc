@@ -124,7 +124,7 @@ const std::vector<EltwiseRule>& eltwise_rule_list() {
     v.push_back({"no fused activation", "the EW stage's ReLU is not lowered yet",
                  [](const EltwiseGeometry& g) { return g.fused_activation ? std::string("a fused activation") : std::string(); }});
     const std::string c2 = std::to_string(kRk3588.feature_c2_int8);
-    v.push_back({"Concat and Split parts start at multiples of " + c2 + " channels",
+    v.push_back({"Concat, Split and DepthToSpace parts start at multiples of " + c2 + " channels",
                  "MRDMA reads and WDMA writes whole " + c2 +
                      "-channel surfaces: a part's copy task is placed by its first surface's address (SRC_BASE_ADDR, DST_BASE_ADDR)",
                  [](const EltwiseGeometry& g) {

@@ -64,8 +64,9 @@ struct EltwiseGeometry {
   bool broadcast = false;              // the operands' shapes differ
   bool per_axis_quantization = false;  // more than one scale or zero point per operand
   bool fused_activation = false;       // an output range narrower than the type's
-  // Concat (one copy task per part): the channel offset of the first part that does not start
-  // at a multiple of 16 channels (0: every part does; the first starts at 0).
+  // Concat, Split (one copy task per part), DepthToSpace (its four channel groups): the channel
+  // offset of the first part that does not start at a multiple of 16 channels (0: every part
+  // does; the first starts at 0).
   int64_t unaligned_part_offset = 0;
 };
 // EltwiseGeometry::unaligned_part_offset of a Concat (or Split) into parts of these channel counts.

@@ -375,6 +375,39 @@ Status check_upsample2(const Upsample2Spec& s) {
   return eltwise_supported(geometry_of(s), "npu Upsample2: ");
 }
 
+namespace {
+
+// Copy tasks interleaving two maps' units of `unit_cells` dense cells: unit k of src0 goes to
+// dst + 2 k unit, unit k of src1 to dst + (2 k + 1) unit, in tasks of at most
+// DATA_CUBE_CHANNEL's surfaces (each unit one 16-channel surface of a unit_cells x 1 cube,
+// written DST_SURF_STRIDE = 2 units apart).
+Status interleave(LoweredEltwise& l, const MapShape& s, uint32_t src0, uint32_t src1, uint32_t dst, int64_t units, int64_t unit_cells) {
+  const int64_t per_task = (static_cast<int64_t>(arch::DPU_DATA_CUBE_CHANNEL_CHANNEL.max()) + 1) / kC2;
+  for (int64_t k0 = 0; k0 < units; k0 += per_task) {
+    const int64_t k = std::min(per_task, units - k0);
+    for (int64_t copy = 0; copy < 2; ++copy) {
+      MapShape cube = s;
+      cube.H = 1;
+      cube.W = unit_cells;
+      DpuTask d = copy_task(cube, k * kC2, (copy ? src1 : src0) + static_cast<uint32_t>(k0 * unit_cells * kC2),
+                            dst + static_cast<uint32_t>((2 * k0 + copy) * unit_cells * kC2));
+      d.dst_surface_pixels = 2 * unit_cells;
+      RKD_TRY(emit(d, l));
+    }
+  }
+  return {};
+}
+
+// The input, a device-only scratch map per `scratch` entry and the output, placed in order.
+uint32_t place_map(LoweredEltwise& l, DeviceMemory& mem, const char* kind, const MapShape& m) {
+  const size_t bytes = map_bytes(m, m.H * m.W * kC2);
+  const uint32_t a = mem.alloc(bytes);
+  l.buffers.push_back(Buffer{kind, 0, a, bytes});
+  return a;
+}
+
+}  // namespace
+
 Result<LoweredEltwise> lower_upsample2(const Upsample2Spec& s, DeviceMemory& mem) {
   RKD_TRY(check_upsample2(s));
   const MapShape o = s.output();
@@ -383,38 +416,56 @@ Result<LoweredEltwise> lower_upsample2(const Upsample2Spec& s, DeviceMemory& mem
   LoweredEltwise l;
   l.main_surface_bytes = s.H * s.W * kC2;
   l.output_surface_bytes = o.H * o.W * kC2;
-  const int64_t wide_surface = wide.H * wide.W * kC2;
-  auto place = [&](const char* kind, const MapShape& m, int64_t surface) {
-    const size_t bytes = map_bytes(m, surface);
-    const uint32_t a = mem.alloc(bytes);
-    l.buffers.push_back(Buffer{kind, 0, a, bytes});
-    return a;
-  };
-  l.main_address = place("input", s, l.main_surface_bytes);
-  const uint32_t mid = place("scratch", wide, wide_surface);
-  l.output_address = place("output", o, l.output_surface_bytes);
-  // One pass: `units` consecutive units of `unit_cells` cells (dense, from src) each written
-  // twice, at dst + 2 k unit and dst + (2 k + 1) unit, in tasks of at most `per_task` units.
-  const int64_t per_task = (static_cast<int64_t>(arch::DPU_DATA_CUBE_CHANNEL_CHANNEL.max()) + 1) / kC2;
-  auto pass = [&](uint32_t src, uint32_t dst, int64_t units, int64_t unit_cells) -> Status {
-    for (int64_t k0 = 0; k0 < units; k0 += per_task) {
-      const int64_t k = std::min(per_task, units - k0);
-      for (int64_t copy = 0; copy < 2; ++copy) {
-        MapShape cube = s;
-        cube.H = 1;
-        cube.W = unit_cells;
-        DpuTask d = copy_task(cube, k * kC2, src + static_cast<uint32_t>(k0 * unit_cells * kC2),
-                              dst + static_cast<uint32_t>((2 * k0 + copy) * unit_cells * kC2));
-        d.dst_surface_pixels = 2 * unit_cells;
-        RKD_TRY(emit(d, l));
-      }
-    }
-    return {};
-  };
+  l.main_address = place_map(l, mem, "input", s);
+  const uint32_t mid = place_map(l, mem, "scratch", wide);
+  l.output_address = place_map(l, mem, "output", o);
   const int64_t blocks = blocks_of(s);
-  RKD_TRY(pass(l.main_address, mid, blocks * s.H * s.W, 1));  // cells -> every other cell of [C, H, 2 W]
-  RKD_TRY(pass(mid, l.output_address, blocks * s.H, o.W));    // lines of 2 W cells -> every other line
+  RKD_TRY(interleave(l, s, l.main_address, l.main_address, mid, blocks * s.H * s.W, 1));  // cells -> both cells of [C, H, 2 W]
+  RKD_TRY(interleave(l, s, mid, mid, l.output_address, blocks * s.H, o.W));               // lines of 2 W cells -> both lines
   return l;
+}
+
+MapShape DepthToSpace2Spec::output() const {
+  MapShape o = *this;
+  o.C = C / 4;
+  o.H = 2 * H;
+  o.W = 2 * W;
+  return o;
+}
+
+EltwiseGeometry geometry_of(const DepthToSpace2Spec& s) {
+  EltwiseGeometry g = map_geometry(s.output());
+  g.unaligned_part_offset = unaligned_part_offset(std::vector<int64_t>(4, s.C / 4));  // the four groups MRDMA reads
+  return g;
+}
+
+Status check_depth_to_space2(const DepthToSpace2Spec& s) {
+  RKD_TRY(check_map(s, "npu DepthToSpace: "));
+  if (s.C % 4 != 0) return invalid("npu DepthToSpace: the channels are not a multiple of 4");
+  return eltwise_supported(geometry_of(s), "npu DepthToSpace: ");
+}
+
+Result<LoweredEltwise> lower_depth_to_space2(const DepthToSpace2Spec& s, DeviceMemory& mem) {
+  RKD_TRY(check_depth_to_space2(s));
+  const MapShape o = s.output();
+  MapShape wide = o;  // one row parity's columns interleaved: [C / 4, H, 2 W]
+  wide.H = s.H;
+  LoweredEltwise l;
+  l.main_surface_bytes = s.H * s.W * kC2;
+  l.output_surface_bytes = o.H * o.W * kC2;
+  l.main_address = place_map(l, mem, "input", s);
+  const uint32_t wide0 = place_map(l, mem, "scratch", wide), wide1 = place_map(l, mem, "scratch", wide);
+  l.output_address = place_map(l, mem, "output", o);
+  const int64_t blocks = blocks_of(o);  // per group
+  auto group = [&](int64_t g) { return l.main_address + static_cast<uint32_t>(g * blocks * l.main_surface_bytes); };
+  RKD_TRY(interleave(l, o, group(0), group(1), wide0, blocks * s.H * s.W, 1));   // row parity 0: columns b = 0, 1
+  RKD_TRY(interleave(l, o, group(2), group(3), wide1, blocks * s.H * s.W, 1));   // row parity 1
+  RKD_TRY(interleave(l, o, wide0, wide1, l.output_address, blocks * s.H, o.W));  // lines a = 0, 1
+  return l;
+}
+
+Status write_depth_to_space2_input(DeviceMemory& mem, const DepthToSpace2Spec& s, const LoweredEltwise& l, const Tensor& x) {
+  return write_map(mem, l.main_address, l.main_surface_bytes, s, x, "X");
 }
 
 Status write_upsample2_input(DeviceMemory& mem, const Upsample2Spec& s, const LoweredEltwise& l, const Tensor& x) {

@@ -26,6 +26,10 @@
 //              the surfaces of 2 W x 1 cubes, written 2 lines apart at +0 and +1 line. At most
 //              DATA_CUBE_CHANNEL's surfaces per task (8192 channels: 512 cells or lines).
 //              Exact; a stride of 2 cells on a 1 x 1 cube is unmeasured [INF].
+//   DepthToSpace2  DCR with blocksize 2 (the 1 x 1 convolution a 2 x 2 stride-2 ConvTranspose
+//              becomes, quant/qlinear_pass.cc): the same interleaving from four groups of
+//              channels - group (2 a + b) into row parity a, column parity b - the groups
+//              starting at 16-channel surfaces. Exact.
 //   Lut        any function of the input code (qdq-to-qlinear's QLinearLut: Sigmoid, SiLU,
 //              HardSwish, ...): the DPU's lookup table with one entry per stored input value
 //              (emit.h LutTable), BS and EW bypassed, OUT_CVT x 1. Exact wherever the
@@ -97,6 +101,11 @@ struct Upsample2Spec : MapShape {
   MapShape output() const;
 };
 EltwiseGeometry geometry_of(const Upsample2Spec& s);  // the output's (the widest cube the tasks write)
+// y[c, 2 i + a, 2 j + b] = x[(2 a + b) C / 4 + c, i, j]; MapShape is the input.
+struct DepthToSpace2Spec : MapShape {
+  MapShape output() const;
+};
+EltwiseGeometry geometry_of(const DepthToSpace2Spec& s);  // the output's
 EltwiseGeometry geometry_of(const AddSpec& s);
 EltwiseGeometry geometry_of(const ConcatSpec& s);
 EltwiseGeometry geometry_of(const LeakyReluSpec& s);
@@ -111,6 +120,7 @@ Status check_lut(const LutSpec& s);
 Status check_max_pool(const MaxPoolSpec& s);
 Status check_channel_pad(const ChannelPadSpec& s);
 Status check_upsample2(const Upsample2Spec& s);
+Status check_depth_to_space2(const DepthToSpace2Spec& s);
 
 struct LoweredEltwise {
   std::vector<regcmd::Task> tasks;
@@ -129,6 +139,7 @@ Result<LoweredEltwise> lower_lut(const LutSpec& s, DeviceMemory& mem);
 Result<LoweredEltwise> lower_max_pool(const MaxPoolSpec& s, DeviceMemory& mem);
 Result<LoweredEltwise> lower_channel_pad(const ChannelPadSpec& s, DeviceMemory& mem);
 Result<LoweredEltwise> lower_upsample2(const Upsample2Spec& s, DeviceMemory& mem);
+Result<LoweredEltwise> lower_depth_to_space2(const DepthToSpace2Spec& s, DeviceMemory& mem);
 // The lookup table a LutSpec's task uploads (stored domain, arch lut_entries entries).
 Result<LutTable> lut_table_of(const LutSpec& s);
 // Write the operands ([1, C, H, W] of s.dtype) where the task reads them (Add: the
@@ -139,12 +150,13 @@ Status write_lut_input(DeviceMemory& mem, const LutSpec& s, const LoweredEltwise
 Status write_max_pool_input(DeviceMemory& mem, const MaxPoolSpec& s, const LoweredEltwise& l, const Tensor& x);
 Status write_channel_pad_input(DeviceMemory& mem, const ChannelPadSpec& s, const LoweredEltwise& l, const Tensor& x);
 Status write_upsample2_input(DeviceMemory& mem, const Upsample2Spec& s, const LoweredEltwise& l, const Tensor& x);
+Status write_depth_to_space2_input(DeviceMemory& mem, const DepthToSpace2Spec& s, const LoweredEltwise& l, const Tensor& x);
 // The parts, [1, parts[i], H, W] each.
 Status write_concat_inputs(DeviceMemory& mem, const ConcatSpec& s, const LoweredEltwise& l, const std::vector<const Tensor*>& parts);
 // The input, [1, C, H, W].
 Status write_split_input(DeviceMemory& mem, const SplitSpec& s, const LoweredEltwise& l, const Tensor& x);
 // The output into y ([1, C, H, W] of s.dtype, contiguous; a MaxPool's, a channel Pad's and an
-// Upsample2's: s.output()).
+// Upsample2's and a DepthToSpace2's: s.output()).
 Status gather_eltwise_output(const DeviceMemory& mem, const MapShape& s, const LoweredEltwise& l, Tensor& y);
 // A Split's parts into ys ([1, parts[i], H, W] of s.dtype, contiguous, one per part).
 Status gather_split_outputs(const DeviceMemory& mem, const SplitSpec& s, const LoweredEltwise& l, std::vector<Tensor>& ys);
