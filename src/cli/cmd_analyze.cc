@@ -106,8 +106,8 @@ void add_compile_command(CLI::App& app) {
     const std::string dir = take(out_tx.folder(a->out));
     const auto s = take(workflows::compile_for_npu(a->model, st, dir));
     check(out_tx.publish());
-    std::printf("%s: %d convolution(s) and %d element-wise op(s) in %d task(s) for %s (%s), %d node(s) on the CPU\n", a->out.c_str(), s.convs_on_npu,
-                s.eltwise_on_npu, s.tasks, a->target.c_str(), npu::lower::strategy_name(st), s.nodes_on_cpu);
+    std::printf("%s: %d convolution(s) and %d element-wise op(s) in %d task(s) for %s (%s), %d node(s) on the CPU, %d view(s)\n", a->out.c_str(),
+                s.convs_on_npu, s.eltwise_on_npu, s.tasks, a->target.c_str(), npu::lower::strategy_name(st), s.nodes_on_cpu, s.views);
     for (const auto& r : s.cpu_convs) std::printf("  convolution on the CPU: %s\n", r.c_str());
     std::printf("  %zu register-command words, %zu bytes of weights, %zu bytes of BS operands; manifest.json lists them\n", s.regcmd_words,
                 s.weight_bytes, s.operand_bytes);

@@ -10,6 +10,7 @@
 
 #include "core/json_style.h"
 #include "core/npy.h"
+#include "ir/op_info.h"
 #include "npu/regcmd/regcmd.h"
 #include "runtime/executor.h"
 #include "runtime/model.h"
@@ -66,6 +67,7 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   man["device_base"] = mem.base();
   man["convolutions"] = nlohmann::ordered_json::array();
   man["cpu"] = nlohmann::ordered_json::array();
+  man["views"] = nlohmann::ordered_json::array();
   std::map<std::string, int> cpu_ops;
   const bool any_conv =
       std::any_of(g.nodes().begin(), g.nodes().end(), [](const auto& np) { return np->op_type == "QLinearConv" || np->op_type == "NpuConv"; });
@@ -210,6 +212,13 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
       ++sum.eltwise_on_npu;
       sum.tasks += placed.spans.size();
       sum.regcmd_words += placed.words.size();
+      continue;
+    }
+    if (ir::op_has(n, ir::kView) && n.op_type == "Identity") {
+      // No computation: the value under another name (a dropped DequantizeLinear ->
+      // QuantizeLinear pair leaves one between two NPU nodes as readily as between CPU ones).
+      man["views"].push_back({{"node", n.name}, {"op", n.op_type}, {"of", n.inputs.empty() || !n.inputs[0] ? "" : n.inputs[0]->name}});
+      ++sum.views;
       continue;
     }
     if (!on_npu || n.op_type != "NpuConv") {

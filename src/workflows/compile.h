@@ -26,6 +26,7 @@ namespace rkd::workflows {
 
 struct NpuCompileSummary {
   int convs_on_npu = 0, eltwise_on_npu = 0, nodes_on_cpu = 0, tasks = 0;
+  int views = 0;  // Identity nodes (no computation), listed in the manifest's "views", not among the CPU's
   size_t regcmd_words = 0, weight_bytes = 0, operand_bytes = 0;
   std::vector<std::string> cpu_convs;  // "node: reason" for each convolution left on the CPU
 };
