@@ -398,7 +398,7 @@ Status interleave(LoweredEltwise& l, const MapShape& s, uint32_t src0, uint32_t 
   return {};
 }
 
-// The input, a device-only scratch map per `scratch` entry and the output, placed in order.
+// A map of m's shape with dense surfaces allocated in `mem` and listed as a buffer of `kind`.
 uint32_t place_map(LoweredEltwise& l, DeviceMemory& mem, const char* kind, const MapShape& m) {
   const size_t bytes = map_bytes(m, m.H * m.W * kC2);
   const uint32_t a = mem.alloc(bytes);
