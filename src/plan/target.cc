@@ -493,6 +493,16 @@ std::string npu_pool_geometry_violation(const ir::Node& n) {
   return first_violation(npu::lower::check_pool(g));
 }
 
+// A static [N, C, H, W] shape as the element-wise rules read a map.
+npu::lower::EltwiseGeometry map_of(const Shape& s) {
+  npu::lower::EltwiseGeometry g;
+  g.batch = s[0];
+  g.C = s[1];
+  g.H = s[2];
+  g.W = s[3];
+  return g;
+}
+
 // A Pad that adds channels at the end of a [N, C, H, W] map only (constant pads), its output as
 // constraints.h's element-wise rules read it.
 std::string npu_channel_pad_violation(const ir::Node& n) {
@@ -504,11 +514,7 @@ std::string npu_channel_pad_violation(const ir::Node& n) {
   for (int64_t i = 0; i < 8; ++i) {
     if (i != 5 && p->constant->get_as_double(i) != 0) return "padding other than at the channels' end";
   }
-  npu::lower::EltwiseGeometry g;
-  g.batch = (*ys)[0];
-  g.C = (*ys)[1];
-  g.H = (*ys)[2];
-  g.W = (*ys)[3];
+  npu::lower::EltwiseGeometry g = map_of(*ys);
   return first_violation(npu::lower::check_eltwise(g));
 }
 
@@ -522,11 +528,7 @@ std::string npu_upsample2_violation(const ir::Node& n) {
   if (n.attr_string("mode", "nearest").value_or("") != "nearest") return "mode " + n.attr_string("mode", "nearest").value_or("?");
   if (n.attr_string("coordinate_transformation_mode", "half_pixel").value_or("") == "tf_crop_and_resize") return "tf_crop_and_resize";
   if ((*ys)[1] != (*xs)[1] || (*ys)[2] != 2 * (*xs)[2] || (*ys)[3] != 2 * (*xs)[3]) return "not x2 in height and width";
-  npu::lower::EltwiseGeometry g;
-  g.batch = (*ys)[0];
-  g.C = (*ys)[1];
-  g.H = (*ys)[2];
-  g.W = (*ys)[3];
+  npu::lower::EltwiseGeometry g = map_of(*ys);
   return first_violation(npu::lower::check_eltwise(g));
 }
 
@@ -550,11 +552,7 @@ std::string npu_conv_transpose2_violation(const ir::Node& n) {
   c.W = (*xs)[3];
   c.OC = 4 * (*ws)[1];
   if (std::string v = first_violation(npu::lower::check_conv(c)); !v.empty()) return "its 1 x 1 convolution: " + v;
-  npu::lower::EltwiseGeometry g;
-  g.batch = (*ys)[0];
-  g.C = (*ys)[1];
-  g.H = (*ys)[2];
-  g.W = (*ys)[3];
+  npu::lower::EltwiseGeometry g = map_of(*ys);
   g.unaligned_part_offset = npu::lower::unaligned_part_offset(std::vector<int64_t>(4, (*ws)[1]));
   if (std::string v = first_violation(npu::lower::check_eltwise(g)); !v.empty()) return "its interleaving: " + v;
   return "";

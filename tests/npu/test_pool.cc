@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <random>
 
 #include "kernels/tensor_ops.h"
@@ -90,6 +91,24 @@ Result<Pooled> simulate_pool(const lower::MaxPoolSpec& s, const Tensor& x, const
   Pooled p{Tensor::empty(s.dtype, {1, s.C, o.H, o.W}), placed.words};
   RKD_TRY(lower::gather_eltwise_output(mem, o, l, p.y));
   return p;
+}
+
+// Places element-wise tasks' register commands (every word free of decode problems), writes the
+// input with `write`, runs the chain from its first task (`cache`: the simulator's cached path)
+// and gathers the output map `o`; `tasks_run`: the tasks the simulator ran.
+Result<Tensor> simulate_tasks(DeviceMemory& mem, const lower::LoweredEltwise& l, const lower::MapShape& o, bool cache,
+                              const std::function<Status()>& write, size_t* tasks_run = nullptr) {
+  RKD_ASSIGN(auto placed, lower::place_regcmd(mem, l.tasks));
+  for (const auto& d : regcmd::decode(placed.words)) {
+    if (!d.problems.empty()) return invalid("regcmd: " + d.problems.front());
+  }
+  RKD_TRY(write());
+  sim::SimCache c;
+  RKD_ASSIGN(auto st, sim::run(mem, placed.address, placed.spans[0].word_count, sim::Quirks{}, cache ? &c : nullptr));
+  if (tasks_run) *tasks_run = st.size();
+  Tensor y = Tensor::empty(o.dtype, {1, o.C, o.H, o.W});
+  RKD_TRY(lower::gather_eltwise_output(mem, o, l, y));
+  return y;
 }
 
 bool same_bytes(const Tensor& a, const Tensor& b) {
@@ -236,19 +255,12 @@ TEST(NpuEltwise, ChannelPadTaskAppendsTheCode) {
         auto l = lower::lower_channel_pad(s, mem);
         ASSERT_TRUE(l.ok()) << l.error().to_string();
         ASSERT_EQ(l->tasks.size(), 1u);
-        auto placed = lower::place_regcmd(mem, l->tasks);
-        ASSERT_TRUE(placed.ok());
-        for (const auto& d : regcmd::decode(placed->words)) EXPECT_TRUE(d.problems.empty()) << d.problems.front();
-        ASSERT_TRUE(lower::write_channel_pad_input(mem, s, *l, x).ok());
-        sim::SimCache c;
-        auto st = sim::run(mem, placed->address, placed->spans[0].word_count, sim::Quirks{}, cache ? &c : nullptr);
-        ASSERT_TRUE(st.ok()) << st.error().to_string();
-        Tensor y = Tensor::empty(t, {1, o.C, o.H, o.W});
-        ASSERT_TRUE(lower::gather_eltwise_output(mem, o, *l, y).ok());
-        const auto* yo = static_cast<const uint8_t*>(y.raw());
+        auto y = simulate_tasks(mem, *l, o, cache, [&] { return lower::write_channel_pad_input(mem, s, *l, x); });
+        ASSERT_TRUE(y.ok()) << y.error().to_string();
+        const auto* yo = static_cast<const uint8_t*>(y->raw());
         const int64_t plane = s.H * s.W;
         int wrong = 0;
-        for (int64_t i = 0; i < y.numel(); ++i) {
+        for (int64_t i = 0; i < y->numel(); ++i) {
           const int64_t ch = i / plane;
           const uint8_t want = ch < s.C ? p[i] : static_cast<uint8_t>(s.value);
           wrong += yo[i] != want;
@@ -302,17 +314,13 @@ TEST(NpuEltwise, Upsample2TasksEqualTheNearestResize) {
           ASSERT_TRUE(l.ok()) << l.error().to_string();
           const int64_t cells = (s.C + 15) / 16 * s.H * s.W, lines = (s.C + 15) / 16 * s.H;
           EXPECT_EQ(l->tasks.size(), static_cast<size_t>(2 * ((cells + 511) / 512 + (lines + 511) / 512)));
-          auto placed = lower::place_regcmd(mem, l->tasks);
-          ASSERT_TRUE(placed.ok());
-          for (const auto& d : regcmd::decode(placed->words)) EXPECT_TRUE(d.problems.empty()) << d.problems.front();
-          ASSERT_TRUE(lower::write_upsample2_input(mem, s, *l, x).ok());
-          sim::SimCache c;
-          auto st = sim::run(mem, placed->address, placed->spans[0].word_count, sim::Quirks{}, cache ? &c : nullptr);
-          ASSERT_TRUE(st.ok()) << st.error().to_string();
-          EXPECT_EQ(st->size(), l->tasks.size());
-          Tensor y = Tensor::empty(t, {1, o.C, o.H, o.W});
-          ASSERT_TRUE(lower::gather_eltwise_output(mem, o, *l, y).ok());
-          EXPECT_TRUE(same_bytes(y, ref)) << dtype_name(t) << " " << k.C << "x" << k.H << "x" << k.W << " " << transform << (cache ? " (cache)" : "");
+          size_t ran = 0;
+          auto y = simulate_tasks(
+              mem, *l, o, cache, [&] { return lower::write_upsample2_input(mem, s, *l, x); }, &ran);
+          ASSERT_TRUE(y.ok()) << y.error().to_string();
+          EXPECT_EQ(ran, l->tasks.size());
+          EXPECT_TRUE(same_bytes(*y, ref)) << dtype_name(t) << " " << k.C << "x" << k.H << "x" << k.W << " " << transform
+                                           << (cache ? " (cache)" : "");
         }
       }
     }
@@ -346,16 +354,9 @@ TEST(NpuEltwise, DepthToSpaceTasksInterleaveTheFourGroups) {
         DeviceMemory mem;
         auto l = lower::lower_depth_to_space2(s, mem);
         ASSERT_TRUE(l.ok()) << l.error().to_string();
-        auto placed = lower::place_regcmd(mem, l->tasks);
-        ASSERT_TRUE(placed.ok());
-        for (const auto& d : regcmd::decode(placed->words)) EXPECT_TRUE(d.problems.empty()) << d.problems.front();
-        ASSERT_TRUE(lower::write_depth_to_space2_input(mem, s, *l, x).ok());
-        sim::SimCache c;
-        auto st = sim::run(mem, placed->address, placed->spans[0].word_count, sim::Quirks{}, cache ? &c : nullptr);
-        ASSERT_TRUE(st.ok()) << st.error().to_string();
-        Tensor y = Tensor::empty(t, {1, o.C, o.H, o.W});
-        ASSERT_TRUE(lower::gather_eltwise_output(mem, o, *l, y).ok());
-        const auto* yo = static_cast<const uint8_t*>(y.raw());
+        auto y = simulate_tasks(mem, *l, o, cache, [&] { return lower::write_depth_to_space2_input(mem, s, *l, x); });
+        ASSERT_TRUE(y.ok()) << y.error().to_string();
+        const auto* yo = static_cast<const uint8_t*>(y->raw());
         int wrong = 0;
         for (int64_t ch = 0; ch < o.C; ++ch)
           for (int64_t h = 0; h < o.H; ++h)
