@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "ir/passes/shape_inference.h"
 #include "ir/passes/shape_inference_ctx.h"
 
 namespace rkd::ir {
@@ -172,6 +173,16 @@ bool op_has(const Node& n, uint32_t traits) {
 bool resize_copies_elements(const Node& n) {
   return n.domain.empty() && n.op_type == "Resize" && n.attr_string("mode", "nearest").value_or("") == "nearest" &&
          n.attr_string("coordinate_transformation_mode", "half_pixel").value_or("") != "tf_crop_and_resize";
+}
+
+bool conv_transpose_is_2x2_stride2(const Node& n) {
+  if (!n.domain.empty() || n.op_type != "ConvTranspose" || n.inputs.size() < 2) return false;
+  const auto ws = static_shape(n.inputs[1]);
+  if (!ws || ws->size() != 4 || (*ws)[2] != 2 || (*ws)[3] != 2) return false;
+  auto ints = [&](const char* a, std::vector<int64_t> d) { return n.attr_ints(a, d).value_or(std::vector<int64_t>{-1}); };
+  return ints("strides", {1, 1}) == std::vector<int64_t>{2, 2} && ints("pads", {0, 0, 0, 0}) == std::vector<int64_t>{0, 0, 0, 0} &&
+         ints("dilations", {1, 1}) == std::vector<int64_t>{1, 1} && ints("output_padding", {0, 0}) == std::vector<int64_t>{0, 0} &&
+         n.attr_int("group", 1).value_or(0) == 1 && !n.attrs.count("output_shape") && n.attr_string("auto_pad", "NOTSET").value_or("") == "NOTSET";
 }
 
 std::vector<std::string> op_types_with(uint32_t traits, std::string_view domain) {

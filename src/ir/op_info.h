@@ -83,6 +83,11 @@ bool op_has(const Node& n, uint32_t traits);
 // coordinate transformation but tf_crop_and_resize (whose extrapolation writes a float). It
 // keeps its input's scale and runs on integers (kSameScale, kCommutesWithDequantize).
 bool resize_copies_elements(const Node& n);
+// A ConvTranspose whose every output cell has exactly one tap: a 2 x 2 kernel (weights input
+// of static shape [IC, OC, 2, 2]), stride 2, no padding or output padding, unit dilations,
+// group 1, no output_shape / auto_pad. It is a 1 x 1 convolution of 4 OC outputs followed by
+// DepthToSpace (DCR, 2): qdq-to-qlinear rewrites it so, the planner checks for it.
+bool conv_transpose_is_2x2_stride2(const Node& n);
 // The op types of one domain with every trait in `traits`, sorted.
 std::vector<std::string> op_types_with(uint32_t traits, std::string_view domain = "");
 

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ir/op_info.h"
 #include "ir/passes/shape_inference.h"
 #include "core/npy.h"
 #include "npu/arch/arch.h"
@@ -540,11 +541,7 @@ std::string npu_conv_transpose2_violation(const ir::Node& n) {
   const auto ws = ir::static_shape(n.inputs.size() > 1 ? n.inputs[1] : nullptr);
   const auto ys = ir::static_shape(n.outputs.empty() ? nullptr : n.outputs[0]);
   if (!xs || !ws || !ys || xs->size() != 4 || ws->size() != 4 || ys->size() != 4) return "not a 2-D ConvTranspose with static shapes";
-  auto ints = [&](const char* a, std::vector<int64_t> d) { return n.attr_ints(a, d).value_or(std::vector<int64_t>{-1}); };
-  if ((*ws)[2] != 2 || (*ws)[3] != 2 || ints("strides", {1, 1}) != std::vector<int64_t>{2, 2} ||
-      ints("pads", {0, 0, 0, 0}) != std::vector<int64_t>{0, 0, 0, 0} || ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1} ||
-      ints("output_padding", {0, 0}) != std::vector<int64_t>{0, 0} || n.attr_int("group", 1).value_or(0) != 1)
-    return "not a 2 x 2 ConvTranspose of stride 2 without padding, group 1";
+  if (!ir::conv_transpose_is_2x2_stride2(n)) return "not a 2 x 2 ConvTranspose of stride 2 without padding, group 1";
   npu::lower::ConvGeometry c;
   c.batch = (*xs)[0];
   c.C = (*xs)[1];

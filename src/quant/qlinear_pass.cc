@@ -248,15 +248,10 @@ Status commute_data_movement(ir::Graph& g, std::set<const Node*>& gone) {
 Status convtranspose_as_conv(ir::Graph& g, std::set<const Node*>& gone) {
   std::vector<Node*> sites;
   for (const auto& np : g.nodes()) {
-    if (np->op_type == "ConvTranspose" && np->domain.empty()) sites.push_back(np.get());
+    if (ir::conv_transpose_is_2x2_stride2(*np)) sites.push_back(np.get());
   }
-  auto ints = [](const Node& n, const char* a, std::vector<int64_t> d) { return n.attr_ints(a, d).value_or(std::vector<int64_t>{-1}); };
   for (Node* t : sites) {
-    if (t->inputs.size() < 2 || t->outputs.size() != 1) continue;
-    if (ints(*t, "strides", {1, 1}) != std::vector<int64_t>{2, 2} || ints(*t, "pads", {0, 0, 0, 0}) != std::vector<int64_t>{0, 0, 0, 0} ||
-        ints(*t, "dilations", {1, 1}) != std::vector<int64_t>{1, 1} || ints(*t, "output_padding", {0, 0}) != std::vector<int64_t>{0, 0} ||
-        t->attr_int("group", 1).value_or(0) != 1 || t->attrs.count("output_shape") || t->attr_string("auto_pad", "NOTSET").value_or("") != "NOTSET")
-      continue;
+    if (t->outputs.size() != 1) continue;
     auto o = quantized_output(g, t->outputs[0]);
     auto dx = dequantized(t->inputs[0]);
     Node* wdq = ir::produced_by(t->inputs[1], "DequantizeLinear");

@@ -2,6 +2,7 @@
 #include "ir/passes/fold.h"
 
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <set>
 #include <unordered_set>
@@ -154,88 +155,77 @@ std::optional<std::vector<double>> per_channel_addend(const Tensor& c, size_t ra
   return v;
 }
 
+// Every `op` node (Add or Mul) that reads a float Conv's or group-1 ConvTranspose's output, that
+// output's only reader and not a graph output, and a float32 constant of one value per output
+// channel (or one value): `fold` rewrites the convolution's weights and bias with those values
+// (false: it cannot, the node stays), and the convolution then produces the op's value.
+Status fold_channel_constants(Graph& g, const char* op, const std::function<bool(Graph&, Node&, const std::vector<double>&, bool)>& fold) {
+  std::set<const Node*> gone;
+  for (const auto& np : g.nodes()) {
+    Node& n = *np;
+    if (n.op_type != op || !n.domain.empty() || n.inputs.size() != 2 || n.outputs.size() != 1) continue;
+    for (size_t side = 0; side < 2; ++side) {
+      Value* x = n.inputs[side];
+      const Value* other = n.inputs[1 - side];
+      Node* conv = x ? x->producer : nullptr;
+      if (!conv || !conv->domain.empty() || !other || !other->constant) continue;
+      if (x->consumers.size() != 1 || std::find(g.outputs.begin(), g.outputs.end(), x) != g.outputs.end()) continue;
+      if (x->dtype != DType::f32 || !x->shape || x->shape->size() < 3) continue;
+      const bool has_bias = conv->inputs.size() > 2 && conv->inputs[2];
+      if (has_bias && !conv->inputs[2]->constant) continue;
+      const int64_t oc = output_channels(*conv);
+      auto c = oc > 0 ? per_channel_addend(*other->constant, x->shape->size(), oc) : std::nullopt;
+      if (!c || !fold(g, *conv, *c, has_bias)) continue;
+      g.move_output(&n, 0, conv, 0);  // the conv now produces the op's value
+      gone.insert(&n);
+      break;
+    }
+  }
+  g.remove_nodes([&](const Node& m) { return gone.count(&m) > 0; });
+  g.remove_unused_constants();
+  return {};
+}
+
 }  // namespace
 
 Pass conv_bias_folding_pass() {
   return Pass{"conv-bias-folding", [](Graph& g) -> Status {
-                std::set<const Node*> gone;
-                for (const auto& np : g.nodes()) {
-                  Node& add = *np;
-                  if (add.op_type != "Add" || !add.domain.empty() || add.inputs.size() != 2 || add.outputs.size() != 1) continue;
-                  for (size_t side = 0; side < 2; ++side) {
-                    Value* x = add.inputs[side];
-                    const Value* other = add.inputs[1 - side];
-                    Node* conv = x ? x->producer : nullptr;
-                    if (!conv || !conv->domain.empty() || !other || !other->constant) continue;
-                    if (x->consumers.size() != 1 || std::find(g.outputs.begin(), g.outputs.end(), x) != g.outputs.end()) continue;
-                    if (x->dtype != DType::f32 || !x->shape || x->shape->size() < 3) continue;
-                    if (conv->inputs.size() < 2 || !conv->inputs[1] || !conv->inputs[1]->constant) continue;
-                    const bool has_bias = conv->inputs.size() > 2 && conv->inputs[2];
-                    if (has_bias && !conv->inputs[2]->constant) continue;
-                    const int64_t oc = output_channels(*conv);
-                    auto c = per_channel_addend(*other->constant, x->shape->size(), oc);
-                    if (oc < 1 || !c) continue;
-                    Tensor nb = Tensor::empty(DType::f32, {oc});
-                    for (int64_t k = 0; k < oc; ++k) {
-                      const double b = has_bias ? conv->inputs[2]->constant->get_as_double(k) : 0.0;
-                      nb.data<float>()[k] = static_cast<float>(b + (*c)[static_cast<size_t>(k)]);
-                    }
-                    if (conv->inputs.size() < 3) conv->inputs.resize(3, nullptr);
-                    g.set_input(conv, 2, g.add_constant(conv->name + "_bias_add", std::move(nb)));
-                    g.move_output(&add, 0, conv, 0);  // the conv now produces the Add's value
-                    gone.insert(&add);
-                    break;
+                return fold_channel_constants(g, "Add", [](Graph& gr, Node& conv, const std::vector<double>& c, bool has_bias) {
+                  const auto oc = static_cast<int64_t>(c.size());
+                  Tensor nb = Tensor::empty(DType::f32, {oc});
+                  for (int64_t k = 0; k < oc; ++k) {
+                    const double b = has_bias ? conv.inputs[2]->constant->get_as_double(k) : 0.0;
+                    nb.data<float>()[k] = static_cast<float>(b + c[static_cast<size_t>(k)]);
                   }
-                }
-                g.remove_nodes([&](const Node& n) { return gone.count(&n) > 0; });
-                g.remove_unused_constants();
-                return {};
+                  if (conv.inputs.size() < 3) conv.inputs.resize(3, nullptr);
+                  gr.set_input(&conv, 2, gr.add_constant(conv.name + "_bias_add", std::move(nb)));
+                  return true;
+                });
               }};
 }
 
 Pass conv_scale_folding_pass() {
   return Pass{"conv-scale-folding", [](Graph& g) -> Status {
-                std::set<const Node*> gone;
-                for (const auto& np : g.nodes()) {
-                  Node& mul = *np;
-                  if (mul.op_type != "Mul" || !mul.domain.empty() || mul.inputs.size() != 2 || mul.outputs.size() != 1) continue;
-                  for (size_t side = 0; side < 2; ++side) {
-                    Value* x = mul.inputs[side];
-                    const Value* other = mul.inputs[1 - side];
-                    Node* conv = x ? x->producer : nullptr;
-                    if (!conv || !conv->domain.empty() || !other || !other->constant) continue;
-                    if (x->consumers.size() != 1 || std::find(g.outputs.begin(), g.outputs.end(), x) != g.outputs.end()) continue;
-                    if (x->dtype != DType::f32 || !x->shape || x->shape->size() < 3) continue;
-                    const bool has_bias = conv->inputs.size() > 2 && conv->inputs[2];
-                    if (has_bias && !conv->inputs[2]->constant) continue;
-                    const int64_t oc = output_channels(*conv);
-                    auto m = oc > 0 ? per_channel_addend(*other->constant, x->shape->size(), oc) : std::nullopt;
-                    if (!m || conv->inputs[1]->constant->dtype() != DType::f32) continue;
-                    const Tensor w = conv->inputs[1]->constant->contiguous();
-                    Tensor nw = Tensor::empty(DType::f32, w.shape());
-                    // Element i of the weights belongs to output channel (i / inner) % oc: a Conv's
-                    // [OC, ...] (outer 1), a ConvTranspose's [IC, OC, ...].
-                    const int64_t inner = w.numel() / (w.dim(0) * w.dim(1));
-                    const int64_t per_oc = conv->op_type == "Conv" ? w.numel() / oc : inner;
-                    for (int64_t i = 0; i < w.numel(); ++i) {
-                      const int64_t o = (i / per_oc) % oc;
-                      nw.data<float>()[i] = static_cast<float>(static_cast<double>(w.data<float>()[i]) * (*m)[static_cast<size_t>(o)]);
-                    }
-                    g.set_input(conv, 1, g.add_constant(conv->inputs[1]->name + "_scaled", std::move(nw)));
-                    if (has_bias) {
-                      Tensor nb = Tensor::empty(DType::f32, {oc});
-                      for (int64_t k = 0; k < oc; ++k)
-                        nb.data<float>()[k] = static_cast<float>(conv->inputs[2]->constant->get_as_double(k) * (*m)[static_cast<size_t>(k)]);
-                      g.set_input(conv, 2, g.add_constant(conv->name + "_bias_scaled", std::move(nb)));
-                    }
-                    g.move_output(&mul, 0, conv, 0);  // the conv now produces the Mul's value
-                    gone.insert(&mul);
-                    break;
+                return fold_channel_constants(g, "Mul", [](Graph& gr, Node& conv, const std::vector<double>& m, bool has_bias) {
+                  if (conv.inputs[1]->constant->dtype() != DType::f32) return false;
+                  const auto oc = static_cast<int64_t>(m.size());
+                  const Tensor w = conv.inputs[1]->constant->contiguous();
+                  Tensor nw = Tensor::empty(DType::f32, w.shape());
+                  // Element i of the weights belongs to output channel (i / per_oc) % oc: a Conv's
+                  // [OC, ...] (per_oc the rest), a ConvTranspose's [IC, OC, ...] (per_oc the kernel).
+                  const int64_t per_oc = conv.op_type == "Conv" ? w.numel() / oc : w.numel() / (w.dim(0) * w.dim(1));
+                  for (int64_t i = 0; i < w.numel(); ++i) {
+                    nw.data<float>()[i] = static_cast<float>(static_cast<double>(w.data<float>()[i]) * m[static_cast<size_t>((i / per_oc) % oc)]);
                   }
-                }
-                g.remove_nodes([&](const Node& n) { return gone.count(&n) > 0; });
-                g.remove_unused_constants();
-                return {};
+                  gr.set_input(&conv, 1, gr.add_constant(conv.inputs[1]->name + "_scaled", std::move(nw)));
+                  if (has_bias) {
+                    Tensor nb = Tensor::empty(DType::f32, {oc});
+                    for (int64_t k = 0; k < oc; ++k)
+                      nb.data<float>()[k] = static_cast<float>(conv.inputs[2]->constant->get_as_double(k) * m[static_cast<size_t>(k)]);
+                    gr.set_input(&conv, 2, gr.add_constant(conv.name + "_bias_scaled", std::move(nb)));
+                  }
+                  return true;
+                });
               }};
 }
 
