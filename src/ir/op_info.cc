@@ -175,6 +175,42 @@ bool resize_copies_elements(const Node& n) {
          n.attr_string("coordinate_transformation_mode", "half_pixel").value_or("") != "tf_crop_and_resize";
 }
 
+namespace {
+
+// A linear half-pixel Resize of a static [N, C, H, W] map by 2 (up) or 1/2 (down) in height and
+// width: the taps resize_is_bilinear2 / resize_is_average2 describe.
+bool linear_half_pixel_by_2(const Node& n, bool up) {
+  // rkdeploy.NpuResize: the runtime's placed form, a Resize's inputs and attributes.
+  const bool resize = (n.domain.empty() && n.op_type == "Resize") || (n.domain == "rkdeploy" && n.op_type == "NpuResize");
+  if (!resize || n.inputs.empty() || n.outputs.empty()) return false;
+  const std::string ct = n.attr_string("coordinate_transformation_mode", "half_pixel").value_or("");
+  if (n.attr_string("mode", "nearest").value_or("") != "linear" || n.attr_int("antialias", 0).value_or(1) != 0 || n.attrs.count("axes") ||
+      (ct != "half_pixel" && ct != "pytorch_half_pixel" && ct != "half_pixel_symmetric"))
+    return false;
+  const auto xs = static_shape(n.inputs[0]), ys = static_shape(n.outputs[0]);
+  if (!xs || !ys || xs->size() != 4 || ys->size() != 4) return false;
+  for (size_t a = 0; a < 4; ++a) {
+    const int64_t f = a < 2 ? 1 : 2;
+    if (up ? (*ys)[a] != f * (*xs)[a] : (*xs)[a] != f * (*ys)[a]) return false;
+    if (!up && a >= 2 && (*ys)[a] < 2 && ct == "pytorch_half_pixel") return false;  // a length-1 output samples input 0
+  }
+  // Opset 10: X, scales; later X, roi, scales[, sizes]. Given scales are the taps' own.
+  const Value* scales = n.inputs.size() == 2 ? n.inputs[1] : (n.inputs.size() > 2 ? n.inputs[2] : nullptr);
+  if (scales && !scales->constant) return false;
+  if (scales && scales->constant->numel() > 0) {
+    if (scales->constant->numel() != 4) return false;
+    for (int64_t a = 0; a < 4; ++a)
+      if (scales->constant->get_as_double(a) != (a < 2 ? 1.0 : (up ? 2.0 : 0.5))) return false;
+  }
+  const Value* sizes = n.inputs.size() > 3 ? n.inputs[3] : nullptr;
+  return !sizes || sizes->constant;
+}
+
+}  // namespace
+
+bool resize_is_bilinear2(const Node& n) { return linear_half_pixel_by_2(n, true); }
+bool resize_is_average2(const Node& n) { return linear_half_pixel_by_2(n, false); }
+
 bool conv_transpose_is_2x2_stride2(const Node& n) {
   if (!n.domain.empty() || n.op_type != "ConvTranspose" || n.inputs.size() < 2) return false;
   const auto ws = static_shape(n.inputs[1]);

@@ -48,7 +48,7 @@ enum OpTrait : uint32_t {
   // integers.
   kCommutesWithDequantize = 1u << 4,
   // Quantized, the output takes input 0's scale and zero point: no requantization (Resize
-  // only in mode nearest and Pad only with pad value 0, checked by the user).
+  // only where resize_copies_elements() and Pad only with pad value 0, checked by the user).
   kSameScale = 1u << 5,
   // The output is indices or values chosen by index (TopK, ArgMax, Shape, ...): what is
   // computed from it is post-processing and stays float when quantizing.
@@ -83,6 +83,16 @@ bool op_has(const Node& n, uint32_t traits);
 // coordinate transformation but tf_crop_and_resize (whose extrapolation writes a float). It
 // keeps its input's scale and runs on integers (kSameScale, kCommutesWithDequantize).
 bool resize_copies_elements(const Node& n);
+// A linear Resize of a static [N, C, H, W] map to [N, C, 2 H, 2 W] whose taps are 3/4 and 1/4
+// of the two nearest input cells per axis, edges clamped: half_pixel, pytorch_half_pixel or
+// half_pixel_symmetric, no antialias, scales (when given) exactly [1, 1, 2, 2]: a depthwise
+// 3 x 3 convolution, weights [1 2 1]^T [1 2 1] / 16, over the nearest x2 map edge-padded by 1
+// (qdq-to-qlinear's NPU form, quant/qlinear_lut.h).
+bool resize_is_bilinear2(const Node& n);
+// The same by 1/2 ([N, C, 2 H, 2 W] to [N, C, H, W], scales when given [1, 1, 0.5, 0.5]): each
+// output the mean of a 2 x 2 block (taps 1/2, 1/2 per axis), a 2 x 2 stride-2 average pool.
+// qdq-to-qlinear makes it a depthwise QLinearConv under rknpu_out_cvt (quant/qlinear_lut.h).
+bool resize_is_average2(const Node& n);
 // A ConvTranspose whose every output cell has exactly one tap: a 2 x 2 kernel (weights input
 // of static shape [IC, OC, 2, 2]), stride 2, no padding or output padding, unit dilations,
 // group 1, no output_shape / auto_pad. It is a 1 x 1 convolution of 4 OC outputs followed by

@@ -519,18 +519,45 @@ std::string npu_channel_pad_violation(const ir::Node& n) {
   return first_violation(npu::lower::check_eltwise(g));
 }
 
-// A nearest Resize of a [N, C, H, W] map to [N, C, 2 H, 2 W], its output as constraints.h's
-// element-wise rules read it. (Whether the coordinate transformation and rounding repeat each
-// cell - the kernel's nearest sources i / 2 - is the runtime's check: the as-run variant.)
+// A nearest or half-pixel linear Resize of a [N, C, H, W] map to [N, C, 2 H, 2 W], its output as
+// constraints.h's element-wise rules read it (linear: and its depthwise convolution as the
+// convolution rules do), or a half-pixel linear one by 1/2 as a depthwise 2 x 2 stride-2
+// convolution. (Whether a nearest one's coordinate transformation and rounding repeat each cell -
+// the kernel's nearest sources i / 2 - is the runtime's check: the as-run variant.)
 std::string npu_upsample2_violation(const ir::Node& n) {
   const auto xs = ir::static_shape(n.inputs.empty() ? nullptr : n.inputs[0]);
   const auto ys = ir::static_shape(n.outputs.empty() ? nullptr : n.outputs[0]);
   if (!xs || !ys || xs->size() != 4 || ys->size() != 4) return "not a Resize of a static [N, C, H, W] map";
-  if (n.attr_string("mode", "nearest").value_or("") != "nearest") return "mode " + n.attr_string("mode", "nearest").value_or("?");
+  const std::string mode = n.attr_string("mode", "nearest").value_or("?");
+  if (mode == "linear" && ir::resize_is_average2(n)) {
+    // By 1/2: the 2 x 2 mean, a depthwise 2 x 2 stride-2 convolution (quant/qlinear_lut.h).
+    npu::lower::ConvGeometry c;
+    c.batch = (*xs)[0];
+    c.C = c.OC = c.groups = (*xs)[1];
+    c.H = (*xs)[2];
+    c.W = (*xs)[3];
+    c.KH = c.KW = c.stride_h = c.stride_w = 2;
+    std::string v = first_violation(npu::lower::check_conv(c));
+    return v.empty() ? v : "its 2 x 2 mean as a depthwise convolution: " + v;
+  }
+  if (mode == "linear") {
+    if (!ir::resize_is_bilinear2(n)) return "linear, but not x2 in height and width with half-pixel taps";
+  } else if (mode != "nearest") {
+    return "mode " + mode;
+  }
   if (n.attr_string("coordinate_transformation_mode", "half_pixel").value_or("") == "tf_crop_and_resize") return "tf_crop_and_resize";
   if ((*ys)[1] != (*xs)[1] || (*ys)[2] != 2 * (*xs)[2] || (*ys)[3] != 2 * (*xs)[3]) return "not x2 in height and width";
   npu::lower::EltwiseGeometry g = map_of(*ys);
-  return first_violation(npu::lower::check_eltwise(g));
+  if (std::string v = first_violation(npu::lower::check_eltwise(g)); !v.empty() || mode != "linear") return v;
+  // Linear: a depthwise 3 x 3 convolution over the edge-replicated nearest map (eltwise.h).
+  npu::lower::ConvGeometry c;
+  c.batch = (*xs)[0];
+  c.C = c.OC = c.groups = (*xs)[1];
+  c.H = 2 * (*xs)[2] + 2;
+  c.W = 2 * (*xs)[3] + 2;
+  c.KH = c.KW = 3;
+  if (std::string v = first_violation(npu::lower::check_conv(c)); !v.empty()) return "its depthwise convolution: " + v;
+  return "";
 }
 
 // A ConvTranspose that qdq-to-qlinear makes a 1 x 1 convolution of 4 OC outputs and a
@@ -732,7 +759,8 @@ std::string constraint_text(const Constraint& c) {
   } else if (c.check == "npu_conv_transpose2") {
     s = "a 2 x 2 ConvTranspose of stride 2 without padding, the NPU's 1 x 1 convolution and element-wise geometry";
   } else if (c.check == "npu_upsample2") {
-    s = "a nearest x2 Resize in height and width, the NPU's element-wise geometry";
+    s = "a nearest or half-pixel linear x2 Resize in height and width, the NPU's element-wise geometry (linear: and a depthwise convolution's), "
+        "or a half-pixel linear x1/2 one (a depthwise 2 x 2 stride-2 convolution)";
   } else if (c.check == "npu_channel_pad") {
     s = "channels added at the end only, the NPU's element-wise geometry";
   } else if (c.check == "npu_pool_geometry") {

@@ -188,7 +188,11 @@ Status lut_sites(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEvalua
     const bool unary = ir::op_has(*op, ir::kPointwise);
     const bool maxpool = op->op_type == "MaxPool";
     const bool pad = op->op_type == "Pad";
-    if (!unary && !maxpool && !pad) continue;
+    // The NPU's own forms: in its convention, and in any graph compiled for its simulator.
+    const bool npu_form = npu_convention || g.metadata.count("rkdeploy.npu_sim");
+    const bool bilinear2 = npu_form && ir::resize_is_bilinear2(*op);
+    const bool average2 = npu_form && ir::resize_is_average2(*op);
+    if (!unary && !maxpool && !pad && !bilinear2 && !average2) continue;
     // The one varying input, from a per-tensor DequantizeLinear; the rest constant.
     size_t vary = op->inputs.size();
     bool ok = true;
@@ -241,6 +245,59 @@ Status lut_sites(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEvalua
         RKD_ASSIGN(Node * lut, add_lut(g, op->name, mp->outputs[0], std::move(*table), *q->outputs[0]));
         g.move_output(q, 0, lut, 0);
       }
+    } else if (average2 || bilinear2) {
+      // The blend as a depthwise QLinearConv on the codes (the NPU's form: it runs as any
+      // convolution): by 1/2, 2 x 2 stride 2, weights 1 / 4; by 2, 3 x 3 over the nearest x2
+      // map edge-padded by 1 (a Resize copying codes, a Pad edge), weights [1 2 1]^T [1 2 1] /
+      // 16. The taps are the Resize's exactly; the requantization is the convention's.
+      const int64_t C = (*xs)[1], K = average2 ? 2 : 3;
+      Value* src = dq->inputs[0];
+      if (bilinear2) {
+        std::vector<Value*> ins = op->inputs;
+        ins[0] = src;
+        RKD_ASSIGN(Node * up, g.add_node(op->name + "/nearest", "Resize", "", ins, {g.fresh_name(op->outputs[0]->name + "/nearest")}));
+        up->attrs["mode"] = std::string("nearest");
+        up->attrs["coordinate_transformation_mode"] = std::string("asymmetric");
+        up->attrs["nearest_mode"] = std::string("floor");
+        up->outputs[0]->dtype = in_t;
+        up->outputs[0]->shape = op->outputs[0]->shape;
+        Tensor pads = Tensor::empty(DType::i64, {8});
+        const int64_t pv[8] = {0, 0, 1, 1, 0, 0, 1, 1};
+        std::memcpy(pads.raw(), pv, sizeof pv);
+        RKD_ASSIGN(Node * pd, g.add_node(op->name + "/edge", "Pad", "", {up->outputs[0], g.add_constant(op->name + "/edge_pads", std::move(pads))},
+                                         {g.fresh_name(op->outputs[0]->name + "/edge")}));
+        pd->attrs["mode"] = std::string("edge");
+        pd->outputs[0]->dtype = in_t;
+        pd->outputs[0]->shape = ir::Dims{ir::Dim{(*ys)[0], ""}, ir::Dim{C, ""}, ir::Dim{(*ys)[2] + 2, ""}, ir::Dim{(*ys)[3] + 2, ""}};
+        src = pd->outputs[0];
+      }
+      Tensor w = Tensor::empty(in_t, {C, 1, K, K});
+      auto* wb = static_cast<uint8_t*>(w.raw());
+      const int k3[3] = {1, 2, 1};
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t y = 0; y < K; ++y)
+          for (int64_t x = 0; x < K; ++x) wb[(c * K + y) * K + x] = static_cast<uint8_t>(average2 ? 1 : k3[y] * k3[x]);
+      Tensor ws = Tensor::empty(DType::f32, {1});
+      ws.data<float>()[0] = average2 ? 0.25f : 0.0625f;
+      Tensor wz = Tensor::empty(in_t, {1});
+      std::memset(wz.raw(), 0, wz.nbytes());
+      std::vector<Value*> ins{src,
+                              dq->inputs[1],
+                              dq->inputs[2],
+                              g.add_constant(op->name + "/blend_weights", std::move(w)),
+                              g.add_constant(op->name + "/blend_w_scale", std::move(ws)),
+                              g.add_constant(op->name + "/blend_w_zero_point", std::move(wz)),
+                              q->inputs[1],
+                              q->inputs[2]};
+      RKD_ASSIGN(Node * cv, g.add_node(op->name + "/blend", "QLinearConv", "", ins, {g.fresh_name(op->outputs[0]->name + "/blend")}));
+      cv->attrs["group"] = C;
+      cv->attrs["kernel_shape"] = std::vector<int64_t>{K, K};
+      cv->attrs["strides"] = std::vector<int64_t>{average2 ? 2 : 1, average2 ? 2 : 1};
+      cv->attrs["pads"] = std::vector<int64_t>{0, 0, 0, 0};
+      if (requant != g.metadata.end()) cv->attrs["rkd_requant"] = requant->second;
+      cv->outputs[0]->dtype = q->inputs[2]->constant->dtype();
+      cv->outputs[0]->shape = op->outputs[0]->shape;
+      g.move_output(q, 0, cv, 0);
     } else {
       // Constant Pad: q(pad(dq(x), v)) = pad(q(dq(x)), q(v)) elementwise.
       auto mode = op->attr_string("mode", "constant");

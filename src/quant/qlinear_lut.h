@@ -1,6 +1,8 @@
 // Per-tensor QDQ sites computed on the integers, inside qdq-to-qlinear (qlinear.h). Every
-// rewrite is exact by construction: the tables are the executor's own DequantizeLinear, op and
-// QuantizeLinear kernels (`eval`) run over all 256 input codes.
+// rewrite but the NPU-convention ones below is exact by construction: the tables are the
+// executor's own DequantizeLinear, op and QuantizeLinear kernels (`eval`) run over all 256
+// input codes. Under rknpu_out_cvt the LeakyRelu tables and the linear Resizes are the NPU's
+// arithmetic instead (a float site's result differs where the converters round otherwise).
 #pragma once
 
 #include <set>
@@ -17,7 +19,12 @@ namespace rkd::quant {
 //   DQ(x) -> MaxPool -> Q, every window holding an input element: MaxPool on the integers
 //     (DQ and Q are non-decreasing, so they commute with max), then QLinearLut(Q o DQ)
 //     unless DQ and Q quantize alike;
-//   DQ(x) -> Pad(constant v) -> Q: Pad on QLinearLut(Q o DQ)(x) with the value Q(v).
+//   DQ(x) -> Pad(constant v) -> Q: Pad on QLinearLut(Q o DQ)(x) with the value Q(v);
+//   under rknpu_out_cvt (or for the NPU simulator: metadata rkdeploy.npu_sim), DQ(x) ->
+//     Resize -> Q with ir::resize_is_average2: a depthwise 2 x 2 stride-2 QLinearConv of
+//     weights 1/4 on x; with ir::resize_is_bilinear2: a nearest x2 Resize of x, a Pad edge by 1
+//     and a depthwise 3 x 3 QLinearConv of weights [1 2 1]^T [1 2 1] / 16 (the taps exactly, the
+//     requantization the convention's: the NPU runs the convolutions as any other).
 // Sites whose op the kernels cannot evaluate this way stay float.
 Status lut_sites(ir::Graph& g, std::set<const ir::Node*>& gone, const ir::NodeEvaluator& eval);
 // Q(Mul(DQ_a(x), DQ_b(y))), per tensor, one shape, y = QLinearLut(x) or y = x (SiLU as YOLO

@@ -48,6 +48,7 @@ Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
     if (auto r = quant::parse_requant(opt.requant); !r.ok()) return r.error().with_context("--requant");
     g.metadata["rkdeploy.requant"] = opt.requant;
   }
+  if (opt.int8 && !opt.portable && !opt.npu_sim_strategy.empty()) g.metadata["rkdeploy.npu_sim"] = opt.npu_sim_strategy;
   ir::PassManager pm;
   pm.add(ir::shape_inference_pass());
   pm.add(ir::constant_folding_pass(evaluate_node, {"DequantizeLinear"}));

@@ -534,8 +534,16 @@ bool npu_upsample2_candidate(const Node& n) {
 
 Result<npu::lower::Upsample2Spec> npu_upsample2_spec(const Node& n) {
   if (!npu_upsample2_candidate(n) || n.outputs.empty() || !n.outputs[0]) return invalid(n.describe() + ": not a nearest Resize of 8-bit integers");
-  const auto xs = ir::static_shape(n.inputs[0]), ys = ir::static_shape(n.outputs[0]);
-  if (!xs || !ys || xs->size() != 4 || ys->size() != 4) return unsupported("input is not a static [N, C, H, W] map");
+  const auto xs = ir::static_shape(n.inputs[0]), ys0 = ir::static_shape(n.outputs[0]);
+  if (!xs || !ys0 || xs->size() != 4 || ys0->size() != 4) return unsupported("input is not a static [N, C, H, W] map");
+  // rkd_edge_pad: the placement's merge of the Pad edge by 1 that reads it (the output 2 cells larger).
+  const bool edge = n.attr_int("rkd_edge_pad", 0).value_or(0) != 0;
+  Shape ys_v = *ys0;
+  if (edge) {
+    ys_v[2] -= 2;
+    ys_v[3] -= 2;
+  }
+  const std::optional<Shape> ys = ys_v;
   if ((*ys)[0] != (*xs)[0] || (*ys)[1] != (*xs)[1] || (*ys)[2] != 2 * (*xs)[2] || (*ys)[3] != 2 * (*xs)[3])
     return unsupported("not x2 in height and width (nearest x2 is lowered)");
   RKD_ASSIGN(ops::ResizeParams p, detail::resize_attrs(n));
@@ -557,6 +565,7 @@ Result<npu::lower::Upsample2Spec> npu_upsample2_spec(const Node& n) {
   }
   npu::lower::Upsample2Spec s;
   static_cast<npu::lower::MapShape&>(s) = npu::lower::MapShape{*n.inputs[0]->dtype, (*xs)[1], (*xs)[2], (*xs)[3]};
+  s.edge = edge;
   npu::lower::EltwiseGeometry g = npu::lower::geometry_of(s);
   g.batch = (*xs)[0];
   RKD_TRY(npu::lower::eltwise_supported(g, "npu Upsample2: "));
@@ -737,6 +746,23 @@ bool next_to_npu_node(const Node& n) {
   return false;
 }
 
+// The Pad (mode edge, by 1 cell on each side of height and width, nothing else) that is the
+// only reader of n's output, or nullptr.
+Node* edge_pad_reader(const ir::Graph& g, const Node& n) {
+  if (n.outputs.size() != 1 || !n.outputs[0] || n.outputs[0]->consumers.size() != 1) return nullptr;
+  if (std::find(g.outputs.begin(), g.outputs.end(), n.outputs[0]) != g.outputs.end()) return nullptr;
+  Node* p = n.outputs[0]->consumers[0];
+  if (p->op_type != "Pad" || !p->domain.empty() || p->inputs.size() < 2 || p->inputs[0] != n.outputs[0] || !p->inputs[1] || !p->inputs[1]->constant)
+    return nullptr;
+  if (p->attr_string("mode", "constant").value_or("") != "edge" || (p->inputs.size() > 3 && p->inputs[3])) return nullptr;
+  const Tensor& pads = *p->inputs[1]->constant;
+  const int64_t want[8] = {0, 0, 1, 1, 0, 0, 1, 1};
+  if (pads.numel() != 8) return nullptr;
+  for (int64_t i = 0; i < 8; ++i)
+    if (pads.get_as_double(i) != static_cast<double>(want[i])) return nullptr;
+  return p;
+}
+
 }  // namespace
 
 ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, bool fuse_add, FusionReport* report) {
@@ -821,6 +847,29 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                       if (lowerable.ok() && !next_to_npu_node(*n)) lowerable = unsupported("its producer and every reader run on the CPU");
                       place(n, lowerable, "NpuMaxPool", &FusionReport::npu_sim_pools, &FusionReport::npu_cpu_pools);
                     }
+                    // A nearest x2 Resize read only by a Pad edge by 1 on height and width (qdq-to-qlinear's
+                    // bilinear x2: the depthwise convolution after them blends): one NpuResize writing
+                    // the padded map, where the lowering takes it.
+                    std::vector<std::pair<Node*, Node*>> edges;
+                    for (const auto& np : g.nodes()) {
+                      if (Node* pad = edge_pad_reader(g, *np); pad && npu_upsample2_candidate(*np)) edges.emplace_back(np.get(), pad);
+                    }
+                    for (auto [n, pad] : edges) {
+                      auto e = g.add_node(n->name + "/edge", "Resize", "", n->inputs, {g.fresh_name(pad->outputs[0]->name + "/npu")});
+                      if (!e.ok()) return e.error();
+                      Node* m = *e;
+                      m->attrs = n->attrs;
+                      m->attrs["rkd_edge_pad"] = int64_t{1};
+                      m->outputs[0]->dtype = pad->outputs[0]->dtype;
+                      m->outputs[0]->shape = pad->outputs[0]->shape;
+                      if (!npu_upsample2_spec(*m).ok()) {
+                        g.remove_nodes([m](const Node& x) { return &x == m; });
+                        continue;
+                      }
+                      g.move_output(pad, 0, m, 0);
+                      g.remove_nodes([n, pad](const Node& x) { return &x == n || &x == pad; });
+                    }
+                    if (!edges.empty()) RKD_TRY(g.sort_topologically());
                     for (const auto& np : g.nodes()) {
                       Node* n = np.get();
                       if (!npu_channel_pad_candidate(*n)) continue;
@@ -836,6 +885,7 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                       Status lowerable = spec.ok() ? Status() : Status(spec.error());
                       if (lowerable.ok() && !next_to_npu_node(*n)) lowerable = unsupported("its producer and every reader run on the CPU");
                       place(n, lowerable, "NpuResize", &FusionReport::npu_sim_resizes, &FusionReport::npu_cpu_resizes);
+                      if (report && lowerable.ok() && spec->edge) ++report->npu_sim_edge_resizes;
                     }
                     for (const auto& np : g.nodes()) {
                       Node* n = np.get();

@@ -52,7 +52,7 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
       }
     }
     return "the NPU back end lowers int8 convolutions, Adds, lookup tables (LeakyRelu, Sigmoid, SiLU, ...), max pooling, channel Pads, "
-           "nearest x2 Resizes, DepthToSpace and channel Concats and Splits only (yet)";
+           "nearest x2 Resizes (with an edge Pad: a bilinear one's), DepthToSpace and channel Concats and Splits only (yet)";
   };
   const fs::path tmp(out_dir);
   std::error_code ec;
@@ -148,10 +148,13 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
       je["geometry"] = {{"C", shape.C}, {"H", shape.H}, {"W", shape.W}, {"dtype", dtype_name(shape.dtype)}};
       if (pad) je["geometry"]["pad_channels"] = pad_channels;
       if (resize || d2s) {
-        // The columns into device-only scratch maps, then their lines (eltwise.h).
+        // The columns into device-only scratch maps, then their lines (eltwise.h); a Resize with a
+        // Pad edge merged (a bilinear x2's first half) writes the map 1 cell larger on each side.
+        const bool edge = resize && n.attr_int("rkd_edge_pad", 0).value_or(0) != 0;
         if (d2s) je["geometry"]["OC"] = shape.C / 4;
-        je["geometry"]["OH"] = 2 * shape.H;
-        je["geometry"]["OW"] = 2 * shape.W;
+        if (resize) je["geometry"]["edge_pad"] = edge ? 1 : 0;
+        je["geometry"]["OH"] = 2 * shape.H + (edge ? 2 : 0);
+        je["geometry"]["OW"] = 2 * shape.W + (edge ? 2 : 0);
         je["scratch"] = nlohmann::ordered_json::array();
         for (const npu::lower::Buffer& b : l.buffers) {
           if (b.kind == "scratch") je["scratch"].push_back({{"device_offset", b.address - mem.base()}, {"bytes", b.bytes}});

@@ -50,8 +50,12 @@ PY
 "$rk" run "$q" --backend sim --input "$in" --output-dir "$work/sim" > /dev/null 2> "$work/sim.log"
 # Every convolution, Add and LeakyRelu on the NPU: the 4 Adds (two of them residual Adds after
 # a convolution, fused only with --fuse-npu-add) and 27 LeakyRelus as DPU-only tasks, the
-# LeakyRelus' onnx_float tables one entry of 256 at most away from the NPU's arithmetic.
-grep -q "npu: 34 convolution(s) on the RK3588 simulator (strategy sorted-bs-multiplier, 0 with the following Add fused), 0 on the CPU; 4 Add(s) as DPU tasks, 0 on the CPU; 24 LeakyRelu(s) as DPU tasks (their tables differ from the NPU's in at most 0 of 256 entries); 4 other table(s) through the DPU's LUT, 3 on the CPU" "$work/sim.log"
+# LeakyRelus' onnx_float tables one entry of 256 at most away from the NPU's arithmetic. The
+# four bilinear Resizes in the NPU's form (quant/qlinear_lut.h): the two by 1/2 as depthwise
+# 2 x 2 convolutions, the two by 2 as an edge-padded nearest x2 (copies and PPU gathers) and a
+# depthwise 3 x 3 convolution: 34 + 4 convolutions.
+grep -q "npu: 38 convolution(s) on the RK3588 simulator (strategy sorted-bs-multiplier, 0 with the following Add fused), 0 on the CPU; 4 Add(s) as DPU tasks, 0 on the CPU; 24 LeakyRelu(s) as DPU tasks (their tables differ from the NPU's in at most 0 of 256 entries); 4 other table(s) through the DPU's LUT, 3 on the CPU" "$work/sim.log"
+grep -q "; 2 nearest x2 Resize(s) as NPU tasks (2 edge-padded for a bilinear one), 0 on the CPU" "$work/sim.log"
 # One-step flips in the convolutions propagate through 34 layers: end to end, about half the
 # values stay equal and the largest difference is a fraction of the output's range (measured:
 # 15% at most; the per-tensor strategy gives 85-112% and under 1% equal).
@@ -72,6 +76,8 @@ PY
 "$rk" run "$u" --backend int8 --requant rknpu_out_cvt --input "$in" --output-dir "$work/u8int8" > /dev/null
 "$rk" run "$u" --backend sim --strategy per-tensor --requant rknpu_out_cvt --input "$in" --output-dir "$work/u8sim" > /dev/null 2> "$work/u8sim.log"
 grep -q "4 Add(s) as DPU tasks, 0 on the CPU; 27 LeakyRelu(s) as DPU tasks (their tables differ from the NPU's in at most 0 of 256 entries); 1 other table(s) through the DPU's LUT, 3 on the CPU; 12 Concat(s) as DPU copy tasks, 0 on the CPU; 3 Split(s) as DPU copy tasks, 0 on the CPU" "$work/u8sim.log"
+grep -q "npu: 38 convolution(s)" "$work/u8sim.log"
+grep -q "; 2 nearest x2 Resize(s) as NPU tasks (2 edge-padded for a bilinear one), 0 on the CPU" "$work/u8sim.log"
 # The heads' three Sigmoids follow a CPU Transpose and feed the CPU's tail: kept there.
 test "$(grep -c "Sigmoid/lut: its producer and every reader run on the CPU" "$work/u8sim.log")" = 3
 # End to end, with the Adds, LeakyRelus, the table through the LUT and the Concats and Splits
@@ -90,7 +96,13 @@ cat = [e for e in m["elementwise"] if e["op"] == "Concat"]
 assert len(cat) == 12, [e["node"] for e in cat]
 spl = [e for e in m["elementwise"] if e["op"] == "Split"]
 assert len(spl) == 3, [e["node"] for e in spl]
-assert not [x for x in m["cpu"] if x["op"] in ("Concat", "Split")], [x for x in m["cpu"] if x["op"] in ("Concat", "Split")]
+assert not [x for x in m["cpu"] if x["op"] in ("Concat", "Split", "Resize")], [x for x in m["cpu"] if x["op"] in ("Concat", "Split", "Resize")]
+# The two bilinear Resizes by 2: an edge-padded nearest x2 each (two scratch maps), then their
+# depthwise convolutions, with the two by 1/2, among the convolutions.
+res = [e for e in m["elementwise"] if e["op"] == "Resize"]
+assert len(res) == 2 and all(e["geometry"]["edge_pad"] == 1 and e["geometry"]["OH"] == 2 * e["geometry"]["H"] + 2 for e in res), res
+assert all(len(e["scratch"]) == 2 for e in res), res
+assert len(m["convolutions"]) == 38, len(m["convolutions"])
 # compile plans under the model's own requantization (onnx_float, no --requant): besides the
 # Pad table, the three LeakyRelu tables the EW stage's max computes otherwise in one entry go
 # through the LUT, which reproduces them.
@@ -113,11 +125,11 @@ for f in "$work"/u8.rk3588/eltwise*/*.regcmd; do
   "$rk" regcmd decode "$f" > "$work/dis.txt"
   ! grep -q "problem:" "$work/dis.txt"
 done
-# --fuse-npu-add: the two residual Adds fused into their convolutions round once where the
-# int8 reference (QLinearConv, then QLinearAdd) rounds twice; that is the only difference
-# (measured: 78-93% of the values equal, at most 6.7% of an output's range).
+# --fuse-npu-add: the four Adds fused into the convolutions before them (two residual Adds, two
+# after the bottom-up path's 2 x 2 means) round once where the int8 reference (QLinearConv,
+# then QLinearAdd) rounds twice; that is the only difference.
 "$rk" run "$u" --backend sim --strategy per-tensor --requant rknpu_out_cvt --fuse-npu-add --input "$in" --output-dir "$work/u8fused" > /dev/null 2> "$work/u8fused.log"
-grep -q "(strategy per-tensor, 2 with the following Add fused), 0 on the CPU; 2 Add(s) as DPU tasks, 0 on the CPU" "$work/u8fused.log"
+grep -q "(strategy per-tensor, 4 with the following Add fused), 0 on the CPU; 0 Add(s) as DPU tasks, 0 on the CPU" "$work/u8fused.log"
 close_runs "nanodet uint8, fused Adds" "$work/u8int8" "$work/u8fused" 0.1 0.7
 # Residual blocks: blazeface's 31 convolution + Add pairs, each Add a DPU-only task, end to
 # end next to the int8 CPU run (its onnx_float Adds; the strategy's one-step flips and the

@@ -331,6 +331,61 @@ TEST(NpuEltwise, Upsample2TasksEqualTheNearestResize) {
   EXPECT_EQ(lower::lower_upsample2(wide, mem).error().kind, ErrorKind::unsupported);
 }
 
+// Nearest x2 edge-padded by one cell (a bilinear x2's first half, the depthwise convolution its
+// second): the tasks' output equals the definition y[u, v] = x[clamp((u - 1) / 2), clamp((v - 1)
+// / 2)] (floor division) and, inside the border, the executor's nearest Resize; one cell, one
+// row or column, odd sizes, a part of a 16-channel block, several tasks per pass.
+TEST(NpuEltwise, EdgePaddedUpsample2TasksEqualTheReplicatedNearestMap) {
+  struct UpCase {
+    int64_t C, H, W;
+  };
+  const UpCase cases[] = {{1, 1, 1}, {3, 5, 7}, {16, 1, 9}, {40, 9, 1}, {128, 13, 13}, {16, 3, 300}};
+  std::mt19937 rng(37);
+  for (DType t : {DType::i8, DType::u8}) {
+    for (const UpCase& k : cases) {
+      lower::Upsample2Spec s;
+      static_cast<lower::MapShape&>(s) = lower::MapShape{t, k.C, k.H, k.W};
+      s.edge = true;
+      Tensor x = Tensor::empty(t, {1, s.C, s.H, s.W});
+      auto* p = static_cast<uint8_t*>(x.raw());
+      for (int64_t i = 0; i < x.numel(); ++i) p[i] = static_cast<uint8_t>(rng());
+      const lower::MapShape o = s.output();
+      ASSERT_EQ(o.H, 2 * s.H + 2);
+      ASSERT_EQ(o.W, 2 * s.W + 2);
+      ops::ResizeParams rp;
+      rp.scales = {1.f, 1.f, 2.f, 2.f};
+      rp.coordinate_transformation = "asymmetric";
+      rp.nearest_mode = "floor";
+      Tensor nearest = Tensor::empty(t, {1, s.C, 2 * s.H, 2 * s.W});
+      ASSERT_TRUE(ops::resize(x, rp, nearest).ok());
+      auto floor_half = [](int64_t v) { return v < 0 ? -1 : v / 2; };
+      Tensor want = Tensor::empty(t, {1, o.C, o.H, o.W});
+      int inner_differs = 0;
+      for (int64_t c = 0; c < o.C; ++c)
+        for (int64_t u = 0; u < o.H; ++u)
+          for (int64_t v = 0; v < o.W; ++v) {
+            const int64_t i = std::clamp<int64_t>(floor_half(u - 1), 0, s.H - 1), j = std::clamp<int64_t>(floor_half(v - 1), 0, s.W - 1);
+            const uint8_t w = p[(c * s.H + i) * s.W + j];
+            static_cast<uint8_t*>(want.raw())[(c * o.H + u) * o.W + v] = w;
+            if (u >= 1 && u <= 2 * s.H && v >= 1 && v <= 2 * s.W)
+              inner_differs += static_cast<const uint8_t*>(nearest.raw())[(c * 2 * s.H + u - 1) * 2 * s.W + v - 1] != w;
+          }
+      ASSERT_EQ(inner_differs, 0) << "the definition's inside is not the nearest map";
+      for (bool cache : {false, true}) {
+        DeviceMemory mem;
+        auto l = lower::lower_upsample2(s, mem);
+        ASSERT_TRUE(l.ok()) << l.error().to_string();
+        size_t ran = 0;
+        auto y = simulate_tasks(
+            mem, *l, o, cache, [&] { return lower::write_upsample2_input(mem, s, *l, x); }, &ran);
+        ASSERT_TRUE(y.ok()) << y.error().to_string();
+        EXPECT_EQ(ran, l->tasks.size());
+        EXPECT_TRUE(same_bytes(*y, want)) << dtype_name(t) << " " << k.C << "x" << k.H << "x" << k.W << (cache ? " (cache)" : "");
+      }
+    }
+  }
+}
+
 // DepthToSpace (DCR, 2): channel (2 a + b) C' + c of cell (i, j) lands at (2 i + a, 2 j + b) of
 // channel c, checked element by element against that definition; handdetect's two (256 -> 64 x
 // 4 at 8 x 8 ... as 1 x 1 convolutions of a 2 x 2 stride-2 ConvTranspose), several tasks per

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "ir/ir.h"
+#include "kernels/tensor_ops.h"
 #include "quant/requant.h"
 #include "runtime/executor.h"
 
@@ -253,6 +254,94 @@ TEST(QLinearConvTranspose, AStride2Kernel2ConvTransposeIsA1x1ConvAndDepthToSpace
           wrong += have != want;
         }
     EXPECT_EQ(wrong, 0) << dtype_name(t);
+  }
+}
+
+// Under rknpu_out_cvt a linear half-pixel Resize by 2 becomes nearest x2, a Pad edge and a
+// depthwise 3 x 3 QLinearConv; one by 1/2 a depthwise 2 x 2 stride-2 QLinearConv (the NPU runs
+// both as convolutions). Their accumulators are the executor's float Resize of the input codes
+// (less the zero point) times 16 and 4, exactly - the taps, checked against the kernel ONNX's
+// conformance data checks - and the outputs that accumulator requantized by quant::Requantizer
+// (an int64 evaluation here). Under onnx_float both sites stay float.
+TEST(QLinearResize, UnderTheNpuConventionLinearByTwoAndByAHalfAreDepthwiseConvolutionsOfTheCodes) {
+  const int64_t C = 5, H = 6, W = 8;
+  std::mt19937 rng(11);
+  for (DType t : {DType::i8, DType::u8}) {
+    for (bool npu : {true, false}) {
+      Builder b{{}, t};
+      ir::Graph& g = b.g;
+      if (npu) g.metadata["rkdeploy.requant"] = "rknpu_out_cvt";
+      ir::Value* x = b.input(C, H, W);
+      const float sx = 0.05f, su = 0.045f, sd = 0.06f;
+      const int zx = -3, zu = 2, zd = -1;
+      ir::Value* v = b.dq(b.q(x, sx, zx), sx, zx);
+      ir::Node* up = b.op("Resize", {v, nullptr, g.add_constant("up_scales", Tensor::from_floats({4}, std::vector<float>{1, 1, 2, 2}))});
+      ir::Node* down = b.op("Resize", {v, nullptr, g.add_constant("down_scales", Tensor::from_floats({4}, std::vector<float>{1, 1, 0.5f, 0.5f}))});
+      for (ir::Node* r : {up, down}) r->attrs["mode"] = std::string("linear");
+      down->attrs["coordinate_transformation_mode"] = std::string("pytorch_half_pixel");
+      ir::Value* yu = b.q(up->outputs[0], su, zu);
+      ir::Value* yd = b.q(down->outputs[0], sd, zd);
+      ASSERT_TRUE(g.rename_value(yu, "up").ok());
+      ASSERT_TRUE(g.rename_value(yd, "down").ok());
+      g.outputs = {yu, yd};
+      Tensor xf = Tensor::empty(DType::f32, {1, C, H, W});
+      std::uniform_real_distribution<float> u(-7.f, 7.f);
+      for (int64_t i = 0; i < xf.numel(); ++i) xf.data<float>()[i] = u(rng);
+      std::map<std::string, int> ops;
+      const auto got = run(b, true, xf, &ops);
+      EXPECT_EQ(ops["QLinearConv"], npu ? 2 : 0);
+      EXPECT_EQ(ops["Pad"], npu ? 1 : 0);
+      EXPECT_EQ(ops["DequantizeLinear"], npu ? 0 : 1) << "the float sites' one input";
+      if (!npu) continue;
+      // The input's codes minus the zero point (QuantizeLinear on this type's grid), as floats.
+      const int32_t lo = t == DType::u8 ? 0 : -128, shift = t == DType::u8 ? 128 : 0;
+      Tensor centred = Tensor::empty(DType::f32, {1, C, H, W});
+      for (int64_t i = 0; i < xf.numel(); ++i)
+        centred.data<float>()[i] =
+            static_cast<float>(std::clamp(static_cast<int32_t>(std::nearbyint(xf.data<float>()[i] / sx)) + zx + shift, lo, lo + 255) - zx - shift);
+      auto cell = [&](int64_t c, int64_t h, int64_t w) {
+        return static_cast<int64_t>(centred.data<float>()[(c * H + std::clamp<int64_t>(h, 0, H - 1)) * W + std::clamp<int64_t>(w, 0, W - 1)]);
+      };
+      for (const char* name : {"up", "down"}) {
+        const bool by2 = std::string(name) == "up";
+        ops::ResizeParams rp;
+        rp.mode = ops::ResizeParams::Mode::linear;
+        rp.coordinate_transformation = by2 ? "half_pixel" : "pytorch_half_pixel";
+        rp.scales = {1.f, 1.f, by2 ? 2.f : 0.5f, by2 ? 2.f : 0.5f};
+        const Tensor& y = got.at(name);
+        ASSERT_EQ(y.dtype(), t);
+        Tensor blend = Tensor::empty(DType::f32, y.shape());
+        ASSERT_TRUE(ops::resize(centred, rp, blend).ok());
+        auto rq = quant::Requantizer::make(quant::Requant::rknpu_out_cvt, by2 ? sx : sx, {by2 ? 0.0625f : 0.25f}, by2 ? su : sd,
+                                           (by2 ? zu : zd) + shift, lo, lo + 255);
+        ASSERT_TRUE(rq.ok());
+        const int64_t OH = y.shape()[2], OW = y.shape()[3];
+        int wrong = 0, taps = 0;
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t oy = 0; oy < OH; ++oy)
+            for (int64_t ox = 0; ox < OW; ++ox) {
+              int64_t acc = 0;
+              if (by2) {
+                // The edge-replicated nearest map's 3 x 3 window around (oy + 1, ox + 1).
+                const int k3[3] = {1, 2, 1};
+                for (int dy = 0; dy < 3; ++dy)
+                  for (int dx = 0; dx < 3; ++dx) {
+                    const int64_t ey = oy + dy, ex = ox + dx;  // in the padded map
+                    acc += k3[dy] * k3[dx] * cell(c, ey - 1 < 0 ? 0 : (ey - 1) / 2, ex - 1 < 0 ? 0 : (ex - 1) / 2);
+                  }
+              } else {
+                for (int dy = 0; dy < 2; ++dy)
+                  for (int dx = 0; dx < 2; ++dx) acc += cell(c, 2 * oy + dy, 2 * ox + dx);
+              }
+              const int64_t at = (c * OH + oy) * OW + ox;
+              taps += static_cast<double>(acc) != static_cast<double>(blend.data<float>()[at]) * (by2 ? 16.0 : 4.0);
+              const int32_t have = t == DType::i8 ? int32_t{y.data<int8_t>()[at]} : int32_t{y.data<uint8_t>()[at]};
+              wrong += have != rq->apply(static_cast<int32_t>(acc), 0);
+            }
+        EXPECT_EQ(taps, 0) << name << ": the convolution's taps are not the Resize's";
+        EXPECT_EQ(wrong, 0) << name << " " << dtype_name(t);
+      }
+    }
   }
 }
 

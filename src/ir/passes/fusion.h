@@ -35,8 +35,9 @@ struct FusionReport {
   std::vector<std::string> npu_cpu_pools;            // "node X: <reason>" for the integer MaxPools left on the CPU
   int npu_sim_pads = 0;                              // integer channel Pads placed on the NPU simulator as DPU tasks
   std::vector<std::string> npu_cpu_pads;             // "node X: <reason>" for the integer Pads left on the CPU
-  int npu_sim_resizes = 0;                           // integer nearest x2 Resizes placed on the NPU simulator as DPU copy tasks
-  std::vector<std::string> npu_cpu_resizes;          // "node X: <reason>" for the integer nearest Resizes left on the CPU
+  int npu_sim_resizes = 0;                           // integer x2 Resizes placed on the NPU simulator (nearest: DPU copy tasks)
+  int npu_sim_edge_resizes = 0;                      // of which with a Pad edge by 1 merged (a bilinear x2's first half)
+  std::vector<std::string> npu_cpu_resizes;          // "node X: <reason>" for the integer x2 Resize candidates left on the CPU
   int npu_sim_depth_to_spaces = 0;                   // integer DepthToSpaces (a ConvTranspose's interleave) as DPU copy tasks
   std::vector<std::string> npu_cpu_depth_to_spaces;  // "node X: <reason>" for the integer DepthToSpaces left on the CPU
 };

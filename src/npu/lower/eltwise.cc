@@ -363,8 +363,8 @@ Status write_channel_pad_input(DeviceMemory& mem, const ChannelPadSpec& s, const
 
 MapShape Upsample2Spec::output() const {
   MapShape o = *this;
-  o.H = 2 * H;
-  o.W = 2 * W;
+  o.H = 2 * H + (edge ? 2 : 0);
+  o.W = 2 * W + (edge ? 2 : 0);
   return o;
 }
 
@@ -377,22 +377,66 @@ Status check_upsample2(const Upsample2Spec& s) {
 
 namespace {
 
+constexpr int64_t kCell = kC2;  // bytes of one NC1HWC2 cell (16 int8 channels)
+
+// At most this many 16-channel surfaces per task (DATA_CUBE_CHANNEL, PPU CUBE_IN_CHANNEL: 13 bits).
+int64_t surfaces_per_task() { return (static_cast<int64_t>(arch::DPU_DATA_CUBE_CHANNEL_CHANNEL.max()) + 1) / kC2; }
+
+uint32_t cells(int64_t n) { return static_cast<uint32_t>(n * kCell); }
+
+// One copy task: `units` units of `unit_cells` dense cells from src, unit k written at dst + k
+// stride_cells cells (each unit a 16-channel surface of a unit_cells x 1 cube, DST_SURF_STRIDE
+// = stride_cells).
+Status scatter_task(LoweredEltwise& l, const MapShape& s, uint32_t src, uint32_t dst, int64_t units, int64_t unit_cells, int64_t stride_cells) {
+  MapShape cube = s;
+  cube.H = 1;
+  cube.W = unit_cells;
+  DpuTask d = copy_task(cube, units * kC2, src, dst);
+  d.dst_surface_pixels = stride_cells;
+  return emit(d, l);
+}
+
+// scatter_task over any number of units.
+Status scatter(LoweredEltwise& l, const MapShape& s, uint32_t src, uint32_t dst, int64_t units, int64_t unit_cells, int64_t stride_cells) {
+  for (int64_t k0 = 0; k0 < units; k0 += surfaces_per_task()) {
+    RKD_TRY(scatter_task(l, s, src + cells(k0 * unit_cells), dst + cells(k0 * stride_cells), std::min(surfaces_per_task(), units - k0), unit_cells,
+                         stride_cells));
+  }
+  return {};
+}
+
+// PPU tasks copying `units` units of `unit_cells` dense cells, unit k read at src + k
+// src_stride cells and written at dst + k dst_stride cells: 1 x 1 max pools (the cells
+// themselves) of unit_cells x 1 cubes, one 16-channel surface per unit.
+Status gather(LoweredEltwise& l, uint32_t src, int64_t src_stride, uint32_t dst, int64_t dst_stride, int64_t units, int64_t unit_cells) {
+  for (int64_t k0 = 0; k0 < units; k0 += surfaces_per_task()) {
+    PpuPool p;
+    p.src_address = src + cells(k0 * src_stride);
+    p.dst_address = dst + cells(k0 * dst_stride);
+    p.width = p.out_width = unit_cells;
+    p.height = p.out_height = 1;
+    p.channels = std::min(surfaces_per_task(), units - k0) * kC2;
+    p.src_line_bytes = unit_cells * kCell;
+    p.src_surface_bytes = src_stride * kCell;
+    p.dst_surface_bytes = dst_stride * kCell;
+    regcmd::Task t;
+    t.enable_mask = arch::kPpuEnableMask;
+    RKD_TRY(emit_ppu(t.regs, p));
+    l.tasks.push_back(std::move(t));
+  }
+  return {};
+}
+
 // Copy tasks interleaving two maps' units of `unit_cells` dense cells: unit k of src0 goes to
 // dst + 2 k unit, unit k of src1 to dst + (2 k + 1) unit, in tasks of at most
 // DATA_CUBE_CHANNEL's surfaces (each unit one 16-channel surface of a unit_cells x 1 cube,
 // written DST_SURF_STRIDE = 2 units apart).
 Status interleave(LoweredEltwise& l, const MapShape& s, uint32_t src0, uint32_t src1, uint32_t dst, int64_t units, int64_t unit_cells) {
-  const int64_t per_task = (static_cast<int64_t>(arch::DPU_DATA_CUBE_CHANNEL_CHANNEL.max()) + 1) / kC2;
-  for (int64_t k0 = 0; k0 < units; k0 += per_task) {
-    const int64_t k = std::min(per_task, units - k0);
+  for (int64_t k0 = 0; k0 < units; k0 += surfaces_per_task()) {
+    const int64_t k = std::min(surfaces_per_task(), units - k0);
     for (int64_t copy = 0; copy < 2; ++copy) {
-      MapShape cube = s;
-      cube.H = 1;
-      cube.W = unit_cells;
-      DpuTask d = copy_task(cube, k * kC2, (copy ? src1 : src0) + static_cast<uint32_t>(k0 * unit_cells * kC2),
-                            dst + static_cast<uint32_t>((2 * k0 + copy) * unit_cells * kC2));
-      d.dst_surface_pixels = 2 * unit_cells;
-      RKD_TRY(emit(d, l));
+      RKD_TRY(scatter_task(l, s, (copy ? src1 : src0) + cells(k0 * unit_cells), dst + cells((2 * k0 + copy) * unit_cells), k, unit_cells,
+                           2 * unit_cells));
     }
   }
   return {};
@@ -412,16 +456,35 @@ Result<LoweredEltwise> lower_upsample2(const Upsample2Spec& s, DeviceMemory& mem
   RKD_TRY(check_upsample2(s));
   const MapShape o = s.output();
   MapShape wide = s;  // the columns doubled: [C, H, 2 W]
-  wide.W = o.W;
+  wide.W = 2 * s.W;
   LoweredEltwise l;
   l.main_surface_bytes = s.H * s.W * kC2;
   l.output_surface_bytes = o.H * o.W * kC2;
   l.main_address = place_map(l, mem, "input", s);
   const uint32_t mid = place_map(l, mem, "scratch", wide);
-  l.output_address = place_map(l, mem, "output", o);
-  const int64_t blocks = blocks_of(s);
-  RKD_TRY(interleave(l, s, l.main_address, l.main_address, mid, blocks * s.H * s.W, 1));  // cells -> both cells of [C, H, 2 W]
-  RKD_TRY(interleave(l, s, mid, mid, l.output_address, blocks * s.H, o.W));               // lines of 2 W cells -> both lines
+  const int64_t blocks = blocks_of(s), H = s.H, W = s.W;
+  if (!s.edge) {
+    l.output_address = place_map(l, mem, "output", o);
+    RKD_TRY(interleave(l, s, l.main_address, l.main_address, mid, blocks * H * W, 1));  // cells -> both cells of [C, H, 2 W]
+    RKD_TRY(interleave(l, s, mid, mid, l.output_address, blocks * H, o.W));             // lines of 2 W cells -> both lines
+    return l;
+  }
+  // The padded map [C, Hd, Wd] (eltwise.h).
+  const int64_t Hd = o.H, Wd = o.W;
+  MapShape rows = s;  // the columns done: [C, H, Wd]
+  rows.W = Wd;
+  const uint32_t r = place_map(l, mem, "scratch", rows);
+  const uint32_t e = l.output_address = place_map(l, mem, "output", o);
+  RKD_TRY(interleave(l, s, l.main_address, l.main_address, mid, blocks * H * W, 1));           // cells -> both cells of [C, H, 2 W]
+  RKD_TRY(scatter(l, s, mid, r + cells(1), blocks * H, 2 * W, Wd));                            // lines of 2 W cells, 1 cell in
+  RKD_TRY(gather(l, l.main_address, W, r, Wd, blocks * H, 1));                                 // column 0 -> cell 0
+  RKD_TRY(gather(l, l.main_address + cells(W - 1), W, r + cells(Wd - 1), Wd, blocks * H, 1));  // column W - 1 -> cell Wd - 1
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint32_t rb = r + cells(b * H * Wd), eb = e + cells(b * Hd * Wd);
+    RKD_TRY(interleave(l, s, rb, rb, eb + cells(Wd), H, Wd));  // line i -> lines 2 i + 1, 2 i + 2
+  }
+  RKD_TRY(gather(l, r, H * Wd, e, Hd * Wd, blocks, Wd));                                               // line 0 -> line 0
+  RKD_TRY(gather(l, r + cells((H - 1) * Wd), H * Wd, e + cells((Hd - 1) * Wd), Hd * Wd, blocks, Wd));  // line H - 1 -> Hd - 1
   return l;
 }
 

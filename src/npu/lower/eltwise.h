@@ -26,6 +26,14 @@
 //              the surfaces of 2 W x 1 cubes, written 2 lines apart at +0 and +1 line. At most
 //              DATA_CUBE_CHANNEL's surfaces per task (8192 channels: 512 cells or lines).
 //              Exact; a stride of 2 cells on a 1 x 1 cube is unmeasured [INF].
+//              Edge: the same scatters into the padded map [C, 2 H + 2, 2 W + 2]: the
+//              columns as above, then its lines written once, 1 cell in, 2 W + 2 cells apart;
+//              the border columns from the input's first and last column, which PPU tasks
+//              gather (1 x 1 max pools of 1 x 1 cubes: PPU_RDMA has line and surface strides,
+//              MRDMA none) into every line's first and last cell; per 16-channel block its
+//              lines twice from the output's line 1 on, and its first and last line (PPU
+//              again) into the output's. Exact; PPU cubes of one line or one cell are
+//              unmeasured [INF].
 //   DepthToSpace2  DCR with blocksize 2 (the 1 x 1 convolution a 2 x 2 stride-2 ConvTranspose
 //              becomes, quant/qlinear_pass.cc): the same interleaving from four groups of
 //              channels - group (2 a + b) into row parity a, column parity b - the groups
@@ -96,8 +104,11 @@ struct ChannelPadSpec : MapShape {
   MapShape output() const;
 };
 EltwiseGeometry geometry_of(const ChannelPadSpec& s);
-// y[c, 2 i + a, 2 j + b] = x[c, i, j] for a, b in {0, 1}; MapShape is the input.
+// y[c, 2 i + a, 2 j + b] = x[c, i, j] for a, b in {0, 1}; with `edge`, that map edge-padded
+// by one cell: y [C, 2 H + 2, 2 W + 2], y[c, u, v] = x[c, clamp((u - 1) / 2), clamp((v - 1) / 2)]
+// (floor division; the first half of a bilinear x2, quant/qlinear_lut.h). MapShape is the input.
 struct Upsample2Spec : MapShape {
+  bool edge = false;
   MapShape output() const;
 };
 EltwiseGeometry geometry_of(const Upsample2Spec& s);  // the output's (the widest cube the tasks write)
