@@ -211,6 +211,61 @@ bool linear_half_pixel_by_2(const Node& n, bool up) {
 bool resize_is_bilinear2(const Node& n) { return linear_half_pixel_by_2(n, true); }
 bool resize_is_average2(const Node& n) { return linear_half_pixel_by_2(n, false); }
 
+std::optional<AverageWindow> average_window(const Node& n) {
+  if (!n.domain.empty() || n.inputs.empty()) return std::nullopt;
+  const auto xs = ir::static_shape(n.inputs[0]);
+  if (!xs || xs->size() != 4) return std::nullopt;
+  AverageWindow w;
+  if (n.op_type == "GlobalAveragePool") {
+    w.kh = w.sh = (*xs)[2];
+    w.kw = w.sw = (*xs)[3];
+    return w;
+  }
+  if (n.op_type == "ReduceMean") {
+    // The axes: an input from opset 18, an attribute before.
+    std::vector<int64_t> axes;
+    if (n.inputs.size() > 1 && n.inputs[1]) {
+      if (!n.inputs[1]->constant) return std::nullopt;
+      for (int64_t i = 0; i < n.inputs[1]->constant->numel(); ++i) axes.push_back(static_cast<int64_t>(n.inputs[1]->constant->get_as_double(i)));
+    } else {
+      auto a = n.attr_ints("axes", {});
+      if (!a.ok()) return std::nullopt;
+      axes = *a;
+    }
+    for (int64_t& a : axes) a = a < 0 ? a + 4 : a;
+    std::sort(axes.begin(), axes.end());
+    if (axes != std::vector<int64_t>{2, 3}) return std::nullopt;
+    w.kh = w.sh = (*xs)[2];
+    w.kw = w.sw = (*xs)[3];
+    return w;
+  }
+  if (n.op_type != "AveragePool") return std::nullopt;
+  auto k = n.attr_ints("kernel_shape", {});
+  auto s = n.attr_ints("strides", {1, 1});
+  auto p = n.attr_ints("pads", {0, 0, 0, 0});
+  auto d = n.attr_ints("dilations", {1, 1});
+  auto c = n.attr_int("ceil_mode", 0);
+  auto cip = n.attr_int("count_include_pad", 0);
+  auto a = n.attr_string("auto_pad", "NOTSET");
+  if (!k.ok() || !s.ok() || !p.ok() || !d.ok() || !c.ok() || !cip.ok() || !a.ok()) return std::nullopt;
+  if (k->size() != 2 || s->size() != 2 || p->size() != 4 || *c != 0 || *d != std::vector<int64_t>{1, 1}) return std::nullopt;
+  std::vector<int64_t> pads = *p;
+  if (*a != "NOTSET") {
+    if (!ir::resolve_auto_pad(*a, ir::WindowGeometry{{(*xs)[2], (*xs)[3]}, *k, *s, {1, 1}, {}, false}, pads).ok()) return std::nullopt;
+  }
+  const bool padded = std::any_of(pads.begin(), pads.end(), [](int64_t v) { return v != 0; });
+  if (padded && *cip == 0) return std::nullopt;
+  for (size_t i = 0; i < 4; ++i)
+    if (pads[i] < 0 || pads[i] >= (*k)[i % 2]) return std::nullopt;
+  w.kh = (*k)[0];
+  w.kw = (*k)[1];
+  w.sh = (*s)[0];
+  w.sw = (*s)[1];
+  w.pads = pads;
+  return w;
+}
+
+
 bool conv_transpose_is_2x2_stride2(const Node& n) {
   if (!n.domain.empty() || n.op_type != "ConvTranspose" || n.inputs.size() < 2) return false;
   const auto ws = static_shape(n.inputs[1]);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -98,6 +99,17 @@ bool resize_is_average2(const Node& n);
 // group 1, no output_shape / auto_pad. It is a 1 x 1 convolution of 4 OC outputs followed by
 // DepthToSpace (DCR, 2): qdq-to-qlinear rewrites it so, the planner checks for it.
 bool conv_transpose_is_2x2_stride2(const Node& n);
+// The windows of an average over a static [N, C, H, W] map that is one depthwise convolution of
+// weights 1 (qdq-to-qlinear's NPU form, quant/qlinear_lut.h; the planner's check): AveragePool
+// in floor mode without dilation (pads only with count_include_pad 1, where a padded cell counts
+// as a real 0 - the convolution's zero-point padding; with count_include_pad 0 the border
+// divisors vary, which no convolution has), GlobalAveragePool, and ReduceMean over axes {2, 3}
+// exactly (either keepdims). nullopt for any other node.
+struct AverageWindow {
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1;
+  std::vector<int64_t> pads{0, 0, 0, 0};  // top, left, bottom, right
+};
+std::optional<AverageWindow> average_window(const Node& n);
 // The op types of one domain with every trait in `traits`, sorted.
 std::vector<std::string> op_types_with(uint32_t traits, std::string_view domain = "");
 

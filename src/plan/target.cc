@@ -109,7 +109,8 @@ const std::set<std::string>& known_checks() {
                                           "npu_pool_geometry",
                                           "npu_channel_pad",
                                           "npu_upsample2",
-                                          "npu_conv_transpose2"};
+                                          "npu_conv_transpose2",
+                                          "npu_average_as_conv"};
   return c;
 }
 
@@ -582,6 +583,32 @@ std::string npu_conv_transpose2_violation(const ir::Node& n) {
   return "";
 }
 
+// An AveragePool, GlobalAveragePool or ReduceMean over height and width that qdq-to-qlinear
+// makes one depthwise convolution of weights 1 (ir::average_window), that convolution as the
+// convolution rules read it.
+std::string npu_average_as_conv_violation(const ir::Node& n) {
+  const auto xs = ir::static_shape(n.inputs.empty() ? nullptr : n.inputs[0]);
+  if (!xs || xs->size() != 4) return "not an average over a static [N, C, H, W] map";
+  const auto w = ir::average_window(n);
+  if (!w) {
+    return n.op_type == "ReduceMean" ? "not a mean over height and width (axes 2, 3)"
+                                     : "padding without count_include_pad, ceil mode or dilation (no one convolution has those windows)";
+  }
+  npu::lower::ConvGeometry c;
+  c.batch = (*xs)[0];
+  c.C = c.OC = c.groups = (*xs)[1];
+  c.H = (*xs)[2];
+  c.W = (*xs)[3];
+  c.KH = w->kh;
+  c.KW = w->kw;
+  c.stride_h = w->sh;
+  c.stride_w = w->sw;
+  c.pad_top = w->pads[0];
+  c.pad_left = w->pads[1];
+  std::string v = first_violation(npu::lower::check_conv(c));
+  return v.empty() ? v : "its depthwise convolution: " + v;
+}
+
 // An Add / QLinearAdd of two maps, or a channel Concat or Split of maps, as npu/lower/constraints.h's
 // element-wise rules read it.
 std::string npu_eltwise_geometry_violation(const ir::Node& n) {
@@ -679,6 +706,7 @@ std::string violation(const Constraint& c, const ir::Node& n) {
   if (c.check == "npu_channel_pad") return npu_channel_pad_violation(n);
   if (c.check == "npu_upsample2") return npu_upsample2_violation(n);
   if (c.check == "npu_conv_transpose2") return npu_conv_transpose2_violation(n);
+  if (c.check == "npu_average_as_conv") return npu_average_as_conv_violation(n);
   if (c.check == "quantized") return quantized_input(x) ? "" : "float input";
   if (c.check == "per_tensor_quant") {
     if (!quantized_input(x)) return "float input";
@@ -763,6 +791,9 @@ std::string constraint_text(const Constraint& c) {
         "or a half-pixel linear x1/2 one (a depthwise 2 x 2 stride-2 convolution)";
   } else if (c.check == "npu_channel_pad") {
     s = "channels added at the end only, the NPU's element-wise geometry";
+  } else if (c.check == "npu_average_as_conv") {
+    s = "windows of one depthwise convolution (AveragePool without padding or with count_include_pad, floor mode; GlobalAveragePool; "
+        "ReduceMean over height and width) within the NPU's convolution geometry";
   } else if (c.check == "npu_pool_geometry") {
     s = "the NPU's pooling geometry (";
     const auto rules = npu::lower::pool_rules();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -176,6 +177,46 @@ bool integer_max_pool(const Node& n) {
   return true;
 }
 
+// A depthwise QLinearConv of C channels on the codes src (quantized as dq's input), integer
+// weights tap(y, x) (zero point 0) with one weight scale, no bias, requantized to q's output
+// parameters with the convention `requant` (empty: the graph's): the NPU's form of a fixed blend.
+struct DepthwiseBlend {
+  int64_t C = 0, kh = 1, kw = 1, sh = 1, sw = 1;
+  std::vector<int64_t> pads{0, 0, 0, 0};
+  float w_scale = 1;
+  std::function<int(int64_t, int64_t)> tap;
+};
+Result<Node*> add_depthwise_blend(ir::Graph& g, const Node& op, Value* src, const Node& dq, const Node& q, const DepthwiseBlend& b,
+                                  const std::string& requant) {
+  const DType t = *dq.inputs[0]->dtype;
+  Tensor w = Tensor::empty(t, {b.C, 1, b.kh, b.kw});
+  auto* wb = static_cast<uint8_t*>(w.raw());
+  for (int64_t c = 0; c < b.C; ++c)
+    for (int64_t y = 0; y < b.kh; ++y)
+      for (int64_t x = 0; x < b.kw; ++x) wb[(c * b.kh + y) * b.kw + x] = static_cast<uint8_t>(b.tap(y, x));
+  Tensor ws = Tensor::empty(DType::f32, {1});
+  ws.data<float>()[0] = b.w_scale;
+  Tensor wz = Tensor::empty(t, {1});
+  std::memset(wz.raw(), 0, wz.nbytes());
+  std::vector<Value*> ins{src,
+                          dq.inputs[1],
+                          dq.inputs[2],
+                          g.add_constant(op.name + "/blend_weights", std::move(w)),
+                          g.add_constant(op.name + "/blend_w_scale", std::move(ws)),
+                          g.add_constant(op.name + "/blend_w_zero_point", std::move(wz)),
+                          q.inputs[1],
+                          q.inputs[2]};
+  RKD_ASSIGN(Node * cv, g.add_node(op.name + "/blend", "QLinearConv", "", ins, {g.fresh_name(op.outputs[0]->name + "/blend")}));
+  cv->attrs["group"] = b.C;
+  cv->attrs["kernel_shape"] = std::vector<int64_t>{b.kh, b.kw};
+  cv->attrs["strides"] = std::vector<int64_t>{b.sh, b.sw};
+  cv->attrs["pads"] = b.pads;
+  if (!requant.empty()) cv->attrs["rkd_requant"] = requant;
+  cv->outputs[0]->dtype = q.inputs[2]->constant->dtype();
+  cv->outputs[0]->shape = op.outputs[0]->shape;
+  return cv;
+}
+
 }  // namespace
 
 Status lut_sites(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEvaluator& eval) {
@@ -192,7 +233,8 @@ Status lut_sites(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEvalua
     const bool npu_form = npu_convention || g.metadata.count("rkdeploy.npu_sim");
     const bool bilinear2 = npu_form && ir::resize_is_bilinear2(*op);
     const bool average2 = npu_form && ir::resize_is_average2(*op);
-    if (!unary && !maxpool && !pad && !bilinear2 && !average2) continue;
+    const std::optional<ir::AverageWindow> average = npu_form ? ir::average_window(*op) : std::nullopt;
+    if (!unary && !maxpool && !pad && !bilinear2 && !average2 && !average) continue;
     // The one varying input, from a per-tensor DequantizeLinear; the rest constant.
     size_t vary = op->inputs.size();
     bool ok = true;
@@ -271,33 +313,32 @@ Status lut_sites(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEvalua
         pd->outputs[0]->shape = ir::Dims{ir::Dim{(*ys)[0], ""}, ir::Dim{C, ""}, ir::Dim{(*ys)[2] + 2, ""}, ir::Dim{(*ys)[3] + 2, ""}};
         src = pd->outputs[0];
       }
-      Tensor w = Tensor::empty(in_t, {C, 1, K, K});
-      auto* wb = static_cast<uint8_t*>(w.raw());
       const int k3[3] = {1, 2, 1};
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t y = 0; y < K; ++y)
-          for (int64_t x = 0; x < K; ++x) wb[(c * K + y) * K + x] = static_cast<uint8_t>(average2 ? 1 : k3[y] * k3[x]);
-      Tensor ws = Tensor::empty(DType::f32, {1});
-      ws.data<float>()[0] = average2 ? 0.25f : 0.0625f;
-      Tensor wz = Tensor::empty(in_t, {1});
-      std::memset(wz.raw(), 0, wz.nbytes());
-      std::vector<Value*> ins{src,
-                              dq->inputs[1],
-                              dq->inputs[2],
-                              g.add_constant(op->name + "/blend_weights", std::move(w)),
-                              g.add_constant(op->name + "/blend_w_scale", std::move(ws)),
-                              g.add_constant(op->name + "/blend_w_zero_point", std::move(wz)),
-                              q->inputs[1],
-                              q->inputs[2]};
-      RKD_ASSIGN(Node * cv, g.add_node(op->name + "/blend", "QLinearConv", "", ins, {g.fresh_name(op->outputs[0]->name + "/blend")}));
-      cv->attrs["group"] = C;
-      cv->attrs["kernel_shape"] = std::vector<int64_t>{K, K};
-      cv->attrs["strides"] = std::vector<int64_t>{average2 ? 2 : 1, average2 ? 2 : 1};
-      cv->attrs["pads"] = std::vector<int64_t>{0, 0, 0, 0};
-      if (requant != g.metadata.end()) cv->attrs["rkd_requant"] = requant->second;
-      cv->outputs[0]->dtype = q->inputs[2]->constant->dtype();
-      cv->outputs[0]->shape = op->outputs[0]->shape;
+      DepthwiseBlend b{C, K, K, average2 ? 2 : 1, average2 ? 2 : 1, {0, 0, 0, 0}, average2 ? 0.25f : 0.0625f,
+                       [&](int64_t y, int64_t x) { return average2 ? 1 : k3[y] * k3[x]; }};
+      RKD_ASSIGN(Node * cv, add_depthwise_blend(g, *op, src, *dq, *q, b, requant != g.metadata.end() ? requant->second : std::string()));
       g.move_output(q, 0, cv, 0);
+    } else if (average) {
+      // The mean over each window as a depthwise QLinearConv of weights 1 and weight scale
+      // 1 / (KH KW) (float32) on the codes: the sums exact, one requantization (the NPU's form;
+      // quant/qlinear_lut.h).
+      DepthwiseBlend b{(*xs)[1], average->kh, average->kw, average->sh, average->sw, average->pads,
+                       1.f / static_cast<float>(average->kh * average->kw), [](int64_t, int64_t) { return 1; }};
+      RKD_ASSIGN(Node * cv, add_depthwise_blend(g, *op, dq->inputs[0], *dq, *q, b, requant != g.metadata.end() ? requant->second : std::string()));
+      cv->outputs[0]->shape = ir::Dims{ir::Dim{(*xs)[0], ""}, ir::Dim{(*xs)[1], ""}, ir::Dim{((*xs)[2] + b.pads[0] + b.pads[2] - b.kh) / b.sh + 1, ""},
+                                       ir::Dim{((*xs)[3] + b.pads[1] + b.pads[3] - b.kw) / b.sw + 1, ""}};
+      if (ir::static_shape(cv->outputs[0]) == ys) {
+        g.move_output(q, 0, cv, 0);
+      } else {
+        // ReduceMean without keepdims: the same integers reshaped.
+        Tensor shape = Tensor::empty(DType::i64, {static_cast<int64_t>(ys->size())});
+        for (size_t i = 0; i < ys->size(); ++i) shape.data<int64_t>()[i] = (*ys)[i];
+        RKD_ASSIGN(Node * rs, g.add_node(op->name + "/reshape", "Reshape", "", {cv->outputs[0], g.add_constant(op->name + "/shape", std::move(shape))},
+                                         {g.fresh_name(op->outputs[0]->name + "/reshape")}));
+        rs->outputs[0]->dtype = cv->outputs[0]->dtype;
+        rs->outputs[0]->shape = op->outputs[0]->shape;
+        g.move_output(q, 0, rs, 0);
+      }
     } else {
       // Constant Pad: q(pad(dq(x), v)) = pad(q(dq(x)), q(v)) elementwise.
       auto mode = op->attr_string("mode", "constant");

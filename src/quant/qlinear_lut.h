@@ -24,7 +24,12 @@ namespace rkd::quant {
 //     Resize -> Q with ir::resize_is_average2: a depthwise 2 x 2 stride-2 QLinearConv of
 //     weights 1/4 on x; with ir::resize_is_bilinear2: a nearest x2 Resize of x, a Pad edge by 1
 //     and a depthwise 3 x 3 QLinearConv of weights [1 2 1]^T [1 2 1] / 16 (the taps exactly, the
-//     requantization the convention's: the NPU runs the convolutions as any other).
+//     requantization the convention's: the NPU runs the convolutions as any other);
+//     likewise DQ(x) -> AveragePool / GlobalAveragePool / ReduceMean over H, W -> Q: a depthwise
+//     QLinearConv of weights 1 and weight scale 1 / (KH KW) over each window (AveragePool in
+//     floor mode, no dilation, pads only with count_include_pad; ReduceMean without keepdims
+//     then reshapes the integers) - the sums exact, one requantization where the PPU's
+//     average would round twice (docs/npu.md, "Average pooling").
 // Sites whose op the kernels cannot evaluate this way stay float.
 Status lut_sites(ir::Graph& g, std::set<const ir::Node*>& gone, const ir::NodeEvaluator& eval);
 // Q(Mul(DQ_a(x), DQ_b(y))), per tensor, one shape, y = QLinearLut(x) or y = x (SiLU as YOLO

@@ -345,6 +345,99 @@ TEST(QLinearResize, UnderTheNpuConventionLinearByTwoAndByAHalfAreDepthwiseConvol
   }
 }
 
+// Averages over height and width windows, under the NPU's convention, become depthwise
+// QLinearConvs of weights 1 and weight scale 1 / (KH KW): checked against an int64 sum of the
+// codes minus the zero point over each window (a padded cell adds 0) requantized by
+// quant::Requantizer, and their taps against the executor's float average of those codes.
+// Windows no convolution has (count_include_pad 0 with padding, a mean over the channels)
+// and every site outside the convention stay float.
+TEST(QLinearAverage, UnderTheNpuConventionAveragesAreDepthwiseConvolutionsOfTheCodes) {
+  const int64_t C = 5, H = 7, W = 9;
+  struct Site {
+    const char* name;
+    int64_t kh, kw, sh, sw, pad;  // pad: on every side
+    bool conv;                    // the NPU form takes it
+  };
+  const Site sites[] = {{"pool3s2", 3, 3, 2, 2, 0, true},  {"pool2x3", 2, 3, 1, 2, 0, true},       {"pool3pad", 3, 3, 1, 1, 1, true},
+                        {"pool3pad_excl", 3, 3, 1, 1, 1, false}, {"global", H, W, H, W, 0, true}, {"mean", H, W, H, W, 0, true},
+                        {"mean_flat", H, W, H, W, 0, true}, {"mean_c", 1, 1, 1, 1, 0, false}};
+  std::mt19937 rng(13);
+  for (DType t : {DType::i8, DType::u8}) {
+    for (bool npu : {true, false}) {
+      Builder b{{}, t};
+      ir::Graph& g = b.g;
+      if (npu) g.metadata["rkdeploy.requant"] = "rknpu_out_cvt";
+      ir::Value* x = b.input(C, H, W);
+      const float sx = 0.05f;
+      const int zx = -3;
+      ir::Value* v = b.dq(b.q(x, sx, zx), sx, zx);
+      std::vector<ir::Value*> outs;
+      for (const Site& st : sites) {
+        const std::string name = st.name;
+        ir::Node* n = nullptr;
+        if (name == "global") {
+          n = b.op("GlobalAveragePool", {v});
+        } else if (name.rfind("mean", 0) == 0) {
+          n = b.op("ReduceMean", {v});
+          n->attrs["axes"] = name == "mean_c" ? std::vector<int64_t>{1} : std::vector<int64_t>{-1, 2};
+          if (name == "mean_flat") n->attrs["keepdims"] = int64_t{0};
+        } else {
+          n = b.op("AveragePool", {v});
+          n->attrs["kernel_shape"] = std::vector<int64_t>{st.kh, st.kw};
+          n->attrs["strides"] = std::vector<int64_t>{st.sh, st.sw};
+          n->attrs["pads"] = std::vector<int64_t>(4, st.pad);
+          n->attrs["count_include_pad"] = int64_t{name == "pool3pad" ? 1 : 0};
+        }
+        ir::Value* y = b.q(n->outputs[0], 0.02f, 4);
+        EXPECT_TRUE(g.rename_value(y, name).ok());
+        outs.push_back(y);
+      }
+      g.outputs = outs;
+      Tensor xf = Tensor::empty(DType::f32, {1, C, H, W});
+      std::uniform_real_distribution<float> u(-7.f, 7.f);
+      for (int64_t i = 0; i < xf.numel(); ++i) xf.data<float>()[i] = u(rng);
+      std::map<std::string, int> ops;
+      const auto got = run(b, true, xf, &ops);
+      int convs = 0;
+      for (const Site& st : sites) convs += st.conv;
+      EXPECT_EQ(ops["QLinearConv"], npu ? convs : 0) << dtype_name(t);
+      if (!npu) continue;
+      const int32_t lo = t == DType::u8 ? 0 : -128, shift = t == DType::u8 ? 128 : 0;
+      auto centred = [&](int64_t c, int64_t h, int64_t w) -> int64_t {
+        const float f = xf.data<float>()[(c * H + h) * W + w];
+        return std::clamp(static_cast<int32_t>(std::nearbyint(f / sx)) + zx + shift, lo, lo + 255) - zx - shift;
+      };
+      for (const Site& st : sites) {
+        if (!st.conv) continue;
+        const Tensor& y = got.at(st.name);
+        ASSERT_EQ(y.dtype(), t) << st.name;
+        const int64_t OH = (H + 2 * st.pad - st.kh) / st.sh + 1, OW = (W + 2 * st.pad - st.kw) / st.sw + 1;
+        ASSERT_EQ(y.numel(), C * OH * OW) << st.name;
+        if (std::string(st.name) == "mean_flat") {
+          EXPECT_EQ(y.shape(), (Shape{1, C})) << "keepdims 0";
+        }
+        auto rq = quant::Requantizer::make(quant::Requant::rknpu_out_cvt, sx, {1.f / static_cast<float>(st.kh * st.kw)}, 0.02f, 4 + shift, lo, lo + 255);
+        ASSERT_TRUE(rq.ok());
+        int wrong = 0;
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t oy = 0; oy < OH; ++oy)
+            for (int64_t ox = 0; ox < OW; ++ox) {
+              int64_t acc = 0;
+              for (int64_t ky = 0; ky < st.kh; ++ky)
+                for (int64_t kx = 0; kx < st.kw; ++kx) {
+                  const int64_t iy = oy * st.sh - st.pad + ky, ix = ox * st.sw - st.pad + kx;
+                  if (iy >= 0 && iy < H && ix >= 0 && ix < W) acc += centred(c, iy, ix);
+                }
+              const int64_t at = (c * OH + oy) * OW + ox;
+              const int32_t have = t == DType::i8 ? int32_t{y.data<int8_t>()[at]} : int32_t{y.data<uint8_t>()[at]};
+              wrong += have != rq->apply(static_cast<int32_t>(acc), 0);
+            }
+        EXPECT_EQ(wrong, 0) << st.name << " " << dtype_name(t);
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, QLinearLut, ::testing::Values(DType::i8, DType::u8),
                          [](const ::testing::TestParamInfo<DType>& p) { return std::string(p.param == DType::i8 ? "int8" : "uint8"); });
 

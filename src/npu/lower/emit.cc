@@ -202,7 +202,9 @@ Status emit_ppu(regcmd::RegisterFile& r, const PpuPool& p) {
   r.set(PPU_RDMA_RDMA_SRC_BASE_ADDR, p.src_address);
   RKD_TRY(r.set(PPU_RDMA_RDMA_SRC_LINE_STRIDE_SRC_LINE_STRIDE, u(p.src_line_bytes >> 4)));
   RKD_TRY(r.set(PPU_RDMA_RDMA_SRC_SURF_STRIDE_SRC_SURF_STRIDE, u(p.src_surface_bytes >> 4)));
-  RKD_TRY(r.set(PPU_RDMA_RDMA_DATA_FORMAT_IN_PRECISION, 0));
+  // The storage width of the map PPU_RDMA reads (8-bit: arch ppu_rdma_int8_in_precision), not
+  // the processing precision.
+  RKD_TRY(r.set(PPU_RDMA_RDMA_DATA_FORMAT_IN_PRECISION, static_cast<uint32_t>(arch::kRk3588.ppu_rdma_int8_in_precision)));
   return {};
 }
 

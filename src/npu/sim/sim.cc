@@ -699,8 +699,11 @@ Result<PoolTask> decode_pool(const Regs& r) {
     return unsupported("PPU.OPERATION_MODE_CFG.FLYING_MODE 0 (the input from the DPU on the fly is not simulated: PPU_RDMA reads it)");
   if (r.get(PPU_OPERATION_MODE_CFG_INDEX_EN) != 0) return unsupported("PPU.OPERATION_MODE_CFG.INDEX_EN (window positions) is not simulated");
   if (r.get(PPU_DATA_FORMAT_DPU_FLYIN) != 0) return unsupported("PPU.DATA_FORMAT.DPU_FLYIN is not simulated");
-  if (r.get(PPU_DATA_FORMAT_PROC_PRECISION) != 0 || r.get(PPU_RDMA_RDMA_DATA_FORMAT_IN_PRECISION) != 0)
-    return unsupported("PPU.DATA_FORMAT.PROC_PRECISION / PPU_RDMA.RDMA_DATA_FORMAT.IN_PRECISION other than 0 (int8)");
+  if (r.get(PPU_DATA_FORMAT_PROC_PRECISION) != 0)
+    return unsupported("PPU.DATA_FORMAT.PROC_PRECISION " + std::to_string(r.get(PPU_DATA_FORMAT_PROC_PRECISION)) + " (only 0, int8, is simulated)");
+  if (r.get(PPU_RDMA_RDMA_DATA_FORMAT_IN_PRECISION) != static_cast<uint32_t>(kRk3588.ppu_rdma_int8_in_precision))
+    return unsupported("PPU_RDMA.RDMA_DATA_FORMAT.IN_PRECISION " + std::to_string(r.get(PPU_RDMA_RDMA_DATA_FORMAT_IN_PRECISION)) +
+                       " (the storage width; only " + std::to_string(kRk3588.ppu_rdma_int8_in_precision) + ", 8-bit, is simulated)");
   PoolTask t;
   t.W = r.get(PPU_DATA_CUBE_IN_WIDTH_CUBE_IN_WIDTH) + 1;
   t.H = r.get(PPU_DATA_CUBE_IN_HEIGHT_CUBE_IN_HEIGHT) + 1;

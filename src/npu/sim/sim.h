@@ -57,8 +57,8 @@
 //     over the window rows oy * SH - PAD_TOP + [0, KH), columns ox * SW - PAD_LEFT + [0, KW)
 //     (sizes, kernel and stride fields minus one) of the cells inside the map; a padded cell
 //     counts as PADDING_VALUE_1_CFG's low byte (signed) instead when the quirk
-//     ppu_max_padding says so. Simulated: POOLING_METHOD 1 (max), int8 (PROC_PRECISION,
-//     IN_PRECISION 0), no INDEX_EN, no DPU_FLYIN, output sizes equal to the windows that fit
+//     ppu_max_padding says so. Simulated: POOLING_METHOD 1 (max), int8 (PROC_PRECISION 0;
+//     PPU_RDMA's IN_PRECISION, the storage width, 1 for 8-bit), no INDEX_EN, no DPU_FLYIN, output sizes equal to the windows that fit
 //     (floor mode), every window holding a cell of the map; allbilly/rk3588's board programs
 //     (examples/pooling.py: max, min and average pooling, fp16 and int8, kernels and strides
 //     up to 16, pads up to 7 [HW]).
