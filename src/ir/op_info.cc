@@ -216,9 +216,10 @@ std::optional<AverageWindow> average_window(const Node& n) {
   const auto xs = ir::static_shape(n.inputs[0]);
   if (!xs || xs->size() != 4) return std::nullopt;
   AverageWindow w;
+  // The whole map: one output (stride 1).
   if (n.op_type == "GlobalAveragePool") {
-    w.kh = w.sh = (*xs)[2];
-    w.kw = w.sw = (*xs)[3];
+    w.kh = (*xs)[2];
+    w.kw = (*xs)[3];
     return w;
   }
   if (n.op_type == "ReduceMean") {
@@ -235,8 +236,8 @@ std::optional<AverageWindow> average_window(const Node& n) {
     for (int64_t& a : axes) a = a < 0 ? a + 4 : a;
     std::sort(axes.begin(), axes.end());
     if (axes != std::vector<int64_t>{2, 3}) return std::nullopt;
-    w.kh = w.sh = (*xs)[2];
-    w.kw = w.sw = (*xs)[3];
+    w.kh = (*xs)[2];
+    w.kw = (*xs)[3];
     return w;
   }
   if (n.op_type != "AveragePool") return std::nullopt;
@@ -259,12 +260,12 @@ std::optional<AverageWindow> average_window(const Node& n) {
     if (pads[i] < 0 || pads[i] >= (*k)[i % 2]) return std::nullopt;
   w.kh = (*k)[0];
   w.kw = (*k)[1];
-  w.sh = (*s)[0];
-  w.sw = (*s)[1];
+  // A window as tall (wide) as the padded map has one output whatever its stride: stride 1.
+  w.sh = (*xs)[2] + pads[0] + pads[2] == w.kh ? 1 : (*s)[0];
+  w.sw = (*xs)[3] + pads[1] + pads[3] == w.kw ? 1 : (*s)[1];
   w.pads = pads;
   return w;
 }
-
 
 bool conv_transpose_is_2x2_stride2(const Node& n) {
   if (!n.domain.empty() || n.op_type != "ConvTranspose" || n.inputs.size() < 2) return false;

@@ -314,27 +314,36 @@ Status lut_sites(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEvalua
         src = pd->outputs[0];
       }
       const int k3[3] = {1, 2, 1};
-      DepthwiseBlend b{C, K, K, average2 ? 2 : 1, average2 ? 2 : 1, {0, 0, 0, 0}, average2 ? 0.25f : 0.0625f,
-                       [&](int64_t y, int64_t x) { return average2 ? 1 : k3[y] * k3[x]; }};
+      DepthwiseBlend b{C, K, K, average2 ? 2 : 1, average2 ? 2 : 1, {0, 0, 0, 0}, average2 ? 0.25f : 0.0625f, [&](int64_t y, int64_t x) {
+                         return average2 ? 1 : k3[y] * k3[x];
+                       }};
       RKD_ASSIGN(Node * cv, add_depthwise_blend(g, *op, src, *dq, *q, b, requant != g.metadata.end() ? requant->second : std::string()));
       g.move_output(q, 0, cv, 0);
     } else if (average) {
       // The mean over each window as a depthwise QLinearConv of weights 1 and weight scale
       // 1 / (KH KW) (float32) on the codes: the sums exact, one requantization (the NPU's form;
       // quant/qlinear_lut.h).
-      DepthwiseBlend b{(*xs)[1], average->kh, average->kw, average->sh, average->sw, average->pads,
-                       1.f / static_cast<float>(average->kh * average->kw), [](int64_t, int64_t) { return 1; }};
+      DepthwiseBlend b{(*xs)[1],
+                       average->kh,
+                       average->kw,
+                       average->sh,
+                       average->sw,
+                       average->pads,
+                       1.f / static_cast<float>(average->kh * average->kw),
+                       [](int64_t, int64_t) { return 1; }};
       RKD_ASSIGN(Node * cv, add_depthwise_blend(g, *op, dq->inputs[0], *dq, *q, b, requant != g.metadata.end() ? requant->second : std::string()));
-      cv->outputs[0]->shape = ir::Dims{ir::Dim{(*xs)[0], ""}, ir::Dim{(*xs)[1], ""}, ir::Dim{((*xs)[2] + b.pads[0] + b.pads[2] - b.kh) / b.sh + 1, ""},
-                                       ir::Dim{((*xs)[3] + b.pads[1] + b.pads[3] - b.kw) / b.sw + 1, ""}};
+      cv->outputs[0]->shape =
+          ir::Dims{ir::Dim{(*xs)[0], ""}, ir::Dim{(*xs)[1], ""}, ir::Dim{((*xs)[2] + b.pads[0] + b.pads[2] - b.kh) / b.sh + 1, ""},
+                   ir::Dim{((*xs)[3] + b.pads[1] + b.pads[3] - b.kw) / b.sw + 1, ""}};
       if (ir::static_shape(cv->outputs[0]) == ys) {
         g.move_output(q, 0, cv, 0);
       } else {
         // ReduceMean without keepdims: the same integers reshaped.
         Tensor shape = Tensor::empty(DType::i64, {static_cast<int64_t>(ys->size())});
         for (size_t i = 0; i < ys->size(); ++i) shape.data<int64_t>()[i] = (*ys)[i];
-        RKD_ASSIGN(Node * rs, g.add_node(op->name + "/reshape", "Reshape", "", {cv->outputs[0], g.add_constant(op->name + "/shape", std::move(shape))},
-                                         {g.fresh_name(op->outputs[0]->name + "/reshape")}));
+        RKD_ASSIGN(Node * rs,
+                   g.add_node(op->name + "/reshape", "Reshape", "", {cv->outputs[0], g.add_constant(op->name + "/shape", std::move(shape))},
+                              {g.fresh_name(op->outputs[0]->name + "/reshape")}));
         rs->outputs[0]->dtype = cv->outputs[0]->dtype;
         rs->outputs[0]->shape = op->outputs[0]->shape;
         g.move_output(q, 0, rs, 0);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <functional>
 #include <random>
+#include <tuple>
 
 #include "kernels/tensor_ops.h"
 #include "npu/arch/arch.h"
@@ -191,12 +192,22 @@ TEST(NpuPool, PaddingKnobAndRefusalsFollowTheRegisters) {
         }
       }
   EXPECT_EQ(at_max, border);
-  // Average pooling, the DPU's on-the-fly input and window indices are refused by name.
-  const std::pair<const arch::Field*, const char*> refused[] = {{&arch::PPU_OPERATION_MODE_CFG_POOLING_METHOD, "POOLING_METHOD"},
-                                                                {&arch::PPU_OPERATION_MODE_CFG_INDEX_EN, "INDEX_EN"},
-                                                                {&arch::PPU_DATA_FORMAT_DPU_FLYIN, "DPU_FLYIN"}};
-  for (const auto& [f, name] : refused) {
-    auto r = run_with("ppu_max_padding=ignored", 0xffffff80u, f, f == &arch::PPU_OPERATION_MODE_CFG_POOLING_METHOD ? 0 : 1);
+  // The map's storage width is PPU_RDMA's IN_PRECISION: 8-bit is 1 (0 reads 4-bit values).
+  {
+    DeviceMemory mem;
+    auto l = lower::lower_max_pool(s, mem);
+    ASSERT_TRUE(l.ok());
+    EXPECT_EQ(l->tasks[0].regs.get(arch::PPU_RDMA_RDMA_DATA_FORMAT_IN_PRECISION), 1u);
+    EXPECT_EQ(l->tasks[0].regs.get(arch::PPU_DATA_FORMAT_PROC_PRECISION), 0u);
+  }
+  // Average pooling, the DPU's on-the-fly input, window indices and another storage width
+  // are refused by name.
+  const std::tuple<const arch::Field*, const char*, uint64_t> refused[] = {{&arch::PPU_OPERATION_MODE_CFG_POOLING_METHOD, "POOLING_METHOD", 0},
+                                                                           {&arch::PPU_OPERATION_MODE_CFG_INDEX_EN, "INDEX_EN", 1},
+                                                                           {&arch::PPU_DATA_FORMAT_DPU_FLYIN, "DPU_FLYIN", 1},
+                                                                           {&arch::PPU_RDMA_RDMA_DATA_FORMAT_IN_PRECISION, "IN_PRECISION", 0}};
+  for (const auto& [f, name, v] : refused) {
+    auto r = run_with("ppu_max_padding=ignored", 0xffffff80u, f, v);
     ASSERT_FALSE(r.ok()) << name;
     EXPECT_EQ(r.error().kind, ErrorKind::unsupported) << name;
     EXPECT_NE(r.error().message.find(name), std::string::npos) << r.error().message;

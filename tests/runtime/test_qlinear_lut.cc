@@ -358,41 +358,45 @@ TEST(QLinearAverage, UnderTheNpuConventionAveragesAreDepthwiseConvolutionsOfTheC
     int64_t kh, kw, sh, sw, pad;  // pad: on every side
     bool conv;                    // the NPU form takes it
   };
-  const Site sites[] = {{"pool3s2", 3, 3, 2, 2, 0, true},  {"pool2x3", 2, 3, 1, 2, 0, true},       {"pool3pad", 3, 3, 1, 1, 1, true},
-                        {"pool3pad_excl", 3, 3, 1, 1, 1, false}, {"global", H, W, H, W, 0, true}, {"mean", H, W, H, W, 0, true},
-                        {"mean_flat", H, W, H, W, 0, true}, {"mean_c", 1, 1, 1, 1, 0, false}};
+  const Site sites[] = {{"pool3s2", 3, 3, 2, 2, 0, true},        {"pool2x3", 2, 3, 1, 2, 0, true}, {"pool3pad", 3, 3, 1, 1, 1, true},
+                        {"pool3pad_excl", 3, 3, 1, 1, 1, false}, {"global", H, W, H, W, 0, true},  {"mean", H, W, H, W, 0, true},
+                        {"mean_flat", H, W, H, W, 0, true},      {"mean_c", 1, 1, 1, 1, 0, false}, {"pool_whole", H, W, 8, 9, 0, true}};
   std::mt19937 rng(13);
   for (DType t : {DType::i8, DType::u8}) {
     for (bool npu : {true, false}) {
-      Builder b{{}, t};
-      ir::Graph& g = b.g;
-      if (npu) g.metadata["rkdeploy.requant"] = "rknpu_out_cvt";
-      ir::Value* x = b.input(C, H, W);
       const float sx = 0.05f;
       const int zx = -3;
-      ir::Value* v = b.dq(b.q(x, sx, zx), sx, zx);
-      std::vector<ir::Value*> outs;
-      for (const Site& st : sites) {
-        const std::string name = st.name;
-        ir::Node* n = nullptr;
-        if (name == "global") {
-          n = b.op("GlobalAveragePool", {v});
-        } else if (name.rfind("mean", 0) == 0) {
-          n = b.op("ReduceMean", {v});
-          n->attrs["axes"] = name == "mean_c" ? std::vector<int64_t>{1} : std::vector<int64_t>{-1, 2};
-          if (name == "mean_flat") n->attrs["keepdims"] = int64_t{0};
-        } else {
-          n = b.op("AveragePool", {v});
-          n->attrs["kernel_shape"] = std::vector<int64_t>{st.kh, st.kw};
-          n->attrs["strides"] = std::vector<int64_t>{st.sh, st.sw};
-          n->attrs["pads"] = std::vector<int64_t>(4, st.pad);
-          n->attrs["count_include_pad"] = int64_t{name == "pool3pad" ? 1 : 0};
+      auto make = [&](Builder& b) {
+        ir::Graph& g = b.g;
+        if (npu) g.metadata["rkdeploy.requant"] = "rknpu_out_cvt";
+        ir::Value* x = b.input(C, H, W);
+        ir::Value* v = b.dq(b.q(x, sx, zx), sx, zx);
+        std::vector<ir::Value*> outs;
+        for (const Site& st : sites) {
+          const std::string name = st.name;
+          ir::Node* n = nullptr;
+          if (name == "global") {
+            n = b.op("GlobalAveragePool", {v});
+          } else if (name.rfind("mean", 0) == 0) {
+            n = b.op("ReduceMean", {v});
+            n->attrs["axes"] = name == "mean_c" ? std::vector<int64_t>{1} : std::vector<int64_t>{-1, 2};
+            if (name == "mean_flat") n->attrs["keepdims"] = int64_t{0};
+          } else {
+            n = b.op("AveragePool", {v});
+            n->attrs["kernel_shape"] = std::vector<int64_t>{st.kh, st.kw};
+            n->attrs["strides"] = std::vector<int64_t>{st.sh, st.sw};
+            n->attrs["pads"] = std::vector<int64_t>(4, st.pad);
+            n->attrs["count_include_pad"] = int64_t{name == "pool3pad" ? 1 : 0};
+          }
+          ir::Value* y = b.q(n->outputs[0], 0.02f, 4);
+          EXPECT_TRUE(g.rename_value(y, name).ok());
+          outs.push_back(y);
         }
-        ir::Value* y = b.q(n->outputs[0], 0.02f, 4);
-        EXPECT_TRUE(g.rename_value(y, name).ok());
-        outs.push_back(y);
-      }
-      g.outputs = outs;
+        g.outputs = outs;
+      };
+      Builder b{{}, t}, sb{{}, t};
+      make(b);
+      make(sb);
       Tensor xf = Tensor::empty(DType::f32, {1, C, H, W});
       std::uniform_real_distribution<float> u(-7.f, 7.f);
       for (int64_t i = 0; i < xf.numel(); ++i) xf.data<float>()[i] = u(rng);
@@ -402,6 +406,35 @@ TEST(QLinearAverage, UnderTheNpuConventionAveragesAreDepthwiseConvolutionsOfTheC
       for (const Site& st : sites) convs += st.conv;
       EXPECT_EQ(ops["QLinearConv"], npu ? convs : 0) << dtype_name(t);
       if (!npu) continue;
+      {
+        // The same graph for the RK3588 simulator: every such convolution on the NPU, its
+        // outputs the integer reference's bit for bit (per-tensor weights: the per-tensor
+        // strategy is the convention's OUT_CVT; the BS-multiplier strategies re-encode it).
+        runtime::CompileOptions opt;
+        opt.int8 = true;
+        opt.npu_sim_strategy = "per-tensor";
+        ir::FusionReport rep;
+        ASSERT_TRUE(runtime::optimize(sb.g, opt, &rep).ok());
+        EXPECT_EQ(rep.npu_sim_convs, convs) << ::testing::PrintToString(rep.npu_cpu_convs);
+        auto ex = runtime::Executor::create(sb.g);
+        ASSERT_TRUE(ex.ok()) << ex.error().to_string();
+        auto out = (*ex)->run({{"x", xf}});
+        ASSERT_TRUE(out.ok()) << out.error().to_string();
+        for (const Site& st : sites) {
+          const Tensor& a = out->at(st.name);
+          const Tensor& r = got.at(st.name);
+          ASSERT_EQ(a.nbytes(), r.nbytes()) << st.name;
+          int differ = 0, first = -1;
+          for (int64_t i = 0; i < r.numel(); ++i) {
+            const bool d = static_cast<const uint8_t*>(a.raw())[i] != static_cast<const uint8_t*>(r.raw())[i];
+            differ += d;
+            if (d && first < 0) first = static_cast<int>(i);
+          }
+          EXPECT_EQ(differ, 0) << st.name << " " << dtype_name(t) << ": simulator != integer reference, first at " << first << ": "
+                               << int{static_cast<const uint8_t*>(a.raw())[std::max(first, 0)]} << " vs "
+                               << int{static_cast<const uint8_t*>(r.raw())[std::max(first, 0)]} << " of " << r.numel();
+        }
+      }
       const int32_t lo = t == DType::u8 ? 0 : -128, shift = t == DType::u8 ? 128 : 0;
       auto centred = [&](int64_t c, int64_t h, int64_t w) -> int64_t {
         const float f = xf.data<float>()[(c * H + h) * W + w];
@@ -416,7 +449,8 @@ TEST(QLinearAverage, UnderTheNpuConventionAveragesAreDepthwiseConvolutionsOfTheC
         if (std::string(st.name) == "mean_flat") {
           EXPECT_EQ(y.shape(), (Shape{1, C})) << "keepdims 0";
         }
-        auto rq = quant::Requantizer::make(quant::Requant::rknpu_out_cvt, sx, {1.f / static_cast<float>(st.kh * st.kw)}, 0.02f, 4 + shift, lo, lo + 255);
+        auto rq =
+            quant::Requantizer::make(quant::Requant::rknpu_out_cvt, sx, {1.f / static_cast<float>(st.kh * st.kw)}, 0.02f, 4 + shift, lo, lo + 255);
         ASSERT_TRUE(rq.ok());
         int wrong = 0;
         for (int64_t c = 0; c < C; ++c)
