@@ -47,15 +47,18 @@ Node* sole_per_tensor_q(const ir::Graph& g, const Value* v) {
 }
 
 // `proto` (its op, attributes and constant inputs) evaluated by the executor's kernel on the
-// tensors `given` in place of those inputs (all of one shape), in a scratch graph whose output
-// has that shape.
+// tensors `given` in place of those inputs (of one shape, or scalars broadcast against it), in
+// a scratch graph whose output has the largest one's shape.
 Result<Tensor> run_with(const ir::NodeEvaluator& eval, const Node& proto, int64_t opset, const std::map<size_t, const Tensor*>& given,
                         DType out_dtype) {
   ir::Graph t;
   t.opset = opset;
   std::vector<Value*> ins;
   std::vector<const Tensor*> args;
-  const Tensor& x = *given.begin()->second;
+  const Tensor* largest = given.begin()->second;
+  for (const auto& [i, tv] : given)
+    if (tv->numel() > largest->numel()) largest = tv;
+  const Tensor& x = *largest;
   for (size_t i = 0; i < proto.inputs.size(); ++i) {
     const Value* v = proto.inputs[i];
     if (auto it = given.find(i); it != given.end()) {
@@ -102,14 +105,28 @@ Tensor all_codes(DType t) {
 
 // The table of q(op(dq(code))) for every code, computed by the executor's own kernels; op
 // may be null (q(dq(code))).
-Result<Tensor> site_table(const ir::NodeEvaluator& eval, const Node& dq, const Node* op, size_t vary, const Node& q, int64_t opset) {
+Result<Tensor> site_table(const ir::NodeEvaluator& eval, const Node& dq, const Node* op, size_t vary, const Node& q, int64_t opset,
+                          const std::map<size_t, Tensor>& dequantized = {}) {
   const DType in_t = *dq.inputs[0]->dtype;
   RKD_ASSIGN(Tensor f, run_like(eval, dq, opset, 0, all_codes(in_t), DType::f32));
   if (op) {
-    RKD_ASSIGN(Tensor g, run_like(eval, *op, opset, vary, f, DType::f32));
+    std::map<size_t, const Tensor*> given{{vary, &f}};
+    for (const auto& [i, t] : dequantized) given[i] = &t;
+    RKD_ASSIGN(Tensor g, run_with(eval, *op, opset, given, DType::f32));
     f = std::move(g);
   }
   return run_like(eval, q, opset, 0, f, q.inputs[2]->constant->dtype());
+}
+
+// v as a float constant when a per-tensor DequantizeLinear makes it from a constant scalar (a
+// quantized constant operand, as TF.js exports write hard-swish's 3 and 1/6), by the
+// executor's own DequantizeLinear.
+std::optional<Tensor> dequantized_scalar(const ir::NodeEvaluator& eval, const Value* v, int64_t opset) {
+  const Node* d = per_tensor_dq(v);
+  if (!d || !d->inputs[0]->constant || d->inputs[0]->constant->numel() != 1) return std::nullopt;
+  auto f = run_like(eval, *d, opset, 0, *d->inputs[0]->constant, DType::f32);
+  if (!f.ok()) return std::nullopt;
+  return std::move(*f);
 }
 
 bool same_quantization(const Node& dq, const Node& q) {
@@ -235,12 +252,20 @@ Status lut_sites(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEvalua
     const bool average2 = npu_form && ir::resize_is_average2(*op);
     const std::optional<ir::AverageWindow> average = npu_form ? ir::average_window(*op) : std::nullopt;
     if (!unary && !maxpool && !pad && !bilinear2 && !average2 && !average) continue;
-    // The one varying input, from a per-tensor DequantizeLinear; the rest constant.
+    // The one varying input, from a per-tensor DequantizeLinear; the rest constant (or, for a
+    // pointwise op, dequantized constant scalars).
     size_t vary = op->inputs.size();
     bool ok = true;
+    std::map<size_t, Tensor> dequantized;
     for (size_t i = 0; i < op->inputs.size() && ok; ++i) {
       const Value* v = op->inputs[i];
       if (!v || v->constant) continue;
+      if (unary) {
+        if (auto c = dequantized_scalar(eval, v, g.opset)) {
+          dequantized.emplace(i, std::move(*c));
+          continue;
+        }
+      }
       if (vary != op->inputs.size()) ok = false;
       vary = i;
     }
@@ -257,7 +282,7 @@ Status lut_sites(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEvalua
       if (*xs != *ys) continue;
       for (const Value* v : op->inputs) ok = ok && (!v || !v->constant || v->constant->numel() == 1);
       if (!ok) continue;
-      auto table = site_table(eval, *dq, op, vary, *q, g.opset);
+      auto table = site_table(eval, *dq, op, vary, *q, g.opset, dequantized);
       if (!table.ok()) continue;  // an op the kernels cannot run in this form stays float
       // A LeakyRelu keeps what the NPU lowering needs (rkd_op, rkd_alpha, the scales and zero
       // points); under rknpu_out_cvt its table is the NPU's arithmetic (quant/int8.h).
@@ -388,11 +413,17 @@ Status mul_lut_sites(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEv
   for (const auto& np : g.nodes()) {
     if (np->op_type == "Mul" && np->domain.empty() && np->inputs.size() == 2 && np->outputs.size() == 1) muls.push_back(np.get());
   }
-  // The QLinearLut producing v from src, or nullptr.
-  auto lut_of = [&](const Value* v, const Value* src) -> Node* {
+  // v as a function of one map: the live QLinearLut (256 entries) making it, or none (v itself).
+  struct Factor {
+    Value* x;
+    Node* lut;
+  };
+  auto factor_of = [&](Value* v) -> Factor {
     Node* l = v ? v->producer : nullptr;
-    if (!l || gone.count(l) || l->op_type != "QLinearLut" || l->domain != "rkdeploy" || l->inputs.size() < 2 || l->inputs[0] != src) return nullptr;
-    return l->inputs[1] && l->inputs[1]->constant && l->inputs[1]->constant->numel() == 256 ? l : nullptr;
+    if (!l || gone.count(l) || l->op_type != "QLinearLut" || l->domain != "rkdeploy" || l->inputs.size() < 2 || !l->inputs[1] ||
+        !l->inputs[1]->constant || l->inputs[1]->constant->numel() != 256)
+      return {v, nullptr};
+    return {l->inputs[0], l};
   };
   for (Node* op : muls) {
     if (gone.count(op)) continue;
@@ -402,28 +433,26 @@ Status mul_lut_sites(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEv
     if (!da || !db || !q || gone.count(da) || gone.count(db) || gone.count(q)) continue;
     const auto as = ir::static_shape(op->inputs[0]), bs = ir::static_shape(op->inputs[1]), ys = ir::static_shape(op->outputs[0]);
     if (!as || !bs || !ys || *as != *bs || *as != *ys) continue;
-    // x: the map both factors are functions of; lut: the table between x and the other factor.
+    // x: the map both factors are functions of (each the map itself or a table of it).
     Value* xa = da->inputs[0];
     Value* xb = db->inputs[0];
-    Value* x = nullptr;
-    Node* lut = nullptr;
-    bool a_is_x = true;
-    if (xa == xb) {
-      x = xa;
-    } else if ((lut = lut_of(xb, xa))) {
-      x = xa;
-    } else if ((lut = lut_of(xa, xb))) {
-      x = xb;
-      a_is_x = false;
-    } else {
-      continue;
+    Factor fa{xa, nullptr}, fb{xb, nullptr};
+    if (xa != xb) {
+      const Factor ta = factor_of(xa), tb = factor_of(xb);
+      if (tb.x == xa) fb = tb;
+      else if (ta.x == xb) fa = ta;
+      else if (ta.lut && tb.lut && ta.x == tb.x) fa = ta, fb = tb;
+      else continue;
     }
+    Value* x = fa.lut ? fa.x : xa;
     const Tensor cx = all_codes(*x->dtype);
-    const Tensor cy = lut ? *lut->inputs[1]->constant : cx;  // the other factor's code for each code of x
+    // Each factor's code for each code of x.
+    const Tensor ca = fa.lut ? *fa.lut->inputs[1]->constant : cx;
+    const Tensor cb = fb.lut ? *fb.lut->inputs[1]->constant : cx;
     auto table = [&]() -> Result<Tensor> {
-      RKD_ASSIGN(Tensor fa, run_like(eval, *da, g.opset, 0, a_is_x ? cx : cy, DType::f32));
-      RKD_ASSIGN(Tensor fb, run_like(eval, *db, g.opset, 0, a_is_x ? cy : cx, DType::f32));
-      RKD_ASSIGN(Tensor fm, run_with(eval, *op, g.opset, {{0, &fa}, {1, &fb}}, DType::f32));
+      RKD_ASSIGN(Tensor fva, run_like(eval, *da, g.opset, 0, ca, DType::f32));
+      RKD_ASSIGN(Tensor fvb, run_like(eval, *db, g.opset, 0, cb, DType::f32));
+      RKD_ASSIGN(Tensor fm, run_with(eval, *op, g.opset, {{0, &fva}, {1, &fvb}}, DType::f32));
       return run_like(eval, *q, g.opset, 0, fm, q->inputs[2]->constant->dtype());
     }();
     if (!table.ok()) continue;  // a Mul the kernels cannot run in this form stays float
@@ -432,11 +461,36 @@ Status mul_lut_sites(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEv
     gone.insert(q);
     gone.insert(op);
     for (Node* d : {da, db}) drop_if_sole(d, op, gone);
-    Node* lut_reader = a_is_x ? db : da;
-    if (lut && gone.count(lut_reader) && lut->outputs[0]->consumers.size() == 1 &&
-        std::find(g.outputs.begin(), g.outputs.end(), lut->outputs[0]) == g.outputs.end()) {
-      gone.insert(lut);
+    // A factor's table read only by its DequantizeLinear, now gone, goes too.
+    for (const auto& [lut, reader] : {std::pair{fa.lut, da}, std::pair{fb.lut, db}}) {
+      if (lut && !gone.count(lut) && gone.count(reader) && lut->outputs[0]->consumers.size() == 1 &&
+          std::find(g.outputs.begin(), g.outputs.end(), lut->outputs[0]) == g.outputs.end())
+        gone.insert(lut);
     }
+  }
+  return {};
+}
+
+Status constant_add_luts(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEvaluator& eval) {
+  for (const auto& np : g.nodes()) {
+    Node* op = np.get();
+    if (gone.count(op) || op->op_type != "QLinearAdd" || op->domain != "rkdeploy" || op->inputs.size() < 8 || op->outputs.size() != 1) continue;
+    const Value* a = op->inputs[0];
+    const Value* b = op->inputs[3];
+    if (!a || !b || a->constant.has_value() == b->constant.has_value()) continue;
+    const size_t vary = a->constant ? 3 : 0;
+    const Value* c = a->constant ? a : b;
+    Value* x = op->inputs[vary];
+    if (c->constant->numel() != 1 || !x->dtype || !is_int8(*x->dtype) || !op->outputs[0]->dtype) continue;
+    bool params = true;
+    for (size_t i : {1u, 2u, 4u, 5u, 6u, 7u}) params = params && op->inputs[i] && op->inputs[i]->constant;
+    if (!params) continue;
+    const Tensor codes = all_codes(*x->dtype);
+    auto table = run_with(eval, *op, g.opset, {{vary, &codes}}, *op->outputs[0]->dtype);
+    if (!table.ok()) continue;  // an Add the kernel cannot run in this form stays as it is
+    RKD_ASSIGN(Node * lut, add_lut(g, op->name, x, std::move(*table), *op->outputs[0]));
+    g.move_output(op, 0, lut, 0);
+    gone.insert(op);
   }
   return {};
 }

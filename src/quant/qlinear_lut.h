@@ -14,8 +14,8 @@ namespace rkd::quant {
 
 // With DQ and Q per tensor (constant scale and zero point, 8-bit), Q the op's only reader:
 //   DQ(x) -> U -> Q, U elementwise (Relu, LeakyRelu, Sigmoid, HardSwish, Clip, Mul by a
-//     scalar, ...) with its other inputs constant scalars: rkdeploy.QLinearLut(x, table),
-//     table[c] = Q(U(DQ(c)));
+//     scalar, ...) with its other inputs constant scalars or DequantizeLinears of constant
+//     scalars: rkdeploy.QLinearLut(x, table), table[c] = Q(U(DQ(c)));
 //   DQ(x) -> MaxPool -> Q, every window holding an input element: MaxPool on the integers
 //     (DQ and Q are non-decreasing, so they commute with max), then QLinearLut(Q o DQ)
 //     unless DQ and Q quantize alike;
@@ -32,11 +32,16 @@ namespace rkd::quant {
 //     average would round twice (docs/npu.md, "Average pooling").
 // Sites whose op the kernels cannot evaluate this way stay float.
 Status lut_sites(ir::Graph& g, std::set<const ir::Node*>& gone, const ir::NodeEvaluator& eval);
-// Q(Mul(DQ_a(x), DQ_b(y))), per tensor, one shape, y = QLinearLut(x) or y = x (SiLU as YOLO
-// exports write it, x * Sigmoid(x), once lut_sites made the Sigmoid a table): a function of
-// x's code alone, rkdeploy.QLinearLut(x, table), table[c] = Q(DQ_a(c) * DQ_b(y(c))) by the
+// Q(Mul(DQ_a(u), DQ_b(v))), per tensor, one shape, u and v each x or a QLinearLut of x (SiLU
+// as YOLO exports write it, x * Sigmoid(x), once lut_sites made the Sigmoid a table; hard-swish
+// as TF.js writes it, (x / 6) * relu6(x + 3), once both factors are tables): a function of x's
+// code alone, rkdeploy.QLinearLut(x, table), table[c] = Q(DQ_a(u(c)) * DQ_b(v(c))) by the
 // executor's kernels.
 Status mul_lut_sites(ir::Graph& g, std::set<const ir::Node*>& gone, const ir::NodeEvaluator& eval);
+// rkdeploy.QLinearAdd of a map and a constant scalar (hard-swish's x + 3 as TF.js exports it):
+// a function of the map's code alone, rkdeploy.QLinearLut(x, table), the table the
+// QLinearAdd kernel's own output for each code (its convention, clamp and rounding).
+Status constant_add_luts(ir::Graph& g, std::set<const ir::Node*>& gone, const ir::NodeEvaluator& eval);
 // QLinearLut -> QLinearLut (the first read only by the second): one composed table.
 Status compose_luts(ir::Graph& g, std::set<const ir::Node*>& gone);
 

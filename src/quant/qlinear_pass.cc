@@ -576,6 +576,8 @@ ir::Pass qdq_to_qlinear_pass(ir::NodeEvaluator eval) {
         if (!tflite) {
           RKD_TRY(lut_sites(g, gone, eval));
           RKD_TRY(flush());
+          RKD_TRY(constant_add_luts(g, gone, eval));
+          RKD_TRY(flush());
           RKD_TRY(mul_lut_sites(g, gone, eval));
           RKD_TRY(flush());
           RKD_TRY(compose_luts(g, gone));

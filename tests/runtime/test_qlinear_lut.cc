@@ -146,6 +146,52 @@ TEST_P(QLinearLut, TablesAndIntegerPoolAndPadEqualTheFloatQdqGraphBitForBit) {
   }
 }
 
+// Hard-swish as TensorFlow.js exports a quantized MobileNetV3 (centernet's 20 sites): its
+// constants are themselves quantized, (x * DQ(Q(1/6))) * relu6(x + DQ(Q(3))), each product and
+// sum between DequantizeLinear and QuantizeLinear. The scalar product becomes a table (a
+// dequantized constant scalar counts as a constant), the Add of a constant an integer
+// QLinearAdd and then a table (constant_add_luts), the product of the two tables of x one
+// table (mul_lut_sites) - one QLinearLut in all, equal to the float QDQ graph bit for bit.
+TEST_P(QLinearLut, HardSwishWithQuantizedConstantsIsOneTable) {
+  auto build_hs = [](Builder& b) {
+    ir::Graph& g = b.g;
+    ir::Value* x = b.input(4, 5, 6);
+    ir::Value* v = b.dq(b.q(x, 0.06f, 7), 0.06f, 7);
+    auto qconst = [&](int code, float scale) {
+      Tensor c = Tensor::empty(b.t, {});
+      if (b.t == DType::i8) c.data<int8_t>()[0] = static_cast<int8_t>(code);
+      else c.data<uint8_t>()[0] = static_cast<uint8_t>(code + 128);
+      return b.dq(g.add_constant(b.id("c"), c), scale, 0);
+    };
+    ir::Node* sixth = b.op("Mul", {qconst(127, 0.1667f / 127), v});
+    ir::Value* xs = b.dq(b.q(sixth->outputs[0], 0.012f, 5), 0.012f, 5);
+    ir::Node* add = b.op("Add", {v, qconst(127, 3.f / 127)});
+    ir::Node* relu6 = b.op("Clip", {add->outputs[0], b.scalar(0.f), b.scalar(6.f)});
+    ir::Value* r = b.dq(b.q(relu6->outputs[0], 6.f / 255, -128), 6.f / 255, -128);
+    ir::Node* mul = b.op("Mul", {xs, r});
+    ir::Value* y = b.q(mul->outputs[0], 0.05f, -60);
+    EXPECT_TRUE(g.rename_value(y, "y").ok());
+    g.outputs.push_back(y);
+  };
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> u(-9.f, 9.f);
+  Tensor x = Tensor::empty(DType::f32, {1, 4, 5, 6});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(rng);
+  Builder fb{{}, GetParam()}, ib{{}, GetParam()};
+  build_hs(fb);
+  build_hs(ib);
+  std::map<std::string, int> ops;
+  const auto want = run(fb, false, x, nullptr);
+  const auto got = run(ib, true, x, &ops);
+  EXPECT_EQ(ops["QLinearLut"], 1);
+  EXPECT_EQ(ops["Mul"] + ops["Add"] + ops["QLinearAdd"] + ops["Clip"], 0);
+  const Tensor& w = want.at("y");
+  const Tensor& g = got.at("y");
+  ASSERT_EQ(w.dtype(), GetParam());
+  ASSERT_EQ(g.dtype(), GetParam());
+  EXPECT_EQ(std::memcmp(w.raw(), g.raw(), static_cast<size_t>(w.numel())), 0);
+}
+
 TEST(QLinearLutMarks, ALeakyReluTableCarriesItsParametersUntilItIsComposed) {
   // x -> Q -> DQ -> [Sigmoid -> Q -> DQ ->] LeakyRelu -> Q: alone, the table keeps what the NPU
   // lowering reads (rkd_op, alpha, the scales and zero points); composed after the Sigmoid's
