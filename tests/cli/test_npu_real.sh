@@ -85,6 +85,18 @@ test "$(grep -c "Sigmoid/lut: its producer and every reader run on the CPU" "$wo
 # LeakyRelu tables under rknpu_out_cvt): every output equal bit for bit.
 for f in "$work"/u8int8/*.npy; do cmp "$f" "$work/u8sim/$(basename "$f")"; done
 echo "nanodet uint8 per-tensor: every output of the simulated run equals the int8 reference's"
+# And from a photo to detections (letterbox, the model, decode and NMS): the simulated run's
+# detections are the int8 reference's, field for field.
+photo="$(ls "$dir"/calib/* | head -1)"
+cfg="$here/scripts/models/human/configs/nanodet.json"
+"$rk" run "$u" --backend int8 --requant rknpu_out_cvt --image "$photo" --config "$cfg" --json > "$work/u8int8.det.json" 2> /dev/null
+"$rk" run "$u" --backend sim --strategy per-tensor --requant rknpu_out_cvt --image "$photo" --config "$cfg" --json > "$work/u8sim.det.json" 2> /dev/null
+/usr/bin/python3 - "$work/u8int8.det.json" "$work/u8sim.det.json" <<'PY'
+import json, sys
+a, b = (json.load(open(f))["detections"] for f in sys.argv[1:])
+assert a and a == b, (a, b)
+print(f"nanodet uint8 on a photo: the simulated run's {len(b)} detection(s) equal the int8 reference's")
+PY
 # compile lists what run --backend sim places: the 12 Concats and 3 Splits as element-wise
 # entries, one copy task (and register-command file) per part, and neither among the CPU's nodes.
 "$rk" compile "$u" --strategy per-tensor -o "$work/u8.rk3588" > /dev/null
