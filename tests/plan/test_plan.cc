@@ -233,6 +233,55 @@ TEST(Placement, TheRkdeployProfileAgreesWithTheLoweringConstraints) {
   }
 }
 
+// Averages: the windows ir::average_window takes are placed as the lowered NPU rows (one
+// depthwise convolution) while that convolution keeps to the rules; the others take the
+// profile's next row (not lowered) or fall back to the CPU, with that row's reason or the
+// convolution rule's.
+TEST(Placement, AveragesAreLoweredWhereOneDepthwiseConvolutionComputesThem) {
+  const plan::Target t = *plan::find_target("rk3588-rkdeploy", kTargets);
+  const int64_t big = npu::lower::conv_limits().max_kernel_w + 1;
+  struct Case {
+    const char* op;
+    int64_t h, w, k, stride, pad, count_include_pad;
+    std::vector<int64_t> axes;
+    const char* reason;  // null: lowered on the NPU; else what the placement's reason says
+  };
+  const Case cases[] = {
+      {"AveragePool", 16, 16, 3, 2, 0, 0, {}, nullptr},
+      {"AveragePool", 16, 16, 3, 1, 1, 1, {}, nullptr},
+      {"AveragePool", 16, 16, 3, 1, 1, 0, {}, "count_include_pad 0 with padding"},
+      {"GlobalAveragePool", 20, 24, 0, 0, 0, 0, {}, nullptr},
+      {"GlobalAveragePool", big, big, 0, 0, 0, 0, {}, "kernel <= "},
+      {"ReduceMean", 12, 9, 0, 0, 0, 0, {2, 3}, nullptr},
+      {"ReduceMean", 12, 9, 0, 0, 0, 0, {1}, "other axes"},
+  };
+  for (const Case& c : cases) {
+    ir::Graph g;
+    g.opset = 17;
+    ir::Value* x = input(g, "x", {1, 8, c.h, c.w});
+    const bool window = std::string(c.op) == "AveragePool";
+    const int64_t oh = window ? (c.h + 2 * c.pad - c.k) / c.stride + 1 : 1, ow = window ? (c.w + 2 * c.pad - c.k) / c.stride + 1 : 1;
+    const bool channels = c.axes == std::vector<int64_t>{1};
+    ir::Node* n = node(g, c.op, {x}, {1, channels ? 1 : 8, channels ? c.h : oh, channels ? c.w : ow});
+    if (window) {
+      n->attrs["kernel_shape"] = std::vector<int64_t>{c.k, c.k};
+      n->attrs["strides"] = std::vector<int64_t>{c.stride, c.stride};
+      n->attrs["pads"] = std::vector<int64_t>(4, c.pad);
+      n->attrs["count_include_pad"] = c.count_include_pad;
+    }
+    if (!c.axes.empty()) n->attrs["axes"] = c.axes;
+    const plan::Placement p = plan::place(t, *n);
+    const std::string what = std::string(c.op) + " " + std::to_string(c.h) + "x" + std::to_string(c.w);
+    if (!c.reason) {
+      EXPECT_EQ(p.device, plan::Device::npu) << what << ": " << p.reason;
+      EXPECT_TRUE(p.lowered) << what;
+    } else {
+      EXPECT_FALSE(p.device == plan::Device::npu && p.lowered) << what << ": " << p.reason;
+      EXPECT_NE(p.reason.find(c.reason), std::string::npos) << what << ": " << p.reason;
+    }
+  }
+}
+
 // x -> conv -> {GridSample a, GridSample b} -> Add -> conv -> GridSample c -> conv: three
 // unsupported nodes; the two parallel ones share one CPU segment, so the custom-op variant
 // has NPU, CPU, NPU, CPU, NPU: k = 4, and the as-is variant fails naming all three.
