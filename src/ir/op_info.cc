@@ -177,15 +177,16 @@ bool resize_copies_elements(const Node& n) {
 
 namespace {
 
-// A linear half-pixel Resize of a static [N, C, H, W] map by 2 (up) or 1/2 (down) in height and
-// width: the taps resize_is_bilinear2 / resize_is_average2 describe.
-bool linear_half_pixel_by_2(const Node& n, bool up) {
+// A linear Resize of a static [N, C, H, W] map by 2 (up) or 1/2 (down) in height and width with
+// half-pixel (or, `asymmetric`, asymmetric) coordinates: the taps resize_is_bilinear2 /
+// resize_is_average2 / resize_is_asymmetric_bilinear2 describe.
+bool linear_by_2(const Node& n, bool up, bool asymmetric = false) {
   // rkdeploy.NpuResize: the runtime's placed form, a Resize's inputs and attributes.
   const bool resize = (n.domain.empty() && n.op_type == "Resize") || (n.domain == "rkdeploy" && n.op_type == "NpuResize");
   if (!resize || n.inputs.empty() || n.outputs.empty()) return false;
   const std::string ct = n.attr_string("coordinate_transformation_mode", "half_pixel").value_or("");
   if (n.attr_string("mode", "nearest").value_or("") != "linear" || n.attr_int("antialias", 0).value_or(1) != 0 || n.attrs.count("axes") ||
-      (ct != "half_pixel" && ct != "pytorch_half_pixel" && ct != "half_pixel_symmetric"))
+      (asymmetric ? ct != "asymmetric" : (ct != "half_pixel" && ct != "pytorch_half_pixel" && ct != "half_pixel_symmetric")))
     return false;
   const auto xs = static_shape(n.inputs[0]), ys = static_shape(n.outputs[0]);
   if (!xs || !ys || xs->size() != 4 || ys->size() != 4) return false;
@@ -208,8 +209,9 @@ bool linear_half_pixel_by_2(const Node& n, bool up) {
 
 }  // namespace
 
-bool resize_is_bilinear2(const Node& n) { return linear_half_pixel_by_2(n, true); }
-bool resize_is_average2(const Node& n) { return linear_half_pixel_by_2(n, false); }
+bool resize_is_bilinear2(const Node& n) { return linear_by_2(n, true); }
+bool resize_is_average2(const Node& n) { return linear_by_2(n, false); }
+bool resize_is_asymmetric_bilinear2(const Node& n) { return linear_by_2(n, true, true); }
 
 std::optional<AverageWindow> average_window(const Node& n) {
   if (!n.domain.empty() || n.inputs.empty()) return std::nullopt;

@@ -94,6 +94,11 @@ bool resize_is_bilinear2(const Node& n);
 // output the mean of a 2 x 2 block (taps 1/2, 1/2 per axis), a 2 x 2 stride-2 average pool.
 // qdq-to-qlinear makes it a depthwise QLinearConv under rknpu_out_cvt (quant/qlinear_lut.h).
 bool resize_is_average2(const Node& n);
+// A linear asymmetric Resize by 2 (TensorFlow's ResizeBilinear without half_pixel_centers, as
+// centernet's neck has it; shapes and scales as resize_is_bilinear2): output 2 i takes input i,
+// output 2 i + 1 the mean of inputs i and i + 1 (clamped), per axis - a depthwise 3 x 3
+// convolution of weights [0 0 0; 0 1 1; 0 1 1] / 4 over the same edge-padded nearest x2 map.
+bool resize_is_asymmetric_bilinear2(const Node& n);
 // A ConvTranspose whose every output cell has exactly one tap: a 2 x 2 kernel (weights input
 // of static shape [IC, OC, 2, 2]), stride 2, no padding or output padding, unit dilations,
 // group 1, no output_shape / auto_pad. It is a 1 x 1 convolution of 4 OC outputs followed by

@@ -520,8 +520,8 @@ std::string npu_channel_pad_violation(const ir::Node& n) {
   return first_violation(npu::lower::check_eltwise(g));
 }
 
-// A nearest or half-pixel linear Resize of a [N, C, H, W] map to [N, C, 2 H, 2 W], its output as
-// constraints.h's element-wise rules read it (linear: and its depthwise convolution as the
+// A nearest, or half-pixel or asymmetric linear, Resize of a [N, C, H, W] map to [N, C, 2 H,
+// 2 W], its output as constraints.h's element-wise rules read it (linear: and its depthwise convolution as the
 // convolution rules do), or a half-pixel linear one by 1/2 as a depthwise 2 x 2 stride-2
 // convolution. (Whether a nearest one's coordinate transformation and rounding repeat each cell -
 // the kernel's nearest sources i / 2 - is the runtime's check: the as-run variant.)
@@ -542,7 +542,8 @@ std::string npu_upsample2_violation(const ir::Node& n) {
     return v.empty() ? v : "its 2 x 2 mean as a depthwise convolution: " + v;
   }
   if (mode == "linear") {
-    if (!ir::resize_is_bilinear2(n)) return "linear, but not x2 in height and width with half-pixel taps";
+    if (!ir::resize_is_bilinear2(n) && !ir::resize_is_asymmetric_bilinear2(n))
+      return "linear, but not x2 in height and width with half-pixel or asymmetric taps";
   } else if (mode != "nearest") {
     return "mode " + mode;
   }
@@ -787,8 +788,8 @@ std::string constraint_text(const Constraint& c) {
   } else if (c.check == "npu_conv_transpose2") {
     s = "a 2 x 2 ConvTranspose of stride 2 without padding, the NPU's 1 x 1 convolution and element-wise geometry";
   } else if (c.check == "npu_upsample2") {
-    s = "a nearest or half-pixel linear x2 Resize in height and width, the NPU's element-wise geometry (linear: and a depthwise convolution's), "
-        "or a half-pixel linear x1/2 one (a depthwise 2 x 2 stride-2 convolution)";
+    s = "a nearest, half-pixel or asymmetric linear x2 Resize in height and width, the NPU's element-wise geometry (linear: and a depthwise "
+        "convolution's), or a half-pixel linear x1/2 one (a depthwise 2 x 2 stride-2 convolution)";
   } else if (c.check == "npu_channel_pad") {
     s = "channels added at the end only, the NPU's element-wise geometry";
   } else if (c.check == "npu_average_as_conv") {

@@ -248,7 +248,8 @@ Status lut_sites(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEvalua
     const bool pad = op->op_type == "Pad";
     // The NPU's own forms: in its convention, and in any graph compiled for its simulator.
     const bool npu_form = npu_convention || g.metadata.count("rkdeploy.npu_sim");
-    const bool bilinear2 = npu_form && ir::resize_is_bilinear2(*op);
+    const bool asymmetric2 = npu_form && ir::resize_is_asymmetric_bilinear2(*op);
+    const bool bilinear2 = (npu_form && ir::resize_is_bilinear2(*op)) || asymmetric2;
     const bool average2 = npu_form && ir::resize_is_average2(*op);
     const std::optional<ir::AverageWindow> average = npu_form ? ir::average_window(*op) : std::nullopt;
     if (!unary && !maxpool && !pad && !bilinear2 && !average2 && !average) continue;
@@ -316,7 +317,8 @@ Status lut_sites(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEvalua
       // The blend as a depthwise QLinearConv on the codes (the NPU's form: it runs as any
       // convolution): by 1/2, 2 x 2 stride 2, weights 1 / 4; by 2, 3 x 3 over the nearest x2
       // map edge-padded by 1 (a Resize copying codes, a Pad edge), weights [1 2 1]^T [1 2 1] /
-      // 16. The taps are the Resize's exactly; the requantization is the convention's.
+      // 16 (half-pixel) or [0 1 1]^T [0 1 1] / 4 (asymmetric). The taps are the Resize's
+      // exactly; the requantization is the convention's.
       const int64_t C = (*xs)[1], K = average2 ? 2 : 3;
       Value* src = dq->inputs[0];
       if (bilinear2) {
@@ -338,10 +340,13 @@ Status lut_sites(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEvalua
         pd->outputs[0]->shape = ir::Dims{ir::Dim{(*ys)[0], ""}, ir::Dim{C, ""}, ir::Dim{(*ys)[2] + 2, ""}, ir::Dim{(*ys)[3] + 2, ""}};
         src = pd->outputs[0];
       }
-      const int k3[3] = {1, 2, 1};
-      DepthwiseBlend b{C, K, K, average2 ? 2 : 1, average2 ? 2 : 1, {0, 0, 0, 0}, average2 ? 0.25f : 0.0625f, [&](int64_t y, int64_t x) {
-                         return average2 ? 1 : k3[y] * k3[x];
-                       }};
+      // Half-pixel: [1 2 1]^T [1 2 1] / 16 around the nearest cell; asymmetric: the mean of the
+      // nearest cell and its neighbours below and to the right, [0 1 1]^T [0 1 1] / 4.
+      const int k3[3] = {1, 2, 1}, a3[3] = {0, 1, 1};
+      DepthwiseBlend b{
+          C, K, K, average2 ? 2 : 1, average2 ? 2 : 1, {0, 0, 0, 0}, average2 || asymmetric2 ? 0.25f : 0.0625f, [&](int64_t y, int64_t x) {
+            return average2 ? 1 : asymmetric2 ? a3[y] * a3[x] : k3[y] * k3[x];
+          }};
       RKD_ASSIGN(Node * cv, add_depthwise_blend(g, *op, src, *dq, *q, b, requant != g.metadata.end() ? requant->second : std::string()));
       g.move_output(q, 0, cv, 0);
     } else if (average) {

@@ -23,8 +23,9 @@ namespace rkd::quant {
 //   under rknpu_out_cvt (or for the NPU simulator: metadata rkdeploy.npu_sim), DQ(x) ->
 //     Resize -> Q with ir::resize_is_average2: a depthwise 2 x 2 stride-2 QLinearConv of
 //     weights 1/4 on x; with ir::resize_is_bilinear2: a nearest x2 Resize of x, a Pad edge by 1
-//     and a depthwise 3 x 3 QLinearConv of weights [1 2 1]^T [1 2 1] / 16 (the taps exactly, the
-//     requantization the convention's: the NPU runs the convolutions as any other);
+//     and a depthwise 3 x 3 QLinearConv of weights [1 2 1]^T [1 2 1] / 16 (with
+//     ir::resize_is_asymmetric_bilinear2 the same, weights [0 1 1]^T [0 1 1] / 4) (the taps
+//     exactly, the requantization the convention's: the NPU runs the convolutions as any other);
 //     likewise DQ(x) -> AveragePool / GlobalAveragePool / ReduceMean over H, W -> Q: a depthwise
 //     QLinearConv of weights 1 and weight scale 1 / (KH KW) over each window (AveragePool in
 //     floor mode, no dilation, pads only with count_include_pad; ReduceMean without keepdims

@@ -3,7 +3,8 @@
 # fixture), quantized per channel by rkdeploy, analysed with the default strategy and with
 # per-tensor, and run whole with its convolutions on the simulator (`run --backend sim`);
 # then quantized per tensor as uint8 and checked bit-exact in the NPU's convention; blazeface's
-# pools and channel Pads and handdetect's ConvTransposes likewise.
+# pools and channel Pads, handdetect's ConvTransposes and centernet's hard-swishes and asymmetric
+# bilinear Resizes likewise.
 set -euo pipefail
 rk="$1"
 dir="$2"
@@ -209,3 +210,17 @@ assert not [x for x in m["cpu"] if x["op"] in ("ConvTranspose", "DepthToSpace", 
 assert sorted(e["geometry"]["OC"] for e in d2s) == [128, 256], [e["geometry"] for e in d2s]
 print(f"handdetect uint8 per-tensor: every output equal to the int8 reference's, {len(d2s)} ConvTransposes as 1x1 convolutions and DepthToSpace tasks")
 PY
+# centernet (MobileNetV3): its 20 hard-swishes with quantized constants as one table each and
+# its 3 asymmetric bilinear x2 Resizes (TensorFlow's ResizeBilinear without half-pixel centres)
+# as the edge-padded nearest map and a depthwise convolution; uint8 per tensor in the NPU's
+# convention, every output equal to the int8 reference's.
+cu="$work/centernet.u8.qdq.onnx"
+"$rk" quantize "$models/centernet.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/centernet.json" \
+  --method percentile --dtype uint8 -o "$cu" > /dev/null
+cin="$("$rk" inspect "$cu" --json | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["inputs"][0]["name"])')=$dir/inputs/centernet.input.npy"
+"$rk" run "$cu" --backend int8 --requant rknpu_out_cvt --input "$cin" --output-dir "$work/cu8int8" > /dev/null
+"$rk" run "$cu" --backend sim --strategy per-tensor --requant rknpu_out_cvt --input "$cin" --output-dir "$work/cu8sim" > /dev/null 2> "$work/cu8sim.log"
+grep -q "; 3 nearest x2 Resize(s) as NPU tasks (3 edge-padded for a bilinear one), 0 on the CPU" "$work/cu8sim.log" || { cat "$work/cu8sim.log"; exit 1; }
+grep -q "; 32 other table(s) through the DPU's LUT" "$work/cu8sim.log" || { cat "$work/cu8sim.log"; exit 1; }
+for f in "$work"/cu8int8/*.npy; do cmp "$f" "$work/cu8sim/$(basename "$f")"; done
+echo "centernet uint8 per-tensor: every output equal to the int8 reference's (3 asymmetric bilinear Resizes, 32 tables on the NPU)"

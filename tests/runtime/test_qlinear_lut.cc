@@ -323,20 +323,25 @@ TEST(QLinearResize, UnderTheNpuConventionLinearByTwoAndByAHalfAreDepthwiseConvol
       ir::Value* v = b.dq(b.q(x, sx, zx), sx, zx);
       ir::Node* up = b.op("Resize", {v, nullptr, g.add_constant("up_scales", Tensor::from_floats({4}, std::vector<float>{1, 1, 2, 2}))});
       ir::Node* down = b.op("Resize", {v, nullptr, g.add_constant("down_scales", Tensor::from_floats({4}, std::vector<float>{1, 1, 0.5f, 0.5f}))});
-      for (ir::Node* r : {up, down}) r->attrs["mode"] = std::string("linear");
+      // TensorFlow's ResizeBilinear without half-pixel centres (centernet's neck).
+      ir::Node* asym = b.op("Resize", {v, nullptr, g.add_constant("asym_scales", Tensor::from_floats({4}, std::vector<float>{1, 1, 2, 2}))});
+      for (ir::Node* r : {up, down, asym}) r->attrs["mode"] = std::string("linear");
       down->attrs["coordinate_transformation_mode"] = std::string("pytorch_half_pixel");
+      asym->attrs["coordinate_transformation_mode"] = std::string("asymmetric");
       ir::Value* yu = b.q(up->outputs[0], su, zu);
       ir::Value* yd = b.q(down->outputs[0], sd, zd);
+      ir::Value* ya = b.q(asym->outputs[0], su, zu);
       ASSERT_TRUE(g.rename_value(yu, "up").ok());
       ASSERT_TRUE(g.rename_value(yd, "down").ok());
-      g.outputs = {yu, yd};
+      ASSERT_TRUE(g.rename_value(ya, "asym").ok());
+      g.outputs = {yu, yd, ya};
       Tensor xf = Tensor::empty(DType::f32, {1, C, H, W});
       std::uniform_real_distribution<float> u(-7.f, 7.f);
       for (int64_t i = 0; i < xf.numel(); ++i) xf.data<float>()[i] = u(rng);
       std::map<std::string, int> ops;
       const auto got = run(b, true, xf, &ops);
-      EXPECT_EQ(ops["QLinearConv"], npu ? 2 : 0);
-      EXPECT_EQ(ops["Pad"], npu ? 1 : 0);
+      EXPECT_EQ(ops["QLinearConv"], npu ? 3 : 0);
+      EXPECT_EQ(ops["Pad"], npu ? 2 : 0);
       EXPECT_EQ(ops["DequantizeLinear"], npu ? 0 : 1) << "the float sites' one input";
       if (!npu) continue;
       // The input's codes minus the zero point (QuantizeLinear on this type's grid), as floats.
@@ -348,17 +353,18 @@ TEST(QLinearResize, UnderTheNpuConventionLinearByTwoAndByAHalfAreDepthwiseConvol
       auto cell = [&](int64_t c, int64_t h, int64_t w) {
         return static_cast<int64_t>(centred.data<float>()[(c * H + std::clamp<int64_t>(h, 0, H - 1)) * W + std::clamp<int64_t>(w, 0, W - 1)]);
       };
-      for (const char* name : {"up", "down"}) {
-        const bool by2 = std::string(name) == "up";
+      for (const char* name : {"up", "down", "asym"}) {
+        const bool asymmetric = std::string(name) == "asym";
+        const bool by2 = std::string(name) == "up" || asymmetric;
         ops::ResizeParams rp;
         rp.mode = ops::ResizeParams::Mode::linear;
-        rp.coordinate_transformation = by2 ? "half_pixel" : "pytorch_half_pixel";
+        rp.coordinate_transformation = asymmetric ? "asymmetric" : by2 ? "half_pixel" : "pytorch_half_pixel";
         rp.scales = {1.f, 1.f, by2 ? 2.f : 0.5f, by2 ? 2.f : 0.5f};
         const Tensor& y = got.at(name);
         ASSERT_EQ(y.dtype(), t);
         Tensor blend = Tensor::empty(DType::f32, y.shape());
         ASSERT_TRUE(ops::resize(centred, rp, blend).ok());
-        auto rq = quant::Requantizer::make(quant::Requant::rknpu_out_cvt, by2 ? sx : sx, {by2 ? 0.0625f : 0.25f}, by2 ? su : sd,
+        auto rq = quant::Requantizer::make(quant::Requant::rknpu_out_cvt, sx, {by2 && !asymmetric ? 0.0625f : 0.25f}, by2 ? su : sd,
                                            (by2 ? zu : zd) + shift, lo, lo + 255);
         ASSERT_TRUE(rq.ok());
         const int64_t OH = y.shape()[2], OW = y.shape()[3];
@@ -368,19 +374,21 @@ TEST(QLinearResize, UnderTheNpuConventionLinearByTwoAndByAHalfAreDepthwiseConvol
             for (int64_t ox = 0; ox < OW; ++ox) {
               int64_t acc = 0;
               if (by2) {
-                // The edge-replicated nearest map's 3 x 3 window around (oy + 1, ox + 1).
-                const int k3[3] = {1, 2, 1};
+                // The edge-replicated nearest map's 3 x 3 window around (oy + 1, ox + 1);
+                // asymmetric: its lower right 2 x 2 (the cell and its neighbours below and right).
+                const int k3[3] = {1, 2, 1}, a3[3] = {0, 1, 1};
                 for (int dy = 0; dy < 3; ++dy)
                   for (int dx = 0; dx < 3; ++dx) {
                     const int64_t ey = oy + dy, ex = ox + dx;  // in the padded map
-                    acc += k3[dy] * k3[dx] * cell(c, ey - 1 < 0 ? 0 : (ey - 1) / 2, ex - 1 < 0 ? 0 : (ex - 1) / 2);
+                    const int tap = asymmetric ? a3[dy] * a3[dx] : k3[dy] * k3[dx];
+                    acc += tap * cell(c, ey - 1 < 0 ? 0 : (ey - 1) / 2, ex - 1 < 0 ? 0 : (ex - 1) / 2);
                   }
               } else {
                 for (int dy = 0; dy < 2; ++dy)
                   for (int dx = 0; dx < 2; ++dx) acc += cell(c, 2 * oy + dy, 2 * ox + dx);
               }
               const int64_t at = (c * OH + oy) * OW + ox;
-              taps += static_cast<double>(acc) != static_cast<double>(blend.data<float>()[at]) * (by2 ? 16.0 : 4.0);
+              taps += static_cast<double>(acc) != static_cast<double>(blend.data<float>()[at]) * (by2 && !asymmetric ? 16.0 : 4.0);
               const int32_t have = t == DType::i8 ? int32_t{y.data<int8_t>()[at]} : int32_t{y.data<uint8_t>()[at]};
               wrong += have != rq->apply(static_cast<int32_t>(acc), 0);
             }
