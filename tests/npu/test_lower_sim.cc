@@ -245,6 +245,10 @@ const TilingCase kTilingCases[] = {
     {true, DType::i8, {40, 40, 120, 700, 3, 1}, 2, 6, "depthwise_windows"},  // depthwise 16-channel windows
     {true, DType::u8, {16, 16, 90, 600, 3, 2}, 2, 2, "depthwise_uint8"},
     {false, DType::i8, {512, 256, 6, 7, 3, 1}, 1, 4, "weight_chunks"},  // 4.5 KiB kernels: weights in chunks
+    // A 16 x 16 window over 720 channels (centernet's squeeze-excite average as a depthwise
+    // convolution): weights and input each need 6 banks; split into channel ranges.
+    {true, DType::i8, {720, 720, 16, 16, 16, 1}, 1, 2, "depthwise_channel_ranges"},
+    {true, DType::u8, {720, 720, 16, 16, 16, 1}, 1, 2, "depthwise_channel_ranges_uint8"},
 };
 
 class CbufTiling : public ::testing::TestWithParam<size_t> {};

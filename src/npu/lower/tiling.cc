@@ -63,8 +63,58 @@ Result<Tiling> plan_tiling(const TileGeometry& g) {
   return t;
 }
 
+namespace {
+
+// Depthwise: a task reads only the 16-channel blocks of its channels (channel_window), so a task
+// whose window's weights and fewest input rows overflow the CBUF is split by channel ranges:
+// the largest multiple of 64 channels (one depthwise weight atom) whose window fits, each range
+// of the channel axis one task (the plan's channels in that range, in the plan's order).
+Result<std::vector<TaskPlan>> split_depthwise(const ConvSpec& s, std::vector<TaskPlan> plans) {
+  const int64_t bank = kRk3588.cbuf_bank_bytes, banks = kRk3588.cbuf_banks, spare = kRk3588.cbuf_spare_feature_banks;
+  const int64_t taps = s.KH * s.KW;
+  const int64_t min_rows = std::min(stored_height(s), std::max<int64_t>(s.KH, kRk3588.min_height));
+  // CBUF banks a window of n channels needs: its packed weights, its fewest input rows, the spare.
+  auto banks_for = [&](int64_t n) {
+    const int64_t weights = align(n, kDepthwiseWeightLanes) * taps, rows = min_rows * align(n, kC2) * s.W;
+    return (weights + bank - 1) / bank + (rows + bank - 1) / bank + spare;
+  };
+  int64_t per = 0;
+  for (int64_t n = align(s.C, kDepthwiseWeightLanes); n >= kDepthwiseWeightLanes; n -= kDepthwiseWeightLanes)
+    if (banks_for(n) <= banks) {
+      per = n;
+      break;
+    }
+  if (per == 0)
+    return unsupported("npu lowering: " + std::to_string(kDepthwiseWeightLanes) + " depthwise channels of a " + std::to_string(s.KH) + "x" +
+                       std::to_string(s.KW) + " kernel and " + std::to_string(min_rows) +
+                       " input rows do not fit the CBUF (width splitting is not implemented)");
+  std::vector<TaskPlan> split;
+  for (TaskPlan& p : plans) {
+    const int64_t lo = *std::min_element(p.channels.begin(), p.channels.end()) / kC2 * kC2;
+    const int64_t hi = *std::max_element(p.channels.begin(), p.channels.end()) + 1;
+    if (banks_for(hi - lo) <= banks) {
+      split.push_back(std::move(p));
+      continue;
+    }
+    for (int64_t r0 = 0; r0 < s.C; r0 += per) {
+      TaskPlan c = p;
+      c.channels.clear();
+      c.mul.clear();
+      for (size_t j = 0; j < p.channels.size(); ++j) {
+        if (p.channels[j] < r0 || p.channels[j] >= r0 + per) continue;
+        c.channels.push_back(p.channels[j]);
+        if (p.use_mul) c.mul.push_back(p.mul[j]);
+      }
+      if (!c.channels.empty()) split.push_back(std::move(c));
+    }
+  }
+  return split;
+}
+
+}  // namespace
+
 Result<std::vector<TaskPlan>> split_kernels(const ConvSpec& s, std::vector<TaskPlan> plans) {
-  if (s.depthwise) return plans;
+  if (s.depthwise) return split_depthwise(s, std::move(plans));
   const int64_t bank = kRk3588.cbuf_bank_bytes, banks = kRk3588.cbuf_banks, spare = kRk3588.cbuf_spare_feature_banks;
   const int64_t row = stored_channels(s.C) * s.W, kernel = s.KH * s.KW * stored_channels(s.C);
   const int64_t min_rows = std::min(stored_height(s), std::max<int64_t>(s.KH, kRk3588.min_height));

@@ -44,7 +44,10 @@ Result<Tiling> plan_tiling(const TileGeometry& g);
 // A dense convolution's tasks with every task whose kernels (with the fewest input rows a
 // slice needs) overflow the CBUF split into consecutive chunks of kernels: 32-kernel steps
 // whose weights fit the banks the input leaves (at most 7 banks kept for the input, as Mesa
-// splits). Unsupported when not even two kernels fit. Depthwise specs are returned as given.
+// splits). Unsupported when not even two kernels fit. A depthwise task reads only its own
+// channels: one whose channel window (its weights and fewest input rows) overflows is split
+// by ranges of the channel axis, the largest multiple of 64 channels whose window fits
+// (unsupported when not even 64 do).
 Result<std::vector<TaskPlan>> split_kernels(const ConvSpec& s, std::vector<TaskPlan> plans);
 
 // What one task reads and computes. For a dense convolution: the plan as given, every input
