@@ -222,5 +222,10 @@ cin="$("$rk" inspect "$cu" --json | /usr/bin/python3 -c 'import json, sys; print
 "$rk" run "$cu" --backend sim --strategy per-tensor --requant rknpu_out_cvt --input "$cin" --output-dir "$work/cu8sim" > /dev/null 2> "$work/cu8sim.log"
 grep -q "; 3 nearest x2 Resize(s) as NPU tasks (3 edge-padded for a bilinear one), 0 on the CPU" "$work/cu8sim.log" || { cat "$work/cu8sim.log"; exit 1; }
 grep -q "; 32 other table(s) through the DPU's LUT" "$work/cu8sim.log" || { cat "$work/cu8sim.log"; exit 1; }
+# 95 convolutions, the 16 x 16 squeeze-excite averages among them (depthwise channel ranges);
+# the 6 left are the averages whose windows pass the CNA's 31 x 31 kernel.
+grep -q "npu: 95 convolution(s) on the RK3588 simulator (strategy per-tensor, 0 with the following Add fused), 6 on the CPU" "$work/cu8sim.log" ||
+  { cat "$work/cu8sim.log"; exit 1; }
+test "$(grep -c "ReduceMean/blend: npu lowering: kernel .*: kernel <= 31" "$work/cu8sim.log")" = 6
 for f in "$work"/cu8int8/*.npy; do cmp "$f" "$work/cu8sim/$(basename "$f")"; done
-echo "centernet uint8 per-tensor: every output equal to the int8 reference's (3 asymmetric bilinear Resizes, 32 tables on the NPU)"
+echo "centernet uint8 per-tensor: every output equal to the int8 reference's (95 convolutions, 3 asymmetric bilinear Resizes, 32 tables on the NPU)"
