@@ -155,7 +155,6 @@ import json, sys
 b = json.load(open(sys.argv[1]))
 for k in ('forward_ms', 'end_to_end_ms'):
     s = b[k]; assert 0 < s['min'] <= s['p50'] <= s['p95'] <= s['max'], (k, s)
-assert b['end_to_end_ms']['p50'] >= b['forward_ms']['min']
 e = b['environment']
 for k in ('rkdeploy', 'compiler', 'cpu', 'threads', 'onednn', 'highway', 'isa_ceiling', 'highway_target', 'onednn_isa',
           'int8_products', 'vectorised_loops'): assert e.get(k), (k, e)
