@@ -42,7 +42,7 @@ echo "# float, CPU"
 show run "$models/nanodet.json" --image "$photo" --config "$cfg"
 echo "# int8 reference, CPU"
 show run "$q" --image "$photo" --config "$cfg" --backend int8
-echo "# int8, convolutions, Adds, LeakyRelus, tables, Concats and Splits on the NPU simulator"
+echo "# int8, convolutions, Adds, LeakyRelus, tables, Concats, Splits, MaxPool and bilinear Resizes on the NPU simulator"
 show run "$q" --image "$photo" --config "$cfg" --backend sim --draw "$build/demo-npu.png" 2>&1
 echo "# one OUT_CVT per convolution, as a naive lowering"
 show run "$q" --image "$photo" --config "$cfg" --backend sim --strategy per-tensor 2>&1
