@@ -520,10 +520,29 @@ std::string npu_channel_pad_violation(const ir::Node& n) {
   return first_violation(npu::lower::check_eltwise(g));
 }
 
+// A depthwise convolution of the channels of a static [N, C, H, W] shape (its batch and
+// channels) over an H x W map as constraints.h's convolution rules read it: "found (rule:
+// reason)" of the first broken rule, empty when none is.
+std::string depthwise_violation(const Shape& xs, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t stride_h, int64_t stride_w,
+                                int64_t pad_top = 0, int64_t pad_left = 0) {
+  npu::lower::ConvGeometry c;
+  c.batch = xs[0];
+  c.C = c.OC = c.groups = xs[1];
+  c.H = H;
+  c.W = W;
+  c.KH = KH;
+  c.KW = KW;
+  c.stride_h = stride_h;
+  c.stride_w = stride_w;
+  c.pad_top = pad_top;
+  c.pad_left = pad_left;
+  return first_violation(npu::lower::check_conv(c));
+}
+
 // A nearest, or half-pixel or asymmetric linear, Resize of a [N, C, H, W] map to [N, C, 2 H,
-// 2 W], its output as constraints.h's element-wise rules read it (linear: and its depthwise convolution as the
-// convolution rules do), or a half-pixel linear one by 1/2 as a depthwise 2 x 2 stride-2
-// convolution. (Whether a nearest one's coordinate transformation and rounding repeat each cell -
+// 2 W], its output as constraints.h's element-wise rules read it (linear: and its depthwise
+// convolution as the convolution rules do), or a half-pixel linear one by 1/2 as a depthwise
+// 2 x 2 stride-2 convolution. (Whether a nearest one's coordinate transformation and rounding repeat each cell -
 // the kernel's nearest sources i / 2 - is the runtime's check: the as-run variant.)
 std::string npu_upsample2_violation(const ir::Node& n) {
   const auto xs = ir::static_shape(n.inputs.empty() ? nullptr : n.inputs[0]);
@@ -532,13 +551,7 @@ std::string npu_upsample2_violation(const ir::Node& n) {
   const std::string mode = n.attr_string("mode", "nearest").value_or("?");
   if (mode == "linear" && ir::resize_is_average2(n)) {
     // By 1/2: the 2 x 2 mean, a depthwise 2 x 2 stride-2 convolution (quant/qlinear_lut.h).
-    npu::lower::ConvGeometry c;
-    c.batch = (*xs)[0];
-    c.C = c.OC = c.groups = (*xs)[1];
-    c.H = (*xs)[2];
-    c.W = (*xs)[3];
-    c.KH = c.KW = c.stride_h = c.stride_w = 2;
-    std::string v = first_violation(npu::lower::check_conv(c));
+    std::string v = depthwise_violation(*xs, (*xs)[2], (*xs)[3], 2, 2, 2, 2);
     return v.empty() ? v : "its 2 x 2 mean as a depthwise convolution: " + v;
   }
   if (mode == "linear") {
@@ -552,13 +565,7 @@ std::string npu_upsample2_violation(const ir::Node& n) {
   npu::lower::EltwiseGeometry g = map_of(*ys);
   if (std::string v = first_violation(npu::lower::check_eltwise(g)); !v.empty() || mode != "linear") return v;
   // Linear: a depthwise 3 x 3 convolution over the edge-replicated nearest map (eltwise.h).
-  npu::lower::ConvGeometry c;
-  c.batch = (*xs)[0];
-  c.C = c.OC = c.groups = (*xs)[1];
-  c.H = 2 * (*xs)[2] + 2;
-  c.W = 2 * (*xs)[3] + 2;
-  c.KH = c.KW = 3;
-  if (std::string v = first_violation(npu::lower::check_conv(c)); !v.empty()) return "its depthwise convolution: " + v;
+  if (std::string v = depthwise_violation(*xs, 2 * (*xs)[2] + 2, 2 * (*xs)[3] + 2, 3, 3, 1, 1); !v.empty()) return "its depthwise convolution: " + v;
   return "";
 }
 
@@ -595,18 +602,7 @@ std::string npu_average_as_conv_violation(const ir::Node& n) {
     return n.op_type == "ReduceMean" ? "not a mean over height and width (axes 2, 3)"
                                      : "padding without count_include_pad, ceil mode or dilation (no one convolution has those windows)";
   }
-  npu::lower::ConvGeometry c;
-  c.batch = (*xs)[0];
-  c.C = c.OC = c.groups = (*xs)[1];
-  c.H = (*xs)[2];
-  c.W = (*xs)[3];
-  c.KH = w->kh;
-  c.KW = w->kw;
-  c.stride_h = w->sh;
-  c.stride_w = w->sw;
-  c.pad_top = w->pads[0];
-  c.pad_left = w->pads[1];
-  std::string v = first_violation(npu::lower::check_conv(c));
+  std::string v = depthwise_violation(*xs, (*xs)[2], (*xs)[3], w->kh, w->kw, w->sh, w->sw, w->pads[0], w->pads[1]);
   return v.empty() ? v : "its depthwise convolution: " + v;
 }
 

@@ -65,6 +65,10 @@ Result<Tiling> plan_tiling(const TileGeometry& g) {
 
 namespace {
 
+// The fewest input rows a row slice reads: the kernel's (one output row), at least the
+// hardware's minimum height, at most the stored map.
+int64_t min_slice_rows(const ConvSpec& s) { return std::min(stored_height(s), std::max<int64_t>(s.KH, kRk3588.min_height)); }
+
 // Depthwise: a task reads only the 16-channel blocks of its channels (channel_window), so a task
 // whose window's weights and fewest input rows overflow the CBUF is split by channel ranges:
 // the largest multiple of 64 channels (one depthwise weight atom) whose window fits, each range
@@ -72,7 +76,7 @@ namespace {
 Result<std::vector<TaskPlan>> split_depthwise(const ConvSpec& s, std::vector<TaskPlan> plans) {
   const int64_t bank = kRk3588.cbuf_bank_bytes, banks = kRk3588.cbuf_banks, spare = kRk3588.cbuf_spare_feature_banks;
   const int64_t taps = s.KH * s.KW;
-  const int64_t min_rows = std::min(stored_height(s), std::max<int64_t>(s.KH, kRk3588.min_height));
+  const int64_t min_rows = min_slice_rows(s);
   // CBUF banks a window of n channels needs: its packed weights, its fewest input rows, the spare.
   auto banks_for = [&](int64_t n) {
     const int64_t weights = align(n, kDepthwiseWeightLanes) * taps, rows = min_rows * align(n, kC2) * s.W;
@@ -117,7 +121,7 @@ Result<std::vector<TaskPlan>> split_kernels(const ConvSpec& s, std::vector<TaskP
   if (s.depthwise) return split_depthwise(s, std::move(plans));
   const int64_t bank = kRk3588.cbuf_bank_bytes, banks = kRk3588.cbuf_banks, spare = kRk3588.cbuf_spare_feature_banks;
   const int64_t row = stored_channels(s.C) * s.W, kernel = s.KH * s.KW * stored_channels(s.C);
-  const int64_t min_rows = std::min(stored_height(s), std::max<int64_t>(s.KH, kRk3588.min_height));
+  const int64_t min_rows = min_slice_rows(s);
   const int64_t min_data = (min_rows * row + bank - 1) / bank + spare;
   const int64_t whole_data = (stored_height(s) * row + bank - 1) / bank + spare;
   constexpr int64_t kMaxInputBanks = 7;  // the input banks Mesa keeps when it splits kernels
