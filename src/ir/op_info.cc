@@ -138,10 +138,12 @@ const std::vector<OpInfo>& op_table() {
       {"rkdeploy", "MSDAPrepare", nullptr, kShapeFromCreator},
       {"rkdeploy", "MSDeformAttn", nullptr, kShapeFromCreator},
       {"rkdeploy", "QLinearAdd", nullptr, kShapeFromCreator},
+      {"rkdeploy", "QLinearMul", nullptr, kShapeFromCreator},
       {"rkdeploy", "QLinearTflite", nullptr, kShapeFromCreator},
       {"rkdeploy", "QLinearLut", nullptr, kShapeFromCreator},
       {"rkdeploy", "NpuConv", nullptr, kShapeFromCreator | kOnNpu},          // a QLinearConv on the NPU simulator
       {"rkdeploy", "NpuAdd", nullptr, kShapeFromCreator | kOnNpu},           // a QLinearAdd as a DPU-only task on the NPU simulator
+      {"rkdeploy", "NpuMul", nullptr, kShapeFromCreator | kOnNpu},           // a QLinearMul as a DPU-only task (the EW stage's multiply)
       {"rkdeploy", "NpuLeakyRelu", nullptr, kShapeFromCreator | kOnNpu},     // a LeakyRelu table as a DPU-only task on the NPU simulator
       {"rkdeploy", "NpuLut", nullptr, kShapeFromCreator | kOnNpu},           // any other table through the DPU's lookup table
       {"rkdeploy", "NpuMaxPool", nullptr, kShapeFromCreator | kOnNpu},       // an integer MaxPool as a PPU task

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "core/isa.h"
 #include "quant/int8_access.h"
@@ -196,11 +197,73 @@ Status qlinear_matmul(const Tensor& a0, int32_t a_zp, const Tensor& b0, const st
 }
 
 namespace {
+// b's shape padded on the left to a's rank, when b broadcasts to a one way (each of its
+// dimensions 1 or a's).
+std::optional<Shape> broadcast_shape(const Shape& a, const Shape& b) {
+  if (b.size() > a.size()) return std::nullopt;
+  Shape p(a.size() - b.size(), 1);
+  p.insert(p.end(), b.begin(), b.end());
+  for (size_t d = 0; d < a.size(); ++d) {
+    if (p[d] != 1 && p[d] != a[d]) return std::nullopt;
+  }
+  return p;
+}
+
+// a's elements as runs [a0, a0 + n) over which b is one element (scalar: b[b0]) or the run
+// of b's elements from b0 (a run of a's innermost dimensions that b has whole).
+struct Run {
+  int64_t a0 = 0, b0 = 0, n = 0;
+  bool scalar = false;
+};
+template <typename F>
+void for_each_run(const Shape& a, const Shape& bp, F f) {
+  const size_t r = a.size();
+  // The innermost dimensions b either has whole or broadcasts (size-1 dimensions of a fit both).
+  size_t inner = r;
+  bool scalar = false, decided = false;
+  int64_t n = 1;
+  while (inner > 0) {
+    const size_t d = inner - 1;
+    if (a[d] != 1) {
+      const bool s = bp[d] == 1;
+      if (decided && s != scalar) break;
+      scalar = s;
+      decided = true;
+    }
+    n *= a[d];
+    --inner;
+  }
+  // b's strides over the outer dimensions (0 where it broadcasts).
+  std::vector<int64_t> bstride(r, 0);
+  int64_t st = 1;
+  for (size_t d = r; d-- > 0;) {
+    bstride[d] = bp[d] == 1 ? 0 : st;
+    st *= bp[d];
+  }
+  std::vector<int64_t> idx(inner, 0);
+  for (int64_t a0 = 0;; a0 += n) {
+    int64_t b0 = 0;
+    for (size_t d = 0; d < inner; ++d) b0 += idx[d] * bstride[d];
+    if (n > 0) f(Run{a0, b0, n, scalar});
+    size_t d = inner;
+    while (d > 0 && ++idx[d - 1] == a[d - 1]) idx[--d] = 0;
+    if (d == 0) return;
+  }
+}
+
+// f(i, j) for every element i of a and the element j of b it meets (a and b contiguous, b
+// broadcasting to a: check_binary).
+template <typename F>
+void for_each_element(const Tensor& a, const Tensor& b, F f) {
+  for_each_run(a.shape(), *broadcast_shape(a.shape(), b.shape()), [&](const Run& r) {
+    for (int64_t i = 0; i < r.n; ++i) f(r.a0 + i, r.scalar ? r.b0 : r.b0 + i);
+  });
+}
+
 Status check_binary(const Tensor& a, const Tensor& b, const QBinaryParams& p, const Tensor& out, const char* what) {
-  if (p.convention == Requant::onnx_float && std::string(what) == "Mul") return unsupported("Mul: only the TFLite conventions");
   if (a.dtype() != b.dtype() || a.dtype() != out.dtype()) return invalid(std::string(what) + ": operand types differ");
   if (auto r = quantized_range(a.dtype()); !r.ok()) return r.error();
-  if (b.numel() != 1 && b.shape() != a.shape()) return unsupported(std::string(what) + ": b must match a or be one element");
+  if (!broadcast_shape(a.shape(), b.shape())) return unsupported(std::string(what) + ": b does not broadcast to a's shape");
   if (out.shape() != a.shape()) return invalid(std::string(what) + ": output shape differs from a");
   if (!(p.a_scale > 0) || !(p.b_scale > 0) || !(p.out_scale > 0)) return invalid(std::string(what) + ": scales must be positive");
   if (p.act_min > p.act_max) return invalid(std::string(what) + ": empty activation range");
@@ -308,20 +371,23 @@ Status tflite_add(const Tensor& a0, const Tensor& b0, const QBinaryParams& p, bo
                    p.act_min,
                    p.act_max,
                    subtract,
-                   b.numel() == 1};
-    if (a.dtype() == DType::i8) ort_add_i8(k, a.data<int8_t>(), b.data<int8_t>(), a.numel(), out.data<int8_t>());
-    else ort_add_u8(k, a.data<uint8_t>(), b.data<uint8_t>(), a.numel(), out.data<uint8_t>());
+                   false};
+    for_each_run(a.shape(), *broadcast_shape(a.shape(), b.shape()), [&](const Run& r) {
+      OrtAdd kr = k;
+      kr.scalar_b = r.scalar;
+      if (a.dtype() == DType::i8) ort_add_i8(kr, a.data<int8_t>() + r.a0, b.data<int8_t>() + r.b0, r.n, out.data<int8_t>() + r.a0);
+      else ort_add_u8(kr, a.data<uint8_t>() + r.a0, b.data<uint8_t>() + r.b0, r.n, out.data<uint8_t>() + r.a0);
+    });
     return {};
   }
   if (p.convention == Requant::rknpu_out_cvt) {
     if (subtract) return unsupported("Sub: the rknpu_out_cvt convention has no Sub (the NPU lowering takes Add only)");
     RKD_ASSIGN(RknpuAdd k, rknpu_add_plan(p));
-    const bool scalar_b = b.numel() == 1;
-    for (int64_t i = 0; i < a.numel(); ++i) {
-      const int32_t da = load_q(a, i) - p.a_zero_point, db = load_q(b, scalar_b ? 0 : i) - p.b_zero_point;
+    for_each_element(a, b, [&](int64_t i, int64_t j) {
+      const int32_t da = load_q(a, i) - p.a_zero_point, db = load_q(b, j) - p.b_zero_point;
       const int64_t v = k.b_is_main ? rknpu_add_value(k, db, da) : rknpu_add_value(k, da, db);
       store_q(out, i, static_cast<int32_t>(std::clamp<int64_t>(v + p.out_zero_point, p.act_min, p.act_max)));
-    }
+    });
     return {};
   }
   constexpr int kLeftShift = 20;
@@ -329,35 +395,67 @@ Status tflite_add(const Tensor& a0, const Tensor& b0, const QBinaryParams& p, bo
   RKD_ASSIGN(QuantizedMultiplier ma, quantize_multiplier(p.a_scale / twice_max));
   RKD_ASSIGN(QuantizedMultiplier mb, quantize_multiplier(p.b_scale / twice_max));
   RKD_ASSIGN(QuantizedMultiplier mo, quantize_multiplier(twice_max / (static_cast<double>(1 << kLeftShift) * p.out_scale)));
-  for (int64_t i = 0; i < a.numel(); ++i) {
+  for_each_element(a, b, [&](int64_t i, int64_t j) {
     const int32_t va = multiply(p.convention, (load_q(a, i) - p.a_zero_point) * (1 << kLeftShift), ma);
-    const int32_t vb = multiply(p.convention, (load_q(b, b.numel() == 1 ? 0 : i) - p.b_zero_point) * (1 << kLeftShift), mb);
+    const int32_t vb = multiply(p.convention, (load_q(b, j) - p.b_zero_point) * (1 << kLeftShift), mb);
     const int32_t y = multiply(p.convention, subtract ? va - vb : va + vb, mo) + p.out_zero_point;
     store_q(out, i, std::clamp(y, p.act_min, p.act_max));
-  }
+  });
   return {};
+}
+
+Result<RknpuMul> rknpu_mul_plan(const QBinaryParams& p) {
+  if (!(p.a_scale > 0) || !(p.b_scale > 0) || !(p.out_scale > 0)) return invalid("Mul: scales must be positive");
+  const double m = static_cast<double>(p.a_scale) * p.b_scale / p.out_scale;
+  auto out = quantize_multiplier_15(m);
+  if (!out.ok()) return unsupported("Mul: output multiplier " + std::to_string(m) + " outside OUT_CVT's range");
+  return RknpuMul{*out};
+}
+
+int64_t rknpu_mul_value(const RknpuMul& k, int32_t da, int32_t db) {
+  return shift_round(static_cast<int64_t>(da) * db * k.out.scale, k.out.shift, true);
 }
 
 Status tflite_mul(const Tensor& a0, const Tensor& b0, const QBinaryParams& p, Tensor& out) {
   RKD_TRY(check_binary(a0, b0, p, out, "Mul"));
   const Tensor a = a0.contiguous(), b = b0.contiguous();
+  auto prod = [&](int64_t i, int64_t j) { return (load_q(a, i) - p.a_zero_point) * (load_q(b, j) - p.b_zero_point); };
   if (p.convention == Requant::tflite_xnnpack) {
     // XNNPACK's qs8/qu8 vmul, "fp32" requantization: float32 scale, round half to even.
     const float scale = p.a_scale * p.b_scale / p.out_scale;
     const float lo = static_cast<float>(p.act_min - p.out_zero_point), hi = static_cast<float>(p.act_max - p.out_zero_point);
-    for (int64_t i = 0; i < a.numel(); ++i) {
-      const int32_t prod = (load_q(a, i) - p.a_zero_point) * (load_q(b, b.numel() == 1 ? 0 : i) - p.b_zero_point);
-      const float v = std::clamp(static_cast<float>(prod) * scale, lo, hi);
+    for_each_element(a, b, [&](int64_t i, int64_t j) {
+      const float v = std::clamp(static_cast<float>(prod(i, j)) * scale, lo, hi);
       store_q(out, i, static_cast<int32_t>(std::nearbyint(v)) + p.out_zero_point);
-    }
+    });
+    return {};
+  }
+  if (p.convention == Requant::onnx_float) {
+    // MLAS's SSE2 QLinearMul: the float32 ratio, a separately rounded product and sum,
+    // cvtps2dq (half to even), then the saturating packs (the type's range) and the clamp.
+    volatile float ab = p.a_scale * p.b_scale;  // rounded to float32 before the division, as MLAS's float expression
+    const float ratio = ab / p.out_scale, zc = static_cast<float>(p.out_zero_point);
+    RKD_ASSIGN(auto range, quantized_range(a.dtype()));
+    for_each_element(a, b, [&](int64_t i, int64_t j) {
+      volatile float v = static_cast<float>(prod(i, j)) * ratio;  // no fused multiply-add
+      const int32_t y = static_cast<int32_t>(std::nearbyint(v + zc));
+      store_q(out, i, std::clamp(std::clamp(y, range.first, range.second), p.act_min, p.act_max));
+    });
+    return {};
+  }
+  if (p.convention == Requant::rknpu_out_cvt) {
+    RKD_ASSIGN(RknpuMul k, rknpu_mul_plan(p));
+    for_each_element(a, b, [&](int64_t i, int64_t j) {
+      const int64_t v = rknpu_mul_value(k, load_q(a, i) - p.a_zero_point, load_q(b, j) - p.b_zero_point);
+      store_q(out, i, static_cast<int32_t>(std::clamp<int64_t>(v + p.out_zero_point, p.act_min, p.act_max)));
+    });
     return {};
   }
   RKD_ASSIGN(QuantizedMultiplier m, quantize_multiplier(static_cast<double>(p.a_scale) * p.b_scale / p.out_scale));
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    const int32_t prod = (load_q(a, i) - p.a_zero_point) * (load_q(b, b.numel() == 1 ? 0 : i) - p.b_zero_point);
-    const int32_t y = multiply(p.convention, prod, m) + p.out_zero_point;
+  for_each_element(a, b, [&](int64_t i, int64_t j) {
+    const int32_t y = multiply(p.convention, prod(i, j), m) + p.out_zero_point;
     store_q(out, i, std::clamp(y, p.act_min, p.act_max));
-  }
+  });
   return {};
 }
 

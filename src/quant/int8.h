@@ -60,11 +60,16 @@ Status qlinear_matmul(const Tensor& a, int32_t a_zero_point, const Tensor& b, co
 // tflite_xnnpack (XNNPACK's vmul): y = nearbyint(clamp((float)((x_1 - z_1)(x_2 - z_2)) *
 // f32(s_1 s_2 / s_out), act_min - z_out, act_max - z_out)) + z_out. Add/Sub under tflite_xnnpack
 // are TFLite's form with single rounding (measured bit-exact on ties).
-// b is either a's shape or a single element (broadcast). convention: a tflite_* one, or
-// onnx_float for Add/Sub: ONNX Runtime's QLinearAdd (MLAS on x86-64), y = clamp(nearbyint(
-// fma(f32(s_a / s_out), x_a - z_a, +-f32(s_b / s_out) * (x_b - z_b))) + z_out): b's term is a
-// float32 product, a's is fused into the sum (measured bit-exact against ONNX Runtime 1.30;
-// a separately rounded product differs in about 1 of 10^5 outputs).
+// b is a's shape or broadcasts to it one way (numpy rules, b's rank at most a's: a single
+// element, one value per channel [1, C, 1, 1], ...); out has a's shape. convention: a
+// tflite_* one, or onnx_float: for Add/Sub ONNX Runtime's QLinearAdd (MLAS on x86-64),
+// y = clamp(nearbyint(fma(f32(s_a / s_out), x_a - z_a, +-f32(s_b / s_out) * (x_b - z_b))) + z_out):
+// b's term is a float32 product, a's is fused into the sum (measured bit-exact against ONNX
+// Runtime 1.30; a separately rounded product differs in about 1 of 10^5 outputs); for Mul ONNX
+// Runtime's QLinearMul (MLAS's SSE2 kernel, the one x86-64 builds run):
+// y = clamp(nearbyint(f32((x_a - z_a)(x_b - z_b)) * r + f32(z_out))) with r = f32(f32(s_a s_b) / s_out),
+// the product and the sum rounded separately, half to even; or rknpu_out_cvt (rknpu_add_plan,
+// rknpu_mul_plan: the NPU's arithmetic).
 struct QBinaryParams {
   float a_scale = 1, b_scale = 1, out_scale = 1;
   int32_t a_zero_point = 0, b_zero_point = 0, out_zero_point = 0;
@@ -82,7 +87,7 @@ Status tflite_add(const Tensor& a, const Tensor& b, const QBinaryParams& p, bool
 // both multipliers by quantize_multiplier_15 (15 significant bits); exact in int64 (|v| < 2^23,
 // S_o < 2^15). It differs from the real sum rounded once only near ties (the 15-bit
 // multipliers); docs/npu.md states the bound against onnx_float, measured over all inputs.
-// b of a's shape or one element; no Sub (the lowering does not take it).
+// No Sub (the lowering does not take it).
 struct RknpuAdd {
   bool b_is_main = false;
   int32_t main_mul = 1 << 14;  // K
@@ -108,6 +113,19 @@ int64_t rknpu_leaky_relu_value(const RknpuLeakyRelu& k, int32_t dx);
 // -128..127) of that definition, of dtype t.
 Result<Tensor> rknpu_leaky_relu_table(DType t, double x_scale, int32_t x_zero_point, double y_scale, int32_t y_zero_point, double alpha);
 Status tflite_mul(const Tensor& a, const Tensor& b, const QBinaryParams& p, Tensor& out);
+
+// rknpu_out_cvt's Mul: the DPU's element-wise multiply as npu/lower/eltwise.h lowers it (one
+// DPU-only task): a read by MRDMA, BS adding -z_a; b read by ERDMA (per element, or one value
+// per channel: EW_DATA_MODE 0) through the EW converter at scale 1 (-z_b); the EW stage's
+// integer MUL (EW_OP_TYPE 1) and OUT_CVT:
+//   y = clamp(round_half_even((x_a - z_a)(x_b - z_b) S_o / 2^H_o) + z_out, act_min, act_max)
+// with S_o / 2^H_o = s_a s_b / s_out by quantize_multiplier_15; exact in int64 (|v| <= 2^16).
+struct RknpuMul {
+  Multiplier15 out;
+};
+Result<RknpuMul> rknpu_mul_plan(const QBinaryParams& p);
+// v S_o / 2^H_o rounded, before the output zero point and the clamp; da = x_a - z_a, db = x_b - z_b.
+int64_t rknpu_mul_value(const RknpuMul& k, int32_t da, int32_t db);
 
 // TFLite's int8/uint8 AveragePool (NCHW here): the sum over the window's in-bounds elements
 // divided by their count, rounded half away from zero, clamped to [act_min, act_max].

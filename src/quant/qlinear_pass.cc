@@ -428,6 +428,76 @@ Status fold_pad_into_window(ir::Graph& g, std::set<const Node*>& gone) {
   return {};
 }
 
+// A QLinear node computing op (ONNX graphs: Add or Mul) replaces op and its QuantizeLinear
+// (and fused activation, name-giving Identity): the node produces the QuantizeLinear's output.
+void replace_quantized(ir::Graph& g, Node* op, const QuantizedOutput& o, Node* ql, std::set<const Node*>& gone) {
+  ql->outputs[0]->dtype = o.q->inputs[2]->constant->dtype();
+  ql->outputs[0]->shape = o.q->outputs[0]->shape;
+  g.move_output(o.q, 0, ql, 0);
+  gone.insert(o.q);
+  gone.insert(op);
+  if (o.act) gone.insert(o.act);
+  if (o.identity) gone.insert(o.identity);
+}
+
+// ONNX graphs: DequantizeLinear x2 -> Add or Mul -> QuantizeLinear as rkdeploy.QLinearAdd /
+// QLinearMul (inputs as com.microsoft's: A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp),
+// ONNX Runtime's arithmetic (quant/int8.h onnx_float) or the graph's convention
+// (rkd_requant). Add: operands of one shape, or a one-element one. Mul: A of the output's
+// shape, B broadcasting to it one way (one value per channel: squeeze-excite); the operands
+// are swapped when only the second has the output's shape. nullptr: the pattern does not apply.
+Result<Node*> onnx_binary(ir::Graph& g, const Node& op, std::vector<Dq> ins, const QuantizedOutput& o, const std::string& requant) {
+  auto sa = ir::static_shape(ins[0].q), sb = ir::static_shape(ins[1].q);
+  const auto sy = ir::static_shape(o.q->outputs[0]);
+  if (!sa || !sb || !sy || !activation_is_saturation(o)) return nullptr;
+  const bool mul = op.op_type == "Mul";
+  if (mul && *sa != *sy && *sb == *sy) {
+    std::swap(ins[0], ins[1]);
+    std::swap(sa, sb);
+  }
+  if (*sa != *sy) return nullptr;
+  if (mul) {
+    if (sb->size() > sa->size()) return nullptr;
+    for (size_t d = 0; d < sb->size(); ++d) {
+      const int64_t bd = (*sb)[d], ad = (*sa)[sa->size() - sb->size() + d];
+      if (bd != 1 && bd != ad) return nullptr;
+    }
+  } else {
+    int64_t nb = 1;
+    for (int64_t d : *sb) nb *= d;
+    if (*sb != *sa && nb != 1) return nullptr;
+  }
+  std::vector<Value*> args;
+  for (const Dq& d : ins) args.insert(args.end(), {d.q, d.scale, d.zp});
+  args.insert(args.end(), {o.q->inputs[1], o.q->inputs[2]});
+  RKD_ASSIGN(Node * ql, g.add_node(op.name + "/qlinear", mul ? "QLinearMul" : "QLinearAdd", "rkdeploy", args,
+                                   {g.fresh_name(o.q->outputs[0]->name + "/qlinear")}));
+  if (!requant.empty()) ql->attrs["rkd_requant"] = requant;
+  return ql;
+}
+
+Status onnx_muls(ir::Graph& g, std::set<const Node*>& gone, const std::string& requant) {
+  std::vector<Node*> muls;
+  for (const auto& np : g.nodes()) {
+    if (np->op_type == "Mul" && np->domain.empty() && np->inputs.size() == 2 && np->outputs.size() == 1 && !gone.count(np.get()))
+      muls.push_back(np.get());
+  }
+  for (Node* op : muls) {
+    auto o = quantized_output(g, op->outputs[0]);
+    if (!o) continue;
+    std::vector<Dq> ins;
+    for (Value* v : op->inputs) {
+      auto d = dequantized(v);
+      if (!d || !per_tensor(d->scale) || !d->zp || !d->q->dtype || *d->q->dtype != o->q->inputs[2]->constant->dtype()) break;
+      ins.push_back(*d);
+    }
+    if (ins.size() != 2) continue;
+    RKD_ASSIGN(Node * ql, onnx_binary(g, *op, ins, *o, requant));
+    if (ql) replace_quantized(g, op, *o, ql, gone);
+  }
+  return {};
+}
+
 }  // namespace
 
 ir::Pass qdq_to_qlinear_pass(ir::NodeEvaluator eval) {
@@ -487,21 +557,10 @@ ir::Pass qdq_to_qlinear_pass(ir::NodeEvaluator eval) {
             ql->attrs["act_min"] = int64_t{lo};
             ql->attrs["act_max"] = int64_t{hi};
           } else {
-            const auto sa = ir::static_shape(ins[0].q), sb = ir::static_shape(ins[1].q), sy = ir::static_shape(o->q->outputs[0]);
-            if (!sa || !sb || !sy || *sa != *sy || !activation_is_saturation(*o)) continue;
-            int64_t nb = 1;
-            for (int64_t d : *sb) nb *= d;
-            if (*sb != *sa && nb != 1) continue;
-            RKD_ASSIGN(ql, g.add_node(op->name + "/qlinear", "QLinearAdd", "rkdeploy", args, {g.fresh_name(o->q->outputs[0]->name + "/qlinear")}));
-            if (requant != g.metadata.end()) ql->attrs["rkd_requant"] = requant->second;
+            RKD_ASSIGN(ql, onnx_binary(g, *op, ins, *o, requant != g.metadata.end() ? requant->second : std::string()));
+            if (!ql) continue;
           }
-          ql->outputs[0]->dtype = o->q->inputs[2]->constant->dtype();
-          ql->outputs[0]->shape = o->q->outputs[0]->shape;
-          g.move_output(o->q, 0, ql, 0);
-          gone.insert(o->q);
-          gone.insert(op);
-          if (o->act) gone.insert(o->act);
-          if (o->identity) gone.insert(o->identity);
+          replace_quantized(g, op, *o, ql, gone);
         }
         for (Node* op : ops) {
           const bool conv = op->op_type == "Conv";
@@ -581,6 +640,9 @@ ir::Pass qdq_to_qlinear_pass(ir::NodeEvaluator eval) {
           RKD_TRY(mul_lut_sites(g, gone, eval));
           RKD_TRY(flush());
           RKD_TRY(compose_luts(g, gone));
+          RKD_TRY(flush());
+          // The Muls no table took (x Sigmoid(x), hard-swish's products are tables now).
+          RKD_TRY(onnx_muls(g, gone, requant != g.metadata.end() ? requant->second : std::string()));
           RKD_TRY(flush());
         }
         RKD_TRY(fold_pad_into_window(g, gone));

@@ -206,10 +206,11 @@ Result<Kernel> prepare_tflite(const Node& n) {
   return unsupported(what + ": no TFLite integer kernel for " + op);
 }
 
-// rkdeploy.QLinearAdd (from qdq-to-qlinear), inputs as com.microsoft.QLinearAdd: A, A_scale,
-// A_zp, B, B_scale, B_zp, C_scale, C_zp; ONNX Runtime's arithmetic (quant::Requant::onnx_float)
-// or, with rkd_requant = rknpu_out_cvt, the NPU's (quant::rknpu_add_plan).
-Result<Kernel> qlinear_add(const Node& n) {
+// rkdeploy.QLinearAdd / QLinearMul (from qdq-to-qlinear), inputs as com.microsoft's: A,
+// A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp (B broadcasting to A one way); ONNX Runtime's
+// arithmetic (quant::Requant::onnx_float) or, with rkd_requant = rknpu_out_cvt, the NPU's
+// (quant::rknpu_add_plan, rknpu_mul_plan).
+Result<Kernel> qlinear_binary(const Node& n, bool mul) {
   for (size_t i : {1, 2, 4, 5, 6, 7}) {
     if (n.inputs.size() < 8 || !n.inputs[i] || !n.inputs[i]->constant || n.inputs[i]->constant->numel() != 1) {
       return unsupported(n.describe() + ": scales and zero points must be per-tensor constants");
@@ -229,10 +230,14 @@ Result<Kernel> qlinear_add(const Node& n) {
   p.convention = rq_name == "rknpu_out_cvt" ? quant::Requant::rknpu_out_cvt : quant::Requant::onnx_float;
   const std::string what = n.describe();
   if (p.convention == quant::Requant::rknpu_out_cvt) {
-    if (auto k = quant::rknpu_add_plan(p); !k.ok()) return k.error().with_context(what);
+    if (mul) {
+      if (auto k = quant::rknpu_mul_plan(p); !k.ok()) return k.error().with_context(what);
+    } else if (auto k = quant::rknpu_add_plan(p); !k.ok()) {
+      return k.error().with_context(what);
+    }
   }
-  return Kernel([p, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-    return with_node(quant::tflite_add(*in[0], *in[3], p, false, out[0]), what);
+  return Kernel([p, what, mul](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+    return with_node(mul ? quant::tflite_mul(*in[0], *in[3], p, out[0]) : quant::tflite_add(*in[0], *in[3], p, false, out[0]), what);
   });
 }
 
@@ -261,7 +266,8 @@ Result<Kernel> qlinear_lut(const Node& n) {
 void register_rkdeploy_ops(std::map<std::string, Factory>& r) {
   r["MSDAPrepare"] = [](const Node& n, int64_t) { return msda_prepare(n); };
   r["MSDeformAttn"] = [](const Node& n, int64_t) { return msda_attention(n); };
-  r["QLinearAdd"] = [](const Node& n, int64_t) { return qlinear_add(n); };
+  r["QLinearAdd"] = [](const Node& n, int64_t) { return qlinear_binary(n, false); };
+  r["QLinearMul"] = [](const Node& n, int64_t) { return qlinear_binary(n, true); };
   r["QLinearTflite"] = [](const Node& n, int64_t) { return prepare_tflite(n); };
   r["QLinearLut"] = [](const Node& n, int64_t) { return qlinear_lut(n); };
   r["NpuConv"] = [](const Node& n, int64_t) { return npu_sim_kernel_from_attrs(n); };

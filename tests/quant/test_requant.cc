@@ -269,6 +269,67 @@ TEST(Int8Elementwise, AddSubMulMatchTheDefinitionsAndTheRealValues) {
   }
 }
 
+// A broadcasting operand (one value per channel, a single element, a trailing row) gives
+// what the same operand expanded to a's shape gives, for every convention and both ops; and
+// the NPU's Mul (rknpu_out_cvt) is the real product rounded once to within its 15-bit
+// multiplier's error.
+TEST(Int8Elementwise, BroadcastOperandsEqualTheirExpandedTensors) {
+  std::mt19937 rng(11);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const Shape as{2, 3, 4, 5};
+  const std::vector<Shape> bshapes{{1, 3, 1, 1}, {3, 1, 1}, {1}, {5}, {2, 1, 4, 1}, {4, 5}};
+  for (const Shape& bs : bshapes) {
+    for (Requant conv : {Requant::onnx_float, Requant::rknpu_out_cvt, Requant::tflite_double_rounding, Requant::tflite_xnnpack}) {
+      for (int op = 0; op < 2; ++op) {
+        if (op == 0 && conv == Requant::tflite_xnnpack) continue;  // Add: its own form, covered above
+        QBinaryParams p;
+        p.a_scale = 0.031f;
+        p.b_scale = 0.0087f;
+        p.out_scale = op == 1 ? 0.0105f : 0.043f;
+        p.a_zero_point = pick(-9, 9);
+        p.b_zero_point = pick(-9, 9);
+        p.out_zero_point = pick(-5, 5);
+        p.convention = conv;
+        Tensor a = Tensor::empty(DType::i8, as), b = Tensor::empty(DType::i8, bs);
+        for (int64_t i = 0; i < a.numel(); ++i) a.data<int8_t>()[i] = static_cast<int8_t>(pick(-128, 127));
+        for (int64_t i = 0; i < b.numel(); ++i) b.data<int8_t>()[i] = static_cast<int8_t>(pick(-128, 127));
+        // b expanded by index arithmetic of its own (numpy's rule, right-aligned dimensions).
+        Tensor full = Tensor::empty(DType::i8, as);
+        for (int64_t i = 0; i < full.numel(); ++i) {
+          int64_t rem = i, j = 0, stride = 1;
+          for (size_t d = as.size(); d-- > 0;) {
+            const int64_t ad = as[d], k = rem % ad;
+            rem /= ad;
+            const size_t back = as.size() - 1 - d;
+            if (back < bs.size()) {
+              const int64_t bd = bs[bs.size() - 1 - back];
+              j += (bd == 1 ? 0 : k) * stride;
+              stride *= bd;
+            }
+          }
+          full.data<int8_t>()[i] = b.data<int8_t>()[j];
+        }
+        Tensor y1 = Tensor::empty(DType::i8, as), y2 = Tensor::empty(DType::i8, as);
+        auto run = [&](const Tensor& bb, Tensor& y) { return op == 1 ? tflite_mul(a, bb, p, y) : tflite_add(a, bb, p, false, y); };
+        ASSERT_TRUE(run(b, y1).ok()) << "op " << op;
+        ASSERT_TRUE(run(full, y2).ok());
+        for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(y1.data<int8_t>()[i], y2.data<int8_t>()[i]) << "op " << op << " element " << i;
+        if (op == 1 && conv == Requant::rknpu_out_cvt) {
+          for (int64_t i = 0; i < a.numel(); ++i) {
+            const double real = (a.data<int8_t>()[i] - p.a_zero_point) * static_cast<double>(p.a_scale) * (full.data<int8_t>()[i] - p.b_zero_point) *
+                                    p.b_scale / p.out_scale +
+                                p.out_zero_point;
+            // 15-bit multiplier: |v| 2^-15 relative error on |v| <= 2^16 / 100 steps here, plus half a step.
+            EXPECT_LE(std::fabs(y1.data<int8_t>()[i] - std::clamp(real, -128.0, 127.0)), 0.5 + 0.05) << "element " << i;
+          }
+        }
+      }
+    }
+  }
+  Tensor a = Tensor::empty(DType::i8, {1, 3, 2, 2}), b = Tensor::empty(DType::i8, {1, 2, 1, 1}), y = Tensor::empty(DType::i8, {1, 3, 2, 2});
+  EXPECT_FALSE(tflite_mul(a, b, QBinaryParams{}, y).ok());  // 2 channels do not broadcast to 3
+}
+
 TEST(Int8Pool, AverageRoundsHalfAwayAndMaxIsExact) {
   Tensor x = Tensor::empty(DType::i8, {1, 1, 2, 3});
   const int8_t v[] = {-3, -2, 5, 4, -1, 0};
