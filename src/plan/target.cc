@@ -606,7 +606,7 @@ std::string npu_average_as_conv_violation(const ir::Node& n) {
   return v.empty() ? v : "its depthwise convolution: " + v;
 }
 
-// An Add / QLinearAdd of two maps, or a channel Concat or Split of maps, as npu/lower/constraints.h's
+// An Add / Mul (QLinearAdd / QLinearMul) of two maps, or a channel Concat or Split of maps, as npu/lower/constraints.h's
 // element-wise rules read it.
 std::string npu_eltwise_geometry_violation(const ir::Node& n) {
   if (n.op_type == "Concat" || n.op_type == "Split") {
@@ -626,11 +626,15 @@ std::string npu_eltwise_geometry_violation(const ir::Node& n) {
     g.unaligned_part_offset = npu::lower::unaligned_part_offset(parts);
     return first_violation(npu::lower::check_eltwise(g));
   }
-  const bool q = n.op_type == "QLinearAdd";
-  const auto as = ir::static_shape(n.inputs.empty() ? nullptr : n.inputs[0]);
+  const bool q = n.op_type == "QLinearAdd" || n.op_type == "QLinearMul";
+  const bool mul = n.op_type == "Mul" || n.op_type == "QLinearMul";
+  auto as = ir::static_shape(n.inputs.empty() ? nullptr : n.inputs[0]);
   // A unary operation (Sigmoid, Tanh, ... through the lookup table) has one operand.
   const bool unary = n.inputs.size() == 1;
-  const auto bs = unary ? as : ir::static_shape(n.inputs.size() > (q ? 3u : 1u) ? n.inputs[q ? 3 : 1] : nullptr);
+  auto bs = unary ? as : ir::static_shape(n.inputs.size() > (q ? 3u : 1u) ? n.inputs[q ? 3 : 1] : nullptr);
+  // A Mul's map is either operand (the lowering reads the output-shaped one by MRDMA).
+  const auto ys = ir::static_shape(n.outputs.empty() ? nullptr : n.outputs[0]);
+  if (mul && as && bs && ys && *as != *ys && *bs == *ys) std::swap(as, bs);
   if (!as || !bs || as->size() != 4) return "not an element-wise operation of static [N, C, H, W] maps";
   npu::lower::EltwiseGeometry g;
   g.batch = (*as)[0];
@@ -638,6 +642,11 @@ std::string npu_eltwise_geometry_violation(const ir::Node& n) {
   g.H = (*as)[2];
   g.W = (*as)[3];
   g.broadcast = *as != *bs;
+  int64_t nb = 1;
+  for (int64_t d : *bs) nb *= d;
+  // One value per channel, [N, C, 1, 1] or right-aligned [C, 1, 1], or one element.
+  g.per_channel_operand = nb == 1 || (bs->size() >= 3 && bs->size() <= 4 && (*bs)[bs->size() - 3] == g.C && nb == g.C);
+  g.mul = mul;
   return first_violation(npu::lower::check_eltwise(g));
 }
 

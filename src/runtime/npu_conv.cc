@@ -241,35 +241,86 @@ Node* fuse_residual_add(ir::Graph& g, Node* n) {
 
 }  // namespace
 
-Result<npu::lower::AddSpec> npu_add_spec(const Node& n) {
-  if (n.inputs.size() < 8) return invalid(n.describe() + ": QLinearAdd needs 8 inputs");
+namespace {
+
+// The operands of an rkdeploy.QLinearAdd / QLinearMul (com.microsoft's inputs: A, A_scale,
+// A_zp, B, B_scale, B_zp, C_scale, C_zp) as the NPU's element-wise task reads them: A a static
+// [N, C, H, W] map of the output's shape, the parameters per-tensor constants, the NPU's
+// arithmetic (rknpu_out_cvt); `g` the geometry but the operation's own fields.
+struct BinaryOperands {
+  npu::lower::MapShape map;
+  quant::QBinaryParams q;
+  Shape a, b;
+  npu::lower::EltwiseGeometry g;
+};
+Result<BinaryOperands> binary_operands(const Node& n) {
+  if (n.inputs.size() < 8) return invalid(n.describe() + ": " + n.op_type + " needs 8 inputs");
   for (size_t i : {1u, 2u, 4u, 5u, 6u, 7u}) {
     if (!constant_of(n, i)) return unsupported("scale or zero point " + std::to_string(i) + " is not a constant");
   }
   const auto as = ir::static_shape(n.inputs[0]), bs = ir::static_shape(n.inputs[3]), ys = ir::static_shape(n.outputs[0]);
   if (!as || !bs || !ys || as->size() != 4 || *ys != *as) return unsupported("operands are not static [N, C, H, W] maps of the output's shape");
   if (!n.inputs[0]->dtype || !n.inputs[3]->dtype || *n.inputs[0]->dtype != *n.inputs[3]->dtype) return unsupported("operands of different types");
-  npu::lower::AddSpec s;
-  s.dtype = *n.inputs[0]->dtype;
-  s.C = (*as)[1];
-  s.H = (*as)[2];
-  s.W = (*as)[3];
-  quant::QBinaryParams& q = s.q;
+  BinaryOperands r;
+  r.a = *as;
+  r.b = *bs;
+  r.map.dtype = *n.inputs[0]->dtype;
+  r.map.C = (*as)[1];
+  r.map.H = (*as)[2];
+  r.map.W = (*as)[3];
+  quant::QBinaryParams& q = r.q;
   q.a_scale = static_cast<float>(constant_of(n, 1)->get_as_double(0));
   q.a_zero_point = static_cast<int32_t>(constant_of(n, 2)->get_as_double(0));
   q.b_scale = static_cast<float>(constant_of(n, 4)->get_as_double(0));
   q.b_zero_point = static_cast<int32_t>(constant_of(n, 5)->get_as_double(0));
   q.out_scale = static_cast<float>(constant_of(n, 6)->get_as_double(0));
   q.out_zero_point = static_cast<int32_t>(constant_of(n, 7)->get_as_double(0));
-  q.act_min = npu::lower::qmin_of(s.dtype);
-  q.act_max = npu::lower::qmax_of(s.dtype);
+  q.act_min = npu::lower::qmin_of(r.map.dtype);
+  q.act_max = npu::lower::qmax_of(r.map.dtype);
   q.convention = quant::Requant::rknpu_out_cvt;
+  r.g.batch = (*as)[0];
+  r.g.broadcast = *bs != *as;
+  int64_t nb = 1;
+  for (int64_t d : *bs) nb *= d;
+  r.g.per_channel_operand = nb == 1 || *bs == Shape{(*as)[0], (*as)[1], 1, 1};
+  for (size_t i : {1u, 2u, 4u, 5u, 6u, 7u}) r.g.per_axis_quantization = r.g.per_axis_quantization || constant_of(n, i)->numel() != 1;
+  return r;
+}
+
+}  // namespace
+
+Result<npu::lower::AddSpec> npu_add_spec(const Node& n) {
+  RKD_ASSIGN(BinaryOperands o, binary_operands(n));
+  npu::lower::AddSpec s;
+  static_cast<npu::lower::MapShape&>(s) = o.map;
+  s.q = o.q;
   npu::lower::EltwiseGeometry g = npu::lower::geometry_of(s);
-  g.batch = (*as)[0];
-  g.broadcast = *bs != *as;
-  for (size_t i : {1u, 2u, 4u, 5u, 6u, 7u}) g.per_axis_quantization = g.per_axis_quantization || constant_of(n, i)->numel() != 1;
+  g.batch = o.g.batch;
+  g.broadcast = o.g.broadcast;
+  g.per_channel_operand = o.g.per_channel_operand;
+  g.per_axis_quantization = o.g.per_axis_quantization;
   RKD_TRY(npu::lower::eltwise_supported(g, "npu add: "));
   RKD_TRY(npu::lower::check_add(s));
+  return s;
+}
+
+Result<npu::lower::MulSpec> npu_mul_spec(const Node& n) {
+  RKD_ASSIGN(BinaryOperands o, binary_operands(n));
+  npu::lower::MulSpec s;
+  static_cast<npu::lower::MapShape&>(s) = o.map;
+  s.q = o.q;
+  if (o.g.broadcast && o.g.per_channel_operand) {
+    int64_t nb = 1;
+    for (int64_t d : o.b) nb *= d;
+    s.b = nb == 1 ? npu::lower::MulSpec::Operand::scalar : npu::lower::MulSpec::Operand::per_channel;
+  }
+  npu::lower::EltwiseGeometry g = npu::lower::geometry_of(s);
+  g.batch = o.g.batch;
+  g.broadcast = o.g.broadcast;
+  g.per_channel_operand = o.g.per_channel_operand;
+  g.per_axis_quantization = o.g.per_axis_quantization;
+  RKD_TRY(npu::lower::eltwise_supported(g, "npu Mul: "));
+  RKD_TRY(npu::lower::check_mul(s));
   return s;
 }
 
@@ -330,6 +381,16 @@ Result<Kernel> npu_add_kernel(const Node& n, const npu::sim::Quirks& quirks) {
       [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
         if (in.size() < 4 || !in[0] || !in[3]) return Status(invalid("npu add: operands missing"));
         return npu::lower::write_add_inputs(e.mem, spec, e.lowered, *in[0], *in[3]);
+      });
+}
+
+Result<Kernel> npu_mul_kernel(const Node& n, const npu::sim::Quirks& quirks) {
+  RKD_ASSIGN(npu::lower::MulSpec spec, npu_mul_spec(n));
+  return eltwise_kernel(
+      n, spec, quirks, [spec](npu::DeviceMemory& mem) { return npu::lower::lower_mul(spec, mem); },
+      [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
+        if (in.size() < 4 || !in[0] || !in[3]) return Status(invalid("npu Mul: operands missing"));
+        return npu::lower::write_mul_inputs(e.mem, spec, e.lowered, *in[0], *in[3]);
       });
 }
 
@@ -813,6 +874,12 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                       auto spec = npu_add_spec(*n);
                       place(n, spec.ok() ? Status() : Status(spec.error()), "NpuAdd", &FusionReport::npu_sim_adds, &FusionReport::npu_cpu_adds);
                     }
+                    for (const auto& np : g.nodes()) {
+                      Node* n = np.get();
+                      if (n->op_type != "QLinearMul" || n->domain != "rkdeploy") continue;
+                      auto spec = npu_mul_spec(*n);
+                      place(n, spec.ok() ? Status() : Status(spec.error()), "NpuMul", &FusionReport::npu_sim_muls, &FusionReport::npu_cpu_muls);
+                    }
                     // A LeakyRelu table as the EW stage's max where that is the table (its
                     // arithmetic is the reference's: rknpu_out_cvt); else, and for every other
                     // table, the LUT below, which reproduces any table exactly.
@@ -928,6 +995,11 @@ Result<Kernel> npu_sim_kernel_from_attrs(const Node& n) {
 Result<Kernel> npu_add_kernel_from_attrs(const Node& n) {
   RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
   return npu_add_kernel(n, q);
+}
+
+Result<Kernel> npu_mul_kernel_from_attrs(const Node& n) {
+  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
+  return npu_mul_kernel(n, q);
 }
 
 Result<Kernel> npu_leaky_relu_kernel_from_attrs(const Node& n) {

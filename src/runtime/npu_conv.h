@@ -39,6 +39,13 @@ Result<npu::lower::AddSpec> npu_add_spec(const ir::Node& n);
 // own device memory; per call the operands written, the task run, the output read back).
 Result<Kernel> npu_add_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
 
+// The NPU multiply of an rkdeploy.QLinearMul node (A a static [1, C, H, W] map of the output's
+// shape; B of its shape, [1, C, 1, 1] or one element; per-tensor constant scales and zero
+// points), within constraints.h's eltwise rules and OUT_CVT's range (npu::lower::check_mul),
+// or why not; the kernel runs it as one DPU-only task (quant::rknpu_mul_plan's arithmetic).
+Result<npu::lower::MulSpec> npu_mul_spec(const ir::Node& n);
+Result<Kernel> npu_mul_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
+
 // The NPU LeakyRelu of an rkdeploy.QLinearLut made from a LeakyRelu site (attributes rkd_op,
 // rkd_alpha, rkd_x_scale / _zero_point, rkd_y_scale / _zero_point: quant/qlinear_lut.cc), or
 // why not; the kernel runs it as one DPU-only task (quant::rknpu_leaky_relu_plan).
@@ -103,7 +110,8 @@ Result<Kernel> npu_depth_to_space_kernel(const ir::Node& n, const npu::sim::Quir
 // is a convolution's only reader is fused into it first (the EW stage; one rounding where the
 // int8 reference rounds twice, so off by default). Then every rkdeploy.QLinearAdd that
 // npu_add_spec() takes becomes rkdeploy.NpuAdd (a DPU-only task, quant::rknpu_add_plan's
-// arithmetic), every LeakyRelu table npu_leaky_relu_spec() takes rkdeploy.NpuLeakyRelu (the
+// arithmetic), every rkdeploy.QLinearMul npu_mul_spec() takes rkdeploy.NpuMul, every LeakyRelu
+// table npu_leaky_relu_spec() takes rkdeploy.NpuLeakyRelu (the
 // EW stage's max) unless that arithmetic differs from the table and the LUT can take it, and
 // every other table npu_lut_spec() takes next to an NPU node rkdeploy.NpuLut, every integer
 // MaxPool npu_max_pool_spec() takes next to an NPU node rkdeploy.NpuMaxPool, every channel Pad
@@ -115,6 +123,7 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
 // The kernels of an rkdeploy.NpuConv / NpuAdd / NpuLeakyRelu made by npu_sim_placement_pass.
 Result<Kernel> npu_sim_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_add_kernel_from_attrs(const ir::Node& n);
+Result<Kernel> npu_mul_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_leaky_relu_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_lut_kernel_from_attrs(const ir::Node& n);
 Result<Kernel> npu_concat_kernel_from_attrs(const ir::Node& n);

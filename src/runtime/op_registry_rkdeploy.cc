@@ -272,6 +272,7 @@ void register_rkdeploy_ops(std::map<std::string, Factory>& r) {
   r["QLinearLut"] = [](const Node& n, int64_t) { return qlinear_lut(n); };
   r["NpuConv"] = [](const Node& n, int64_t) { return npu_sim_kernel_from_attrs(n); };
   r["NpuAdd"] = [](const Node& n, int64_t) { return npu_add_kernel_from_attrs(n); };
+  r["NpuMul"] = [](const Node& n, int64_t) { return npu_mul_kernel_from_attrs(n); };
   r["NpuLeakyRelu"] = [](const Node& n, int64_t) { return npu_leaky_relu_kernel_from_attrs(n); };
   r["NpuConcat"] = [](const Node& n, int64_t) { return npu_concat_kernel_from_attrs(n); };
   r["NpuSplit"] = [](const Node& n, int64_t) { return npu_split_kernel_from_attrs(n); };

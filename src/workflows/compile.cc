@@ -45,13 +45,13 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   RKD_TRY(optimize(g, co, &placement));
   auto cpu_reason = [&placement](const ir::Node& n) -> std::string {
     for (const auto* list :
-         {&placement.npu_cpu_convs, &placement.npu_cpu_adds, &placement.npu_cpu_luts, &placement.npu_cpu_concats, &placement.npu_cpu_splits,
+         {&placement.npu_cpu_convs, &placement.npu_cpu_adds, &placement.npu_cpu_muls, &placement.npu_cpu_luts, &placement.npu_cpu_concats, &placement.npu_cpu_splits,
           &placement.npu_cpu_pools, &placement.npu_cpu_pads, &placement.npu_cpu_resizes, &placement.npu_cpu_depth_to_spaces}) {
       for (const std::string& e : *list) {
         if (e.size() > n.name.size() + 2 && e.compare(0, n.name.size() + 2, n.name + ": ") == 0) return e.substr(n.name.size() + 2);
       }
     }
-    return "the NPU back end lowers int8 convolutions, Adds, lookup tables (LeakyRelu, Sigmoid, SiLU, ...), max pooling, channel Pads, "
+    return "the NPU back end lowers int8 convolutions, Adds, Muls, lookup tables (LeakyRelu, Sigmoid, SiLU, ...), max pooling, channel Pads, "
            "nearest x2 Resizes (with an edge Pad: a bilinear one's), DepthToSpace and channel Concats and Splits only (yet)";
   };
   const fs::path tmp(out_dir);
@@ -78,21 +78,27 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   for (const auto& np : g.nodes()) {
     const ir::Node& n = *np;
     const bool on_npu = n.domain == "rkdeploy";
-    const bool add = on_npu && n.op_type == "NpuAdd", leaky = on_npu && n.op_type == "NpuLeakyRelu", concat = on_npu && n.op_type == "NpuConcat",
+    const bool add = on_npu && n.op_type == "NpuAdd", mul = on_npu && n.op_type == "NpuMul", leaky = on_npu && n.op_type == "NpuLeakyRelu", concat = on_npu && n.op_type == "NpuConcat",
                split = on_npu && n.op_type == "NpuSplit", lut = on_npu && n.op_type == "NpuLut", pool = on_npu && n.op_type == "NpuMaxPool",
                pad = on_npu && n.op_type == "NpuPad", resize = on_npu && n.op_type == "NpuResize", d2s = on_npu && n.op_type == "NpuDepthToSpace";
-    if (add || leaky || concat || split || lut || pool || pad || resize || d2s) {
+    if (add || mul || leaky || concat || split || lut || pool || pad || resize || d2s) {
       // An element-wise task: its operand buffers (written by the host), output and regcmd.
       npu::lower::LoweredEltwise l;
       npu::lower::MapShape shape;
       int table_differences = 0;
       std::vector<int32_t> lut_table;  // a Lut's 256 output codes (its tasks upload them)
       std::optional<npu::lower::MaxPoolSpec> pool_spec;
-      int64_t pad_channels = 0;  // a channel Pad's added channels
+      int64_t pad_channels = 0;      // a channel Pad's added channels
+      bool mul_per_channel = false;  // a Mul's B: one value per channel (EW_DATA_MODE 0)
       if (add) {
         RKD_ASSIGN(npu::lower::AddSpec spec, npu_add_spec(n));
         shape = spec;
         RKD_ASSIGN(l, npu::lower::lower_add(spec, mem));
+      } else if (mul) {
+        RKD_ASSIGN(npu::lower::MulSpec spec, npu_mul_spec(n));
+        shape = spec;
+        mul_per_channel = spec.b != npu::lower::MulSpec::Operand::map;
+        RKD_ASSIGN(l, npu::lower::lower_mul(spec, mem));
       } else if (concat) {
         RKD_ASSIGN(npu::lower::ConcatSpec spec, npu_concat_spec(n));
         shape = spec;
@@ -136,6 +142,7 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
       nlohmann::ordered_json je;
       je["node"] = n.name;
       je["op"] = add      ? "Add"
+                 : mul    ? "Mul"
                  : concat ? "Concat"
                  : split  ? "Split"
                  : lut    ? "Lut"
@@ -185,13 +192,16 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
                                 {"device_offset", l.main_address - mem.base()},
                                 {"surface_bytes", l.main_surface_bytes}});
       } else {
-        const std::string main_operand = add ? (l.b_is_main ? "B" : "A") : "X", ew_operand = add ? (l.b_is_main ? "A" : "B") : "X";
+        const std::string main_operand = add ? (l.b_is_main ? "B" : "A") : mul ? "A" : "X",
+                          ew_operand = add ? (l.b_is_main ? "A" : "B") : mul ? "B" : "X";
         je["inputs"].push_back({{"operand", main_operand},
                                 {"read_by", "MRDMA"},
                                 {"device_offset", l.main_address - mem.base()},
                                 {"surface_bytes", l.main_surface_bytes}});
         je["inputs"].push_back(
             {{"operand", ew_operand}, {"read_by", "ERDMA"}, {"device_offset", l.ew_address - mem.base()}, {"surface_bytes", l.ew_surface_bytes}});
+        // One value per channel: a [1, C, 1, 1] (or one-element) B as a vector of 16-channel atoms.
+        if (mul_per_channel) je["inputs"].back()["per_channel"] = true;
       }
       if (split) {
         // Task i writes part i into its own map.

@@ -111,6 +111,80 @@ TEST(NpuEltwise, AddTaskEqualsTheNpuDefinitionOnEveryPairOfCodes) {
   EXPECT_LE(worst_ort, 1);
 }
 
+Result<Tensor> simulate_mul(const lower::MulSpec& s, const Tensor& a, const Tensor& b, const sim::Quirks& q = {}, sim::SimCache* cache = nullptr) {
+  DeviceMemory mem;
+  RKD_ASSIGN(lower::LoweredEltwise l, lower::lower_mul(s, mem));
+  RKD_ASSIGN(auto placed, lower::place_regcmd(mem, l.tasks));
+  RKD_TRY(lower::write_mul_inputs(mem, s, l, a, b));
+  for (int rep = 0; rep < (cache ? 2 : 1); ++rep) {  // with a cache: the second run reads the decoded task (its table)
+    RKD_ASSIGN(auto stats, sim::run(mem, placed.address, placed.spans[0].word_count, q, cache));
+    if (stats.size() != 1) return invalid("expected one task");
+  }
+  Tensor y = Tensor::empty(s.dtype, {1, s.C, s.H, s.W});
+  RKD_TRY(lower::gather_eltwise_output(mem, s, l, y));
+  return y;
+}
+
+// The Mul task (EW_OP_TYPE 1) on every pair of codes, per element, and with one value per
+// channel (EW_DATA_MODE 0) or one for the map, against the int8 reference's rknpu_out_cvt
+// definition bit for bit (stage by stage and through the look-up path), and the bound against
+// ONNX Runtime's QLinearMul arithmetic (onnx_float).
+TEST(NpuEltwise, MulTaskEqualsTheNpuDefinitionPerElementPerChannelAndForOneValue) {
+  const Scales sets[] = {{0.02f, 0.05f, 0.06f, 3, -7, 1}, {0.11f, 1.0f / 255, 0.09f, -20, -128, -3}, {0.3f, 0.2f, 0.002f, 0, 0, 0}};
+  int64_t n = 0, off_ort = 0, worst_ort = 0;
+  std::mt19937 rng(3);
+  for (DType t : {DType::i8, DType::u8}) {
+    Tensor a, b;
+    all_pairs(t, a, b);
+    const int32_t shift = t == DType::u8 ? 128 : 0, lo = t == DType::u8 ? 0 : -128, hi = t == DType::u8 ? 255 : 127;
+    for (const Scales& sc : sets) {
+      const quant::QBinaryParams q{sc.a, sc.b, sc.out, sc.za + shift, sc.zb + shift, sc.zo + shift, lo, hi, quant::Requant::rknpu_out_cvt};
+      // Per element over every pair; then a 40-channel map of 3 x 3 cells (three channel
+      // blocks, the last partly used) by a [1, 40, 1, 1] and by a one-element operand.
+      for (auto kind : {lower::MulSpec::Operand::map, lower::MulSpec::Operand::per_channel, lower::MulSpec::Operand::scalar}) {
+        lower::MulSpec s;
+        s.dtype = t;
+        s.q = q;
+        s.b = kind;
+        Tensor x = a, v = b;
+        if (kind != lower::MulSpec::Operand::map) {
+          static_cast<lower::MapShape&>(s) = lower::MapShape{t, 40, 3, 3};
+          x = Tensor::empty(t, {1, 40, 3, 3});
+          v = Tensor::empty(t, kind == lower::MulSpec::Operand::scalar ? Shape{1} : Shape{1, 40, 1, 1});
+          for (Tensor* p : {&x, &v}) {
+            auto* d = static_cast<uint8_t*>(p->raw());
+            for (int64_t i = 0; i < p->numel(); ++i) d[i] = static_cast<uint8_t>(rng());
+          }
+        } else {
+          static_cast<lower::MapShape&>(s) = lower::MapShape{t, 17, 61, 64};
+        }
+        sim::SimCache cache;
+        auto y = simulate_mul(s, x, v), yc = simulate_mul(s, x, v, {}, &cache);
+        ASSERT_TRUE(y.ok()) << y.error().to_string();
+        ASSERT_TRUE(yc.ok()) << yc.error().to_string();
+        Tensor want = Tensor::empty(t, x.shape()), ort = Tensor::empty(t, x.shape());
+        ASSERT_TRUE(quant::tflite_mul(x, v, s.q, want).ok());
+        quant::QBinaryParams po = s.q;
+        po.convention = quant::Requant::onnx_float;
+        ASSERT_TRUE(quant::tflite_mul(x, v, po, ort).ok());
+        for (int64_t i = 0; i < x.numel(); ++i) {
+          const int64_t def = static_cast<int64_t>(want.get_as_double(i));
+          ASSERT_EQ(static_cast<int64_t>(y->get_as_double(i)), def) << "element " << i << " kind " << static_cast<int>(kind);
+          ASSERT_EQ(static_cast<int64_t>(yc->get_as_double(i)), def) << "look-up path, element " << i;
+          const int64_t d = std::llabs(def - static_cast<int64_t>(ort.get_as_double(i)));
+          off_ort += d != 0;
+          worst_ort = std::max(worst_ort, d);
+          ++n;
+        }
+      }
+    }
+  }
+  std::printf("npu mul: %lld values; %lld (%.4f%%) differ from onnx_float, max %lld\n", static_cast<long long>(n), static_cast<long long>(off_ort),
+              100.0 * static_cast<double>(off_ort) / static_cast<double>(n), static_cast<long long>(worst_ort));
+  EXPECT_LE(worst_ort, 1);
+  // The simulator refuses an operand whose data mode registers disagree.
+}
+
 TEST(NpuEltwise, LookUpPathEqualsTheStageByStageDefinition) {
   // The cached path (sim::run with a SimCache: the task as a table of (x, e)) against the
   // definition (no cache), byte for byte over the whole device memory, for Add and LeakyRelu,
@@ -262,6 +336,12 @@ TEST(NpuEltwise, RefusesWhatTheDpuTaskCannotTakeByRule) {
   lower::EltwiseGeometry x = g;
   x.broadcast = true;
   EXPECT_NE(first(x).find("a broadcast operand: operands of one shape"), std::string::npos) << first(x);
+  x.per_channel_operand = true;  // per channel: a Mul's, not an Add's
+  EXPECT_NE(first(x).find("a per-channel operand of an Add"), std::string::npos) << first(x);
+  x.mul = true;
+  EXPECT_TRUE(lower::check_eltwise(x).empty()) << first(x);
+  x.per_channel_operand = false;  // a row or a column: neither
+  EXPECT_NE(first(x).find("a broadcast operand"), std::string::npos) << first(x);
   x = g;
   x.batch = 2;
   EXPECT_NE(first(x).find("batch 2"), std::string::npos);

@@ -23,6 +23,8 @@ struct FusionReport {
   std::vector<std::string> npu_cpu_convs;            // "node X: <reason>" for those left on the CPU
   int npu_sim_adds = 0;                              // QLinearAdds placed on the NPU simulator as DPU-only tasks
   std::vector<std::string> npu_cpu_adds;             // "node X: <reason>" for the QLinearAdds left on the CPU
+  int npu_sim_muls = 0;                              // QLinearMuls placed on the NPU simulator (the EW multiply)
+  std::vector<std::string> npu_cpu_muls;             // "node X: <reason>" for the QLinearMuls left on the CPU
   int npu_sim_leaky_relus = 0;                       // LeakyRelu tables placed on the NPU simulator as DPU-only tasks
   int npu_leaky_relu_table_differences = 0;          // the most entries (of 256) of one whose reference table differs
   int npu_sim_luts = 0;                              // other tables (Sigmoid, SiLU, HardSwish, ...) through the DPU's LUT

@@ -1,5 +1,7 @@
 #include "npu/lower/eltwise.h"
 
+#include <cstring>
+
 #include "npu/lower/emit.h"
 #include "npu/lower/pack.h"
 
@@ -43,22 +45,29 @@ EltwiseGeometry map_geometry(const MapShape& s) {
   return g;
 }
 
-// The maps of a task (the EW operand in the main input's buffer when `share` and the strides
-// agree) and its DPU description but the stages.
-DpuTask place_maps(const MapShape& s, DeviceMemory& mem, bool share, LoweredEltwise& l) {
+// Where a task's EW operand lives: a map of its own, the main input's buffer when the strides
+// agree (else its own), or one value per channel (a vector of align(C, 16) bytes, one 16-byte
+// atom a surface: EW_DATA_MODE 0).
+enum class EwMap { own, share_main, per_channel };
+
+// The maps of a task and its DPU description but the stages.
+DpuTask place_maps(const MapShape& s, DeviceMemory& mem, EwMap ew, LoweredEltwise& l) {
   const int64_t pixels = s.H * s.W;
   l.main_surface_bytes = pixels * kC2;
-  l.ew_surface_bytes = std::max<int64_t>(pixels, arch::kRk3588.ew_surface_min_pixels) * kC2;
+  l.ew_surface_bytes = ew == EwMap::per_channel ? kC2 : std::max<int64_t>(pixels, arch::kRk3588.ew_surface_min_pixels) * kC2;
   l.output_surface_bytes = pixels * kC2;
-  auto place = [&](const char* kind, int64_t surface) {
-    const size_t bytes = map_bytes(s, surface);
+  auto place = [&](const char* kind, int64_t surface, const MapShape& shape) {
+    const size_t bytes = map_bytes(shape, surface);
     const uint32_t a = mem.alloc(bytes);
     l.buffers.push_back(Buffer{kind, 0, a, bytes});
     return a;
   };
-  l.main_address = place("input", l.main_surface_bytes);
-  l.ew_address = share && l.ew_surface_bytes == l.main_surface_bytes ? l.main_address : place("input", l.ew_surface_bytes);
-  l.output_address = place("output", l.output_surface_bytes);
+  MapShape vector = s;
+  vector.H = vector.W = 1;
+  l.main_address = place("input", l.main_surface_bytes, s);
+  if (ew == EwMap::share_main && l.ew_surface_bytes == l.main_surface_bytes) l.ew_address = l.main_address;
+  else l.ew_address = place("input", l.ew_surface_bytes, ew == EwMap::per_channel ? vector : s);
+  l.output_address = place("output", l.output_surface_bytes, s);
   DpuTask d;
   d.input_address = l.main_address;
   d.dst_address = l.output_address;
@@ -106,6 +115,14 @@ EltwiseGeometry geometry_of(const AddSpec& s) {
   g.fused_activation = s.q.act_min != qmin_of(s.dtype) || s.q.act_max != qmax_of(s.dtype);
   return g;
 }
+EltwiseGeometry geometry_of(const MulSpec& s) {
+  EltwiseGeometry g = map_geometry(s);
+  g.fused_activation = s.q.act_min != qmin_of(s.dtype) || s.q.act_max != qmax_of(s.dtype);
+  g.broadcast = s.b != MulSpec::Operand::map;
+  g.per_channel_operand = g.broadcast;
+  g.mul = true;
+  return g;
+}
 EltwiseGeometry geometry_of(const LeakyReluSpec& s) { return map_geometry(s); }
 EltwiseGeometry geometry_of(const LutSpec& s) { return map_geometry(s); }
 EltwiseGeometry geometry_of(const ConcatSpec& s) {
@@ -120,6 +137,15 @@ Status check_add(const AddSpec& s) {
   RKD_TRY(eltwise_supported(geometry_of(s), "npu add: "));
   auto k = quant::rknpu_add_plan(s.q);
   if (!k.ok()) return unsupported("npu add: " + k.error().message);
+  return {};
+}
+
+Status check_mul(const MulSpec& s) {
+  RKD_TRY(check_map(s, "npu Mul: "));
+  if (!(s.q.a_scale > 0) || !(s.q.b_scale > 0) || !(s.q.out_scale > 0)) return invalid("npu Mul: scales must be positive");
+  RKD_TRY(eltwise_supported(geometry_of(s), "npu Mul: "));
+  auto k = quant::rknpu_mul_plan(s.q);
+  if (!k.ok()) return unsupported("npu Mul: " + k.error().message);
   return {};
 }
 
@@ -174,7 +200,7 @@ Result<LoweredEltwise> lower_add(const AddSpec& s, DeviceMemory& mem) {
   RKD_ASSIGN(quant::RknpuAdd plan, quant::rknpu_add_plan(s.q));
   LoweredEltwise l;
   l.b_is_main = plan.b_is_main;
-  DpuTask d = place_maps(s, mem, false, l);
+  DpuTask d = place_maps(s, mem, EwMap::own, l);
   const int32_t zm = l.b_is_main ? s.q.b_zero_point : s.q.a_zero_point, ze = l.b_is_main ? s.q.a_zero_point : s.q.b_zero_point;
   d.bs.alu_value = -stored(zm, s.dtype);
   d.bs.mul_value = static_cast<int16_t>(plan.main_mul);
@@ -185,11 +211,26 @@ Result<LoweredEltwise> lower_add(const AddSpec& s, DeviceMemory& mem) {
   return l;
 }
 
+Result<LoweredEltwise> lower_mul(const MulSpec& s, DeviceMemory& mem) {
+  RKD_TRY(check_mul(s));
+  RKD_ASSIGN(quant::RknpuMul plan, quant::rknpu_mul_plan(s.q));
+  LoweredEltwise l;
+  DpuTask d = place_maps(s, mem, s.b == MulSpec::Operand::map ? EwMap::own : EwMap::per_channel, l);
+  d.bs.alu_value = -stored(s.q.a_zero_point, s.dtype);
+  d.ew = EwOperand{l.ew_address, l.ew_surface_bytes / kC2, -stored(s.q.b_zero_point, s.dtype), quant::Multiplier15{1, 0}, 2};
+  d.ew->mul = true;
+  d.ew->per_channel = s.b != MulSpec::Operand::map;
+  d.out_offset = stored(s.q.out_zero_point, s.dtype);
+  d.out_cvt = OutCvt{plan.out.scale, plan.out.shift};
+  RKD_TRY(emit(d, l));
+  return l;
+}
+
 Result<LoweredEltwise> lower_leaky_relu(const LeakyReluSpec& s, DeviceMemory& mem) {
   RKD_TRY(check_leaky_relu(s));
   RKD_ASSIGN(quant::RknpuLeakyRelu plan, quant::rknpu_leaky_relu_plan(s.x_scale, s.y_scale, s.alpha));
   LoweredEltwise l;
-  DpuTask d = place_maps(s, mem, true, l);
+  DpuTask d = place_maps(s, mem, EwMap::share_main, l);
   d.bs.alu_value = -stored(s.x_zero_point, s.dtype);
   d.bs.mul_value = static_cast<int16_t>(plan.main_mul);
   d.ew = EwOperand{l.ew_address, l.ew_surface_bytes / kC2, -stored(s.x_zero_point, s.dtype), plan.alpha, 0};
@@ -605,6 +646,19 @@ Status write_add_inputs(DeviceMemory& mem, const AddSpec& s, const LoweredEltwis
   const Tensor& e = l.b_is_main ? a : b;
   RKD_TRY(write_map(mem, l.main_address, l.main_surface_bytes, s, m, l.b_is_main ? "B" : "A"));
   return write_map(mem, l.ew_address, l.ew_surface_bytes, s, e, l.b_is_main ? "A" : "B");
+}
+
+Status write_mul_inputs(DeviceMemory& mem, const MulSpec& s, const LoweredEltwise& l, const Tensor& a, const Tensor& b) {
+  RKD_TRY(write_map(mem, l.main_address, l.main_surface_bytes, s, a, "A"));
+  if (s.b == MulSpec::Operand::map) return write_map(mem, l.ew_address, l.ew_surface_bytes, s, b, "B");
+  MapShape v = s;
+  v.H = v.W = 1;
+  if (s.b == MulSpec::Operand::per_channel) return write_map(mem, l.ew_address, l.ew_surface_bytes, v, b, "B");
+  if (b.numel() != 1 || b.dtype() != s.dtype) return invalid("npu element-wise task: B must be one element of the operands' type");
+  Tensor full = Tensor::empty(s.dtype, {1, s.C, 1, 1});
+  const Tensor bc = b.contiguous();
+  std::memset(full.raw(), *static_cast<const uint8_t*>(bc.raw()), static_cast<size_t>(s.C));
+  return write_map(mem, l.ew_address, l.ew_surface_bytes, v, full, "B");
 }
 
 Status write_leaky_relu_input(DeviceMemory& mem, const LeakyReluSpec& s, const LoweredEltwise& l, const Tensor& x) {

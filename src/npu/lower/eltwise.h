@@ -3,6 +3,11 @@
 // quant/int8.h's rknpu_out_cvt definitions:
 //   Add        (rknpu_add_plan)        BS ALU -z_m and MUL K (register operands), the EW
 //              converter (-z_e, S_e / 2^H_e) and add, OUT_CVT (S_o / 2^H_o, z_out);
+//   Mul        (rknpu_mul_plan)        BS ALU -z_a (MUL bypassed), the EW converter at scale 1
+//              (-z_b), the EW stage's integer multiply (EW_OP_TYPE 1), OUT_CVT (s_a s_b / s_out,
+//              z_out). b per element, or one value per channel (squeeze-excite's [1, C, 1, 1];
+//              a one-element b repeated over the channels) read in EW_DATA_MODE 0 from a
+//              vector of align(C, 16) bytes with a 16-byte RDMA_EW_SURF_STRIDE [fp16 HW, int8 INF].
 //   LeakyRelu  (rknpu_leaky_relu_plan) the same map read twice: BS -z_x and MUL K, the EW
 //              converter (-z_x, K alpha) and max, OUT_CVT.
 //   Concat     along channels, of parts quantized alike (qdq-to-qlinear makes such Concats
@@ -74,6 +79,12 @@ struct MapShape {
 struct AddSpec : MapShape {
   quant::QBinaryParams q;  // scales and zero points (act_min / act_max: the type's range)
 };
+// y = a b; a is the map (MapShape), b of its shape or broadcast.
+struct MulSpec : MapShape {
+  enum class Operand { map, per_channel, scalar };
+  quant::QBinaryParams q;  // act_min / act_max: the type's range
+  Operand b = Operand::map;
+};
 struct LeakyReluSpec : MapShape {
   double x_scale = 1, y_scale = 1, alpha = 0.01;
   int32_t x_zero_point = 0, y_zero_point = 0;
@@ -118,12 +129,14 @@ struct DepthToSpace2Spec : MapShape {
 };
 EltwiseGeometry geometry_of(const DepthToSpace2Spec& s);  // the output's
 EltwiseGeometry geometry_of(const AddSpec& s);
+EltwiseGeometry geometry_of(const MulSpec& s);
 EltwiseGeometry geometry_of(const ConcatSpec& s);
 EltwiseGeometry geometry_of(const LeakyReluSpec& s);
 EltwiseGeometry geometry_of(const LutSpec& s);
 // Malformed specs (invalid), then constraints.h's eltwise rules and the converters' ranges
 // (unsupported).
 Status check_add(const AddSpec& s);
+Status check_mul(const MulSpec& s);
 Status check_leaky_relu(const LeakyReluSpec& s);
 Status check_concat(const ConcatSpec& s);
 Status check_split(const SplitSpec& s);
@@ -143,6 +156,7 @@ struct LoweredEltwise {
 };
 // Allocate the maps in `mem` and emit the task.
 Result<LoweredEltwise> lower_add(const AddSpec& s, DeviceMemory& mem);
+Result<LoweredEltwise> lower_mul(const MulSpec& s, DeviceMemory& mem);
 Result<LoweredEltwise> lower_leaky_relu(const LeakyReluSpec& s, DeviceMemory& mem);
 Result<LoweredEltwise> lower_concat(const ConcatSpec& s, DeviceMemory& mem);
 Result<LoweredEltwise> lower_split(const SplitSpec& s, DeviceMemory& mem);
@@ -156,6 +170,8 @@ Result<LutTable> lut_table_of(const LutSpec& s);
 // Write the operands ([1, C, H, W] of s.dtype) where the task reads them (Add: the
 // larger-scale one as the main input).
 Status write_add_inputs(DeviceMemory& mem, const AddSpec& s, const LoweredEltwise& l, const Tensor& a, const Tensor& b);
+// a [1, C, H, W]; b [1, C, H, W], [1, C, 1, 1] or one element, as s.b says.
+Status write_mul_inputs(DeviceMemory& mem, const MulSpec& s, const LoweredEltwise& l, const Tensor& a, const Tensor& b);
 Status write_leaky_relu_input(DeviceMemory& mem, const LeakyReluSpec& s, const LoweredEltwise& l, const Tensor& x);
 Status write_lut_input(DeviceMemory& mem, const LutSpec& s, const LoweredEltwise& l, const Tensor& x);
 Status write_max_pool_input(DeviceMemory& mem, const MaxPoolSpec& s, const LoweredEltwise& l, const Tensor& x);

@@ -87,12 +87,16 @@ Status emit_dpu(regcmd::RegisterFile& r, const DpuTask& d) {
     // EW: add (or max / min) the operand read by ERDMA (one int8 per element) after its
     // converter; no EW ReLU or LUT.
     RKD_TRY(r.set(DPU_EW_CFG_EW_OP_SRC, 1));
-    RKD_TRY(r.set(DPU_EW_CFG_EW_ALU_ALGO, static_cast<uint64_t>(d.ew->alu_algo)));
-    if (d.ew->alu_algo != 2) RKD_TRY(r.set(DPU_EW_CFG_EW_EQUAL_EN, 1));
+    if (d.ew->mul) {
+      RKD_TRY(r.set(DPU_EW_CFG_EW_OP_TYPE, 1));
+    } else {
+      RKD_TRY(r.set(DPU_EW_CFG_EW_ALU_ALGO, static_cast<uint64_t>(d.ew->alu_algo)));
+      if (d.ew->alu_algo != 2) RKD_TRY(r.set(DPU_EW_CFG_EW_EQUAL_EN, 1));
+    }
     RKD_TRY(r.set(DPU_EW_CFG_EW_LUT_BYPASS, 1));
     RKD_TRY(r.set(DPU_EW_CFG_EW_RELU_BYPASS, 1));
     RKD_TRY(r.set(DPU_EW_CFG_EDATA_SIZE, 1));
-    RKD_TRY(r.set(DPU_EW_CFG_EW_DATA_MODE, 1));
+    RKD_TRY(r.set(DPU_EW_CFG_EW_DATA_MODE, d.ew->per_channel ? 0 : 1));
     r.set(DPU_EW_CVT_OFFSET_VALUE, static_cast<uint32_t>(d.ew->offset));
     RKD_TRY(r.set(DPU_EW_CVT_SCALE_VALUE_EW_OP_CVT_SCALE, u(d.ew->cvt.scale)));
     RKD_TRY(r.set(DPU_EW_CVT_SCALE_VALUE_EW_OP_CVT_SHIFT, u(d.ew->cvt.shift)));
@@ -153,7 +157,7 @@ Status emit_dpu_rdma(regcmd::RegisterFile& r, const DpuTask& d) {
   RKD_TRY(r.set(DPU_RDMA_RDMA_BRDMA_CFG_BRDMA_DATA_USE, static_cast<uint64_t>(use)));
   if (use != 0) r.set(DPU_RDMA_RDMA_BS_BASE_ADDR, d.bs.operand_address);
   if (d.ew) {
-    RKD_TRY(r.set(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DATA_MODE, 1));
+    RKD_TRY(r.set(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DATA_MODE, d.ew->per_channel ? 0 : 1));
     RKD_TRY(r.set(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DATA_SIZE, 1));
     r.set(DPU_RDMA_RDMA_EW_BASE_ADDR, d.ew->address);
     RKD_TRY(r.set(DPU_RDMA_RDMA_EW_SURF_STRIDE_EW_SURF_STRIDE, u(d.ew->surface_pixels)));

@@ -32,7 +32,9 @@ struct Stage {
 // The EW stage's operand add (sim.h, stage 6). `e` is set when the task runs.
 struct Ew {
   bool on = false, cvt_bypass = false, relu = false, as_float = false;
-  uint32_t algo = 2;  // EW_ALU_ALGO: 0 max, 1 min, 2 add
+  bool mul = false;          // EW_OP_TYPE 1: multiply (algo unused)
+  bool per_channel = false;  // EW_DATA_MODE 0: one operand value per channel
+  uint32_t algo = 2;         // EW_ALU_ALGO: 0 max, 1 min, 2 add
   int64_t offset = 0, scale = 1, surface = 0;
   int shift = 0;
   uint32_t address = 0;

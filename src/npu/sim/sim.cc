@@ -107,7 +107,14 @@ Status check_stage(const Stage& s, const char* name, bool dma_allowed) {
 // The EW stage on v with the operand value e (sim.h, stage 6).
 inline int32_t ew_combine(const Ew& w, int32_t v, int64_t e) {
   int64_t a;
-  if (w.algo != 2) {
+  if (w.mul) {
+    if (w.as_float) {
+      const float c = static_cast<float>(e + w.offset) * static_cast<float>(std::ldexp(static_cast<double>(w.scale), -w.shift));
+      a = static_cast<int64_t>(std::nearbyint(static_cast<double>(static_cast<float>(v) * c)));
+    } else {
+      a = static_cast<int64_t>(v) * (w.cvt_bypass ? e : round_shift((e + w.offset) * w.scale, w.shift, Rounding::half_up));
+    }
+  } else if (w.algo != 2) {
     // max / min of v and the converted operand (integer converter, or float32 with ew_mode=float).
     int64_t c;
     if (w.cvt_bypass) c = e;
@@ -131,7 +138,7 @@ inline int32_t ew_combine(const Ew& w, int32_t v, int64_t e) {
 
 inline int32_t apply_ew(const Ew& w, int32_t v, int64_t p, int64_t k) {
   if (!w.on) return v;
-  return ew_combine(w, v, static_cast<int8_t>(w.e[(k / 16) * w.surface + p * 16 + k % 16]));
+  return ew_combine(w, v, static_cast<int8_t>(w.e[(k / 16) * w.surface + (w.per_channel ? 0 : p * 16) + k % 16]));
 }
 
 // CORE truncate, BS, BN, EW, OUT_CVT and the NC1HWC2 write of channels [0, OCw) at every
@@ -239,11 +246,15 @@ Epilogue epilogue_of(const ConvTask& t, const Quirks& q, const Ew& ew, const int
       t.shift,  mac_bound};
 }
 
+// The bytes the EW operand spans: per element an NC1HWC2 map, per channel one 16-byte atom a
+// surface.
+int64_t ew_operand_bytes(const ConvTask& t) { return (t.OC - 1) / 16 * t.ew.surface + (t.ew.per_channel ? 16 : t.OH * t.OW * 16); }
+
 // The EW stage with its operand's bytes attached.
 Result<Ew> attach_ew(const DeviceMemory& mem, const ConvTask& t) {
   Ew ew = t.ew;
   if (ew.on) {
-    RKD_ASSIGN(auto eb, mem.read(ew.address, static_cast<size_t>((t.OC - 1) / 16 * ew.surface + t.OH * t.OW * 16)));
+    RKD_ASSIGN(auto eb, mem.read(ew.address, static_cast<size_t>(ew_operand_bytes(t))));
     ew.e = eb.data();
   }
   return ew;
@@ -284,7 +295,7 @@ Result<TaskStats> run_dpu_only(DeviceMemory& mem, const ConvTask& t, const Quirk
     const std::vector<uint8_t> in(x.begin(), x.end());  // the output may overwrite the input
     RKD_ASSIGN(Ew ew, attach_ew(mem, t));
     std::vector<uint8_t> eb;
-    if (ew.on) eb.assign(ew.e, ew.e + ((t.OC - 1) / 16 * ew.surface + t.OH * t.OW * 16));
+    if (ew.on) eb.assign(ew.e, ew.e + ew_operand_bytes(t));
     RKD_ASSIGN(auto y, mem.span(t.output, static_cast<size_t>(t.output_bytes)));
     const int64_t pixels = t.OH * t.OW, surface = pixels * 16, OCw = t.written();
     const uint8_t* tb = table->data();
@@ -297,7 +308,7 @@ Result<TaskStats> run_dpu_only(DeviceMemory& mem, const ConvTask& t, const Quirk
         for (int64_t p = 0; p < pixels; ++p)
           for (int64_t l = 0; l < lanes; ++l) {
             const size_t i = static_cast<size_t>(p * 16 + l);
-            yo[i] = tb[(static_cast<size_t>(xi[i] ^ 0x80) << 8) | static_cast<size_t>(ei[i] ^ 0x80)];
+            yo[i] = tb[(static_cast<size_t>(xi[i] ^ 0x80) << 8) | static_cast<size_t>(ei[ew.per_channel ? l : i] ^ 0x80)];
           }
       } else {
         for (int64_t p = 0; p < pixels; ++p)
@@ -427,12 +438,18 @@ Status decode_dpu(const Regs& r, const Quirks& q, ConvTask& t, const detail::Lut
     }
     RKD_ASSIGN(t.lut, decode_lut(r, lut));
   } else if (ew.on) {
-    if (!r.get(DPU_EW_CFG_EW_OP_SRC) || r.get(DPU_EW_CFG_EW_ALU_ALGO) > 2 || r.get(DPU_EW_CFG_EW_OP_TYPE) || !r.get(DPU_EW_CFG_EW_LUT_BYPASS) ||
-        r.get(DPU_EW_CFG_EW_MUL_PRELU) || r.get(DPU_EW_CFG_EW_RELUX_EN) || r.get(DPU_EW_CFG_EW_DATA_MODE) != 1 || r.get(DPU_EW_CFG_EDATA_SIZE) != 1) {
+    const uint32_t mode = r.get(DPU_EW_CFG_EW_DATA_MODE);
+    if (!r.get(DPU_EW_CFG_EW_OP_SRC) || r.get(DPU_EW_CFG_EW_ALU_ALGO) > 2 || !r.get(DPU_EW_CFG_EW_LUT_BYPASS) || r.get(DPU_EW_CFG_EW_MUL_PRELU) ||
+        r.get(DPU_EW_CFG_EW_RELUX_EN) || mode > 1 || r.get(DPU_EW_CFG_EDATA_SIZE) != 1) {
       return unsupported("DPU.EW_CFG " + hex32(r.get(DPU_EW_CFG)) +
-                         ": only the max, min or add of one int8 ERDMA operand per element (EW_OP_SRC 1, EW_ALU_ALGO 0-2, EW_OP_TYPE 0, LUT "
-                         "bypassed, EW_DATA_MODE 1, EDATA_SIZE 1) is simulated");
+                         ": only the max, min, add or multiply of one int8 ERDMA operand per element or per channel (EW_OP_SRC 1, EW_ALU_ALGO "
+                         "0-2 or EW_OP_TYPE 1, LUT bypassed, EW_DATA_MODE 0 or 1, EDATA_SIZE 1) is simulated");
     }
+    if (r.get(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DATA_MODE) != mode)
+      return invalid("DPU.EW_CFG.EW_DATA_MODE " + std::to_string(mode) + " but DPU_RDMA.RDMA_ERDMA_CFG.ERDMA_DATA_MODE " +
+                     std::to_string(r.get(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DATA_MODE)));
+    ew.per_channel = mode == 0;
+    ew.mul = r.get(DPU_EW_CFG_EW_OP_TYPE) != 0;
     ew.algo = r.get(DPU_EW_CFG_EW_ALU_ALGO);
     if (r.get(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DISABLE))
       return invalid("DPU.EW_CFG adds an ERDMA operand but DPU_RDMA.RDMA_ERDMA_CFG.ERDMA_DISABLE is set");
@@ -460,7 +477,8 @@ Status decode_dpu(const Regs& r, const Quirks& q, ConvTask& t, const detail::Lut
   t.out_surface = static_cast<int64_t>(r.get(DPU_DST_SURF_STRIDE_DST_SURF_STRIDE)) * 16;
   if (t.out_surface < OH * OW * 16 && OC > 16) return invalid("DPU.DST_SURF_STRIDE is smaller than one output surface");
   t.output_bytes = (OC - 1) / 16 * t.out_surface + OH * OW * 16;
-  if (ew.on && ew.surface < OH * OW * 16 && OC > 16) return invalid("DPU_RDMA.RDMA_EW_SURF_STRIDE is smaller than one output surface");
+  if (ew.on && ew.surface < (ew.per_channel ? 16 : OH * OW * 16) && OC > 16)
+    return invalid(std::string("DPU_RDMA.RDMA_EW_SURF_STRIDE is smaller than one ") + (ew.per_channel ? "16-channel atom" : "output surface"));
   return {};
 }
 

@@ -27,9 +27,13 @@
 //     sat32(round_half_even(float32(v) + float32(e + OFFSET) * float32(SCALE * 2^-SHIFT)));
 //     EW_ALU_ALGO 0 / 1: v = max / min(v, the converted operand) instead (integer: the same
 //     half-up conversion; float: the float32 product rounded half to even) [INF: measured
-//     only at converter scale 1]; then the EW ReLU unless bypassed. Simulated: one ERDMA
-//     operand per element (EW_OP_SRC 1, EW_ALU_ALGO 0-2, LUT bypassed, EW_DATA_MODE 1,
-//     EDATA_SIZE 1).
+//     only at converter scale 1]; EW_OP_TYPE 1: v = sat32(v * the converted operand) (the
+//     integer multiply, measured for int8 at converter scale 1 [HW]; float: the float32
+//     product rounded half to even); then the EW ReLU unless bypassed. Simulated: one int8
+//     ERDMA operand (EW_OP_SRC 1, EW_ALU_ALGO 0-2 or EW_OP_TYPE 1, LUT bypassed, EDATA_SIZE 1)
+//     per element (EW_DATA_MODE 1) or per channel (EW_DATA_MODE 0: channel k's value at
+//     byte (k / 16) * surface + k % 16, repeated over the pixels [HW for fp16 with a 16-byte
+//     surface; int8 INF]); RDMA_ERDMA_CFG.ERDMA_DATA_MODE must say the same.
 //  6b. LUT (EW_LUT_BYPASS clear, the EW operand bypassed: EW_OP_BYPASS set, the EW ReLU
 //     bypassed) on v, NVDLA's SDP lookup [SRC: NVDLA's RTL, as soDLA's port of it; RK3588's
 //     field layout is NVDLA's]: two tables, LE (id 0) and LO (id 1), of lut_entries signed
