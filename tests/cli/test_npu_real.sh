@@ -55,7 +55,7 @@ PY
 # four bilinear Resizes in the NPU's form (quant/qlinear_lut.h): the two by 1/2 as depthwise
 # 2 x 2 convolutions, the two by 2 as an edge-padded nearest x2 (copies and PPU gathers) and a
 # depthwise 3 x 3 convolution: 34 + 4 convolutions.
-grep -q "npu: 38 convolution(s) on the RK3588 simulator (strategy sorted-bs-multiplier, 0 with the following Add fused), 0 on the CPU; 4 Add(s) as DPU tasks, 0 on the CPU; 24 LeakyRelu(s) as DPU tasks (their tables differ from the NPU's in at most 0 of 256 entries); 4 other table(s) through the DPU's LUT, 3 on the CPU" "$work/sim.log"
+grep -q "npu: 38 convolution(s) on the RK3588 simulator (strategy sorted-bs-multiplier, 0 with the following Add fused), 0 on the CPU; 4 Add(s) as DPU tasks, 0 on the CPU; 0 Mul(s) as DPU tasks, 0 on the CPU; 24 LeakyRelu(s) as DPU tasks (their tables differ from the NPU's in at most 0 of 256 entries); 4 other table(s) through the DPU's LUT, 3 on the CPU" "$work/sim.log"
 grep -q "; 2 nearest x2 Resize(s) as NPU tasks (2 edge-padded for a bilinear one), 0 on the CPU" "$work/sim.log"
 # One-step flips in the convolutions propagate through 34 layers: end to end, about half the
 # values stay equal and the largest difference is a fraction of the output's range (measured:
@@ -76,7 +76,7 @@ print(f"nanodet uint8 per-tensor: {t['values']} conv outputs bit-exact in {t['ta
 PY
 "$rk" run "$u" --backend int8 --requant rknpu_out_cvt --input "$in" --output-dir "$work/u8int8" > /dev/null
 "$rk" run "$u" --backend sim --strategy per-tensor --requant rknpu_out_cvt --input "$in" --output-dir "$work/u8sim" > /dev/null 2> "$work/u8sim.log"
-grep -q "4 Add(s) as DPU tasks, 0 on the CPU; 27 LeakyRelu(s) as DPU tasks (their tables differ from the NPU's in at most 0 of 256 entries); 1 other table(s) through the DPU's LUT, 3 on the CPU; 12 Concat(s) as DPU copy tasks, 0 on the CPU; 3 Split(s) as DPU copy tasks, 0 on the CPU" "$work/u8sim.log"
+grep -q "4 Add(s) as DPU tasks, 0 on the CPU; 0 Mul(s) as DPU tasks, 0 on the CPU; 27 LeakyRelu(s) as DPU tasks (their tables differ from the NPU's in at most 0 of 256 entries); 1 other table(s) through the DPU's LUT, 3 on the CPU; 12 Concat(s) as DPU copy tasks, 0 on the CPU; 3 Split(s) as DPU copy tasks, 0 on the CPU" "$work/u8sim.log"
 grep -q "npu: 38 convolution(s)" "$work/u8sim.log"
 grep -q "; 2 nearest x2 Resize(s) as NPU tasks (2 edge-padded for a bilinear one), 0 on the CPU" "$work/u8sim.log"
 # The heads' three Sigmoids follow a CPU Transpose and feed the CPU's tail: kept there.
@@ -210,8 +210,8 @@ assert not [x for x in m["cpu"] if x["op"] in ("ConvTranspose", "DepthToSpace", 
 assert sorted(e["geometry"]["OC"] for e in d2s) == [128, 256], [e["geometry"] for e in d2s]
 print(f"handdetect uint8 per-tensor: every output equal to the int8 reference's, {len(d2s)} ConvTransposes as 1x1 convolutions and DepthToSpace tasks")
 PY
-# centernet (MobileNetV3): its 20 hard-swishes with quantized constants as one table each and
-# its 3 asymmetric bilinear x2 Resizes (TensorFlow's ResizeBilinear without half-pixel centres)
+# centernet (MobileNetV3): its 20 hard-swishes with quantized constants as one table each, its
+# squeeze-excite products as per-channel Muls and its 3 asymmetric bilinear x2 Resizes (TensorFlow's ResizeBilinear without half-pixel centres)
 # as the edge-padded nearest map and a depthwise convolution; uint8 per tensor in the NPU's
 # convention, every output equal to the int8 reference's.
 cu="$work/centernet.u8.qdq.onnx"
@@ -221,11 +221,13 @@ cin="$("$rk" inspect "$cu" --json | /usr/bin/python3 -c 'import json, sys; print
 "$rk" run "$cu" --backend int8 --requant rknpu_out_cvt --input "$cin" --output-dir "$work/cu8int8" > /dev/null
 "$rk" run "$cu" --backend sim --strategy per-tensor --requant rknpu_out_cvt --input "$cin" --output-dir "$work/cu8sim" > /dev/null 2> "$work/cu8sim.log"
 grep -q "; 3 nearest x2 Resize(s) as NPU tasks (3 edge-padded for a bilinear one), 0 on the CPU" "$work/cu8sim.log" || { cat "$work/cu8sim.log"; exit 1; }
-grep -q "; 32 other table(s) through the DPU's LUT" "$work/cu8sim.log" || { cat "$work/cu8sim.log"; exit 1; }
+grep -q "; 33 other table(s) through the DPU's LUT" "$work/cu8sim.log" || { cat "$work/cu8sim.log"; exit 1; }
+# The 9 squeeze-excite products (map x one value per channel: the EW multiply in EW_DATA_MODE 0).
+grep -q "; 9 Mul(s) as DPU tasks, 0 on the CPU" "$work/cu8sim.log" || { cat "$work/cu8sim.log"; exit 1; }
 # 95 convolutions, the 16 x 16 squeeze-excite averages among them (depthwise channel ranges);
 # the 6 left are the averages whose windows pass the CNA's 31 x 31 kernel.
 grep -q "npu: 95 convolution(s) on the RK3588 simulator (strategy per-tensor, 0 with the following Add fused), 6 on the CPU" "$work/cu8sim.log" ||
   { cat "$work/cu8sim.log"; exit 1; }
 test "$(grep -c "ReduceMean/blend: npu lowering: kernel .*: kernel <= 31" "$work/cu8sim.log")" = 6
 for f in "$work"/cu8int8/*.npy; do cmp "$f" "$work/cu8sim/$(basename "$f")"; done
-echo "centernet uint8 per-tensor: every output equal to the int8 reference's (95 convolutions, 3 asymmetric bilinear Resizes, 32 tables on the NPU)"
+echo "centernet uint8 per-tensor: every output equal to the int8 reference's (95 convolutions, 3 asymmetric bilinear Resizes, 33 tables, 9 per-channel Muls on the NPU)"

@@ -67,14 +67,15 @@ v = json.load(open(sys.argv[1]))['variants'][0]
 assert v['executable'] and v['k'] == 0 and len(v['segments']) == 1 and v['segments'][0]['device'] == 'npu', v
 print('plan: yolov8n on rk3588-rkdeploy, k = 0')" "$work/yolo.json"
 # as-lowered: what rkdeploy's lowering emits today; every op the profile marks lowered: false
-# falls back to the CPU with the rule's reason (the SiLU's Sigmoid among them), so the same
-# graph crosses devices; `all` does not include it.
+# falls back to the CPU with the rule's reason (the head's Sigmoid on a [N, C, L] tensor among
+# them; the SiLUs' Sigmoid and Mul are lowered), so the graph crosses devices once, into its
+# post-processing; `all` does not include it.
 "$rkd" plan "$models/yolov8n_arch_tiny.onnx" --target rk3588-rkdeploy --variant as-lowered --image "$photo" --runs 1 --json > "$work/yolo_lowered.json"
 "$rkd" plan "$models/yolov8n_arch_tiny.onnx" --target rk3588-rkdeploy --image "$photo" --runs 1 --json > "$work/yolo_all.json"
 /usr/bin/python3 -c "
 import json, sys
 v = json.load(open(sys.argv[1]))['variants'][0]
-assert v['variant'] == 'as-lowered' and v['executable'] and v['k'] > 10, v['k']
+assert v['variant'] == 'as-lowered' and v['executable'] and v['k'] >= 1, v['k']
 fb = {f['op']: f for f in v['fallbacks']}
 assert fb['Sigmoid']['device'] == 'cpu' and fb['Sigmoid']['reason'].startswith('not lowered by this runtime yet'), fb.get('Sigmoid')
 assert not any('lowering does not emit them yet' in n for n in v['notes']), v['notes']

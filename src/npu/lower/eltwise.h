@@ -53,7 +53,8 @@
 // Buffers, NC1HWC2 int8 with align(C, 16) channels: the main input with dense surfaces (H W
 // 16 bytes: no MRDMA stride register exists [INF]); the EW operand with surfaces of
 // max(H W, ew_surface_min_pixels) pixels (EW_SURF_STRIDE's floor [HW]) - for LeakyRelu the
-// main input's own buffer when the two strides agree; the output dense. The padding lanes
+// main input's own buffer when the two strides agree; a Mul's per-channel operand one 16-byte
+// atom a surface; the output dense. The padding lanes
 // hold 0 and their results carry no meaning.
 #pragma once
 

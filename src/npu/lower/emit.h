@@ -61,9 +61,9 @@ struct BsStage {
   std::optional<int32_t> relux;  // compare value of BS ReLUX
   int32_t ow_op = 0;             // BS_OW_OP (weight offset; 0 bypasses)
 };
-// EW: combines a second int8 NC1HWC2 map (one byte per element), after its operand
-// converter, with the value: add (EW_ALU_ALGO 2), max (0) or min (1; these two with
-// EW_EQUAL_EN set, as the vendor's captures do [HW]).
+// EW: combines a second int8 NC1HWC2 map (one byte per element, or one per channel), after
+// its operand converter, with the value: add (EW_ALU_ALGO 2), max (0) or min (1; these two
+// with EW_EQUAL_EN set, as the vendor's captures do [HW]), or multiply (EW_OP_TYPE 1).
 struct EwOperand {
   uint32_t address = 0;        // this task's first row
   int64_t surface_pixels = 0;  // the map's surface stride (at least 12: EW_SURF_STRIDE's floor [HW])

@@ -640,7 +640,8 @@ std::vector<KnobInfo> knob_list() {
       {"width_is_line", "true|false", "true",
        "CNA.DATA_SIZE0.DATAIN_WIDTH is the contiguous line dimension (hardware notes); false: Mesa's swap, consistent only on square maps"},
       {"ew_mode", "integer|float", "integer",
-       "the EW stage's operand converter (a fused or DPU-only Add, LeakyRelu's max): Mesa's integer form ((e + OFFSET) * SCALE >> SHIFT, half "
+       "the EW stage's operand converter (a fused or DPU-only Add, LeakyRelu's max, a Mul's operand): Mesa's integer form ((e + OFFSET) * SCALE >> "
+       "SHIFT, half "
        "up) or float32 arithmetic (another report); measured only at scale 1; disputed"},
       {"lut_start", "underflow|hit", "underflow",
        "the DPU LUT at v == START: an underflow (NVDLA's <= compare) or index 0; unmeasured on RK3588 (rkdeploy's tables give the same result "
