@@ -246,6 +246,9 @@ Epilogue epilogue_of(const ConvTask& t, const Quirks& q, const Ew& ew, const int
       t.shift,  mac_bound};
 }
 
+// Whether two device byte ranges share a byte.
+bool overlaps(uint64_t a, uint64_t na, uint64_t b, uint64_t nb) { return a < b + nb && b < a + na; }
+
 // The bytes the EW operand spans: per element an NC1HWC2 map, per channel one 16-byte atom a
 // surface.
 int64_t ew_operand_bytes(const ConvTask& t) { return (t.OC - 1) / 16 * t.ew.surface + (t.ew.per_channel ? 16 : t.OH * t.OW * 16); }
@@ -292,19 +295,28 @@ namespace {
 Result<TaskStats> run_dpu_only(DeviceMemory& mem, const ConvTask& t, const Quirks& q, const std::vector<uint8_t>* table = nullptr) {
   if (table && !table->empty()) {
     RKD_ASSIGN(std::span<const uint8_t> x, mem.read(t.input, static_cast<size_t>(t.input_bytes)));
-    const std::vector<uint8_t> in(x.begin(), x.end());  // the output may overwrite the input
     RKD_ASSIGN(Ew ew, attach_ew(mem, t));
-    std::vector<uint8_t> eb;
-    if (ew.on) eb.assign(ew.e, ew.e + ew_operand_bytes(t));
+    // The output may overwrite an input (in place): such an input is read from a copy.
+    std::vector<uint8_t> in_copy, e_copy;
+    const uint8_t* xin = x.data();
+    const uint8_t* ein = ew.on ? ew.e : nullptr;
+    if (overlaps(t.input, static_cast<uint64_t>(t.input_bytes), t.output, static_cast<uint64_t>(t.output_bytes))) {
+      in_copy.assign(x.begin(), x.end());
+      xin = in_copy.data();
+    }
+    if (ew.on && overlaps(ew.address, static_cast<uint64_t>(ew_operand_bytes(t)), t.output, static_cast<uint64_t>(t.output_bytes))) {
+      e_copy.assign(ew.e, ew.e + ew_operand_bytes(t));
+      ein = e_copy.data();
+    }
     RKD_ASSIGN(auto y, mem.span(t.output, static_cast<size_t>(t.output_bytes)));
     const int64_t pixels = t.OH * t.OW, surface = pixels * 16, OCw = t.written();
     const uint8_t* tb = table->data();
     for (int64_t b = 0; b < (OCw + 15) / 16; ++b) {
       const int64_t lanes = std::min<int64_t>(16, OCw - 16 * b);
-      const uint8_t* xi = in.data() + b * surface;
+      const uint8_t* xi = xin + b * surface;
       uint8_t* yo = y.data() + b * t.out_surface;
       if (ew.on) {
-        const uint8_t* ei = eb.data() + b * ew.surface;
+        const uint8_t* ei = ein + b * ew.surface;
         for (int64_t p = 0; p < pixels; ++p)
           for (int64_t l = 0; l < lanes; ++l) {
             const size_t i = static_cast<size_t>(p * 16 + l);
