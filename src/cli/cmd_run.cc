@@ -15,13 +15,14 @@
 #include "quant/requant.h"
 #include "runtime/detect.h"
 #include "runtime/model.h"
+#include "runtime/npu_conv.h"
 #include <nlohmann/json.hpp>
 
 namespace rkd::cli {
 namespace {
 
 struct RunArgs;
-void report_npu(const RunArgs& a, const runtime::FusionReport& f);
+void report_npu(const RunArgs& a, const runtime::FusionReport& f, const runtime::Executor& e);
 
 struct RunArgs {
   std::string model;
@@ -55,7 +56,7 @@ void run_on_image(const RunArgs& a, runtime::LoadOptions lo) {
   const std::string draw_tmp = a.draw.empty() ? "" : take(out_tx.file(a.draw));
   const runtime::Image img = take(runtime::load_image(a.image));
   runtime::LoadedModel m = take(runtime::load_model(a.model, lo));
-  report_npu(a, m.fusion);
+  report_npu(a, m.fusion, *m.executor);
   runtime::DetectorConfig cfg = a.config.empty() ? runtime::default_config(*m.graph) : take(runtime::read_config(a.config));
   const runtime::Prepared prep = take(runtime::preprocess(img, cfg, runtime::takes_target_sizes(*m.graph)));
   check(runtime::check_detector_inputs(prep.inputs));
@@ -111,23 +112,31 @@ void set_backend(const RunArgs& a, runtime::CompileOptions& c) {
   }
 }
 
-void report_npu(const RunArgs& a, const runtime::FusionReport& f) {
+void report_npu(const RunArgs& a, const runtime::FusionReport& f, const runtime::Executor& e) {
   if (a.backend != "sim") return;
   std::fprintf(stderr,
                "npu: %d convolution(s) on the RK3588 simulator (strategy %s, %d with the following Add fused), %zu on the CPU; "
-               "%d Add(s) as DPU tasks, %zu on the CPU; %d Mul(s) as DPU tasks, %zu on the CPU; %d LeakyRelu(s) as DPU tasks (their tables differ from the NPU's in at most %d "
+               "%d Add(s) as DPU tasks, %zu on the CPU; %d Mul(s) as DPU tasks, %zu on the CPU; %d LeakyRelu(s) as DPU tasks (their tables differ "
+               "from the NPU's in at most %d "
                "of 256 entries); %d other table(s) through the DPU's LUT, %zu on the CPU; %d Concat(s) as DPU copy tasks, %zu on the CPU; "
                "%d Split(s) as DPU copy tasks, %zu on the CPU; %d MaxPool(s) as PPU tasks, %zu on the CPU; %d channel Pad(s) as DPU tasks, %zu on "
                "the CPU; %d nearest x2 Resize(s) as NPU tasks (%d edge-padded for a bilinear one), %zu on the CPU; %d DepthToSpace(s) as DPU copy "
                "tasks, %zu on the CPU\n",
                f.npu_sim_convs, a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy.c_str(), f.npu_fused_adds,
-               f.npu_cpu_convs.size(), f.npu_sim_adds, f.npu_cpu_adds.size(), f.npu_sim_muls, f.npu_cpu_muls.size(), f.npu_sim_leaky_relus, f.npu_leaky_relu_table_differences,
-               f.npu_sim_luts, f.npu_cpu_luts.size(), f.npu_sim_concats, f.npu_cpu_concats.size(), f.npu_sim_splits, f.npu_cpu_splits.size(),
-               f.npu_sim_pools, f.npu_cpu_pools.size(), f.npu_sim_pads, f.npu_cpu_pads.size(), f.npu_sim_resizes, f.npu_sim_edge_resizes,
-               f.npu_cpu_resizes.size(), f.npu_sim_depth_to_spaces, f.npu_cpu_depth_to_spaces.size());
-  for (const auto* list : {&f.npu_cpu_convs, &f.npu_cpu_adds, &f.npu_cpu_muls, &f.npu_cpu_luts, &f.npu_cpu_concats, &f.npu_cpu_splits, &f.npu_cpu_pools,
-                           &f.npu_cpu_pads, &f.npu_cpu_resizes, &f.npu_cpu_depth_to_spaces}) {
+               f.npu_cpu_convs.size(), f.npu_sim_adds, f.npu_cpu_adds.size(), f.npu_sim_muls, f.npu_cpu_muls.size(), f.npu_sim_leaky_relus,
+               f.npu_leaky_relu_table_differences, f.npu_sim_luts, f.npu_cpu_luts.size(), f.npu_sim_concats, f.npu_cpu_concats.size(),
+               f.npu_sim_splits, f.npu_cpu_splits.size(), f.npu_sim_pools, f.npu_cpu_pools.size(), f.npu_sim_pads, f.npu_cpu_pads.size(),
+               f.npu_sim_resizes, f.npu_sim_edge_resizes, f.npu_cpu_resizes.size(), f.npu_sim_depth_to_spaces, f.npu_cpu_depth_to_spaces.size());
+  for (const auto* list : {&f.npu_cpu_convs, &f.npu_cpu_adds, &f.npu_cpu_muls, &f.npu_cpu_luts, &f.npu_cpu_concats, &f.npu_cpu_splits,
+                           &f.npu_cpu_pools, &f.npu_cpu_pads, &f.npu_cpu_resizes, &f.npu_cpu_depth_to_spaces}) {
     for (const auto& r : *list) std::fprintf(stderr, "  on the CPU: %s\n", r.c_str());
+  }
+  if (const runtime::NpuSession* s = e.npu_session()) {
+    const runtime::NpuChaining c = runtime::npu_chaining(*s);
+    std::fprintf(stderr,
+                 "npu device memory: %d input(s) read in place from the NPU node before, %d written by the host; %d output(s) only in device "
+                 "memory, %d read back by the host\n",
+                 c.chained_inputs, c.host_written_inputs, c.device_only_outputs, c.host_read_outputs);
   }
 }
 
@@ -174,7 +183,7 @@ void run_model(const RunArgs& a) {
   lo.exec.threads = a.threads;
   lo.exec.profile = a.profile;
   runtime::LoadedModel m = take(runtime::load_model(a.model, lo));
-  report_npu(a, m.fusion);
+  report_npu(a, m.fusion, *m.executor);
   // Every output file is declared (and checked) before the inference.
   std::map<std::string, std::string> out_tmp;
   if (!a.output_dir.empty()) {

@@ -167,7 +167,9 @@ struct ExecutorBuilder {
         st->view_shape = *vs;
       }
       if (!st->view) {
-        auto k = prepare_op(n, g.opset);
+        const bool npu = ir::op_has(n, ir::kOnNpu);
+        if (npu && !e->npu_) e->npu_ = make_npu_session(g.outputs);
+        auto k = npu ? npu_node_kernel(n, e->npu_) : prepare_op(n, g.opset);
         if (!k.ok()) {
           prepare_errors.push_back(k.error());
         } else {

@@ -8,7 +8,8 @@
 //    (CompileOptions::portable skips qdq-to-qlinear and both fusions).
 //    and then checks that every remaining node has a kernel and static output shapes,
 //    reporting every offending node at once ("unsupported").
-//  - Executor::create() prepares one kernel per node and plans memory: every
+//  - Executor::create() prepares one kernel per node (the NPU nodes' in one shared device
+//    memory: npu_conv.h, device-memory chaining) and plans memory: every
 //    intermediate value gets an offset in one arena, values whose lifetimes
 //    (producer .. last reader, in node order) do not overlap may share bytes (greedy by
 //    size, as TFLite's arena planner). View ops (Reshape, Flatten, Squeeze, Unsqueeze,
@@ -98,6 +99,9 @@ struct MemoryPlan {
   int planned_values = 0, aliased_values = 0;
 };
 
+struct NpuSession;
+struct NpuChaining;
+
 class Executor {
  public:
   static Result<std::unique_ptr<Executor>> create(const ir::Graph& g, const ExecutorOptions& opt = {});
@@ -106,6 +110,9 @@ class Executor {
   const MemoryPlan& memory_plan() const { return plan_; }
   // Per-node times of the last run() (empty unless profile).
   const std::vector<NodeTime>& last_profile() const { return profile_; }
+  // The NPU nodes' device memory (npu_conv.h: one NpuSession shared by every rkdeploy.Npu*
+  // node, consecutive ones reading each other's outputs in place), or nullptr without them.
+  const NpuSession* npu_session() const { return npu_.get(); }
 
  private:
   struct Step;
@@ -119,6 +126,7 @@ class Executor {
   std::shared_ptr<uint8_t[]> arena_;
   MemoryPlan plan_;
   std::vector<NodeTime> profile_;
+  std::shared_ptr<NpuSession> npu_;
   friend struct ExecutorBuilder;
 };
 

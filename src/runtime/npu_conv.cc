@@ -129,63 +129,6 @@ Status npu_try_lower(const ConvSpec& spec, npu::lower::Strategy strategy) {
 
 namespace {
 
-// One lowered convolution in its own device memory.
-struct SimConv {
-  ConvSpec spec;
-  npu::lower::Strategy strategy;
-  npu::sim::Quirks quirks;
-  npu::DeviceMemory mem;
-  npu::lower::Lowered lowered;
-  uint32_t regcmd = 0;
-  size_t first_words = 0;
-  bool ready = false;
-  npu::sim::SimCache cache;  // the MAC prepared once (oneDNN), reused by every call
-  std::mutex m;
-
-  Status prepare(const Tensor& x) {
-    RKD_ASSIGN(uint32_t in, npu::lower::place_input(mem, spec, x));
-    RKD_ASSIGN(lowered, npu::lower::lower_conv(spec, strategy, mem, in));
-    RKD_ASSIGN(auto placed, npu::lower::place_regcmd(mem, lowered));
-    regcmd = placed.address;
-    first_words = placed.spans[0].word_count;
-    ready = true;
-    return {};
-  }
-};
-
-}  // namespace
-
-Result<Kernel> npu_sim_kernel(const Node& n, npu::lower::Strategy strategy, const npu::sim::Quirks& quirks) {
-  RKD_ASSIGN(ConvSpec spec, npu_conv_spec(n));
-  auto sc = std::make_shared<SimConv>();
-  sc->spec = std::move(spec);
-  sc->strategy = strategy;
-  sc->quirks = quirks;
-  const std::string what = n.describe();
-  return Kernel([sc, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-    std::lock_guard<std::mutex> lock(sc->m);
-    auto go = [&]() -> Status {
-      if (!sc->ready) {
-        RKD_TRY(sc->prepare(*in[0]));
-      } else {
-        // The input buffer sits where the first placement put it: write the new input there.
-        RKD_TRY(npu::lower::write_input(sc->mem, sc->lowered.input_address, sc->spec, *in[0]));
-      }
-      if (sc->spec.residual) {
-        if (in.size() < 10 || !in[9]) return invalid("fused residual input missing");
-        RKD_TRY(npu::lower::write_residual(sc->mem, sc->spec, sc->lowered, *in[9]));
-      }
-      auto stats = npu::sim::run(sc->mem, sc->regcmd, sc->first_words, sc->quirks, &sc->cache);
-      if (!stats.ok()) return stats.error();
-      return npu::lower::gather_output_into(sc->mem, sc->spec, sc->lowered, out[0]);
-    };
-    Status s = go();
-    return s.ok() ? s : s.error().with_context(what + " (NPU simulator)");
-  });
-}
-
-namespace {
-
 // QLinearConv -> QLinearAdd (rkdeploy's, from qdq-to-qlinear) where the convolution's output
 // is read by the Add alone: one QLinearConv with the residual fused (npu_conv_spec's inputs
 // 9-11), when the lowering can express it. Returns the fused node or nullptr.
@@ -324,76 +267,6 @@ Result<npu::lower::MulSpec> npu_mul_spec(const Node& n) {
   return s;
 }
 
-namespace {
-
-// One lowered element-wise task in its own device memory; `write` puts a call's inputs where
-// the task reads them.
-struct SimEltwise {
-  npu::lower::MapShape shape;
-  npu::sim::Quirks quirks;
-  npu::DeviceMemory mem;
-  npu::lower::LoweredEltwise lowered;
-  std::function<Status(SimEltwise&, const std::vector<const Tensor*>&)> write;
-  uint32_t regcmd = 0;
-  size_t first_words = 0;
-  npu::sim::SimCache cache;  // the task decoded once, its look-up table built once
-  std::mutex m;
-};
-
-using EltwiseGather = std::function<Status(const SimEltwise&, std::vector<Tensor>&)>;
-
-// `lower` fills the task's memory; `write` is called per run with the node's inputs, `gather`
-// (default: the one output map into out[0]) after the tasks ran.
-Result<Kernel> eltwise_kernel(const Node& n, const npu::lower::MapShape& shape, const npu::sim::Quirks& quirks,
-                              const std::function<Result<npu::lower::LoweredEltwise>(npu::DeviceMemory&)>& lower,
-                              std::function<Status(SimEltwise&, const std::vector<const Tensor*>&)> write, EltwiseGather gather = nullptr) {
-  auto se = std::make_shared<SimEltwise>();
-  se->shape = shape;
-  se->quirks = quirks;
-  RKD_ASSIGN(se->lowered, lower(se->mem));
-  se->write = std::move(write);
-  if (!gather) {
-    gather = [](const SimEltwise& e, std::vector<Tensor>& out) { return npu::lower::gather_eltwise_output(e.mem, e.shape, e.lowered, out[0]); };
-  }
-  RKD_ASSIGN(auto placed, npu::lower::place_regcmd(se->mem, se->lowered.tasks));
-  se->regcmd = placed.address;
-  se->first_words = placed.spans[0].word_count;
-  const std::string what = n.describe();
-  return Kernel([se, what, gather](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-    std::lock_guard<std::mutex> lock(se->m);
-    auto go = [&]() -> Status {
-      RKD_TRY(se->write(*se, in));
-      auto stats = npu::sim::run(se->mem, se->regcmd, se->first_words, se->quirks, &se->cache);
-      if (!stats.ok()) return stats.error();
-      return gather(*se, out);
-    };
-    Status st = go();
-    return st.ok() ? st : st.error().with_context(what + " (NPU simulator)");
-  });
-}
-
-}  // namespace
-
-Result<Kernel> npu_add_kernel(const Node& n, const npu::sim::Quirks& quirks) {
-  RKD_ASSIGN(npu::lower::AddSpec spec, npu_add_spec(n));
-  return eltwise_kernel(
-      n, spec, quirks, [spec](npu::DeviceMemory& mem) { return npu::lower::lower_add(spec, mem); },
-      [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
-        if (in.size() < 4 || !in[0] || !in[3]) return Status(invalid("npu add: operands missing"));
-        return npu::lower::write_add_inputs(e.mem, spec, e.lowered, *in[0], *in[3]);
-      });
-}
-
-Result<Kernel> npu_mul_kernel(const Node& n, const npu::sim::Quirks& quirks) {
-  RKD_ASSIGN(npu::lower::MulSpec spec, npu_mul_spec(n));
-  return eltwise_kernel(
-      n, spec, quirks, [spec](npu::DeviceMemory& mem) { return npu::lower::lower_mul(spec, mem); },
-      [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
-        if (in.size() < 4 || !in[0] || !in[3]) return Status(invalid("npu Mul: operands missing"));
-        return npu::lower::write_mul_inputs(e.mem, spec, e.lowered, *in[0], *in[3]);
-      });
-}
-
 Result<npu::lower::LeakyReluSpec> npu_leaky_relu_spec(const Node& n) {
   RKD_ASSIGN(std::string op, n.attr_string("rkd_op", ""));
   if (op != "LeakyRelu") return unsupported("not a LeakyRelu table (other tables go through the DPU's LUT: npu_lut_spec)");
@@ -433,16 +306,6 @@ Result<int> npu_leaky_relu_table_differences(const Node& n) {
   return d;
 }
 
-Result<Kernel> npu_leaky_relu_kernel(const Node& n, const npu::sim::Quirks& quirks) {
-  RKD_ASSIGN(npu::lower::LeakyReluSpec spec, npu_leaky_relu_spec(n));
-  return eltwise_kernel(
-      n, spec, quirks, [spec](npu::DeviceMemory& mem) { return npu::lower::lower_leaky_relu(spec, mem); },
-      [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
-        if (in.empty() || !in[0]) return Status(invalid("npu LeakyRelu: input missing"));
-        return npu::lower::write_leaky_relu_input(e.mem, spec, e.lowered, *in[0]);
-      });
-}
-
 Result<npu::lower::LutSpec> npu_lut_spec(const Node& n) {
   const bool lut = n.domain == "rkdeploy" && (n.op_type == "QLinearLut" || n.op_type == "NpuLut");
   if (!lut || n.inputs.size() < 2 || n.outputs.empty()) return invalid(n.describe() + ": not a QLinearLut");
@@ -464,16 +327,6 @@ Result<npu::lower::LutSpec> npu_lut_spec(const Node& n) {
   RKD_TRY(npu::lower::eltwise_supported(g, "npu Lut: "));
   RKD_TRY(npu::lower::check_lut(s));
   return s;
-}
-
-Result<Kernel> npu_lut_kernel(const Node& n, const npu::sim::Quirks& quirks) {
-  RKD_ASSIGN(npu::lower::LutSpec spec, npu_lut_spec(n));
-  return eltwise_kernel(
-      n, spec, quirks, [spec](npu::DeviceMemory& mem) { return npu::lower::lower_lut(spec, mem); },
-      [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
-        if (in.empty() || !in[0]) return Status(invalid("npu Lut: input missing"));
-        return npu::lower::write_lut_input(e.mem, spec, e.lowered, *in[0]);
-      });
 }
 
 bool npu_max_pool_candidate(const Node& n) {
@@ -525,16 +378,6 @@ Result<npu::lower::MaxPoolSpec> npu_max_pool_spec(const Node& n) {
   return s;
 }
 
-Result<Kernel> npu_max_pool_kernel(const Node& n, const npu::sim::Quirks& quirks) {
-  RKD_ASSIGN(npu::lower::MaxPoolSpec spec, npu_max_pool_spec(n));
-  return eltwise_kernel(
-      n, spec.output(), quirks, [spec](npu::DeviceMemory& mem) { return npu::lower::lower_max_pool(spec, mem); },
-      [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
-        if (in.empty() || !in[0]) return Status(invalid("npu MaxPool: input missing"));
-        return npu::lower::write_max_pool_input(e.mem, spec, e.lowered, *in[0]);
-      });
-}
-
 bool npu_channel_pad_candidate(const Node& n) {
   if (!((n.op_type == "Pad" && n.domain.empty()) || (n.op_type == "NpuPad" && n.domain == "rkdeploy"))) return false;
   if (n.inputs.empty() || !n.inputs[0] || !n.inputs[0]->dtype) return false;
@@ -574,16 +417,6 @@ Result<npu::lower::ChannelPadSpec> npu_channel_pad_spec(const Node& n) {
   const npu::lower::MapShape o = s.output();
   if (*ys != Shape{(*xs)[0], o.C, o.H, o.W}) return invalid(n.describe() + ": the output's shape is not the padded map's");
   return s;
-}
-
-Result<Kernel> npu_channel_pad_kernel(const Node& n, const npu::sim::Quirks& quirks) {
-  RKD_ASSIGN(npu::lower::ChannelPadSpec spec, npu_channel_pad_spec(n));
-  return eltwise_kernel(
-      n, spec.output(), quirks, [spec](npu::DeviceMemory& mem) { return npu::lower::lower_channel_pad(spec, mem); },
-      [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
-        if (in.empty() || !in[0]) return Status(invalid("npu channel Pad: input missing"));
-        return npu::lower::write_channel_pad_input(e.mem, spec, e.lowered, *in[0]);
-      });
 }
 
 bool npu_upsample2_candidate(const Node& n) {
@@ -634,16 +467,6 @@ Result<npu::lower::Upsample2Spec> npu_upsample2_spec(const Node& n) {
   return s;
 }
 
-Result<Kernel> npu_upsample2_kernel(const Node& n, const npu::sim::Quirks& quirks) {
-  RKD_ASSIGN(npu::lower::Upsample2Spec spec, npu_upsample2_spec(n));
-  return eltwise_kernel(
-      n, spec.output(), quirks, [spec](npu::DeviceMemory& mem) { return npu::lower::lower_upsample2(spec, mem); },
-      [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
-        if (in.empty() || !in[0]) return Status(invalid("npu Resize: input missing"));
-        return npu::lower::write_upsample2_input(e.mem, spec, e.lowered, *in[0]);
-      });
-}
-
 bool npu_depth_to_space_candidate(const Node& n) {
   const bool d2s = (n.op_type == "DepthToSpace" && n.domain.empty()) || (n.op_type == "NpuDepthToSpace" && n.domain == "rkdeploy");
   if (!d2s || n.inputs.empty() || !n.inputs[0] || !n.inputs[0]->dtype) return false;
@@ -667,16 +490,6 @@ Result<npu::lower::DepthToSpace2Spec> npu_depth_to_space_spec(const Node& n) {
   const npu::lower::MapShape o = s.output();
   if (*ys != Shape{(*xs)[0], o.C, o.H, o.W}) return invalid(n.describe() + ": the output's shape is not DepthToSpace's");
   return s;
-}
-
-Result<Kernel> npu_depth_to_space_kernel(const Node& n, const npu::sim::Quirks& quirks) {
-  RKD_ASSIGN(npu::lower::DepthToSpace2Spec spec, npu_depth_to_space_spec(n));
-  return eltwise_kernel(
-      n, spec.output(), quirks, [spec](npu::DeviceMemory& mem) { return npu::lower::lower_depth_to_space2(spec, mem); },
-      [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
-        if (in.empty() || !in[0]) return Status(invalid("npu DepthToSpace: input missing"));
-        return npu::lower::write_depth_to_space2_input(e.mem, spec, e.lowered, *in[0]);
-      });
 }
 
 Result<npu::lower::ConcatSpec> npu_concat_spec(const Node& n) {
@@ -746,40 +559,6 @@ Result<npu::lower::SplitSpec> npu_split_spec(const Node& n) {
 }
 
 bool npu_split_candidate(const Node& n) { return integer_onnx_op(n, "Split"); }
-
-Result<Kernel> npu_split_kernel(const Node& n, const npu::sim::Quirks& quirks) {
-  RKD_ASSIGN(npu::lower::SplitSpec spec, npu_split_spec(n));
-  return eltwise_kernel(
-      n, spec, quirks, [spec](npu::DeviceMemory& mem) { return npu::lower::lower_split(spec, mem); },
-      [spec](SimEltwise& e, const std::vector<const Tensor*>& in) {
-        if (in.empty() || !in[0]) return Status(invalid("npu Split: the input is missing"));
-        return npu::lower::write_split_input(e.mem, spec, e.lowered, *in[0]);
-      },
-      [spec](const SimEltwise& e, std::vector<Tensor>& out) { return npu::lower::gather_split_outputs(e.mem, spec, e.lowered, out); });
-}
-
-Result<Kernel> npu_concat_kernel(const Node& n, const npu::sim::Quirks& quirks) {
-  RKD_ASSIGN(npu::lower::ConcatSpec spec, npu_concat_spec(n));
-  return eltwise_kernel(
-      n, spec, quirks, [spec](npu::DeviceMemory& mem) { return npu::lower::lower_concat(spec, mem); },
-      [spec](SimEltwise& e, const std::vector<const Tensor*>& in) { return npu::lower::write_concat_inputs(e.mem, spec, e.lowered, in); });
-}
-
-namespace {
-
-Result<npu::sim::Quirks> quirks_from_attrs(const Node& n) {
-  RKD_ASSIGN(std::string knobs, n.attr_string("rkd_sim_knobs", ""));
-  npu::sim::Quirks q;
-  size_t at = 0;
-  while (at < knobs.size()) {
-    const size_t end = std::min(knobs.find(';', at), knobs.size());
-    RKD_TRY(npu::sim::set_knob(q, knobs.substr(at, end - at)));
-    at = end + 1;
-  }
-  return q;
-}
-
-}  // namespace
 
 namespace {
 
@@ -983,63 +762,6 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                     }
                     return {};
                   }};
-}
-
-Result<Kernel> npu_sim_kernel_from_attrs(const Node& n) {
-  RKD_ASSIGN(std::string name, n.attr_string("rkd_sim_strategy", ""));
-  RKD_ASSIGN(npu::lower::Strategy st, npu::lower::parse_strategy(name));
-  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
-  return npu_sim_kernel(n, st, q);
-}
-
-Result<Kernel> npu_add_kernel_from_attrs(const Node& n) {
-  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
-  return npu_add_kernel(n, q);
-}
-
-Result<Kernel> npu_mul_kernel_from_attrs(const Node& n) {
-  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
-  return npu_mul_kernel(n, q);
-}
-
-Result<Kernel> npu_leaky_relu_kernel_from_attrs(const Node& n) {
-  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
-  return npu_leaky_relu_kernel(n, q);
-}
-
-Result<Kernel> npu_lut_kernel_from_attrs(const Node& n) {
-  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
-  return npu_lut_kernel(n, q);
-}
-
-Result<Kernel> npu_max_pool_kernel_from_attrs(const Node& n) {
-  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
-  return npu_max_pool_kernel(n, q);
-}
-
-Result<Kernel> npu_channel_pad_kernel_from_attrs(const Node& n) {
-  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
-  return npu_channel_pad_kernel(n, q);
-}
-
-Result<Kernel> npu_upsample2_kernel_from_attrs(const Node& n) {
-  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
-  return npu_upsample2_kernel(n, q);
-}
-
-Result<Kernel> npu_depth_to_space_kernel_from_attrs(const Node& n) {
-  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
-  return npu_depth_to_space_kernel(n, q);
-}
-
-Result<Kernel> npu_split_kernel_from_attrs(const Node& n) {
-  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
-  return npu_split_kernel(n, q);
-}
-
-Result<Kernel> npu_concat_kernel_from_attrs(const Node& n) {
-  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
-  return npu_concat_kernel(n, q);
 }
 
 }  // namespace rkd::runtime

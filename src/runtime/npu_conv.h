@@ -1,5 +1,6 @@
-// The bridge between the int8 graph and the NPU back end: a QLinearConv as an NPU
-// convolution (npu::lower::ConvSpec), and a kernel that runs it on the simulator.
+// The bridge between the int8 graph and the NPU back end: each NPU operation's spec from its
+// node (a QLinearConv as an npu::lower::ConvSpec, ...), the placement pass, and the kernels
+// that run the placed nodes on the simulator in one shared device memory (npu_kernels.cc).
 #pragma once
 
 #include <memory>
@@ -26,25 +27,16 @@ Result<npu::lower::ConvSpec> npu_conv_spec(const ir::Node& n);
 // split fits, ...). What cannot be lowered stays on the CPU.
 Status npu_try_lower(const npu::lower::ConvSpec& spec, npu::lower::Strategy strategy);
 
-// A kernel computing the QLinearConv by lowering it once with `strategy` (weights, operands,
-// register commands in its own simulated device memory) and, per call, writing the input,
-// executing the register commands on the simulator and compacting the output.
-Result<Kernel> npu_sim_kernel(const ir::Node& n, npu::lower::Strategy strategy, const npu::sim::Quirks& quirks);
-
 // The NPU add of an rkdeploy.QLinearAdd node (static [1, C, H, W] operands of one shape and
 // type, per-tensor constant scales and zero points), within constraints.h's eltwise rules
 // and the converters' ranges (npu::lower::check_add), or why not.
 Result<npu::lower::AddSpec> npu_add_spec(const ir::Node& n);
-// A kernel computing the QLinearAdd as one DPU-only task on the simulator (lowered once in its
-// own device memory; per call the operands written, the task run, the output read back).
-Result<Kernel> npu_add_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
 
 // The NPU multiply of an rkdeploy.QLinearMul node (A a static [1, C, H, W] map of the output's
 // shape; B of its shape, [1, C, 1, 1] or one element; per-tensor constant scales and zero
 // points), within constraints.h's eltwise rules and OUT_CVT's range (npu::lower::check_mul),
 // or why not; the kernel runs it as one DPU-only task (quant::rknpu_mul_plan's arithmetic).
 Result<npu::lower::MulSpec> npu_mul_spec(const ir::Node& n);
-Result<Kernel> npu_mul_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
 
 // The NPU LeakyRelu of an rkdeploy.QLinearLut made from a LeakyRelu site (attributes rkd_op,
 // rkd_alpha, rkd_x_scale / _zero_point, rkd_y_scale / _zero_point: quant/qlinear_lut.cc), or
@@ -53,39 +45,33 @@ Result<npu::lower::LeakyReluSpec> npu_leaky_relu_spec(const ir::Node& n);
 // Entries of the node's table that differ from the NPU's arithmetic (0 under rknpu_out_cvt,
 // whose tables are the NPU's; with onnx_float tables: the bound, per node, of 256).
 Result<int> npu_leaky_relu_table_differences(const ir::Node& n);
-Result<Kernel> npu_leaky_relu_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
 // Any other rkdeploy.QLinearLut (a function of the input code: Sigmoid, SiLU, HardSwish, ...)
 // on a static [1, C, H, W] map, input and output of one 8-bit type, as one DPU-only task
 // through the DPU's lookup table (npu::lower::lower_lut), or why not.
 Result<npu::lower::LutSpec> npu_lut_spec(const ir::Node& n);
-Result<Kernel> npu_lut_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
 // An integer Concat (qdq-to-qlinear leaves one where every part is quantized alike) along the
 // channels of [1, C, H, W] int8/uint8 maps; unsupported with constraints.h's reason otherwise.
 Result<npu::lower::ConcatSpec> npu_concat_spec(const ir::Node& n);
 // A plain Concat of int8/uint8 values: one the NPU is asked to take (placement, compile; a
 // float Concat is not the int8 graph's and stays on the CPU without a reason).
 bool npu_concat_candidate(const ir::Node& n);
-Result<Kernel> npu_concat_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
 // An integer Split (qdq-to-qlinear moves a Split of a per-tensor map to the integers) along
 // the channels of a [1, C, H, W] int8/uint8 map; unsupported with constraints.h's reason
 // otherwise. The candidate test as for Concat.
 Result<npu::lower::SplitSpec> npu_split_spec(const ir::Node& n);
 bool npu_split_candidate(const ir::Node& n);
-Result<Kernel> npu_split_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
 
 // An integer MaxPool (qdq-to-qlinear's, on int8/uint8 codes: quant/qlinear_lut.cc) of a
 // static [1, C, H, W] map as one PPU-only task (npu::lower::lower_max_pool), within
 // constraints.h's pool rules, or why not. The candidate test: a MaxPool of 8-bit integers.
 Result<npu::lower::MaxPoolSpec> npu_max_pool_spec(const ir::Node& n);
 bool npu_max_pool_candidate(const ir::Node& n);
-Result<Kernel> npu_max_pool_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
 
 // An integer Pad (qdq-to-qlinear's, on int8/uint8 codes) of the channels' end with one constant
 // code on a static [1, C, H, W] map as one DPU-only task (npu::lower::lower_channel_pad), or
 // why not. The candidate test: a Pad of 8-bit integers.
 Result<npu::lower::ChannelPadSpec> npu_channel_pad_spec(const ir::Node& n);
 bool npu_channel_pad_candidate(const ir::Node& n);
-Result<Kernel> npu_channel_pad_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
 
 // An integer Resize (qdq-to-qlinear moves a nearest Resize to the integers) that repeats each
 // cell of a static [1, C, H, W] map in a 2 x 2 block - the kernel's own nearest sources are
@@ -94,7 +80,6 @@ Result<Kernel> npu_channel_pad_kernel(const ir::Node& n, const npu::sim::Quirks&
 // Resize of 8-bit integers.
 Result<npu::lower::Upsample2Spec> npu_upsample2_spec(const ir::Node& n);
 bool npu_upsample2_candidate(const ir::Node& n);
-Result<Kernel> npu_upsample2_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
 
 // An integer DepthToSpace (DCR, blocksize 2: qdq-to-qlinear's form of a 2 x 2 stride-2
 // ConvTranspose after its 1 x 1 convolution) of a static [1, 4 C, H, W] map, C a multiple of
@@ -102,11 +87,10 @@ Result<Kernel> npu_upsample2_kernel(const ir::Node& n, const npu::sim::Quirks& q
 // DepthToSpace of 8-bit integers.
 Result<npu::lower::DepthToSpace2Spec> npu_depth_to_space_spec(const ir::Node& n);
 bool npu_depth_to_space_candidate(const ir::Node& n);
-Result<Kernel> npu_depth_to_space_kernel(const ir::Node& n, const npu::sim::Quirks& quirks);
 
 // npu-sim-placement: every QLinearConv that npu_try_lower() takes becomes rkdeploy.NpuConv
 // (same inputs, outputs and attributes, plus rkd_sim_strategy and rkd_sim_knobs,
-// ';'-separated NAME=VALUE), whose kernel is npu_sim_kernel; with fuse_add, a QLinearAdd that
+// ';'-separated NAME=VALUE), whose kernel is npu_node_kernel's; with fuse_add, a QLinearAdd that
 // is a convolution's only reader is fused into it first (the EW stage; one rounding where the
 // int8 reference rounds twice, so off by default). Then every rkdeploy.QLinearAdd that
 // npu_add_spec() takes becomes rkdeploy.NpuAdd (a DPU-only task, quant::rknpu_add_plan's
@@ -120,17 +104,26 @@ Result<Kernel> npu_depth_to_space_kernel(const ir::Node& n, const npu::sim::Quir
 // npu_depth_to_space_spec() takes next to an NPU node rkdeploy.NpuDepthToSpace. Counts them,
 // and lists the others with the reason, in `report`.
 ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, bool fuse_add, FusionReport* report);
-// The kernels of an rkdeploy.NpuConv / NpuAdd / NpuLeakyRelu made by npu_sim_placement_pass.
-Result<Kernel> npu_sim_kernel_from_attrs(const ir::Node& n);
-Result<Kernel> npu_add_kernel_from_attrs(const ir::Node& n);
-Result<Kernel> npu_mul_kernel_from_attrs(const ir::Node& n);
-Result<Kernel> npu_leaky_relu_kernel_from_attrs(const ir::Node& n);
-Result<Kernel> npu_lut_kernel_from_attrs(const ir::Node& n);
-Result<Kernel> npu_concat_kernel_from_attrs(const ir::Node& n);
-Result<Kernel> npu_split_kernel_from_attrs(const ir::Node& n);
-Result<Kernel> npu_max_pool_kernel_from_attrs(const ir::Node& n);
-Result<Kernel> npu_channel_pad_kernel_from_attrs(const ir::Node& n);
-Result<Kernel> npu_upsample2_kernel_from_attrs(const ir::Node& n);
-Result<Kernel> npu_depth_to_space_kernel_from_attrs(const ir::Node& n);
+
+// Device-memory chaining. The NPU nodes of one executor share one simulated device memory
+// (an NpuSession); each is lowered once when its kernel is prepared (in node order), and an
+// input that an earlier NPU node's output holds in the layout the reader would allocate
+// (npu::lower::chainable: a convolution whose one task group writes every channel in order,
+// an element-wise task's dense output; a convolution's input needs at least 4 rows) is read
+// there: the host neither reads it back nor writes it again. Values a CPU node or the caller
+// reads (graph outputs, through name-giving Identities) are read back after their producer
+// runs. npu_node_kernel(n, nullptr): the node alone, every value through the host.
+struct NpuSession;
+std::shared_ptr<NpuSession> make_npu_session(const std::vector<ir::Value*>& graph_outputs);
+// The kernel of an NPU node (rkdeploy.NpuConv, NpuAdd, NpuMul, NpuLeakyRelu, NpuLut,
+// NpuMaxPool, NpuPad, NpuResize, NpuDepthToSpace, NpuSplit, NpuConcat: npu_sim_placement_pass's
+// nodes, its attributes rkd_sim_strategy and rkd_sim_knobs) lowered into `session`.
+Result<Kernel> npu_node_kernel(const ir::Node& n, std::shared_ptr<NpuSession> session);
+// What the session's nodes move: data inputs read in place or written by the host, outputs
+// read back by the host or left in device memory only.
+struct NpuChaining {
+  int chained_inputs = 0, host_written_inputs = 0, host_read_outputs = 0, device_only_outputs = 0;
+};
+NpuChaining npu_chaining(const NpuSession& s);
 
 }  // namespace rkd::runtime

@@ -270,17 +270,17 @@ void register_rkdeploy_ops(std::map<std::string, Factory>& r) {
   r["QLinearMul"] = [](const Node& n, int64_t) { return qlinear_binary(n, true); };
   r["QLinearTflite"] = [](const Node& n, int64_t) { return prepare_tflite(n); };
   r["QLinearLut"] = [](const Node& n, int64_t) { return qlinear_lut(n); };
-  r["NpuConv"] = [](const Node& n, int64_t) { return npu_sim_kernel_from_attrs(n); };
-  r["NpuAdd"] = [](const Node& n, int64_t) { return npu_add_kernel_from_attrs(n); };
-  r["NpuMul"] = [](const Node& n, int64_t) { return npu_mul_kernel_from_attrs(n); };
-  r["NpuLeakyRelu"] = [](const Node& n, int64_t) { return npu_leaky_relu_kernel_from_attrs(n); };
-  r["NpuConcat"] = [](const Node& n, int64_t) { return npu_concat_kernel_from_attrs(n); };
-  r["NpuSplit"] = [](const Node& n, int64_t) { return npu_split_kernel_from_attrs(n); };
-  r["NpuLut"] = [](const Node& n, int64_t) { return npu_lut_kernel_from_attrs(n); };
-  r["NpuMaxPool"] = [](const Node& n, int64_t) { return npu_max_pool_kernel_from_attrs(n); };
-  r["NpuPad"] = [](const Node& n, int64_t) { return npu_channel_pad_kernel_from_attrs(n); };
-  r["NpuResize"] = [](const Node& n, int64_t) { return npu_upsample2_kernel_from_attrs(n); };
-  r["NpuDepthToSpace"] = [](const Node& n, int64_t) { return npu_depth_to_space_kernel_from_attrs(n); };
+  r["NpuConv"] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
+  r["NpuAdd"] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
+  r["NpuMul"] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
+  r["NpuLeakyRelu"] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
+  r["NpuConcat"] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
+  r["NpuSplit"] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
+  r["NpuLut"] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
+  r["NpuMaxPool"] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
+  r["NpuPad"] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
+  r["NpuResize"] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
+  r["NpuDepthToSpace"] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
 }
 
 }  // namespace rkd::runtime::detail

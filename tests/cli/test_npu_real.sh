@@ -224,6 +224,10 @@ grep -q "; 3 nearest x2 Resize(s) as NPU tasks (3 edge-padded for a bilinear one
 grep -q "; 33 other table(s) through the DPU's LUT" "$work/cu8sim.log" || { cat "$work/cu8sim.log"; exit 1; }
 # The 9 squeeze-excite products (map x one value per channel: the EW multiply in EW_DATA_MODE 0).
 grep -q "; 9 Mul(s) as DPU tasks, 0 on the CPU" "$work/cu8sim.log" || { cat "$work/cu8sim.log"; exit 1; }
+# Device-memory chaining (per-tensor: every convolution one region in order): the NPU nodes
+# read 163 inputs in place; the outputs compared below are the same as without it.
+grep -q "npu device memory: 163 input(s) read in place from the NPU node before, 19 written by the host; 136 output(s) only in device memory, 21 read back by the host" "$work/cu8sim.log" ||
+  { cat "$work/cu8sim.log"; exit 1; }
 # 95 convolutions, the 16 x 16 squeeze-excite averages among them (depthwise channel ranges);
 # the 6 left are the averages whose windows pass the CNA's 31 x 31 kernel.
 grep -q "npu: 95 convolution(s) on the RK3588 simulator (strategy per-tensor, 0 with the following Add fused), 6 on the CPU" "$work/cu8sim.log" ||

@@ -185,6 +185,64 @@ TEST(NpuEltwise, MulTaskEqualsTheNpuDefinitionPerElementPerChannelAndForOneValue
   // The simulator refuses an operand whose data mode registers disagree.
 }
 
+// Device-memory chaining at the lowering: a table task reading the previous table task's
+// output in place (InputsAt) allocates no input, and the two tasks compose; chainable() refuses
+// a layout the reader would allocate otherwise (an EW operand of a map under 12 pixels).
+TEST(NpuEltwise, ChainedInputIsReadInPlaceFromTheProducersOutput) {
+  for (DType t : {DType::i8, DType::u8}) {
+    lower::LutSpec a, b;
+    static_cast<lower::MapShape&>(a) = lower::MapShape{t, 40, 5, 7};
+    static_cast<lower::MapShape&>(b) = a;
+    const int lo = t == DType::u8 ? 0 : -128;
+    for (int i = 0; i < 256; ++i) {
+      a.table.push_back(lo + (i * 7 + 3) % 256);
+      b.table.push_back(lo + 255 - i);
+    }
+    DeviceMemory mem;
+    auto la = lower::lower_lut(a, mem);
+    ASSERT_TRUE(la.ok()) << la.error().to_string();
+    DeviceMemory scratch;
+    auto probe = lower::lower_lut(b, scratch);
+    ASSERT_TRUE(probe.ok());
+    ASSERT_EQ(probe->input_maps.size(), 1u);
+    ASSERT_TRUE(lower::chainable(la->output_maps[0], probe->input_maps[0][0]));
+    auto lb = lower::lower_lut(b, mem, {la->output_maps[0].address});
+    ASSERT_TRUE(lb.ok()) << lb.error().to_string();
+    EXPECT_TRUE(lb->input_maps[0][0].chained);
+    EXPECT_EQ(lb->main_address, la->output_address);
+    for (const auto& buf : lb->buffers) EXPECT_NE(buf.kind, "input");
+    Tensor x = Tensor::empty(t, {1, 40, 5, 7});
+    auto* px = static_cast<uint8_t*>(x.raw());
+    for (int64_t i = 0; i < x.numel(); ++i) px[i] = static_cast<uint8_t>(i * 31 + 5);
+    ASSERT_TRUE(lower::write_eltwise_input(mem, *la, 0, x).ok());
+    for (const auto* l : {&*la, &*lb}) {
+      auto placed = lower::place_regcmd(mem, l->tasks);
+      ASSERT_TRUE(placed.ok());
+      auto st = sim::run(mem, placed->address, placed->spans[0].word_count, {});
+      ASSERT_TRUE(st.ok()) << st.error().to_string();
+    }
+    Tensor y = Tensor::empty(t, {1, 40, 5, 7});
+    ASSERT_TRUE(lower::read_eltwise_output(mem, *lb, 0, y).ok());
+    const auto* py = static_cast<const uint8_t*>(y.raw());
+    const int flip = t == DType::i8 ? 128 : 0;  // the tables' index: the code (uint8) or code + 128
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const int first = a.table[static_cast<size_t>((px[i] + flip) & 255)];
+      const int want = b.table[static_cast<size_t>((first - lo) & 255)];
+      ASSERT_EQ(static_cast<int>(t == DType::i8 ? static_cast<int8_t>(py[i]) : py[i]), want) << "element " << i;
+    }
+  }
+  // An EW operand of a 3 x 3 map has 12-pixel surfaces: a dense 3 x 3 output is not it.
+  lower::AddSpec s;
+  static_cast<lower::MapShape&>(s) = lower::MapShape{DType::i8, 16, 3, 3};
+  s.q = quant::QBinaryParams{0.02f, 0.01f, 0.03f, 0, 0, 0, -128, 127, quant::Requant::rknpu_out_cvt};
+  DeviceMemory scratch;
+  auto add = lower::lower_add(s, scratch);
+  ASSERT_TRUE(add.ok());
+  const lower::DeviceMap dense{0, 9 * 16, 16, lower::MapShape{DType::i8, 16, 3, 3}, false};
+  EXPECT_TRUE(lower::chainable(dense, add->input_maps[0][0]));   // a: the main input, dense
+  EXPECT_FALSE(lower::chainable(dense, add->input_maps[1][0]));  // b: the EW operand
+}
+
 TEST(NpuEltwise, LookUpPathEqualsTheStageByStageDefinition) {
   // The cached path (sim::run with a SimCache: the task as a table of (x, e)) against the
   // definition (no cache), byte for byte over the whole device memory, for Add and LeakyRelu,

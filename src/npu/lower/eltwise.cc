@@ -45,29 +45,65 @@ EltwiseGeometry map_geometry(const MapShape& s) {
   return g;
 }
 
+// Data input i's buffer: at[i] when chained, else a new map of `shape` with `surface` (at
+// least `stored` channels stored), listed as a buffer of `kind` used first by `task`; either
+// way recorded in l.input_maps[i].
+uint32_t input_buffer(LoweredEltwise& l, DeviceMemory& mem, const InputsAt& at, size_t i, const MapShape& shape, int64_t surface, int64_t stored = 0,
+                      size_t task = 0, const char* kind = "input") {
+  MapShape buffer = shape;
+  buffer.C = std::max(shape.C, stored);
+  const bool chained = i < at.size() && at[i].has_value();
+  uint32_t a = 0;
+  if (chained) {
+    a = *at[i];
+  } else {
+    const size_t bytes = map_bytes(buffer, surface);
+    a = mem.alloc(bytes);
+    l.buffers.push_back(Buffer{kind, task, a, bytes});
+  }
+  if (l.input_maps.size() <= i) l.input_maps.resize(i + 1);
+  l.input_maps[i].push_back(DeviceMap{a, surface, align(buffer.C, kC2), shape, chained});
+  return a;
+}
+
+// An output map of `shape` with `surface` (at least `stored` channels stored), recorded in
+// l.output_maps and listed as an "output" buffer of `task`.
+uint32_t output_buffer(LoweredEltwise& l, DeviceMemory& mem, const MapShape& shape, int64_t surface, int64_t stored = 0, size_t task = 0) {
+  MapShape buffer = shape;
+  buffer.C = std::max(shape.C, stored);
+  const size_t bytes = map_bytes(buffer, surface);
+  const uint32_t a = mem.alloc(bytes);
+  l.buffers.push_back(Buffer{"output", task, a, bytes});
+  l.output_maps.push_back(DeviceMap{a, surface, align(buffer.C, kC2), shape, false});
+  return a;
+}
+
 // Where a task's EW operand lives: a map of its own, the main input's buffer when the strides
 // agree (else its own), or one value per channel (a vector of align(C, 16) bytes, one 16-byte
 // atom a surface: EW_DATA_MODE 0).
 enum class EwMap { own, share_main, per_channel };
 
-// The maps of a task and its DPU description but the stages.
-DpuTask place_maps(const MapShape& s, DeviceMemory& mem, EwMap ew, LoweredEltwise& l) {
+// The maps of a task and its DPU description but the stages. Data inputs: the main one (0)
+// and, unless `ew` shares it, the EW operand (1); an Add's larger-scale operand is the main
+// one (`b_main`: data input 1 in the main buffer).
+DpuTask place_maps(const MapShape& s, DeviceMemory& mem, EwMap ew, LoweredEltwise& l, const InputsAt& at, bool b_main = false) {
   const int64_t pixels = s.H * s.W;
   l.main_surface_bytes = pixels * kC2;
   l.ew_surface_bytes = ew == EwMap::per_channel ? kC2 : std::max<int64_t>(pixels, arch::kRk3588.ew_surface_min_pixels) * kC2;
   l.output_surface_bytes = pixels * kC2;
-  auto place = [&](const char* kind, int64_t surface, const MapShape& shape) {
-    const size_t bytes = map_bytes(shape, surface);
-    const uint32_t a = mem.alloc(bytes);
-    l.buffers.push_back(Buffer{kind, 0, a, bytes});
-    return a;
-  };
   MapShape vector = s;
   vector.H = vector.W = 1;
-  l.main_address = place("input", l.main_surface_bytes, s);
-  if (ew == EwMap::share_main && l.ew_surface_bytes == l.main_surface_bytes) l.ew_address = l.main_address;
-  else l.ew_address = place("input", l.ew_surface_bytes, ew == EwMap::per_channel ? vector : s);
-  l.output_address = place("output", l.output_surface_bytes, s);
+  const size_t main_input = b_main ? 1 : 0, ew_input = b_main ? 0 : 1;
+  l.main_address = input_buffer(l, mem, at, main_input, s, l.main_surface_bytes);
+  if (ew == EwMap::share_main && l.ew_surface_bytes == l.main_surface_bytes) {
+    l.ew_address = l.main_address;
+  } else if (ew == EwMap::share_main) {
+    // The same x in a second buffer of the EW surface stride (the host writes it too).
+    l.ew_address = input_buffer(l, mem, {}, 0, s, l.ew_surface_bytes);
+  } else {
+    l.ew_address = input_buffer(l, mem, at, ew_input, ew == EwMap::per_channel ? vector : s, l.ew_surface_bytes);
+  }
+  l.output_address = output_buffer(l, mem, s, l.output_surface_bytes);
   DpuTask d;
   d.input_address = l.main_address;
   d.dst_address = l.output_address;
@@ -195,12 +231,12 @@ Status check_parts(const ConcatSpec& s, const std::string& what, const char* joi
 Status check_concat(const ConcatSpec& s) { return check_parts(s, "npu Concat: ", "output"); }
 Status check_split(const SplitSpec& s) { return check_parts(s, "npu Split: ", "input"); }
 
-Result<LoweredEltwise> lower_add(const AddSpec& s, DeviceMemory& mem) {
+Result<LoweredEltwise> lower_add(const AddSpec& s, DeviceMemory& mem, const InputsAt& at) {
   RKD_TRY(check_add(s));
   RKD_ASSIGN(quant::RknpuAdd plan, quant::rknpu_add_plan(s.q));
   LoweredEltwise l;
   l.b_is_main = plan.b_is_main;
-  DpuTask d = place_maps(s, mem, EwMap::own, l);
+  DpuTask d = place_maps(s, mem, EwMap::own, l, at, l.b_is_main);
   const int32_t zm = l.b_is_main ? s.q.b_zero_point : s.q.a_zero_point, ze = l.b_is_main ? s.q.a_zero_point : s.q.b_zero_point;
   d.bs.alu_value = -stored(zm, s.dtype);
   d.bs.mul_value = static_cast<int16_t>(plan.main_mul);
@@ -211,11 +247,11 @@ Result<LoweredEltwise> lower_add(const AddSpec& s, DeviceMemory& mem) {
   return l;
 }
 
-Result<LoweredEltwise> lower_mul(const MulSpec& s, DeviceMemory& mem) {
+Result<LoweredEltwise> lower_mul(const MulSpec& s, DeviceMemory& mem, const InputsAt& at) {
   RKD_TRY(check_mul(s));
   RKD_ASSIGN(quant::RknpuMul plan, quant::rknpu_mul_plan(s.q));
   LoweredEltwise l;
-  DpuTask d = place_maps(s, mem, s.b == MulSpec::Operand::map ? EwMap::own : EwMap::per_channel, l);
+  DpuTask d = place_maps(s, mem, s.b == MulSpec::Operand::map ? EwMap::own : EwMap::per_channel, l, at);
   d.bs.alu_value = -stored(s.q.a_zero_point, s.dtype);
   d.ew = EwOperand{l.ew_address, l.ew_surface_bytes / kC2, -stored(s.q.b_zero_point, s.dtype), quant::Multiplier15{1, 0}, 2};
   d.ew->mul = true;
@@ -226,11 +262,11 @@ Result<LoweredEltwise> lower_mul(const MulSpec& s, DeviceMemory& mem) {
   return l;
 }
 
-Result<LoweredEltwise> lower_leaky_relu(const LeakyReluSpec& s, DeviceMemory& mem) {
+Result<LoweredEltwise> lower_leaky_relu(const LeakyReluSpec& s, DeviceMemory& mem, const InputsAt& at) {
   RKD_TRY(check_leaky_relu(s));
   RKD_ASSIGN(quant::RknpuLeakyRelu plan, quant::rknpu_leaky_relu_plan(s.x_scale, s.y_scale, s.alpha));
   LoweredEltwise l;
-  DpuTask d = place_maps(s, mem, EwMap::share_main, l);
+  DpuTask d = place_maps(s, mem, EwMap::share_main, l, at);
   d.bs.alu_value = -stored(s.x_zero_point, s.dtype);
   d.bs.mul_value = static_cast<int16_t>(plan.main_mul);
   d.ew = EwOperand{l.ew_address, l.ew_surface_bytes / kC2, -stored(s.x_zero_point, s.dtype), plan.alpha, 0};
@@ -240,16 +276,13 @@ Result<LoweredEltwise> lower_leaky_relu(const LeakyReluSpec& s, DeviceMemory& me
   return l;
 }
 
-Result<LoweredEltwise> lower_lut(const LutSpec& s, DeviceMemory& mem) {
+Result<LoweredEltwise> lower_lut(const LutSpec& s, DeviceMemory& mem, const InputsAt& at) {
   RKD_ASSIGN(LutTable table, lut_table_of(s));
   LoweredEltwise l;
   const int64_t pixels = s.H * s.W;
   l.main_surface_bytes = l.output_surface_bytes = pixels * kC2;
-  const size_t bytes = map_bytes(s, l.main_surface_bytes);
-  l.main_address = mem.alloc(bytes);
-  l.buffers.push_back(Buffer{"input", 0, l.main_address, bytes});
-  l.output_address = mem.alloc(bytes);
-  l.buffers.push_back(Buffer{"output", 0, l.output_address, bytes});
+  l.main_address = input_buffer(l, mem, at, 0, s, l.main_surface_bytes);
+  l.output_address = output_buffer(l, mem, s, l.output_surface_bytes);
   DpuTask d = copy_task(s, s.C, l.main_address, l.output_address);
   d.lut = std::move(table);
   RKD_TRY(emit(d, l));
@@ -295,17 +328,14 @@ Status check_max_pool(const MaxPoolSpec& s) {
   return pool_supported(geometry_of(s), "npu MaxPool: ");
 }
 
-Result<LoweredEltwise> lower_max_pool(const MaxPoolSpec& s, DeviceMemory& mem) {
+Result<LoweredEltwise> lower_max_pool(const MaxPoolSpec& s, DeviceMemory& mem, const InputsAt& at) {
   RKD_TRY(check_max_pool(s));
   const MapShape o = s.output();
   LoweredEltwise l;
   l.main_surface_bytes = s.H * s.W * kC2;
   l.output_surface_bytes = o.H * o.W * kC2;
-  const size_t in_bytes = map_bytes(s, l.main_surface_bytes), out_bytes = map_bytes(o, l.output_surface_bytes);
-  l.main_address = mem.alloc(in_bytes);
-  l.buffers.push_back(Buffer{"input", 0, l.main_address, in_bytes});
-  l.output_address = mem.alloc(out_bytes);
-  l.buffers.push_back(Buffer{"output", 0, l.output_address, out_bytes});
+  l.main_address = input_buffer(l, mem, at, 0, s, l.main_surface_bytes);
+  l.output_address = output_buffer(l, mem, o, l.output_surface_bytes);
   PpuPool p;
   p.src_address = l.main_address;
   p.dst_address = l.output_address;
@@ -352,19 +382,16 @@ Status check_channel_pad(const ChannelPadSpec& s) {
   return eltwise_supported(geometry_of(s), "npu channel Pad: ");
 }
 
-Result<LoweredEltwise> lower_channel_pad(const ChannelPadSpec& s, DeviceMemory& mem) {
+Result<LoweredEltwise> lower_channel_pad(const ChannelPadSpec& s, DeviceMemory& mem, const InputsAt& at) {
   RKD_TRY(check_channel_pad(s));
   const MapShape o = s.output();
   const int64_t pixels = s.H * s.W, written = align(o.C, kC2);
   LoweredEltwise l;
   // The input in a buffer of the output's surfaces: the task reads every output lane there
-  // (the padding channels' lanes hold 0 and are multiplied by 0).
+  // (the padding channels' lanes are multiplied by 0).
   l.main_surface_bytes = l.output_surface_bytes = pixels * kC2;
-  const size_t bytes = map_bytes(o, l.main_surface_bytes);
-  l.main_address = mem.alloc(bytes);
-  l.buffers.push_back(Buffer{"input", 0, l.main_address, bytes});
-  l.output_address = mem.alloc(bytes);
-  l.buffers.push_back(Buffer{"output", 0, l.output_address, bytes});
+  l.main_address = input_buffer(l, mem, at, 0, s, l.main_surface_bytes, o.C);
+  l.output_address = output_buffer(l, mem, o, l.output_surface_bytes);
   // BS: ALU + 0, MUL 1 (the input's channels) or 0 (the padding), shift 0.
   std::vector<int32_t> zero(static_cast<size_t>(written), 0), mul(static_cast<size_t>(written), 0);
   for (int64_t c = 0; c < s.C; ++c) mul[static_cast<size_t>(c)] = 1;
@@ -493,7 +520,7 @@ uint32_t place_map(LoweredEltwise& l, DeviceMemory& mem, const char* kind, const
 
 }  // namespace
 
-Result<LoweredEltwise> lower_upsample2(const Upsample2Spec& s, DeviceMemory& mem) {
+Result<LoweredEltwise> lower_upsample2(const Upsample2Spec& s, DeviceMemory& mem, const InputsAt& at) {
   RKD_TRY(check_upsample2(s));
   const MapShape o = s.output();
   MapShape wide = s;  // the columns doubled: [C, H, 2 W]
@@ -501,11 +528,11 @@ Result<LoweredEltwise> lower_upsample2(const Upsample2Spec& s, DeviceMemory& mem
   LoweredEltwise l;
   l.main_surface_bytes = s.H * s.W * kC2;
   l.output_surface_bytes = o.H * o.W * kC2;
-  l.main_address = place_map(l, mem, "input", s);
+  l.main_address = input_buffer(l, mem, at, 0, s, l.main_surface_bytes);
   const uint32_t mid = place_map(l, mem, "scratch", wide);
   const int64_t blocks = blocks_of(s), H = s.H, W = s.W;
   if (!s.edge) {
-    l.output_address = place_map(l, mem, "output", o);
+    l.output_address = output_buffer(l, mem, o, l.output_surface_bytes);
     RKD_TRY(interleave(l, s, l.main_address, l.main_address, mid, blocks * H * W, 1));  // cells -> both cells of [C, H, 2 W]
     RKD_TRY(interleave(l, s, mid, mid, l.output_address, blocks * H, o.W));             // lines of 2 W cells -> both lines
     return l;
@@ -515,7 +542,7 @@ Result<LoweredEltwise> lower_upsample2(const Upsample2Spec& s, DeviceMemory& mem
   MapShape rows = s;  // the columns done: [C, H, Wd]
   rows.W = Wd;
   const uint32_t r = place_map(l, mem, "scratch", rows);
-  const uint32_t e = l.output_address = place_map(l, mem, "output", o);
+  const uint32_t e = l.output_address = output_buffer(l, mem, o, l.output_surface_bytes);
   RKD_TRY(interleave(l, s, l.main_address, l.main_address, mid, blocks * H * W, 1));           // cells -> both cells of [C, H, 2 W]
   RKD_TRY(scatter(l, s, mid, r + cells(1), blocks * H, 2 * W, Wd));                            // lines of 2 W cells, 1 cell in
   RKD_TRY(gather(l, l.main_address, W, r, Wd, blocks * H, 1));                                 // column 0 -> cell 0
@@ -549,7 +576,7 @@ Status check_depth_to_space2(const DepthToSpace2Spec& s) {
   return eltwise_supported(geometry_of(s), "npu DepthToSpace: ");
 }
 
-Result<LoweredEltwise> lower_depth_to_space2(const DepthToSpace2Spec& s, DeviceMemory& mem) {
+Result<LoweredEltwise> lower_depth_to_space2(const DepthToSpace2Spec& s, DeviceMemory& mem, const InputsAt& at) {
   RKD_TRY(check_depth_to_space2(s));
   const MapShape o = s.output();
   MapShape wide = o;  // one row parity's columns interleaved: [C / 4, H, 2 W]
@@ -557,9 +584,9 @@ Result<LoweredEltwise> lower_depth_to_space2(const DepthToSpace2Spec& s, DeviceM
   LoweredEltwise l;
   l.main_surface_bytes = s.H * s.W * kC2;
   l.output_surface_bytes = o.H * o.W * kC2;
-  l.main_address = place_map(l, mem, "input", s);
+  l.main_address = input_buffer(l, mem, at, 0, s, l.main_surface_bytes);
   const uint32_t wide0 = place_map(l, mem, "scratch", wide), wide1 = place_map(l, mem, "scratch", wide);
-  l.output_address = place_map(l, mem, "output", o);
+  l.output_address = output_buffer(l, mem, o, l.output_surface_bytes);
   const int64_t blocks = blocks_of(o);  // per group
   auto group = [&](int64_t g) { return l.main_address + static_cast<uint32_t>(g * blocks * l.main_surface_bytes); };
   RKD_TRY(interleave(l, o, group(0), group(1), wide0, blocks * s.H * s.W, 1));   // row parity 0: columns b = 0, 1
@@ -576,52 +603,46 @@ Status write_upsample2_input(DeviceMemory& mem, const Upsample2Spec& s, const Lo
   return write_map(mem, l.main_address, l.main_surface_bytes, s, x, "X");
 }
 
-Result<LoweredEltwise> lower_concat(const ConcatSpec& s, DeviceMemory& mem) {
+Result<LoweredEltwise> lower_concat(const ConcatSpec& s, DeviceMemory& mem, const InputsAt& at) {
   RKD_TRY(check_concat(s));
   LoweredEltwise l;
   const int64_t pixels = s.H * s.W;
   l.main_surface_bytes = l.output_surface_bytes = pixels * kC2;
-  for (int64_t c : s.parts) {
+  for (size_t i = 0; i < s.parts.size(); ++i) {
     MapShape part = s;
-    part.C = c;
-    const size_t bytes = map_bytes(part, l.main_surface_bytes);
-    l.part_addresses.push_back(mem.alloc(bytes));
-    l.buffers.push_back(Buffer{"input", l.part_addresses.size() - 1, l.part_addresses.back(), bytes});
+    part.C = s.parts[i];
+    l.part_addresses.push_back(input_buffer(l, mem, at, i, part, l.main_surface_bytes, 0, i));
   }
   l.main_address = l.part_addresses[0];
   const size_t out_bytes = map_bytes(s, l.output_surface_bytes);
-  l.output_address = mem.alloc(out_bytes);
-  int64_t at = 0;
+  l.output_address = output_buffer(l, mem, s, l.output_surface_bytes);
+  int64_t c0 = 0;
   for (size_t i = 0; i < s.parts.size(); ++i) {
-    l.buffers.push_back(Buffer{"output", i, l.output_address, out_bytes});
-    RKD_TRY(emit(copy_task(s, s.parts[i], l.part_addresses[i], l.output_address + static_cast<uint32_t>(at / kC2 * l.output_surface_bytes)), l));
-    at += s.parts[i];
+    if (i > 0) l.buffers.push_back(Buffer{"output", i, l.output_address, out_bytes});
+    RKD_TRY(emit(copy_task(s, s.parts[i], l.part_addresses[i], l.output_address + static_cast<uint32_t>(c0 / kC2 * l.output_surface_bytes)), l));
+    c0 += s.parts[i];
   }
   return l;
 }
 
-Result<LoweredEltwise> lower_split(const SplitSpec& s, DeviceMemory& mem) {
+Result<LoweredEltwise> lower_split(const SplitSpec& s, DeviceMemory& mem, const InputsAt& at) {
   RKD_TRY(check_split(s));
   LoweredEltwise l;
   const int64_t pixels = s.H * s.W;
   l.main_surface_bytes = l.output_surface_bytes = pixels * kC2;
   const size_t in_bytes = map_bytes(s, l.main_surface_bytes);
-  l.main_address = mem.alloc(in_bytes);
-  for (int64_t c : s.parts) {
-    MapShape part = s;
-    part.C = c;
-    const size_t bytes = map_bytes(part, l.output_surface_bytes);
-    l.part_addresses.push_back(mem.alloc(bytes));
-  }
-  l.output_address = l.part_addresses[0];
-  int64_t at = 0;
+  l.main_address = input_buffer(l, mem, at, 0, s, l.main_surface_bytes);
   for (size_t i = 0; i < s.parts.size(); ++i) {
     MapShape part = s;
     part.C = s.parts[i];
-    l.buffers.push_back(Buffer{"input", i, l.main_address, in_bytes});
-    l.buffers.push_back(Buffer{"output", i, l.part_addresses[i], map_bytes(part, l.output_surface_bytes)});
-    RKD_TRY(emit(copy_task(s, s.parts[i], l.main_address + static_cast<uint32_t>(at / kC2 * l.main_surface_bytes), l.part_addresses[i]), l));
-    at += s.parts[i];
+    l.part_addresses.push_back(output_buffer(l, mem, part, l.output_surface_bytes, 0, i));
+  }
+  l.output_address = l.part_addresses[0];
+  int64_t c0 = 0;
+  for (size_t i = 0; i < s.parts.size(); ++i) {
+    if (i > 0 && !l.input_maps[0][0].chained) l.buffers.push_back(Buffer{"input", i, l.main_address, in_bytes});
+    RKD_TRY(emit(copy_task(s, s.parts[i], l.main_address + static_cast<uint32_t>(c0 / kC2 * l.main_surface_bytes), l.part_addresses[i]), l));
+    c0 += s.parts[i];
   }
   return l;
 }
@@ -691,6 +712,38 @@ Status gather_split_outputs(const DeviceMemory& mem, const SplitSpec& s, const L
     RKD_TRY(gather_eltwise_output(mem, part, one, ys[i]));
   }
   return {};
+}
+
+bool chainable(const DeviceMap& have, const DeviceMap& want) {
+  return have.shape.dtype == want.shape.dtype && have.shape.C == want.shape.C && have.shape.H == want.shape.H && have.shape.W == want.shape.W &&
+         have.surface_bytes == want.surface_bytes && have.channels >= want.channels;
+}
+
+Status write_eltwise_input(DeviceMemory& mem, const LoweredEltwise& l, size_t i, const Tensor& x) {
+  if (i >= l.input_maps.size()) return invalid("npu element-wise task: no data input " + std::to_string(i));
+  for (const DeviceMap& m : l.input_maps[i]) {
+    if (m.chained) continue;
+    if (x.numel() == 1 && m.shape.C > 1 && m.shape.H == 1 && m.shape.W == 1) {
+      // One element for every channel (a Mul's scalar operand read per channel).
+      if (x.dtype() != m.shape.dtype) return invalid("npu element-wise task: an operand of another type");
+      Tensor full = Tensor::empty(m.shape.dtype, {1, m.shape.C, 1, 1});
+      const Tensor xc = x.contiguous();
+      std::memset(full.raw(), *static_cast<const uint8_t*>(xc.raw()), static_cast<size_t>(m.shape.C));
+      RKD_TRY(write_map(mem, m.address, m.surface_bytes, m.shape, full, "an operand", m.channels));
+    } else {
+      RKD_TRY(write_map(mem, m.address, m.surface_bytes, m.shape, x, "an operand", m.channels));
+    }
+  }
+  return {};
+}
+
+Status read_eltwise_output(const DeviceMemory& mem, const LoweredEltwise& l, size_t i, Tensor& y) {
+  if (i >= l.output_maps.size()) return invalid("npu element-wise task: no output " + std::to_string(i));
+  const DeviceMap& m = l.output_maps[i];
+  LoweredEltwise one;
+  one.output_address = m.address;
+  one.output_surface_bytes = m.surface_bytes;
+  return gather_eltwise_output(mem, m.shape, one, y);
 }
 
 }  // namespace rkd::npu::lower

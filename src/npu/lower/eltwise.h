@@ -59,6 +59,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/result.h"
@@ -72,10 +73,6 @@
 namespace rkd::npu::lower {
 
 // A [1, C, H, W] map of one int8/uint8 type.
-struct MapShape {
-  DType dtype = DType::i8;
-  int64_t C = 0, H = 0, W = 0;
-};
 
 struct AddSpec : MapShape {
   quant::QBinaryParams q;  // scales and zero points (act_min / act_max: the type's range)
@@ -147,6 +144,12 @@ Status check_channel_pad(const ChannelPadSpec& s);
 Status check_upsample2(const Upsample2Spec& s);
 Status check_depth_to_space2(const DepthToSpace2Spec& s);
 
+// Device-memory chaining: entry i, when set, is the address where data input i already is
+// (another task's output, in the layout the lowering would allocate: check with chainable()
+// against a lowering without it); the lowering reads it there and allocates nothing for it.
+// Data inputs in the node's order: Add and Mul a, b; Concat its parts; the others x.
+using InputsAt = std::vector<std::optional<uint32_t>>;
+
 struct LoweredEltwise {
   std::vector<regcmd::Task> tasks;
   std::vector<Buffer> buffers;
@@ -154,18 +157,22 @@ struct LoweredEltwise {
   uint32_t main_address = 0, ew_address = 0, output_address = 0;
   std::vector<uint32_t> part_addresses;  // Concat: each part's input (task i reads part i); Split: each part's output
   int64_t main_surface_bytes = 0, ew_surface_bytes = 0, output_surface_bytes = 0;
+  // Per data input, the buffers that hold it (a LeakyRelu's x twice when the strides differ);
+  // per output, its map (a Split: one per part).
+  std::vector<std::vector<DeviceMap>> input_maps;
+  std::vector<DeviceMap> output_maps;
 };
-// Allocate the maps in `mem` and emit the task.
-Result<LoweredEltwise> lower_add(const AddSpec& s, DeviceMemory& mem);
-Result<LoweredEltwise> lower_mul(const MulSpec& s, DeviceMemory& mem);
-Result<LoweredEltwise> lower_leaky_relu(const LeakyReluSpec& s, DeviceMemory& mem);
-Result<LoweredEltwise> lower_concat(const ConcatSpec& s, DeviceMemory& mem);
-Result<LoweredEltwise> lower_split(const SplitSpec& s, DeviceMemory& mem);
-Result<LoweredEltwise> lower_lut(const LutSpec& s, DeviceMemory& mem);
-Result<LoweredEltwise> lower_max_pool(const MaxPoolSpec& s, DeviceMemory& mem);
-Result<LoweredEltwise> lower_channel_pad(const ChannelPadSpec& s, DeviceMemory& mem);
-Result<LoweredEltwise> lower_upsample2(const Upsample2Spec& s, DeviceMemory& mem);
-Result<LoweredEltwise> lower_depth_to_space2(const DepthToSpace2Spec& s, DeviceMemory& mem);
+// Allocate the maps in `mem` (the inputs `at` says are chained excepted) and emit the task.
+Result<LoweredEltwise> lower_add(const AddSpec& s, DeviceMemory& mem, const InputsAt& at = {});
+Result<LoweredEltwise> lower_mul(const MulSpec& s, DeviceMemory& mem, const InputsAt& at = {});
+Result<LoweredEltwise> lower_leaky_relu(const LeakyReluSpec& s, DeviceMemory& mem, const InputsAt& at = {});
+Result<LoweredEltwise> lower_concat(const ConcatSpec& s, DeviceMemory& mem, const InputsAt& at = {});
+Result<LoweredEltwise> lower_split(const SplitSpec& s, DeviceMemory& mem, const InputsAt& at = {});
+Result<LoweredEltwise> lower_lut(const LutSpec& s, DeviceMemory& mem, const InputsAt& at = {});
+Result<LoweredEltwise> lower_max_pool(const MaxPoolSpec& s, DeviceMemory& mem, const InputsAt& at = {});
+Result<LoweredEltwise> lower_channel_pad(const ChannelPadSpec& s, DeviceMemory& mem, const InputsAt& at = {});
+Result<LoweredEltwise> lower_upsample2(const Upsample2Spec& s, DeviceMemory& mem, const InputsAt& at = {});
+Result<LoweredEltwise> lower_depth_to_space2(const DepthToSpace2Spec& s, DeviceMemory& mem, const InputsAt& at = {});
 // The lookup table a LutSpec's task uploads (stored domain, arch lut_entries entries).
 Result<LutTable> lut_table_of(const LutSpec& s);
 // Write the operands ([1, C, H, W] of s.dtype) where the task reads them (Add: the
@@ -183,6 +190,11 @@ Status write_depth_to_space2_input(DeviceMemory& mem, const DepthToSpace2Spec& s
 Status write_concat_inputs(DeviceMemory& mem, const ConcatSpec& s, const LoweredEltwise& l, const std::vector<const Tensor*>& parts);
 // The input, [1, C, H, W].
 Status write_split_input(DeviceMemory& mem, const SplitSpec& s, const LoweredEltwise& l, const Tensor& x);
+// Data input i (a tensor of input_maps[i]'s shape; a one-element tensor fills every channel of
+// a per-channel map) into every buffer that holds it but chained ones.
+Status write_eltwise_input(DeviceMemory& mem, const LoweredEltwise& l, size_t i, const Tensor& x);
+// Output i into y (a contiguous tensor of output_maps[i]'s shape).
+Status read_eltwise_output(const DeviceMemory& mem, const LoweredEltwise& l, size_t i, Tensor& y);
 // The output into y ([1, C, H, W] of s.dtype, contiguous; a MaxPool's, a channel Pad's and an
 // Upsample2's and a DepthToSpace2's: s.output()).
 Status gather_eltwise_output(const DeviceMemory& mem, const MapShape& s, const LoweredEltwise& l, Tensor& y);

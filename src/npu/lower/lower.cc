@@ -206,6 +206,20 @@ Result<uint32_t> place_input(DeviceMemory& mem, const ConvSpec& s, const Tensor&
   return a;
 }
 
+DeviceMap conv_input_map(const ConvSpec& s, uint32_t address) {
+  return DeviceMap{address, stored_height(s) * s.W * kC2, stored_channels(s.C), MapShape{s.dtype, s.C, s.H, s.W}, false};
+}
+
+std::optional<DeviceMap> conv_output_map(const ConvSpec& s, const Lowered& l) {
+  if (l.outputs.size() != 1) return std::nullopt;
+  const OutputRegion& r = l.outputs[0];
+  if (static_cast<int64_t>(r.channels.size()) < s.OC || r.surface_bytes != l.OH * l.OW * kC2) return std::nullopt;
+  for (int64_t j = 0; j < s.OC; ++j) {
+    if (r.channels[static_cast<size_t>(j)] != j) return std::nullopt;
+  }
+  return DeviceMap{r.address, r.surface_bytes, align(static_cast<int64_t>(r.channels.size()), kC2), MapShape{s.dtype, s.OC, l.OH, l.OW}, false};
+}
+
 Result<PlacedRegcmd> place_regcmd(DeviceMemory& mem, const Lowered& l) { return place_regcmd(mem, l.tasks); }
 
 Result<PlacedRegcmd> place_regcmd(DeviceMemory& mem, const std::vector<regcmd::Task>& tasks) {

@@ -49,6 +49,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,14 @@ Result<PlacedRegcmd> place_regcmd(DeviceMemory& mem, const std::vector<regcmd::T
 // With a residual: writes r ([1, OC, OH, OW] of spec.dtype) into every region's residual
 // buffer, NC1HWC2 in the region's channel order (the CPU's work on a board, as compaction).
 Status write_residual(DeviceMemory& mem, const ConvSpec& spec, const Lowered& l, const Tensor& r);
+
+// The input as lower_conv reads it (place_input's layout: stored_height(s) rows a surface,
+// stored_channels(C) channels) at `address`.
+DeviceMap conv_input_map(const ConvSpec& spec, uint32_t address);
+// The output as one map, when one region holds every output channel in order (one task group:
+// per-tensor weights, the bs-multiplier strategies' single task); else none (the host
+// compacts the regions: gather_output).
+std::optional<DeviceMap> conv_output_map(const ConvSpec& spec, const Lowered& l);
 
 // The output [1, OC, OH, OW] in spec.dtype, compacted from the tasks' regions.
 Result<Tensor> gather_output(const DeviceMemory& mem, const ConvSpec& spec, const Lowered& l);

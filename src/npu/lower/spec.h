@@ -17,6 +17,26 @@ enum class Strategy { per_tensor, group16, sorted_groups, per_channel, hybrid, b
 // on the five real detectors (docs/npu.md): sorted-bs-multiplier.
 inline constexpr Strategy kDefaultStrategy = Strategy::sorted_bs_multiplier;
 
+// A [1, C, H, W] map of one int8/uint8 type.
+struct MapShape {
+  DType dtype = DType::i8;
+  int64_t C = 0, H = 0, W = 0;
+};
+
+// A map in device memory as a task reads or writes it: NC1HWC2 int8 (the stored domain) at
+// `address`, `channels` stored (a multiple of 16; lanes past shape.C carry no meaning) in
+// surfaces `surface_bytes` apart; `shape` is the tensor the host sees ([1, C, H, W]).
+// `chained`: an input another task's output already holds (the host does not write it).
+struct DeviceMap {
+  uint32_t address = 0;
+  int64_t surface_bytes = 0, channels = 0;
+  MapShape shape;
+  bool chained = false;
+};
+// Whether a task can read `want` (the layout it would allocate for an input) from `have`
+// (another task's output): the same tensor, surfaces and at least the channels it reads.
+bool chainable(const DeviceMap& have, const DeviceMap& want);
+
 struct ConvSpec {
   int64_t C = 0, H = 0, W = 0, OC = 0, KH = 1, KW = 1;
   int64_t stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
