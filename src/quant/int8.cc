@@ -295,6 +295,36 @@ template <typename T>
 }
 RKD_ISA_CLONES(ort_add_i8, (const OrtAdd& k, const int8_t* a, const int8_t* b, int64_t n, int8_t* y), (k, a, b, n, y), ort_add_body(k, a, b, n, y))
 RKD_ISA_CLONES(ort_add_u8, (const OrtAdd& k, const uint8_t* a, const uint8_t* b, int64_t n, uint8_t* y), (k, a, b, n, y), ort_add_body(k, a, b, n, y))
+
+// ONNX Runtime's QLinearMul (MLAS's SSE2 kernel): w = f32(f32(d_a d_b) * ratio) + f32(z_out)
+// rounded at each step (this build never contracts them: -ffp-contract=off), then half to
+// even and the saturating packs: clamp to [lo, hi] (the type's range, then the activation's).
+// The rounding is the 1.5 * 2^23 trick on w clamped a step beyond [lo, hi] (exact there).
+struct OrtMul {
+  float ratio, zc, flo, fhi;
+  int32_t a_zp, b_zp, lo, hi;
+  bool scalar_b;
+};
+template <typename T>
+[[gnu::always_inline]] inline void ort_mul_body(const OrtMul& k, const T* __restrict pa, const T* __restrict pb, int64_t n, T* __restrict po) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t prod = (static_cast<int32_t>(pa[i]) - k.a_zp) * (static_cast<int32_t>(pb[k.scalar_b ? 0 : i]) - k.b_zp);
+    const float w = std::min(std::max(static_cast<float>(prod) * k.ratio + k.zc, k.flo), k.fhi);
+    const float r = (w + 12582912.f) - 12582912.f;
+    po[i] = static_cast<T>(std::min(std::max(static_cast<int32_t>(r), k.lo), k.hi));
+  }
+}
+RKD_ISA_CLONES(ort_mul_i8, (const OrtMul& k, const int8_t* a, const int8_t* b, int64_t n, int8_t* y), (k, a, b, n, y), ort_mul_body(k, a, b, n, y))
+RKD_ISA_CLONES(ort_mul_u8, (const OrtMul& k, const uint8_t* a, const uint8_t* b, int64_t n, uint8_t* y), (k, a, b, n, y), ort_mul_body(k, a, b, n, y))
+
+// The NPU's Mul (rknpu_mul_value) on one run: y = clamp(round_half_even(d_a d_b S / 2^H) + z).
+template <typename T>
+void rknpu_mul_run(const RknpuMul& k, const QBinaryParams& p, const T* pa, const T* pb, int64_t n, bool scalar_b, T* po) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t v = rknpu_mul_value(k, static_cast<int32_t>(pa[i]) - p.a_zero_point, static_cast<int32_t>(pb[scalar_b ? 0 : i]) - p.b_zero_point);
+    po[i] = static_cast<T>(std::clamp<int64_t>(v + p.out_zero_point, p.act_min, p.act_max));
+  }
+}
 }  // namespace
 
 Result<RknpuAdd> rknpu_add_plan(const QBinaryParams& p) {
@@ -431,23 +461,30 @@ Status tflite_mul(const Tensor& a0, const Tensor& b0, const QBinaryParams& p, Te
     return {};
   }
   if (p.convention == Requant::onnx_float) {
-    // MLAS's SSE2 QLinearMul: the float32 ratio, a separately rounded product and sum,
-    // cvtps2dq (half to even), then the saturating packs (the type's range) and the clamp.
-    volatile float ab = p.a_scale * p.b_scale;  // rounded to float32 before the division, as MLAS's float expression
-    const float ratio = ab / p.out_scale, zc = static_cast<float>(p.out_zero_point);
     RKD_ASSIGN(auto range, quantized_range(a.dtype()));
-    for_each_element(a, b, [&](int64_t i, int64_t j) {
-      volatile float v = static_cast<float>(prod(i, j)) * ratio;  // no fused multiply-add
-      const int32_t y = static_cast<int32_t>(std::nearbyint(v + zc));
-      store_q(out, i, std::clamp(std::clamp(y, range.first, range.second), p.act_min, p.act_max));
+    const float ab = p.a_scale * p.b_scale;  // float32, rounded before the division as MLAS's expression
+    OrtMul k{ab / p.out_scale,
+             static_cast<float>(p.out_zero_point),
+             static_cast<float>(range.first - 1),
+             static_cast<float>(range.second + 1),
+             p.a_zero_point,
+             p.b_zero_point,
+             std::max(range.first, p.act_min),
+             std::min(range.second, p.act_max),
+             false};
+    for_each_run(a.shape(), *broadcast_shape(a.shape(), b.shape()), [&](const Run& r) {
+      OrtMul kr = k;
+      kr.scalar_b = r.scalar;
+      if (a.dtype() == DType::i8) ort_mul_i8(kr, a.data<int8_t>() + r.a0, b.data<int8_t>() + r.b0, r.n, out.data<int8_t>() + r.a0);
+      else ort_mul_u8(kr, a.data<uint8_t>() + r.a0, b.data<uint8_t>() + r.b0, r.n, out.data<uint8_t>() + r.a0);
     });
     return {};
   }
   if (p.convention == Requant::rknpu_out_cvt) {
     RKD_ASSIGN(RknpuMul k, rknpu_mul_plan(p));
-    for_each_element(a, b, [&](int64_t i, int64_t j) {
-      const int64_t v = rknpu_mul_value(k, load_q(a, i) - p.a_zero_point, load_q(b, j) - p.b_zero_point);
-      store_q(out, i, static_cast<int32_t>(std::clamp<int64_t>(v + p.out_zero_point, p.act_min, p.act_max)));
+    for_each_run(a.shape(), *broadcast_shape(a.shape(), b.shape()), [&](const Run& r) {
+      if (a.dtype() == DType::i8) rknpu_mul_run(k, p, a.data<int8_t>() + r.a0, b.data<int8_t>() + r.b0, r.n, r.scalar, out.data<int8_t>() + r.a0);
+      else rknpu_mul_run(k, p, a.data<uint8_t>() + r.a0, b.data<uint8_t>() + r.b0, r.n, r.scalar, out.data<uint8_t>() + r.a0);
     });
     return {};
   }
