@@ -195,6 +195,14 @@ struct BinaryOperands {
   quant::QBinaryParams q;
   Shape a, b;
   npu::lower::EltwiseGeometry g;
+  // The spec's geometry with the node's own fields (batch, broadcast, per-axis parameters).
+  npu::lower::EltwiseGeometry node_fields(npu::lower::EltwiseGeometry s) const {
+    s.batch = g.batch;
+    s.broadcast = g.broadcast;
+    s.per_channel_operand = g.per_channel_operand;
+    s.per_axis_quantization = g.per_axis_quantization;
+    return s;
+  }
 };
 Result<BinaryOperands> binary_operands(const Node& n) {
   if (n.inputs.size() < 8) return invalid(n.describe() + ": " + n.op_type + " needs 8 inputs");
@@ -237,12 +245,7 @@ Result<npu::lower::AddSpec> npu_add_spec(const Node& n) {
   npu::lower::AddSpec s;
   static_cast<npu::lower::MapShape&>(s) = o.map;
   s.q = o.q;
-  npu::lower::EltwiseGeometry g = npu::lower::geometry_of(s);
-  g.batch = o.g.batch;
-  g.broadcast = o.g.broadcast;
-  g.per_channel_operand = o.g.per_channel_operand;
-  g.per_axis_quantization = o.g.per_axis_quantization;
-  RKD_TRY(npu::lower::eltwise_supported(g, "npu add: "));
+  RKD_TRY(npu::lower::eltwise_supported(o.node_fields(npu::lower::geometry_of(s)), "npu add: "));
   RKD_TRY(npu::lower::check_add(s));
   return s;
 }
@@ -257,12 +260,7 @@ Result<npu::lower::MulSpec> npu_mul_spec(const Node& n) {
     for (int64_t d : o.b) nb *= d;
     s.b = nb == 1 ? npu::lower::MulSpec::Operand::scalar : npu::lower::MulSpec::Operand::per_channel;
   }
-  npu::lower::EltwiseGeometry g = npu::lower::geometry_of(s);
-  g.batch = o.g.batch;
-  g.broadcast = o.g.broadcast;
-  g.per_channel_operand = o.g.per_channel_operand;
-  g.per_axis_quantization = o.g.per_axis_quantization;
-  RKD_TRY(npu::lower::eltwise_supported(g, "npu Mul: "));
+  RKD_TRY(npu::lower::eltwise_supported(o.node_fields(npu::lower::geometry_of(s)), "npu Mul: "));
   RKD_TRY(npu::lower::check_mul(s));
   return s;
 }

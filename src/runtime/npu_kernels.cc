@@ -210,11 +210,14 @@ Result<Kernel> eltwise_kernel(const Node& n, const std::shared_ptr<NpuSession>& 
       });
 }
 
-// Node input indices 0 .. count - 1.
-std::vector<size_t> first_inputs(size_t count) {
-  std::vector<size_t> v(count);
-  for (size_t i = 0; i < count; ++i) v[i] = i;
-  return v;
+// eltwise_kernel for a spec the node gives and its lowering.
+template <typename Spec>
+Result<Kernel> typed_kernel(const Node& n, const std::shared_ptr<NpuSession>& s, const npu::sim::Quirks& q, Result<Spec> spec,
+                            Result<npu::lower::LoweredEltwise> (*lower)(const Spec&, npu::DeviceMemory&, const npu::lower::InputsAt&),
+                            std::vector<size_t> data_inputs) {
+  if (!spec.ok()) return spec.error();
+  return eltwise_kernel(
+      n, s, q, [sp = *spec, lower](npu::DeviceMemory& m, const npu::lower::InputsAt& at) { return lower(sp, m, at); }, std::move(data_inputs));
 }
 
 }  // namespace
@@ -230,46 +233,20 @@ Result<Kernel> npu_node_kernel(const Node& n, std::shared_ptr<NpuSession> sessio
     RKD_ASSIGN(L::Strategy st, L::parse_strategy(name));
     return conv_kernel(n, session, st, q);
   }
-  if (op == "NpuAdd") {
-    RKD_ASSIGN(L::AddSpec spec, npu_add_spec(n));
-    return eltwise_kernel(n, session, q, [spec](npu::DeviceMemory& m, const L::InputsAt& at) { return L::lower_add(spec, m, at); }, {0, 3});
-  }
-  if (op == "NpuMul") {
-    RKD_ASSIGN(L::MulSpec spec, npu_mul_spec(n));
-    return eltwise_kernel(n, session, q, [spec](npu::DeviceMemory& m, const L::InputsAt& at) { return L::lower_mul(spec, m, at); }, {0, 3});
-  }
-  if (op == "NpuLeakyRelu") {
-    RKD_ASSIGN(L::LeakyReluSpec spec, npu_leaky_relu_spec(n));
-    return eltwise_kernel(n, session, q, [spec](npu::DeviceMemory& m, const L::InputsAt& at) { return L::lower_leaky_relu(spec, m, at); }, {0});
-  }
-  if (op == "NpuLut") {
-    RKD_ASSIGN(L::LutSpec spec, npu_lut_spec(n));
-    return eltwise_kernel(n, session, q, [spec](npu::DeviceMemory& m, const L::InputsAt& at) { return L::lower_lut(spec, m, at); }, {0});
-  }
-  if (op == "NpuMaxPool") {
-    RKD_ASSIGN(L::MaxPoolSpec spec, npu_max_pool_spec(n));
-    return eltwise_kernel(n, session, q, [spec](npu::DeviceMemory& m, const L::InputsAt& at) { return L::lower_max_pool(spec, m, at); }, {0});
-  }
-  if (op == "NpuPad") {
-    RKD_ASSIGN(L::ChannelPadSpec spec, npu_channel_pad_spec(n));
-    return eltwise_kernel(n, session, q, [spec](npu::DeviceMemory& m, const L::InputsAt& at) { return L::lower_channel_pad(spec, m, at); }, {0});
-  }
-  if (op == "NpuResize") {
-    RKD_ASSIGN(L::Upsample2Spec spec, npu_upsample2_spec(n));
-    return eltwise_kernel(n, session, q, [spec](npu::DeviceMemory& m, const L::InputsAt& at) { return L::lower_upsample2(spec, m, at); }, {0});
-  }
-  if (op == "NpuDepthToSpace") {
-    RKD_ASSIGN(L::DepthToSpace2Spec spec, npu_depth_to_space_spec(n));
-    return eltwise_kernel(n, session, q, [spec](npu::DeviceMemory& m, const L::InputsAt& at) { return L::lower_depth_to_space2(spec, m, at); }, {0});
-  }
-  if (op == "NpuSplit") {
-    RKD_ASSIGN(L::SplitSpec spec, npu_split_spec(n));
-    return eltwise_kernel(n, session, q, [spec](npu::DeviceMemory& m, const L::InputsAt& at) { return L::lower_split(spec, m, at); }, {0});
-  }
+  if (op == "NpuAdd") return typed_kernel(n, session, q, npu_add_spec(n), &L::lower_add, {0, 3});
+  if (op == "NpuMul") return typed_kernel(n, session, q, npu_mul_spec(n), &L::lower_mul, {0, 3});
+  if (op == "NpuLeakyRelu") return typed_kernel(n, session, q, npu_leaky_relu_spec(n), &L::lower_leaky_relu, {0});
+  if (op == "NpuLut") return typed_kernel(n, session, q, npu_lut_spec(n), &L::lower_lut, {0});
+  if (op == "NpuMaxPool") return typed_kernel(n, session, q, npu_max_pool_spec(n), &L::lower_max_pool, {0});
+  if (op == "NpuPad") return typed_kernel(n, session, q, npu_channel_pad_spec(n), &L::lower_channel_pad, {0});
+  if (op == "NpuResize") return typed_kernel(n, session, q, npu_upsample2_spec(n), &L::lower_upsample2, {0});
+  if (op == "NpuDepthToSpace") return typed_kernel(n, session, q, npu_depth_to_space_spec(n), &L::lower_depth_to_space2, {0});
+  if (op == "NpuSplit") return typed_kernel(n, session, q, npu_split_spec(n), &L::lower_split, {0});
   if (op == "NpuConcat") {
-    RKD_ASSIGN(L::ConcatSpec spec, npu_concat_spec(n));
-    return eltwise_kernel(
-        n, session, q, [spec](npu::DeviceMemory& m, const L::InputsAt& at) { return L::lower_concat(spec, m, at); }, first_inputs(spec.parts.size()));
+    // Every input is a part.
+    std::vector<size_t> parts(n.inputs.size());
+    for (size_t i = 0; i < parts.size(); ++i) parts[i] = i;
+    return typed_kernel(n, session, q, npu_concat_spec(n), &L::lower_concat, parts);
   }
   return invalid(n.describe() + ": no NPU kernel for " + op);
 }
