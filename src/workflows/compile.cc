@@ -44,9 +44,9 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   ir::FusionReport placement;
   RKD_TRY(optimize(g, co, &placement));
   auto cpu_reason = [&placement](const ir::Node& n) -> std::string {
-    for (const auto* list :
-         {&placement.npu_cpu_convs, &placement.npu_cpu_adds, &placement.npu_cpu_muls, &placement.npu_cpu_luts, &placement.npu_cpu_concats, &placement.npu_cpu_splits,
-          &placement.npu_cpu_pools, &placement.npu_cpu_pads, &placement.npu_cpu_resizes, &placement.npu_cpu_depth_to_spaces}) {
+    for (const auto* list : {&placement.npu_cpu_convs, &placement.npu_cpu_adds, &placement.npu_cpu_muls, &placement.npu_cpu_luts,
+                             &placement.npu_cpu_concats, &placement.npu_cpu_splits, &placement.npu_cpu_pools, &placement.npu_cpu_pads,
+                             &placement.npu_cpu_resizes, &placement.npu_cpu_depth_to_spaces}) {
       for (const std::string& e : *list) {
         if (e.size() > n.name.size() + 2 && e.compare(0, n.name.size() + 2, n.name + ": ") == 0) return e.substr(n.name.size() + 2);
       }
@@ -78,9 +78,10 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   for (const auto& np : g.nodes()) {
     const ir::Node& n = *np;
     const bool on_npu = n.domain == "rkdeploy";
-    const bool add = on_npu && n.op_type == "NpuAdd", mul = on_npu && n.op_type == "NpuMul", leaky = on_npu && n.op_type == "NpuLeakyRelu", concat = on_npu && n.op_type == "NpuConcat",
-               split = on_npu && n.op_type == "NpuSplit", lut = on_npu && n.op_type == "NpuLut", pool = on_npu && n.op_type == "NpuMaxPool",
-               pad = on_npu && n.op_type == "NpuPad", resize = on_npu && n.op_type == "NpuResize", d2s = on_npu && n.op_type == "NpuDepthToSpace";
+    const bool add = on_npu && n.op_type == "NpuAdd", mul = on_npu && n.op_type == "NpuMul", leaky = on_npu && n.op_type == "NpuLeakyRelu",
+               concat = on_npu && n.op_type == "NpuConcat", split = on_npu && n.op_type == "NpuSplit", lut = on_npu && n.op_type == "NpuLut",
+               pool = on_npu && n.op_type == "NpuMaxPool", pad = on_npu && n.op_type == "NpuPad", resize = on_npu && n.op_type == "NpuResize",
+               d2s = on_npu && n.op_type == "NpuDepthToSpace";
     if (add || mul || leaky || concat || split || lut || pool || pad || resize || d2s) {
       // An element-wise task: its operand buffers (written by the host), output and regcmd.
       npu::lower::LoweredEltwise l;
@@ -192,8 +193,12 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
                                 {"device_offset", l.main_address - mem.base()},
                                 {"surface_bytes", l.main_surface_bytes}});
       } else {
-        const std::string main_operand = add ? (l.b_is_main ? "B" : "A") : mul ? "A" : "X",
-                          ew_operand = add ? (l.b_is_main ? "A" : "B") : mul ? "B" : "X";
+        const std::string main_operand = add   ? (l.b_is_main ? "B" : "A")
+                                         : mul ? "A"
+                                               : "X",
+                          ew_operand = add   ? (l.b_is_main ? "A" : "B")
+                                       : mul ? "B"
+                                             : "X";
         je["inputs"].push_back({{"operand", main_operand},
                                 {"read_by", "MRDMA"},
                                 {"device_offset", l.main_address - mem.base()},

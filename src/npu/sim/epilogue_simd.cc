@@ -227,8 +227,9 @@ HWY_EXPORT(EpilogueRange);
 bool common_epilogue(const Epilogue& e) {
   const Stage& b = e.bs;
   constexpr int64_t kLo = std::numeric_limits<int32_t>::min() + 128, kHi = std::numeric_limits<int32_t>::max() - 127;
-  const bool ew_ok = !e.ew.on || (e.ew.algo == 2 && !e.ew.mul && !e.ew.per_channel && !e.ew.cvt_bypass && !e.ew.relu && !e.ew.as_float && e.ew.shift >= 0 && e.ew.shift < 63 &&
-                                  e.ew.offset >= kLo && e.ew.offset <= kHi && e.ew.scale >= 0 && e.ew.scale <= 0xffff);
+  const bool ew_ok =
+      !e.ew.on || (e.ew.algo == 2 && !e.ew.mul && !e.ew.per_channel && !e.ew.cvt_bypass && !e.ew.relu && !e.ew.as_float && e.ew.shift >= 0 &&
+                   e.ew.shift < 63 && e.ew.offset >= kLo && e.ew.offset <= kHi && e.ew.scale >= 0 && e.ew.scale <= 0xffff);
   return !e.lut && (e.truncate == 0 || e.core_round == Rounding::half_to_even) && e.truncate < 32 && e.bn.bypass && ew_ok && !b.bypass &&
          !b.alu_bypass && b.alu_src && b.alu_algo == 2 && !b.prelu && (b.mul_bypass || b.mul_src) && e.bs_round == Rounding::half_up &&
          e.out_round == Rounding::half_to_even && e.shift > 0 && e.shift < 63 && e.scale >= -32768 && e.scale <= 0xffff &&
