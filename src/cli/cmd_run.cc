@@ -33,6 +33,7 @@ struct RunArgs {
   std::string strategy;
   std::vector<std::string> sim_knobs;
   bool fuse_npu_add = false;
+  bool npu_round_trips = false;
   int threads = 0;
   bool no_fuse = false;
   bool profile = false;
@@ -107,8 +108,8 @@ void set_backend(const RunArgs& a, runtime::CompileOptions& c) {
     c.npu_sim_strategy = a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy;
     c.sim_knobs = a.sim_knobs;
     c.npu_fuse_add = a.fuse_npu_add;
-  } else if (!a.strategy.empty() || !a.sim_knobs.empty() || a.fuse_npu_add) {
-    fail(invalid("--strategy, --sim and --fuse-npu-add need --backend sim"));
+  } else if (!a.strategy.empty() || !a.sim_knobs.empty() || a.fuse_npu_add || a.npu_round_trips) {
+    fail(invalid("--strategy, --sim, --fuse-npu-add and --npu-round-trips need --backend sim"));
   }
 }
 
@@ -149,6 +150,7 @@ void run_model(const RunArgs& a) {
     lo.compile.fuse = !a.no_fuse;
     set_backend(a, lo.compile);
     lo.exec.threads = a.threads;
+    lo.exec.npu_chaining = !a.npu_round_trips;
     run_on_image(a, lo);
     return;
   }
@@ -182,6 +184,7 @@ void run_model(const RunArgs& a) {
   lo.compile.dump = [](const std::string& pass, const std::string& ir) { std::cerr << "=== IR after " << pass << " ===\n" << ir; };
   lo.exec.threads = a.threads;
   lo.exec.profile = a.profile;
+  lo.exec.npu_chaining = !a.npu_round_trips;
   runtime::LoadedModel m = take(runtime::load_model(a.model, lo));
   report_npu(a, m.fusion, *m.executor);
   // Every output file is declared (and checked) before the inference.
@@ -251,6 +254,9 @@ void add_run_command(CLI::App& app) {
   c->add_flag("--fuse-npu-add", a->fuse_npu_add,
               "with --backend sim: fuse an Add into the convolution before it (the EW stage: one rounding instead of the int8 reference's two) "
               "instead of running it as its own DPU task");
+  c->add_flag("--npu-round-trips", a->npu_round_trips,
+              "with --backend sim: every NPU node in its own device memory, each input written and each output read back by the host "
+              "(no device-memory chaining; the outputs are the same)");
   c->add_option("--requant", a->requant,
                 "with --backend int8 or sim: requantization of every integer op, replacing the model format's "
                 "(tflite_double_rounding, tflite_single_rounding, tflite_xnnpack, onnx_float, rknpu_out_cvt; docs/quantization.md)")

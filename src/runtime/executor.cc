@@ -168,7 +168,7 @@ struct ExecutorBuilder {
       }
       if (!st->view) {
         const bool npu = ir::op_has(n, ir::kOnNpu);
-        if (npu && !e->npu_) e->npu_ = make_npu_session(g.outputs);
+        if (npu && !e->npu_ && opt.npu_chaining) e->npu_ = make_npu_session(g.outputs);
         auto k = npu ? npu_node_kernel(n, e->npu_) : prepare_op(n, g.opset);
         if (!k.ok()) {
           prepare_errors.push_back(k.error());

@@ -84,6 +84,10 @@ std::vector<std::string> pass_names(bool fuse);
 struct ExecutorOptions {
   int threads = 0;       // <= 0: hardware concurrency
   bool profile = false;  // time every node
+  // The NPU nodes read each other's outputs in device memory where the layouts agree
+  // (npu_conv.h); false: every NPU node alone, each value through the host (the reference
+  // the chaining is checked against).
+  bool npu_chaining = true;
 };
 
 struct NodeTime {

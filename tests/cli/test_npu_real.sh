@@ -61,6 +61,13 @@ grep -q "; 2 nearest x2 Resize(s) as NPU tasks (2 edge-padded for a bilinear one
 # values stay equal and the largest difference is a fraction of the output's range (measured:
 # 15% at most; the per-tensor strategy gives 85-112% and under 1% equal).
 close_runs nanodet "$work/int8" "$work/sim" 0.25 0.4
+# Device-memory chaining changes no byte: the same run with every NPU node alone (each value
+# through the host) writes the same outputs; chained, 68 inputs are read in place.
+grep -q "npu device memory: 68 input(s) read in place from the NPU node before" "$work/sim.log" || { cat "$work/sim.log"; exit 1; }
+"$rk" run "$q" --backend sim --npu-round-trips --input "$in" --output-dir "$work/sim_alone" > /dev/null 2> "$work/sim_alone.log"
+! grep -q "npu device memory" "$work/sim_alone.log"
+for f in "$work"/sim/*.npy; do cmp "$f" "$work/sim_alone/$(basename "$f")"; done
+echo "nanodet per channel: chained and unchained simulated runs equal byte for byte"
 # Per-tensor uint8 (Mesa's scheme): lowered per-tensor, the NPU's requantization
 # (rknpu_out_cvt) makes every convolution and the whole model bit-exact: the simulator runs
 # the lowered register commands, the CPU the int8 reference kernels.
