@@ -3,6 +3,8 @@
 // stage-by-stage definition in sim.cc. Not part of the public interface.
 #pragma once
 
+#include <limits>
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -30,6 +32,11 @@ struct Stage {
 };
 
 // The EW stage's operand add (sim.h, stage 6). `e` is set when the task runs.
+// v saturated to int32 (the DPU's stages between them).
+inline int32_t sat32(int64_t v) {
+  return static_cast<int32_t>(std::clamp<int64_t>(v, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
+}
+
 struct Ew {
   bool on = false, cvt_bypass = false, relu = false, as_float = false;
   bool mul = false;          // EW_OP_TYPE 1: multiply (algo unused)
