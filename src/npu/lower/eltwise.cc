@@ -289,9 +289,7 @@ Result<LoweredEltwise> lower_lut(const LutSpec& s, DeviceMemory& mem, const Inpu
   return l;
 }
 
-Status write_lut_input(DeviceMemory& mem, const LutSpec& s, const LoweredEltwise& l, const Tensor& x) {
-  return write_map(mem, l.main_address, l.main_surface_bytes, s, x, "X");
-}
+Status write_lut_input(DeviceMemory& mem, const LutSpec& s, const LoweredEltwise& l, const Tensor& x) { return write_eltwise_input(mem, l, 0, x); }
 
 MapShape MaxPoolSpec::output() const {
   MapShape o = *this;
@@ -364,7 +362,7 @@ Result<LoweredEltwise> lower_max_pool(const MaxPoolSpec& s, DeviceMemory& mem, c
 }
 
 Status write_max_pool_input(DeviceMemory& mem, const MaxPoolSpec& s, const LoweredEltwise& l, const Tensor& x) {
-  return write_map(mem, l.main_address, l.main_surface_bytes, s, x, "X");
+  return write_eltwise_input(mem, l, 0, x);
 }
 
 MapShape ChannelPadSpec::output() const {
@@ -425,8 +423,7 @@ Result<LoweredEltwise> lower_channel_pad(const ChannelPadSpec& s, DeviceMemory& 
 }
 
 Status write_channel_pad_input(DeviceMemory& mem, const ChannelPadSpec& s, const LoweredEltwise& l, const Tensor& x) {
-  // The input's channels; the padding channels' lanes 0 (the task multiplies them by 0).
-  return write_map(mem, l.main_address, l.main_surface_bytes, s, x, "X", s.output().C);
+  return write_eltwise_input(mem, l, 0, x);
 }
 
 MapShape Upsample2Spec::output() const {
@@ -596,11 +593,11 @@ Result<LoweredEltwise> lower_depth_to_space2(const DepthToSpace2Spec& s, DeviceM
 }
 
 Status write_depth_to_space2_input(DeviceMemory& mem, const DepthToSpace2Spec& s, const LoweredEltwise& l, const Tensor& x) {
-  return write_map(mem, l.main_address, l.main_surface_bytes, s, x, "X");
+  return write_eltwise_input(mem, l, 0, x);
 }
 
 Status write_upsample2_input(DeviceMemory& mem, const Upsample2Spec& s, const LoweredEltwise& l, const Tensor& x) {
-  return write_map(mem, l.main_address, l.main_surface_bytes, s, x, "X");
+  return write_eltwise_input(mem, l, 0, x);
 }
 
 Result<LoweredEltwise> lower_concat(const ConcatSpec& s, DeviceMemory& mem, const InputsAt& at) {
@@ -648,44 +645,30 @@ Result<LoweredEltwise> lower_split(const SplitSpec& s, DeviceMemory& mem, const 
 }
 
 Status write_split_input(DeviceMemory& mem, const SplitSpec& s, const LoweredEltwise& l, const Tensor& x) {
-  return write_map(mem, l.main_address, l.main_surface_bytes, s, x, "the input");
+  return write_eltwise_input(mem, l, 0, x);
 }
 
 Status write_concat_inputs(DeviceMemory& mem, const ConcatSpec& s, const LoweredEltwise& l, const std::vector<const Tensor*>& parts) {
-  if (parts.size() != s.parts.size() || l.part_addresses.size() != s.parts.size()) return invalid("npu Concat: one tensor per part");
+  if (parts.size() != s.parts.size()) return invalid("npu Concat: one tensor per part");
   for (size_t i = 0; i < parts.size(); ++i) {
     if (!parts[i]) return invalid("npu Concat: part " + std::to_string(i) + " missing");
-    MapShape part = s;
-    part.C = s.parts[i];
-    RKD_TRY(write_map(mem, l.part_addresses[i], l.main_surface_bytes, part, *parts[i], "a part"));
+    RKD_TRY(write_eltwise_input(mem, l, i, *parts[i]));
   }
   return {};
 }
 
 Status write_add_inputs(DeviceMemory& mem, const AddSpec& s, const LoweredEltwise& l, const Tensor& a, const Tensor& b) {
-  const Tensor& m = l.b_is_main ? b : a;
-  const Tensor& e = l.b_is_main ? a : b;
-  RKD_TRY(write_map(mem, l.main_address, l.main_surface_bytes, s, m, l.b_is_main ? "B" : "A"));
-  return write_map(mem, l.ew_address, l.ew_surface_bytes, s, e, l.b_is_main ? "A" : "B");
+  RKD_TRY(write_eltwise_input(mem, l, 0, a));
+  return write_eltwise_input(mem, l, 1, b);
 }
 
 Status write_mul_inputs(DeviceMemory& mem, const MulSpec& s, const LoweredEltwise& l, const Tensor& a, const Tensor& b) {
-  RKD_TRY(write_map(mem, l.main_address, l.main_surface_bytes, s, a, "A"));
-  if (s.b == MulSpec::Operand::map) return write_map(mem, l.ew_address, l.ew_surface_bytes, s, b, "B");
-  MapShape v = s;
-  v.H = v.W = 1;
-  if (s.b == MulSpec::Operand::per_channel) return write_map(mem, l.ew_address, l.ew_surface_bytes, v, b, "B");
-  if (b.numel() != 1 || b.dtype() != s.dtype) return invalid("npu element-wise task: B must be one element of the operands' type");
-  Tensor full = Tensor::empty(s.dtype, {1, s.C, 1, 1});
-  const Tensor bc = b.contiguous();
-  std::memset(full.raw(), *static_cast<const uint8_t*>(bc.raw()), static_cast<size_t>(s.C));
-  return write_map(mem, l.ew_address, l.ew_surface_bytes, v, full, "B");
+  RKD_TRY(write_eltwise_input(mem, l, 0, a));
+  return write_eltwise_input(mem, l, 1, b);
 }
 
 Status write_leaky_relu_input(DeviceMemory& mem, const LeakyReluSpec& s, const LoweredEltwise& l, const Tensor& x) {
-  RKD_TRY(write_map(mem, l.main_address, l.main_surface_bytes, s, x, "X"));
-  if (l.ew_address == l.main_address) return {};
-  return write_map(mem, l.ew_address, l.ew_surface_bytes, s, x, "X");
+  return write_eltwise_input(mem, l, 0, x);
 }
 
 Status gather_eltwise_output(const DeviceMemory& mem, const MapShape& s, const LoweredEltwise& l, Tensor& y) {
@@ -702,15 +685,8 @@ Status gather_eltwise_output(const DeviceMemory& mem, const MapShape& s, const L
 }
 
 Status gather_split_outputs(const DeviceMemory& mem, const SplitSpec& s, const LoweredEltwise& l, std::vector<Tensor>& ys) {
-  if (ys.size() != s.parts.size() || l.part_addresses.size() != s.parts.size()) return invalid("npu Split: one output per part");
-  for (size_t i = 0; i < ys.size(); ++i) {
-    MapShape part = s;
-    part.C = s.parts[i];
-    LoweredEltwise one;
-    one.output_address = l.part_addresses[i];
-    one.output_surface_bytes = l.output_surface_bytes;
-    RKD_TRY(gather_eltwise_output(mem, part, one, ys[i]));
-  }
+  if (ys.size() != s.parts.size()) return invalid("npu Split: one output per part");
+  for (size_t i = 0; i < ys.size(); ++i) RKD_TRY(read_eltwise_output(mem, l, i, ys[i]));
   return {};
 }
 

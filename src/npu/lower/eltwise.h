@@ -176,7 +176,7 @@ Result<LoweredEltwise> lower_depth_to_space2(const DepthToSpace2Spec& s, DeviceM
 // The lookup table a LutSpec's task uploads (stored domain, arch lut_entries entries).
 Result<LutTable> lut_table_of(const LutSpec& s);
 // Write the operands ([1, C, H, W] of s.dtype) where the task reads them (Add: the
-// larger-scale one as the main input).
+// larger-scale one as the main input): each op's data inputs by write_eltwise_input.
 Status write_add_inputs(DeviceMemory& mem, const AddSpec& s, const LoweredEltwise& l, const Tensor& a, const Tensor& b);
 // a [1, C, H, W]; b [1, C, H, W], [1, C, 1, 1] or one element, as s.b says.
 Status write_mul_inputs(DeviceMemory& mem, const MulSpec& s, const LoweredEltwise& l, const Tensor& a, const Tensor& b);
