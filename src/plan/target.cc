@@ -642,10 +642,7 @@ std::string npu_eltwise_geometry_violation(const ir::Node& n) {
   g.H = (*as)[2];
   g.W = (*as)[3];
   g.broadcast = *as != *bs;
-  int64_t nb = 1;
-  for (int64_t d : *bs) nb *= d;
-  // One value per channel, [N, C, 1, 1] or right-aligned [C, 1, 1], or one element.
-  g.per_channel_operand = nb == 1 || (bs->size() >= 3 && bs->size() <= 4 && (*bs)[bs->size() - 3] == g.C && nb == g.C);
+  g.per_channel_operand = npu::lower::per_channel_operand(*as, *bs);
   g.mul = mul;
   return first_violation(npu::lower::check_eltwise(g));
 }

@@ -260,6 +260,16 @@ void for_each_element(const Tensor& a, const Tensor& b, F f) {
   });
 }
 
+// f(pa, pb, n, po, scalar) over a's runs (for_each_run), with the element pointers of a's
+// type: int8_t or uint8_t (f is generic over them).
+template <typename F>
+void for_each_typed_run(const Tensor& a, const Tensor& b, Tensor& out, F f) {
+  for_each_run(a.shape(), *broadcast_shape(a.shape(), b.shape()), [&](const Run& r) {
+    if (a.dtype() == DType::i8) f(a.data<int8_t>() + r.a0, b.data<int8_t>() + r.b0, r.n, out.data<int8_t>() + r.a0, r.scalar);
+    else f(a.data<uint8_t>() + r.a0, b.data<uint8_t>() + r.b0, r.n, out.data<uint8_t>() + r.a0, r.scalar);
+  });
+}
+
 Status check_binary(const Tensor& a, const Tensor& b, const QBinaryParams& p, const Tensor& out, const char* what) {
   if (a.dtype() != b.dtype() || a.dtype() != out.dtype()) return invalid(std::string(what) + ": operand types differ");
   if (auto r = quantized_range(a.dtype()); !r.ok()) return r.error();
@@ -316,6 +326,12 @@ template <typename T>
 }
 RKD_ISA_CLONES(ort_mul_i8, (const OrtMul& k, const int8_t* a, const int8_t* b, int64_t n, int8_t* y), (k, a, b, n, y), ort_mul_body(k, a, b, n, y))
 RKD_ISA_CLONES(ort_mul_u8, (const OrtMul& k, const uint8_t* a, const uint8_t* b, int64_t n, uint8_t* y), (k, a, b, n, y), ort_mul_body(k, a, b, n, y))
+
+// The ISA clones by element type.
+void ort_add(const OrtAdd& k, const int8_t* a, const int8_t* b, int64_t n, int8_t* y) { ort_add_i8(k, a, b, n, y); }
+void ort_add(const OrtAdd& k, const uint8_t* a, const uint8_t* b, int64_t n, uint8_t* y) { ort_add_u8(k, a, b, n, y); }
+void ort_mul(const OrtMul& k, const int8_t* a, const int8_t* b, int64_t n, int8_t* y) { ort_mul_i8(k, a, b, n, y); }
+void ort_mul(const OrtMul& k, const uint8_t* a, const uint8_t* b, int64_t n, uint8_t* y) { ort_mul_u8(k, a, b, n, y); }
 
 // The NPU's Mul (rknpu_mul_value) on one run: y = clamp(round_half_even(d_a d_b S / 2^H) + z).
 template <typename T>
@@ -402,11 +418,10 @@ Status tflite_add(const Tensor& a0, const Tensor& b0, const QBinaryParams& p, bo
                    p.act_max,
                    subtract,
                    false};
-    for_each_run(a.shape(), *broadcast_shape(a.shape(), b.shape()), [&](const Run& r) {
+    for_each_typed_run(a, b, out, [&](const auto* pa, const auto* pb, int64_t n, auto* po, bool scalar) {
       OrtAdd kr = k;
-      kr.scalar_b = r.scalar;
-      if (a.dtype() == DType::i8) ort_add_i8(kr, a.data<int8_t>() + r.a0, b.data<int8_t>() + r.b0, r.n, out.data<int8_t>() + r.a0);
-      else ort_add_u8(kr, a.data<uint8_t>() + r.a0, b.data<uint8_t>() + r.b0, r.n, out.data<uint8_t>() + r.a0);
+      kr.scalar_b = scalar;
+      ort_add(kr, pa, pb, n, po);
     });
     return {};
   }
@@ -472,20 +487,17 @@ Status tflite_mul(const Tensor& a0, const Tensor& b0, const QBinaryParams& p, Te
              std::max(range.first, p.act_min),
              std::min(range.second, p.act_max),
              false};
-    for_each_run(a.shape(), *broadcast_shape(a.shape(), b.shape()), [&](const Run& r) {
+    for_each_typed_run(a, b, out, [&](const auto* pa, const auto* pb, int64_t n, auto* po, bool scalar) {
       OrtMul kr = k;
-      kr.scalar_b = r.scalar;
-      if (a.dtype() == DType::i8) ort_mul_i8(kr, a.data<int8_t>() + r.a0, b.data<int8_t>() + r.b0, r.n, out.data<int8_t>() + r.a0);
-      else ort_mul_u8(kr, a.data<uint8_t>() + r.a0, b.data<uint8_t>() + r.b0, r.n, out.data<uint8_t>() + r.a0);
+      kr.scalar_b = scalar;
+      ort_mul(kr, pa, pb, n, po);
     });
     return {};
   }
   if (p.convention == Requant::rknpu_out_cvt) {
     RKD_ASSIGN(RknpuMul k, rknpu_mul_plan(p));
-    for_each_run(a.shape(), *broadcast_shape(a.shape(), b.shape()), [&](const Run& r) {
-      if (a.dtype() == DType::i8) rknpu_mul_run(k, p, a.data<int8_t>() + r.a0, b.data<int8_t>() + r.b0, r.n, r.scalar, out.data<int8_t>() + r.a0);
-      else rknpu_mul_run(k, p, a.data<uint8_t>() + r.a0, b.data<uint8_t>() + r.b0, r.n, r.scalar, out.data<uint8_t>() + r.a0);
-    });
+    for_each_typed_run(a, b, out,
+                       [&](const auto* pa, const auto* pb, int64_t n, auto* po, bool scalar) { rknpu_mul_run(k, p, pa, pb, n, scalar, po); });
     return {};
   }
   RKD_ASSIGN(QuantizedMultiplier m, quantize_multiplier(static_cast<double>(p.a_scale) * p.b_scale / p.out_scale));

@@ -231,9 +231,7 @@ Result<BinaryOperands> binary_operands(const Node& n) {
   q.convention = quant::Requant::rknpu_out_cvt;
   r.g.batch = (*as)[0];
   r.g.broadcast = *bs != *as;
-  int64_t nb = 1;
-  for (int64_t d : *bs) nb *= d;
-  r.g.per_channel_operand = nb == 1 || *bs == Shape{(*as)[0], (*as)[1], 1, 1};
+  r.g.per_channel_operand = npu::lower::per_channel_operand(*as, *bs);
   for (size_t i : {1u, 2u, 4u, 5u, 6u, 7u}) r.g.per_axis_quantization = r.g.per_axis_quantization || constant_of(n, i)->numel() != 1;
   return r;
 }

@@ -11,6 +11,7 @@
 #include "kernels/deform_attn.h"
 #include "quant/int8.h"
 #include "quant/int8_tflite.h"
+#include "ir/op_info.h"
 #include "runtime/npu_conv.h"
 
 namespace rkd::runtime::detail {
@@ -270,17 +271,12 @@ void register_rkdeploy_ops(std::map<std::string, Factory>& r) {
   r["QLinearMul"] = [](const Node& n, int64_t) { return qlinear_binary(n, true); };
   r["QLinearTflite"] = [](const Node& n, int64_t) { return prepare_tflite(n); };
   r["QLinearLut"] = [](const Node& n, int64_t) { return qlinear_lut(n); };
-  r["NpuConv"] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
-  r["NpuAdd"] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
-  r["NpuMul"] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
-  r["NpuLeakyRelu"] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
-  r["NpuConcat"] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
-  r["NpuSplit"] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
-  r["NpuLut"] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
-  r["NpuMaxPool"] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
-  r["NpuPad"] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
-  r["NpuResize"] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
-  r["NpuDepthToSpace"] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
+  // Every node the op table marks kOnNpu: its NPU kernel alone (the executor shares one device
+  // memory between them instead: npu_conv.h).
+  for (const ir::OpInfo& op : ir::op_table()) {
+    if (op.domain == "rkdeploy" && op.has(ir::kOnNpu))
+      r[std::string(op.op_type)] = [](const Node& n, int64_t) { return npu_node_kernel(n, nullptr); };
+  }
 }
 
 }  // namespace rkd::runtime::detail

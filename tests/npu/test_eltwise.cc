@@ -400,6 +400,15 @@ TEST(NpuEltwise, RefusesWhatTheDpuTaskCannotTakeByRule) {
   EXPECT_TRUE(lower::check_eltwise(x).empty()) << first(x);
   x.per_channel_operand = false;  // a row or a column: neither
   EXPECT_NE(first(x).find("a broadcast operand"), std::string::npos) << first(x);
+  // The one predicate the planner and the runtime's spec ask.
+  const std::vector<int64_t> map{1, 24, 5, 7};
+  EXPECT_TRUE(lower::per_channel_operand(map, {1, 24, 1, 1}));
+  EXPECT_TRUE(lower::per_channel_operand(map, {24, 1, 1}));
+  EXPECT_TRUE(lower::per_channel_operand(map, {1}));
+  EXPECT_TRUE(lower::per_channel_operand(map, {1, 1, 1, 1}));
+  EXPECT_FALSE(lower::per_channel_operand(map, {1, 24, 5, 1}));  // a column per channel
+  EXPECT_FALSE(lower::per_channel_operand(map, {1, 1, 1, 7}));   // a row
+  EXPECT_FALSE(lower::per_channel_operand(map, {2, 24, 1, 1}));
   x = g;
   x.batch = 2;
   EXPECT_NE(first(x).find("batch 2"), std::string::npos);

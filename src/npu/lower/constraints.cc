@@ -224,6 +224,14 @@ int64_t unaligned_part_offset(const std::vector<int64_t>& parts) {
 
 std::vector<std::pair<std::string, std::string>> eltwise_rules() { return listed(eltwise_rule_list()); }
 std::vector<Violation> check_eltwise(const EltwiseGeometry& g) { return broken(eltwise_rule_list(), g); }
+bool per_channel_operand(const std::vector<int64_t>& map, const std::vector<int64_t>& b) {
+  int64_t nb = 1;
+  for (int64_t d : b) nb *= d;
+  if (nb == 1) return true;
+  if (map.size() != 4 || b.size() < 3 || b.size() > 4 || (b.size() == 4 && b[0] != 1)) return false;
+  return b[b.size() - 3] == map[1] && b[b.size() - 2] == 1 && b[b.size() - 1] == 1;
+}
+
 Status eltwise_supported(const EltwiseGeometry& g, const std::string& what) { return first_violation(check_eltwise(g), what); }
 
 const ConvLimits& conv_limits() {

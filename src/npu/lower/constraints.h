@@ -71,6 +71,10 @@ struct EltwiseGeometry {
   // does; the first starts at 0).
   int64_t unaligned_part_offset = 0;
 };
+// Whether `operand` is what the EW stage reads per channel (EW_DATA_MODE 0) for the [N, C, H, W]
+// `map`: one element, or one value per channel ([1, C, 1, 1], or [C, 1, 1] aligned right).
+// EltwiseGeometry::per_channel_operand; the planner and the runtime's spec both ask this.
+bool per_channel_operand(const std::vector<int64_t>& map, const std::vector<int64_t>& operand);
 // EltwiseGeometry::unaligned_part_offset of a Concat (or Split) into parts of these channel counts.
 int64_t unaligned_part_offset(const std::vector<int64_t>& parts);
 std::vector<std::pair<std::string, std::string>> eltwise_rules();

@@ -706,6 +706,10 @@ Status write_eltwise_input(DeviceMemory& mem, const LoweredEltwise& l, size_t i,
       const Tensor xc = x.contiguous();
       std::memset(full.raw(), *static_cast<const uint8_t*>(xc.raw()), static_cast<size_t>(m.shape.C));
       RKD_TRY(write_map(mem, m.address, m.surface_bytes, m.shape, full, "an operand", m.channels));
+    } else if (x.numel() == m.shape.C * m.shape.H * m.shape.W && x.shape() != Shape{1, m.shape.C, m.shape.H, m.shape.W}) {
+      // The same values under other unit dimensions (a [C, 1, 1] per-channel operand).
+      RKD_ASSIGN(Tensor v, x.contiguous().reshape({1, m.shape.C, m.shape.H, m.shape.W}));
+      RKD_TRY(write_map(mem, m.address, m.surface_bytes, m.shape, v, "an operand", m.channels));
     } else {
       RKD_TRY(write_map(mem, m.address, m.surface_bytes, m.shape, x, "an operand", m.channels));
     }

@@ -243,9 +243,6 @@ Epilogue epilogue_of(const ConvTask& t, const Quirks& q, const Ew& ew, const int
       t.shift,  mac_bound};
 }
 
-// Whether two device byte ranges share a byte.
-bool overlaps(uint64_t a, uint64_t na, uint64_t b, uint64_t nb) { return a < b + nb && b < a + na; }
-
 // The bytes the EW operand spans: per element an NC1HWC2 map, per channel one 16-byte atom a
 // surface.
 int64_t ew_operand_bytes(const ConvTask& t) { return (t.OC - 1) / 16 * t.ew.surface + (t.ew.per_channel ? 16 : t.OH * t.OW * 16); }
@@ -297,11 +294,12 @@ Result<TaskStats> run_dpu_only(DeviceMemory& mem, const ConvTask& t, const Quirk
     std::vector<uint8_t> in_copy, e_copy;
     const uint8_t* xin = x.data();
     const uint8_t* ein = ew.on ? ew.e : nullptr;
-    if (overlaps(t.input, static_cast<uint64_t>(t.input_bytes), t.output, static_cast<uint64_t>(t.output_bytes))) {
+    const uint64_t out0 = t.output, out1 = out0 + static_cast<uint64_t>(t.output_bytes);
+    if (detail::overlap(t.input, static_cast<uint64_t>(t.input) + static_cast<uint64_t>(t.input_bytes), out0, out1)) {
       in_copy.assign(x.begin(), x.end());
       xin = in_copy.data();
     }
-    if (ew.on && overlaps(ew.address, static_cast<uint64_t>(ew_operand_bytes(t)), t.output, static_cast<uint64_t>(t.output_bytes))) {
+    if (ew.on && detail::overlap(ew.address, static_cast<uint64_t>(ew.address) + static_cast<uint64_t>(ew_operand_bytes(t)), out0, out1)) {
       e_copy.assign(ew.e, ew.e + ew_operand_bytes(t));
       ein = e_copy.data();
     }
