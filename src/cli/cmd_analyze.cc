@@ -111,6 +111,7 @@ void add_compile_command(CLI::App& app) {
     for (const auto& r : s.cpu_convs) std::printf("  convolution on the CPU: %s\n", r.c_str());
     std::printf("  %zu register-command words, %zu bytes of weights, %zu bytes of BS operands; manifest.json lists them\n", s.regcmd_words,
                 s.weight_bytes, s.operand_bytes);
+    std::printf("  device memory: %s\n", runtime::npu_chaining_text(s.chaining).c_str());
   });
 }
 

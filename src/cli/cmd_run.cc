@@ -133,11 +133,7 @@ void report_npu(const RunArgs& a, const runtime::FusionReport& f, const runtime:
     for (const auto& r : *list) std::fprintf(stderr, "  on the CPU: %s\n", r.c_str());
   }
   if (const runtime::NpuSession* s = e.npu_session()) {
-    const runtime::NpuChaining c = runtime::npu_chaining(*s);
-    std::fprintf(stderr,
-                 "npu device memory: %d input(s) read in place from the NPU node before, %d written by the host; %d output(s) only in device "
-                 "memory, %d read back by the host\n",
-                 c.chained_inputs, c.host_written_inputs, c.device_only_outputs, c.host_read_outputs);
+    std::fprintf(stderr, "npu device memory: %s\n", runtime::npu_chaining_text(runtime::npu_chaining(*s)).c_str());
   }
 }
 

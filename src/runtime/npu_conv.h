@@ -3,7 +3,9 @@
 // that run the placed nodes on the simulator in one shared device memory (npu_kernels.cc).
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/result.h"
@@ -115,9 +117,28 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
 // runs. npu_node_kernel(n, nullptr): the node alone, every value through the host.
 struct NpuSession;
 std::shared_ptr<NpuSession> make_npu_session(const std::vector<ir::Value*>& graph_outputs);
-// The kernel of an NPU node (rkdeploy.NpuConv, NpuAdd, NpuMul, NpuLeakyRelu, NpuLut,
-// NpuMaxPool, NpuPad, NpuResize, NpuDepthToSpace, NpuSplit, NpuConcat: npu_sim_placement_pass's
-// nodes, its attributes rkd_sim_strategy and rkd_sim_knobs) lowered into `session`.
+// One NPU node lowered into a session: what `rkdeploy compile` writes and what its kernel runs.
+struct NpuLoweredNode {
+  const ir::Node* node = nullptr;
+  npu::sim::Quirks quirks;                        // from rkd_sim_knobs
+  std::optional<npu::lower::ConvSpec> conv;       // an NpuConv: conv_lowered holds its tasks
+  npu::lower::Lowered conv_lowered;               //   (its input at conv_lowered.input_address)
+  npu::lower::LoweredEltwise eltwise;             // any other NPU node's tasks and maps
+  npu::lower::PlacedRegcmd regcmd;                // the tasks' chained register commands
+  std::vector<size_t> data_inputs;                // node input index of the lowering's data input i (a conv: {0})
+  std::vector<const ir::Value*> read_from;        // per data input: the NPU node's output read in place, or null (the host writes it)
+  std::vector<std::function<bool()>> host_reads;  // per output: whether the host reads it back (final once the session's every node is lowered)
+};
+// Lowers an NPU node (rkdeploy.NpuConv, NpuAdd, NpuMul, NpuLeakyRelu, NpuLut, NpuMaxPool,
+// NpuPad, NpuResize, NpuDepthToSpace, NpuSplit, NpuConcat: npu_sim_placement_pass's nodes, its
+// attributes rkd_sim_strategy and rkd_sim_knobs) into `session`, after the nodes lowered
+// before it (their order is the graph's).
+Result<std::shared_ptr<const NpuLoweredNode>> lower_npu_node(const ir::Node& n, const std::shared_ptr<NpuSession>& session);
+// The device memory the session's nodes are lowered into.
+const npu::DeviceMemory& npu_session_memory(const NpuSession& s);
+// The kernel of an NPU node lowered into `session` (null: its own, every value through the
+// host): per call the host writes the inputs read_from leaves to it, the tasks run on the
+// simulator, and the outputs host_reads names are read back.
 Result<Kernel> npu_node_kernel(const ir::Node& n, std::shared_ptr<NpuSession> session);
 // What the session's nodes move: data inputs read in place or written by the host, outputs
 // read back by the host or left in device memory only.
@@ -125,5 +146,8 @@ struct NpuChaining {
   int chained_inputs = 0, host_written_inputs = 0, host_read_outputs = 0, device_only_outputs = 0;
 };
 NpuChaining npu_chaining(const NpuSession& s);
+// "N input(s) read in place from the NPU node before, N written by the host; N output(s) only
+// in device memory, N read back by the host" (run --backend sim and compile print it).
+std::string npu_chaining_text(const NpuChaining& c);
 
 }  // namespace rkd::runtime

@@ -44,6 +44,12 @@ NpuChaining npu_chaining(const NpuSession& s) {
   return c;
 }
 
+std::string npu_chaining_text(const NpuChaining& c) {
+  return std::to_string(c.chained_inputs) + " input(s) read in place from the NPU node before, " + std::to_string(c.host_written_inputs) +
+         " written by the host; " + std::to_string(c.device_only_outputs) + " output(s) only in device memory, " +
+         std::to_string(c.host_read_outputs) + " read back by the host";
+}
+
 namespace {
 
 // v, looking through the name-giving Identities a dropped DequantizeLinear -> QuantizeLinear
@@ -116,59 +122,40 @@ Result<npu::sim::Quirks> quirks_from_attrs(const Node& n) {
   return q;
 }
 
-// The regcmd of a lowered node, placed after its buffers.
-struct Placed {
-  uint32_t regcmd = 0;
-  size_t first_words = 0;
-};
-Result<Placed> place(npu::DeviceMemory& mem, const std::vector<npu::regcmd::Task>& tasks) {
-  RKD_ASSIGN(auto p, npu::lower::place_regcmd(mem, tasks));
-  return Placed{p.address, p.spans[0].word_count};
-}
-
-Result<Kernel> conv_kernel(const Node& n, const std::shared_ptr<NpuSession>& s, npu::lower::Strategy strategy, const npu::sim::Quirks& quirks) {
+// The node's conv lowering into the session: its input read in place or placed (its padding
+// lanes, rows and, until the host writes it, its values the input zero point).
+Result<std::shared_ptr<NpuLoweredNode>> lower_conv_node(const Node& n, const std::shared_ptr<NpuSession>& s, npu::lower::Strategy strategy) {
+  auto ln = std::make_shared<NpuLoweredNode>();
   RKD_ASSIGN(npu::lower::ConvSpec spec, npu_conv_spec(n));
   const auto chained = in_place(*s, n.inputs[0], npu::lower::conv_input_map(spec, 0));
   uint32_t input = 0;
   if (chained) {
     input = *chained;
+    ln->read_from.push_back(source_of(n.inputs[0]));
   } else {
     Tensor zero = Tensor::empty(spec.dtype, {1, spec.C, spec.H, spec.W});
-    std::memset(zero.raw(), 0, zero.nbytes());
+    std::memset(zero.raw(), static_cast<uint8_t>(spec.x_zero_point), zero.nbytes());
     RKD_ASSIGN(input, npu::lower::place_input(s->mem, spec, zero));
+    ln->read_from.push_back(nullptr);
   }
   // A fused residual is the EW operand of the convolution's own regions (their channel order):
   // the host writes it, so its producer reads it back.
   if (spec.residual) (void)in_place(*s, n.inputs[9], std::nullopt);
-  RKD_ASSIGN(npu::lower::Lowered lowered, npu::lower::lower_conv(spec, strategy, s->mem, input));
-  RKD_ASSIGN(Placed placed, place(s->mem, lowered.tasks));
-  auto host_out = register_output(s, n.outputs[0], npu::lower::conv_output_map(spec, lowered));
-  auto cache = std::make_shared<npu::sim::SimCache>();  // the MAC prepared once (oneDNN), reused by every call
-  const std::string what = n.describe();
-  const bool write_x = !chained;
-  return Kernel(
-      [s, spec, lowered, placed, quirks, cache, host_out, write_x, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-        std::lock_guard<std::mutex> lock(s->m);
-        auto go = [&]() -> Status {
-          if (write_x) RKD_TRY(npu::lower::write_input(s->mem, lowered.input_address, spec, *in[0]));
-          if (spec.residual) {
-            if (in.size() < 10 || !in[9]) return invalid("fused residual input missing");
-            RKD_TRY(npu::lower::write_residual(s->mem, spec, lowered, *in[9]));
-          }
-          auto stats = npu::sim::run(s->mem, placed.regcmd, placed.first_words, quirks, cache.get());
-          if (!stats.ok()) return stats.error();
-          return host_out() ? npu::lower::gather_output_into(s->mem, spec, lowered, out[0]) : Status();
-        };
-        Status st = go();
-        return st.ok() ? st : st.error().with_context(what + " (NPU simulator)");
-      });
+  RKD_ASSIGN(ln->conv_lowered, npu::lower::lower_conv(spec, strategy, s->mem, input));
+  RKD_ASSIGN(ln->regcmd, npu::lower::place_regcmd(s->mem, ln->conv_lowered.tasks));
+  ln->host_reads.push_back(register_output(s, n.outputs[0], npu::lower::conv_output_map(spec, ln->conv_lowered)));
+  ln->conv = std::move(spec);
+  ln->data_inputs = {0};
+  return ln;
 }
 
-// An element-wise node's kernel: `lower` places its maps (the inputs `at` names chained) and
-// tasks; data_inputs[i] is the node input index of the lowering's data input i.
+// An element-wise node's lowering into the session: `lower` places its maps (the inputs `at`
+// names chained) and tasks; data_inputs[i] is the node input index of the lowering's data
+// input i.
 using LowerFn = std::function<Result<npu::lower::LoweredEltwise>(npu::DeviceMemory&, const npu::lower::InputsAt&)>;
-Result<Kernel> eltwise_kernel(const Node& n, const std::shared_ptr<NpuSession>& s, const npu::sim::Quirks& quirks, const LowerFn& lower,
-                              std::vector<size_t> data_inputs) {
+Result<std::shared_ptr<NpuLoweredNode>> lower_eltwise_node(const Node& n, const std::shared_ptr<NpuSession>& s, const LowerFn& lower,
+                                                           std::vector<size_t> data_inputs) {
+  auto ln = std::make_shared<NpuLoweredNode>();
   // The layouts the lowering allocates, from a lowering into scratch memory; an input held in
   // two buffers (a LeakyRelu's x at two strides) is written by the host.
   npu::DeviceMemory scratch;
@@ -179,76 +166,120 @@ Result<Kernel> eltwise_kernel(const Node& n, const std::shared_ptr<NpuSession>& 
       return invalid(n.describe() + ": data input " + std::to_string(i) + " missing");
     const auto& maps = probe.input_maps[i];
     at[i] = in_place(*s, n.inputs[data_inputs[i]], maps.size() == 1 ? std::optional<DeviceMap>(maps[0]) : std::nullopt);
+    ln->read_from.push_back(at[i] ? source_of(n.inputs[data_inputs[i]]) : nullptr);
   }
-  RKD_ASSIGN(npu::lower::LoweredEltwise lowered, lower(s->mem, at));
-  RKD_ASSIGN(Placed placed, place(s->mem, lowered.tasks));
-  std::vector<std::function<bool()>> host_out;
-  for (size_t j = 0; j < n.outputs.size() && j < lowered.output_maps.size(); ++j)
-    host_out.push_back(register_output(s, n.outputs[j], lowered.output_maps[j]));
-  auto cache = std::make_shared<npu::sim::SimCache>();  // the task decoded once, its look-up table built once
-  const std::string what = n.describe();
-  return Kernel(
-      [s, lowered, placed, quirks, cache, host_out, data_inputs, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-        std::lock_guard<std::mutex> lock(s->m);
-        auto go = [&]() -> Status {
-          for (size_t i = 0; i < data_inputs.size(); ++i) {
-            const bool all_chained =
-                std::all_of(lowered.input_maps[i].begin(), lowered.input_maps[i].end(), [](const DeviceMap& m) { return m.chained; });
-            if (all_chained) continue;
-            if (data_inputs[i] >= in.size() || !in[data_inputs[i]]) return invalid("input " + std::to_string(data_inputs[i]) + " missing");
-            RKD_TRY(npu::lower::write_eltwise_input(s->mem, lowered, i, *in[data_inputs[i]]));
-          }
-          auto stats = npu::sim::run(s->mem, placed.regcmd, placed.first_words, quirks, cache.get());
-          if (!stats.ok()) return stats.error();
-          for (size_t j = 0; j < host_out.size() && j < out.size(); ++j) {
-            if (host_out[j]()) RKD_TRY(npu::lower::read_eltwise_output(s->mem, lowered, j, out[j]));
-          }
-          return {};
-        };
-        Status st = go();
-        return st.ok() ? st : st.error().with_context(what + " (NPU simulator)");
-      });
+  RKD_ASSIGN(ln->eltwise, lower(s->mem, at));
+  RKD_ASSIGN(ln->regcmd, npu::lower::place_regcmd(s->mem, ln->eltwise.tasks));
+  for (size_t j = 0; j < n.outputs.size() && j < ln->eltwise.output_maps.size(); ++j)
+    ln->host_reads.push_back(register_output(s, n.outputs[j], ln->eltwise.output_maps[j]));
+  ln->data_inputs = std::move(data_inputs);
+  return ln;
 }
 
-// eltwise_kernel for a spec the node gives and its lowering.
+// lower_eltwise_node for a spec the node gives and its lowering.
 template <typename Spec>
-Result<Kernel> typed_kernel(const Node& n, const std::shared_ptr<NpuSession>& s, const npu::sim::Quirks& q, Result<Spec> spec,
-                            Result<npu::lower::LoweredEltwise> (*lower)(const Spec&, npu::DeviceMemory&, const npu::lower::InputsAt&),
-                            std::vector<size_t> data_inputs) {
+Result<std::shared_ptr<NpuLoweredNode>> lower_typed(const Node& n, const std::shared_ptr<NpuSession>& s, Result<Spec> spec,
+                                                    Result<npu::lower::LoweredEltwise> (*lower)(const Spec&, npu::DeviceMemory&,
+                                                                                                const npu::lower::InputsAt&),
+                                                    std::vector<size_t> data_inputs) {
   if (!spec.ok()) return spec.error();
-  return eltwise_kernel(
-      n, s, q, [sp = *spec, lower](npu::DeviceMemory& m, const npu::lower::InputsAt& at) { return lower(sp, m, at); }, std::move(data_inputs));
+  return lower_eltwise_node(
+      n, s, [sp = *spec, lower](npu::DeviceMemory& m, const npu::lower::InputsAt& at) { return lower(sp, m, at); }, std::move(data_inputs));
+}
+
+// The kernel of a lowered node: per call the host writes the data inputs no NPU node left in
+// place, the tasks run on the simulator, and the outputs the host reads are read back.
+Kernel kernel_of(std::shared_ptr<const NpuLoweredNode> ln, std::shared_ptr<NpuSession> s) {
+  // The MAC prepared once (oneDNN), a DPU-only task decoded and its look-up table built once.
+  auto cache = std::make_shared<npu::sim::SimCache>();
+  const std::string what = ln->node->describe();
+  return Kernel([s, ln, cache, what](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+    std::lock_guard<std::mutex> lock(s->m);
+    auto input = [&](size_t i) -> Result<const Tensor*> {
+      if (i >= in.size() || !in[i]) return invalid("input " + std::to_string(i) + " missing");
+      return in[i];
+    };
+    auto go = [&]() -> Status {
+      for (size_t i = 0; i < ln->data_inputs.size(); ++i) {
+        if (ln->read_from[i]) continue;
+        RKD_ASSIGN(const Tensor* x, input(ln->data_inputs[i]));
+        if (ln->conv) {
+          RKD_TRY(npu::lower::write_input(s->mem, ln->conv_lowered.input_address, *ln->conv, *x));
+        } else {
+          RKD_TRY(npu::lower::write_eltwise_input(s->mem, ln->eltwise, i, *x));
+        }
+      }
+      if (ln->conv && ln->conv->residual) {
+        RKD_ASSIGN(const Tensor* r, input(9));
+        RKD_TRY(npu::lower::write_residual(s->mem, *ln->conv, ln->conv_lowered, *r));
+      }
+      auto stats = npu::sim::run(s->mem, ln->regcmd.address, ln->regcmd.spans[0].word_count, ln->quirks, cache.get());
+      if (!stats.ok()) return stats.error();
+      for (size_t j = 0; j < ln->host_reads.size() && j < out.size(); ++j) {
+        if (!ln->host_reads[j]()) continue;
+        if (ln->conv) {
+          RKD_TRY(npu::lower::gather_output_into(s->mem, *ln->conv, ln->conv_lowered, out[j]));
+        } else {
+          RKD_TRY(npu::lower::read_eltwise_output(s->mem, ln->eltwise, j, out[j]));
+        }
+      }
+      return {};
+    };
+    Status st = go();
+    return st.ok() ? st : st.error().with_context(what + " (NPU simulator)");
+  });
 }
 
 }  // namespace
 
-Result<Kernel> npu_node_kernel(const Node& n, std::shared_ptr<NpuSession> session) {
-  if (!session) session = std::make_shared<NpuSession>();  // alone: its own memory, every value through the host
-  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
+Result<std::shared_ptr<const NpuLoweredNode>> lower_npu_node(const Node& n, const std::shared_ptr<NpuSession>& session) {
+  if (!session) return invalid(n.describe() + ": no NPU session");
   namespace L = npu::lower;
   const std::string& op = n.op_type;
   if (n.domain != "rkdeploy") return invalid(n.describe() + ": not an NPU node");
+  RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
+  Result<std::shared_ptr<NpuLoweredNode>> r = invalid(n.describe() + ": no NPU kernel for " + op);
   if (op == "NpuConv") {
     RKD_ASSIGN(std::string name, n.attr_string("rkd_sim_strategy", ""));
     RKD_ASSIGN(L::Strategy st, L::parse_strategy(name));
-    return conv_kernel(n, session, st, q);
-  }
-  if (op == "NpuAdd") return typed_kernel(n, session, q, npu_add_spec(n), &L::lower_add, {0, 3});
-  if (op == "NpuMul") return typed_kernel(n, session, q, npu_mul_spec(n), &L::lower_mul, {0, 3});
-  if (op == "NpuLeakyRelu") return typed_kernel(n, session, q, npu_leaky_relu_spec(n), &L::lower_leaky_relu, {0});
-  if (op == "NpuLut") return typed_kernel(n, session, q, npu_lut_spec(n), &L::lower_lut, {0});
-  if (op == "NpuMaxPool") return typed_kernel(n, session, q, npu_max_pool_spec(n), &L::lower_max_pool, {0});
-  if (op == "NpuPad") return typed_kernel(n, session, q, npu_channel_pad_spec(n), &L::lower_channel_pad, {0});
-  if (op == "NpuResize") return typed_kernel(n, session, q, npu_upsample2_spec(n), &L::lower_upsample2, {0});
-  if (op == "NpuDepthToSpace") return typed_kernel(n, session, q, npu_depth_to_space_spec(n), &L::lower_depth_to_space2, {0});
-  if (op == "NpuSplit") return typed_kernel(n, session, q, npu_split_spec(n), &L::lower_split, {0});
-  if (op == "NpuConcat") {
+    r = lower_conv_node(n, session, st);
+  } else if (op == "NpuAdd") {
+    r = lower_typed(n, session, npu_add_spec(n), &L::lower_add, {0, 3});
+  } else if (op == "NpuMul") {
+    r = lower_typed(n, session, npu_mul_spec(n), &L::lower_mul, {0, 3});
+  } else if (op == "NpuLeakyRelu") {
+    r = lower_typed(n, session, npu_leaky_relu_spec(n), &L::lower_leaky_relu, {0});
+  } else if (op == "NpuLut") {
+    r = lower_typed(n, session, npu_lut_spec(n), &L::lower_lut, {0});
+  } else if (op == "NpuMaxPool") {
+    r = lower_typed(n, session, npu_max_pool_spec(n), &L::lower_max_pool, {0});
+  } else if (op == "NpuPad") {
+    r = lower_typed(n, session, npu_channel_pad_spec(n), &L::lower_channel_pad, {0});
+  } else if (op == "NpuResize") {
+    r = lower_typed(n, session, npu_upsample2_spec(n), &L::lower_upsample2, {0});
+  } else if (op == "NpuDepthToSpace") {
+    r = lower_typed(n, session, npu_depth_to_space_spec(n), &L::lower_depth_to_space2, {0});
+  } else if (op == "NpuSplit") {
+    r = lower_typed(n, session, npu_split_spec(n), &L::lower_split, {0});
+  } else if (op == "NpuConcat") {
     // Every input is a part.
     std::vector<size_t> parts(n.inputs.size());
     for (size_t i = 0; i < parts.size(); ++i) parts[i] = i;
-    return typed_kernel(n, session, q, npu_concat_spec(n), &L::lower_concat, parts);
+    r = lower_typed(n, session, npu_concat_spec(n), &L::lower_concat, parts);
   }
-  return invalid(n.describe() + ": no NPU kernel for " + op);
+  if (!r.ok()) return r.error();
+  std::shared_ptr<NpuLoweredNode> ln = std::move(r).value();
+  ln->node = &n;
+  ln->quirks = q;
+  return std::shared_ptr<const NpuLoweredNode>(std::move(ln));
 }
+
+Result<Kernel> npu_node_kernel(const Node& n, std::shared_ptr<NpuSession> session) {
+  if (!session) session = std::make_shared<NpuSession>();  // alone: its own memory, every value through the host
+  RKD_ASSIGN(auto ln, lower_npu_node(n, session));
+  return kernel_of(std::move(ln), std::move(session));
+}
+
+const npu::DeviceMemory& npu_session_memory(const NpuSession& s) { return s.mem; }
 
 }  // namespace rkd::runtime

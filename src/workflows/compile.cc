@@ -58,7 +58,26 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   std::error_code ec;
   if (!fs::is_directory(tmp, ec)) return io_error(out_dir + ": not a folder");
 
-  npu::DeviceMemory mem;
+  // The runtime's own lowering: every NPU node into one session's device memory in graph order,
+  // an input another NPU node's output holds in the reader's layout read there (npu_conv.h).
+  std::shared_ptr<NpuSession> session = make_npu_session(g.outputs);
+  const npu::DeviceMemory& mem = npu_session_memory(*session);
+  // Where each NPU input comes from: an NPU node's output in place, or the host.
+  auto source = [](const NpuLoweredNode& ln, size_t data_input) {
+    const ir::Value* v = data_input < ln.read_from.size() ? ln.read_from[data_input] : nullptr;
+    if (!v) return nlohmann::ordered_json{{"written_by", "host"}};
+    return nlohmann::ordered_json{{"written_by", "npu"}, {"from", {{"node", v->producer ? v->producer->name : ""}, {"value", v->name}}}};
+  };
+  auto eltwise_source = [&source](const NpuLoweredNode& ln, uint32_t address) {
+    for (size_t i = 0; i < ln.eltwise.input_maps.size(); ++i) {
+      for (const auto& m : ln.eltwise.input_maps[i]) {
+        if (m.address == address) return source(ln, i);
+      }
+    }
+    return source(ln, ln.read_from.size());
+  };
+  // Whether the host reads an output back: decided once every node is lowered.
+  std::vector<std::pair<nlohmann::json_pointer<std::string>, std::function<bool()>>> host_reads;
   NpuCompileSummary sum;
   nlohmann::ordered_json man;
   man["target"] = npu::arch::kRk3588.name;
@@ -84,7 +103,9 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
                d2s = on_npu && n.op_type == "NpuDepthToSpace";
     if (add || mul || leaky || concat || split || lut || pool || pad || resize || d2s) {
       // An element-wise task: its operand buffers (written by the host), output and regcmd.
-      npu::lower::LoweredEltwise l;
+      RKD_ASSIGN(auto ln, lower_npu_node(n, session));
+      const npu::lower::LoweredEltwise& l = ln->eltwise;
+      const auto& placed = ln->regcmd;
       npu::lower::MapShape shape;
       int table_differences = 0;
       std::vector<int32_t> lut_table;  // a Lut's 256 output codes (its tasks upload them)
@@ -94,49 +115,38 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
       if (add) {
         RKD_ASSIGN(npu::lower::AddSpec spec, npu_add_spec(n));
         shape = spec;
-        RKD_ASSIGN(l, npu::lower::lower_add(spec, mem));
       } else if (mul) {
         RKD_ASSIGN(npu::lower::MulSpec spec, npu_mul_spec(n));
         shape = spec;
         mul_per_channel = spec.b != npu::lower::MulSpec::Operand::map;
-        RKD_ASSIGN(l, npu::lower::lower_mul(spec, mem));
       } else if (concat) {
         RKD_ASSIGN(npu::lower::ConcatSpec spec, npu_concat_spec(n));
         shape = spec;
-        RKD_ASSIGN(l, npu::lower::lower_concat(spec, mem));
       } else if (split) {
         RKD_ASSIGN(npu::lower::SplitSpec spec, npu_split_spec(n));
         shape = spec;
-        RKD_ASSIGN(l, npu::lower::lower_split(spec, mem));
       } else if (pad) {
         RKD_ASSIGN(npu::lower::ChannelPadSpec spec, npu_channel_pad_spec(n));
         shape = spec;
         pad_channels = spec.pad_end;
-        RKD_ASSIGN(l, npu::lower::lower_channel_pad(spec, mem));
       } else if (resize) {
         RKD_ASSIGN(npu::lower::Upsample2Spec spec, npu_upsample2_spec(n));
         shape = spec;
-        RKD_ASSIGN(l, npu::lower::lower_upsample2(spec, mem));
       } else if (d2s) {
         RKD_ASSIGN(npu::lower::DepthToSpace2Spec spec, npu_depth_to_space_spec(n));
         shape = spec;
-        RKD_ASSIGN(l, npu::lower::lower_depth_to_space2(spec, mem));
       } else if (pool) {
         RKD_ASSIGN(pool_spec, npu_max_pool_spec(n));
         shape = *pool_spec;
-        RKD_ASSIGN(l, npu::lower::lower_max_pool(*pool_spec, mem));
       } else if (lut) {
         RKD_ASSIGN(npu::lower::LutSpec spec, npu_lut_spec(n));
         shape = spec;
-        RKD_ASSIGN(l, npu::lower::lower_lut(spec, mem));
         lut_table = spec.table;
       } else {
         RKD_ASSIGN(npu::lower::LeakyReluSpec spec, npu_leaky_relu_spec(n));
         shape = spec;
-        RKD_ASSIGN(l, npu::lower::lower_leaky_relu(spec, mem));
         RKD_ASSIGN(table_differences, npu_leaky_relu_table_differences(n));
       }
-      RKD_ASSIGN(auto placed, npu::lower::place_regcmd(mem, l.tasks));
       const size_t ei = man["elementwise"].size();
       const std::string ename = numbered("eltwise", ei);
       fs::create_directories(tmp / ename, ec);
@@ -208,12 +218,18 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
         // One value per channel: a [1, C, 1, 1] (or one-element) B as a vector of 16-channel atoms.
         if (mul_per_channel) je["inputs"].back()["per_channel"] = true;
       }
+      for (auto& in : je["inputs"]) in.update(eltwise_source(*ln, static_cast<uint32_t>(mem.base() + in["device_offset"].get<uint64_t>())));
+      const std::string at = "/elementwise/" + std::to_string(ei);
       if (split) {
         // Task i writes part i into its own map.
         je["outputs"] = nlohmann::ordered_json::array();
-        for (uint32_t a : l.part_addresses) je["outputs"].push_back({{"device_offset", a - mem.base()}, {"surface_bytes", l.output_surface_bytes}});
+        for (uint32_t a : l.part_addresses) {
+          host_reads.emplace_back(at + "/outputs/" + std::to_string(je["outputs"].size()) + "/read_by_host", ln->host_reads.at(je["outputs"].size()));
+          je["outputs"].push_back({{"device_offset", a - mem.base()}, {"surface_bytes", l.output_surface_bytes}});
+        }
       } else {
         je["output"] = {{"device_offset", l.output_address - mem.base()}, {"surface_bytes", l.output_surface_bytes}};
+        host_reads.emplace_back(at + "/output/read_by_host", ln->host_reads.at(0));
       }
       je["layout"] = "NC1HWC2, C2 = 16, stored int8 (uint8 - 128); padding lanes carry no meaning";
       je["tasks"] = nlohmann::ordered_json::array();
@@ -250,17 +266,12 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
     const size_t ci = static_cast<size_t>(sum.convs_on_npu);
     const std::string cname = numbered("conv", ci);
     fs::create_directories(tmp / cname, ec);
-    // The input buffer: its padding lanes and rows hold the zero point from the start; the
-    // host writes the real values before each kick.
-    Tensor zero = Tensor::empty(s.dtype, {1, s.C, s.H, s.W});
-    for (int64_t i = 0; i < zero.numel(); ++i) {
-      if (s.dtype == DType::i8) zero.data<int8_t>()[i] = static_cast<int8_t>(s.x_zero_point);
-      else zero.data<uint8_t>()[i] = static_cast<uint8_t>(s.x_zero_point);
-    }
-    RKD_ASSIGN(uint32_t in, npu::lower::place_input(mem, s, zero));
-    const size_t in_bytes = mem.base() + mem.size() - in;
-    RKD_ASSIGN(npu::lower::Lowered l, npu::lower::lower_conv(s, strategy, mem, in));
-    RKD_ASSIGN(auto placed, npu::lower::place_regcmd(mem, l));
+    // The input buffer (unless an NPU node's output is read in place): its padding lanes and
+    // rows hold the zero point from the start; the host writes the real values before each kick.
+    RKD_ASSIGN(auto ln, lower_npu_node(n, session));
+    const npu::lower::Lowered& l = ln->conv_lowered;
+    const uint32_t in = l.input_address;
+    const auto& placed = ln->regcmd;
     const auto& spans = placed.spans;
     const auto& words = placed.words;
     const auto* wbytes = reinterpret_cast<const uint8_t*>(words.data());
@@ -280,11 +291,17 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
                       {"depthwise", s.depthwise},
                       {"dtype", dtype_name(s.dtype)}};
     jc["input"] = {{"device_offset", in - mem.base()},
-                   {"bytes", in_bytes},
+                   {"bytes", npu::lower::input_bytes(s)},
                    {"layout",
                     "NC1HWC2, C2 = 16, width the line dimension; "
                     "padding lanes and rows hold the input zero point"},
                    {"zero_point_stored", s.dtype == DType::u8 ? s.x_zero_point - 128 : s.x_zero_point}};
+    jc["input"].update(source(*ln, 0));
+    // The output as one map when one region holds every channel in order (an NPU reader may
+    // read it in place); else the host compacts the tasks' regions.
+    jc["output"] = nlohmann::ordered_json::object();
+    if (auto om = npu::lower::conv_output_map(s, l)) jc["output"] = {{"device_offset", om->address - mem.base()}, {"surface_bytes", om->surface_bytes}};
+    host_reads.emplace_back("/convolutions/" + std::to_string(ci) + "/output/read_by_host", ln->host_reads.at(0));
     jc["tasks"] = nlohmann::ordered_json::array();
     for (size_t t = 0; t < l.tasks.size(); ++t) {
       const std::string tname = cname + "/" + numbered("task", t);
@@ -320,6 +337,8 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
     sum.weight_bytes += l.weight_bytes;
     sum.operand_bytes += l.operand_bytes;
   }
+  for (const auto& [at, f] : host_reads) man[at] = f();
+  sum.chaining = npu_chaining(*session);
   man["device_bytes"] = mem.size();
   const std::string text = json_text(man);
   RKD_TRY(write_file_atomic((tmp / "manifest.json").string(), std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size())));

@@ -21,6 +21,7 @@
 
 #include "core/result.h"
 #include "npu/lower/lower.h"
+#include "runtime/npu_conv.h"
 
 namespace rkd::workflows {
 
@@ -29,6 +30,7 @@ struct NpuCompileSummary {
   int views = 0;  // Identity nodes (no computation), listed in the manifest's "views", not among the CPU's
   size_t regcmd_words = 0, weight_bytes = 0, operand_bytes = 0;
   std::vector<std::string> cpu_convs;  // "node: reason" for each convolution left on the CPU
+  runtime::NpuChaining chaining;       // the data inputs and outputs the manifest marks written_by "npu" / read_by_host
 };
 
 Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::Strategy strategy, const std::string& out_dir);

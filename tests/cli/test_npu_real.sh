@@ -107,7 +107,12 @@ print(f"nanodet uint8 on a photo: the simulated run's {len(b)} detection(s) equa
 PY
 # compile lists what run --backend sim places: the 12 Concats and 3 Splits as element-wise
 # entries, one copy task (and register-command file) per part, and neither among the CPU's nodes.
-"$rk" compile "$u" --strategy per-tensor -o "$work/u8.rk3588" > /dev/null
+"$rk" compile "$u" --strategy per-tensor -o "$work/u8.rk3588" > "$work/u8.compile.log"
+# The same device-memory decisions as the simulated run's (the counts it printed above).
+grep -q "device memory: 101 input(s) read in place from the NPU node before, 3 written by the host; 83 output(s) only in device memory, 8 read back by the host" \
+  "$work/u8sim.log" || { cat "$work/u8sim.log"; exit 1; }
+[ "$(grep -o "device memory: .*" "$work/u8.compile.log")" = "$(grep -o "device memory: .*" "$work/u8sim.log")" ] ||
+  { cat "$work/u8.compile.log" "$work/u8sim.log"; exit 1; }
 /usr/bin/python3 - "$work/u8.rk3588" <<'PY'
 import json, os, sys
 d = sys.argv[1]
@@ -138,6 +143,21 @@ for e in spl:
 for e in cat + spl + lut:
     for t in e["tasks"]:
         assert os.path.getsize(os.path.join(d, t["regcmd"])) == 8 * t["words"], t
+# Device-memory chaining as the simulated run does it: an input written_by "npu" is at the
+# device offset where the node it names writes its output (and that output is not necessarily
+# read back); every other input is the host's. The graph's outputs are read back.
+outs = {}
+for e in m["elementwise"]:
+    outs[e["node"]] = [o["device_offset"] for o in (e["outputs"] if "outputs" in e else [e["output"]])]
+for c in m["convolutions"]:
+    outs[c["node"]] = [c["output"]["device_offset"]] if "device_offset" in c["output"] else []
+ins = [i for e in m["elementwise"] for i in e["inputs"]] + [c["input"] for c in m["convolutions"]]
+chained = [i for i in ins if i["written_by"] == "npu"]
+assert all(i["device_offset"] in outs[i["from"]["node"]] for i in chained), [i for i in chained if i["device_offset"] not in outs[i["from"]["node"]]]
+assert len(chained) >= 100 and all(i["written_by"] == "host" and "from" not in i for i in ins if i not in chained), len(chained)
+allout = [o for e in m["elementwise"] for o in (e["outputs"] if "outputs" in e else [e["output"]])] + [c["output"] for c in m["convolutions"]]
+assert sum(not o["read_by_host"] for o in allout) == 83 and sum(o["read_by_host"] for o in allout) == 8, allout
+print(f"nanodet uint8 compile: {len(chained)} operand(s) read in place from the NPU node before")
 print(f"nanodet uint8 compile: {len(cat)} Concats in {sum(len(e['tasks']) for e in cat)} copy tasks, "
       f"{len(spl)} Splits in {sum(len(e['tasks']) for e in spl)}, {len(lut)} tables through the LUT")
 PY
