@@ -300,7 +300,8 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
     // The output as one map when one region holds every channel in order (an NPU reader may
     // read it in place); else the host compacts the tasks' regions.
     jc["output"] = nlohmann::ordered_json::object();
-    if (auto om = npu::lower::conv_output_map(s, l)) jc["output"] = {{"device_offset", om->address - mem.base()}, {"surface_bytes", om->surface_bytes}};
+    if (auto om = npu::lower::conv_output_map(s, l))
+      jc["output"] = {{"device_offset", om->address - mem.base()}, {"surface_bytes", om->surface_bytes}};
     host_reads.emplace_back("/convolutions/" + std::to_string(ci) + "/output/read_by_host", ln->host_reads.at(0));
     jc["tasks"] = nlohmann::ordered_json::array();
     for (size_t t = 0; t < l.tasks.size(); ++t) {
