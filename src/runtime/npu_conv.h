@@ -120,14 +120,17 @@ std::shared_ptr<NpuSession> make_npu_session(const std::vector<ir::Value*>& grap
 // One NPU node lowered into a session: what `rkdeploy compile` writes and what its kernel runs.
 struct NpuLoweredNode {
   const ir::Node* node = nullptr;
-  npu::sim::Quirks quirks;                        // from rkd_sim_knobs
-  std::optional<npu::lower::ConvSpec> conv;       // an NpuConv: conv_lowered holds its tasks
-  npu::lower::Lowered conv_lowered;               //   (its input at conv_lowered.input_address)
-  npu::lower::LoweredEltwise eltwise;             // any other NPU node's tasks and maps
-  npu::lower::PlacedRegcmd regcmd;                // the tasks' chained register commands
-  std::vector<size_t> data_inputs;                // node input index of the lowering's data input i (a conv: {0})
-  std::vector<const ir::Value*> read_from;        // per data input: the NPU node's output read in place, or null (the host writes it)
-  std::vector<std::function<bool()>> host_reads;  // per output: whether the host reads it back (final once the session's every node is lowered)
+  npu::sim::Quirks quirks;                           // from rkd_sim_knobs
+  std::optional<npu::lower::ConvSpec> conv;          // an NpuConv: conv_lowered holds its tasks
+  npu::lower::Lowered conv_lowered;                  //   (its input at conv_lowered.input_address)
+  std::optional<npu::lower::ConvSpec> compaction;    // its regions' compaction on the NPU (npu::lower::compaction_spec), tasks after the conv's:
+  npu::lower::Lowered compaction_lowered;            //   when the regions are out of order and an NPU node reads the output
+  std::optional<npu::lower::DeviceMap> conv_output;  // the conv's output as one map in channel order (compacted or not), if it is one
+  npu::lower::LoweredEltwise eltwise;                // any other NPU node's tasks and maps
+  npu::lower::PlacedRegcmd regcmd;                   // the tasks' chained register commands
+  std::vector<size_t> data_inputs;                   // node input index of the lowering's data input i (a conv: {0})
+  std::vector<const ir::Value*> read_from;           // per data input: the NPU node's output read in place, or null (the host writes it)
+  std::vector<std::function<bool()>> host_reads;     // per output: whether the host reads it back (final once the session's every node is lowered)
 };
 // Lowers an NPU node (rkdeploy.NpuConv, NpuAdd, NpuMul, NpuLeakyRelu, NpuLut, NpuMaxPool,
 // NpuPad, NpuResize, NpuDepthToSpace, NpuSplit, NpuConcat: npu_sim_placement_pass's nodes, its

@@ -61,24 +61,32 @@ const Value* source_of(const Value* v) {
   return v;
 }
 
-// Whether the host must read v: a graph output, or a reader (through Identities) that is not
-// an NPU node. An NPU reader that cannot read v in place says so later (host_needed).
-bool read_by_host(const NpuSession& s, const Value* v) {
-  if (!s.chain) return true;
+// Who reads v (through the name-giving Identities): the host (a graph output, or a reader that
+// is not an NPU node) and/or an NPU node. An NPU reader that cannot read v in place says so
+// later (host_needed).
+struct Readers {
+  bool host = false, npu = false;
+};
+Readers readers_of(const NpuSession& s, const Value* v) {
+  Readers r;
   std::vector<const Value*> todo{v};
   while (!todo.empty()) {
     const Value* x = todo.back();
     todo.pop_back();
-    if (!x || s.host_values.count(x)) return true;
-    for (const Node* r : x->consumers) {
-      if (r->op_type == "Identity" && r->domain.empty()) {
-        todo.insert(todo.end(), r->outputs.begin(), r->outputs.end());
-      } else if (!ir::op_has(*r, ir::kOnNpu)) {
-        return true;
+    if (!x || s.host_values.count(x)) {
+      r.host = true;
+      continue;
+    }
+    for (const Node* n : x->consumers) {
+      if (n->op_type == "Identity" && n->domain.empty()) {
+        todo.insert(todo.end(), n->outputs.begin(), n->outputs.end());
+      } else {
+        (ir::op_has(*n, ir::kOnNpu) ? r.npu : r.host) = true;
       }
     }
   }
-  return false;
+  if (!s.chain) r = Readers{true, false};  // every node alone: every value through the host
+  return r;
 }
 
 // Where input value v already is when an NPU node produced it in the layout `want` the
@@ -100,7 +108,7 @@ std::optional<uint32_t> in_place(NpuSession& s, const Value* v, const std::optio
 // place); whether the host reads it is decided when every node is prepared.
 std::function<bool()> register_output(const std::shared_ptr<NpuSession>& s, const Value* y, const std::optional<DeviceMap>& map) {
   if (map && s->chain) s->maps[y] = *map;
-  const bool host = read_by_host(*s, y) || !map;
+  const bool host = readers_of(*s, y).host || !map;
   std::weak_ptr<NpuSession> ws = s;
   auto f = [ws, y, host]() {
     auto sp = ws.lock();
@@ -142,8 +150,23 @@ Result<std::shared_ptr<NpuLoweredNode>> lower_conv_node(const Node& n, const std
   // the host writes it, so its producer reads it back.
   if (spec.residual) (void)in_place(*s, n.inputs[9], std::nullopt);
   RKD_ASSIGN(ln->conv_lowered, npu::lower::lower_conv(spec, strategy, s->mem, input));
-  RKD_ASSIGN(ln->regcmd, npu::lower::place_regcmd(s->mem, ln->conv_lowered.tasks));
-  ln->host_reads.push_back(register_output(s, n.outputs[0], npu::lower::conv_output_map(spec, ln->conv_lowered)));
+  std::optional<DeviceMap> out_map = npu::lower::conv_output_map(spec, ln->conv_lowered);
+  std::vector<npu::regcmd::Task> tasks = ln->conv_lowered.tasks;
+  // Regions out of channel order (the sorted and grouped strategies) that an NPU node reads:
+  // compacted on the NPU by a permutation convolution after the node's own tasks.
+  if (!out_map && readers_of(*s, n.outputs[0]).npu) {
+    auto cs = npu::lower::compaction_spec(spec, ln->conv_lowered);
+    npu::DeviceMemory probe;  // a compaction the CBUF cannot take (one region per channel: 16x the channels) stays on the host
+    if (cs && npu::lower::lower_conv(*cs, npu::lower::Strategy::per_tensor, probe, probe.alloc(npu::lower::input_bytes(*cs))).ok()) {
+      RKD_ASSIGN(ln->compaction_lowered, npu::lower::lower_conv(*cs, npu::lower::Strategy::per_tensor, s->mem, ln->conv_lowered.outputs[0].address));
+      out_map = npu::lower::conv_output_map(*cs, ln->compaction_lowered);
+      tasks.insert(tasks.end(), ln->compaction_lowered.tasks.begin(), ln->compaction_lowered.tasks.end());
+      ln->compaction = std::move(cs);
+    }
+  }
+  RKD_ASSIGN(ln->regcmd, npu::lower::place_regcmd(s->mem, tasks));
+  ln->host_reads.push_back(register_output(s, n.outputs[0], out_map));
+  ln->conv_output = out_map;
   ln->conv = std::move(spec);
   ln->data_inputs = {0};
   return ln;
@@ -217,7 +240,9 @@ Kernel kernel_of(std::shared_ptr<const NpuLoweredNode> ln, std::shared_ptr<NpuSe
       if (!stats.ok()) return stats.error();
       for (size_t j = 0; j < ln->host_reads.size() && j < out.size(); ++j) {
         if (!ln->host_reads[j]()) continue;
-        if (ln->conv) {
+        if (ln->compaction) {
+          RKD_TRY(npu::lower::gather_output_into(s->mem, *ln->compaction, ln->compaction_lowered, out[j]));
+        } else if (ln->conv) {
           RKD_TRY(npu::lower::gather_output_into(s->mem, *ln->conv, ln->conv_lowered, out[j]));
         } else {
           RKD_TRY(npu::lower::read_eltwise_output(s->mem, ln->eltwise, j, out[j]));

@@ -297,39 +297,51 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
                     "padding lanes and rows hold the input zero point"},
                    {"zero_point_stored", s.dtype == DType::u8 ? s.x_zero_point - 128 : s.x_zero_point}};
     jc["input"].update(source(*ln, 0));
-    // The output as one map when one region holds every channel in order (an NPU reader may
-    // read it in place); else the host compacts the tasks' regions.
+    // The output as one map in channel order (an NPU reader may read it in place): the regions
+    // in order, or the compaction's output; else the host compacts the tasks' regions.
     jc["output"] = nlohmann::ordered_json::object();
-    if (auto om = npu::lower::conv_output_map(s, l))
-      jc["output"] = {{"device_offset", om->address - mem.base()}, {"surface_bytes", om->surface_bytes}};
+    if (const auto& om = ln->conv_output) jc["output"] = {{"device_offset", om->address - mem.base()}, {"surface_bytes", om->surface_bytes}};
     host_reads.emplace_back("/convolutions/" + std::to_string(ci) + "/output/read_by_host", ln->host_reads.at(0));
-    jc["tasks"] = nlohmann::ordered_json::array();
-    for (size_t t = 0; t < l.tasks.size(); ++t) {
-      const std::string tname = cname + "/" + numbered("task", t);
-      RKD_TRY(write_file_atomic((tmp / (tname + ".regcmd")).string(),
-                                std::span<const uint8_t>(wbytes + spans[t].first_word * 8, spans[t].word_count * 8)));
-      nlohmann::ordered_json jt = {{"regcmd", tname + ".regcmd"}, {"device_offset", spans[t].address - mem.base()}, {"words", spans[t].word_count}};
-      jt["buffers"] = nlohmann::ordered_json::array();
-      for (const auto& b : l.buffers) {
-        if (b.task != t) continue;
-        nlohmann::ordered_json jb = {{"kind", b.kind}, {"device_offset", b.address - mem.base()}, {"bytes", b.bytes}};
-        if (b.kind != "output") {
-          const std::string file = tname + "." + b.kind + ".bin";
-          RKD_ASSIGN(auto bytes, mem.read(b.address, b.bytes));
-          RKD_TRY(write_file_atomic((tmp / file).string(), bytes));
-          jb["file"] = file;
+    // The tasks of `lw` (regcmd spans from first_span on), files named PREFIXnnn.
+    auto tasks_json = [&](const npu::lower::Lowered& lw, size_t first_span, const char* prefix) -> Result<nlohmann::ordered_json> {
+      nlohmann::ordered_json ts = nlohmann::ordered_json::array();
+      for (size_t t = 0; t < lw.tasks.size(); ++t) {
+        const auto& span = spans.at(first_span + t);
+        const std::string tname = cname + "/" + numbered(prefix, t);
+        RKD_TRY(write_file_atomic((tmp / (tname + ".regcmd")).string(), std::span<const uint8_t>(wbytes + span.first_word * 8, span.word_count * 8)));
+        nlohmann::ordered_json jt = {{"regcmd", tname + ".regcmd"}, {"device_offset", span.address - mem.base()}, {"words", span.word_count}};
+        jt["buffers"] = nlohmann::ordered_json::array();
+        for (const auto& b : lw.buffers) {
+          if (b.task != t) continue;
+          nlohmann::ordered_json jb = {{"kind", b.kind}, {"device_offset", b.address - mem.base()}, {"bytes", b.bytes}};
+          if (b.kind != "output") {
+            const std::string file = tname + "." + b.kind + ".bin";
+            RKD_ASSIGN(auto bytes, mem.read(b.address, b.bytes));
+            RKD_TRY(write_file_atomic((tmp / file).string(), bytes));
+            jb["file"] = file;
+          }
+          jt["buffers"].push_back(jb);
         }
-        jt["buffers"].push_back(jb);
+        const auto& info = lw.task_info[t];
+        const auto& r = lw.outputs[info.region];
+        jt["cbuf"] = {{"data_banks", info.data_banks}, {"weight_banks", info.weight_banks}};
+        jt["input_rows"] = {info.slice.in_row0, info.slice.in_rows};
+        jt["output"] = {{"device_offset", r.address - mem.base()},
+                        {"surface_bytes", r.surface_bytes},
+                        {"rows", {info.slice.out_row0, info.slice.out_rows}},
+                        {"channels", r.channels}};
+        ts.push_back(jt);
       }
-      const auto& info = l.task_info[t];
-      const auto& r = l.outputs[info.region];
-      jt["cbuf"] = {{"data_banks", info.data_banks}, {"weight_banks", info.weight_banks}};
-      jt["input_rows"] = {info.slice.in_row0, info.slice.in_rows};
-      jt["output"] = {{"device_offset", r.address - mem.base()},
-                      {"surface_bytes", r.surface_bytes},
-                      {"rows", {info.slice.out_row0, info.slice.out_rows}},
-                      {"channels", r.channels}};
-      jc["tasks"].push_back(jt);
+      return ts;
+    };
+    RKD_ASSIGN(jc["tasks"], tasks_json(l, 0, "task"));
+    if (ln->compaction) {
+      // After the convolution's tasks (the same register-command chain): the 1 x 1 permutation
+      // convolution reading the regions as one map and writing every channel in order.
+      RKD_ASSIGN(jc["compaction"], tasks_json(ln->compaction_lowered, l.tasks.size(), "compact"));
+      sum.tasks += static_cast<int>(ln->compaction_lowered.tasks.size());
+      sum.weight_bytes += ln->compaction_lowered.weight_bytes;
+      sum.operand_bytes += ln->compaction_lowered.operand_bytes;
     }
     man["convolutions"].push_back(jc);
     ++sum.convs_on_npu;

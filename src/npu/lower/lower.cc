@@ -14,7 +14,9 @@ namespace {
 // One channel group (a strategy task after the CBUF split, widened to its channel window):
 // its weights, BS operands, output region and residual buffer placed in `mem` (in that
 // order), then one task per row slice, each described block by block and emitted.
-Status lower_group(const ConvSpec& s, ChannelWindow w, DeviceMemory& mem, const LowerOptions& opt, Lowered& out) {
+// region_address: where its output region goes (lower_conv places the regions one after the
+// other, as one map).
+Status lower_group(const ConvSpec& s, ChannelWindow w, uint32_t region_address, DeviceMemory& mem, const LowerOptions& opt, Lowered& out) {
   TaskPlan& p = w.plan;
   const int64_t n = static_cast<int64_t>(p.channels.size()), OH = out.OH, OW = out.OW;
   const size_t first_task = out.tasks.size();
@@ -40,8 +42,9 @@ Status lower_group(const ConvSpec& s, ChannelWindow w, DeviceMemory& mem, const 
   OutputRegion region;
   region.surface_bytes = OH * OW * kC2;
   region.channels = w.keep;
+  region.stored_channels = written;
   const size_t obytes = static_cast<size_t>(written / kC2 * region.surface_bytes);
-  region.address = mem.alloc(obytes);
+  region.address = region_address;
   out.buffers.push_back(Buffer{"output", first_task, region.address, obytes});
 
   std::optional<EwOperand> ew;
@@ -179,7 +182,21 @@ Result<Lowered> lower_conv(const ConvSpec& s, Strategy st, DeviceMemory& mem, ui
   out.input_address = input_address;
   out.OH = s.OH();
   out.OW = s.OW();
-  for (const TaskPlan& p : plans) RKD_TRY(lower_group(s, channel_window(s, p, input_address), mem, opt, out));
+  // The groups' output regions one after the other: one NC1HWC2 map of every group's written
+  // channels (regions_map), then each group's weights, operands and residual buffer.
+  std::vector<ChannelWindow> windows;
+  int64_t blocks = 0;
+  for (const TaskPlan& p : plans) {
+    windows.push_back(channel_window(s, p, input_address));
+    blocks += written_channels(s, static_cast<int64_t>(windows.back().plan.channels.size())) / kC2;
+  }
+  const int64_t surface = out.OH * out.OW * kC2;
+  uint32_t region = mem.alloc(static_cast<size_t>(blocks * surface));
+  for (ChannelWindow& w : windows) {
+    const int64_t written = written_channels(s, static_cast<int64_t>(w.plan.channels.size()));
+    RKD_TRY(lower_group(s, std::move(w), region, mem, opt, out));
+    region += static_cast<uint32_t>(written / kC2 * surface);
+  }
   return out;
 }
 
@@ -210,14 +227,61 @@ DeviceMap conv_input_map(const ConvSpec& s, uint32_t address) {
   return DeviceMap{address, stored_height(s) * s.W * kC2, stored_channels(s.C), MapShape{s.dtype, s.C, s.H, s.W}, false};
 }
 
-std::optional<DeviceMap> conv_output_map(const ConvSpec& s, const Lowered& l) {
-  if (l.outputs.size() != 1) return std::nullopt;
-  const OutputRegion& r = l.outputs[0];
-  if (static_cast<int64_t>(r.channels.size()) < s.OC || r.surface_bytes != l.OH * l.OW * kC2) return std::nullopt;
-  for (int64_t j = 0; j < s.OC; ++j) {
-    if (r.channels[static_cast<size_t>(j)] != j) return std::nullopt;
+std::optional<RegionsMap> regions_map(const ConvSpec& s, const Lowered& l) {
+  if (l.outputs.empty()) return std::nullopt;
+  RegionsMap m;
+  const int64_t surface = l.OH * l.OW * kC2;
+  uint32_t next = l.outputs[0].address;
+  for (const OutputRegion& r : l.outputs) {
+    if (r.address != next || r.surface_bytes != surface || r.stored_channels % kC2 != 0 ||
+        static_cast<int64_t>(r.channels.size()) > r.stored_channels)
+      return std::nullopt;
+    m.channels.insert(m.channels.end(), r.channels.begin(), r.channels.end());
+    m.channels.resize(m.channels.size() + static_cast<size_t>(r.stored_channels) - r.channels.size(), -1);
+    next += static_cast<uint32_t>(r.stored_channels / kC2 * surface);
   }
-  return DeviceMap{r.address, r.surface_bytes, align(static_cast<int64_t>(r.channels.size()), kC2), MapShape{s.dtype, s.OC, l.OH, l.OW}, false};
+  const int64_t stored = static_cast<int64_t>(m.channels.size());
+  m.map = DeviceMap{l.outputs[0].address, surface, stored, MapShape{s.dtype, stored, l.OH, l.OW}, false};
+  return m;
+}
+
+std::optional<DeviceMap> conv_output_map(const ConvSpec& s, const Lowered& l) {
+  auto m = regions_map(s, l);
+  if (!m) return std::nullopt;
+  for (size_t j = 0; j < m->channels.size(); ++j) {
+    if (m->channels[j] != (static_cast<int64_t>(j) < s.OC ? static_cast<int64_t>(j) : -1)) return std::nullopt;
+  }
+  m->map.shape.C = s.OC;
+  return m->map;
+}
+
+std::optional<ConvSpec> compaction_spec(const ConvSpec& s, const Lowered& l) {
+  auto m = regions_map(s, l);
+  if (!m || l.OH < arch::kRk3588.min_height || conv_output_map(s, l)) return std::nullopt;
+  ConvSpec c;
+  c.C = m->map.channels;
+  c.H = l.OH;
+  c.W = l.OW;
+  c.OC = s.OC;
+  c.dtype = s.dtype;
+  c.weights = Tensor::empty(s.dtype, {c.OC, c.C, 1, 1});
+  std::memset(c.weights.raw(), 0, c.weights.nbytes());
+  uint8_t* w = static_cast<uint8_t*>(c.weights.raw());
+  std::vector<bool> seen(static_cast<size_t>(s.OC), false);
+  for (int64_t j = 0; j < c.C; ++j) {
+    const int64_t oc = m->channels[static_cast<size_t>(j)];
+    if (oc < 0 || seen[static_cast<size_t>(oc)]) continue;  // a discarded lane, or a channel two windows computed: the first
+    seen[static_cast<size_t>(oc)] = true;
+    w[oc * c.C + j] = 1;
+  }
+  if (std::find(seen.begin(), seen.end(), false) != seen.end()) return std::nullopt;
+  c.w_zero_points = {0};
+  c.w_scales = {1.0f};
+  c.x_scale = c.y_scale = s.y_scale;
+  c.x_zero_point = c.y_zero_point = s.y_zero_point;
+  c.act_min = qmin_of(s.dtype);
+  c.act_max = qmax_of(s.dtype);
+  return c;
 }
 
 Result<PlacedRegcmd> place_regcmd(DeviceMemory& mem, const Lowered& l) { return place_regcmd(mem, l.tasks); }

@@ -70,6 +70,7 @@ struct OutputRegion {
   uint32_t address = 0;
   int64_t surface_bytes = 0;
   std::vector<int64_t> channels;
+  int64_t stored_channels = 0;         // the channels it stores (a multiple of 16; channels.size() <= it, the rest discarded)
   uint32_t residual_address = 0;       // with a residual: its channels in this region's order, NC1HWC2
   int64_t residual_surface_bytes = 0;  // max(OH * OW, 12) * 16 (EW_SURF_STRIDE's floor)
 };
@@ -131,10 +132,27 @@ Status write_residual(DeviceMemory& mem, const ConvSpec& spec, const Lowered& l,
 // The input as lower_conv reads it (place_input's layout: stored_height(s) rows a surface,
 // stored_channels(C) channels) at `address`.
 DeviceMap conv_input_map(const ConvSpec& spec, uint32_t address);
-// The output as one map, when one region holds every output channel in order (one task group:
-// per-tensor weights, the bs-multiplier strategies' single task); else none (the host
-// compacts the regions: gather_output).
+// lower_conv places the regions one after the other: one NC1HWC2 map of their stored channels
+// (map.shape.C = map.channels), stored channel j holding output channel channels[j] (-1: a
+// padding lane or a channel another window keeps). None if the regions are not laid out so.
+struct RegionsMap {
+  DeviceMap map;
+  std::vector<int64_t> channels;
+};
+std::optional<RegionsMap> regions_map(const ConvSpec& spec, const Lowered& l);
+// The output as one map, when the regions hold every output channel in order (one task group,
+// or groups of in-order channel ranges: per-tensor weights, a CBUF split, the bs-multiplier
+// strategies' single task); else none (the host compacts the regions, gather_output, or a
+// compaction convolution does on the NPU).
 std::optional<DeviceMap> conv_output_map(const ConvSpec& spec, const Lowered& l);
+// The compaction of a convolution whose regions hold its channels out of order (the sorted and
+// grouped strategies): a 1 x 1 convolution reading the regions as one map (regions_map) with a
+// 0/1 permutation matrix as per-tensor weights (scale 1, zero point 0) and the producer's
+// output quantization as its input's and output's: y = OUT_CVT((x - z) * 1) + z = x exactly
+// (OUT_CVT's multiplier 1 is 2^14 / 2^14), every channel in order. None when the output is in
+// order already, the regions are not one map, or it has fewer rows than a convolution reads
+// (arch min_height).
+std::optional<ConvSpec> compaction_spec(const ConvSpec& spec, const Lowered& l);
 
 // The output [1, OC, OH, OW] in spec.dtype, compacted from the tasks' regions.
 Result<Tensor> gather_output(const DeviceMemory& mem, const ConvSpec& spec, const Lowered& l);
