@@ -74,6 +74,8 @@ def model(kind):
         nodes.append(h.make_node("Add",["qa_dq","qb_dq"],["s"]))
     elif kind=="mul":
         nodes.append(h.make_node("Mul",["qa_dq","qb_dq"],["s"]))
+    elif kind in ("sub","max","min"):
+        nodes.append(h.make_node(kind.capitalize(),["qa_dq","qb_dq"],["s"]))
     elif kind=="mulpc":
         nodes.append(h.make_node("Mul",["qb_dq","qa_dq"],["s"]))  # the per-channel operand first: rkdeploy swaps them
     elif kind=="addrelu":
@@ -91,7 +93,7 @@ def model(kind):
     g=h.make_graph(nodes,kind,[h.make_tensor_value_info("x",T.FLOAT,[1,8,16,16]),h.make_tensor_value_info("y",T.FLOAT,[1,8,16,16])],[h.make_tensor_value_info("o_dq",T.FLOAT,[1,8,16,16])],inits)
     m=h.make_model(g,opset_imports=[h.make_opsetid("",17)]); m.ir_version=8; onnx.save(m,os.path.join(out,kind+".onnx"))
 convs={}
-for k in ["add","addrelu","mul","mulpc","dw","conv"]: model(k)
+for k in ["add","addrelu","mul","mulpc","sub","max","min","dw","conv"]: model(k)
 x=(rng.standard_normal((1,8,16,16))*2).astype(np.float32)
 np.save(os.path.join(out,"x.npy"),x); np.save(os.path.join(out,"y.npy"),(rng.standard_normal((1,8,16,16))*1.5).astype(np.float32))
 for k,(wq,ws,bq,g) in convs.items():

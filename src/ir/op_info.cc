@@ -139,11 +139,17 @@ const std::vector<OpInfo>& op_table() {
       {"rkdeploy", "MSDeformAttn", nullptr, kShapeFromCreator},
       {"rkdeploy", "QLinearAdd", nullptr, kShapeFromCreator},
       {"rkdeploy", "QLinearMul", nullptr, kShapeFromCreator},
+      {"rkdeploy", "QLinearSub", nullptr, kShapeFromCreator},
+      {"rkdeploy", "QLinearMax", nullptr, kShapeFromCreator},
+      {"rkdeploy", "QLinearMin", nullptr, kShapeFromCreator},
       {"rkdeploy", "QLinearTflite", nullptr, kShapeFromCreator},
       {"rkdeploy", "QLinearLut", nullptr, kShapeFromCreator},
       {"rkdeploy", "NpuConv", nullptr, kShapeFromCreator | kOnNpu},          // a QLinearConv on the NPU simulator
       {"rkdeploy", "NpuAdd", nullptr, kShapeFromCreator | kOnNpu},           // a QLinearAdd as a DPU-only task on the NPU simulator
       {"rkdeploy", "NpuMul", nullptr, kShapeFromCreator | kOnNpu},           // a QLinearMul as a DPU-only task (the EW stage's multiply)
+      {"rkdeploy", "NpuSub", nullptr, kShapeFromCreator | kOnNpu},           // a QLinearSub as a DPU-only task (EW_ALU_ALGO 4)
+      {"rkdeploy", "NpuMax", nullptr, kShapeFromCreator | kOnNpu},           // a QLinearMax as a DPU-only task (EW_ALU_ALGO 0)
+      {"rkdeploy", "NpuMin", nullptr, kShapeFromCreator | kOnNpu},           // a QLinearMin as a DPU-only task (EW_ALU_ALGO 1)
       {"rkdeploy", "NpuLeakyRelu", nullptr, kShapeFromCreator | kOnNpu},     // a LeakyRelu table as a DPU-only task on the NPU simulator
       {"rkdeploy", "NpuLut", nullptr, kShapeFromCreator | kOnNpu},           // any other table through the DPU's lookup table
       {"rkdeploy", "NpuMaxPool", nullptr, kShapeFromCreator | kOnNpu},       // an integer MaxPool as a PPU task

@@ -343,16 +343,31 @@ void rknpu_mul_run(const RknpuMul& k, const QBinaryParams& p, const T* pa, const
 }
 }  // namespace
 
-Result<RknpuAdd> rknpu_add_plan(const QBinaryParams& p) {
-  if (!(p.a_scale > 0) || !(p.b_scale > 0) || !(p.out_scale > 0)) return invalid("Add: scales must be positive");
+const char* to_string(BinaryAlu a) {
+  switch (a) {
+    case BinaryAlu::add: return "Add";
+    case BinaryAlu::sub: return "Sub";
+    case BinaryAlu::max: return "Max";
+    case BinaryAlu::min: return "Min";
+  }
+  return "?";
+}
+
+Result<RknpuAdd> rknpu_binary_plan(const QBinaryParams& p, BinaryAlu alu) {
+  const std::string op = to_string(alu);
+  if (!(p.a_scale > 0) || !(p.b_scale > 0) || !(p.out_scale > 0)) return invalid(op + ": scales must be positive");
   RknpuAdd k;
-  k.b_is_main = p.b_scale > p.a_scale;
+  k.alu = alu;
+  // The larger scale is the main input (the EW term is then at most K), except a Sub's: the
+  // ALU subtracts the EW term, so a is main and K shrinks until K s_b / s_a < 2^15.
+  k.b_is_main = alu != BinaryAlu::sub && p.b_scale > p.a_scale;
   const double sm = k.b_is_main ? p.b_scale : p.a_scale, se = k.b_is_main ? p.a_scale : p.b_scale;
+  while (k.main_mul > 1 && k.main_mul * se / sm >= 32767.5) k.main_mul /= 2;
   auto ew = quantize_multiplier_15(k.main_mul * se / sm);
-  if (!ew.ok()) return unsupported("Add: operand scale ratio " + std::to_string(se / sm) + " outside the EW converter's range");
+  if (!ew.ok()) return unsupported(op + ": operand scale ratio " + std::to_string(se / sm) + " outside the EW converter's range");
   k.ew = *ew;
   auto out = quantize_multiplier_15(sm / (k.main_mul * static_cast<double>(p.out_scale)));
-  if (!out.ok()) return unsupported("Add: output multiplier " + std::to_string(sm / p.out_scale) + " outside OUT_CVT's range");
+  if (!out.ok()) return unsupported(op + ": output multiplier " + std::to_string(sm / p.out_scale) + " outside OUT_CVT's range");
   k.out = *out;
   return k;
 }
@@ -399,8 +414,40 @@ Result<Tensor> rknpu_leaky_relu_table(DType t, double x_scale, int32_t x_zero_po
 }
 
 int64_t rknpu_add_value(const RknpuAdd& k, int32_t dm, int32_t de) {
-  const int64_t v = static_cast<int64_t>(dm) * k.main_mul + shift_round(static_cast<int64_t>(de) * k.ew.scale, k.ew.shift, false);
+  const int64_t m = static_cast<int64_t>(dm) * k.main_mul, e = shift_round(static_cast<int64_t>(de) * k.ew.scale, k.ew.shift, false);
+  int64_t v = m + e;
+  if (k.alu == BinaryAlu::sub) v = m - e;
+  else if (k.alu == BinaryAlu::max) v = std::max(m, e);
+  else if (k.alu == BinaryAlu::min) v = std::min(m, e);
   return shift_round(v * k.out.scale, k.out.shift, true);
+}
+
+Status qdq_binary(const Tensor& a0, const Tensor& b0, const QBinaryParams& p, BinaryAlu alu, Tensor& out) {
+  const std::string op = to_string(alu);
+  RKD_TRY(check_binary(a0, b0, p, out, op.c_str()));
+  const Tensor a = a0.contiguous(), b = b0.contiguous();
+  if (p.convention == Requant::rknpu_out_cvt) {
+    RKD_ASSIGN(RknpuAdd k, rknpu_binary_plan(p, alu));
+    for_each_element(a, b, [&](int64_t i, int64_t j) {
+      const int32_t da = load_q(a, i) - p.a_zero_point, db = load_q(b, j) - p.b_zero_point;
+      const int64_t v = k.b_is_main ? rknpu_add_value(k, db, da) : rknpu_add_value(k, da, db);
+      store_q(out, i, static_cast<int32_t>(std::clamp<int64_t>(v + p.out_zero_point, p.act_min, p.act_max)));
+    });
+    return {};
+  }
+  if (p.convention != Requant::onnx_float || alu == BinaryAlu::add) return unsupported(op + ": convention " + to_string(p.convention));
+  Tensor fa = Tensor::empty(DType::f32, a.shape()), fb = Tensor::empty(DType::f32, b.shape()), fy = Tensor::empty(DType::f32, a.shape());
+  RKD_TRY(dequantize(a, QuantParams{{p.a_scale}, {p.a_zero_point}}, fa));
+  RKD_TRY(dequantize(b, QuantParams{{p.b_scale}, {p.b_zero_point}}, fb));
+  const float* xa = fa.data<float>();
+  const float* xb = fb.data<float>();
+  float* y = fy.data<float>();
+  for_each_element(a, b, [&](int64_t i, int64_t j) {
+    y[i] = alu == BinaryAlu::sub ? xa[i] - xb[j] : alu == BinaryAlu::max ? std::max(xa[i], xb[j]) : std::min(xa[i], xb[j]);
+  });
+  RKD_TRY(quantize(fy, QuantParams{{p.out_scale}, {p.out_zero_point}}, QuantizeRounding::half_to_even, out));
+  for (int64_t i = 0; i < out.numel(); ++i) store_q(out, i, std::clamp(load_q(out, i), p.act_min, p.act_max));
+  return {};
 }
 
 Status tflite_add(const Tensor& a0, const Tensor& b0, const QBinaryParams& p, bool subtract, Tensor& out) {

@@ -87,15 +87,30 @@ Status tflite_add(const Tensor& a, const Tensor& b, const QBinaryParams& p, bool
 // both multipliers by quantize_multiplier_15 (15 significant bits); exact in int64 (|v| < 2^23,
 // S_o < 2^15). It differs from the real sum rounded once only near ties (the 15-bit
 // multipliers); docs/npu.md states the bound against onnx_float, measured over all inputs.
-// No Sub (the lowering does not take it).
+// The same task computes Sub, Max and Min with the EW stage's other integer ALU algorithms
+// (rknpu_binary_plan): v = max or min of the two terms, or for Sub the main term minus the
+// EW term (EW_ALU_ALGO 4: main - ERDMA operand [HW]); a Sub's main input is always a (the
+// minuend), with K = 2^14 halved until the EW multiplier K s_b / s_a fits 15 bits.
+enum class BinaryAlu { add, sub, max, min };
+const char* to_string(BinaryAlu a);
 struct RknpuAdd {
+  BinaryAlu alu = BinaryAlu::add;
   bool b_is_main = false;
   int32_t main_mul = 1 << 14;  // K
   Multiplier15 ew, out;
 };
-Result<RknpuAdd> rknpu_add_plan(const QBinaryParams& p);
+Result<RknpuAdd> rknpu_binary_plan(const QBinaryParams& p, BinaryAlu alu);
+inline Result<RknpuAdd> rknpu_add_plan(const QBinaryParams& p) { return rknpu_binary_plan(p, BinaryAlu::add); }
 // v S_o / 2^H_o rounded, before the output zero point and the clamp; dm = x_m - z_m, de = x_e - z_e.
 int64_t rknpu_add_value(const RknpuAdd& k, int32_t dm, int32_t de);
+
+// ONNX QDQ Sub, Max and Min of two per-tensor quantized tensors (rkdeploy.QLinearSub /
+// QLinearMax / QLinearMin from qdq-to-qlinear; b a's shape or broadcasting to it one way).
+// onnx_float: what ONNX Runtime runs for DequantizeLinear x2 -> op -> QuantizeLinear (it has no
+// QLinear form of them): each operand dequantized in float32 (dequantize()), the op in float32,
+// then quantize() (division by the scale, half to even, saturation); act_min / act_max clamp
+// after. rknpu_out_cvt: the NPU's task (rknpu_binary_plan, rknpu_add_value). Others unsupported.
+Status qdq_binary(const Tensor& a, const Tensor& b, const QBinaryParams& p, BinaryAlu alu, Tensor& out);
 
 // rknpu_out_cvt's LeakyRelu (0 < alpha < 1) as npu/lower/eltwise.h lowers it: one DPU-only task
 // reading x twice, by MRDMA (BS: -z_x, MUL K = 2^14) and by ERDMA (the EW converter: -z_x,

@@ -440,10 +440,12 @@ void replace_quantized(ir::Graph& g, Node* op, const QuantizedOutput& o, Node* q
   if (o.identity) gone.insert(o.identity);
 }
 
-// ONNX graphs: DequantizeLinear x2 -> Add or Mul -> QuantizeLinear as rkdeploy.QLinearAdd /
-// QLinearMul (inputs as com.microsoft's: A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp),
-// ONNX Runtime's arithmetic (quant/int8.h onnx_float) or the graph's convention
-// (rkd_requant). Add: operands of one shape, or a one-element one. Mul: A of the output's
+// ONNX graphs: DequantizeLinear x2 -> Add, Sub, Max, Min or Mul -> QuantizeLinear as
+// rkdeploy.QLinearAdd / QLinearSub / QLinearMax / QLinearMin / QLinearMul (inputs as
+// com.microsoft's: A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp), ONNX Runtime's
+// arithmetic (quant/int8.h onnx_float: its QLinearAdd / QLinearMul, and for the others the
+// float32 DequantizeLinear -> op -> QuantizeLinear it runs) or the graph's convention
+// (rkd_requant). Add, Sub, Max, Min: operands of one shape, or a one-element B. Mul: A of the output's
 // shape, B broadcasting to it one way (one value per channel: squeeze-excite); the operands
 // are swapped when only the second has the output's shape. nullptr: the pattern does not apply.
 Result<Node*> onnx_binary(ir::Graph& g, const Node& op, std::vector<Dq> ins, const QuantizedOutput& o, const std::string& requant) {
@@ -470,8 +472,8 @@ Result<Node*> onnx_binary(ir::Graph& g, const Node& op, std::vector<Dq> ins, con
   std::vector<Value*> args;
   for (const Dq& d : ins) args.insert(args.end(), {d.q, d.scale, d.zp});
   args.insert(args.end(), {o.q->inputs[1], o.q->inputs[2]});
-  RKD_ASSIGN(Node * ql, g.add_node(op.name + "/qlinear", mul ? "QLinearMul" : "QLinearAdd", "rkdeploy", args,
-                                   {g.fresh_name(o.q->outputs[0]->name + "/qlinear")}));
+  RKD_ASSIGN(Node * ql,
+             g.add_node(op.name + "/qlinear", "QLinear" + op.op_type, "rkdeploy", args, {g.fresh_name(o.q->outputs[0]->name + "/qlinear")}));
   if (!requant.empty()) ql->attrs["rkd_requant"] = requant;
   return ql;
 }
@@ -525,13 +527,14 @@ ir::Pass qdq_to_qlinear_pass(ir::NodeEvaluator eval) {
         // TFLite-form ops (graphs imported from TFLite): every input dequantized per
         // tensor -> op -> [fused Relu/Clip] -> QuantizeLinear becomes
         // rkdeploy.QLinearTflite (quant/int8.h, quant/int8_tflite.h). ONNX graphs:
-        // DequantizeLinear x2 -> Add -> QuantizeLinear becomes rkdeploy.QLinearAdd
-        // with ONNX Runtime's QLinearAdd arithmetic (quant/int8.h, onnx_float), or the
-        // NPU's when the graph's convention is rknpu_out_cvt.
+        // DequantizeLinear x2 -> Add / Sub / Max / Min -> QuantizeLinear becomes
+        // rkdeploy.QLinearAdd / ... (onnx_binary) with ONNX Runtime's arithmetic
+        // (quant/int8.h, onnx_float), or the NPU's when the graph's convention is rknpu_out_cvt.
         for (Node* op : others) {
+          const bool binary = op->domain.empty() && op->inputs.size() == 2 &&
+                              (op->op_type == "Add" || op->op_type == "Sub" || op->op_type == "Max" || op->op_type == "Min");
           auto which =
-              tflite ? tflite_quantized_inputs(*op)
-                     : (op->op_type == "Add" && op->domain.empty() ? std::optional<std::vector<size_t>>(std::vector<size_t>{0, 1}) : std::nullopt);
+              tflite ? tflite_quantized_inputs(*op) : (binary ? std::optional<std::vector<size_t>>(std::vector<size_t>{0, 1}) : std::nullopt);
           if (!which || which->empty() || op->outputs.empty()) continue;
           auto o = quantized_output(g, op->outputs[0]);
           if (!o) continue;

@@ -211,7 +211,9 @@ Result<Kernel> prepare_tflite(const Node& n) {
 // A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp (B broadcasting to A one way); ONNX Runtime's
 // arithmetic (quant::Requant::onnx_float) or, with rkd_requant = rknpu_out_cvt, the NPU's
 // (quant::rknpu_add_plan, rknpu_mul_plan).
-Result<Kernel> qlinear_binary(const Node& n, bool mul) {
+// QLinearSub / QLinearMax / QLinearMin: quant::qdq_binary (ONNX Runtime's float32
+// DequantizeLinear -> op -> QuantizeLinear, or the NPU's task under rknpu_out_cvt).
+Result<Kernel> qlinear_binary(const Node& n, bool mul, std::optional<quant::BinaryAlu> alu = std::nullopt) {
   for (size_t i : {1, 2, 4, 5, 6, 7}) {
     if (n.inputs.size() < 8 || !n.inputs[i] || !n.inputs[i]->constant || n.inputs[i]->constant->numel() != 1) {
       return unsupported(n.describe() + ": scales and zero points must be per-tensor constants");
@@ -233,11 +235,12 @@ Result<Kernel> qlinear_binary(const Node& n, bool mul) {
   if (p.convention == quant::Requant::rknpu_out_cvt) {
     if (mul) {
       if (auto k = quant::rknpu_mul_plan(p); !k.ok()) return k.error().with_context(what);
-    } else if (auto k = quant::rknpu_add_plan(p); !k.ok()) {
+    } else if (auto k = quant::rknpu_binary_plan(p, alu.value_or(quant::BinaryAlu::add)); !k.ok()) {
       return k.error().with_context(what);
     }
   }
-  return Kernel([p, what, mul](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+  return Kernel([p, what, mul, alu](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+    if (alu) return with_node(quant::qdq_binary(*in[0], *in[3], p, *alu, out[0]), what);
     return with_node(mul ? quant::tflite_mul(*in[0], *in[3], p, out[0]) : quant::tflite_add(*in[0], *in[3], p, false, out[0]), what);
   });
 }
@@ -269,6 +272,9 @@ void register_rkdeploy_ops(std::map<std::string, Factory>& r) {
   r["MSDeformAttn"] = [](const Node& n, int64_t) { return msda_attention(n); };
   r["QLinearAdd"] = [](const Node& n, int64_t) { return qlinear_binary(n, false); };
   r["QLinearMul"] = [](const Node& n, int64_t) { return qlinear_binary(n, true); };
+  r["QLinearSub"] = [](const Node& n, int64_t) { return qlinear_binary(n, false, quant::BinaryAlu::sub); };
+  r["QLinearMax"] = [](const Node& n, int64_t) { return qlinear_binary(n, false, quant::BinaryAlu::max); };
+  r["QLinearMin"] = [](const Node& n, int64_t) { return qlinear_binary(n, false, quant::BinaryAlu::min); };
   r["QLinearTflite"] = [](const Node& n, int64_t) { return prepare_tflite(n); };
   r["QLinearLut"] = [](const Node& n, int64_t) { return qlinear_lut(n); };
   // Every node the op table marks kOnNpu: its NPU kernel alone (the executor shares one device

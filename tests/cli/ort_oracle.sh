@@ -9,12 +9,13 @@
 # exact for int8 models (int8 activations, per-channel int8 weights) when it gives the int64
 # evaluation on conv, dw and probe_s8, and for uint8 models (`--dtype uint8`) when it does on
 # probe_u8u8. The comparisons and the cause of a deviation go to stderr. Exit status 1 when
-# rkdeploy differs from the int64 evaluation on any convolution, or from ONNX Runtime on Add or Mul.
+# rkdeploy differs from the int64 evaluation on any convolution, or from ONNX Runtime on Add, Mul,
+# Sub, Max or Min.
 set -euo pipefail
 rkd="$1"; dir="$2"
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 /usr/bin/python3 "$here/scripts/models/make_qdq_ops.py" "$dir" 7
-for op in add addrelu mul mulpc conv dw probe_s8 probe_u8 probe_u8u8; do
+for op in add addrelu mul mulpc sub max min conv dw probe_s8 probe_u8 probe_u8u8; do
   if [ -f "$dir/$op.x.npy" ]; then ins=("x=$dir/$op.x.npy"); else ins=("x=$dir/x.npy" "y=$dir/y.npy"); fi
   ${ORT_WRAP:-} "$(command -v node)" "$here/scripts/models/human/ort_reference.js" "$dir/$op.onnx" "$dir/$op.ort" "${ins[@]}"
   "$rkd" run "$dir/$op.onnx" --backend int8 "${ins[@]/#/--input=}" --output-dir "$dir/$op.rkd" > /dev/null
@@ -36,7 +37,7 @@ for kind in ["conv", "dw", "probe_s8", "probe_u8", "probe_u8u8"]:
           + (f" (max {int(np.abs(o - e).max())} LSB off)" if no else ""), file=sys.stderr)
     ok &= nr == 0
     ort_exact[kind] = no == 0
-for kind in ["add", "addrelu", "mul", "mulpc"]:
+for kind in ["add", "addrelu", "mul", "mulpc", "sub", "max", "min"]:
     a, b = np.load(f"{d}/{kind}.ort/o_dq.npy"), np.load(f"{d}/{kind}.rkd/o_dq.npy")
     n = int((a != b).sum())
     print(f"{kind}: {a.size - n}/{a.size} int8 outputs bit-identical to ONNX Runtime", file=sys.stderr)

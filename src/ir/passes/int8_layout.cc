@@ -8,7 +8,8 @@
 //    Transpose(y', [0, 3, 1, 2]) produces the original value (same name, same readers).
 // 2. A Transpose to NCHW moves below a layout-free int8 node whose data inputs come from such
 //    Transposes (or hold one element; see push_below for the others): Identity,
-//    rkdeploy.QLinearAdd and QLinearMul (same shapes or a one-element operand), rkdeploy.QLinearLut.
+//    rkdeploy.QLinearAdd, QLinearSub, QLinearMax, QLinearMin and QLinearMul (same shapes or a
+//    one-element operand), rkdeploy.QLinearLut.
 // 3. Transpose([0, 2, 3, 1]) of Transpose([0, 3, 1, 2]) of a is a: its readers read a.
 // 2 and 3 repeat until nothing changes; what stays is a Transpose where the layout really
 // changes (a float op, an op with axes, a graph output).
@@ -102,7 +103,8 @@ std::vector<size_t> layout_free_inputs(const Node& n) {
   if (n.domain.empty() && n.op_type == "Identity") return {0};
   if (n.domain != "rkdeploy") return {};
   if (n.op_type == "QLinearLut") return {0};
-  if (n.op_type == "QLinearAdd" || n.op_type == "QLinearMul") return {0, 3};
+  if (n.op_type == "QLinearAdd" || n.op_type == "QLinearMul" || n.op_type == "QLinearSub" || n.op_type == "QLinearMax" || n.op_type == "QLinearMin")
+    return {0, 3};
   return {};
 }
 
