@@ -117,19 +117,20 @@ void report_npu(const RunArgs& a, const runtime::FusionReport& f, const runtime:
   if (a.backend != "sim") return;
   std::fprintf(stderr,
                "npu: %d convolution(s) on the RK3588 simulator (strategy %s, %d with the following Add fused), %zu on the CPU; "
-               "%d Add(s) as DPU tasks, %zu on the CPU; %d Mul(s) as DPU tasks, %zu on the CPU; %d LeakyRelu(s) as DPU tasks (their tables differ "
+               "%d Add(s) as DPU tasks, %zu on the CPU; %d Sub/Max/Min as DPU tasks, %zu on the CPU; %d Mul(s) as DPU tasks, %zu on the CPU; %d "
+               "LeakyRelu(s) as DPU tasks (their tables differ "
                "from the NPU's in at most %d "
                "of 256 entries); %d other table(s) through the DPU's LUT, %zu on the CPU; %d Concat(s) as DPU copy tasks, %zu on the CPU; "
                "%d Split(s) as DPU copy tasks, %zu on the CPU; %d MaxPool(s) as PPU tasks, %zu on the CPU; %d channel Pad(s) as DPU tasks, %zu on "
                "the CPU; %d nearest x2 Resize(s) as NPU tasks (%d edge-padded for a bilinear one), %zu on the CPU; %d DepthToSpace(s) as DPU copy "
                "tasks, %zu on the CPU\n",
                f.npu_sim_convs, a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy.c_str(), f.npu_fused_adds,
-               f.npu_cpu_convs.size(), f.npu_sim_adds, f.npu_cpu_adds.size(), f.npu_sim_muls, f.npu_cpu_muls.size(), f.npu_sim_leaky_relus,
-               f.npu_leaky_relu_table_differences, f.npu_sim_luts, f.npu_cpu_luts.size(), f.npu_sim_concats, f.npu_cpu_concats.size(),
-               f.npu_sim_splits, f.npu_cpu_splits.size(), f.npu_sim_pools, f.npu_cpu_pools.size(), f.npu_sim_pads, f.npu_cpu_pads.size(),
-               f.npu_sim_resizes, f.npu_sim_edge_resizes, f.npu_cpu_resizes.size(), f.npu_sim_depth_to_spaces, f.npu_cpu_depth_to_spaces.size());
-  for (const auto* list : {&f.npu_cpu_convs, &f.npu_cpu_adds, &f.npu_cpu_muls, &f.npu_cpu_luts, &f.npu_cpu_concats, &f.npu_cpu_splits,
-                           &f.npu_cpu_pools, &f.npu_cpu_pads, &f.npu_cpu_resizes, &f.npu_cpu_depth_to_spaces}) {
+               f.npu_cpu_convs.size(), f.npu_sim_adds, f.npu_cpu_adds.size(), f.npu_sim_alus, f.npu_cpu_alus.size(), f.npu_sim_muls,
+               f.npu_cpu_muls.size(), f.npu_sim_leaky_relus, f.npu_leaky_relu_table_differences, f.npu_sim_luts, f.npu_cpu_luts.size(),
+               f.npu_sim_concats, f.npu_cpu_concats.size(), f.npu_sim_splits, f.npu_cpu_splits.size(), f.npu_sim_pools, f.npu_cpu_pools.size(),
+               f.npu_sim_pads, f.npu_cpu_pads.size(), f.npu_sim_resizes, f.npu_sim_edge_resizes, f.npu_cpu_resizes.size(), f.npu_sim_depth_to_spaces,
+               f.npu_cpu_depth_to_spaces.size());
+  for (const auto* list : f.npu_cpu_lists()) {
     for (const auto& r : *list) std::fprintf(stderr, "  on the CPU: %s\n", r.c_str());
   }
   if (const runtime::NpuSession* s = e.npu_session()) {

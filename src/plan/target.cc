@@ -606,7 +606,7 @@ std::string npu_average_as_conv_violation(const ir::Node& n) {
   return v.empty() ? v : "its depthwise convolution: " + v;
 }
 
-// An Add / Mul (QLinearAdd / QLinearMul) of two maps, or a channel Concat or Split of maps, as npu/lower/constraints.h's
+// An Add / Sub / Max / Min / Mul (or its rkdeploy.QLinear form) of two maps, or a channel Concat or Split of maps, as npu/lower/constraints.h's
 // element-wise rules read it.
 std::string npu_eltwise_geometry_violation(const ir::Node& n) {
   if (n.op_type == "Concat" || n.op_type == "Split") {
@@ -626,7 +626,8 @@ std::string npu_eltwise_geometry_violation(const ir::Node& n) {
     g.unaligned_part_offset = npu::lower::unaligned_part_offset(parts);
     return first_violation(npu::lower::check_eltwise(g));
   }
-  const bool q = n.op_type == "QLinearAdd" || n.op_type == "QLinearMul";
+  // QLinearAdd, QLinearSub, QLinearMax, QLinearMin, QLinearMul (com.microsoft's 8 inputs: B is input 3)
+  const bool q = n.domain == "rkdeploy" && n.op_type.rfind("QLinear", 0) == 0 && n.inputs.size() >= 8;
   const bool mul = n.op_type == "Mul" || n.op_type == "QLinearMul";
   auto as = ir::static_shape(n.inputs.empty() ? nullptr : n.inputs[0]);
   // A unary operation (Sigmoid, Tanh, ... through the lookup table) has one operand.

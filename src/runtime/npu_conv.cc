@@ -238,12 +238,22 @@ Result<BinaryOperands> binary_operands(const Node& n) {
 
 }  // namespace
 
+std::optional<quant::BinaryAlu> binary_alu_of(const Node& n) {
+  if (n.domain != "rkdeploy") return std::nullopt;
+  for (quant::BinaryAlu a : {quant::BinaryAlu::add, quant::BinaryAlu::sub, quant::BinaryAlu::max, quant::BinaryAlu::min}) {
+    const std::string op = quant::to_string(a);
+    if (n.op_type == "QLinear" + op || n.op_type == "Npu" + op) return a;
+  }
+  return std::nullopt;
+}
+
 Result<npu::lower::AddSpec> npu_add_spec(const Node& n) {
   RKD_ASSIGN(BinaryOperands o, binary_operands(n));
   npu::lower::AddSpec s;
   static_cast<npu::lower::MapShape&>(s) = o.map;
   s.q = o.q;
-  RKD_TRY(npu::lower::eltwise_supported(o.node_fields(npu::lower::geometry_of(s)), "npu add: "));
+  s.alu = binary_alu_of(n).value_or(quant::BinaryAlu::add);
+  RKD_TRY(npu::lower::eltwise_supported(o.node_fields(npu::lower::geometry_of(s)), std::string("npu ") + quant::to_string(s.alu) + ": "));
   RKD_TRY(npu::lower::check_add(s));
   return s;
 }
@@ -645,9 +655,14 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                     };
                     for (const auto& np : g.nodes()) {
                       Node* n = np.get();
-                      if (n->op_type != "QLinearAdd" || n->domain != "rkdeploy") continue;
+                      const auto alu = n->op_type.rfind("QLinear", 0) == 0 ? binary_alu_of(*n) : std::nullopt;
+                      if (!alu) continue;
                       auto spec = npu_add_spec(*n);
-                      place(n, spec.ok() ? Status() : Status(spec.error()), "NpuAdd", &FusionReport::npu_sim_adds, &FusionReport::npu_cpu_adds);
+                      const std::string op = std::string("Npu") + quant::to_string(*alu);
+                      const bool add = *alu == quant::BinaryAlu::add;
+                      place(n, spec.ok() ? Status() : Status(spec.error()), op.c_str(),
+                            add ? &FusionReport::npu_sim_adds : &FusionReport::npu_sim_alus,
+                            add ? &FusionReport::npu_cpu_adds : &FusionReport::npu_cpu_alus);
                     }
                     for (const auto& np : g.nodes()) {
                       Node* n = np.get();

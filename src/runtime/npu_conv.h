@@ -32,7 +32,10 @@ Status npu_try_lower(const npu::lower::ConvSpec& spec, npu::lower::Strategy stra
 // The NPU add of an rkdeploy.QLinearAdd node (static [1, C, H, W] operands of one shape and
 // type, per-tensor constant scales and zero points), within constraints.h's eltwise rules
 // and the converters' ranges (npu::lower::check_add), or why not.
+// rkdeploy.QLinearSub / QLinearMax / QLinearMin (and their Npu nodes) alike, with AddSpec::alu
+// from the op (binary_alu_of: QLinearAdd / NpuAdd add, ...; none for other nodes).
 Result<npu::lower::AddSpec> npu_add_spec(const ir::Node& n);
+std::optional<quant::BinaryAlu> binary_alu_of(const ir::Node& n);
 
 // The NPU multiply of an rkdeploy.QLinearMul node (A a static [1, C, H, W] map of the output's
 // shape; B of its shape, [1, C, 1, 1] or one element; per-tensor constant scales and zero

@@ -268,7 +268,7 @@ Result<std::shared_ptr<const NpuLoweredNode>> lower_npu_node(const Node& n, cons
     RKD_ASSIGN(std::string name, n.attr_string("rkd_sim_strategy", ""));
     RKD_ASSIGN(L::Strategy st, L::parse_strategy(name));
     r = lower_conv_node(n, session, st);
-  } else if (op == "NpuAdd") {
+  } else if (ir::op_has(n, ir::kOnNpu) && binary_alu_of(n)) {  // NpuAdd, NpuSub, NpuMax, NpuMin
     r = lower_typed(n, session, npu_add_spec(n), &L::lower_add, {0, 3});
   } else if (op == "NpuMul") {
     r = lower_typed(n, session, npu_mul_spec(n), &L::lower_mul, {0, 3});

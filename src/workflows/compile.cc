@@ -44,14 +44,13 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   ir::FusionReport placement;
   RKD_TRY(optimize(g, co, &placement));
   auto cpu_reason = [&placement](const ir::Node& n) -> std::string {
-    for (const auto* list : {&placement.npu_cpu_convs, &placement.npu_cpu_adds, &placement.npu_cpu_muls, &placement.npu_cpu_luts,
-                             &placement.npu_cpu_concats, &placement.npu_cpu_splits, &placement.npu_cpu_pools, &placement.npu_cpu_pads,
-                             &placement.npu_cpu_resizes, &placement.npu_cpu_depth_to_spaces}) {
+    for (const auto* list : placement.npu_cpu_lists()) {
       for (const std::string& e : *list) {
         if (e.size() > n.name.size() + 2 && e.compare(0, n.name.size() + 2, n.name + ": ") == 0) return e.substr(n.name.size() + 2);
       }
     }
-    return "the NPU back end lowers int8 convolutions, Adds, Muls, lookup tables (LeakyRelu, Sigmoid, SiLU, ...), max pooling, channel Pads, "
+    return "the NPU back end lowers int8 convolutions, Adds, Subs, Maxes, Mins, Muls, lookup tables (LeakyRelu, Sigmoid, SiLU, ...), max pooling, "
+           "channel Pads, "
            "nearest x2 Resizes (with an edge Pad: a bilinear one's), DepthToSpace and channel Concats and Splits only (yet)";
   };
   const fs::path tmp(out_dir);
@@ -88,16 +87,17 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   man["cpu"] = nlohmann::ordered_json::array();
   man["views"] = nlohmann::ordered_json::array();
   std::map<std::string, int> cpu_ops;
-  const bool any_conv =
-      std::any_of(g.nodes().begin(), g.nodes().end(), [](const auto& np) { return np->op_type == "QLinearConv" || np->op_type == "NpuConv"; });
-  if (!any_conv) {
-    return unsupported(model + ": no int8 convolution to lower (a float model? rkdeploy quantize writes a QDQ model; docs/quantization.md)");
+  const bool any_npu =
+      std::any_of(g.nodes().begin(), g.nodes().end(), [](const auto& np) { return np->op_type == "QLinearConv" || ir::op_has(*np, ir::kOnNpu); });
+  if (!any_npu) {
+    return unsupported(model + ": no int8 operation to lower (a float model? rkdeploy quantize writes a QDQ model; docs/quantization.md)");
   }
   man["elementwise"] = nlohmann::ordered_json::array();
   for (const auto& np : g.nodes()) {
     const ir::Node& n = *np;
     const bool on_npu = n.domain == "rkdeploy";
-    const bool add = on_npu && n.op_type == "NpuAdd", mul = on_npu && n.op_type == "NpuMul", leaky = on_npu && n.op_type == "NpuLeakyRelu",
+    const auto alu = ir::op_has(n, ir::kOnNpu) ? binary_alu_of(n) : std::nullopt;  // NpuAdd, NpuSub, NpuMax, NpuMin
+    const bool add = alu.has_value(), mul = on_npu && n.op_type == "NpuMul", leaky = on_npu && n.op_type == "NpuLeakyRelu",
                concat = on_npu && n.op_type == "NpuConcat", split = on_npu && n.op_type == "NpuSplit", lut = on_npu && n.op_type == "NpuLut",
                pool = on_npu && n.op_type == "NpuMaxPool", pad = on_npu && n.op_type == "NpuPad", resize = on_npu && n.op_type == "NpuResize",
                d2s = on_npu && n.op_type == "NpuDepthToSpace";
@@ -152,7 +152,7 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
       fs::create_directories(tmp / ename, ec);
       nlohmann::ordered_json je;
       je["node"] = n.name;
-      je["op"] = add      ? "Add"
+      je["op"] = add      ? quant::to_string(*alu)
                  : mul    ? "Mul"
                  : concat ? "Concat"
                  : split  ? "Split"

@@ -23,6 +23,8 @@ struct FusionReport {
   std::vector<std::string> npu_cpu_convs;            // "node X: <reason>" for those left on the CPU
   int npu_sim_adds = 0;                              // QLinearAdds placed on the NPU simulator as DPU-only tasks
   std::vector<std::string> npu_cpu_adds;             // "node X: <reason>" for the QLinearAdds left on the CPU
+  int npu_sim_alus = 0;                              // QLinearSub / QLinearMax / QLinearMin placed on the NPU simulator (EW ALU)
+  std::vector<std::string> npu_cpu_alus;             // "node X: <reason>" for those left on the CPU
   int npu_sim_muls = 0;                              // QLinearMuls placed on the NPU simulator (the EW multiply)
   std::vector<std::string> npu_cpu_muls;             // "node X: <reason>" for the QLinearMuls left on the CPU
   int npu_sim_leaky_relus = 0;                       // LeakyRelu tables placed on the NPU simulator as DPU-only tasks
@@ -42,6 +44,11 @@ struct FusionReport {
   std::vector<std::string> npu_cpu_resizes;          // "node X: <reason>" for the integer x2 Resize candidates left on the CPU
   int npu_sim_depth_to_spaces = 0;                   // integer DepthToSpaces (a ConvTranspose's interleave) as DPU copy tasks
   std::vector<std::string> npu_cpu_depth_to_spaces;  // "node X: <reason>" for the integer DepthToSpaces left on the CPU
+  // Every npu_cpu_* list above: the nodes npu-sim-placement left on the CPU, with the reason.
+  std::vector<const std::vector<std::string>*> npu_cpu_lists() const {
+    return {&npu_cpu_convs,  &npu_cpu_adds,  &npu_cpu_alus, &npu_cpu_muls,    &npu_cpu_luts,           &npu_cpu_concats,
+            &npu_cpu_splits, &npu_cpu_pools, &npu_cpu_pads, &npu_cpu_resizes, &npu_cpu_depth_to_spaces};
+  }
 };
 
 Pass conv_activation_fusion_pass();

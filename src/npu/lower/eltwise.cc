@@ -168,11 +168,12 @@ EltwiseGeometry geometry_of(const ConcatSpec& s) {
 }
 
 Status check_add(const AddSpec& s) {
-  RKD_TRY(check_map(s, "npu add: "));
-  if (!(s.q.a_scale > 0) || !(s.q.b_scale > 0) || !(s.q.out_scale > 0)) return invalid("npu add: scales must be positive");
-  RKD_TRY(eltwise_supported(geometry_of(s), "npu add: "));
-  auto k = quant::rknpu_add_plan(s.q);
-  if (!k.ok()) return unsupported("npu add: " + k.error().message);
+  const std::string what = std::string("npu ") + quant::to_string(s.alu) + ": ";
+  RKD_TRY(check_map(s, what.c_str()));
+  if (!(s.q.a_scale > 0) || !(s.q.b_scale > 0) || !(s.q.out_scale > 0)) return invalid(what + "scales must be positive");
+  RKD_TRY(eltwise_supported(geometry_of(s), what));
+  auto k = quant::rknpu_binary_plan(s.q, s.alu);
+  if (!k.ok()) return unsupported(what + k.error().message);
   return {};
 }
 
@@ -233,14 +234,15 @@ Status check_split(const SplitSpec& s) { return check_parts(s, "npu Split: ", "i
 
 Result<LoweredEltwise> lower_add(const AddSpec& s, DeviceMemory& mem, const InputsAt& at) {
   RKD_TRY(check_add(s));
-  RKD_ASSIGN(quant::RknpuAdd plan, quant::rknpu_add_plan(s.q));
+  RKD_ASSIGN(quant::RknpuAdd plan, quant::rknpu_binary_plan(s.q, s.alu));
   LoweredEltwise l;
   l.b_is_main = plan.b_is_main;
+  const int algo = s.alu == quant::BinaryAlu::sub ? 4 : s.alu == quant::BinaryAlu::max ? 0 : s.alu == quant::BinaryAlu::min ? 1 : 2;
   DpuTask d = place_maps(s, mem, EwMap::own, l, at, l.b_is_main);
   const int32_t zm = l.b_is_main ? s.q.b_zero_point : s.q.a_zero_point, ze = l.b_is_main ? s.q.a_zero_point : s.q.b_zero_point;
   d.bs.alu_value = -stored(zm, s.dtype);
   d.bs.mul_value = static_cast<int16_t>(plan.main_mul);
-  d.ew = EwOperand{l.ew_address, l.ew_surface_bytes / kC2, -stored(ze, s.dtype), plan.ew, 2};
+  d.ew = EwOperand{l.ew_address, l.ew_surface_bytes / kC2, -stored(ze, s.dtype), plan.ew, algo};
   d.out_offset = stored(s.q.out_zero_point, s.dtype);
   d.out_cvt = OutCvt{plan.out.scale, plan.out.shift};
   RKD_TRY(emit(d, l));

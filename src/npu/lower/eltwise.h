@@ -74,8 +74,10 @@ namespace rkd::npu::lower {
 
 // A [1, C, H, W] map of one int8/uint8 type.
 
+// y = a + b, or a - b, max(a, b), min(a, b) (alu): quant::rknpu_binary_plan's task.
 struct AddSpec : MapShape {
   quant::QBinaryParams q;  // scales and zero points (act_min / act_max: the type's range)
+  quant::BinaryAlu alu = quant::BinaryAlu::add;
 };
 // y = a b; a is the map (MapShape), b of its shape or broadcast.
 struct MulSpec : MapShape {

@@ -84,14 +84,14 @@ Status emit_dpu(regcmd::RegisterFile& r, const DpuTask& d) {
   RKD_TRY(r.set(DPU_BN_CFG_BN_BYPASS, 1));
   if (d.ew && d.lut) return invalid("emit_dpu: an EW operand and the lookup table in one task are not emitted");
   if (d.ew) {
-    // EW: add (or max / min) the operand read by ERDMA (one int8 per element) after its
+    // EW: add (or max / min / minus) the operand read by ERDMA (one int8 per element) after its
     // converter; no EW ReLU or LUT.
     RKD_TRY(r.set(DPU_EW_CFG_EW_OP_SRC, 1));
     if (d.ew->mul) {
       RKD_TRY(r.set(DPU_EW_CFG_EW_OP_TYPE, 1));
     } else {
       RKD_TRY(r.set(DPU_EW_CFG_EW_ALU_ALGO, static_cast<uint64_t>(d.ew->alu_algo)));
-      if (d.ew->alu_algo != 2) RKD_TRY(r.set(DPU_EW_CFG_EW_EQUAL_EN, 1));
+      if (d.ew->alu_algo == 0 || d.ew->alu_algo == 1) RKD_TRY(r.set(DPU_EW_CFG_EW_EQUAL_EN, 1));
     }
     RKD_TRY(r.set(DPU_EW_CFG_EW_LUT_BYPASS, 1));
     RKD_TRY(r.set(DPU_EW_CFG_EW_RELU_BYPASS, 1));

@@ -69,7 +69,7 @@ struct EwOperand {
   int64_t surface_pixels = 0;  // the map's surface stride (at least 12: EW_SURF_STRIDE's floor [HW])
   int32_t offset = 0;          // EW_CVT_OFFSET (minus the operand's stored zero point)
   quant::Multiplier15 cvt;     // EW_OP_CVT scale and shift
-  int alu_algo = 2;            // EW_ALU_ALGO (0 max, 1 min, 2 add) unless mul
+  int alu_algo = 2;            // EW_ALU_ALGO (0 max, 1 min, 2 add, 4 minus: main - operand [HW]) unless mul
   bool mul = false;            // EW_OP_TYPE 1: the integer multiply [HW at converter scale 1]
   // EW_DATA_MODE 0: one value per channel, channel k at byte (k / 16) * 16 surface_pixels + k % 16
   // (surface_pixels 1: a vector of align(C, 16) bytes) [HW for fp16; int8 INF]; else 1, per element.

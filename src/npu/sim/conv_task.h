@@ -41,7 +41,7 @@ struct Ew {
   bool on = false, cvt_bypass = false, relu = false, as_float = false;
   bool mul = false;          // EW_OP_TYPE 1: multiply (algo unused)
   bool per_channel = false;  // EW_DATA_MODE 0: one operand value per channel
-  uint32_t algo = 2;         // EW_ALU_ALGO: 0 max, 1 min, 2 add
+  uint32_t algo = 2;         // EW_ALU_ALGO: 0 max, 1 min, 2 add, 4 minus (main - operand)
   int64_t offset = 0, scale = 1, surface = 0;
   int shift = 0;
   uint32_t address = 0;

@@ -111,15 +111,20 @@ inline int32_t ew_combine(const Ew& w, int32_t v, int64_t e) {
     } else {
       a = static_cast<int64_t>(v) * (w.cvt_bypass ? e : round_shift((e + w.offset) * w.scale, w.shift, Rounding::half_up));
     }
+  } else if (w.algo == 4 && w.as_float && !w.cvt_bypass) {
+    // minus in float32 (ew_mode=float), as the add.
+    const float m = static_cast<float>(std::ldexp(static_cast<double>(w.scale), -w.shift));
+    a = static_cast<int64_t>(std::nearbyint(static_cast<double>(static_cast<float>(v) - static_cast<float>(e + w.offset) * m)));
   } else if (w.algo != 2) {
-    // max / min of v and the converted operand (integer converter, or float32 with ew_mode=float).
+    // max / min of v and the converted operand, or v minus it (integer converter, or float32
+    // with ew_mode=float).
     int64_t c;
     if (w.cvt_bypass) c = e;
     else if (w.as_float)
       c = static_cast<int64_t>(std::nearbyint(
           static_cast<double>(static_cast<float>(e + w.offset) * static_cast<float>(std::ldexp(static_cast<double>(w.scale), -w.shift)))));
     else c = round_shift((e + w.offset) * w.scale, w.shift, Rounding::half_up);
-    a = w.algo == 0 ? std::max<int64_t>(v, c) : std::min<int64_t>(v, c);
+    a = w.algo == 0 ? std::max<int64_t>(v, c) : w.algo == 1 ? std::min<int64_t>(v, c) : static_cast<int64_t>(v) - c;
   } else if (w.cvt_bypass) {
     a = static_cast<int64_t>(v) + e;
   } else if (w.as_float) {
@@ -446,11 +451,12 @@ Status decode_dpu(const Regs& r, const Quirks& q, ConvTask& t, const detail::Lut
     RKD_ASSIGN(t.lut, decode_lut(r, lut));
   } else if (ew.on) {
     const uint32_t mode = r.get(DPU_EW_CFG_EW_DATA_MODE);
-    if (!r.get(DPU_EW_CFG_EW_OP_SRC) || r.get(DPU_EW_CFG_EW_ALU_ALGO) > 2 || !r.get(DPU_EW_CFG_EW_LUT_BYPASS) || r.get(DPU_EW_CFG_EW_MUL_PRELU) ||
+    const uint32_t algo = r.get(DPU_EW_CFG_EW_ALU_ALGO);
+    if (!r.get(DPU_EW_CFG_EW_OP_SRC) || (algo > 2 && algo != 4) || !r.get(DPU_EW_CFG_EW_LUT_BYPASS) || r.get(DPU_EW_CFG_EW_MUL_PRELU) ||
         r.get(DPU_EW_CFG_EW_RELUX_EN) || mode > 1 || r.get(DPU_EW_CFG_EDATA_SIZE) != 1) {
       return unsupported("DPU.EW_CFG " + hex32(r.get(DPU_EW_CFG)) +
-                         ": only the max, min, add or multiply of one int8 ERDMA operand per element or per channel (EW_OP_SRC 1, EW_ALU_ALGO "
-                         "0-2 or EW_OP_TYPE 1, LUT bypassed, EW_DATA_MODE 0 or 1, EDATA_SIZE 1) is simulated");
+                         ": only the max, min, add, minus or multiply of one int8 ERDMA operand per element or per channel (EW_OP_SRC 1, "
+                         "EW_ALU_ALGO 0-2 or 4, or EW_OP_TYPE 1, LUT bypassed, EW_DATA_MODE 0 or 1, EDATA_SIZE 1) is simulated");
     }
     if (r.get(DPU_RDMA_RDMA_ERDMA_CFG_ERDMA_DATA_MODE) != mode)
       return invalid("DPU.EW_CFG.EW_DATA_MODE " + std::to_string(mode) + " but DPU_RDMA.RDMA_ERDMA_CFG.ERDMA_DATA_MODE " +
