@@ -2,7 +2,8 @@
 """Small ONNX QDQ graphs, one per int8 pattern whose ONNX Runtime arithmetic rkdeploy's
 `--backend int8` reproduces bit for bit (tests/cli/test_quantize.sh): Add, Add + Relu (zero
 point -128), Mul of two maps (mul) and of a map by one value per channel (mulpc: the second
-operand is GlobalMaxPool(y), exact in float, quantized: a squeeze-excite product), Conv and depthwise Conv with int32 bias, per-channel int8 weights; and, for every
+operand is GlobalMaxPool(y), exact in float, quantized: a squeeze-excite product), Sub, Max
+and Min of two maps, Add, Sub and Max of a map and one value per channel (addpc, subpc, maxpc), Conv and depthwise Conv with int32 bias, per-channel int8 weights; and, for every
 convolution, the expected quantized output from an int64 evaluation of the QDQ semantics written
 here (QuantizeLinear: round half to even of x / scale in float32, + zero point, saturated;
 accumulation in int64; requantization as ONNX Runtime defines it: s = x_scale * w_scale / y_scale
@@ -18,8 +19,8 @@ per-channel int8 weights), probe_u8 uint8 activations with int8 weights, probe_u
 `--dtype uint8` layout (uint8 activations, per-tensor uint8 weights with a zero point).
 
 usage: make_qdq_ops.py OUT_DIR [SEED]
-  writes OUT_DIR/{add,addrelu,mul,mulpc,dw,conv,probe_s8,probe_u8,probe_u8u8}.onnx, x.npy, y.npy
-  (inputs of the first six), probe_*.x.npy (a probe's input), and for each convolution KIND.expected.npy
+  writes OUT_DIR/{add,addrelu,mul,mulpc,sub,max,min,addpc,subpc,maxpc,dw,conv,probe_s8,probe_u8,probe_u8u8}.onnx,
+  x.npy, y.npy (inputs of all but the probes), probe_*.x.npy (a probe's input), and for each convolution KIND.expected.npy
   (the int64 evaluation's quantized output, int32) and KIND.out.json (y_scale, y_zero_point)
 """
 import json
@@ -68,14 +69,15 @@ def save_expected(kind, q, ys, yz):
 def model(kind):
     nodes=[];inits=[]
     n,i=qdq("qa","x",0.0371,-5); nodes+=n; inits+=i
-    if kind=="mulpc": nodes.append(h.make_node("GlobalMaxPool",["y"],["ym"]))
-    n,i=qdq("qb","ym" if kind=="mulpc" else "y",0.0213,7); nodes+=n; inits+=i
+    pc = kind.endswith("pc")
+    if pc: nodes.append(h.make_node("GlobalMaxPool",["y"],["ym"]))
+    n,i=qdq("qb","ym" if pc else "y",0.0213,7); nodes+=n; inits+=i
     if kind=="add":
         nodes.append(h.make_node("Add",["qa_dq","qb_dq"],["s"]))
     elif kind=="mul":
         nodes.append(h.make_node("Mul",["qa_dq","qb_dq"],["s"]))
-    elif kind in ("sub","max","min"):
-        nodes.append(h.make_node(kind.capitalize(),["qa_dq","qb_dq"],["s"]))
+    elif kind in ("sub","max","min","addpc","subpc","maxpc"):
+        nodes.append(h.make_node(kind[:3].capitalize(),["qa_dq","qb_dq"],["s"]))
     elif kind=="mulpc":
         nodes.append(h.make_node("Mul",["qb_dq","qa_dq"],["s"]))  # the per-channel operand first: rkdeploy swaps them
     elif kind=="addrelu":
@@ -93,7 +95,7 @@ def model(kind):
     g=h.make_graph(nodes,kind,[h.make_tensor_value_info("x",T.FLOAT,[1,8,16,16]),h.make_tensor_value_info("y",T.FLOAT,[1,8,16,16])],[h.make_tensor_value_info("o_dq",T.FLOAT,[1,8,16,16])],inits)
     m=h.make_model(g,opset_imports=[h.make_opsetid("",17)]); m.ir_version=8; onnx.save(m,os.path.join(out,kind+".onnx"))
 convs={}
-for k in ["add","addrelu","mul","mulpc","sub","max","min","dw","conv"]: model(k)
+for k in ["add","addrelu","mul","mulpc","sub","max","min","addpc","subpc","maxpc","dw","conv"]: model(k)
 x=(rng.standard_normal((1,8,16,16))*2).astype(np.float32)
 np.save(os.path.join(out,"x.npy"),x); np.save(os.path.join(out,"y.npy"),(rng.standard_normal((1,8,16,16))*1.5).astype(np.float32))
 for k,(wq,ws,bq,g) in convs.items():

@@ -644,7 +644,6 @@ std::string npu_eltwise_geometry_violation(const ir::Node& n) {
   g.W = (*as)[3];
   g.broadcast = *as != *bs;
   g.per_channel_operand = npu::lower::per_channel_operand(*as, *bs);
-  g.mul = mul;
   return first_violation(npu::lower::check_eltwise(g));
 }
 

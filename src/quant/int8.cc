@@ -353,14 +353,15 @@ const char* to_string(BinaryAlu a) {
   return "?";
 }
 
-Result<RknpuAdd> rknpu_binary_plan(const QBinaryParams& p, BinaryAlu alu) {
+Result<RknpuAdd> rknpu_binary_plan(const QBinaryParams& p, BinaryAlu alu, bool b_broadcast) {
   const std::string op = to_string(alu);
   if (!(p.a_scale > 0) || !(p.b_scale > 0) || !(p.out_scale > 0)) return invalid(op + ": scales must be positive");
   RknpuAdd k;
   k.alu = alu;
-  // The larger scale is the main input (the EW term is then at most K), except a Sub's: the
-  // ALU subtracts the EW term, so a is main and K shrinks until K s_b / s_a < 2^15.
-  k.b_is_main = alu != BinaryAlu::sub && p.b_scale > p.a_scale;
+  // The larger scale is the main input (the EW term is then at most K), except a Sub's (the ALU
+  // subtracts the EW term) and a broadcast b's (ERDMA reads it per channel): a is main and K
+  // shrinks until K s_b / s_a < 2^15.
+  k.b_is_main = alu != BinaryAlu::sub && !b_broadcast && p.b_scale > p.a_scale;
   const double sm = k.b_is_main ? p.b_scale : p.a_scale, se = k.b_is_main ? p.a_scale : p.b_scale;
   while (k.main_mul > 1 && k.main_mul * se / sm >= 32767.5) k.main_mul /= 2;
   auto ew = quantize_multiplier_15(k.main_mul * se / sm);
@@ -427,7 +428,7 @@ Status qdq_binary(const Tensor& a0, const Tensor& b0, const QBinaryParams& p, Bi
   RKD_TRY(check_binary(a0, b0, p, out, op.c_str()));
   const Tensor a = a0.contiguous(), b = b0.contiguous();
   if (p.convention == Requant::rknpu_out_cvt) {
-    RKD_ASSIGN(RknpuAdd k, rknpu_binary_plan(p, alu));
+    RKD_ASSIGN(RknpuAdd k, rknpu_binary_plan(p, alu, b.shape() != a.shape()));
     for_each_element(a, b, [&](int64_t i, int64_t j) {
       const int32_t da = load_q(a, i) - p.a_zero_point, db = load_q(b, j) - p.b_zero_point;
       const int64_t v = k.b_is_main ? rknpu_add_value(k, db, da) : rknpu_add_value(k, da, db);
@@ -473,8 +474,8 @@ Status tflite_add(const Tensor& a0, const Tensor& b0, const QBinaryParams& p, bo
     return {};
   }
   if (p.convention == Requant::rknpu_out_cvt) {
-    if (subtract) return unsupported("Sub: the rknpu_out_cvt convention has no Sub (the NPU lowering takes Add only)");
-    RKD_ASSIGN(RknpuAdd k, rknpu_add_plan(p));
+    if (subtract) return unsupported("Sub: rknpu_out_cvt's Sub is qdq_binary's");
+    RKD_ASSIGN(RknpuAdd k, rknpu_binary_plan(p, BinaryAlu::add, b.shape() != a.shape()));
     for_each_element(a, b, [&](int64_t i, int64_t j) {
       const int32_t da = load_q(a, i) - p.a_zero_point, db = load_q(b, j) - p.b_zero_point;
       const int64_t v = k.b_is_main ? rknpu_add_value(k, db, da) : rknpu_add_value(k, da, db);

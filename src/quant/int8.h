@@ -99,7 +99,9 @@ struct RknpuAdd {
   int32_t main_mul = 1 << 14;  // K
   Multiplier15 ew, out;
 };
-Result<RknpuAdd> rknpu_binary_plan(const QBinaryParams& p, BinaryAlu alu);
+// b_broadcast: b is read one value per channel (EW_DATA_MODE 0), so it is the EW operand and a
+// is main whatever the scales (K halved as for a Sub).
+Result<RknpuAdd> rknpu_binary_plan(const QBinaryParams& p, BinaryAlu alu, bool b_broadcast = false);
 inline Result<RknpuAdd> rknpu_add_plan(const QBinaryParams& p) { return rknpu_binary_plan(p, BinaryAlu::add); }
 // v S_o / 2^H_o rounded, before the output zero point and the clamp; dm = x_m - z_m, de = x_e - z_e.
 int64_t rknpu_add_value(const RknpuAdd& k, int32_t dm, int32_t de);

@@ -445,9 +445,9 @@ void replace_quantized(ir::Graph& g, Node* op, const QuantizedOutput& o, Node* q
 // com.microsoft's: A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp), ONNX Runtime's
 // arithmetic (quant/int8.h onnx_float: its QLinearAdd / QLinearMul, and for the others the
 // float32 DequantizeLinear -> op -> QuantizeLinear it runs) or the graph's convention
-// (rkd_requant). Add, Sub, Max, Min: operands of one shape, or a one-element B. Mul: A of the output's
-// shape, B broadcasting to it one way (one value per channel: squeeze-excite); the operands
-// are swapped when only the second has the output's shape. nullptr: the pattern does not apply.
+// (rkd_requant). A of the output's shape, B broadcasting to it one way (one value per
+// channel: squeeze-excite, a per-channel bias); a Mul's operands are swapped when only the
+// second has the output's shape. nullptr: the pattern does not apply.
 Result<Node*> onnx_binary(ir::Graph& g, const Node& op, std::vector<Dq> ins, const QuantizedOutput& o, const std::string& requant) {
   auto sa = ir::static_shape(ins[0].q), sb = ir::static_shape(ins[1].q);
   const auto sy = ir::static_shape(o.q->outputs[0]);
@@ -457,17 +457,10 @@ Result<Node*> onnx_binary(ir::Graph& g, const Node& op, std::vector<Dq> ins, con
     std::swap(ins[0], ins[1]);
     std::swap(sa, sb);
   }
-  if (*sa != *sy) return nullptr;
-  if (mul) {
-    if (sb->size() > sa->size()) return nullptr;
-    for (size_t d = 0; d < sb->size(); ++d) {
-      const int64_t bd = (*sb)[d], ad = (*sa)[sa->size() - sb->size() + d];
-      if (bd != 1 && bd != ad) return nullptr;
-    }
-  } else {
-    int64_t nb = 1;
-    for (int64_t d : *sb) nb *= d;
-    if (*sb != *sa && nb != 1) return nullptr;
+  if (*sa != *sy || sb->size() > sa->size()) return nullptr;
+  for (size_t d = 0; d < sb->size(); ++d) {
+    const int64_t bd = (*sb)[d], ad = (*sa)[sa->size() - sb->size() + d];
+    if (bd != 1 && bd != ad) return nullptr;
   }
   std::vector<Value*> args;
   for (const Dq& d : ins) args.insert(args.end(), {d.q, d.scale, d.zp});

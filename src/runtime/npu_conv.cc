@@ -203,6 +203,13 @@ struct BinaryOperands {
     s.per_axis_quantization = g.per_axis_quantization;
     return s;
   }
+  // B as the EW stage reads it: per element, or (broadcast one value per channel) per channel.
+  npu::lower::BOperand b_operand() const {
+    if (!g.broadcast || !g.per_channel_operand) return npu::lower::BOperand::map;
+    int64_t nb = 1;
+    for (int64_t d : b) nb *= d;
+    return nb == 1 ? npu::lower::BOperand::scalar : npu::lower::BOperand::per_channel;
+  }
 };
 Result<BinaryOperands> binary_operands(const Node& n) {
   if (n.inputs.size() < 8) return invalid(n.describe() + ": " + n.op_type + " needs 8 inputs");
@@ -253,6 +260,7 @@ Result<npu::lower::AddSpec> npu_add_spec(const Node& n) {
   static_cast<npu::lower::MapShape&>(s) = o.map;
   s.q = o.q;
   s.alu = binary_alu_of(n).value_or(quant::BinaryAlu::add);
+  s.b = o.b_operand();
   RKD_TRY(npu::lower::eltwise_supported(o.node_fields(npu::lower::geometry_of(s)), std::string("npu ") + quant::to_string(s.alu) + ": "));
   RKD_TRY(npu::lower::check_add(s));
   return s;
@@ -263,11 +271,7 @@ Result<npu::lower::MulSpec> npu_mul_spec(const Node& n) {
   npu::lower::MulSpec s;
   static_cast<npu::lower::MapShape&>(s) = o.map;
   s.q = o.q;
-  if (o.g.broadcast && o.g.per_channel_operand) {
-    int64_t nb = 1;
-    for (int64_t d : o.b) nb *= d;
-    s.b = nb == 1 ? npu::lower::MulSpec::Operand::scalar : npu::lower::MulSpec::Operand::per_channel;
-  }
+  s.b = o.b_operand();
   RKD_TRY(npu::lower::eltwise_supported(o.node_fields(npu::lower::geometry_of(s)), "npu Mul: "));
   RKD_TRY(npu::lower::check_mul(s));
   return s;

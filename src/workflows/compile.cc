@@ -110,15 +110,16 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
       int table_differences = 0;
       std::vector<int32_t> lut_table;  // a Lut's 256 output codes (its tasks upload them)
       std::optional<npu::lower::MaxPoolSpec> pool_spec;
-      int64_t pad_channels = 0;      // a channel Pad's added channels
-      bool mul_per_channel = false;  // a Mul's B: one value per channel (EW_DATA_MODE 0)
+      int64_t pad_channels = 0;    // a channel Pad's added channels
+      bool b_per_channel = false;  // an Add's, Sub's, Max's, Min's or Mul's B: one value per channel (EW_DATA_MODE 0)
       if (add) {
         RKD_ASSIGN(npu::lower::AddSpec spec, npu_add_spec(n));
         shape = spec;
+        b_per_channel = spec.b != npu::lower::BOperand::map;
       } else if (mul) {
         RKD_ASSIGN(npu::lower::MulSpec spec, npu_mul_spec(n));
         shape = spec;
-        mul_per_channel = spec.b != npu::lower::MulSpec::Operand::map;
+        b_per_channel = spec.b != npu::lower::BOperand::map;
       } else if (concat) {
         RKD_ASSIGN(npu::lower::ConcatSpec spec, npu_concat_spec(n));
         shape = spec;
@@ -216,7 +217,7 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
         je["inputs"].push_back(
             {{"operand", ew_operand}, {"read_by", "ERDMA"}, {"device_offset", l.ew_address - mem.base()}, {"surface_bytes", l.ew_surface_bytes}});
         // One value per channel: a [1, C, 1, 1] (or one-element) B as a vector of 16-channel atoms.
-        if (mul_per_channel) je["inputs"].back()["per_channel"] = true;
+        if (b_per_channel) je["inputs"].back()["per_channel"] = true;
       }
       for (auto& in : je["inputs"]) in.update(eltwise_source(*ln, static_cast<uint32_t>(mem.base() + in["device_offset"].get<uint64_t>())));
       const std::string at = "/elementwise/" + std::to_string(ei);

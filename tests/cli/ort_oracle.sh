@@ -15,7 +15,7 @@ set -euo pipefail
 rkd="$1"; dir="$2"
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 /usr/bin/python3 "$here/scripts/models/make_qdq_ops.py" "$dir" 7
-for op in add addrelu mul mulpc sub max min conv dw probe_s8 probe_u8 probe_u8u8; do
+for op in add addrelu mul mulpc sub max min addpc subpc maxpc conv dw probe_s8 probe_u8 probe_u8u8; do
   if [ -f "$dir/$op.x.npy" ]; then ins=("x=$dir/$op.x.npy"); else ins=("x=$dir/x.npy" "y=$dir/y.npy"); fi
   ${ORT_WRAP:-} "$(command -v node)" "$here/scripts/models/human/ort_reference.js" "$dir/$op.onnx" "$dir/$op.ort" "${ins[@]}"
   "$rkd" run "$dir/$op.onnx" --backend int8 "${ins[@]/#/--input=}" --output-dir "$dir/$op.rkd" > /dev/null
@@ -37,7 +37,7 @@ for kind in ["conv", "dw", "probe_s8", "probe_u8", "probe_u8u8"]:
           + (f" (max {int(np.abs(o - e).max())} LSB off)" if no else ""), file=sys.stderr)
     ok &= nr == 0
     ort_exact[kind] = no == 0
-for kind in ["add", "addrelu", "mul", "mulpc", "sub", "max", "min"]:
+for kind in ["add", "addrelu", "mul", "mulpc", "sub", "max", "min", "addpc", "subpc", "maxpc"]:
     a, b = np.load(f"{d}/{kind}.ort/o_dq.npy"), np.load(f"{d}/{kind}.rkd/o_dq.npy")
     n = int((a != b).sum())
     print(f"{kind}: {a.size - n}/{a.size} int8 outputs bit-identical to ONNX Runtime", file=sys.stderr)

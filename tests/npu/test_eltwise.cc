@@ -112,53 +112,65 @@ TEST(NpuEltwise, AddTaskEqualsTheNpuDefinitionOnEveryPairOfCodes) {
 }
 
 // Sub (EW_ALU_ALGO 4: main - EW operand, a always main), Max and Min (0 and 1) on every pair
-// of codes: the simulated task (stage by stage, then through the look-up path with a cache)
-// equals the int8 reference's rknpu_out_cvt definition (quant::qdq_binary) bit for bit, and
-// differs from ONNX Runtime's float32 DequantizeLinear -> op -> QuantizeLinear by at most one
-// step (the 15-bit multipliers).
-TEST(NpuEltwise, SubMaxMinTasksEqualTheNpuDefinitionOnEveryPairOfCodes) {
+// of codes, and all four ALU operations (Add too) with b one value per channel or one element
+// (EW_DATA_MODE 0; a main whatever the scales): the simulated task (stage by stage, then
+// through the look-up path with a cache) equals the int8 reference's rknpu_out_cvt definition
+// (quant::qdq_binary) bit for bit, and differs from ONNX Runtime's arithmetic (its QLinearAdd;
+// the float32 DequantizeLinear -> op -> QuantizeLinear for the others) by at most one step.
+TEST(NpuEltwise, AluTasksEqualTheNpuDefinitionPerElementPerChannelAndForOneValue) {
   const Scales sets[] = {{0.02f, 0.05f, 0.06f, 3, -7, 1},     // b's scale larger: a Sub halves K
                          {0.11f, 0.013f, 0.09f, -20, 5, -3},  // a's larger
-                         {0.001f, 0.5f, 0.4f, 10, -100, 7},   // b's 500x a's: a Sub's K far below 2^14
+                         {0.001f, 0.5f, 0.4f, 10, -100, 7},   // b's 500x a's: K far below 2^14
                          {0.03f, 0.02f, 0.002f, -1, 2, 0}};   // output scale far below the inputs'
-  for (quant::BinaryAlu alu : {quant::BinaryAlu::sub, quant::BinaryAlu::max, quant::BinaryAlu::min}) {
+  std::mt19937 rng(5);
+  for (quant::BinaryAlu alu : {quant::BinaryAlu::add, quant::BinaryAlu::sub, quant::BinaryAlu::max, quant::BinaryAlu::min}) {
     int64_t n = 0, off_ort = 0, worst_ort = 0;
-    for (DType t : {DType::i8, DType::u8}) {
-      Tensor a, b;
-      all_pairs(t, a, b);
-      for (const Scales& sc : sets) {
-        lower::AddSpec s;
-        s.dtype = t;
-        s.C = 17;
-        s.H = 61;
-        s.W = 64;
-        s.alu = alu;
-        const int32_t shift = t == DType::u8 ? 128 : 0, lo = t == DType::u8 ? 0 : -128, hi = t == DType::u8 ? 255 : 127;
-        s.q = quant::QBinaryParams{sc.a, sc.b, sc.out, sc.za + shift, sc.zb + shift, sc.zo + shift, lo, hi, quant::Requant::rknpu_out_cvt};
-        DeviceMemory mem;
-        auto l = lower::lower_add(s, mem);
-        ASSERT_TRUE(l.ok()) << quant::to_string(alu) << ": " << l.error().to_string();
-        auto placed = lower::place_regcmd(mem, l->tasks);
-        ASSERT_TRUE(placed.ok());
-        ASSERT_TRUE(lower::write_add_inputs(mem, s, *l, a, b).ok());
-        Tensor want = Tensor::empty(t, a.shape()), ort = Tensor::empty(t, a.shape());
-        ASSERT_TRUE(quant::qdq_binary(a, b, s.q, alu, want).ok());
-        quant::QBinaryParams po = s.q;
-        po.convention = quant::Requant::onnx_float;
-        ASSERT_TRUE(quant::qdq_binary(a, b, po, alu, ort).ok());
-        sim::SimCache cache;
-        for (sim::SimCache* c : {static_cast<sim::SimCache*>(nullptr), &cache, &cache}) {
-          auto stats = sim::run(mem, placed->address, placed->spans[0].word_count, {}, c);
-          ASSERT_TRUE(stats.ok()) << stats.error().to_string();
-          Tensor y = Tensor::empty(t, a.shape());
-          ASSERT_TRUE(lower::gather_eltwise_output(mem, s, *l, y).ok());
-          ASSERT_EQ(std::memcmp(y.raw(), want.raw(), y.nbytes()), 0) << quant::to_string(alu) << " scales " << sc.a << " " << sc.b;
+    for (lower::BOperand kind : {lower::BOperand::map, lower::BOperand::per_channel, lower::BOperand::scalar}) {
+      if (alu == quant::BinaryAlu::add && kind == lower::BOperand::map) continue;  // AddTaskEqualsTheNpuDefinitionOnEveryPairOfCodes
+      for (DType t : {DType::i8, DType::u8}) {
+        Tensor a, b;
+        all_pairs(t, a, b);
+        if (kind != lower::BOperand::map) {
+          b = Tensor::empty(t, kind == lower::BOperand::scalar ? Shape{1} : Shape{1, 17, 1, 1});
+          for (int64_t i = 0; i < b.numel(); ++i) static_cast<uint8_t*>(b.raw())[i] = static_cast<uint8_t>(rng());
         }
-        for (int64_t i = 0; i < a.numel(); ++i) {
-          const int64_t d = std::llabs(static_cast<int64_t>(want.get_as_double(i)) - static_cast<int64_t>(ort.get_as_double(i)));
-          off_ort += d != 0;
-          worst_ort = std::max(worst_ort, d);
-          ++n;
+        for (const Scales& sc : sets) {
+          const std::string what = std::string(quant::to_string(alu)) + (kind == lower::BOperand::map ? "" : " broadcast") + " scales " +
+                                   std::to_string(sc.a) + " " + std::to_string(sc.b);
+          lower::AddSpec s;
+          s.dtype = t;
+          s.C = 17;
+          s.H = 61;
+          s.W = 64;
+          s.alu = alu;
+          s.b = kind;
+          const int32_t shift = t == DType::u8 ? 128 : 0, lo = t == DType::u8 ? 0 : -128, hi = t == DType::u8 ? 255 : 127;
+          s.q = quant::QBinaryParams{sc.a, sc.b, sc.out, sc.za + shift, sc.zb + shift, sc.zo + shift, lo, hi, quant::Requant::rknpu_out_cvt};
+          DeviceMemory mem;
+          auto l = lower::lower_add(s, mem);
+          ASSERT_TRUE(l.ok()) << what << ": " << l.error().to_string();
+          auto placed = lower::place_regcmd(mem, l->tasks);
+          ASSERT_TRUE(placed.ok());
+          ASSERT_TRUE(lower::write_add_inputs(mem, s, *l, a, b).ok()) << what;
+          Tensor want = Tensor::empty(t, a.shape()), ort = Tensor::empty(t, a.shape());
+          ASSERT_TRUE(quant::qdq_binary(a, b, s.q, alu, want).ok());
+          quant::QBinaryParams po = s.q;
+          po.convention = quant::Requant::onnx_float;
+          ASSERT_TRUE((alu == quant::BinaryAlu::add ? quant::tflite_add(a, b, po, false, ort) : quant::qdq_binary(a, b, po, alu, ort)).ok());
+          sim::SimCache cache;
+          for (sim::SimCache* c : {static_cast<sim::SimCache*>(nullptr), &cache, &cache}) {
+            auto stats = sim::run(mem, placed->address, placed->spans[0].word_count, {}, c);
+            ASSERT_TRUE(stats.ok()) << stats.error().to_string();
+            Tensor y = Tensor::empty(t, a.shape());
+            ASSERT_TRUE(lower::gather_eltwise_output(mem, s, *l, y).ok());
+            ASSERT_EQ(std::memcmp(y.raw(), want.raw(), y.nbytes()), 0) << what;
+          }
+          for (int64_t i = 0; i < a.numel(); ++i) {
+            const int64_t d = std::llabs(static_cast<int64_t>(want.get_as_double(i)) - static_cast<int64_t>(ort.get_as_double(i)));
+            off_ort += d != 0;
+            worst_ort = std::max(worst_ort, d);
+            ++n;
+          }
         }
       }
     }
@@ -450,14 +462,10 @@ TEST(NpuEltwise, RefusesWhatTheDpuTaskCannotTakeByRule) {
     return v.empty() ? std::string() : v[0].text();
   };
   lower::EltwiseGeometry x = g;
-  x.broadcast = true;
-  EXPECT_NE(first(x).find("a broadcast operand: operands of one shape"), std::string::npos) << first(x);
-  x.per_channel_operand = true;  // per channel: a Mul's, not an Add's
-  EXPECT_NE(first(x).find("a per-channel operand of an Add"), std::string::npos) << first(x);
-  x.mul = true;
+  x.broadcast = true;  // a row or a column
+  EXPECT_NE(first(x).find("a broadcast operand (a row or a column): operands of one shape"), std::string::npos) << first(x);
+  x.per_channel_operand = true;  // one value per channel (or one element): EW_DATA_MODE 0
   EXPECT_TRUE(lower::check_eltwise(x).empty()) << first(x);
-  x.per_channel_operand = false;  // a row or a column: neither
-  EXPECT_NE(first(x).find("a broadcast operand"), std::string::npos) << first(x);
   // The one predicate the planner and the runtime's spec ask.
   const std::vector<int64_t> map{1, 24, 5, 7};
   EXPECT_TRUE(lower::per_channel_operand(map, {1, 24, 1, 1}));

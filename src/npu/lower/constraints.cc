@@ -117,12 +117,10 @@ const std::vector<EltwiseRule>& eltwise_rule_list() {
                  }});
     v.push_back({"batch 1", "one image per task",
                  [](const EltwiseGeometry& g) { return g.batch == 1 ? std::string() : "batch " + std::to_string(g.batch); }});
-    v.push_back({"operands of one shape, or a Mul's per-channel or one-element second operand",
-                 "ERDMA reads one operand value per element (EW_DATA_MODE 1) or one per channel (EW_DATA_MODE 0, lowered for the "
-                 "EW multiply; a per-channel Add's operand is not lowered yet)",
-                 [](const EltwiseGeometry& g) {
-                   if (!g.broadcast || (g.mul && g.per_channel_operand)) return std::string();
-                   return std::string(g.per_channel_operand ? "a per-channel operand of an Add" : "a broadcast operand");
+    v.push_back({"operands of one shape, or a per-channel or one-element second operand",
+                 "ERDMA reads one operand value per element (EW_DATA_MODE 1) or one per channel (EW_DATA_MODE 0)", [](const EltwiseGeometry& g) {
+                   if (!g.broadcast || g.per_channel_operand) return std::string();
+                   return std::string("a broadcast operand (a row or a column)");
                  }});
     v.push_back({"one scale and zero point per tensor", "the EW converter and OUT_CVT take one offset and one multiplier per task",
                  [](const EltwiseGeometry& g) { return g.per_axis_quantization ? std::string("per-axis quantization") : std::string(); }});

@@ -63,7 +63,6 @@ struct EltwiseGeometry {
   int64_t batch = 1, C = 0, H = 0, W = 0;
   bool broadcast = false;              // the operands' shapes differ
   bool per_channel_operand = false;    // ... the second being one value per channel ([N, C, 1, 1]) or one element
-  bool mul = false;                    // the operation is a multiply
   bool per_axis_quantization = false;  // more than one scale or zero point per operand
   bool fused_activation = false;       // an output range narrower than the type's
   // Concat, Split (one copy task per part), DepthToSpace (its four channel groups): the channel

@@ -149,6 +149,8 @@ DpuTask copy_task(const MapShape& s, int64_t channels, uint32_t src, uint32_t ds
 EltwiseGeometry geometry_of(const AddSpec& s) {
   EltwiseGeometry g = map_geometry(s);
   g.fused_activation = s.q.act_min != qmin_of(s.dtype) || s.q.act_max != qmax_of(s.dtype);
+  g.broadcast = s.b != BOperand::map;
+  g.per_channel_operand = g.broadcast;
   return g;
 }
 EltwiseGeometry geometry_of(const MulSpec& s) {
@@ -156,7 +158,6 @@ EltwiseGeometry geometry_of(const MulSpec& s) {
   g.fused_activation = s.q.act_min != qmin_of(s.dtype) || s.q.act_max != qmax_of(s.dtype);
   g.broadcast = s.b != MulSpec::Operand::map;
   g.per_channel_operand = g.broadcast;
-  g.mul = true;
   return g;
 }
 EltwiseGeometry geometry_of(const LeakyReluSpec& s) { return map_geometry(s); }
@@ -172,7 +173,7 @@ Status check_add(const AddSpec& s) {
   RKD_TRY(check_map(s, what.c_str()));
   if (!(s.q.a_scale > 0) || !(s.q.b_scale > 0) || !(s.q.out_scale > 0)) return invalid(what + "scales must be positive");
   RKD_TRY(eltwise_supported(geometry_of(s), what));
-  auto k = quant::rknpu_binary_plan(s.q, s.alu);
+  auto k = quant::rknpu_binary_plan(s.q, s.alu, s.b != BOperand::map);
   if (!k.ok()) return unsupported(what + k.error().message);
   return {};
 }
@@ -234,15 +235,16 @@ Status check_split(const SplitSpec& s) { return check_parts(s, "npu Split: ", "i
 
 Result<LoweredEltwise> lower_add(const AddSpec& s, DeviceMemory& mem, const InputsAt& at) {
   RKD_TRY(check_add(s));
-  RKD_ASSIGN(quant::RknpuAdd plan, quant::rknpu_binary_plan(s.q, s.alu));
+  RKD_ASSIGN(quant::RknpuAdd plan, quant::rknpu_binary_plan(s.q, s.alu, s.b != BOperand::map));
   LoweredEltwise l;
   l.b_is_main = plan.b_is_main;
   const int algo = s.alu == quant::BinaryAlu::sub ? 4 : s.alu == quant::BinaryAlu::max ? 0 : s.alu == quant::BinaryAlu::min ? 1 : 2;
-  DpuTask d = place_maps(s, mem, EwMap::own, l, at, l.b_is_main);
+  DpuTask d = place_maps(s, mem, s.b == BOperand::map ? EwMap::own : EwMap::per_channel, l, at, l.b_is_main);
   const int32_t zm = l.b_is_main ? s.q.b_zero_point : s.q.a_zero_point, ze = l.b_is_main ? s.q.a_zero_point : s.q.b_zero_point;
   d.bs.alu_value = -stored(zm, s.dtype);
   d.bs.mul_value = static_cast<int16_t>(plan.main_mul);
   d.ew = EwOperand{l.ew_address, l.ew_surface_bytes / kC2, -stored(ze, s.dtype), plan.ew, algo};
+  d.ew->per_channel = s.b != BOperand::map;
   d.out_offset = stored(s.q.out_zero_point, s.dtype);
   d.out_cvt = OutCvt{plan.out.scale, plan.out.shift};
   RKD_TRY(emit(d, l));

@@ -74,14 +74,18 @@ namespace rkd::npu::lower {
 
 // A [1, C, H, W] map of one int8/uint8 type.
 
-// y = a + b, or a - b, max(a, b), min(a, b) (alu): quant::rknpu_binary_plan's task.
+// A binary operation's second operand b: the map's shape, one value per channel ([1, C, 1, 1]),
+// or one element (read as one value per channel: EW_DATA_MODE 0).
+enum class BOperand { map, per_channel, scalar };
+// y = a + b, or a - b, max(a, b), min(a, b) (alu): quant::rknpu_binary_plan's task; a is the map.
 struct AddSpec : MapShape {
   quant::QBinaryParams q;  // scales and zero points (act_min / act_max: the type's range)
   quant::BinaryAlu alu = quant::BinaryAlu::add;
+  BOperand b = BOperand::map;
 };
 // y = a b; a is the map (MapShape), b of its shape or broadcast.
 struct MulSpec : MapShape {
-  enum class Operand { map, per_channel, scalar };
+  using Operand = BOperand;
   quant::QBinaryParams q;  // act_min / act_max: the type's range
   Operand b = Operand::map;
 };
