@@ -128,7 +128,8 @@ struct NpuLoweredNode {
   npu::lower::Lowered conv_lowered;                  //   (its input at conv_lowered.input_address)
   std::optional<npu::lower::ConvSpec> compaction;    // its regions' compaction on the NPU (npu::lower::compaction_spec), tasks after the conv's:
   npu::lower::Lowered compaction_lowered;            //   when the regions are out of order and an NPU node reads the output
-  std::optional<npu::lower::DeviceMap> conv_output;  // the conv's output as one map in channel order (compacted or not), if it is one
+  std::optional<npu::lower::DeviceMap> conv_output;  // the conv's output as one map (compacted or not), if it is one:
+  std::vector<int64_t> conv_output_channels;         //   empty: in channel order; else its regions, read by convolutions with permuted weights
   npu::lower::LoweredEltwise eltwise;                // any other NPU node's tasks and maps
   npu::lower::PlacedRegcmd regcmd;                   // the tasks' chained register commands
   std::vector<size_t> data_inputs;                   // node input index of the lowering's data input i (a conv: {0})

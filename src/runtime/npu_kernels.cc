@@ -27,6 +27,7 @@ struct NpuSession {
   std::set<const Value*> host_values;                      // the graph's outputs
   std::map<const Value*, DeviceMap> maps;                  // NPU outputs a reader may read in place
   std::set<const Value*> host_needed;                      // NPU outputs an NPU reader could not read in place
+  std::map<const Value*, std::vector<int64_t>> permuted;   // convolution outputs left as their regions map (its channels) for readers that absorb it
   NpuChaining stats;                                       // inputs (prepare time)
   std::vector<std::function<bool()>> output_read_on_host;  // per NPU output, decided once every node is prepared
 };
@@ -89,6 +90,34 @@ Readers readers_of(const NpuSession& s, const Value* v) {
   return r;
 }
 
+// The NPU nodes reading v (through the name-giving Identities) and the input index each reads it at.
+std::vector<std::pair<const Node*, size_t>> npu_readers(const Value* v) {
+  std::vector<std::pair<const Node*, size_t>> r;
+  std::vector<const Value*> todo{v};
+  while (!todo.empty()) {
+    const Value* x = todo.back();
+    todo.pop_back();
+    for (const Node* n : x ? x->consumers : std::vector<Node*>{}) {
+      if (n->op_type == "Identity" && n->domain.empty()) {
+        todo.insert(todo.end(), n->outputs.begin(), n->outputs.end());
+      } else if (ir::op_has(*n, ir::kOnNpu)) {
+        for (size_t i = 0; i < n->inputs.size(); ++i)
+          if (n->inputs[i] == x) r.emplace_back(n, i);
+      }
+    }
+  }
+  return r;
+}
+
+// Whether reader n takes a convolution's regions map with `channels` as its main input, its
+// weights permuted to match (npu::lower::permuted_input): a dense NpuConv reading it as input 0
+// with at least the rows a convolution reads.
+bool absorbs(const Node& n, size_t input, const std::vector<int64_t>& channels) {
+  if (n.op_type != "NpuConv" || input != 0) return false;
+  auto spec = npu_conv_spec(n);
+  return spec.ok() && spec->H >= npu::arch::kRk3588.min_height && npu::lower::permuted_input(*spec, channels).ok();
+}
+
 // Where input value v already is when an NPU node produced it in the layout `want` the
 // reader would allocate; else none, and its producer must hand it to the host.
 std::optional<uint32_t> in_place(NpuSession& s, const Value* v, const std::optional<DeviceMap>& want) {
@@ -135,6 +164,12 @@ Result<npu::sim::Quirks> quirks_from_attrs(const Node& n) {
 Result<std::shared_ptr<NpuLoweredNode>> lower_conv_node(const Node& n, const std::shared_ptr<NpuSession>& s, npu::lower::Strategy strategy) {
   auto ln = std::make_shared<NpuLoweredNode>();
   RKD_ASSIGN(npu::lower::ConvSpec spec, npu_conv_spec(n));
+  // An input left as its producer's regions map: read in place with the weights permuted.
+  if (auto it = s->permuted.find(source_of(n.inputs[0])); s->chain && it != s->permuted.end()) {
+    if (auto p = npu::lower::permuted_input(spec, it->second);
+        p.ok() && npu::lower::chainable(s->maps.at(it->first), npu::lower::conv_input_map(*p, 0)))
+      spec = std::move(p).value();
+  }
   const auto chained = in_place(*s, n.inputs[0], npu::lower::conv_input_map(spec, 0));
   uint32_t input = 0;
   if (chained) {
@@ -154,7 +189,15 @@ Result<std::shared_ptr<NpuLoweredNode>> lower_conv_node(const Node& n, const std
   std::vector<npu::regcmd::Task> tasks = ln->conv_lowered.tasks;
   // Regions out of channel order (the sorted and grouped strategies) that an NPU node reads:
   // compacted on the NPU by a permutation convolution after the node's own tasks.
-  if (!out_map && readers_of(*s, n.outputs[0]).npu) {
+  const auto rm = out_map ? std::nullopt : npu::lower::regions_map(spec, ln->conv_lowered);
+  const auto readers = npu_readers(n.outputs[0]);
+  if (rm && s->chain && !readers.empty() &&
+      std::all_of(readers.begin(), readers.end(), [&](const auto& r) { return absorbs(*r.first, r.second, rm->channels); })) {
+    // Every NPU reader is a dense convolution: it reads the regions as they are, no compaction.
+    out_map = rm->map;
+    s->permuted[n.outputs[0]] = rm->channels;
+    ln->conv_output_channels = rm->channels;
+  } else if (!out_map && readers_of(*s, n.outputs[0]).npu) {
     auto cs = npu::lower::compaction_spec(spec, ln->conv_lowered);
     npu::DeviceMemory probe;  // a compaction the CBUF cannot take (one region per channel: 16x the channels) stays on the host
     if (cs && npu::lower::lower_conv(*cs, npu::lower::Strategy::per_tensor, probe, probe.alloc(npu::lower::input_bytes(*cs))).ok()) {

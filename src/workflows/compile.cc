@@ -302,6 +302,9 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
     // in order, or the compaction's output; else the host compacts the tasks' regions.
     jc["output"] = nlohmann::ordered_json::object();
     if (const auto& om = ln->conv_output) jc["output"] = {{"device_offset", om->address - mem.base()}, {"surface_bytes", om->surface_bytes}};
+    // Left as its regions: stored channel j holds output channel channels[j] (-1 none); its
+    // readers are convolutions whose weights are permuted to match (npu::lower::permuted_input).
+    if (!ln->conv_output_channels.empty()) jc["output"]["channels"] = ln->conv_output_channels;
     host_reads.emplace_back("/convolutions/" + std::to_string(ci) + "/output/read_by_host", ln->host_reads.at(0));
     // The tasks of `lw` (regcmd spans from first_span on), files named PREFIXnnn.
     auto tasks_json = [&](const npu::lower::Lowered& lw, size_t first_span, const char* prefix) -> Result<nlohmann::ordered_json> {

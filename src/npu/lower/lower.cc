@@ -255,6 +255,40 @@ std::optional<DeviceMap> conv_output_map(const ConvSpec& s, const Lowered& l) {
   return m->map;
 }
 
+Result<ConvSpec> permuted_input(const ConvSpec& s, const std::vector<int64_t>& channels) {
+  if (s.depthwise) return unsupported("npu lowering: a depthwise convolution cannot read a permuted map");
+  const int64_t C2 = static_cast<int64_t>(channels.size());
+  std::vector<bool> seen(static_cast<size_t>(s.C), false);
+  for (int64_t c : channels) {
+    if (c >= s.C) return invalid("npu lowering: a permuted map's channel " + std::to_string(c) + " beyond the convolution's " + std::to_string(s.C));
+    if (c >= 0) seen[static_cast<size_t>(c)] = true;
+  }
+  if (std::find(seen.begin(), seen.end(), false) != seen.end()) return invalid("npu lowering: the permuted map lacks an input channel");
+  ConvSpec p = s;
+  p.C = C2;
+  p.weights = Tensor::empty(s.dtype, {s.OC, C2, s.KH, s.KW});
+  const int64_t taps = s.KH * s.KW;
+  const auto* src = static_cast<const uint8_t*>(s.weights.contiguous().raw());
+  auto* dst = static_cast<uint8_t*>(p.weights.raw());
+  std::vector<bool> taken(static_cast<size_t>(s.C), false);
+  for (int64_t oc = 0; oc < s.OC; ++oc) {
+    const auto zw = static_cast<uint8_t>(s.w_zero_points[s.w_zero_points.size() == 1 ? 0 : static_cast<size_t>(oc)]);
+    std::fill(taken.begin(), taken.end(), false);
+    for (int64_t j = 0; j < C2; ++j) {
+      const int64_t c = channels[static_cast<size_t>(j)];
+      uint8_t* d = dst + (oc * C2 + j) * taps;
+      if (c < 0 || taken[static_cast<size_t>(c)]) {
+        std::memset(d, zw, static_cast<size_t>(taps));  // nothing, or a channel two windows hold: once
+        continue;
+      }
+      taken[static_cast<size_t>(c)] = true;
+      std::memcpy(d, src + (oc * s.C + c) * taps, static_cast<size_t>(taps));
+    }
+  }
+  RKD_TRY(check_spec(p));
+  return p;
+}
+
 std::optional<ConvSpec> compaction_spec(const ConvSpec& s, const Lowered& l) {
   auto m = regions_map(s, l);
   if (!m || l.OH < arch::kRk3588.min_height || conv_output_map(s, l)) return std::nullopt;

@@ -153,6 +153,12 @@ std::optional<DeviceMap> conv_output_map(const ConvSpec& spec, const Lowered& l)
 // order already, the regions are not one map, or it has fewer rows than a convolution reads
 // (arch min_height).
 std::optional<ConvSpec> compaction_spec(const ConvSpec& spec, const Lowered& l);
+// A dense convolution reading a producer's regions map (regions_map: input channel j holds the
+// producer's channel channels[j], -1 none) instead of its compacted output: the same
+// convolution with C = channels.size() input channels, weights permuted to match and the
+// weight zero point (a zero factor) on the lanes that hold nothing. Its accumulators are the
+// original's exactly: every tap's (x - z_x)(w - z_w) appears once, the others are 0.
+Result<ConvSpec> permuted_input(const ConvSpec& spec, const std::vector<int64_t>& channels);
 
 // The output [1, OC, OH, OW] in spec.dtype, compacted from the tasks' regions.
 Result<Tensor> gather_output(const DeviceMemory& mem, const ConvSpec& spec, const Lowered& l);
