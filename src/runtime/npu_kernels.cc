@@ -63,46 +63,30 @@ const Value* source_of(const Value* v) {
 }
 
 // Who reads v (through the name-giving Identities): the host (a graph output, or a reader that
-// is not an NPU node) and/or an NPU node. An NPU reader that cannot read v in place says so
-// later (host_needed).
+// is not an NPU node) and the NPU nodes, with the input index each reads it at. An NPU reader
+// that cannot read v in place says so later (host_needed). Every node alone (no chaining):
+// every value through the host, no NPU reader.
 struct Readers {
-  bool host = false, npu = false;
+  bool host = false;
+  std::vector<std::pair<const Node*, size_t>> npu;
 };
 Readers readers_of(const NpuSession& s, const Value* v) {
   Readers r;
+  if (!s.chain) return Readers{true, {}};
   std::vector<const Value*> todo{v};
   while (!todo.empty()) {
     const Value* x = todo.back();
     todo.pop_back();
-    if (!x || s.host_values.count(x)) {
-      r.host = true;
-      continue;
-    }
+    if (!x) continue;
+    if (s.host_values.count(x)) r.host = true;  // a graph output: the caller reads it, NPU nodes may too
     for (const Node* n : x->consumers) {
       if (n->op_type == "Identity" && n->domain.empty()) {
         todo.insert(todo.end(), n->outputs.begin(), n->outputs.end());
+      } else if (!ir::op_has(*n, ir::kOnNpu)) {
+        r.host = true;
       } else {
-        (ir::op_has(*n, ir::kOnNpu) ? r.npu : r.host) = true;
-      }
-    }
-  }
-  if (!s.chain) r = Readers{true, false};  // every node alone: every value through the host
-  return r;
-}
-
-// The NPU nodes reading v (through the name-giving Identities) and the input index each reads it at.
-std::vector<std::pair<const Node*, size_t>> npu_readers(const Value* v) {
-  std::vector<std::pair<const Node*, size_t>> r;
-  std::vector<const Value*> todo{v};
-  while (!todo.empty()) {
-    const Value* x = todo.back();
-    todo.pop_back();
-    for (const Node* n : x ? x->consumers : std::vector<Node*>{}) {
-      if (n->op_type == "Identity" && n->domain.empty()) {
-        todo.insert(todo.end(), n->outputs.begin(), n->outputs.end());
-      } else if (ir::op_has(*n, ir::kOnNpu)) {
         for (size_t i = 0; i < n->inputs.size(); ++i)
-          if (n->inputs[i] == x) r.emplace_back(n, i);
+          if (n->inputs[i] == x) r.npu.emplace_back(n, i);
       }
     }
   }
@@ -190,14 +174,14 @@ Result<std::shared_ptr<NpuLoweredNode>> lower_conv_node(const Node& n, const std
   // Regions out of channel order (the sorted and grouped strategies) that an NPU node reads:
   // compacted on the NPU by a permutation convolution after the node's own tasks.
   const auto rm = out_map ? std::nullopt : npu::lower::regions_map(spec, ln->conv_lowered);
-  const auto readers = npu_readers(n.outputs[0]);
-  if (rm && s->chain && !readers.empty() &&
+  const auto readers = readers_of(*s, n.outputs[0]).npu;
+  if (rm && !readers.empty() &&
       std::all_of(readers.begin(), readers.end(), [&](const auto& r) { return absorbs(*r.first, r.second, rm->channels); })) {
     // Every NPU reader is a dense convolution: it reads the regions as they are, no compaction.
     out_map = rm->map;
     s->permuted[n.outputs[0]] = rm->channels;
     ln->conv_output_channels = rm->channels;
-  } else if (!out_map && readers_of(*s, n.outputs[0]).npu) {
+  } else if (!out_map && !readers.empty()) {
     auto cs = npu::lower::compaction_spec(spec, ln->conv_lowered);
     npu::DeviceMemory probe;  // a compaction the CBUF cannot take (one region per channel: 16x the channels) stays on the host
     if (cs && npu::lower::lower_conv(*cs, npu::lower::Strategy::per_tensor, probe, probe.alloc(npu::lower::input_bytes(*cs))).ok()) {
