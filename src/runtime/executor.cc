@@ -17,6 +17,7 @@
 #include "ir/passes/int8_layout.h"
 #include "quant/qlinear.h"
 #include "runtime/npu_conv.h"
+#include "runtime/npu_device.h"
 #include "runtime/op_registry.h"
 
 namespace rkd::runtime {
@@ -127,7 +128,7 @@ int64_t align64(int64_t x) { return (x + 63) / 64 * 64; }
 }  // namespace
 
 struct ExecutorBuilder {
-  static Result<std::unique_ptr<Executor>> build(const ir::Graph& g, const ExecutorOptions& opt) {
+  static Result<std::unique_ptr<Executor>> build(const ir::Graph& g, const ExecutorOptions& opt, int depth = 0) {
     std::unique_ptr<Executor> e(new Executor());
     e->g_ = &g;
     e->opt_ = opt;
@@ -168,7 +169,7 @@ struct ExecutorBuilder {
       }
       if (!st->view) {
         const bool npu = ir::op_has(n, ir::kOnNpu);
-        if (npu && !e->npu_ && opt.npu_chaining) e->npu_ = make_npu_session(g.outputs);
+        if (npu && !e->npu_ && (opt.npu_chaining || opt.npu_device)) e->npu_ = make_npu_session(g.outputs, opt.npu_device);
         auto k = npu ? npu_node_kernel(n, e->npu_) : prepare_op(n, g.opset);
         if (!k.ok()) {
           prepare_errors.push_back(k.error());
@@ -219,6 +220,18 @@ struct ExecutorBuilder {
         msg += "\n  " + err.to_string();
       }
       return Error{all_unsupported ? ErrorKind::unsupported : ErrorKind::invalid, msg};
+    }
+    // On a device the session's memory is one buffer object whose address the kernel picks:
+    // a second preparation lowers everything at that address (the lowering is deterministic:
+    // the same bytes), then the session moves into it.
+    if (e->npu_ && opt.npu_device) {
+      RKD_ASSIGN(bool relower, npu_session_needs_arena(*e->npu_, *opt.npu_device));
+      if (relower) {
+        if (opt.npu_device->arena() && depth > 0) return invalid("the NPU nodes' device memory changed between two preparations");
+        RKD_TRY(opt.npu_device->make_arena(npu_session_memory(*e->npu_).size()));
+        return build(g, opt, depth + 1);
+      }
+      RKD_TRY(npu_session_attach(*e->npu_, opt.npu_device));
     }
     // Greedy by size: place the largest first at the lowest offset that does not overlap
     // any placed value alive at the same time.

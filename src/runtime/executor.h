@@ -37,6 +37,8 @@
 
 namespace rkd::runtime {
 
+class NpuDevice;
+
 struct CompileOptions {
   bool fuse = true;              // deform-attn-fusion
   bool fuse_activations = true;  // conv-activation-fusion (off: the planner keeps ONNX ops)
@@ -88,6 +90,8 @@ struct ExecutorOptions {
   // (npu_conv.h); false: every NPU node alone, each value through the host (the reference
   // the chaining is checked against).
   bool npu_chaining = true;
+  // Set: the NPU nodes run on this device (npu_device.h) instead of the simulator.
+  std::shared_ptr<NpuDevice> npu_device;
 };
 
 struct NodeTime {

@@ -119,7 +119,16 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
 // reads (graph outputs, through name-giving Identities) are read back after their producer
 // runs. npu_node_kernel(n, nullptr): the node alone, every value through the host.
 struct NpuSession;
-std::shared_ptr<NpuSession> make_npu_session(const std::vector<ir::Value*>& graph_outputs);
+class NpuDevice;
+// With a device (npu_device.h): the session lowers at the device's base address and its kernels
+// submit jobs to it (npu_session_attach) instead of running the simulator.
+std::shared_ptr<NpuSession> make_npu_session(const std::vector<ir::Value*>& graph_outputs, std::shared_ptr<NpuDevice> device = nullptr);
+// Whether the session, every node lowered, needs the device's arena made (or remade) and every
+// node lowered again at its address: no arena yet, another base, or too small.
+Result<bool> npu_session_needs_arena(const NpuSession& s, const NpuDevice& d);
+// Moves the session's device memory into the device's arena (FINI_BO: weights, operands and
+// register commands are the device's) and makes a token buffer object per job.
+Status npu_session_attach(NpuSession& s, std::shared_ptr<NpuDevice> d);
 // One NPU node lowered into a session: what `rkdeploy compile` writes and what its kernel runs.
 struct NpuLoweredNode {
   const ir::Node* node = nullptr;
@@ -136,6 +145,18 @@ struct NpuLoweredNode {
   std::vector<const ir::Value*> read_from;           // per data input: the NPU node's output read in place, or null (the host writes it)
   std::vector<std::function<bool()>> host_reads;     // per output: whether the host reads it back (final once the session's every node is lowered)
 };
+// The jobs an NPU node's tasks form on a device: stage 0 the node's own tasks, a convolution's
+// split into up to `cores` jobs of consecutive tasks balanced by their output cells x channels
+// (its channel groups and row slices write disjoint outputs and read only the input, weights
+// and operands); stage 1, after every stage-0 job, the compaction tasks (they read the
+// convolution's regions). Any other node: one job of all its tasks (its copy tasks are not
+// proven independent).
+struct NpuJobPlan {
+  int stage = 0;
+  std::vector<size_t> tasks;  // indices into the node's PlacedRegcmd::spans
+  int64_t cost = 0;           // output cells x channels its tasks write (0: not a convolution's)
+};
+std::vector<NpuJobPlan> npu_node_jobs(const NpuLoweredNode& ln, int cores);
 // Lowers an NPU node (rkdeploy.NpuConv, NpuAdd, NpuMul, NpuLeakyRelu, NpuLut, NpuMaxPool,
 // NpuPad, NpuResize, NpuDepthToSpace, NpuSplit, NpuConcat: npu_sim_placement_pass's nodes, its
 // attributes rkd_sim_strategy and rkd_sim_knobs) into `session`, after the nodes lowered

@@ -13,6 +13,7 @@
 #include "npu/lower/eltwise.h"
 #include "npu/lower/lower.h"
 #include "runtime/npu_conv.h"
+#include "runtime/npu_device.h"
 
 namespace rkd::runtime {
 
@@ -30,13 +31,125 @@ struct NpuSession {
   std::map<const Value*, std::vector<int64_t>> permuted;   // convolution outputs left as their regions map (its channels) for readers that absorb it
   NpuChaining stats;                                       // inputs (prepare time)
   std::vector<std::function<bool()>> output_read_on_host;  // per NPU output, decided once every node is prepared
+  std::vector<std::shared_ptr<const NpuLoweredNode>> nodes;  // in lowering (graph) order
+  // On a device: the node's jobs (npu_node_jobs) with their token buffer objects.
+  std::shared_ptr<NpuDevice> device;
+  struct DeviceNode {
+    std::vector<npu::device::Job> jobs;
+    std::vector<npu::device::Bo> tokens;  // per job
+    std::vector<size_t> final_jobs;       // the jobs whose end completes the node's outputs
+  };
+  std::map<const NpuLoweredNode*, DeviceNode> device_nodes;
 };
 
-std::shared_ptr<NpuSession> make_npu_session(const std::vector<Value*>& graph_outputs) {
+std::shared_ptr<NpuSession> make_npu_session(const std::vector<Value*>& graph_outputs, std::shared_ptr<NpuDevice> device) {
   auto s = std::make_shared<NpuSession>();
   s->chain = true;
   s->host_values.insert(graph_outputs.begin(), graph_outputs.end());
+  if (device) s->mem = npu::DeviceMemory(device->base());
+  s->device = std::move(device);
   return s;
+}
+
+std::vector<NpuJobPlan> npu_node_jobs(const NpuLoweredNode& ln, int cores) {
+  std::vector<NpuJobPlan> jobs;
+  const size_t n = ln.regcmd.spans.size();
+  if (n == 0) return jobs;
+  if (!ln.conv) {
+    NpuJobPlan j;
+    for (size_t t = 0; t < n; ++t) j.tasks.push_back(t);
+    jobs.push_back(std::move(j));
+    return jobs;
+  }
+  const npu::lower::Lowered& l = ln.conv_lowered;
+  const size_t nc = std::min(l.tasks.size(), n);
+  std::vector<int64_t> cost(nc, 0);
+  int64_t total = 0;
+  for (size_t t = 0; t < nc && t < l.task_info.size(); ++t) {
+    const auto& ti = l.task_info[t];
+    const int64_t ch = ti.region < l.outputs.size() ? l.outputs[ti.region].stored_channels : 0;
+    cost[t] = ti.slice.out_rows * l.OW * ch;
+    total += cost[t];
+  }
+  // Consecutive tasks, cut where the running cost reaches the next k-th of the total (each
+  // job keeping at least one task).
+  const size_t k = std::max<size_t>(1, std::min<size_t>(static_cast<size_t>(std::max(cores, 1)), nc));
+  size_t t = 0;
+  for (size_t g = 0; g < k; ++g) {
+    NpuJobPlan j;
+    const int64_t until = total * static_cast<int64_t>(g + 1) / static_cast<int64_t>(k);
+    int64_t acc = 0;
+    for (const auto& p : jobs) acc += p.cost;
+    while (t < nc && (j.tasks.empty() || g + 1 == k || (acc + j.cost < until && nc - t > k - g - 1))) {
+      j.cost += cost[t];
+      j.tasks.push_back(t++);
+    }
+    if (!j.tasks.empty()) jobs.push_back(std::move(j));
+  }
+  if (nc < n) {
+    NpuJobPlan c;
+    c.stage = 1;
+    for (size_t u = nc; u < n; ++u) c.tasks.push_back(u);
+    jobs.push_back(std::move(c));
+  }
+  return jobs;
+}
+
+Result<bool> npu_session_needs_arena(const NpuSession& s, const NpuDevice& d) {
+  const auto& a = d.arena();
+  return !a || a->dma_address != s.mem.base() || a->size < s.mem.size();
+}
+
+Status npu_session_attach(NpuSession& s, std::shared_ptr<NpuDevice> d) {
+  s.device = d;
+  const npu::device::Bo& arena = *d->arena();
+  if (arena.dma_address != s.mem.base()) return invalid("NPU session lowered at another address than the device's buffer object");
+  s.mem.adopt(arena.bytes());
+  RKD_TRY(d->rocket().fini_bo(arena));
+  // Jobs and tokens; who waits for whom.
+  std::map<const Value*, std::vector<uint32_t>> final_tokens, reader_tokens;
+  std::map<const NpuLoweredNode*, std::vector<NpuJobPlan>> plans;
+  for (const auto& ln : s.nodes) {
+    auto& dn = s.device_nodes[ln.get()];
+    auto& p = plans[ln.get()] = npu_node_jobs(*ln, d->options().cores);
+    int last = 0;
+    for (const auto& j : p) last = std::max(last, j.stage);
+    for (size_t i = 0; i < p.size(); ++i) {
+      RKD_ASSIGN(npu::device::Bo t, d->token());
+      dn.tokens.push_back(t);
+      if (p[i].stage == last) dn.final_jobs.push_back(i);
+    }
+    for (const Value* y : ln->node->outputs)
+      for (size_t i : dn.final_jobs) final_tokens[y].push_back(dn.tokens[i].handle);
+    for (const Value* v : ln->read_from)
+      if (v)
+        for (size_t i = 0; i < p.size(); ++i)
+          if (p[i].stage == 0) reader_tokens[v].push_back(dn.tokens[i].handle);
+  }
+  for (const auto& ln : s.nodes) {
+    auto& dn = s.device_nodes[ln.get()];
+    const auto& p = plans[ln.get()];
+    for (size_t i = 0; i < p.size(); ++i) {
+      npu::device::Job job;
+      for (size_t t : p[i].tasks)
+        job.tasks.push_back({ln->regcmd.spans[t].address, static_cast<uint32_t>(ln->regcmd.spans[t].word_count)});
+      // After its producers (this run), and after this node's later stages and the readers of its
+      // outputs of the run before (they read what it is about to overwrite); stage 1 after stage 0.
+      if (p[i].stage == 0) {
+        for (const Value* v : ln->read_from)
+          if (v && final_tokens.count(v)) job.in.insert(job.in.end(), final_tokens[v].begin(), final_tokens[v].end());
+      }
+      for (size_t o = 0; o < p.size(); ++o)
+        if (p[o].stage != p[i].stage) job.in.push_back(dn.tokens[o].handle);
+      for (const Value* y : ln->node->outputs)
+        if (reader_tokens.count(y)) job.in.insert(job.in.end(), reader_tokens[y].begin(), reader_tokens[y].end());
+      std::sort(job.in.begin(), job.in.end());
+      job.in.erase(std::unique(job.in.begin(), job.in.end()), job.in.end());
+      job.out.push_back(dn.tokens[i].handle);
+      dn.jobs.push_back(std::move(job));
+    }
+  }
+  return {};
 }
 
 NpuChaining npu_chaining(const NpuSession& s) {
@@ -249,7 +362,18 @@ Kernel kernel_of(std::shared_ptr<const NpuLoweredNode> ln, std::shared_ptr<NpuSe
       if (i >= in.size() || !in[i]) return invalid("input " + std::to_string(i) + " missing");
       return in[i];
     };
+    const NpuSession::DeviceNode* dn = nullptr;
+    if (s->device) {
+      auto it = s->device_nodes.find(ln.get());
+      if (it == s->device_nodes.end()) return invalid(what + ": not attached to the NPU device");
+      dn = &it->second;
+    }
+    bool host_writes = ln->conv && ln->conv->residual;
+    for (const Value* v : ln->read_from) host_writes = host_writes || !v;
     auto go = [&]() -> Status {
+      // The host is about to overwrite this node's inputs: its jobs of the run before are done.
+      if (dn && host_writes)
+        for (const auto& t : dn->tokens) RKD_TRY(s->device->rocket().prep_bo(t, s->device->options().wait_ms));
       for (size_t i = 0; i < ln->data_inputs.size(); ++i) {
         if (ln->read_from[i]) continue;
         RKD_ASSIGN(const Tensor* x, input(ln->data_inputs[i]));
@@ -263,8 +387,20 @@ Kernel kernel_of(std::shared_ptr<const NpuLoweredNode> ln, std::shared_ptr<NpuSe
         RKD_ASSIGN(const Tensor* r, input(9));
         RKD_TRY(npu::lower::write_residual(s->mem, *ln->conv, ln->conv_lowered, *r));
       }
-      auto stats = npu::sim::run(s->mem, ln->regcmd.address, ln->regcmd.spans[0].word_count, ln->quirks, cache.get());
-      if (!stats.ok()) return stats.error();
+      if (dn) {
+        npu::device::Rocket& r = s->device->rocket();
+        if (host_writes) RKD_TRY(r.fini_bo(*s->device->arena()));
+        RKD_TRY(r.submit(dn->jobs));
+        bool reads = false;
+        for (size_t j = 0; j < ln->host_reads.size() && j < out.size(); ++j) reads = reads || ln->host_reads[j]();
+        if (reads) {
+          for (size_t i : dn->final_jobs) RKD_TRY(r.prep_bo(dn->tokens[i], s->device->options().wait_ms));
+          RKD_TRY(r.prep_bo(*s->device->arena(), s->device->options().wait_ms));
+        }
+      } else {
+        auto stats = npu::sim::run(s->mem, ln->regcmd.address, ln->regcmd.spans[0].word_count, ln->quirks, cache.get());
+        if (!stats.ok()) return stats.error();
+      }
       for (size_t j = 0; j < ln->host_reads.size() && j < out.size(); ++j) {
         if (!ln->host_reads[j]()) continue;
         if (ln->compaction) {
@@ -278,7 +414,7 @@ Kernel kernel_of(std::shared_ptr<const NpuLoweredNode> ln, std::shared_ptr<NpuSe
       return {};
     };
     Status st = go();
-    return st.ok() ? st : st.error().with_context(what + " (NPU simulator)");
+    return st.ok() ? st : st.error().with_context(what + (dn ? " (NPU device " + s->device->rocket().path() + ")" : " (NPU simulator)"));
   });
 }
 
@@ -323,7 +459,9 @@ Result<std::shared_ptr<const NpuLoweredNode>> lower_npu_node(const Node& n, cons
   std::shared_ptr<NpuLoweredNode> ln = std::move(r).value();
   ln->node = &n;
   ln->quirks = q;
-  return std::shared_ptr<const NpuLoweredNode>(std::move(ln));
+  std::shared_ptr<const NpuLoweredNode> done(std::move(ln));
+  session->nodes.push_back(done);
+  return done;
 }
 
 Result<Kernel> npu_node_kernel(const Node& n, std::shared_ptr<NpuSession> session) {

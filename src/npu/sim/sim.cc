@@ -768,9 +768,9 @@ Result<ReadTask> read_task(const DeviceMemory& mem, uint32_t address, size_t wor
 std::string task_context(size_t t, uint32_t address) { return "task " + std::to_string(t) + " at " + hex32(address); }
 
 // The definition: each task read, decoded and run in turn, its MAC on the loops.
-Result<std::vector<TaskStats>> run_in_turn(DeviceMemory& mem, uint32_t address, size_t words, const Quirks& q) {
+Result<std::vector<TaskStats>> run_in_turn(DeviceMemory& mem, uint32_t address, size_t words, const Quirks& q, size_t max_tasks) {
   std::vector<TaskStats> stats;
-  for (size_t t = 0; address != 0; ++t) {
+  for (size_t t = 0; address != 0 && (max_tasks == 0 || t < max_tasks); ++t) {
     RKD_ASSIGN(ReadTask r, read_task(mem, address, words, t));
     auto st = [&]() -> Result<TaskStats> {
       if (r.task.enable_mask == kPpuEnableMask) {
@@ -792,7 +792,7 @@ Result<std::vector<TaskStats>> run_in_turn(DeviceMemory& mem, uint32_t address, 
 
 // The chain's tasks as decoded from its command words (SimCache::decoded).
 struct SimCache::Decoded {
-  size_t start_words = 0;
+  size_t start_words = 0, max_tasks = 0;
   Quirks quirks;
   std::vector<std::pair<uint32_t, std::vector<uint8_t>>> words;  // each task's command words
   std::vector<detail::ChainTask> tasks;
@@ -807,11 +807,12 @@ namespace {
 // differ from decoding each task when it runs - a task that does not decode, or one whose
 // output overwrites command words: the caller then runs the chain in turn (the definition's
 // errors, at the same task).
-std::shared_ptr<SimCache::Decoded> decode_chain(const DeviceMemory& mem, uint32_t address, size_t words, const Quirks& q) {
+std::shared_ptr<SimCache::Decoded> decode_chain(const DeviceMemory& mem, uint32_t address, size_t words, const Quirks& q, size_t max_tasks) {
   auto d = std::make_shared<SimCache::Decoded>();
   d->start_words = words;
+  d->max_tasks = max_tasks;
   d->quirks = q;
-  for (size_t t = 0; address != 0; ++t) {
+  for (size_t t = 0; address != 0 && (max_tasks == 0 || t < max_tasks); ++t) {
     auto r = read_task(mem, address, words, t);
     if (!r.ok() || r->task.enable_mask == kPpuEnableMask) return nullptr;  // pooling runs in turn
     auto c = detail::decode_task(r->task.values, r->task.enable_mask, q, &r->task.lut);
@@ -838,8 +839,8 @@ std::shared_ptr<SimCache::Decoded> decode_chain(const DeviceMemory& mem, uint32_
 }
 
 // The same command words as when `d` was decoded, with the same quirks.
-bool same_words(const SimCache::Decoded& d, const DeviceMemory& mem, size_t words, const Quirks& q) {
-  if (d.start_words != words || !(d.quirks == q)) return false;
+bool same_words(const SimCache::Decoded& d, const DeviceMemory& mem, size_t words, const Quirks& q, size_t max_tasks) {
+  if (d.start_words != words || d.max_tasks != max_tasks || !(d.quirks == q)) return false;
   for (const auto& [at, bytes] : d.words) {
     auto now = mem.read(at, bytes.size());
     if (!now.ok() || std::memcmp(now->data(), bytes.data(), bytes.size()) != 0) return false;
@@ -849,12 +850,12 @@ bool same_words(const SimCache::Decoded& d, const DeviceMemory& mem, size_t word
 
 }  // namespace
 
-Result<std::vector<TaskStats>> run(DeviceMemory& mem, uint32_t address, size_t words, const Quirks& q, SimCache* cache) {
-  if (!cache) return run_in_turn(mem, address, words, q);
+Result<std::vector<TaskStats>> run(DeviceMemory& mem, uint32_t address, size_t words, const Quirks& q, SimCache* cache, size_t max_tasks) {
+  if (!cache) return run_in_turn(mem, address, words, q, max_tasks);
   auto& slot = cache->decoded[address];
-  const bool same = slot && same_words(*slot, mem, words, q);
-  if (!same) slot = decode_chain(mem, address, words, q);
-  if (!slot) return run_in_turn(mem, address, words, q);
+  const bool same = slot && same_words(*slot, mem, words, q, max_tasks);
+  if (!same) slot = decode_chain(mem, address, words, q, max_tasks);
+  if (!slot) return run_in_turn(mem, address, words, q, max_tasks);
   const std::vector<detail::ChainTask>& tasks = slot->tasks;
   const std::vector<ConvTask>& convs = slot->convs;
   if (slot->dpu_only) {

@@ -151,7 +151,10 @@ class SimCache {
 // With a cache, the MACs run on oneDNN (bit-exact by construction: the same integer sums),
 // the chain decoded before it runs; without, each task is decoded and run in turn on the
 // simulator's own loops (the definition).
-Result<std::vector<TaskStats>> run(DeviceMemory& mem, uint32_t regcmd_address, size_t first_task_words, const Quirks& q, SimCache* cache = nullptr);
+// max_tasks > 0: at most that many tasks, whatever the last one's trailer says (a kernel that
+// kicks each task alone, TASK_NUMBER 1, as mainline's rocket driver: max_tasks 1).
+Result<std::vector<TaskStats>> run(DeviceMemory& mem, uint32_t regcmd_address, size_t first_task_words, const Quirks& q, SimCache* cache = nullptr,
+                                   size_t max_tasks = 0);
 
 // Rounded arithmetic right shift, exact in 64 bits (shift in [0, 63]).
 inline int64_t round_shift(int64_t v, int shift, Rounding r) {

@@ -1,0 +1,46 @@
+// The NPU nodes on a board's NPU through the mainline rocket driver (docs/device.md): one
+// buffer object (the arena) holds the session's device memory at the address the kernel gave
+// it - the lowering places everything at that base, so the register commands are the
+// simulator's with the arena's addresses - and one small buffer object per job orders the
+// jobs (a token: no task reads or writes it; a job lists its producers' and its readers'
+// tokens as inputs and its own as output, which is all the kernel orders jobs by).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "npu/device/rocket.h"
+
+namespace rkd::runtime {
+
+struct NpuDeviceOptions {
+  std::string path = npu::device::kDefaultDevice;
+  int cores = 3;  // jobs a convolution's tasks are split into (the RK3588 has 3 NPU cores)
+  int64_t wait_ms = npu::device::kDefaultWaitMs;
+};
+
+class NpuDevice {
+ public:
+  static Result<std::shared_ptr<NpuDevice>> open(const NpuDeviceOptions& o);
+  const NpuDeviceOptions& options() const { return opt_; }
+  npu::device::Rocket& rocket() { return *rocket_; }
+  // The device address the session's memory must be lowered at: the arena's, or the
+  // simulator's default before there is one.
+  uint32_t base() const;
+  // An arena of at least `bytes` (a new one when the present one is smaller).
+  Status make_arena(size_t bytes);
+  const std::optional<npu::device::Bo>& arena() const { return arena_; }
+  // A new token buffer object (one page).
+  Result<npu::device::Bo> token();
+
+ private:
+  NpuDeviceOptions opt_;
+  std::unique_ptr<npu::device::Rocket> rocket_;
+  std::optional<npu::device::Bo> arena_;
+};
+
+}  // namespace rkd::runtime

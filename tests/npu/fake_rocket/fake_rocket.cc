@@ -1,0 +1,520 @@
+// fake_rocket: an LD_PRELOAD test double of the mainline `rocket` kernel driver
+// (drivers/accel/rocket, Linux >= 6.18; facts: rk3588-npu.md section 6). It plays the kernel
+// for the production code's real system calls - open, ioctl, mmap, close - and executes each
+// task on rkdeploy's NPU simulator against the buffer objects' bytes.
+//
+// What it reproduces of the kernel (each a check the production code must pass):
+//  - the UAPI structs and their sizes; SUBMIT: job_struct_size >= 40 and reserved == 0 or
+//    EINVAL; an empty job array is a no-op; a job with no tasks, a task_struct_size below 8,
+//    a task of no words or an unknown buffer handle is dropped silently (mainline ignores
+//    rocket_ioctl_submit_job's errors; here logged to stderr as the kernel's drm_dbg);
+//  - PREP_BO / FINI_BO: reserved == 0 or EINVAL, unknown handle ENOENT; PREP_BO waits for the
+//    buffer's last writer until its absolute CLOCK_MONOTONIC deadline, else ETIMEDOUT (EBUSY for
+//    a zero timeout);
+//  - the buffers' fences: a job waits for the last writer of each buffer it lists (in or out)
+//    and becomes the last writer of its out buffers; nothing else orders jobs;
+//  - each task kicked alone: PC_BASE_ADDRESS = regcmd, PC_REGISTER_AMOUNTS = (count + 1) / 2 - 1
+//    (the words fetched: count rounded up to even), the trailer's next-task words not followed;
+//  - completion only through the DPU's interrupt: a task without the DPU in its enable mask (a
+//    PPU-only pooling task) never completes, and neither does a task the simulator refuses or
+//    one that reads or writes outside every mapped buffer (an IOMMU fault): after 500 ms the
+//    core is reset, the job's fence is signalled, its later tasks do not run (logged);
+//  - device addresses page-aligned and not contiguous (a guard page between buffers), an mmap
+//    offset per buffer; the CPU's writes reach the device's view at FINI_BO (the simulator's
+//    caches are told only then: a missing FINI_BO can leave stale weights in use).
+//
+// Scheduling: RKD_FAKE_ROCKET_CORES (default 3) core threads; submitted jobs wait until
+// someone waits (PREP_BO), the file closes or 64 jobs are queued, then every core takes a
+// random runnable job (RKD_FAKE_ROCKET_SEED, default 1), tasks of different jobs interleaving
+// (one task group at a time on the simulator). A job that reads what another writes without a
+// buffer dependency therefore usually reads it too early.
+//
+// Environment: RKD_FAKE_ROCKET_DEVICE (the node path claimed, default /dev/accel/accel0),
+// RKD_FAKE_ROCKET_LOG (a file: one JSON line per submitted job and per job run, with its core),
+// RKD_FAKE_ROCKET_STALL=1 (no job ever runs: PREP_BO times out), RKD_FAKE_ROCKET_SIM (simulator
+// knobs NAME=VALUE;...), RKD_FAKE_ROCKET_TIMEOUT_MS (the reset delay, default 500).
+#include <dlfcn.h>
+#include <sys/syscall.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "npu/arch/arch.h"
+#include "npu/device/rocket_uapi.h"
+#include "npu/memory.h"
+#include "npu/regcmd/regcmd.h"
+#include "npu/sim/sim.h"
+
+#define EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t kPage = 4096;
+constexpr uint32_t kDmaBase = 0x40000000u;    // not the lowering's default base: relocation is tested
+constexpr uint64_t kWindow = uint64_t{1} << 30;  // the device address space of one file
+constexpr uint32_t kDpuBit = 0x08;             // PC_OPERATION_ENABLE's DPU bit (the interrupt source)
+
+template <typename F>
+F real(const char* name) {
+  return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+}
+
+std::string env(const char* name, const char* def = "") {
+  const char* v = std::getenv(name);
+  return v ? v : def;
+}
+
+void logf(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::fprintf(stderr, "fake_rocket: ");
+  std::vfprintf(stderr, fmt, ap);
+  std::fprintf(stderr, "\n");
+  va_end(ap);
+}
+
+struct Bo {
+  uint32_t handle = 0, size = 0;  // size: page-rounded
+  uint64_t dma = 0;               // device address; memfd offset = dma - kDmaBase
+  int64_t last_writer = -1;       // job id of its fence
+};
+
+struct JobRec {
+  int64_t id = 0;
+  std::vector<rkd_rocket_task> tasks;
+  std::set<int64_t> deps;
+  bool running = false, done = false;
+};
+
+struct File;
+// The sorted mapped ranges a simulator access must lie in (an IOMMU's view).
+bool mapped(const void* ctx, uint64_t lo, uint64_t hi);
+
+struct File {
+  int fd = -1;  // the memfd: the process mmaps BOs from it at their offsets
+  uint8_t* window = nullptr;
+  std::mutex m;
+  std::condition_variable cv;
+  std::map<uint32_t, Bo> bos;
+  uint32_t next_handle = 1;
+  uint64_t next_dma = kDmaBase + kPage;  // a guard page first
+  std::map<int64_t, std::shared_ptr<JobRec>> jobs;  // not yet done
+  std::set<int64_t> done;
+  int64_t next_job = 0;
+  bool flush = false, closing = false, stall = false;
+  std::vector<std::thread> cores;
+  std::mt19937_64 rng;
+  std::shared_ptr<const std::vector<std::pair<uint64_t, uint64_t>>> ranges = std::make_shared<std::vector<std::pair<uint64_t, uint64_t>>>();
+  // The simulator's view of the window, its caches and its lock.
+  std::mutex sim_m;
+  rkd::npu::DeviceMemory mem;
+  rkd::npu::sim::SimCache cache;
+  rkd::npu::sim::Quirks quirks;
+  int64_t runs = 0;
+};
+
+bool mapped(const void* ctx, uint64_t lo, uint64_t hi) {
+  const File* f = static_cast<const File*>(ctx);
+  auto r = std::atomic_load(&f->ranges);
+  for (const auto& [a, b] : *r)
+    if (lo >= a && hi <= b) return true;
+  return false;
+}
+
+std::mutex g_m;
+std::map<int, std::shared_ptr<File>> g_files;
+FILE* g_log = nullptr;
+
+void log_line(const std::string& s) {
+  static std::mutex lm;
+  std::lock_guard<std::mutex> l(lm);
+  if (!g_log) {
+    const std::string p = env("RKD_FAKE_ROCKET_LOG");
+    if (p.empty()) return;
+    g_log = std::fopen(p.c_str(), "a");
+    if (!g_log) return;
+  }
+  std::fprintf(g_log, "%s\n", s.c_str());
+  std::fflush(g_log);
+}
+
+std::shared_ptr<File> file_of(int fd) {
+  std::lock_guard<std::mutex> l(g_m);
+  auto it = g_files.find(fd);
+  return it == g_files.end() ? nullptr : it->second;
+}
+
+void publish_ranges(File& f) {
+  auto r = std::make_shared<std::vector<std::pair<uint64_t, uint64_t>>>();
+  for (const auto& [h, b] : f.bos) r->emplace_back(b.dma, b.dma + b.size);
+  std::atomic_store(&f.ranges, std::shared_ptr<const std::vector<std::pair<uint64_t, uint64_t>>>(std::move(r)));
+}
+
+// Runs one job's tasks on the simulator; false when the job "timed out" (the core reset).
+bool execute(File& f, const JobRec& job, int core) {
+  const int64_t reset_ms = std::atoll(env("RKD_FAKE_ROCKET_TIMEOUT_MS", "500").c_str());
+  auto hang = [&](size_t t, const std::string& why) {
+    logf("job %lld task %zu on core %d: %s; NPU job timed out after %lld ms, core reset (the job's later tasks do not run)",
+         static_cast<long long>(job.id), t, core, why.c_str(), static_cast<long long>(reset_ms));
+    std::this_thread::sleep_for(std::chrono::milliseconds(reset_ms));
+    return false;
+  };
+  size_t t = 0;
+  while (t < job.tasks.size()) {
+    const rkd_rocket_task& k = job.tasks[t];
+    const size_t words = (static_cast<size_t>(k.regcmd_count) + 1) / 2 * 2;  // PC_REGISTER_AMOUNTS' fetch
+    // A run of tasks the trailers chain exactly (task i's next address and amount are task
+    // i + 1's) runs as one simulator call: the same tasks in the same order as kicking each.
+    size_t n = 1;
+    std::vector<rkd::npu::regcmd::DecodedTask> dec;
+    {
+      std::lock_guard<std::mutex> l(f.sim_m);
+      for (;; ++n) {
+        const rkd_rocket_task& a = job.tasks[t + n - 1];
+        const size_t aw = (static_cast<size_t>(a.regcmd_count) + 1) / 2 * 2;
+        auto bytes = f.mem.read(a.regcmd, aw * 8);
+        if (!bytes.ok()) return hang(t + n - 1, "register commands unreadable: " + bytes.error().message);
+        std::vector<uint64_t> w(aw);
+        std::memcpy(w.data(), bytes->data(), aw * 8);
+        auto d = rkd::npu::regcmd::decode(w);
+        if (d.empty() || !d.back().has_trailer) return hang(t + n - 1, "no task trailer in its words");
+        const auto& last = d.back();
+        if (!(last.enable_mask & kDpuBit)) {
+          // It runs, but mainline waits for a DPU interrupt that never comes.
+          if (n > 1) --n;
+          else {
+            auto st = rkd::npu::sim::run(f.mem, a.regcmd, aw, f.quirks, &f.cache, 1);
+            (void)st;
+            return hang(t, "enable mask 0x" + std::to_string(last.enable_mask) + " has no DPU: no completion interrupt on mainline");
+          }
+          break;
+        }
+        if (t + n >= job.tasks.size()) break;
+        const rkd_rocket_task& b = job.tasks[t + n];
+        const uint32_t amount = (b.regcmd_count + 1) / 2 - 1;
+        if (last.next_is_zero_word || last.next_address != b.regcmd || last.next_amount != amount) break;
+      }
+      auto st = rkd::npu::sim::run(f.mem, k.regcmd, words, f.quirks, &f.cache, n);
+      if (!st.ok()) return hang(t, "the simulator refused it (" + st.error().to_string() + ")");
+      ++f.runs;
+    }
+    t += n;
+    std::this_thread::yield();  // other cores' tasks interleave here
+  }
+  return true;
+}
+
+void core_loop(std::shared_ptr<File> fp, int core) {
+  File& f = *fp;
+  std::unique_lock<std::mutex> l(f.m);
+  const bool stall = f.stall;
+  for (;;) {
+    std::shared_ptr<JobRec> pick;
+    f.cv.wait(l, [&] {
+      if (f.closing) return true;
+      if (stall || !f.flush) return false;
+      for (auto& [id, j] : f.jobs)
+        if (!j->running && std::all_of(j->deps.begin(), j->deps.end(), [&](int64_t d) { return f.done.count(d) > 0; })) return true;
+      return false;
+    });
+    if (f.closing) return;
+    std::vector<std::shared_ptr<JobRec>> ready;
+    for (auto& [id, j] : f.jobs)
+      if (!j->running && std::all_of(j->deps.begin(), j->deps.end(), [&](int64_t d) { return f.done.count(d) > 0; })) ready.push_back(j);
+    pick = ready[static_cast<size_t>(f.rng() % ready.size())];
+    pick->running = true;
+    l.unlock();
+    log_line("{\"event\":\"run\",\"job\":" + std::to_string(pick->id) + ",\"core\":" + std::to_string(core) + "}");
+    execute(f, *pick, core);
+    l.lock();
+    pick->done = true;
+    f.done.insert(pick->id);
+    f.jobs.erase(pick->id);
+    if (f.jobs.empty()) f.flush = false;
+    f.cv.notify_all();
+  }
+}
+
+int make_file() {
+  auto f = std::make_shared<File>();
+  f->fd = static_cast<int>(syscall(SYS_memfd_create, "fake-rocket", 0));
+  if (f->fd < 0) return -1;
+  if (ftruncate(f->fd, static_cast<off_t>(kWindow)) != 0) return -1;
+  void* w = real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(nullptr, kWindow, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (w == MAP_FAILED) return -1;
+  f->window = static_cast<uint8_t*>(w);
+  f->mem = rkd::npu::DeviceMemory::external(kDmaBase, std::span<uint8_t>(f->window, kWindow));
+  f->mem.set_mapped_check(&mapped, f.get());
+  f->stall = env("RKD_FAKE_ROCKET_STALL") == "1";
+  f->rng.seed(std::strtoull(env("RKD_FAKE_ROCKET_SEED", "1").c_str(), nullptr, 10));
+  const std::string knobs = env("RKD_FAKE_ROCKET_SIM");
+  for (size_t at = 0; at < knobs.size();) {
+    const size_t end = std::min(knobs.find(';', at), knobs.size());
+    if (auto st = rkd::npu::sim::set_knob(f->quirks, knobs.substr(at, end - at)); !st.ok()) logf("RKD_FAKE_ROCKET_SIM: %s", st.error().to_string().c_str());
+    at = end + 1;
+  }
+  const int cores = std::max(1, std::atoi(env("RKD_FAKE_ROCKET_CORES", "3").c_str()));
+  for (int c = 0; c < cores; ++c) f->cores.emplace_back(core_loop, f, c);
+  std::lock_guard<std::mutex> l(g_m);
+  g_files[f->fd] = f;
+  return f->fd;
+}
+
+bool claims(const char* path) { return path && env("RKD_FAKE_ROCKET_DEVICE", "/dev/accel/accel0") == path; }
+
+int do_create_bo(File& f, rkd_rocket_create_bo* a) {
+  if (a->size == 0) return -EINVAL;  // [INF] a zero-sized shmem object
+  std::lock_guard<std::mutex> l(f.m);
+  const uint64_t size = (a->size + kPage - 1) / kPage * kPage;
+  if (f.next_dma + size > kDmaBase + kWindow) return -ENOMEM;
+  Bo b;
+  b.handle = f.next_handle++;
+  b.size = static_cast<uint32_t>(size);
+  b.dma = f.next_dma;
+  f.next_dma += size + kPage;  // a guard page: buffers are not contiguous
+  const off_t off = static_cast<off_t>(b.dma - kDmaBase);
+  void* m = real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(f.window + off, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, f.fd, off);
+  if (m == MAP_FAILED) return -ENOMEM;
+  std::memset(m, 0, size);  // fresh shmem pages
+  f.bos[b.handle] = b;
+  publish_ranges(f);
+  a->handle = b.handle;
+  a->dma_address = b.dma;
+  a->offset = static_cast<uint64_t>(off);
+  return 0;
+}
+
+int do_submit(File& f, const rkd_rocket_submit* s) {
+  if (s->job_count == 0) return 0;
+  if (s->job_struct_size < sizeof(rkd_rocket_job)) return -EINVAL;
+  if (s->reserved != 0) return -EINVAL;
+  std::unique_lock<std::mutex> l(f.m);
+  for (uint32_t j = 0; j < s->job_count; ++j) {
+    rkd_rocket_job job;
+    std::memcpy(&job, reinterpret_cast<const uint8_t*>(s->jobs) + static_cast<size_t>(j) * s->job_struct_size, sizeof job);
+    auto drop = [&](const std::string& why) { logf("SUBMIT: job %u dropped (%s); the ioctl still returns 0, as mainline's", j, why.c_str()); };
+    if (job.task_count == 0) { drop("no tasks"); continue; }
+    if (job.task_struct_size < sizeof(rkd_rocket_task)) { drop("task_struct_size below 8"); continue; }
+    auto rec = std::make_shared<JobRec>();
+    bool ok = true;
+    for (uint32_t t = 0; t < job.task_count && ok; ++t) {
+      rkd_rocket_task task;
+      std::memcpy(&task, reinterpret_cast<const uint8_t*>(job.tasks) + static_cast<size_t>(t) * job.task_struct_size, sizeof task);
+      if (task.regcmd_count == 0) { drop("task " + std::to_string(t) + " has regcmd_count 0"); ok = false; }
+      rec->tasks.push_back(task);
+    }
+    if (!ok) continue;
+    auto handles = [&](uint64_t p, uint32_t n, std::vector<uint32_t>& out) {
+      for (uint32_t i = 0; i < n; ++i) {
+        uint32_t h;
+        std::memcpy(&h, reinterpret_cast<const uint8_t*>(p) + i * 4, 4);
+        if (!f.bos.count(h)) { drop("buffer handle " + std::to_string(h) + " unknown (ENOENT)"); return false; }
+        out.push_back(h);
+      }
+      return true;
+    };
+    std::vector<uint32_t> in, out;
+    if (!handles(job.in_bo_handles, job.in_bo_handle_count, in) || !handles(job.out_bo_handles, job.out_bo_handle_count, out)) continue;
+    rec->id = f.next_job++;
+    for (uint32_t h : in)
+      if (f.bos[h].last_writer >= 0 && !f.done.count(f.bos[h].last_writer)) rec->deps.insert(f.bos[h].last_writer);
+    for (uint32_t h : out) {
+      if (f.bos[h].last_writer >= 0 && !f.done.count(f.bos[h].last_writer)) rec->deps.insert(f.bos[h].last_writer);
+      f.bos[h].last_writer = rec->id;
+    }
+    std::string line = "{\"event\":\"submit\",\"job\":" + std::to_string(rec->id) + ",\"tasks\":[";
+    for (size_t t = 0; t < rec->tasks.size(); ++t) {
+      if (t) line += ',';
+      line += '[';
+      line += std::to_string(rec->tasks[t].regcmd);
+      line += ',';
+      line += std::to_string(rec->tasks[t].regcmd_count);
+      line += ']';
+    }
+    auto list = [&](const char* key, const std::vector<uint32_t>& v) {
+      line += "],\"";
+      line += key;
+      line += "\":[";
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (i) line += ',';
+        line += std::to_string(v[i]);
+      }
+    };
+    list("in", in);
+    list("out", out);
+    line += "]}";
+    log_line(line);
+    f.jobs[rec->id] = rec;
+  }
+  if (f.jobs.size() >= 64) f.flush = true;
+  f.cv.notify_all();
+  return 0;
+}
+
+int do_prep_bo(File& f, const rkd_rocket_prep_bo* p) {
+  if (p->reserved != 0) return -EINVAL;
+  std::unique_lock<std::mutex> l(f.m);
+  auto it = f.bos.find(p->handle);
+  if (it == f.bos.end()) return -ENOENT;
+  const int64_t writer = it->second.last_writer;
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const int64_t now_ns = static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+  const int64_t left = p->timeout_ns - now_ns;
+  if (writer < 0 || f.done.count(writer)) return 0;
+  if (p->timeout_ns == 0) return -EBUSY;
+  f.flush = true;
+  f.cv.notify_all();
+  const bool ok = f.cv.wait_for(l, std::chrono::nanoseconds(std::max<int64_t>(left, 0)), [&] { return f.done.count(writer) > 0; });
+  return ok ? 0 : -ETIMEDOUT;
+}
+
+int do_fini_bo(File& f, const rkd_rocket_fini_bo* p) {
+  if (p->reserved != 0) return -EINVAL;
+  Bo b;
+  {
+    std::lock_guard<std::mutex> l(f.m);
+    auto it = f.bos.find(p->handle);
+    if (it == f.bos.end()) return -ENOENT;
+    b = it->second;
+  }
+  std::lock_guard<std::mutex> l(f.sim_m);
+  f.mem.mark_written(static_cast<uint32_t>(b.dma), b.size);  // the CPU's writes are the device's now
+  return 0;
+}
+
+int do_gem_close(File& f, const rkd_drm_gem_close* c) {
+  std::lock_guard<std::mutex> l(f.m);
+  auto it = f.bos.find(c->handle);
+  if (it == f.bos.end()) return -EINVAL;
+  real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(f.window + (it->second.dma - kDmaBase), it->second.size, PROT_NONE,
+                                                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  f.bos.erase(it);
+  publish_ranges(f);
+  return 0;
+}
+
+int dispatch(File& f, unsigned long req, void* arg) {
+  switch (req) {
+    case RKD_ROCKET_IOCTL_CREATE_BO: return do_create_bo(f, static_cast<rkd_rocket_create_bo*>(arg));
+    case RKD_ROCKET_IOCTL_SUBMIT: return do_submit(f, static_cast<const rkd_rocket_submit*>(arg));
+    case RKD_ROCKET_IOCTL_PREP_BO: return do_prep_bo(f, static_cast<const rkd_rocket_prep_bo*>(arg));
+    case RKD_ROCKET_IOCTL_FINI_BO: return do_fini_bo(f, static_cast<const rkd_rocket_fini_bo*>(arg));
+    case RKD_DRM_IOCTL_GEM_CLOSE: return do_gem_close(f, static_cast<const rkd_drm_gem_close*>(arg));
+    default: return -ENOTTY;
+  }
+}
+
+void close_file(int fd) {
+  std::shared_ptr<File> f;
+  {
+    std::lock_guard<std::mutex> l(g_m);
+    auto it = g_files.find(fd);
+    if (it == g_files.end()) return;
+    f = it->second;
+    g_files.erase(it);
+  }
+  {
+    std::unique_lock<std::mutex> l(f->m);
+    // Jobs still queued finish first (the kernel keeps running them after close).
+    f->flush = true;
+    f->cv.notify_all();
+    if (!f->stall) f->cv.wait(l, [&] { return f->jobs.empty(); });
+    f->closing = true;
+    f->cv.notify_all();
+  }
+  for (auto& t : f->cores) t.join();
+  real<int (*)(void*, size_t)>("munmap")(f->window, kWindow);
+}
+
+int open_common(const char* path, int flags, mode_t mode, int (*next)(const char*, int, ...)) {
+  if (claims(path)) return make_file();
+  return next(path, flags, mode);
+}
+
+}  // namespace
+
+EXPORT int open(const char* path, int flags, ...) {
+  mode_t mode = 0;
+  if (flags & (O_CREAT | O_TMPFILE)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = static_cast<mode_t>(va_arg(ap, int));
+    va_end(ap);
+  }
+  return open_common(path, flags, mode, real<int (*)(const char*, int, ...)>("open"));
+}
+EXPORT int open64(const char* path, int flags, ...) {
+  mode_t mode = 0;
+  if (flags & (O_CREAT | O_TMPFILE)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = static_cast<mode_t>(va_arg(ap, int));
+    va_end(ap);
+  }
+  return open_common(path, flags, mode, real<int (*)(const char*, int, ...)>("open64"));
+}
+EXPORT int openat(int dirfd, const char* path, int flags, ...) {
+  mode_t mode = 0;
+  if (flags & (O_CREAT | O_TMPFILE)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = static_cast<mode_t>(va_arg(ap, int));
+    va_end(ap);
+  }
+  if (claims(path)) return make_file();
+  return real<int (*)(int, const char*, int, ...)>("openat")(dirfd, path, flags, mode);
+}
+EXPORT int openat64(int dirfd, const char* path, int flags, ...) {
+  mode_t mode = 0;
+  if (flags & (O_CREAT | O_TMPFILE)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = static_cast<mode_t>(va_arg(ap, int));
+    va_end(ap);
+  }
+  if (claims(path)) return make_file();
+  return real<int (*)(int, const char*, int, ...)>("openat64")(dirfd, path, flags, mode);
+}
+
+EXPORT int ioctl(int fd, unsigned long req, ...) {
+  va_list ap;
+  va_start(ap, req);
+  void* arg = va_arg(ap, void*);
+  va_end(ap);
+  if (auto f = file_of(fd)) {
+    const int r = dispatch(*f, req, arg);
+    if (r < 0) {
+      errno = -r;
+      return -1;
+    }
+    return r;
+  }
+  return real<int (*)(int, unsigned long, void*)>("ioctl")(fd, req, arg);
+}
+
+EXPORT int close(int fd) {
+  if (file_of(fd)) close_file(fd);
+  return real<int (*)(int)>("close")(fd);
+}
