@@ -16,6 +16,7 @@
 #include "runtime/detect.h"
 #include "runtime/model.h"
 #include "runtime/npu_conv.h"
+#include "runtime/npu_device.h"
 #include <nlohmann/json.hpp>
 
 namespace rkd::cli {
@@ -32,6 +33,8 @@ struct RunArgs {
   std::string requant;
   std::string strategy;
   std::vector<std::string> sim_knobs;
+  std::string device = npu::device::kDefaultDevice;
+  int cores = 3;
   bool fuse_npu_add = false;
   bool npu_round_trips = false;
   int threads = 0;
@@ -99,24 +102,37 @@ void run_on_image(const RunArgs& a, runtime::LoadOptions lo) {
   }
 }
 
-// --backend: cpu (float), int8 (integer kernels), sim (int8, convolutions on the RK3588 NPU
-// simulator with --strategy).
-void set_backend(const RunArgs& a, runtime::CompileOptions& c) {
-  c.int8 = a.backend == "int8" || a.backend == "sim";
+// --backend: cpu (float), int8 (integer kernels), sim (int8, NPU nodes on the RK3588 NPU
+// simulator with --strategy), device (the same NPU nodes on a rocket device: docs/device.md).
+void set_backend(const RunArgs& a, runtime::CompileOptions& c, runtime::ExecutorOptions& e) {
+  const bool npu = a.backend == "sim" || a.backend == "device";
+  c.int8 = a.backend == "int8" || npu;
   c.requant = a.requant;
-  if (a.backend == "sim") {
+  if (npu) {
     c.npu_sim_strategy = a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy;
     c.sim_knobs = a.sim_knobs;
     c.npu_fuse_add = a.fuse_npu_add;
   } else if (!a.strategy.empty() || !a.sim_knobs.empty() || a.fuse_npu_add || a.npu_round_trips) {
     fail(invalid("--strategy, --sim, --fuse-npu-add and --npu-round-trips need --backend sim"));
   }
+  if (a.backend == "device") {
+    if (a.npu_round_trips) fail(invalid("--npu-round-trips is a simulator check: not with --backend device"));
+    c.npu_mainline = true;
+    runtime::NpuDeviceOptions o;
+    o.path = a.device;
+    o.cores = a.cores;
+    e.npu_device = take(runtime::NpuDevice::open(o));
+  } else if (a.device != npu::device::kDefaultDevice || a.cores != 3) {
+    fail(invalid("--device and --cores need --backend device"));
+  }
+  e.npu_chaining = !a.npu_round_trips;
 }
 
 void report_npu(const RunArgs& a, const runtime::FusionReport& f, const runtime::Executor& e) {
-  if (a.backend != "sim") return;
+  if (a.backend != "sim" && a.backend != "device") return;
+  const std::string where = a.backend == "sim" ? "the RK3588 simulator" : "the NPU device " + a.device + " (" + std::to_string(a.cores) + " core(s))";
   std::fprintf(stderr,
-               "npu: %d convolution(s) on the RK3588 simulator (strategy %s, %d with the following Add fused), %zu on the CPU; "
+               "npu: %d convolution(s) on %s (strategy %s, %d with the following Add fused), %zu on the CPU; "
                "%d Add(s) as DPU tasks, %zu on the CPU; %d Sub/Max/Min as DPU tasks, %zu on the CPU; %d Mul(s) as DPU tasks, %zu on the CPU; %d "
                "LeakyRelu(s) as DPU tasks (their tables differ "
                "from the NPU's in at most %d "
@@ -124,7 +140,7 @@ void report_npu(const RunArgs& a, const runtime::FusionReport& f, const runtime:
                "%d Split(s) as DPU copy tasks, %zu on the CPU; %d MaxPool(s) as PPU tasks, %zu on the CPU; %d channel Pad(s) as DPU tasks, %zu on "
                "the CPU; %d nearest x2 Resize(s) as NPU tasks (%d edge-padded for a bilinear one), %zu on the CPU; %d DepthToSpace(s) as DPU copy "
                "tasks, %zu on the CPU\n",
-               f.npu_sim_convs, a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy.c_str(), f.npu_fused_adds,
+               f.npu_sim_convs, where.c_str(), a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy.c_str(), f.npu_fused_adds,
                f.npu_cpu_convs.size(), f.npu_sim_adds, f.npu_cpu_adds.size(), f.npu_sim_alus, f.npu_cpu_alus.size(), f.npu_sim_muls,
                f.npu_cpu_muls.size(), f.npu_sim_leaky_relus, f.npu_leaky_relu_table_differences, f.npu_sim_luts, f.npu_cpu_luts.size(),
                f.npu_sim_concats, f.npu_cpu_concats.size(), f.npu_sim_splits, f.npu_cpu_splits.size(), f.npu_sim_pools, f.npu_cpu_pools.size(),
@@ -145,9 +161,8 @@ void run_model(const RunArgs& a) {
     runtime::LoadOptions lo;
     lo.batch = 1;
     lo.compile.fuse = !a.no_fuse;
-    set_backend(a, lo.compile);
+    set_backend(a, lo.compile, lo.exec);
     lo.exec.threads = a.threads;
-    lo.exec.npu_chaining = !a.npu_round_trips;
     run_on_image(a, lo);
     return;
   }
@@ -176,12 +191,11 @@ void run_model(const RunArgs& a) {
   runtime::LoadOptions lo;
   lo.batch = batch;
   lo.compile.fuse = !a.no_fuse;
-  set_backend(a, lo.compile);
+  set_backend(a, lo.compile, lo.exec);
   lo.compile.dump_after.insert(a.dump_after.begin(), a.dump_after.end());
   lo.compile.dump = [](const std::string& pass, const std::string& ir) { std::cerr << "=== IR after " << pass << " ===\n" << ir; };
   lo.exec.threads = a.threads;
   lo.exec.profile = a.profile;
-  lo.exec.npu_chaining = !a.npu_round_trips;
   runtime::LoadedModel m = take(runtime::load_model(a.model, lo));
   report_npu(a, m.fusion, *m.executor);
   // Every output file is declared (and checked) before the inference.
@@ -244,8 +258,12 @@ void add_run_command(CLI::App& app) {
   c->add_option("model", a->model, "model file (.onnx, or TensorFlow.js model.json)")->required();
   c->add_option("--backend", a->backend,
                 "cpu (float; QDQ as written), int8 (QDQ patterns on the integer kernels) or sim (int8, convolutions on the RK3588 NPU "
-                "simulator, docs/npu.md)")
-      ->check(CLI::IsMember({"cpu", "int8", "sim"}));
+                "simulator, docs/npu.md) or device (the sim back end's NPU nodes on a board's NPU through the mainline rocket driver, "
+                "docs/device.md)")
+      ->check(CLI::IsMember({"cpu", "int8", "sim", "device"}));
+  c->add_option("--device", a->device, "with --backend device: the rocket device node (default /dev/accel/accel0)");
+  c->add_option("--cores", a->cores, "with --backend device: NPU cores a convolution's tasks are split over, as separate jobs (1-3, default 3)")
+      ->check(CLI::Range(1, 3));
   c->add_option("--strategy", a->strategy, "with --backend sim: the per-axis lowering strategy (default sorted-bs-multiplier; docs/npu.md)");
   c->add_option("--sim", a->sim_knobs, "with --backend sim: simulator knob NAME=VALUE (rkdeploy help sim)");
   c->add_flag("--fuse-npu-add", a->fuse_npu_add,

@@ -65,7 +65,7 @@ Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
     ir::Pass dce = ir::dead_code_elimination_pass();
     dce.name = "dead-code-elimination-npu";
     pm.add(dce);
-    pm.add(npu_sim_placement_pass(opt.npu_sim_strategy, opt.sim_knobs, opt.npu_fuse_add, report));
+    pm.add(npu_sim_placement_pass(opt.npu_sim_strategy, opt.sim_knobs, opt.npu_fuse_add, report, !opt.npu_mainline));
   }
   pm.add(ir::constant_folding_pass(evaluate_node, {}, "constant-folding-2"));
   FusionReport local;

@@ -59,6 +59,10 @@ struct CompileOptions {
   // rounding instead of two: no longer the int8 reference's result bit for bit) instead of
   // running it as its own DPU task (npu_sim_placement_pass).
   bool npu_fuse_add = false;
+  // With npu_sim_strategy: the NPU is a mainline rocket device (--backend device), which learns
+  // of a task's end only through the DPU's interrupt: no PPU-only tasks (MaxPool stays on the
+  // CPU, exact either way).
+  bool npu_mainline = false;
   // With int8: int8-channels-last, the CPU int8 convolutions' activations kept [N, H, W, C]
   // between them (fusion.h). Off where a workflow reads the convolutions' NCHW geometry
   // (analyze, compile).

@@ -108,7 +108,9 @@ bool npu_depth_to_space_candidate(const ir::Node& n);
 // npu_upsample2_spec() takes next to an NPU node rkdeploy.NpuResize, every DepthToSpace
 // npu_depth_to_space_spec() takes next to an NPU node rkdeploy.NpuDepthToSpace. Counts them,
 // and lists the others with the reason, in `report`.
-ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, bool fuse_add, FusionReport* report);
+// ppu_only_tasks false (a mainline rocket device): no node whose task ends in the PPU (MaxPool).
+ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, bool fuse_add, FusionReport* report,
+                                bool ppu_only_tasks = true);
 
 // Device-memory chaining. The NPU nodes of one executor share one simulated device memory
 // (an NpuSession); each is lowered once when its kernel is prepared (in node order), and an

@@ -110,6 +110,13 @@ Status npu_session_attach(NpuSession& s, std::shared_ptr<NpuDevice> d) {
   std::map<const Value*, std::vector<uint32_t>> final_tokens, reader_tokens;
   std::map<const NpuLoweredNode*, std::vector<NpuJobPlan>> plans;
   for (const auto& ln : s.nodes) {
+    // Mainline learns of a task's end only through the DPU's interrupt (the placement keeps
+    // PPU-only tasks off a device: CompileOptions::npu_mainline).
+    const auto& tasks = ln->conv ? ln->conv_lowered.tasks : ln->eltwise.tasks;
+    for (const auto& t : tasks)
+      if (!(t.enable_mask & npu::arch::kDpuEnableBit))
+        return unsupported(ln->node->describe() + ": a task without the DPU (enable mask " + std::to_string(t.enable_mask) +
+                           ") never completes on a mainline rocket device");
     auto& dn = s.device_nodes[ln.get()];
     auto& p = plans[ln.get()] = npu_node_jobs(*ln, d->options().cores);
     int last = 0;

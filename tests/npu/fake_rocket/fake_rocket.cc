@@ -73,7 +73,6 @@ using Clock = std::chrono::steady_clock;
 constexpr uint64_t kPage = 4096;
 constexpr uint32_t kDmaBase = 0x40000000u;    // not the lowering's default base: relocation is tested
 constexpr uint64_t kWindow = uint64_t{1} << 30;  // the device address space of one file
-constexpr uint32_t kDpuBit = 0x08;             // PC_OPERATION_ENABLE's DPU bit (the interrupt source)
 
 template <typename F>
 F real(const char* name) {
@@ -200,7 +199,7 @@ bool execute(File& f, const JobRec& job, int core) {
         auto d = rkd::npu::regcmd::decode(w);
         if (d.empty() || !d.back().has_trailer) return hang(t + n - 1, "no task trailer in its words");
         const auto& last = d.back();
-        if (!(last.enable_mask & kDpuBit)) {
+        if (!(last.enable_mask & rkd::npu::arch::kDpuEnableBit)) {
           // It runs, but mainline waits for a DPU interrupt that never comes.
           if (n > 1) --n;
           else {
