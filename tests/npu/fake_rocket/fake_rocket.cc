@@ -32,7 +32,8 @@
 // Environment: RKD_FAKE_ROCKET_DEVICE (the node path claimed, default /dev/accel/accel0),
 // RKD_FAKE_ROCKET_LOG (a file: one JSON line per submitted job and per job run, with its core),
 // RKD_FAKE_ROCKET_STALL=1 (no job ever runs: PREP_BO times out), RKD_FAKE_ROCKET_SIM (simulator
-// knobs NAME=VALUE;...), RKD_FAKE_ROCKET_TIMEOUT_MS (the reset delay, default 500).
+// knobs NAME=VALUE;...), RKD_FAKE_ROCKET_TIMEOUT_MS (the reset delay, default 500),
+// RKD_FAKE_ROCKET_DUMP (a directory: every submitted task's words, see do_submit).
 #include <dlfcn.h>
 #include <sys/syscall.h>
 #include <fcntl.h>
@@ -364,6 +365,21 @@ int do_submit(File& f, const rkd_rocket_submit* s) {
     list("out", out);
     line += "]}";
     log_line(line);
+    // RKD_FAKE_ROCKET_DUMP=DIR: each task's words as the kernel would fetch them at submit
+    // (DIR/jJJJJJ-tTTTT.regcmd, the job numbered in submission order): what the capture tool
+    // is checked against.
+    if (const std::string dump = env("RKD_FAKE_ROCKET_DUMP"); !dump.empty()) {
+      std::lock_guard<std::mutex> sl(f.sim_m);
+      for (size_t t = 0; t < rec->tasks.size(); ++t) {
+        auto bytes = f.mem.read(rec->tasks[t].regcmd, static_cast<size_t>(rec->tasks[t].regcmd_count) * 8);
+        char name[64];
+        std::snprintf(name, sizeof name, "/j%06lld-t%04zu.regcmd", static_cast<long long>(rec->id), t);
+        if (FILE* o = bytes.ok() ? std::fopen((dump + name).c_str(), "wb") : nullptr) {
+          std::fwrite(bytes->data(), 1, bytes->size(), o);
+          std::fclose(o);
+        }
+      }
+    }
     f.jobs[rec->id] = rec;
   }
   if (f.jobs.size() >= 64) f.flush = true;
