@@ -19,7 +19,8 @@ struct RegcmdArgs {
 }  // namespace
 
 void add_regcmd_command(CLI::App& app) {
-  CLI::App* c = app.add_subcommand("regcmd", "RK3588 NPU register commands: decode a buffer or capture, diff two, or summarise the convolutions (docs/regcmd.md)");
+  CLI::App* c = app.add_subcommand(
+      "regcmd", "RK3588 NPU register commands: decode a buffer or capture, diff two, or summarise the convolutions (docs/regcmd.md)");
   c->require_subcommand(1);
   auto args = std::make_shared<RegcmdArgs>();
 

@@ -140,8 +140,8 @@ void report_npu(const RunArgs& a, const runtime::FusionReport& f, const runtime:
                "%d Split(s) as DPU copy tasks, %zu on the CPU; %d MaxPool(s) as PPU tasks, %zu on the CPU; %d channel Pad(s) as DPU tasks, %zu on "
                "the CPU; %d nearest x2 Resize(s) as NPU tasks (%d edge-padded for a bilinear one), %zu on the CPU; %d DepthToSpace(s) as DPU copy "
                "tasks, %zu on the CPU\n",
-               f.npu_sim_convs, where.c_str(), a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy.c_str(), f.npu_fused_adds,
-               f.npu_cpu_convs.size(), f.npu_sim_adds, f.npu_cpu_adds.size(), f.npu_sim_alus, f.npu_cpu_alus.size(), f.npu_sim_muls,
+               f.npu_sim_convs, where.c_str(), a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy.c_str(),
+               f.npu_fused_adds, f.npu_cpu_convs.size(), f.npu_sim_adds, f.npu_cpu_adds.size(), f.npu_sim_alus, f.npu_cpu_alus.size(), f.npu_sim_muls,
                f.npu_cpu_muls.size(), f.npu_sim_leaky_relus, f.npu_leaky_relu_table_differences, f.npu_sim_luts, f.npu_cpu_luts.size(),
                f.npu_sim_concats, f.npu_cpu_concats.size(), f.npu_sim_splits, f.npu_cpu_splits.size(), f.npu_sim_pools, f.npu_cpu_pools.size(),
                f.npu_sim_pads, f.npu_cpu_pads.size(), f.npu_sim_resizes, f.npu_sim_edge_resizes, f.npu_cpu_resizes.size(), f.npu_sim_depth_to_spaces,

@@ -708,8 +708,9 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                       Status lowerable = spec.ok() ? Status() : Status(spec.error());
                       if (lowerable.ok() && !next_to_npu_node(*n)) lowerable = unsupported("its producer and every reader run on the CPU");
                       if (lowerable.ok() && !ppu_only_tasks)
-                        lowerable = unsupported("a PPU-only task: mainline's rocket driver learns of a task's end only through the DPU's "
-                                                "interrupt, so it would never complete (docs/device.md)");
+                        lowerable = unsupported(
+                            "a PPU-only task: mainline's rocket driver learns of a task's end only through the DPU's "
+                            "interrupt, so it would never complete (docs/device.md)");
                       place(n, lowerable, "NpuMaxPool", &FusionReport::npu_sim_pools, &FusionReport::npu_cpu_pools);
                     }
                     // A nearest x2 Resize read only by a Pad edge by 1 on height and width (qdq-to-qlinear's
@@ -718,7 +719,8 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                     std::vector<std::pair<Node*, Node*>> edges;
                     for (const auto& np : g.nodes()) {
                       // (Its edge copies are PPU-only tasks: not on a mainline device.)
-                      if (Node* pad = edge_pad_reader(g, *np); ppu_only_tasks && pad && npu_upsample2_candidate(*np)) edges.emplace_back(np.get(), pad);
+                      if (Node* pad = edge_pad_reader(g, *np); ppu_only_tasks && pad && npu_upsample2_candidate(*np))
+                        edges.emplace_back(np.get(), pad);
                     }
                     for (auto [n, pad] : edges) {
                       auto e = g.add_node(n->name + "/edge", "Resize", "", n->inputs, {g.fresh_name(pad->outputs[0]->name + "/npu")});

@@ -16,7 +16,8 @@ uint32_t NpuDevice::base() const { return arena_ ? static_cast<uint32_t>(arena_-
 
 Status NpuDevice::make_arena(size_t bytes) {
   if (arena_ && arena_->size >= bytes) return {};
-  if (bytes > 0xffff0000u) return invalid("the NPU nodes need " + std::to_string(bytes) + " bytes of device memory: more than one buffer object holds");
+  if (bytes > 0xffff0000u)
+    return invalid("the NPU nodes need " + std::to_string(bytes) + " bytes of device memory: more than one buffer object holds");
   if (arena_) RKD_TRY(rocket_->destroy_bo(*arena_));
   arena_.reset();
   const uint32_t size = static_cast<uint32_t>((bytes + 65535) / 65536 * 65536);

@@ -138,8 +138,7 @@ Status npu_session_attach(NpuSession& s, std::shared_ptr<NpuDevice> d) {
     const auto& p = plans[ln.get()];
     for (size_t i = 0; i < p.size(); ++i) {
       npu::device::Job job;
-      for (size_t t : p[i].tasks)
-        job.tasks.push_back({ln->regcmd.spans[t].address, static_cast<uint32_t>(ln->regcmd.spans[t].word_count)});
+      for (size_t t : p[i].tasks) job.tasks.push_back({ln->regcmd.spans[t].address, static_cast<uint32_t>(ln->regcmd.spans[t].word_count)});
       // After its producers (this run), and after this node's later stages and the readers of its
       // outputs of the run before (they read what it is about to overwrite); stage 1 after stage 0.
       if (p[i].stage == 0) {

@@ -4,8 +4,10 @@
    `rkdeploy regcmd decode|diff|summary` read (docs/device.md, "Capturing").
 
    Usage: RKD_CAPTURE_DIR=DIR LD_PRELOAD=librkd_intercept.so PROGRAM ...
-   RKD_CAPTURE_BUFFERS=1 also writes the buffers: rocket, each job's in and out buffer objects;
-   rknpu, every live buffer object; as they are when submitted.
+   RKD_CAPTURE_BUFFERS=1 also writes the buffers as they are when submitted: rocket, each job's
+   in and out buffer objects; rknpu, every live buffer object. RKD_CAPTURE_BUFFERS=all: every
+   live buffer object for rocket too (rkdeploy's device back end lists only its small ordering
+   buffers in its jobs: its data is in one arena buffer object).
 
    Per submit it writes DIR/sNNNN/jJJ-tTTTT.regcmd (each task's register-command words, raw
    little-endian 64-bit, read from the process's own view of the buffer at submit time) and
@@ -214,7 +216,8 @@ static int new_submit_dir(char* sub, size_t n) {
 static void capture_rocket_submit(int fd, const struct rkd_rocket_submit* s) {
   char sub[32];
   if (new_submit_dir(sub, sizeof sub) != 0) return;
-  const int buffers = getenv("RKD_CAPTURE_BUFFERS") && !strcmp(getenv("RKD_CAPTURE_BUFFERS"), "1");
+  const char* bv = getenv("RKD_CAPTURE_BUFFERS");
+  const int buffers = !bv ? 0 : !strcmp(bv, "1") ? 1 : !strcmp(bv, "all") ? 2 : 0;
   struct str j = {0};
   sadd(&j, "{\"index\":%d,\"driver\":\"rocket\",\"fd\":%d,\"job_struct_size\":%u,\"jobs\":[", g_nsubmit, fd, s->job_struct_size);
   for (uint32_t k = 0; k < s->job_count && s->job_struct_size >= sizeof(struct rkd_rocket_job); ++k) {
@@ -231,13 +234,11 @@ static void capture_rocket_submit(int fd, const struct rkd_rocket_submit* s) {
       sadd(&j, "}");
     }
     sadd(&j, "],\"in_bo_handles\":[");
-    for (uint32_t i = 0; i < job.in_bo_handle_count; ++i)
-      sadd(&j, "%s%u", i ? "," : "", ((const uint32_t*)(uintptr_t)job.in_bo_handles)[i]);
+    for (uint32_t i = 0; i < job.in_bo_handle_count; ++i) sadd(&j, "%s%u", i ? "," : "", ((const uint32_t*)(uintptr_t)job.in_bo_handles)[i]);
     sadd(&j, "],\"out_bo_handles\":[");
-    for (uint32_t i = 0; i < job.out_bo_handle_count; ++i)
-      sadd(&j, "%s%u", i ? "," : "", ((const uint32_t*)(uintptr_t)job.out_bo_handles)[i]);
+    for (uint32_t i = 0; i < job.out_bo_handle_count; ++i) sadd(&j, "%s%u", i ? "," : "", ((const uint32_t*)(uintptr_t)job.out_bo_handles)[i]);
     sadd(&j, "]");
-    if (buffers) {
+    if (buffers == 1) {
       sadd(&j, ",\"buffers\":[");
       for (uint32_t i = 0; i < job.in_bo_handle_count + job.out_bo_handle_count; ++i) {
         const uint32_t h = i < job.in_bo_handle_count ? ((const uint32_t*)(uintptr_t)job.in_bo_handles)[i]
@@ -249,7 +250,14 @@ static void capture_rocket_submit(int fd, const struct rkd_rocket_submit* s) {
     }
     sadd(&j, "}");
   }
-  sadd(&j, "]}");
+  sadd(&j, "]");
+  if (buffers == 2) {
+    sadd(&j, ",\"buffers\":[");
+    for (size_t i = 0; i < g_nbos; ++i)
+      if (g_bos[i].fd == fd && g_bos[i].driver == ROCKET) capture_bo(&j, &g_bos[i], sub);
+    sadd(&j, "]");
+  }
+  sadd(&j, "}");
   add_submit(&j);
   free(j.p);
   ++g_nsubmit;
@@ -261,7 +269,8 @@ static void capture_rknpu_submit(int fd, const struct rkd_rknpu_submit* s) {
   struct str j = {0};
   sadd(&j,
        "{\"index\":%d,\"driver\":\"rknpu\",\"fd\":%d,\"flags\":%u,\"timeout\":%u,\"task_start\":%u,\"task_number\":%u,\"task_counter\":%u,"
-       "\"priority\":%d,\"task_obj_addr\":%" PRIu64 ",\"iommu_domain_id\":%u,\"task_base_addr\":%" PRIu64 ",\"core_mask\":%u,\"fence_fd\":%d,"
+       "\"priority\":%d,\"task_obj_addr\":%" PRIu64 ",\"iommu_domain_id\":%u,\"task_base_addr\":%" PRIu64
+       ",\"core_mask\":%u,\"fence_fd\":%d,"
        "\"subcore_task\":[",
        g_nsubmit, fd, s->flags, s->timeout, s->task_start, s->task_number, s->task_counter, s->priority, s->task_obj_addr, s->iommu_domain_id,
        s->task_base_addr, s->core_mask, s->fence_fd);
@@ -304,7 +313,7 @@ static void capture_rknpu_submit(int fd, const struct rkd_rknpu_submit* s) {
     snprintf(path, sizeof path, "%s/%s/%s", g_dir, sub, name);
     if (write_file(path, tv + (size_t)first * sizeof(struct rkd_rknpu_task), (size_t)count * sizeof(struct rkd_rknpu_task)) == 0)
       sadd(&j, ",\"task_table\":\"%s/%s\"", sub, name);
-    if (getenv("RKD_CAPTURE_BUFFERS") && !strcmp(getenv("RKD_CAPTURE_BUFFERS"), "1")) {
+    if (getenv("RKD_CAPTURE_BUFFERS") && (!strcmp(getenv("RKD_CAPTURE_BUFFERS"), "1") || !strcmp(getenv("RKD_CAPTURE_BUFFERS"), "all"))) {
       sadd(&j, ",\"buffers\":[");
       for (size_t i = 0; i < g_nbos; ++i)
         if (g_bos[i].fd == fd && g_bos[i].driver == RKNPU) capture_bo(&j, &g_bos[i], sub);

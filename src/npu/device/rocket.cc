@@ -12,8 +12,8 @@
 
 namespace rkd::npu::device {
 
-static_assert(sizeof(rkd_rocket_create_bo) == 24 && sizeof(rkd_rocket_task) == 8 && sizeof(rkd_rocket_job) == 40 &&
-              sizeof(rkd_rocket_submit) == 24 && sizeof(rkd_rocket_prep_bo) == 16 && sizeof(rkd_rocket_fini_bo) == 8);
+static_assert(sizeof(rkd_rocket_create_bo) == 24 && sizeof(rkd_rocket_task) == 8 && sizeof(rkd_rocket_job) == 40 && sizeof(rkd_rocket_submit) == 24 &&
+              sizeof(rkd_rocket_prep_bo) == 16 && sizeof(rkd_rocket_fini_bo) == 8);
 
 namespace {
 std::string hex(uint64_t v) {
@@ -46,14 +46,16 @@ std::string errno_meaning(const std::string& call, int err) {
   std::string means;
   if (call == "open") {
     if (err == ENOENT || err == ENXIO || err == ENODEV)
-      means = "no NPU device node: a mainline kernel >= 6.18 with the rocket driver (CONFIG_DRM_ACCEL_ROCKET) and the NPU's device-tree nodes "
-              "enabled is needed (docs/device.md), or give --device PATH";
+      means =
+          "no NPU device node: a mainline kernel >= 6.18 with the rocket driver (CONFIG_DRM_ACCEL_ROCKET) and the NPU's device-tree nodes "
+          "enabled is needed (docs/device.md), or give --device PATH";
     else if (err == EACCES || err == EPERM)
       means = "permission denied: add the user to the node's group (ls -l the node; usually 'render') or adjust the udev rule (docs/device.md)";
   } else if (call == "DRM_IOCTL_ROCKET_PREP_BO") {
     if (err == ETIMEDOUT || err == EBUSY)
-      means = "the NPU did not finish the job that writes this buffer in time (a job that never reached a core: see dmesg for 'NPU job "
-              "timed out' and resets)";
+      means =
+          "the NPU did not finish the job that writes this buffer in time (a job that never reached a core: see dmesg for 'NPU job "
+          "timed out' and resets)";
     else if (err == ENOENT) means = "no buffer object with this handle in this file";
     else if (err == EINVAL) means = "the kernel rejected the request (its reserved field must be zero)";
   } else if (call == "DRM_IOCTL_ROCKET_FINI_BO") {
@@ -176,7 +178,8 @@ Status Rocket::submit(const std::vector<Job>& jobs) {
       for (const Bo& b : bos_) inside = inside || (lo >= b.dma_address && hi <= b.dma_address + b.size);
       if (k.regcmd_count == 0 || !inside)
         return invalid(what + "task " + std::to_string(t) + ": " + std::to_string(k.regcmd_count) + " register-command words at " + hex(k.regcmd) +
-                       (k.regcmd_count == 0 ? " (the kernel drops a task of no words)" : " do not lie inside one buffer object (an NPU page fault: the job would hang)"));
+                       (k.regcmd_count == 0 ? " (the kernel drops a task of no words)"
+                                            : " do not lie inside one buffer object (an NPU page fault: the job would hang)"));
       tasks[j].push_back({k.regcmd, k.regcmd_count});
     }
     raw[j].tasks = reinterpret_cast<uintptr_t>(tasks[j].data());

@@ -57,7 +57,8 @@ Result<std::vector<SourceTask>> read_tasks(const std::string& path) {
           if (!j.is_object() || !j.contains("tasks") || !j["tasks"].is_array()) return invalid((p / "index.json").string() + ": a job without tasks");
           for (const auto& t : j["tasks"]) {
             if (!t.is_object() || !t.contains("file") || !t["file"].is_string())
-              return invalid((p / "index.json").string() + ": submit " + std::to_string(s.value("index", -1)) + ": a task whose words were not captured (" +
+              return invalid((p / "index.json").string() + ": submit " + std::to_string(s.value("index", -1)) +
+                             ": a task whose words were not captured (" +
                              (t.is_object() ? t.value("problem", std::string("no file")) : std::string("not an object")) + ")");
             RKD_ASSIGN(SourceTask st, task_file(p, t["file"].get<std::string>()));
             tasks.push_back(std::move(st));
@@ -83,8 +84,9 @@ Result<std::vector<SourceTask>> read_tasks(const std::string& path) {
   const auto decoded = decode(words);
   for (size_t i = 0; i < decoded.size(); ++i) {
     const auto& d = decoded[i];
-    tasks.push_back(SourceTask{path + "#" + std::to_string(i),
-                               std::vector<uint64_t>(words.begin() + static_cast<long>(d.first_word), words.begin() + static_cast<long>(d.first_word + d.word_count))});
+    tasks.push_back(SourceTask{
+        path + "#" + std::to_string(i),
+        std::vector<uint64_t>(words.begin() + static_cast<long>(d.first_word), words.begin() + static_cast<long>(d.first_word + d.word_count))});
   }
   return tasks;
 }
@@ -119,12 +121,20 @@ std::string summary_json(const std::vector<DecodedTask>& tasks, const std::strin
       return it == v.end() ? 0 : f.get(it->second);
     };
     const Key k{get(CNA_DCOMP_ADDR0_DECOMPRESS_ADDR0), get(CNA_DATA_SIZE1_DATAIN_CHANNEL), get(CNA_DATA_SIZE0_DATAIN_WIDTH),
-                get(CNA_WEIGHT_SIZE2_WEIGHT_WIDTH), get(CNA_CONV_CON3_CONV_X_STRIDE), get(CNA_CONV_CON1_CONV_MODE) == 3 ? 1u : 0u};
+                get(CNA_WEIGHT_SIZE2_WEIGHT_WIDTH),    get(CNA_CONV_CON3_CONV_X_STRIDE),   get(CNA_CONV_CON1_CONV_MODE) == 3 ? 1u : 0u};
     if (!open || !(k == last)) {
-      layers.push_back({{"tasks", ""}, {"C", k.C}, {"W", k.W}, {"K", k.K}, {"stride", k.stride}, {"pad", get(CNA_PAD_CON0_PAD_TOP)},
-                        {"depthwise", k.depthwise == 1}, {"weight_bytes", get(CNA_WEIGHT_SIZE0_WEIGHT_BYTES)},
-                        {"data_banks", get(CNA_CBUF_CON0_DATA_BANK)}, {"weight_banks", get(CNA_CBUF_CON0_WEIGHT_BANK)},
-                        {"in_rows", nlohmann::json::array()}, {"out_rows", nlohmann::json::array()}});
+      layers.push_back({{"tasks", ""},
+                        {"C", k.C},
+                        {"W", k.W},
+                        {"K", k.K},
+                        {"stride", k.stride},
+                        {"pad", get(CNA_PAD_CON0_PAD_TOP)},
+                        {"depthwise", k.depthwise == 1},
+                        {"weight_bytes", get(CNA_WEIGHT_SIZE0_WEIGHT_BYTES)},
+                        {"data_banks", get(CNA_CBUF_CON0_DATA_BANK)},
+                        {"weight_banks", get(CNA_CBUF_CON0_WEIGHT_BANK)},
+                        {"in_rows", nlohmann::json::array()},
+                        {"out_rows", nlohmann::json::array()}});
       first = i;
       open = true;
       last = k;

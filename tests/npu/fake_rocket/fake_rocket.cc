@@ -72,7 +72,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kPage = 4096;
-constexpr uint32_t kDmaBase = 0x40000000u;    // not the lowering's default base: relocation is tested
+constexpr uint32_t kDmaBase = 0x40000000u;       // not the lowering's default base: relocation is tested
 constexpr uint64_t kWindow = uint64_t{1} << 30;  // the device address space of one file
 
 template <typename F>
@@ -118,7 +118,7 @@ struct File {
   std::condition_variable cv;
   std::map<uint32_t, Bo> bos;
   uint32_t next_handle = 1;
-  uint64_t next_dma = kDmaBase + kPage;  // a guard page first
+  uint64_t next_dma = kDmaBase + kPage;             // a guard page first
   std::map<int64_t, std::shared_ptr<JobRec>> jobs;  // not yet done
   std::set<int64_t> done;
   int64_t next_job = 0;
@@ -261,7 +261,8 @@ int make_file() {
   f->fd = static_cast<int>(syscall(SYS_memfd_create, "fake-rocket", 0));
   if (f->fd < 0) return -1;
   if (ftruncate(f->fd, static_cast<off_t>(kWindow)) != 0) return -1;
-  void* w = real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(nullptr, kWindow, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* w =
+      real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(nullptr, kWindow, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (w == MAP_FAILED) return -1;
   f->window = static_cast<uint8_t*>(w);
   f->mem = rkd::npu::DeviceMemory::external(kDmaBase, std::span<uint8_t>(f->window, kWindow));
@@ -271,7 +272,8 @@ int make_file() {
   const std::string knobs = env("RKD_FAKE_ROCKET_SIM");
   for (size_t at = 0; at < knobs.size();) {
     const size_t end = std::min(knobs.find(';', at), knobs.size());
-    if (auto st = rkd::npu::sim::set_knob(f->quirks, knobs.substr(at, end - at)); !st.ok()) logf("RKD_FAKE_ROCKET_SIM: %s", st.error().to_string().c_str());
+    if (auto st = rkd::npu::sim::set_knob(f->quirks, knobs.substr(at, end - at)); !st.ok())
+      logf("RKD_FAKE_ROCKET_SIM: %s", st.error().to_string().c_str());
     at = end + 1;
   }
   const int cores = std::max(1, std::atoi(env("RKD_FAKE_ROCKET_CORES", "3").c_str()));
@@ -294,7 +296,8 @@ int do_create_bo(File& f, rkd_rocket_create_bo* a) {
   b.dma = f.next_dma;
   f.next_dma += size + kPage;  // a guard page: buffers are not contiguous
   const off_t off = static_cast<off_t>(b.dma - kDmaBase);
-  void* m = real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(f.window + off, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, f.fd, off);
+  void* m =
+      real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(f.window + off, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, f.fd, off);
   if (m == MAP_FAILED) return -ENOMEM;
   std::memset(m, 0, size);  // fresh shmem pages
   f.bos[b.handle] = b;
@@ -314,14 +317,23 @@ int do_submit(File& f, const rkd_rocket_submit* s) {
     rkd_rocket_job job;
     std::memcpy(&job, reinterpret_cast<const uint8_t*>(s->jobs) + static_cast<size_t>(j) * s->job_struct_size, sizeof job);
     auto drop = [&](const std::string& why) { logf("SUBMIT: job %u dropped (%s); the ioctl still returns 0, as mainline's", j, why.c_str()); };
-    if (job.task_count == 0) { drop("no tasks"); continue; }
-    if (job.task_struct_size < sizeof(rkd_rocket_task)) { drop("task_struct_size below 8"); continue; }
+    if (job.task_count == 0) {
+      drop("no tasks");
+      continue;
+    }
+    if (job.task_struct_size < sizeof(rkd_rocket_task)) {
+      drop("task_struct_size below 8");
+      continue;
+    }
     auto rec = std::make_shared<JobRec>();
     bool ok = true;
     for (uint32_t t = 0; t < job.task_count && ok; ++t) {
       rkd_rocket_task task;
       std::memcpy(&task, reinterpret_cast<const uint8_t*>(job.tasks) + static_cast<size_t>(t) * job.task_struct_size, sizeof task);
-      if (task.regcmd_count == 0) { drop("task " + std::to_string(t) + " has regcmd_count 0"); ok = false; }
+      if (task.regcmd_count == 0) {
+        drop("task " + std::to_string(t) + " has regcmd_count 0");
+        ok = false;
+      }
       rec->tasks.push_back(task);
     }
     if (!ok) continue;
@@ -329,7 +341,10 @@ int do_submit(File& f, const rkd_rocket_submit* s) {
       for (uint32_t i = 0; i < n; ++i) {
         uint32_t h;
         std::memcpy(&h, reinterpret_cast<const uint8_t*>(p) + i * 4, 4);
-        if (!f.bos.count(h)) { drop("buffer handle " + std::to_string(h) + " unknown (ENOENT)"); return false; }
+        if (!f.bos.count(h)) {
+          drop("buffer handle " + std::to_string(h) + " unknown (ENOENT)");
+          return false;
+        }
         out.push_back(h);
       }
       return true;
@@ -424,7 +439,7 @@ int do_gem_close(File& f, const rkd_drm_gem_close* c) {
   auto it = f.bos.find(c->handle);
   if (it == f.bos.end()) return -EINVAL;
   real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(f.window + (it->second.dma - kDmaBase), it->second.size, PROT_NONE,
-                                                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+                                                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
   f.bos.erase(it);
   publish_ranges(f);
   return 0;
