@@ -89,7 +89,8 @@ void add_analyze_command(CLI::App& app) {
 void add_compile_command(CLI::App& app) {
   struct Args {
     std::string model, target = "rk3588", strategy, out;
-    bool force = false;
+    bool force = false, mainline = false;
+    int cores = 3;
   };
   auto a = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand("compile",
@@ -100,11 +101,15 @@ void add_compile_command(CLI::App& app) {
   c->add_option("--strategy", a->strategy, "per-axis lowering strategy (default sorted-bs-multiplier)");
   c->add_option("-o,--output", a->out, "output folder: new or empty (published once complete; docs/cli.md)")->required();
   c->add_flag("--force", a->force, "replace a non-empty output folder (never one that holds the model)");
+  c->add_option("--cores", a->cores, "NPU cores a convolution's tasks are split over as jobs (manifest \"jobs\"; 1-3, default 3)")
+      ->check(CLI::Range(1, 3));
+  c->add_flag("--mainline", a->mainline,
+              "the placement of run --backend device on a mainline rocket kernel: no PPU-only tasks (MaxPool on the CPU; docs/device.md)");
   c->callback([a] {
     const auto st = a->strategy.empty() ? npu::lower::kDefaultStrategy : take(npu::lower::parse_strategy(a->strategy));
     OutputTransaction out_tx({a->model}, a->force);
     const std::string dir = take(out_tx.folder(a->out));
-    const auto s = take(workflows::compile_for_npu(a->model, st, dir));
+    const auto s = take(workflows::compile_for_npu(a->model, st, dir, a->cores, a->mainline));
     check(out_tx.publish());
     std::printf("%s: %d convolution(s) and %d element-wise op(s) in %d task(s) for %s (%s), %d node(s) on the CPU, %d view(s)\n", a->out.c_str(),
                 s.convs_on_npu, s.eltwise_on_npu, s.tasks, a->target.c_str(), npu::lower::strategy_name(st), s.nodes_on_cpu, s.views);

@@ -32,7 +32,8 @@ std::string numbered(const char* prefix, size_t i) {
 
 }  // namespace
 
-Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::Strategy strategy, const std::string& out_dir) {
+Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::Strategy strategy, const std::string& out_dir, int cores,
+                                          bool mainline) {
   RKD_ASSIGN(ImportedModel imp, import_model(model, 1));
   ir::Graph g = std::move(imp.graph);
   CompileOptions co;
@@ -41,6 +42,7 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   // The runtime's own placement (npu-sim-placement): compile lists on the NPU exactly what
   // `run --backend sim` runs there, and every other node with the placement's reason.
   co.npu_sim_strategy = npu::lower::strategy_name(strategy);
+  co.npu_mainline = mainline;
   ir::FusionReport placement;
   RKD_TRY(optimize(g, co, &placement));
   auto cpu_reason = [&placement](const ir::Node& n) -> std::string {
@@ -83,6 +85,14 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   man["strategy"] = npu::lower::strategy_name(strategy);
   man["model"] = model;
   man["device_base"] = mem.base();
+  man["cores"] = cores;
+  man["mainline"] = mainline;
+  // A node's jobs on a device (npu_node_jobs): task indices into its "tasks" (then "compaction").
+  auto jobs_json = [cores](const NpuLoweredNode& ln) {
+    nlohmann::ordered_json js = nlohmann::ordered_json::array();
+    for (const auto& j : npu_node_jobs(ln, cores)) js.push_back({{"stage", j.stage}, {"tasks", j.tasks}});
+    return js;
+  };
   man["convolutions"] = nlohmann::ordered_json::array();
   man["cpu"] = nlohmann::ordered_json::array();
   man["views"] = nlohmann::ordered_json::array();
@@ -241,6 +251,7 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
                                   std::span<const uint8_t>(wbytes + placed.spans[t].first_word * 8, placed.spans[t].word_count * 8)));
         je["tasks"].push_back({{"regcmd", file}, {"device_offset", placed.spans[t].address - mem.base()}, {"words", placed.spans[t].word_count}});
       }
+      je["jobs"] = jobs_json(*ln);
       if (leaky) je["table_entries_differing"] = table_differences;
       if (lut) je["table"] = lut_table;
       man["elementwise"].push_back(je);
@@ -347,6 +358,7 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
       sum.weight_bytes += ln->compaction_lowered.weight_bytes;
       sum.operand_bytes += ln->compaction_lowered.operand_bytes;
     }
+    jc["jobs"] = jobs_json(*ln);
     man["convolutions"].push_back(jc);
     ++sum.convs_on_npu;
     sum.tasks += static_cast<int>(l.tasks.size());

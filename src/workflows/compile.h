@@ -33,6 +33,10 @@ struct NpuCompileSummary {
   runtime::NpuChaining chaining;       // the data inputs and outputs the manifest marks written_by "npu" / read_by_host
 };
 
-Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::Strategy strategy, const std::string& out_dir);
+// cores: the jobs each node's tasks form on a device (runtime::npu_node_jobs), listed per node as
+// "jobs"; mainline: the placement of `run --backend device` (no PPU-only tasks: a mainline rocket
+// kernel learns of a task's end only through the DPU's interrupt).
+Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::Strategy strategy, const std::string& out_dir, int cores = 3,
+                                          bool mainline = false);
 
 }  // namespace rkd::workflows

@@ -66,6 +66,24 @@ for s in idx["submits"]:
 assert job == len([f for f in os.listdir(dump) if f.endswith("-t0000.regcmd")]), job
 print(f"rocket capture: {len(idx['submits'])} submits, {job} jobs, {tasks} tasks byte for byte as the driver received them")
 PY
+# What the device back end submitted is `rkdeploy compile --mainline`'s lowering at the arena's
+# address: the first node's tasks differ from compile's in address registers only.
+"$rk" compile "$q" --target rk3588 --mainline -o "$work/compiled_mainline" > /dev/null
+/usr/bin/python3 - "$work/compiled_mainline" "$work/cap2" "$work/c0.regcmd" "$work/d0.regcmd" <<'PY'
+import json, os, sys
+comp, cap, c0, d0 = sys.argv[1:]
+m = json.load(open(os.path.join(comp, "manifest.json")))
+first = m["convolutions"][0]
+files = [t["regcmd"] for t in first["tasks"] + first.get("compaction", [])]
+open(c0, "wb").write(b"".join(open(os.path.join(comp, f), "rb").read() for f in files))
+idx = json.load(open(os.path.join(cap, "index.json")))
+s0 = idx["submits"][0]
+open(d0, "wb").write(b"".join(open(os.path.join(cap, t["file"]), "rb").read() for j in s0["jobs"] for t in j["tasks"]))
+PY
+if "$rk" regcmd diff "$work/c0.regcmd" "$work/d0.regcmd" > "$work/diff"; then echo "expected the addresses to differ"; exit 1; fi
+awk '/^task/ && NF > 2 {print $3}' "$work/diff" | sort -u > "$work/regs"
+cat "$work/regs"
+! grep -v ADDR "$work/regs"
 "$rk" regcmd summary "$work/cap2" > "$work/sum3"
 head -3 "$work/sum3"
 # A capture that is not one: named.
