@@ -44,6 +44,18 @@ echo "# int8 reference, CPU"
 show run "$q" --image "$photo" --config "$cfg" --backend int8
 echo "# int8, convolutions, Adds, LeakyRelus, tables, Concats, Splits, MaxPool and bilinear Resizes on the NPU simulator"
 show run "$q" --image "$photo" --config "$cfg" --backend sim --draw "$build/demo-npu.png" 2>&1
+echo "# the same NPU nodes through the mainline rocket driver's interface (--backend device) - here on the TEST DOUBLE"
+echo "# tests/npu/fake_rocket (no board: it plays the kernel driver and runs each task on the simulator; docs/device.md)"
+echo "\$ LD_PRELOAD=libfake_rocket.so rkdeploy run nanodet.qdq.onnx --image $(basename "$photo") --config ${cfg#"$here"/} --backend device --cores 3"
+LD_PRELOAD="$build/tests/libfake_rocket.so" RKD_FAKE_ROCKET_LOG="$out/fake_rocket.jsonl" "$rk" run "$q" --image "$photo" --config "$cfg" \
+  --backend device --cores 3 2>&1
+/usr/bin/python3 -c "
+import collections, json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+runs = collections.Counter(e['core'] for e in ev if e['event'] == 'run')
+print(f'  (test double: {sum(e[\"event\"] == \"submit\" for e in ev)} jobs, run by its cores {dict(sorted(runs.items()))})')
+" "$out/fake_rocket.jsonl"
+rm -f "$out/fake_rocket.jsonl"
 echo "# one OUT_CVT per convolution, as a naive lowering"
 show run "$q" --image "$photo" --config "$cfg" --backend sim --strategy per-tensor 2>&1
 echo "# every strategy, every convolution, against the int8 reference"
