@@ -89,7 +89,7 @@ head -3 "$work/sum3"
 # A capture that is not one: named.
 mkdir -p "$work/notcap"
 if "$rk" regcmd decode "$work/notcap" 2> "$work/err"; then exit 1; fi
-grep -q "neither index.json" "$work/err"
+grep -q "is a directory, with neither index.json" "$work/err"
 echo '{"format": "rkdeploy-capture", "submits": [{"jobs": [{"tasks": [{"problem": "no buffer object holds these words"}]}]}]}' > "$work/notcap/index.json"
 if "$rk" regcmd decode "$work/notcap" 2> "$work/err"; then exit 1; fi
 grep -q "no buffer object holds these words" "$work/err"

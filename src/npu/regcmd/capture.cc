@@ -22,9 +22,9 @@ Result<nlohmann::ordered_json> read_json(const fs::path& p) {
   }
 }
 
-Result<SourceTask> task_file(const fs::path& dir, const std::string& rel) {
+Result<SourceTask> task_file(const fs::path& dir, const std::string& index, const std::string& rel) {
   if (rel.empty() || rel.find("..") != std::string::npos || rel.front() == '/')
-    return invalid((dir / "index.json").string() + ": task file '" + rel + "' is not a path inside the directory");
+    return invalid((dir / index).string() + ": task file '" + rel + "' is not a path inside the directory");
   RKD_ASSIGN(auto words, read_regcmd_file((dir / rel).string()));
   return SourceTask{rel, std::move(words)};
 }
@@ -60,7 +60,7 @@ Result<std::vector<SourceTask>> read_tasks(const std::string& path) {
               return invalid((p / "index.json").string() + ": submit " + std::to_string(s.value("index", -1)) +
                              ": a task whose words were not captured (" +
                              (t.is_object() ? t.value("problem", std::string("no file")) : std::string("not an object")) + ")");
-            RKD_ASSIGN(SourceTask st, task_file(p, t["file"].get<std::string>()));
+            RKD_ASSIGN(SourceTask st, task_file(p, "index.json", t["file"].get<std::string>()));
             tasks.push_back(std::move(st));
           }
         }
@@ -73,12 +73,12 @@ Result<std::vector<SourceTask>> read_tasks(const std::string& path) {
       collect_regcmd(m, files);
       if (files.empty()) return invalid((p / "manifest.json").string() + ": names no regcmd files");
       for (const auto& f : files) {
-        RKD_ASSIGN(auto words, read_regcmd_file((p / f).string()));
-        tasks.push_back(SourceTask{f, std::move(words)});
+        RKD_ASSIGN(SourceTask st, task_file(p, "manifest.json", f));
+        tasks.push_back(std::move(st));
       }
       return tasks;
     }
-    return invalid(path + ": a directory with neither index.json (a capture) nor manifest.json (rkdeploy compile)");
+    return io_error(path + ": is a directory, with neither index.json (a capture) nor manifest.json (rkdeploy compile)");
   }
   RKD_ASSIGN(auto words, read_regcmd_file(path));
   const auto decoded = decode(words);
