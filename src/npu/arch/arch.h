@@ -27,7 +27,7 @@ std::string register_name(uint16_t offset);
 constexpr uint32_t enable_bit(uint16_t target) { return static_cast<uint32_t>(target >> 9); }
 // The DPU, whose end raises the interrupt mainline's rocket driver completes a task on.
 inline constexpr uint32_t kDpuEnableBit = enable_bit(DPU_OPERATION_ENABLE.target);
-static_assert((kConvEnableMask & kDpuEnableBit) && (kDpuEnableMask & kDpuEnableBit) && !(kPpuEnableMask & kDpuEnableBit));
+static_assert((kConvEnableMask & kDpuEnableBit) != 0 && (kDpuEnableMask & kDpuEnableBit) != 0 && (kPpuEnableMask & kDpuEnableBit) == 0);
 
 // v placed into `field` of reg; an error naming the field when v does not fit its width.
 Result<uint32_t> with_field(uint32_t reg, const Field& field, uint64_t v);
