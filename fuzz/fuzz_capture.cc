@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::ofstream(std::string(d) + "/s0000/j00-t0000.regcmd", std::ios::binary).write("\0\0\0\0\0\0\0\0", 8);
     return std::string(d);
   }();
-  std::ofstream(dir + "/index.json", std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  std::ofstream(dir + "/index.json", std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   auto tasks = rkd::npu::regcmd::read_tasks(dir);
   if (!tasks.ok()) return 0;
   const auto decoded = rkd::npu::regcmd::decode(rkd::npu::regcmd::concatenated(*tasks));

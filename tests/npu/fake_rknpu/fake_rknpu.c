@@ -21,6 +21,15 @@
 #include "rknpu_uapi.h"
 
 #define EXPORT __attribute__((visibility("default")))
+// open(2)'s mode argument, present after O_CREAT or O_TMPFILE: `mode` from the variadic list.
+#define OPEN_MODE(mode, flags)           \
+  mode_t mode = 0;                       \
+  if ((flags) & (O_CREAT | O_TMPFILE)) { \
+    va_list ap_;                         \
+    va_start(ap_, flags);                \
+    mode = (mode_t)va_arg(ap_, int);     \
+    va_end(ap_);                         \
+  }
 #define MAXBO 4096
 
 struct fbo {
@@ -127,24 +136,12 @@ static int dispatch(unsigned long req, void* arg) {
 }
 
 EXPORT int open(const char* path, int flags, ...) {
-  mode_t mode = 0;
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = (mode_t)va_arg(ap, int);
-    va_end(ap);
-  }
+  OPEN_MODE(mode, flags);
   if (claims(path)) return make_fd();
   return ((int (*)(const char*, int, ...))dlsym(RTLD_NEXT, "open"))(path, flags, mode);
 }
 EXPORT int open64(const char* path, int flags, ...) {
-  mode_t mode = 0;
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = (mode_t)va_arg(ap, int);
-    va_end(ap);
-  }
+  OPEN_MODE(mode, flags);
   if (claims(path)) return make_fd();
   return ((int (*)(const char*, int, ...))dlsym(RTLD_NEXT, "open64"))(path, flags, mode);
 }

@@ -66,6 +66,15 @@
 #include "npu/sim/sim.h"
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
+// open(2)'s mode argument, present after O_CREAT or O_TMPFILE: `mode` from the variadic list.
+#define OPEN_MODE(mode, flags)           \
+  mode_t mode = 0;                       \
+  if ((flags) & (O_CREAT | O_TMPFILE)) { \
+    va_list ap_;                         \
+    va_start(ap_, flags);                \
+    mode = (mode_t)va_arg(ap_, int);     \
+    va_end(ap_);                         \
+  }
 
 namespace {
 
@@ -486,44 +495,20 @@ int open_common(const char* path, int flags, mode_t mode, int (*next)(const char
 }  // namespace
 
 EXPORT int open(const char* path, int flags, ...) {
-  mode_t mode = 0;
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = static_cast<mode_t>(va_arg(ap, int));
-    va_end(ap);
-  }
+  OPEN_MODE(mode, flags);
   return open_common(path, flags, mode, real<int (*)(const char*, int, ...)>("open"));
 }
 EXPORT int open64(const char* path, int flags, ...) {
-  mode_t mode = 0;
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = static_cast<mode_t>(va_arg(ap, int));
-    va_end(ap);
-  }
+  OPEN_MODE(mode, flags);
   return open_common(path, flags, mode, real<int (*)(const char*, int, ...)>("open64"));
 }
 EXPORT int openat(int dirfd, const char* path, int flags, ...) {
-  mode_t mode = 0;
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = static_cast<mode_t>(va_arg(ap, int));
-    va_end(ap);
-  }
+  OPEN_MODE(mode, flags);
   if (claims(path)) return make_file();
   return real<int (*)(int, const char*, int, ...)>("openat")(dirfd, path, flags, mode);
 }
 EXPORT int openat64(int dirfd, const char* path, int flags, ...) {
-  mode_t mode = 0;
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = static_cast<mode_t>(va_arg(ap, int));
-    va_end(ap);
-  }
+  OPEN_MODE(mode, flags);
   if (claims(path)) return make_file();
   return real<int (*)(int, const char*, int, ...)>("openat64")(dirfd, path, flags, mode);
 }
