@@ -19,17 +19,9 @@
 #include <unistd.h>
 
 #include "rknpu_uapi.h"
+#include "npu/preload_open.h"
 
 #define EXPORT __attribute__((visibility("default")))
-// open(2)'s mode argument, present after O_CREAT or O_TMPFILE: `mode` from the variadic list.
-#define OPEN_MODE(mode, flags)           \
-  mode_t mode = 0;                       \
-  if ((flags) & (O_CREAT | O_TMPFILE)) { \
-    va_list ap_;                         \
-    va_start(ap_, flags);                \
-    mode = (mode_t)va_arg(ap_, int);     \
-    va_end(ap_);                         \
-  }
 #define MAXBO 4096
 
 struct fbo {
