@@ -14,7 +14,9 @@ namespace rkd::npu {
 // are errors naming the address.
 class DeviceMemory {
  public:
-  explicit DeviceMemory(uint32_t base = 0x10000000u);
+  // The simulator's device address of the first byte (compile's manifest "device_base").
+  static constexpr uint32_t kDefaultBase = 0x10000000u;
+  explicit DeviceMemory(uint32_t base = kDefaultBase);
   // A copy holds the same bytes and history under a new identity().
   DeviceMemory(const DeviceMemory& o);
   DeviceMemory& operator=(const DeviceMemory& o);

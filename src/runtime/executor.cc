@@ -225,9 +225,8 @@ struct ExecutorBuilder {
     // a second preparation lowers everything at that address (the lowering is deterministic:
     // the same bytes), then the session moves into it.
     if (e->npu_ && opt.npu_device) {
-      RKD_ASSIGN(bool relower, npu_session_needs_arena(*e->npu_, *opt.npu_device));
-      if (relower) {
-        if (opt.npu_device->arena() && depth > 0) return invalid("the NPU nodes' device memory changed between two preparations");
+      if (npu_session_needs_arena(*e->npu_, *opt.npu_device)) {
+        if (depth > 0) return invalid("the NPU nodes' device memory changed between two preparations");
         RKD_TRY(opt.npu_device->make_arena(npu_session_memory(*e->npu_).size()));
         return build(g, opt, depth + 1);
       }

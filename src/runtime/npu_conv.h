@@ -127,7 +127,7 @@ class NpuDevice;
 std::shared_ptr<NpuSession> make_npu_session(const std::vector<ir::Value*>& graph_outputs, std::shared_ptr<NpuDevice> device = nullptr);
 // Whether the session, every node lowered, needs the device's arena made (or remade) and every
 // node lowered again at its address: no arena yet, another base, or too small.
-Result<bool> npu_session_needs_arena(const NpuSession& s, const NpuDevice& d);
+bool npu_session_needs_arena(const NpuSession& s, const NpuDevice& d);
 // Moves the session's device memory into the device's arena (FINI_BO: weights, operands and
 // register commands are the device's) and makes a token buffer object per job.
 Status npu_session_attach(NpuSession& s, std::shared_ptr<NpuDevice> d);

@@ -12,7 +12,7 @@ Result<std::shared_ptr<NpuDevice>> NpuDevice::open(const NpuDeviceOptions& o) {
   return d;
 }
 
-uint32_t NpuDevice::base() const { return arena_ ? static_cast<uint32_t>(arena_->dma_address) : npu::DeviceMemory().base(); }
+uint32_t NpuDevice::base() const { return arena_ ? static_cast<uint32_t>(arena_->dma_address) : npu::DeviceMemory::kDefaultBase; }
 
 Status NpuDevice::make_arena(size_t bytes) {
   if (arena_ && arena_->size >= bytes) return {};

@@ -95,7 +95,7 @@ std::vector<NpuJobPlan> npu_node_jobs(const NpuLoweredNode& ln, int cores) {
   return jobs;
 }
 
-Result<bool> npu_session_needs_arena(const NpuSession& s, const NpuDevice& d) {
+bool npu_session_needs_arena(const NpuSession& s, const NpuDevice& d) {
   const auto& a = d.arena();
   return !a || a->dma_address != s.mem.base() || a->size < s.mem.size();
 }

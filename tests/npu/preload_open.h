@@ -7,13 +7,13 @@
 #include <stdarg.h>
 #include <sys/types.h>
 
-#define OPEN_MODE(mode, flags)               \
-  mode_t mode = 0;                           \
-  if ((flags) & (O_CREAT | O_TMPFILE)) {     \
-    va_list ap_;                             \
-    va_start(ap_, flags);                    \
-    mode = (mode_t)va_arg(ap_, int);         \
-    va_end(ap_);                             \
+#define OPEN_MODE(mode, flags)           \
+  mode_t mode = 0;                       \
+  if ((flags) & (O_CREAT | O_TMPFILE)) { \
+    va_list ap_;                         \
+    va_start(ap_, flags);                \
+    mode = (mode_t)va_arg(ap_, int);     \
+    va_end(ap_);                         \
   }
 
 #endif

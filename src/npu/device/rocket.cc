@@ -21,23 +21,10 @@ std::string hex(uint64_t v) {
   std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
   return b;
 }
+// "ENOENT" (glibc's name), or the number where it has none.
 std::string errno_name(int e) {
-  switch (e) {
-    case ENOENT: return "ENOENT";
-    case EACCES: return "EACCES";
-    case EPERM: return "EPERM";
-    case EINVAL: return "EINVAL";
-    case ENOMEM: return "ENOMEM";
-    case ETIMEDOUT: return "ETIMEDOUT";
-    case EBUSY: return "EBUSY";
-    case EFAULT: return "EFAULT";
-    case ENOTTY: return "ENOTTY";
-    case ENODEV: return "ENODEV";
-    case ENXIO: return "ENXIO";
-    case EINTR: return "EINTR";
-    case EBADF: return "EBADF";
-    default: return "errno " + std::to_string(e);
-  }
+  const char* n = strerrorname_np(e);
+  return n ? n : "errno " + std::to_string(e);
 }
 }  // namespace
 
@@ -82,12 +69,14 @@ Result<std::unique_ptr<Rocket>> Rocket::open(const std::string& path) {
 }
 
 Rocket::~Rocket() {
-  for (Bo& b : bos_) {
-    if (b.map) ::munmap(b.map, b.size);
-    rkd_drm_gem_close c{b.handle, 0};
-    (void)::ioctl(fd_, RKD_DRM_IOCTL_GEM_CLOSE, &c);
-  }
+  for (const Bo& b : bos_) (void)release(b.handle, b.map, b.size);
   if (fd_ >= 0) ::close(fd_);
+}
+
+Status Rocket::release(uint32_t handle, uint8_t* map, size_t size) {
+  if (map) ::munmap(map, size);
+  rkd_drm_gem_close g{handle, 0};
+  return ioctl_named("DRM_IOCTL_GEM_CLOSE", RKD_DRM_IOCTL_GEM_CLOSE, &g);
 }
 
 Status Rocket::ioctl_named(const char* name, unsigned long request, void* arg) {
@@ -114,14 +103,15 @@ Result<Bo> Rocket::create_bo(uint32_t size) {
   void* m = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, static_cast<off_t>(c.offset));
   if (m == MAP_FAILED) {
     const int e = errno;
-    rkd_drm_gem_close g{c.handle, 0};
-    (void)::ioctl(fd_, RKD_DRM_IOCTL_GEM_CLOSE, &g);
+    (void)release(c.handle, nullptr, 0);
     return invalid("rocket device " + path_ + ": mmap of buffer object " + std::to_string(c.handle) + " (" + std::to_string(size) +
                    " bytes at offset " + hex(c.offset) + "): " + errno_meaning("mmap", e));
   }
-  if (c.dma_address + size > (uint64_t{1} << 32))
+  if (c.dma_address + size > (uint64_t{1} << 32)) {
+    (void)release(c.handle, static_cast<uint8_t*>(m), size);
     return invalid("rocket device " + path_ + ": buffer object " + std::to_string(c.handle) + " at device address " + hex(c.dma_address) +
                    " lies above 4 GiB: the NPU's address registers are 32 bits");
+  }
   b.map = static_cast<uint8_t*>(m);
   bos_.push_back(b);
   return b;
@@ -130,11 +120,10 @@ Result<Bo> Rocket::create_bo(uint32_t size) {
 Status Rocket::destroy_bo(Bo& bo) {
   for (size_t i = 0; i < bos_.size(); ++i) {
     if (bos_[i].handle != bo.handle) continue;
-    if (bo.map) ::munmap(bo.map, bo.size);
     bos_.erase(bos_.begin() + static_cast<long>(i));
-    rkd_drm_gem_close g{bo.handle, 0};
+    Status st = release(bo.handle, bo.map, bo.size);
     bo.map = nullptr;
-    return ioctl_named("DRM_IOCTL_GEM_CLOSE", RKD_DRM_IOCTL_GEM_CLOSE, &g);
+    return st;
   }
   return invalid("rocket device " + path_ + ": no buffer object " + std::to_string(bo.handle) + " to destroy");
 }

@@ -75,6 +75,8 @@ class Rocket {
 
  private:
   Rocket(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  // munmap (when mapped) and GEM_CLOSE.
+  Status release(uint32_t handle, uint8_t* map, size_t size);
   int fd_ = -1;
   std::string path_;
   std::vector<Bo> bos_;  // created and not destroyed: the task check's ranges
