@@ -19,6 +19,14 @@ elif git rev-parse --is-inside-work-tree > /dev/null 2>&1; then
 else  # a copy without .git: the source folders
   mapfile -t files < <(find src tests bench fuzz tools -type f \( -name '*.cc' -o -name '*.h' -o -name '*.c' -o -name '*.cpp' \) 2> /dev/null | sort)
 fi
+# Shell scripts: no pipeline into `grep -q` (or `head`). Under pipefail the writer dies of
+# SIGPIPE (status 141) when the reader stops early, and the pipeline fails or passes by timing;
+# capture the output, then match it.
+if piped=$(grep -rnE '\|[[:space:]]*(grep[[:space:]]+(-[A-Za-z]*q|--quiet)|head([[:space:]]|$))' --include='*.sh' scripts tests .ci 2> /dev/null); then
+  echo "format-check: a pipeline into grep -q or head (capture the output first, then match it):"
+  echo "$piped"
+  exit 1
+fi
 if [ "${#files[@]}" -eq 0 ]; then
   echo "format-check: no C/C++ file to check"
   exit 0
@@ -32,7 +40,7 @@ bad=0
 for f in "${files[@]}"; do
   if ! out=$("$cf" --style=file --dry-run -Werror "$f" 2>&1); then
     echo "$f: not formatted (scripts/format_check.sh --fix rewrites it):"
-    echo "$out" | head -6
+    head -6 <<< "$out"
     bad=$((bad + 1))
   fi
 done

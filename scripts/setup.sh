@@ -45,7 +45,7 @@ pkgs=(build-essential cmake ninja-build pkg-config git ca-certificates
 
 missing=()
 for p in "${pkgs[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+  if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]; then
     # Node.js may come from outside Debian's packages (node + npm on PATH): accept it.
     if { [ "$p" = nodejs ] || [ "$p" = npm ]; } && command -v "${p/nodejs/node}" >/dev/null 2>&1; then continue; fi
     missing+=("$p")

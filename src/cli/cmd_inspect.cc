@@ -38,7 +38,8 @@ void run_inspect(const InspectArgs& a) {
   // and the fusion report says which deformable-attention sites the CPU executor fuses.
   auto compiled = take(runtime::import_model(a.model, a.batch > 0 ? a.batch : 1));
   runtime::FusionReport fusion;
-  const Status compile_status = runtime::optimize(compiled.graph, {}, &fusion);
+  Status compile_status = runtime::optimize(compiled.graph, {}, &fusion);
+  if (compile_status.ok()) compile_status = runtime::check_graph_memory(compiled.graph);
   const ir::Graph& shapes_from = compile_status.ok() ? compiled.graph : g;
   const std::string executor_text = compile_status.ok() ? "ok" : compile_status.error().to_string();
 

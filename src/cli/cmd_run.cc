@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "core/json_style.h"
 #include "npu/lower/lower.h"
+#include "npu/sim/sim.h"
 #include "core/npy.h"
 #include "core/output.h"
 #include "quant/requant.h"
@@ -61,7 +62,7 @@ void run_on_image(const RunArgs& a, runtime::LoadOptions lo) {
   const runtime::Image img = take(runtime::load_image(a.image));
   runtime::LoadedModel m = take(runtime::load_model(a.model, lo));
   report_npu(a, m.fusion, *m.executor);
-  runtime::DetectorConfig cfg = a.config.empty() ? runtime::default_config(*m.graph) : take(runtime::read_config(a.config));
+  const runtime::DetectorConfig cfg = take(runtime::detector_config(*m.graph, a.config));
   const runtime::Prepared prep = take(runtime::preprocess(img, cfg, runtime::takes_target_sizes(*m.graph)));
   check(runtime::check_detector_inputs(prep.inputs));
   auto outputs = take(m.executor->run(prep.inputs));
@@ -109,6 +110,10 @@ void set_backend(const RunArgs& a, runtime::CompileOptions& c, runtime::Executor
   c.int8 = a.backend == "int8" || npu;
   c.requant = a.requant;
   if (npu) {
+    // Checked once here: a typo is one error, not one per NPU node.
+    if (!a.strategy.empty()) (void)take(npu::lower::parse_strategy(a.strategy));
+    npu::sim::Quirks q;
+    for (const std::string& k : a.sim_knobs) check(npu::sim::set_knob(q, k));
     c.npu_sim_strategy = a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy;
     c.sim_knobs = a.sim_knobs;
     c.npu_fuse_add = a.fuse_npu_add;
@@ -196,6 +201,7 @@ void run_model(const RunArgs& a) {
   lo.compile.dump = [](const std::string& pass, const std::string& ir) { std::cerr << "=== IR after " << pass << " ===\n" << ir; };
   lo.exec.threads = a.threads;
   lo.exec.profile = a.profile;
+  lo.inputs = &inputs;
   runtime::LoadedModel m = take(runtime::load_model(a.model, lo));
   report_npu(a, m.fusion, *m.executor);
   // Every output file is declared (and checked) before the inference.
@@ -286,9 +292,10 @@ void add_run_command(CLI::App& app) {
   c->add_option("--dump-after", a->dump_after, "print the IR after this pass to stderr (repeatable)");
   c->add_option("--image", a->image, "a photo (PNG/JPEG): preprocess, run, decode and print detections");
   c->add_option("--config", a->config, "detector config JSON (docs/detector-config.md); default from the model's inputs");
-  c->add_option("--classes", a->classes, "label names: coco (default) or ids")->check(CLI::IsMember({"coco", "ids"}));
+  CLI::Option* image = c->get_option("--image");
+  c->add_option("--classes", a->classes, "with --image: label names, coco (default) or ids")->check(CLI::IsMember({"coco", "ids"}))->needs(image);
   c->add_option("--draw", a->draw, "with --image: write the photo with boxes to this PNG");
-  c->add_flag("--json", a->json, "with --image: print detections as JSON");
+  c->add_flag("--json", a->json, "with --image: print detections as JSON")->needs(image);
   add_nonfinite_option(c, a->allow_nonfinite);
   c->callback([a] { run_model(*a); });
 }

@@ -5,14 +5,19 @@
 #include <unistd.h>
 #include <zip.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
 
 namespace rkd {
+
+namespace fs = std::filesystem;
+
 namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
@@ -251,15 +256,100 @@ Result<std::string> serialize_npy(const Tensor& t) {
   return out;
 }
 
-Result<std::string> read_file_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return io_error(path + ": cannot open: " + errno_text());
+namespace {
+
+// An open regular file, closed on destruction.
+struct RegularFile {
+  int fd = -1;
+  uint64_t size = 0;
+  RegularFile() = default;
+  RegularFile(const RegularFile&) = delete;
+  RegularFile& operator=(const RegularFile&) = delete;
+  ~RegularFile() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// O_NONBLOCK: opening a FIFO for reading must not wait for a writer (a regular file's reads
+// ignore the flag); what is not a regular file is refused before any read.
+Status open_regular(const std::string& path, RegularFile& f) {
+  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (f.fd < 0) return io_error(path + ": cannot open: " + errno_text());
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return io_error(path + ": is a directory");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) return io_error(path + ": read error");
-  return ss.str();
+  if (::fstat(f.fd, &st) != 0) return io_error(path + ": cannot read its status: " + errno_text());
+  if (S_ISDIR(st.st_mode)) return io_error(path + ": is a directory");
+  if (!S_ISREG(st.st_mode)) {
+    return invalid(path + ": is not a regular file (a device, FIFO or socket); rkdeploy reads only regular files (docs/cli.md, \"Limits\")");
+  }
+  f.size = static_cast<uint64_t>(st.st_size);
+  return {};
+}
+
+// Up to `count` bytes from `offset`; fewer only where the file ends first.
+Result<std::string> read_at(const std::string& path, const RegularFile& f, uint64_t offset, uint64_t count) {
+  std::string out(static_cast<size_t>(count), '\0');
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t r = ::pread(f.fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return io_error(path + ": read error: " + errno_text());
+    }
+    if (r == 0) break;
+    done += static_cast<size_t>(r);
+  }
+  out.resize(done);
+  return out;
+}
+
+bool path_within(const fs::path& inner, const fs::path& outer) {
+  auto i = inner.begin();
+  for (auto o = outer.begin(); o != outer.end(); ++o, ++i) {
+    if (o->empty()) continue;  // a trailing separator
+    if (i == inner.end() || *i != *o) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::string> read_file_bytes(const std::string& path, uint64_t max_bytes) {
+  RegularFile f;
+  RKD_TRY(open_regular(path, f));
+  if (f.size > max_bytes) {
+    return invalid(path + ": has " + std::to_string(f.size) + " bytes, more than the " + std::to_string(max_bytes) +
+                   " a file read whole may have (docs/cli.md, \"Limits\")");
+  }
+  return read_at(path, f, 0, f.size);  // a file shortened while being read: what is there
+}
+
+Result<std::string> read_file_range(const std::string& path, uint64_t offset, uint64_t count) {
+  RegularFile f;
+  RKD_TRY(open_regular(path, f));
+  if (count > kMaxFileBytes) return invalid(path + ": a read of " + std::to_string(count) + " bytes is more than the limit of a file");
+  if (offset > f.size || f.size - offset < count) {
+    return invalid(path + ": has " + std::to_string(f.size) + " bytes, too few for offset " + std::to_string(offset) + " + " + std::to_string(count));
+  }
+  RKD_ASSIGN(std::string out, read_at(path, f, offset, count));
+  if (out.size() != count) return io_error(path + ": shortened while being read");
+  return out;
+}
+
+Result<std::string> path_inside_folder(const std::string& folder, const std::string& relative, const std::string& what) {
+  const fs::path rel(relative);
+  const bool climbs = std::any_of(rel.begin(), rel.end(), [](const fs::path& part) { return part == ".."; });
+  if (rel.empty() || rel.is_absolute() || climbs) return invalid(what + ": '" + relative + "' leaves the model's folder");
+  const fs::path dir(folder.empty() ? "." : folder);
+  const fs::path full = dir / rel;
+  std::error_code ec;
+  const fs::path real_dir = fs::canonical(dir, ec);
+  if (ec) return io_error(what + ": the folder '" + dir.string() + "': " + ec.message());
+  const fs::path real = fs::canonical(full, ec);
+  if (ec) return io_error(what + ": '" + full.string() + "': " + ec.message());
+  if (!path_within(real, real_dir)) {
+    return invalid(what + ": '" + relative + "' leaves the model's folder through a symbolic link (it is " + real.string() + ")");
+  }
+  return full.string();
 }
 
 Status write_file_atomic(const std::string& path, std::span<const uint8_t> bytes) {

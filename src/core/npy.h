@@ -39,8 +39,17 @@ Result<TensorMap> parse_npz(std::span<const uint8_t> bytes, const std::string& w
 Result<TensorMap> read_npz(const std::string& path);
 Status write_npz(const std::string& path, const TensorMap& tensors, bool compress = false);
 
-// File helpers shared by every writer in rkdeploy.
-Result<std::string> read_file_bytes(const std::string& path);
+// File helpers shared by every reader and writer in rkdeploy.
+// The whole of a regular file of at most `max_bytes` (core/limits.h); a directory is an I/O
+// error, a device, FIFO or socket and a larger file are invalid, refused before any read.
+Result<std::string> read_file_bytes(const std::string& path, uint64_t max_bytes = kMaxFileBytes);
+// `count` bytes of a regular file from `offset` (ONNX external data); a file too short for
+// them is invalid.
+Result<std::string> read_file_range(const std::string& path, uint64_t offset, uint64_t count);
+// `relative`, a path a model names (ONNX external data, TF.js weight shards), inside `folder`:
+// refused (invalid, naming `what`) when it is absolute, climbs with "..", or ends outside the
+// folder once symbolic links are resolved. Returns folder/relative.
+Result<std::string> path_inside_folder(const std::string& folder, const std::string& relative, const std::string& what);
 // Writes `bytes` to `path` via a temporary file + rename (atomic on POSIX file systems).
 Status write_file_atomic(const std::string& path, std::span<const uint8_t> bytes);
 

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <csignal>
@@ -89,14 +90,84 @@ Result<std::string> temp_folder(const std::string& shown, const fs::path& abs) {
   return t;
 }
 
+// With force: every entry of the non-empty folder `abs` must be a regular file `owned` lists or
+// a folder on the way to one. Returns those files (relative, '/'-separated), the only paths
+// publish() removes.
+Result<std::vector<std::string>> replaceable_files(const std::string& shown, const fs::path& abs, const OwnedFiles& owned) {
+  const std::string refuse = shown + ": --force replaces only a folder that this command wrote before";
+  std::string named = shown;
+  while (named.size() > 1 && named.back() == '/') named.pop_back();
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(named, ec))) {
+    return invalid(refuse + ", never one named through a symbolic link; name the folder itself or another output");
+  }
+  if (!owned) return invalid(refuse + "; remove its contents or name another output folder");
+  auto listed = owned(abs.string());
+  if (!listed) return Error{listed.error().kind, refuse + ": " + listed.error().message};
+  std::set<std::string> files, dirs;
+  for (const auto& f : *listed) {
+    const fs::path p = fs::path(f).lexically_normal();
+    if (p.empty() || p.is_absolute() || *p.begin() == "..") continue;  // never outside the folder
+    files.insert(p.generic_string());
+    for (fs::path d = p.parent_path(); !d.empty(); d = d.parent_path()) dirs.insert(d.generic_string());
+  }
+  std::vector<std::string> found, foreign;
+  fs::recursive_directory_iterator it(abs, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const std::string rel = it->path().lexically_relative(abs).generic_string();
+    const auto st = it->symlink_status(ec);
+    if (ec) break;
+    if (fs::is_directory(st)) {
+      if (!dirs.count(rel)) {
+        foreign.push_back(rel + "/");
+        it.disable_recursion_pending();
+      }
+    } else if (fs::is_regular_file(st) && files.count(rel)) {
+      found.push_back(rel);
+    } else {
+      foreign.push_back(rel);
+    }
+  }
+  if (ec) return io_error(shown + ": cannot list the folder: " + ec.message());
+  if (!foreign.empty()) {
+    std::string some;
+    for (size_t i = 0; i < foreign.size() && i < 3; ++i) some += (i ? ", " : "") + foreign[i];
+    if (foreign.size() > 3) some += ", ...";
+    return invalid(refuse + ", and it holds " + std::to_string(foreign.size()) + " entr" + (foreign.size() == 1 ? "y" : "ies") +
+                   " the previous output does not list (" + some + "); move them away or name another output folder");
+  }
+  return found;
+}
+
+// Removes the listed files of a replaced output now at `old`, then the folders that held them
+// once empty. Something else found there (it appeared after the check) is kept, and named.
+Status remove_replaced(const std::string& shown, const fs::path& old, const std::vector<std::string>& files) {
+  std::error_code ec;
+  std::set<fs::path> dirs;
+  for (const auto& f : files) {
+    fs::remove(old / f, ec);
+    for (fs::path d = fs::path(f).parent_path(); !d.empty(); d = d.parent_path()) dirs.insert(d);
+  }
+  // Deepest first.
+  std::vector<fs::path> order(dirs.begin(), dirs.end());
+  std::sort(order.begin(), order.end(),
+            [](const fs::path& a, const fs::path& b) { return std::distance(a.begin(), a.end()) > std::distance(b.begin(), b.end()); });
+  for (const auto& d : order) fs::remove(old / d, ec);
+  if (!fs::remove(old, ec) || ec) {
+    return io_error(shown + ": the new output is in place; the previous one held files it did not list when replaced, kept in " + old.string());
+  }
+  return {};
+}
+
 }  // namespace
 
 struct OutputTransaction::Item {
   enum Kind { kFile, kFolder, kFilesIn } kind;
-  std::string shown;    // as the user wrote it
-  fs::path dest;        // absolute, symbolic links resolved
-  std::string temp;     // empty: nothing to move (a files_in folder that exists)
-  bool nested = false;  // a file inside an absent files_in folder: moved with it
+  std::string shown;                       // as the user wrote it
+  fs::path dest;                           // absolute, symbolic links resolved
+  std::string temp;                        // empty: nothing to move (a files_in folder that exists)
+  bool nested = false;                     // a file inside an absent files_in folder: moved with it
+  std::vector<std::string> replaced = {};  // a folder destination's previous files (force)
 };
 
 OutputTransaction::OutputTransaction(std::vector<std::string> inputs, bool force) : force_(force) {
@@ -163,7 +234,7 @@ Result<std::string> OutputTransaction::file(const std::string& path) {
   return items_.back().temp;
 }
 
-Result<std::string> OutputTransaction::folder(const std::string& path) {
+Result<std::string> OutputTransaction::folder(const std::string& path, const OwnedFiles& owned) {
   if (path.empty()) return invalid("an output folder is empty");
   std::error_code ec;
   const fs::path abs = absolute_normal(path);
@@ -177,12 +248,14 @@ Result<std::string> OutputTransaction::folder(const std::string& path) {
   RKD_TRY(check_free(abs.string(), path));
   const auto st = fs::status(abs, ec);
   if (fs::exists(st) && !fs::is_directory(st)) return invalid(path + ": exists and is not a folder");
-  if (fs::is_directory(st) && !fs::is_empty(abs, ec) && !force_) {
-    return invalid(path + ": the folder is not empty; remove it, name another, or pass --force to replace it");
+  std::vector<std::string> replaced;
+  if (fs::is_directory(st) && !fs::is_empty(abs, ec)) {
+    if (!force_) return invalid(path + ": the folder is not empty; remove it, name another, or pass --force to replace a previous output");
+    RKD_ASSIGN(replaced, replaceable_files(path, abs, owned));
   }
   RKD_TRY(parent_is_folder(path, abs));
   RKD_ASSIGN(std::string t, temp_folder(path, abs));
-  items_.push_back(Item{Item::kFolder, path, abs, t, false});
+  items_.push_back(Item{Item::kFolder, path, abs, t, false, std::move(replaced)});
   return items_.back().temp;
 }
 
@@ -209,30 +282,39 @@ Status OutputTransaction::publish() {
   for (auto& it : items_) {
     if (it.temp.empty() || it.nested) continue;
     if (it.kind == Item::kFolder && fs::exists(it.dest, ec)) {
-      // Checked empty (or --force) when declared. Swap the two folders in one step
-      // (renameat2 RENAME_EXCHANGE): the temporary's path then holds the previous folder and
-      // is deleted as a temporary, by us or by the signal thread; at no moment is DIR absent.
-      if (::renameat2(AT_FDCWD, it.temp.c_str(), AT_FDCWD, it.dest.c_str(), RENAME_EXCHANGE) == 0) {
-        fs::remove_all(it.temp, ec);
-      } else if (errno == EINVAL || errno == ENOSYS) {
-        // A file system without the exchange: move the previous folder aside, then rename.
-        std::string old = hidden_sibling(it.dest, ".rkdeploy-old-XXXXXX");
-        if (!::mkdtemp(old.data())) return io_error(it.shown + ": cannot make room for the previous folder: " + err());
-        if (::rename(it.dest.c_str(), old.c_str()) != 0) {
-          const std::string e = err();
-          ::rmdir(old.c_str());
-          return io_error(it.shown + ": cannot move the previous folder aside: " + e);
-        }
-        if (::rename(it.temp.c_str(), it.dest.c_str()) != 0) {
-          const std::string e = err();
-          ::rename(old.c_str(), it.dest.c_str());
-          return io_error(it.shown + ": " + e);
-        }
-        fs::remove_all(old, ec);
-      } else {
-        return io_error(it.shown + ": cannot replace the previous folder: " + err());
+      // Checked empty (or, with force, holding only the previous output's files) when
+      // declared. Swap the two folders in one step (renameat2 RENAME_EXCHANGE), so that at no
+      // moment is DIR absent; the temporary's path then holds the previous folder, of which
+      // only the listed files are removed. The signal thread must not remove it whole.
+      untrack(it.temp);
+      const int exchanged = ::renameat2(AT_FDCWD, it.temp.c_str(), AT_FDCWD, it.dest.c_str(), RENAME_EXCHANGE);
+      const int exchange_errno = errno;
+      if (exchanged == 0) {
+        const std::string old = it.temp;
+        it.temp.clear();
+        RKD_TRY(remove_replaced(it.shown, old, it.replaced));
+        continue;
       }
-    } else if (::rename(it.temp.c_str(), it.dest.c_str()) != 0) {
+      if (exchange_errno != EINVAL && exchange_errno != ENOSYS) {
+        track(it.temp);
+        return io_error(it.shown + ": cannot replace the previous folder: " + std::strerror(exchange_errno));
+      }
+      // A file system without the exchange: move the previous folder aside, then rename.
+      track(it.temp);
+      std::string old = hidden_sibling(it.dest, ".rkdeploy-old-XXXXXX");
+      if (!::mkdtemp(old.data())) return io_error(it.shown + ": cannot make room for the previous folder: " + err());
+      if (::rename(it.dest.c_str(), old.c_str()) != 0) return io_error(it.shown + ": cannot move the previous folder aside: " + err());
+      if (::rename(it.temp.c_str(), it.dest.c_str()) != 0) {
+        const std::string e = err();
+        ::rename(old.c_str(), it.dest.c_str());
+        return io_error(it.shown + ": " + e);
+      }
+      untrack(it.temp);
+      it.temp.clear();
+      RKD_TRY(remove_replaced(it.shown, old, it.replaced));
+      continue;
+    }
+    if (::rename(it.temp.c_str(), it.dest.c_str()) != 0) {
       return io_error(it.shown + ": " + err());
     }
     untrack(it.temp);

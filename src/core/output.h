@@ -11,7 +11,12 @@
 //    the signal, exit status 128 + N).
 //  - Nothing the command did not create is deleted or replaced, except:
 //      * a regular file named as a file destination (the user named it, as with cc -o), and
-//      * with `force`, a non-empty folder named as a folder destination.
+//      * with `force`, the files a previous run of the same command wrote into a folder
+//        destination, as that run listed them (`OwnedFiles`: compile reads its manifest). A
+//        folder that holds anything else (a file the list does not name, a symbolic link, a
+//        device), that has no such list, or that is named through a symbolic link is refused
+//        whatever the flags; on publish only the listed files (and the folders that held
+//        them, once empty) are removed.
 //    Refused always: a destination that is also an input (or a folder holding one), a file
 //    destination that is a folder or not a regular file, a folder destination that is a
 //    file, the working directory or one of its ancestors, the same destination twice.
@@ -19,12 +24,18 @@
 //  - A symbolic link as a file destination: its target is replaced (the link stays).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "core/result.h"
 
 namespace rkd {
+
+// The files (paths relative to `folder`, '/'-separated) that a previous run of the command
+// wrote into the folder destination `folder`, or an error saying why the folder is not such
+// an output. Only paths that also exist in the folder are ever removed.
+using OwnedFiles = std::function<Result<std::vector<std::string>>(const std::string& folder)>;
 
 class OutputTransaction {
  public:
@@ -38,8 +49,9 @@ class OutputTransaction {
   // A file inside a folder declared with files_in() goes into that folder's temporary.
   Result<std::string> file(const std::string& path);
   // A folder the command fills as a whole (compile -o): absent, empty, or with force a
-  // folder to replace. Returns the (empty) temporary folder to fill.
-  Result<std::string> folder(const std::string& path);
+  // previous output whose files `owned` lists (without `owned`, force replaces nothing).
+  // Returns the (empty) temporary folder to fill.
+  Result<std::string> folder(const std::string& path, const OwnedFiles& owned = {});
   // A folder that receives files declared afterwards with file(): an existing folder keeps
   // its other contents; an absent one is created (as a temporary, renamed on publish).
   Status files_in(const std::string& path);

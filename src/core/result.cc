@@ -14,6 +14,10 @@ const char* error_kind_name(ErrorKind kind) {
 
 std::string Error::to_string() const { return std::string(error_kind_name(kind)) + ": " + message; }
 
-Error Error::with_context(const std::string& context) const { return Error{kind, context + ": " + message}; }
+Error Error::with_context(const std::string& context) const {
+  const std::string prefix = context + ": ";
+  if (message.compare(0, prefix.size(), prefix) == 0) return *this;  // named already
+  return Error{kind, prefix + message};
+}
 
 }  // namespace rkd

@@ -32,7 +32,8 @@ struct Error {
 
   // "invalid: grid: ..." - what the command line prints.
   std::string to_string() const;
-  // Returns a copy whose message is "context: message" (e.g. the file name).
+  // Returns a copy whose message is "context: message" (e.g. the file name), or an unchanged
+  // copy when the message starts with "context: " already.
   Error with_context(const std::string& context) const;
 };
 

@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <numeric>
 
 namespace rkd {
@@ -90,7 +91,9 @@ Result<Tensor> Tensor::allocate(DType dtype, const Shape& shape, bool zero) {
 
 Tensor Tensor::empty(DType dtype, const Shape& shape) {
   auto r = zeros(dtype, shape);
-  if (!r.ok()) std::abort();
+  // The shape was validated by the caller: what can still fail is the allocation itself, which
+  // the command line reports as "out of memory" (exit 1).
+  if (!r.ok()) throw std::bad_alloc();
   return std::move(r).value();
 }
 

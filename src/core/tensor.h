@@ -17,14 +17,12 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/limits.h"
 #include "core/result.h"
 
 namespace rkd {
 
 using Shape = std::vector<int64_t>;
-
-// Upper bound on one tensor's byte size (64 GiB): larger shapes are refused as invalid.
-inline constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 36;
 
 // Number of elements of a shape, or an Error naming `what` if a dimension is negative
 // or the product overflows.
@@ -44,7 +42,8 @@ class Tensor {
   // As zeros() but the elements are left uninitialised: for outputs a kernel overwrites
   // completely (saves a pass over memory on every call).
   static Result<Tensor> uninitialized(DType dtype, const Shape& shape);
-  // As zeros(), for shapes the caller has already validated; aborts on failure.
+  // As zeros(), for shapes the caller has already validated; throws std::bad_alloc when the
+  // allocation fails.
   static Tensor empty(DType dtype, const Shape& shape);
   // Copies `values` into a new float32 tensor; values.size() must equal numel(shape).
   static Tensor from_floats(const Shape& shape, std::span<const float> values);

@@ -162,10 +162,15 @@ Status binary_typed(Binary op, const Tensor& a0, const Tensor& b0, Tensor& out, 
         if constexpr (is_float) {
           kernel([](T x, T y) -> R { return x / y; });
         } else {
+          // x / 0 is an error; x / -1 is the two's-complement negation (INT_MIN / -1 wraps to
+          // INT_MIN, as NumPy's; C++'s quotient would trap).
           kernel([&](T x, T y) -> R {
             if (y == 0) {
               div_zero = true;
               return 0;
+            }
+            if constexpr (std::is_signed_v<T>) {
+              if (y == -1) return static_cast<R>(static_cast<T>(T(0) - static_cast<std::make_unsigned_t<T>>(x)));
             }
             return static_cast<R>(x / y);
           });
@@ -195,6 +200,9 @@ Status binary_typed(Binary op, const Tensor& a0, const Tensor& b0, Tensor& out, 
               div_zero = true;
               return 0;
             }
+            if constexpr (std::is_signed_v<T>) {
+              if (y == -1) return 0;  // INT_MIN % -1 would trap
+            }
             return static_cast<R>(x % y);
           });
         }
@@ -211,6 +219,9 @@ Status binary_typed(Binary op, const Tensor& a0, const Tensor& b0, Tensor& out, 
             if (y == 0) {
               div_zero = true;
               return 0;
+            }
+            if constexpr (std::is_signed_v<T>) {
+              if (y == -1) return 0;  // INT_MIN % -1 would trap
             }
             T m = x % y;
             if (m != 0 && ((m < 0) != (y < 0))) m += y;

@@ -71,11 +71,22 @@ DetectorConfig default_config(const ir::Graph& g) {
   return c;
 }
 
+Result<DetectorConfig> detector_config(const ir::Graph& g, const std::string& config_path) {
+  const DetectorConfig defaults = default_config(g);
+  if (config_path.empty()) return defaults;
+  return read_config(config_path, defaults);
+}
+
 Result<Prepared> preprocess(const Image& img, const DetectorConfig& cfg, bool with_target_sizes) {
   Prepared p;
   const int64_t W = cfg.width, H = cfg.height;
   const bool nhwc = cfg.layout == "nhwc", as_int = cfg.dtype == "int32";
-  Tensor t = Tensor::empty(as_int ? DType::i32 : DType::f32, nhwc ? Shape{1, H, W, 3} : Shape{1, 3, H, W});
+  const Shape shape = nhwc ? Shape{1, H, W, 3} : Shape{1, 3, H, W};
+  const DType dtype = as_int ? DType::i32 : DType::f32;
+  const std::string what = "input '" + cfg.input + "' " + shape_to_string(shape) + " for a photo";
+  RKD_ASSIGN(const uint64_t bytes, checked_shape_bytes(shape, dtype, what));
+  RKD_TRY(check_memory_estimate(bytes, what));
+  RKD_ASSIGN(Tensor t, Tensor::uninitialized(dtype, shape));
   float gx = static_cast<float>(W) / static_cast<float>(img.width);
   float gy = static_cast<float>(H) / static_cast<float>(img.height);
   if (cfg.resize == "letterbox") {

@@ -11,16 +11,16 @@
 
 namespace rkd::runtime {
 
-Result<DetectorConfig> read_config(const std::string& path) {
+Result<DetectorConfig> read_config(const std::string& path, const DetectorConfig& base) {
   RKD_ASSIGN(std::string text, read_file_bytes(path));
-  return parse_config(text, path);
+  return parse_config(text, path, base);
 }
 
-Result<DetectorConfig> parse_config(const std::string& text, const std::string& path) {
+Result<DetectorConfig> parse_config(const std::string& text, const std::string& path, const DetectorConfig& base) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) return invalid(path + ": not valid JSON (or a number beyond double's range)");
   if (!j.is_object()) return invalid(path + ": not a JSON object");
-  DetectorConfig c;
+  DetectorConfig c = base;
   static const std::set<std::string> known = {"input",         "width",  "height", "resize", "pad_value",       "scale",   "mean",          "std",
                                               "channel_order", "layout", "dtype",  "output", "score_threshold", "nms_iou", "max_detections"};
   for (const auto& [k, v] : j.items()) {

@@ -27,9 +27,11 @@ struct DetectorConfig {
   int64_t max_detections = 100;
 };
 
-// Reads a JSON config (fields as above; unknown fields are an error naming them).
-Result<DetectorConfig> read_config(const std::string& path);
+// Reads a JSON config (fields as above; unknown fields are an error naming them). A field the
+// file does not give keeps its value in `base` (the model's defaults: detect.h's
+// detector_config).
+Result<DetectorConfig> read_config(const std::string& path, const DetectorConfig& base = {});
 // The same from the file's text; `path` names it in errors.
-Result<DetectorConfig> parse_config(const std::string& text, const std::string& path);
+Result<DetectorConfig> parse_config(const std::string& text, const std::string& path, const DetectorConfig& base = {});
 
 }  // namespace rkd::runtime

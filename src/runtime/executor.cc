@@ -127,8 +127,34 @@ int64_t align64(int64_t x) { return (x + 63) / 64 * 64; }
 
 }  // namespace
 
+Status check_graph_memory(const ir::Graph& g) {
+  uint64_t constants = 0, largest = 0;
+  for (const auto& v : g.values()) {
+    if (v->constant) constants += v->constant->nbytes();
+  }
+  auto bytes_of = [](const ir::Value* v) -> Result<uint64_t> {
+    if (!v || v->constant || !v->dtype) return uint64_t{0};
+    const auto shape = ir::static_shape(v);
+    if (!shape) return uint64_t{0};
+    return checked_shape_bytes(*shape, *v->dtype, "value '" + v->name + "'");
+  };
+  for (const auto& np : g.nodes()) {
+    uint64_t step = 0;
+    for (const auto* list : {&np->inputs, &np->outputs}) {
+      for (const ir::Value* v : *list) {
+        auto b = bytes_of(v);
+        if (!b) return b.error().with_context(np->describe());
+        step += *b;
+      }
+    }
+    largest = std::max(largest, step);
+  }
+  return check_memory_estimate(constants + largest, "the model (its constants and its largest node's inputs and outputs)");
+}
+
 struct ExecutorBuilder {
   static Result<std::unique_ptr<Executor>> build(const ir::Graph& g, const ExecutorOptions& opt, int depth = 0) {
+    if (depth == 0) RKD_TRY(check_graph_memory(g));
     std::unique_ptr<Executor> e(new Executor());
     e->g_ = &g;
     e->opt_ = opt;
@@ -274,17 +300,17 @@ struct ExecutorBuilder {
 
 Result<std::unique_ptr<Executor>> Executor::create(const ir::Graph& g, const ExecutorOptions& opt) { return ExecutorBuilder::build(g, opt); }
 
-Result<std::map<std::string, Tensor>> Executor::run(const std::map<std::string, Tensor>& inputs) {
+Status check_graph_inputs(const ir::Graph& g, const std::map<std::string, Tensor>& inputs) {
   for (const auto& [name, t] : inputs) {
     bool known = false;
-    for (const ir::Value* v : g_->inputs) known = known || v->name == name;
+    for (const ir::Value* v : g.inputs) known = known || v->name == name;
     if (!known) {
       std::string names;
-      for (const ir::Value* v : g_->inputs) names += (names.empty() ? "" : ", ") + v->name;
+      for (const ir::Value* v : g.inputs) names += (names.empty() ? "" : ", ") + v->name;
       return invalid("input '" + name + "': the model has no such input (inputs: " + names + ")");
     }
   }
-  for (const ir::Value* v : g_->inputs) {
+  for (const ir::Value* v : g.inputs) {
     auto it = inputs.find(v->name);
     if (it == inputs.end()) return invalid("input '" + v->name + "' is missing");
     const Tensor& t = it->second;
@@ -295,8 +321,13 @@ Result<std::map<std::string, Tensor>> Executor::run(const std::map<std::string, 
     if (s && t.shape() != *s) {
       return invalid("input '" + v->name + "': shape " + shape_to_string(t.shape()) + ", the model expects " + shape_to_string(*s));
     }
-    slots_[slot_of_.at(v)] = t.contiguous();
   }
+  return {};
+}
+
+Result<std::map<std::string, Tensor>> Executor::run(const std::map<std::string, Tensor>& inputs) {
+  RKD_TRY(check_graph_inputs(*g_, inputs));
+  for (const ir::Value* v : g_->inputs) slots_[slot_of_.at(v)] = inputs.at(v->name).contiguous();
   for (const ir::Value* v : g_->outputs) {
     if (!v->producer || v->constant) continue;
     const auto s = ir::static_shape(v);

@@ -84,6 +84,14 @@ using ir::FusionReport;
 Status optimize(ir::Graph& g, const CompileOptions& opt = {}, FusionReport* report = nullptr);
 // The nodes of an optimized graph the CPU executor cannot run: "node X (Op): why".
 std::vector<std::string> unexecutable_nodes(const ir::Graph& g);
+// What Executor::create checks before it prepares any kernel (the int8 and oneDNN kernels
+// allocate while they prepare): every value of static shape within the tensor limit, and the
+// least memory a run needs - the constants plus the largest node's inputs and outputs - within
+// what the process may use (core/limits.h). Errors name the node and value.
+Status check_graph_memory(const ir::Graph& g);
+// The inputs Executor::run takes: one tensor per graph input, of its dtype and (static) shape,
+// and no other. Errors name the input.
+Status check_graph_inputs(const ir::Graph& g, const std::map<std::string, Tensor>& inputs);
 // The pass names optimize() runs, in order.
 std::vector<std::string> pass_names(bool fuse);
 

@@ -16,6 +16,7 @@ Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt) 
   LoadedModel m;
   m.graph = std::make_unique<ir::Graph>(std::move(imp.graph));
   m.notes = std::move(imp.notes);
+  if (opt.inputs) RKD_TRY(check_graph_inputs(*m.graph, *opt.inputs));
   Status s = optimize(*m.graph, opt.compile, &m.fusion);
   if (!s.ok()) return s.error().with_context(path);
   auto e = Executor::create(*m.graph, opt.exec);
@@ -53,12 +54,7 @@ Result<std::map<std::string, Tensor>> model_inputs(const std::string& model, con
   if (!image.empty()) {
     if (!specs.empty()) return invalid("--image and --input cannot be combined");
     RKD_ASSIGN(ImportedModel imp, import_model(model, 1));
-    DetectorConfig cfg;
-    if (config.empty()) {
-      cfg = default_config(imp.graph);
-    } else {
-      RKD_ASSIGN(cfg, read_config(config));
-    }
+    RKD_ASSIGN(const DetectorConfig cfg, detector_config(imp.graph, config));
     RKD_ASSIGN(Image img, load_image(image));
     RKD_ASSIGN(Prepared prep, preprocess(img, cfg, takes_target_sizes(imp.graph)));
     return prep.inputs;

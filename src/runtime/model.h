@@ -29,6 +29,9 @@ struct LoadOptions {
   int64_t batch = 0;  // 0: 1
   CompileOptions compile;
   ExecutorOptions exec;
+  // When set: the inputs the model will be run with, checked against the imported graph's
+  // inputs (check_graph_inputs) before any pass runs or kernel is prepared.
+  const std::map<std::string, Tensor>* inputs = nullptr;
 };
 
 struct LoadedModel {

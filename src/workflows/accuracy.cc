@@ -74,11 +74,13 @@ Result<AccuracyReport> analyze_accuracy(const std::string& float_model, const st
   ExecutorOptions eo;
   eo.threads = threads;
   RKD_ASSIGN(auto fg, load_with_all_values(float_model));
+  RKD_TRY(check_graph_inputs(*fg, inputs));
   RKD_ASSIGN(auto fx, Executor::create(*fg, eo));
   RKD_ASSIGN(auto fvals, fx->run(inputs));
   for (const auto& [k, t] : inputs) fvals.emplace(k, t);
   size_t model_outputs = 0;
   RKD_ASSIGN(auto qg, load_with_all_values(quant_model, &model_outputs));
+  RKD_TRY(check_graph_inputs(*qg, inputs));
   RKD_ASSIGN(auto qx, Executor::create(*qg, eo));
   RKD_ASSIGN(auto qvals, qx->run(inputs));
 

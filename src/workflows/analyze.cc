@@ -97,6 +97,7 @@ Result<NpuAnalysis> analyze_npu(const std::string& model, const std::map<std::st
   if (convs.empty()) return unsupported(model + ": no int8 convolution (QLinearConv after qdq-to-qlinear) to analyze");
   ExecutorOptions eo;
   eo.threads = threads;
+  RKD_TRY(check_graph_inputs(g, inputs));
   RKD_ASSIGN(auto ex, Executor::create(g, eo));
   RKD_ASSIGN(auto vals, ex->run(inputs));
   for (const auto& [k, t] : inputs) vals.emplace(k, t);

@@ -38,6 +38,7 @@ Result<BenchResult> bench(const BenchOptions& a) {
   RKD_ASSIGN(const auto inputs, runtime::model_inputs(a.model, a.image, a.config, a.inputs));
   RKD_TRY(runtime::check_real_inputs(inputs));
   if (!a.allow_nonfinite) RKD_TRY(runtime::check_finite_inputs(inputs));
+  lo.inputs = &inputs;
   RKD_ASSIGN(runtime::LoadedModel m, runtime::load_model(a.model, lo));
   // Milliseconds of each of `runs` calls of f after `warmup` untimed ones.
   auto timed = [&](auto f) -> Result<std::vector<double>> {
@@ -60,12 +61,7 @@ Result<BenchResult> bench(const BenchOptions& a) {
   if (!a.image.empty()) {
     // End to end from the decoded photo: preprocessing, the forward pass, decoding the outputs.
     RKD_ASSIGN(const runtime::Image img, runtime::load_image(a.image));
-    runtime::DetectorConfig cfg;
-    if (a.config.empty()) {
-      cfg = runtime::default_config(*m.graph);
-    } else {
-      RKD_ASSIGN(cfg, runtime::read_config(a.config));
-    }
+    RKD_ASSIGN(const runtime::DetectorConfig cfg, runtime::detector_config(*m.graph, a.config));
     const bool deim = runtime::takes_target_sizes(*m.graph);
     RKD_ASSIGN(const std::vector<double> e2e, timed([&]() -> Status {
                  RKD_ASSIGN(const auto prep, runtime::preprocess(img, cfg, deim));

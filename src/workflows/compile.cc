@@ -81,6 +81,7 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   std::vector<std::pair<nlohmann::json_pointer<std::string>, std::function<bool()>>> host_reads;
   NpuCompileSummary sum;
   nlohmann::ordered_json man;
+  man["written_by"] = kCompileWrittenBy;
   man["target"] = npu::arch::kRk3588.name;
   man["strategy"] = npu::lower::strategy_name(strategy);
   man["model"] = model;
@@ -369,9 +370,36 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
   for (const auto& [at, f] : host_reads) man[at] = f();
   sum.chaining = npu_chaining(*session);
   man["device_bytes"] = mem.size();
+  // Every file in the folder (it was empty: the CLI passes a fresh temporary), the manifest too:
+  // what `compile --force` may remove when it replaces this output.
+  std::vector<std::string> files{"manifest.json"};
+  for (auto it = fs::recursive_directory_iterator(tmp, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_regular_file(ec)) files.push_back(it->path().lexically_relative(tmp).generic_string());
+  }
+  if (ec) return io_error(out_dir + ": cannot list the folder: " + ec.message());
+  std::sort(files.begin(), files.end());
+  man["files"] = files;
   const std::string text = json_text(man);
   RKD_TRY(write_file_atomic((tmp / "manifest.json").string(), std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size())));
   return sum;
+}
+
+Result<std::vector<std::string>> compile_output_files(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "manifest.json").string();
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(path, ec))) return invalid("it has no manifest.json of rkdeploy compile");
+  RKD_ASSIGN(const std::string text, read_file_bytes(path));
+  const auto man = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (man.is_discarded() || !man.is_object()) return invalid(path + ": not JSON");
+  if (!man.contains("written_by") || man["written_by"] != kCompileWrittenBy || !man.contains("files") || !man["files"].is_array()) {
+    return invalid(path + ": not a manifest of rkdeploy compile (no \"written_by\": \"" + std::string(kCompileWrittenBy) + "\" with its \"files\")");
+  }
+  std::vector<std::string> files;
+  for (const auto& f : man["files"]) {
+    if (!f.is_string()) return invalid(path + ": \"files\" must hold strings");
+    files.push_back(f.get<std::string>());
+  }
+  return files;
 }
 
 }  // namespace rkd::workflows

@@ -12,6 +12,8 @@
 //    with the original channel of each region channel), and every node that stays on the CPU
 //    with the reason. DIR/conv<NNN>/task<TTT>.regcmd (raw little-endian words),
 //    .weights.bin, .operands.bin hold the bytes.
+//  - The manifest's "written_by" is kCompileWrittenBy and its "files" lists every file of DIR
+//    (the manifest too), so that `compile --force` removes only those when it replaces DIR.
 //  - DIR must exist (the CLI passes an OutputTransaction's empty temporary folder, so the
 //    artifacts appear all at once; core/output.h).
 #pragma once
@@ -32,6 +34,13 @@ struct NpuCompileSummary {
   std::vector<std::string> cpu_convs;  // "node: reason" for each convolution left on the CPU
   runtime::NpuChaining chaining;       // the data inputs and outputs the manifest marks written_by "npu" / read_by_host
 };
+
+// The manifest's "written_by": how a later `compile --force` recognises an output it may replace.
+inline constexpr const char* kCompileWrittenBy = "rkdeploy compile";
+
+// The files DIR's manifest.json lists as written by compile (relative paths, the manifest
+// among them), or an error when DIR holds no such manifest: OutputTransaction's OwnedFiles.
+Result<std::vector<std::string>> compile_output_files(const std::string& dir);
 
 // cores: the jobs each node's tasks form on a device (runtime::npu_node_jobs), listed per node as
 // "jobs"; mainline: the placement of `run --backend device` (no PPU-only tasks: a mainline rocket

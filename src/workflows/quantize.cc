@@ -28,10 +28,7 @@ Result<std::vector<Sample>> load_calibration(const CalibrationInput& in, const i
     std::sort(photos.begin(), photos.end());
     if (photos.empty()) return invalid(in.path + ": no .png/.jpg/.jpeg photos in the calibration folder");
     if (static_cast<int>(photos.size()) > in.max_images) photos.resize(static_cast<size_t>(in.max_images));
-    DetectorConfig cfg = default_config(model);
-    if (!in.config.empty()) {
-      RKD_ASSIGN(cfg, read_config(in.config));
-    }
+    RKD_ASSIGN(const DetectorConfig cfg, detector_config(model, in.config));
     const bool deim = takes_target_sizes(model);
     for (const fs::path& p : photos) {
       RKD_ASSIGN(Image img, load_image(p.string()));
@@ -103,6 +100,7 @@ Result<QuantizedModel> quantize_model(const std::string& model_path, const std::
   RKD_ASSIGN(auto probe, load_with_all_values(model_path));
   ExecutorOptions eo;
   eo.threads = opt.threads;
+  RKD_TRY(check_graph_inputs(*probe, calibration.front()));
   RKD_ASSIGN(auto ex, Executor::create(*probe, eo));
   std::map<std::string, quant::TensorStats> stats;
   const int passes = opt.method == quant::CalibMethod::minmax ? 1 : 2;

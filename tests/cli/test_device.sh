@@ -63,7 +63,8 @@ bq="$work/blazeface.qdq.onnx"
 "$rk" quantize "$models/blazeface.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/blazeface.json" \
   --method percentile -o "$bq" > /dev/null
 check_model blazeface "$bq" "input=$dir/inputs/blazeface.input.npy"
-on_double "$rk" run "$bq" --backend device --input "input=$dir/inputs/blazeface.input.npy" 2>&1 >/dev/null | grep -q "a PPU-only task: mainline"
+on_double "$rk" run "$bq" --backend device --input "input=$dir/inputs/blazeface.input.npy" > /dev/null 2> "$work/err"
+grep -q "a PPU-only task: mainline" "$work/err"
 
 # Errors: no device node, flags without the back end, a core count out of range.
 expect_fail() {  # PATTERN COMMAND...

@@ -118,7 +118,8 @@ for f in "$work"/u8int8/*.npy; do cmp "$f" "$work/u8sim/$(basename "$f")"; done
 echo "nanodet uint8 per-tensor: every output of the simulated run equals the int8 reference's"
 # And from a photo to detections (letterbox, the model, decode and NMS): the simulated run's
 # detections are the int8 reference's, field for field.
-photo="$(ls "$dir"/calib/* | head -1)"
+calib_photos=("$dir"/calib/*)
+photo="${calib_photos[0]}"
 cfg="$here/scripts/models/human/configs/nanodet.json"
 "$rk" run "$u" --backend int8 --requant rknpu_out_cvt --image "$photo" --config "$cfg" --json > "$work/u8int8.det.json" 2> /dev/null
 "$rk" run "$u" --backend sim --strategy per-tensor --requant rknpu_out_cvt --image "$photo" --config "$cfg" --json > "$work/u8sim.det.json" 2> /dev/null

@@ -22,7 +22,7 @@ expect() {
   local rc=$?
   if [ "$rc" -ne "$code" ]; then bad "$name: exit $rc, wanted $code: $(head -3 "$dir/stderr")"; return 1; fi
   if [ -n "$want" ] && ! grep -qF -- "$want" "$dir/stderr"; then bad "$name: stderr lacks '$want': $(cat "$dir/stderr")"; return 1; fi
-  if find "$dir" -name '*.rkdeploy-*' | grep -q .; then bad "$name: temporaries left: $(find "$dir" -name '*.rkdeploy-*')"; return 1; fi
+  if [ -n "$(find "$dir" -name '*.rkdeploy-*')" ]; then bad "$name: temporaries left: $(find "$dir" -name '*.rkdeploy-*')"; return 1; fi
   ok
 }
 unchanged() {  # unchanged NAME FILE CONTENT
@@ -41,12 +41,39 @@ echo KEEP >f
 expect "compile onto a file" 2 "exists and is not a folder" -- "$bin" compile "$tfl" -o f
 unchanged "compile -o f" f KEEP
 expect "compile -o ." 2 "is the working folder" -- "$bin" compile "$tfl" -o .
-ls -a .. | grep -q '^\.\.tmp$' && bad "compile -o . left ..tmp" || ok
+[ ! -e ../..tmp ] && ok || bad "compile -o . left ..tmp"
 mkdir full && echo KEEP >full/mine.txt
 expect "compile into a non-empty folder" 2 "not empty" -- "$bin" compile "$tfl" -o full
 unchanged "compile -o full" full/mine.txt KEEP
-expect "compile --force" 0 "" -- "$bin" compile "$tfl" -o full --force
-[ -f full/manifest.json ] && [ ! -e full/mine.txt ] && ok || bad "compile --force did not replace the folder"
+# --force replaces only a previous compile output, and only the files its manifest lists: a
+# folder of the user's (here, like a home folder: files, a subfolder, a hidden file) is
+# refused whole and nothing in it is touched.
+mkdir -p full/sub && echo KEEP >full/sub/deep.txt && echo KEEP >full/.hidden
+expect "compile --force onto a user's folder" 2 "replaces only a folder that this command wrote before" -- "$bin" compile "$tfl" -o full --force
+unchanged "compile --force -o full" full/mine.txt KEEP
+unchanged "compile --force -o full" full/sub/deep.txt KEEP
+unchanged "compile --force -o full" full/.hidden KEEP
+ln -s full linked
+expect "compile --force through a symbolic link" 2 "symbolic link" -- "$bin" compile "$tfl" -o linked --force
+unchanged "compile --force -o linked" full/mine.txt KEEP
+expect "compile --force a new folder" 0 "" -- "$bin" compile "$tfl" -o prev
+expect "compile --force onto a previous output" 0 "" -- "$bin" compile "$tfl" -o prev --force
+[ -f prev/manifest.json ] && ok || bad "compile --force did not replace a previous output"
+echo KEEP >prev/conv000/notes.txt
+expect "compile --force onto an output with a foreign file" 2 "conv000/notes.txt" -- "$bin" compile "$tfl" -o prev --force
+unchanged "compile --force, foreign file" prev/conv000/notes.txt KEEP
+rm prev/conv000/notes.txt
+ln -s ../f prev/manifest-link
+expect "compile --force onto an output with a symbolic link" 2 "manifest-link" -- "$bin" compile "$tfl" -o prev --force
+rm prev/manifest-link
+# A forged manifest that lists a file outside the folder removes nothing outside it.
+echo '{"written_by": "rkdeploy compile", "files": ["manifest.json", "../f", "/etc/hostname"]}' >forged.json
+mkdir forged && cp forged.json forged/manifest.json
+expect "compile --force onto a forged manifest" 0 "" -- "$bin" compile "$tfl" -o forged --force
+unchanged "compile --force, forged manifest" f KEEP
+echo '{"target": "rk3588"}' >notours.json
+mkdir notours && cp notours.json notours/manifest.json
+expect "compile --force onto a foreign manifest" 2 "not a manifest of rkdeploy compile" -- "$bin" compile "$tfl" -o notours --force
 expect "compile --force into the input's folder" 2 "holds an input" -- "$bin" compile d/a.tflite -o d --force
 cmp -s "$tfl" d/a.tflite && ok || bad "compile --force -o d: the input model was damaged"
 expect "compile, parent missing" 1 "does not exist" -- "$bin" compile "$tfl" -o nodir/out
@@ -72,8 +99,12 @@ expect "run --output-dir new" 0 "" -- "$bin" run "$m.onnx" "${deim_in[@]}" --out
 echo KEEP >new/notes.txt
 expect "run --output-dir again" 0 "" -- "$bin" run "$m.onnx" "${deim_in[@]}" --output-dir new
 unchanged "run --output-dir again" new/notes.txt KEEP
+# An input (of the right shape, so that the run gets as far as declaring its outputs) that one
+# of the outputs would replace.
+cp "$m.input_images.npy" new/boxes.npy
 expect "run, output is the input" 2 "is also an input" -- "$bin" run "$m.onnx" --input images=new/boxes.npy \
   --input orig_target_sizes="$m.input_orig_target_sizes.npy" --output-dir new
+cmp -s "$m.input_images.npy" new/boxes.npy && ok || bad "run, output is the input: the input was replaced"
 if [ -f "$photo" ]; then
   expect "run --draw, parent missing" 1 "nodir/x.png: the folder" -- "$bin" run "$m.onnx" --image "$photo" --draw nodir/x.png
   [ ! -s stdout ] && ok || bad "run --draw nodir: printed detections before checking the destination"
@@ -113,17 +144,17 @@ for sig in INT TERM; do
   "$bin" run "$m.onnx" "${deim_in[@]}" --repeat 100000 --output-dir "sig$sig" >/dev/null 2>&1 &
   pid=$!
   for _ in $(seq 200); do
-    find . -maxdepth 1 -name ".sig$sig.rkdeploy-*" | grep -q . && break
+    [ -n "$(find . -maxdepth 1 -name ".sig$sig.rkdeploy-*")" ] && break
     sleep 0.05
   done
-  find . -maxdepth 1 -name ".sig$sig.rkdeploy-*" | grep -q . && ok || bad "SIG$sig: the temporary output folder never appeared"
+  [ -n "$(find . -maxdepth 1 -name ".sig$sig.rkdeploy-*")" ] && ok || bad "SIG$sig: the temporary output folder never appeared"
   sleep 0.3
   kill -s "$sig" "$pid"
   wait "$pid"
   rc=$?
   want=$((128 + $(kill -l "$sig")))
   [ "$rc" -eq "$want" ] && ok || bad "SIG$sig: exit $rc, wanted $want"
-  find . -name '*.rkdeploy-*' | grep -q . && bad "SIG$sig: temporaries left: $(find . -name '*.rkdeploy-*')" || ok
+  [ -n "$(find . -name '*.rkdeploy-*')" ] && bad "SIG$sig: temporaries left: $(find . -name '*.rkdeploy-*')" || ok
   [ ! -e "sig$sig" ] && ok || bad "SIG$sig: a partial output folder was published"
 done
 # Under nohup, SIGHUP does not end the command.

@@ -32,7 +32,8 @@ ws = [int(l.split("#")[0], 16) for l in open(sys.argv[1]) if l.split("#")[0].str
 open(sys.argv[2], "wb").write(b"".join(struct.pack("<Q", w) for w in ws))' "$data/two_conv_tasks.txt" "$tmp/two.bin"
 "$rk" regcmd decode "$tmp/two.bin" | cmp - "$tmp/dis.txt"
 
-"$rk" regcmd diff "$data/two_conv_tasks.txt" "$tmp/two.bin" | grep -q "no register differences in 2 tasks"
+"$rk" regcmd diff "$data/two_conv_tasks.txt" "$tmp/two.bin" > "$tmp/diff.txt"
+grep -q "no register differences in 2 tasks" "$tmp/diff.txt"
 set +e
 "$rk" regcmd diff "$data/two_conv_tasks.txt" "$data/two_conv_tasks_round.txt" > "$tmp/diff.txt"
 st=$?

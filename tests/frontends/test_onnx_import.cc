@@ -1,6 +1,8 @@
 // ONNX front end: the conformance models of libonnx-testdata load, hand-built faulty models
 // give errors that name the node or tensor (all unsupported findings at once), external
 // data stays inside the model's folder, and truncated or mutated files never crash.
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <onnx/onnx_pb.h>
@@ -188,6 +190,27 @@ TEST(OnnxImport, ExternalDataStaysInTheModelFolder) {
   bad = load(m, dir.string());
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("too few for offset 100"), std::string::npos) << bad.error().message;
+  // A symbolic link inside the folder that points outside it is refused like "../".
+  w->mutable_external_data(1)->set_value("4");
+  const fs::path outside = dir.parent_path() / (dir.filename().string() + "_outside.bin");
+  fs::copy_file(dir / "weights.bin", outside, fs::copy_options::overwrite_existing);
+  fs::create_symlink(outside, dir / "link.bin");
+  w->mutable_external_data(0)->set_value("link.bin");
+  bad = load(m, dir.string());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("leaves the model's folder through a symbolic link"), std::string::npos) << bad.error().message;
+  // A link that stays inside is followed.
+  fs::create_symlink("weights.bin", dir / "inside.bin");
+  w->mutable_external_data(0)->set_value("inside.bin");
+  auto good = load(m, dir.string());
+  ASSERT_TRUE(good.ok()) << good.error().to_string();
+  // A FIFO is not read (it would block until a writer came).
+  ASSERT_EQ(::mkfifo((dir / "fifo.bin").c_str(), 0600), 0);
+  w->mutable_external_data(0)->set_value("fifo.bin");
+  bad = load(m, dir.string());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("is not a regular file"), std::string::npos) << bad.error().message;
+  fs::remove(outside);
   fs::remove_all(dir);
 }
 

@@ -336,7 +336,16 @@ TEST(TfjsImport, ErrorsNameTheProblem) {
   std::ofstream(dir + "/model.json") << j.dump();
   auto f = tfjs_frontend::import_tfjs_file(dir + "/model.json");
   ASSERT_FALSE(f.ok());
-  EXPECT_NE(f.error().message.find("must stay inside the model's folder"), std::string::npos) << f.error().message;
+  EXPECT_NE(f.error().message.find("leaves the model's folder"), std::string::npos) << f.error().message;
+  // ... nor through a symbolic link inside it.
+  std::ofstream(dir + "_outside.bin") << "0123";
+  fs::create_symlink(dir + "_outside.bin", dir + "/w.bin");
+  j["weightsManifest"][0]["paths"][0] = "w.bin";
+  std::ofstream(dir + "/model.json") << j.dump();
+  f = tfjs_frontend::import_tfjs_file(dir + "/model.json");
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.error().message.find("through a symbolic link"), std::string::npos) << f.error().message;
+  fs::remove(dir + "_outside.bin");
 
   r = tfjs_frontend::import_tfjs("{\"format\": \"layers-model\", \"modelTopology\": {}}", {}, "m.json");
   ASSERT_FALSE(r.ok());

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <set>
 
 #include "core/npy.h"
 
@@ -37,6 +39,20 @@ Result<DType> dtype_from_onnx(int32_t t, const std::string& what) {
   return unsupported(what + ": element type " + std::to_string(t) + " (" + name + ")");
 }
 
+// The first value <= 0 of an attribute that ONNX defines as positive and its shape inference
+// divides by (strides, dilations, kernel_shape, blocksize, group), if any.
+std::optional<int64_t> non_positive(const onnx::AttributeProto& a) {
+  static const std::set<std::string> kPositive = {"strides", "dilations", "kernel_shape", "blocksize", "group"};
+  if (!kPositive.count(a.name())) return std::nullopt;
+  if (a.type() == onnx::AttributeProto::INT && a.i() <= 0) return a.i();
+  if (a.type() == onnx::AttributeProto::INTS) {
+    for (int64_t v : a.ints()) {
+      if (v <= 0) return v;
+    }
+  }
+  return std::nullopt;
+}
+
 // Reads external data for a tensor: location relative to base_dir, offset, length.
 Result<std::string> read_external(const onnx::TensorProto& t, const std::string& base_dir, uint64_t nbytes, const std::string& what) {
   std::string location;
@@ -53,28 +69,13 @@ Result<std::string> read_external(const onnx::TensorProto& t, const std::string&
   }
   if (location.empty()) return invalid(what + ": external data without a location");
   if (base_dir.empty()) return unsupported(what + ": external data needs the model's folder (load from a file)");
-  const fs::path rel(location);
-  if (rel.is_absolute() || rel.lexically_normal().string().rfind("..", 0) == 0) {
-    return invalid(what + ": external data location '" + location + "' leaves the model's folder");
-  }
   if (have_length && length != nbytes) {
     return invalid(what + ": external data length " + std::to_string(length) + " but the shape needs " + std::to_string(nbytes) + " bytes");
   }
-  const fs::path full = fs::path(base_dir) / rel;
-  std::error_code ec;
-  const uint64_t size = fs::file_size(full, ec);
-  if (ec) return io_error(what + ": external data file '" + full.string() + "': " + ec.message());
-  if (offset > size || size - offset < nbytes) {
-    return invalid(what + ": external data file '" + full.string() + "' has " + std::to_string(size) + " bytes, too few for offset " +
-                   std::to_string(offset) + " + " + std::to_string(nbytes));
-  }
-  std::ifstream f(full, std::ios::binary);
-  std::string buf(static_cast<size_t>(nbytes), '\0');
-  f.seekg(static_cast<std::streamoff>(offset));
-  if (!f.read(buf.data(), static_cast<std::streamsize>(nbytes))) {
-    return io_error(what + ": cannot read external data from '" + full.string() + "'");
-  }
-  return buf;
+  RKD_ASSIGN(const std::string full, path_inside_folder(base_dir, location, what + ": external data location"));
+  auto bytes = read_file_range(full, offset, nbytes);
+  if (!bytes) return bytes.error().with_context(what + ": external data");
+  return bytes;
 }
 
 Result<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string& base_dir, const std::string& what) {
@@ -321,6 +322,11 @@ Result<Imported> import_onnx_bytes(std::span<const uint8_t> bytes, const std::st
       continue;
     }
     for (const auto& a : np.attribute()) {
+      // ONNX's own shape inference divides by these (SIGFPE on 0): refused before it runs.
+      if (const auto zero = non_positive(a)) {
+        structural.push_back(nw + ": attribute '" + a.name() + "' must be positive, got " + std::to_string(*zero));
+        continue;
+      }
       auto attr = attribute_from_proto(a, base_dir, nw + ": attribute '" + a.name() + "'");
       if (!attr.ok()) {
         (attr.error().kind == ErrorKind::unsupported ? problems : structural).push_back(attr.error().message);

@@ -351,12 +351,8 @@ Result<Imported> import_tfjs_file(const std::string& json_path, const ImportOpti
       }
       for (const Json& p : group["paths"]) {
         if (!p.is_string()) return invalid(json_path + ": a weight path is not a string");
-        const fs::path rel(p.get<std::string>());
-        const bool escapes = std::any_of(rel.begin(), rel.end(), [](const fs::path& part) { return part == ".."; });
-        if (rel.empty() || rel.is_absolute() || escapes) {
-          return invalid(json_path + ": weight path '" + rel.string() + "' must stay inside the model's folder");
-        }
-        Result<std::string> shard = read_file_bytes((dir / rel).string());
+        RKD_ASSIGN(const std::string shard_path, path_inside_folder(dir.string(), p.get<std::string>(), json_path + ": weight path"));
+        Result<std::string> shard = read_file_bytes(shard_path);
         if (!shard.ok()) return shard.error().with_context(json_path + ": weight file");
         bytes.insert(bytes.end(), shard->begin(), shard->end());
       }

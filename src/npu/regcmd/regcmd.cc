@@ -187,9 +187,27 @@ Result<std::vector<uint64_t>> parse_regcmd_bytes(std::span<const uint8_t> bytes,
   return words;
 }
 
+Status check_register_commands(std::span<const uint64_t> words, const std::string& what) {
+  if (words.empty()) return invalid(what + ": holds no register-command words");
+  size_t known = 0, unknown = 0;
+  for (const auto& t : decode(words)) {
+    for (const auto& [k, w] : t.writes) {
+      const bool ok = arch::block_of_target(w.target) && arch::register_at(w.offset);
+      ++(ok ? known : unknown);
+    }
+  }
+  if (unknown > known) {
+    return invalid(what + ": " + std::to_string(unknown) + " of its " + std::to_string(known + unknown) +
+                   " register writes name no RK3588 NPU block or register: not a register-command buffer");
+  }
+  return {};
+}
+
 Result<std::vector<uint64_t>> read_regcmd_file(const std::string& path) {
   RKD_ASSIGN(const std::string data, read_file_bytes(path));
-  return parse_regcmd_bytes(std::span(reinterpret_cast<const uint8_t*>(data.data()), data.size()), path);
+  RKD_ASSIGN(auto words, parse_regcmd_bytes(std::span(reinterpret_cast<const uint8_t*>(data.data()), data.size()), path));
+  RKD_TRY(check_register_commands(words, path));
+  return words;
 }
 
 std::vector<RegisterDiff> diff(const std::vector<DecodedTask>& a, const std::vector<DecodedTask>& b) {

@@ -92,9 +92,14 @@ struct DecodedTask {
 // Never fails on content: what does not fit is listed in DecodedTask::problems.
 std::vector<DecodedTask> decode(std::span<const uint64_t> words);
 
+// Refuses (invalid, naming `what`) a buffer with no words, or one where more register writes
+// name no block or register of the map than name one: random or unrelated bytes, not
+// register commands (decoding them would list noise as register writes).
+Status check_register_commands(std::span<const uint64_t> words, const std::string& what);
+
 // Reads a regcmd file: raw little-endian 64-bit words (size a multiple of 8), or text with
-// one hexadecimal word per line ("0x" optional; '#' starts a comment). Errors name the file
-// and the line or byte count.
+// one hexadecimal word per line ("0x" optional; '#' starts a comment), that passes
+// check_register_commands. Errors name the file and the line or byte count.
 Result<std::vector<uint64_t>> read_regcmd_file(const std::string& path);
 Result<std::vector<uint64_t>> parse_regcmd_bytes(std::span<const uint8_t> bytes, const std::string& what);
 
