@@ -122,7 +122,10 @@ std::string version_text() {
 
 int main(int argc, char** argv) {
   // Before any thread exists: SIGINT/SIGTERM/SIGHUP remove unpublished outputs (core/output.h).
-  rkd::install_signal_cleanup();
+  if (const rkd::Status s = rkd::install_signal_cleanup(); !s.ok()) {
+    std::fprintf(stderr, "rkdeploy: %s\n", s.error().to_string().c_str());
+    return 1;
+  }
   CLI::App app{
       "rkdeploy: take detection models to Rockchip NPUs and prove, on any host, that what "
       "runs there computes the right thing."};

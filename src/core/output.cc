@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <mutex>
 #include <set>
+#include <system_error>
 #include <thread>
 
 namespace rkd {
@@ -324,7 +325,7 @@ Status OutputTransaction::publish() {
   return {};
 }
 
-void install_signal_cleanup() {
+Status install_signal_cleanup() {
   sigset_t set;
   sigemptyset(&set);
   bool any = false;
@@ -335,27 +336,35 @@ void install_signal_cleanup() {
     sigaddset(&set, s);
     any = true;
   }
-  if (!any || pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) return;
-  std::thread([set] {
-    int sig = 0;
-    if (sigwait(&set, &sig) != 0) return;
-    {
-      std::lock_guard<std::mutex> lk(g_output_mu);
-      for (const auto& p : live_temps()) {
-        std::error_code ec;
-        fs::remove_all(p, ec);
+  if (!any || pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) return {};
+  std::thread watcher;
+  try {
+    watcher = std::thread([set] {
+      int sig = 0;
+      if (sigwait(&set, &sig) != 0) return;
+      {
+        std::lock_guard<std::mutex> lk(g_output_mu);
+        for (const auto& p : live_temps()) {
+          std::error_code ec;
+          fs::remove_all(p, ec);
+        }
+        live_temps().clear();
       }
-      live_temps().clear();
-    }
-    // End the process by the same signal, as if nothing had caught it.
-    std::signal(sig, SIG_DFL);
-    sigset_t one;
-    sigemptyset(&one);
-    sigaddset(&one, sig);
-    pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
-    ::raise(sig);
-    ::_exit(128 + sig);
-  }).detach();
+      // End the process by the same signal, as if nothing had caught it.
+      std::signal(sig, SIG_DFL);
+      sigset_t one;
+      sigemptyset(&one);
+      sigaddset(&one, sig);
+      pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+      ::raise(sig);
+      ::_exit(128 + sig);
+    });
+  } catch (const std::system_error& e) {
+    pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+    return io_error(std::string("cannot start the thread that cleans up after a signal: ") + e.what());
+  }
+  watcher.detach();
+  return {};
 }
 
 }  // namespace rkd

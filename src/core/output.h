@@ -74,7 +74,8 @@ class OutputTransaction {
 // calling thread (call it first in main, before any
 // thread exists, so every later thread inherits the mask) and starts a thread that, on one
 // of them, removes the temporaries of every live OutputTransaction and ends the process by
-// that signal.
-void install_signal_cleanup();
+// that signal. Fails (an io Error) when the thread cannot be started (no memory or threads
+// left); the signals are then left as they were.
+Status install_signal_cleanup();
 
 }  // namespace rkd
