@@ -12,7 +12,7 @@ CMAKE_FLAGS ?=
 # UNITY=OFF for incremental work, where a batch recompiles with each of its files.
 UNITY ?= ON
 
-.PHONY: deps build demo test demo-fresh test-fresh test-isa test-sanitize test-aarch64 bench bench-models fuzz models clean format format-check
+.PHONY: deps build install demo test demo-fresh test-fresh test-isa test-sanitize test-aarch64 bench bench-models fuzz models clean format format-check
 
 deps:
 	bash scripts/setup.sh
@@ -20,6 +20,11 @@ deps:
 build: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DRKD_WERROR=ON -DCMAKE_UNITY_BUILD=$(UNITY) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The rkdeploy binary on PATH (PREFIX/bin) and the target profiles in PREFIX/share/rkdeploy.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX) --component Unspecified
 
 PHOTO ?= /usr/lib/python3/dist-packages/skimage/data/astronaut.png
 demo: build
@@ -102,7 +107,7 @@ fuzz:
 	  -DRKD_ENABLE_TESTS=OFF -DRKD_ENABLE_BENCH=OFF -DRKD_ENABLE_CLI=OFF
 	cmake --build build-fuzz -j $(JOBS)
 	# New inputs go to build-fuzz/corpus-*; fuzz/corpus holds the committed seeds only.
-	mkdir -p build-fuzz/corpus-npy build-fuzz/corpus-onnx build-fuzz/corpus-tfjs build-fuzz/corpus-tflite build-fuzz/corpus-regcmd build-fuzz/corpus-plan build-fuzz/corpus-config build-fuzz/corpus-capture
+	mkdir -p build-fuzz/corpus-npy build-fuzz/corpus-onnx build-fuzz/corpus-tfjs build-fuzz/corpus-tflite build-fuzz/corpus-regcmd build-fuzz/corpus-plan build-fuzz/corpus-config build-fuzz/corpus-capture build-fuzz/corpus-prepare
 	./build-fuzz/fuzz/fuzz_npy -max_total_time=60 build-fuzz/corpus-npy fuzz/corpus/npy
 	./build-fuzz/fuzz/fuzz_onnx -max_total_time=60 -rss_limit_mb=4096 build-fuzz/corpus-onnx fuzz/corpus/onnx
 	./build-fuzz/fuzz/fuzz_tfjs -max_total_time=60 -rss_limit_mb=4096 build-fuzz/corpus-tfjs fuzz/corpus/tfjs
@@ -111,6 +116,7 @@ fuzz:
 	./build-fuzz/fuzz/fuzz_plan -max_total_time=60 build-fuzz/corpus-plan fuzz/corpus/plan
 	./build-fuzz/fuzz/fuzz_config -max_total_time=60 build-fuzz/corpus-config fuzz/corpus/config
 	./build-fuzz/fuzz/fuzz_capture -max_total_time=60 build-fuzz/corpus-capture fuzz/corpus/capture
+	./build-fuzz/fuzz/fuzz_prepare -max_total_time=60 -rss_limit_mb=4096 build-fuzz/corpus-prepare fuzz/corpus/prepare
 	# The campaign behind docs/fuzzing.md (1 M executions per target): scripts/fuzz_campaign.sh
 
 # Reference models (docs/models.md): DEIMv2-S and YOLOv8n architectures, random weights,

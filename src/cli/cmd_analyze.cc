@@ -44,9 +44,7 @@ void add_analyze_command(CLI::App& app) {
   c->add_option("--image", a->image, "a photo, preprocessed by the detector config");
   c->add_option("--config", a->config, "detector config JSON (docs/detector-config.md)");
   c->add_option("--input", a->inputs, "NAME=FILE.npy, one per graph input");
-  c->add_option("--strategy", a->strategy,
-                "all, or one of per-tensor, group16, sorted-groups, per-channel, hybrid, bs-multiplier, "
-                "bs-multiplier-opt, sorted-bs-multiplier");
+  c->add_option("--strategy", a->strategy, "all (the default), or " + strategy_help());
   c->add_option("--requant", a->requant,
                 "the reference's requantization, replacing the model format's: tflite_double_rounding, tflite_single_rounding, "
                 "tflite_xnnpack, onnx_float, rknpu_out_cvt (the NPU's own; docs/quantization.md)")
@@ -98,7 +96,7 @@ void add_compile_command(CLI::App& app) {
                                    "buffers and manifest.json: rkdeploy compile QUANT_MODEL -o DIR (docs/npu.md)");
   c->add_option("model", a->model, "quantized model (ONNX QDQ/QOperator or int8 TFLite)")->required();
   c->add_option("--target", a->target, "the NPU (rk3588)")->check(CLI::IsMember({"rk3588"}));
-  c->add_option("--strategy", a->strategy, "per-axis lowering strategy (default sorted-bs-multiplier)");
+  c->add_option("--strategy", a->strategy, strategy_help());
   c->add_option("-o,--output", a->out, "output folder: new or empty (published once complete; docs/cli.md)")->required();
   c->add_flag("--force", a->force, "replace a previous compile output: only the files its manifest lists, and only if the folder holds nothing else");
   c->add_option("--cores", a->cores, "NPU cores a convolution's tasks are split over as jobs (manifest \"jobs\"; 1-3, default 3)")

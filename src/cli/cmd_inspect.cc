@@ -154,7 +154,7 @@ void add_inspect_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("inspect",
                                      "Show what an ONNX model holds: inputs, outputs, op histogram, parameters, "
                                      "MACs, and the ops that decide NPU placement (GridSample, TopK, ...)");
-  cmd->add_option("model", a->model, "model file (.onnx)")->required();
+  cmd->add_option("model", a->model, "model file: ONNX (.onnx), TFLite (.tflite) or TensorFlow.js (model.json)")->required();
   cmd->add_option("--batch", a->batch, "bind a symbolic batch dimension of the inputs to this size")->check(CLI::Range(0, kMaxCount));
   cmd->add_flag("--json", a->json, "print a JSON object (docs/cli-json.md)");
   cmd->callback([a] { run_inspect(*a); });

@@ -145,7 +145,7 @@ void add_plan_commands(CLI::App& app) {
   CLI::App* c = app.add_subcommand("plan",
                                    "Place a model on a target profile and compare deployment variants: segments, execution boundaries (k) "
                                    "and a latency decomposition (docs/planner.md): rkdeploy plan MODEL --target PROFILE --image PHOTO");
-  c->add_option("model", a->model, "the model (ONNX)");
+  c->add_option("model", a->model, "the model: ONNX, TFLite or TensorFlow.js");
   c->add_option("--target", a->target, "profile name (targets/NAME.json) or a .json path");
   c->add_option("--targets", a->targets_dir, "profile folder (default: $RKDEPLOY_TARGETS or the source tree's targets/)");
   c->add_option("--variant", a->variants, "all (every variant but as-lowered), or any of " + plan::variant_names());
@@ -173,7 +173,7 @@ void add_plan_commands(CLI::App& app) {
   bc->add_option("model", b->model, "the model (ONNX, TFLite or TensorFlow.js)")->required();
   bc->add_option("--backend", b->backend, "cpu (float), int8 (integer kernels) or sim (int8, convolutions on the RK3588 NPU simulator)")
       ->check(CLI::IsMember({"cpu", "int8", "sim"}));
-  bc->add_option("--strategy", b->strategy, "with --backend sim: the per-axis lowering strategy");
+  bc->add_option("--strategy", b->strategy, "with --backend sim: " + strategy_help());
   bc->add_option("--image", b->image, "a photo (also enables the end-to-end measurement)");
   bc->add_option("--config", b->config, "detector config JSON");
   bc->add_option("--input", b->inputs, "NAME=FILE.npy, one per graph input (instead of --image)");

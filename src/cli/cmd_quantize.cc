@@ -86,7 +86,7 @@ void add_quantize_command(CLI::App& app) {
   auto a = std::make_shared<QuantizeArgs>();
   CLI::App* c = app.add_subcommand("quantize",
                                    "Post-training int8 quantization to an ONNX QDQ model: rkdeploy quantize MODEL --calib DIR|FILE.npz -o OUT.onnx");
-  c->add_option("model", a->model, "float model (.onnx or TensorFlow.js model.json)")->required();
+  c->add_option("model", a->model, "float model: ONNX (.onnx), TFLite (.tflite) or TensorFlow.js (model.json)")->required();
   c->add_option("--calib", a->calib, "folder of calibration photos, or .npz with one member per model input (samples on axis 0)")->required();
   c->add_option("--images", a->images, "use at most N calibration samples")->check(CLI::Range(1, 100000));
   c->add_option("--config", a->config, "detector config JSON for the photos (docs/detector-config.md)");

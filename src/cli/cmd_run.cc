@@ -261,7 +261,7 @@ void run_model(const RunArgs& a) {
 void add_run_command(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* c = app.add_subcommand("run", "Run a model on the CPU executor: rkdeploy run MODEL --input NAME=FILE.npy ... --output-dir DIR");
-  c->add_option("model", a->model, "model file (.onnx, or TensorFlow.js model.json)")->required();
+  c->add_option("model", a->model, "model file: ONNX (.onnx), TFLite (.tflite) or TensorFlow.js (model.json)")->required();
   c->add_option("--backend", a->backend,
                 "cpu (float; QDQ as written), int8 (QDQ patterns on the integer kernels) or sim (int8, convolutions on the RK3588 NPU "
                 "simulator, docs/npu.md) or device (the sim back end's NPU nodes on a board's NPU through the mainline rocket driver, "
@@ -270,7 +270,7 @@ void add_run_command(CLI::App& app) {
   c->add_option("--device", a->device, "with --backend device: the rocket device node (default /dev/accel/accel0)");
   c->add_option("--cores", a->cores, "with --backend device: NPU cores a convolution's tasks are split over, as separate jobs (1-3, default 3)")
       ->check(CLI::Range(1, 3));
-  c->add_option("--strategy", a->strategy, "with --backend sim: the per-axis lowering strategy (default sorted-bs-multiplier; docs/npu.md)");
+  c->add_option("--strategy", a->strategy, "with --backend sim or device: " + strategy_help());
   c->add_option("--sim", a->sim_knobs, "with --backend sim: simulator knob NAME=VALUE (rkdeploy help sim)");
   c->add_flag("--fuse-npu-add", a->fuse_npu_add,
               "with --backend sim: fuse an Add into the convolution before it (the EW stage: one rounding instead of the int8 reference's two) "

@@ -53,6 +53,9 @@ CLI::Option* add_threads_option(CLI::App* c, int& threads, const std::string& de
 // The files a command reads, protected from its outputs: `files` plus the FILE of every
 // --input NAME=FILE.
 std::vector<std::string> read_paths(std::vector<std::string> files, const std::vector<std::string>& input_specs = {});
+// "the per-axis lowering strategy: per-tensor, group16, ... (default sorted-bs-multiplier)", from
+// the lowering's own list (npu::lower::all_strategies).
+std::string strategy_help();
 // Writes text to a file (an OutputTransaction's temporary; core/output.h publishes it).
 void write_text(const std::string& path, const std::string& text);
 

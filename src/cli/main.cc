@@ -16,6 +16,7 @@
 #include "core/npy.h"
 #include "core/output.h"
 #include "core/progress.h"
+#include "npu/lower/lower.h"
 #include "workflows/plan.h"
 
 namespace rkd::cli {
@@ -71,6 +72,12 @@ std::vector<std::string> read_paths(std::vector<std::string> files, const std::v
   return files;
 }
 
+std::string strategy_help() {
+  std::string names;
+  for (const auto st : npu::lower::all_strategies()) names += (names.empty() ? "" : ", ") + std::string(npu::lower::strategy_name(st));
+  return "the per-axis lowering strategy: " + names + " (default " + npu::lower::strategy_name(npu::lower::kDefaultStrategy) + "; docs/npu.md)";
+}
+
 void write_text(const std::string& path, const std::string& text) {
   check(write_file_atomic(path, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size())));
 }
@@ -116,6 +123,16 @@ std::string version_text() {
          e["vectorised_loops"] + " (ISA ceiling " + e["isa_ceiling"] + ")";
 }
 
+// Usage lines name the whole command, as typed: "Usage: rkdeploy sample grid [OPTIONS] ...".
+class CommandPathFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App* app, std::string) const override {
+    std::string path;
+    for (const CLI::App* a = app; a; a = a->get_parent()) path = a->get_name() + (path.empty() ? "" : " " + path);
+    return CLI::Formatter::make_usage(app, path);
+  }
+};
+
 }  // namespace
 
 }  // namespace rkd::cli
@@ -130,6 +147,7 @@ int main(int argc, char** argv) {
       "rkdeploy: take detection models to Rockchip NPUs and prove, on any host, that what "
       "runs there computes the right thing."};
   app.name("rkdeploy");
+  app.formatter(std::make_shared<rkd::cli::CommandPathFormatter>());  // before the subcommands: they copy it
   app.require_subcommand(1);
   app.set_version_flag("--version", std::function<std::string()>(rkd::cli::version_text), "Version, build and the CPU dispatch, then exit");
   bool quiet = false;

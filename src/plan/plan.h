@@ -114,7 +114,8 @@ Result<Target> load_target(const std::string& path);
 // NAME (targets/NAME.json in dir) or a path to a .json file.
 Result<Target> find_target(const std::string& name_or_path, const std::string& dir);
 Result<std::vector<Target>> load_targets(const std::string& dir);  // every *.json, by name
-// Where the profiles are: $RKDEPLOY_TARGETS, else the source tree's targets/ (compiled in).
+// Where the profiles are: $RKDEPLOY_TARGETS, else the source tree's targets/ (compiled in) if it
+// exists, else PREFIX/share/rkdeploy/targets beside an installed PREFIX/bin/rkdeploy.
 std::string default_targets_dir();
 
 // Calibratable parameters, by name: npu.utilization, npu.task_overhead_us, npu.ddr_gbps,

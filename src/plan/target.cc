@@ -314,11 +314,17 @@ Result<Target> load_target(const std::string& path) {
 
 std::string default_targets_dir() {
   if (const char* e = std::getenv("RKDEPLOY_TARGETS"); e && *e) return e;
+  std::error_code ec;
 #ifdef RKD_TARGETS_DIR
-  return RKD_TARGETS_DIR;
-#else
-  return "targets";
+  if (std::filesystem::is_directory(RKD_TARGETS_DIR, ec)) return RKD_TARGETS_DIR;  // the source tree this binary was built from
 #endif
+  // An installed binary: PREFIX/bin/rkdeploy beside PREFIX/share/rkdeploy/targets.
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto installed = exe.parent_path().parent_path() / "share" / "rkdeploy" / "targets";
+    if (std::filesystem::is_directory(installed, ec)) return installed.string();
+  }
+  return "targets";
 }
 
 Result<Target> find_target(const std::string& name_or_path, const std::string& dir) {

@@ -229,9 +229,15 @@ Result<std::vector<Detection>> postprocess(const std::map<std::string, Tensor>& 
     if (cfg.output == "gfl") {
       RKD_ASSIGN(cand, decode_gfl(outputs, cfg, prep, img));
     } else {
-      if (outputs.size() != 1) return invalid("output kind yolo: expected one output [N, 4 + classes, anchors]");
+      // The default for a model without orig_target_sizes: say how to describe any other head.
+      auto not_yolo = [&](const std::string& seen) {
+        return invalid("output kind yolo: expected one output [N, 4 + classes, anchors], the model has " + seen +
+                       "; a detector with another head (NanoDet's gfl: one class and one box output per level) needs --config CFG.json "
+                       "naming its \"output\" kind (docs/detector-config.md; scripts/models/human/configs/nanodet.json is one)");
+      };
+      if (outputs.size() != 1) return not_yolo(std::to_string(outputs.size()) + " outputs");
       const Tensor y = outputs.begin()->second.contiguous();
-      if (y.rank() != 3 || y.dim(1) < 5) return invalid("output kind yolo: expected one output [N, 4 + classes, anchors]");
+      if (y.rank() != 3 || y.dim(1) < 5) return not_yolo("'" + outputs.begin()->first + "' " + shape_to_string(y.shape()));
       const int64_t C = y.dim(1) - 4, A = y.dim(2);
       const float* p = y.data<float>();
       for (int64_t a = 0; a < A; ++a) {
