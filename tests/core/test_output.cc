@@ -106,12 +106,19 @@ TEST_F(OutputTest, RefusalsBeforeAnyWork) {
   EXPECT_EQ(read("full/mine.txt"), "MINE");
 }
 
-TEST_F(OutputTest, ForceReplacesANonEmptyFolderButNeverOneWithAnInput) {
-  fs::create_directories("full");
+// --force replaces a previous output: only the files its owner lists, and only when the folder
+// holds nothing else; never a folder named through a symbolic link or one that holds an input.
+TEST_F(OutputTest, ForceReplacesOnlyTheFilesAPreviousOutputLists) {
+  const rkd::OwnedFiles owned = [](const std::string&) -> rkd::Result<std::vector<std::string>> {
+    return std::vector<std::string>{"old.txt", "sub/a.bin", "../outside.txt", "/etc/hostname"};
+  };
+  write("outside.txt", "KEEP");
+  fs::create_directories("full/sub");
   write("full/old.txt", "OLD");
+  write("full/sub/a.bin", "OLD");
   {
     rkd::OutputTransaction tx({}, true);
-    auto tmp = tx.folder("full");
+    auto tmp = tx.folder("full", owned);
     ASSERT_TRUE(tmp.ok()) << tmp.error().to_string();
     write(fs::path(*tmp) / "manifest.json", "{}");
     EXPECT_TRUE(fs::exists("full/old.txt"));
@@ -119,10 +126,54 @@ TEST_F(OutputTest, ForceReplacesANonEmptyFolderButNeverOneWithAnInput) {
   }
   EXPECT_TRUE(fs::exists("full/manifest.json"));
   EXPECT_FALSE(fs::exists("full/old.txt"));
+  EXPECT_FALSE(fs::exists("full/sub"));
+  EXPECT_EQ(read("outside.txt"), "KEEP");
   EXPECT_EQ(temporaries(), 0);
+
+  // A file the listing does not name: refused whole, nothing touched.
+  fs::remove("full/manifest.json");
+  write("full/old.txt", "OLD");
+  write("full/mine.txt", "MINE");
+  {
+    rkd::OutputTransaction tx({}, true);
+    auto tmp = tx.folder("full", owned);
+    ASSERT_FALSE(tmp.ok());
+    EXPECT_NE(tmp.error().message.find("mine.txt"), std::string::npos) << tmp.error().message;
+  }
+  EXPECT_EQ(read("full/mine.txt"), "MINE");
+  EXPECT_EQ(read("full/old.txt"), "OLD");
+  fs::remove("full/mine.txt");
+  // No owner (a command that writes no listing) and a symbolic link's name: refused.
+  {
+    rkd::OutputTransaction tx({}, true);
+    EXPECT_FALSE(tx.folder("full").ok());
+    fs::create_directory_symlink("full", "link");
+    auto via_link = tx.folder("link", owned);
+    ASSERT_FALSE(via_link.ok());
+    EXPECT_NE(via_link.error().message.find("symbolic link"), std::string::npos) << via_link.error().message;
+  }
+  EXPECT_EQ(read("full/old.txt"), "OLD");
+  // A file that appears after the check is kept (in the previous folder's hidden copy, named).
+  {
+    rkd::OutputTransaction tx({}, true);
+    auto tmp = tx.folder("full", owned);
+    ASSERT_TRUE(tmp.ok()) << tmp.error().to_string();
+    write("full/late.txt", "LATE");
+    const auto st = tx.publish();
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().message.find("kept in"), std::string::npos) << st.error().message;
+  }
+  int kept = 0;
+  for (const auto& e : fs::directory_iterator(".")) {
+    if (fs::exists(e.path() / "late.txt")) kept += read(e.path() / "late.txt") == "LATE";
+  }
+  EXPECT_EQ(kept, 1);
+  // A folder that holds an input: refused even with force.
+  fs::remove_all("full");
+  fs::create_directories("full");
   write("full/model.onnx", "MODEL");
   rkd::OutputTransaction tx({"full/model.onnx"}, true);
-  EXPECT_FALSE(tx.folder("full").ok());
+  EXPECT_FALSE(tx.folder("full", owned).ok());
   EXPECT_EQ(read("full/model.onnx"), "MODEL");
 }
 
