@@ -302,7 +302,9 @@ Result<std::string> read_at(const std::string& path, const RegularFile& f, uint6
   return out;
 }
 
-bool path_within(const fs::path& inner, const fs::path& outer) {
+}  // namespace
+
+bool path_is_within(const std::filesystem::path& inner, const std::filesystem::path& outer) {
   auto i = inner.begin();
   for (auto o = outer.begin(); o != outer.end(); ++o, ++i) {
     if (o->empty()) continue;  // a trailing separator
@@ -310,8 +312,6 @@ bool path_within(const fs::path& inner, const fs::path& outer) {
   }
   return true;
 }
-
-}  // namespace
 
 Result<std::string> read_file_bytes(const std::string& path, uint64_t max_bytes) {
   RegularFile f;
@@ -346,7 +346,7 @@ Result<std::string> path_inside_folder(const std::string& folder, const std::str
   if (ec) return io_error(what + ": the folder '" + dir.string() + "': " + ec.message());
   const fs::path real = fs::canonical(full, ec);
   if (ec) return io_error(what + ": '" + full.string() + "': " + ec.message());
-  if (!path_within(real, real_dir)) {
+  if (!path_is_within(real, real_dir)) {
     return invalid(what + ": '" + relative + "' leaves the model's folder through a symbolic link (it is " + real.string() + ")");
   }
   return full.string();

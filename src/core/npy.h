@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <span>
 #include <string>
@@ -46,6 +47,9 @@ Result<std::string> read_file_bytes(const std::string& path, uint64_t max_bytes 
 // `count` bytes of a regular file from `offset` (ONNX external data); a file too short for
 // them is invalid.
 Result<std::string> read_file_range(const std::string& path, uint64_t offset, uint64_t count);
+// Whether `inner` is `outer` or lies below it, comparing the paths' elements as written (make
+// both absolute and normal, or canonical, first).
+bool path_is_within(const std::filesystem::path& inner, const std::filesystem::path& outer);
 // `relative`, a path a model names (ONNX external data, TF.js weight shards), inside `folder`:
 // refused (invalid, naming `what`) when it is absolute, climbs with "..", or ends outside the
 // folder once symbolic links are resolved. Returns folder/relative.

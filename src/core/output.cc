@@ -17,6 +17,8 @@
 #include <system_error>
 #include <thread>
 
+#include "core/npy.h"
+
 namespace rkd {
 
 namespace fs = std::filesystem;
@@ -54,15 +56,6 @@ fs::path absolute_normal(const std::string& p) {
   fs::path a = fs::weakly_canonical(fs::absolute(p, ec), ec);
   if (ec) a = fs::absolute(p, ec).lexically_normal();
   return a;
-}
-
-bool is_within(const fs::path& inner, const fs::path& outer) {
-  auto i = inner.begin();
-  for (auto o = outer.begin(); o != outer.end(); ++o, ++i) {
-    if (o->empty()) continue;  // a trailing separator
-    if (i == inner.end() || *i != *o) return false;
-  }
-  return true;
 }
 
 // "DIR/.NAME<suffix>": hidden, beside the destination. (Appended piecewise: GCC 12's
@@ -240,11 +233,11 @@ Result<std::string> OutputTransaction::folder(const std::string& path, const Own
   std::error_code ec;
   const fs::path abs = absolute_normal(path);
   const fs::path cwd = absolute_normal(".");
-  if (abs == abs.root_path() || is_within(cwd, abs)) {
+  if (abs == abs.root_path() || path_is_within(cwd, abs)) {
     return invalid(path + ": is the working folder or one of its parents; name a new folder for the output");
   }
   for (const auto& in : inputs_) {
-    if (is_within(fs::path(in), abs)) return invalid(path + ": holds an input of this command (" + in + "); choose another output folder");
+    if (path_is_within(fs::path(in), abs)) return invalid(path + ": holds an input of this command (" + in + "); choose another output folder");
   }
   RKD_TRY(check_free(abs.string(), path));
   const auto st = fs::status(abs, ec);
