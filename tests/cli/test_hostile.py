@@ -56,7 +56,7 @@ def save(nodes, inputs, outputs, inits, path):
 
 
 def main():
-    global RK
+    global RK, passed
     RK, models, tflite = (os.path.abspath(a) for a in sys.argv[1:4])
     d = tempfile.mkdtemp(prefix="rkd_hostile_")
     os.chdir(d)
@@ -130,7 +130,7 @@ def main():
     if bad:
         failures.append("%d of %d one-byte mutations:\n    %s" % (len(bad), len(data), "\n    ".join(bad[:10])))
     else:
-        globals()["passed"] += 1
+        passed += 1
 
     # Files that are not regular files: refused at once, never read forever or blocked on.
     os.mkfifo("fifo.onnx")
@@ -155,6 +155,22 @@ def main():
     rc, _, err = expect("run --sim typo", ["run", tflite, "--backend", "sim", "--sim", "no_such_knob=1", "--input", "x=x8.npy"], [2])
     if err.count("rkdeploy:") != 1:
         failures.append("run --sim typo: %d error lines: %s" % (err.count("rkdeploy:"), err[-400:]))
+
+    # Help names the whole command, the formats each command takes and --strategy's choices; the
+    # yolo decoder's error on a model with another head points at --config.
+    for sub, want in (("run", ["Usage: rkdeploy run", "TFLite", "sorted-bs-multiplier", "per-tensor"]),
+                      ("sample grid", ["Usage: rkdeploy sample grid"]), ("inspect", ["TFLite"]), ("quantize", ["TFLite"]),
+                      ("plan", ["TFLite"]), ("compile", ["int8 TFLite", "per-tensor"])):
+        _, out, _ = run(["help"] + sub.split())
+        missing = [w for w in want if w not in out]
+        if missing:
+            failures.append("help %s lacks %s" % (sub, missing))
+        else:
+            passed += 1
+    d = os.path.join(models, "deimv2_s_arch_tiny")
+    open("yolo.json", "w").write('{"output": "yolo"}')
+    expect("a yolo config on a model with three outputs", ["run", d + ".onnx", "--image", PHOTO, "--config", "yolo.json"], [2],
+           "needs --config CFG.json")
 
     for f in failures:
         print("FAIL:", f)
