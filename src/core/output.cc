@@ -297,7 +297,11 @@ Status OutputTransaction::publish() {
       track(it.temp);
       std::string old = hidden_sibling(it.dest, ".rkdeploy-old-XXXXXX");
       if (!::mkdtemp(old.data())) return io_error(it.shown + ": cannot make room for the previous folder: " + err());
-      if (::rename(it.dest.c_str(), old.c_str()) != 0) return io_error(it.shown + ": cannot move the previous folder aside: " + err());
+      if (::rename(it.dest.c_str(), old.c_str()) != 0) {
+        const std::string e = err();
+        ::rmdir(old.c_str());
+        return io_error(it.shown + ": cannot move the previous folder aside: " + e);
+      }
       if (::rename(it.temp.c_str(), it.dest.c_str()) != 0) {
         const std::string e = err();
         ::rename(old.c_str(), it.dest.c_str());

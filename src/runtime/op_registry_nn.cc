@@ -248,8 +248,9 @@ void register_nn_ops(std::map<std::string, Factory>& r) {
                                                             {"ReduceProd", ops::Reduce::prod},
                                                             {"ReduceL2", ops::Reduce::l2},
                                                             {"ReduceSumSquare", ops::Reduce::sum_square}};
-  for (const auto& [name, op] : reductions) {
-    r[name] = [op](const Node& n, int64_t opset) { return reduce_factory(n, opset, op); };
+  for (const auto& entry : reductions) {
+    const ops::Reduce op = entry.second;  // a copy: clang 14 cannot capture a structured binding
+    r[entry.first] = [op](const Node& n, int64_t opset) { return reduce_factory(n, opset, op); };
   }
   for (const char* am : {"ArgMax", "ArgMin"}) {
     r[am] = [](const Node& n, int64_t) -> Result<Kernel> {
