@@ -735,7 +735,7 @@ ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<s
                         continue;
                       }
                       g.move_output(pad, 0, m, 0);
-                      g.remove_nodes([n, pad](const Node& x) { return &x == n || &x == pad; });
+                      g.remove_nodes([resize = n, p = pad](const Node& x) { return &x == resize || &x == p; });  // clang 14: no captured bindings
                     }
                     if (!edges.empty()) RKD_TRY(g.sort_topologically());
                     for (const auto& np : g.nodes()) {
