@@ -15,6 +15,7 @@
 #include "core/npy.h"
 #include "core/tensor.h"
 #include "ir/ir.h"
+#include "ir/passes/shape_inference.h"
 #include "runtime/model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -39,7 +39,7 @@ pkgs=(build-essential cmake ninja-build pkg-config git ca-certificates
 # recommends it. qemu-user: qemu-x86_64 runs ONNX Runtime on an emulated CPU without VNNI
 # (tests/cli/test_ort_oracle.sh); qemu-aarch64 the arm64 tests (--cross).
 [ "$want_cross" = 1 ] && pkgs+=(g++-aarch64-linux-gnu qemu-user mmdebstrap)
-[ "$want_fuzz" = 1 ] && pkgs+=(clang libclang-rt-14-dev)
+[ "$want_fuzz" = 1 ] && pkgs+=(clang libclang-rt-14-dev libomp-14-dev)  # libomp: oneDNN's OpenMP under clang (fuzz_prepare)
 [ "$want_format" = 1 ] && pkgs+=(clang-format)
 
 
