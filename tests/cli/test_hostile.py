@@ -145,6 +145,14 @@ def main():
     open("empty.bin", "wb").close()
     expect("regcmd decode an empty file", ["regcmd", "decode", "empty.bin"], [2], "holds no register-command words")
 
+    # A capture index whose fields have other JSON types (fuzz_capture's finding: an uncaught
+    # exception, "rkdeploy: internal:" in the CLI).
+    for i, index in enumerate(('{"format": 0}', '{"format": "rkdeploy-capture", "submits": [{"index": "x", "jobs": []}]}',
+                               '{"format": "rkdeploy-capture", "submits": [{"jobs": [{"tasks": [{"problem": 7}]}]}]}')):
+        os.makedirs("cap%d" % i)
+        open("cap%d/index.json" % i, "w").write(index)
+        expect("capture index %d" % i, ["regcmd", "decode", "cap%d" % i], [2], "index.json")
+
     # Options that mean nothing without --image are errors, not ignored.
     y = os.path.join(models, "yolov8n_arch_tiny")
     expect("run --json without --image", ["run", y + ".onnx", "--input", "images=" + y + ".input_images.npy", "--json"], [2], "--image")

@@ -1,10 +1,11 @@
 #include "npu/regcmd/capture.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "core/json_fields.h"
+#include "core/npy.h"
 
 namespace rkd::npu::regcmd {
 
@@ -13,13 +14,10 @@ namespace fs = std::filesystem;
 namespace {
 
 Result<nlohmann::ordered_json> read_json(const fs::path& p) {
-  std::ifstream f(p);
-  if (!f) return invalid(p.string() + ": cannot be read");
-  try {
-    return nlohmann::ordered_json::parse(f);
-  } catch (const std::exception& e) {
-    return invalid(p.string() + ": not JSON (" + e.what() + ")");
-  }
+  RKD_ASSIGN(const std::string text, read_file_bytes(p.string()));
+  auto j = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return invalid(p.string() + ": not JSON");
+  return j;
 }
 
 Result<SourceTask> task_file(const fs::path& dir, const std::string& index, const std::string& rel) {
@@ -49,17 +47,25 @@ Result<std::vector<SourceTask>> read_tasks(const std::string& path) {
   if (fs::is_directory(p, ec)) {
     if (fs::exists(p / "index.json")) {
       RKD_ASSIGN(nlohmann::ordered_json idx, read_json(p / "index.json"));
-      if (!idx.is_object() || idx.value("format", "") != "rkdeploy-capture" || !idx.contains("submits") || !idx["submits"].is_array())
-        return invalid((p / "index.json").string() + ": not a capture index (format \"rkdeploy-capture\" with \"submits\")");
+      const std::string where = (p / "index.json").string();
+      // Typed reads: a field of another JSON type is this file's error, not an exception
+      // (nlohmann's value() throws on a type mismatch; a fuzz_capture finding).
+      std::string format;
+      if (idx.is_object()) RKD_TRY(json_string(idx, "format", format, where + ": \"format\""));
+      if (format != "rkdeploy-capture" || !idx.contains("submits") || !idx["submits"].is_array())
+        return invalid(where + ": not a capture index (format \"rkdeploy-capture\" with \"submits\")");
       for (const auto& s : idx["submits"]) {
-        if (!s.is_object() || !s.contains("jobs") || !s["jobs"].is_array()) return invalid((p / "index.json").string() + ": a submit without jobs");
+        if (!s.is_object() || !s.contains("jobs") || !s["jobs"].is_array()) return invalid(where + ": a submit without jobs");
+        int64_t index = -1;
+        RKD_TRY(json_integer(s, "index", index, where + ": a submit's \"index\""));
         for (const auto& j : s["jobs"]) {
-          if (!j.is_object() || !j.contains("tasks") || !j["tasks"].is_array()) return invalid((p / "index.json").string() + ": a job without tasks");
+          if (!j.is_object() || !j.contains("tasks") || !j["tasks"].is_array()) return invalid(where + ": a job without tasks");
           for (const auto& t : j["tasks"]) {
-            if (!t.is_object() || !t.contains("file") || !t["file"].is_string())
-              return invalid((p / "index.json").string() + ": submit " + std::to_string(s.value("index", -1)) +
-                             ": a task whose words were not captured (" +
-                             (t.is_object() ? t.value("problem", std::string("no file")) : std::string("not an object")) + ")");
+            if (!t.is_object() || !t.contains("file") || !t["file"].is_string()) {
+              std::string problem = t.is_object() ? "no file" : "not an object";
+              if (t.is_object()) RKD_TRY(json_string(t, "problem", problem, where + ": a task's \"problem\""));
+              return invalid(where + ": submit " + std::to_string(index) + ": a task whose words were not captured (" + problem + ")");
+            }
             RKD_ASSIGN(SourceTask st, task_file(p, "index.json", t["file"].get<std::string>()));
             tasks.push_back(std::move(st));
           }
