@@ -24,6 +24,7 @@ Result<std::map<std::string, double>> measure(ir::Graph& g, const PlanOptions& o
   ExecutorOptions eo;
   eo.threads = o.threads;
   eo.profile = true;
+  RKD_TRY(check_graph_inputs(g, o.inputs));
   RKD_ASSIGN(auto ex, Executor::create(g, eo));
   std::map<std::string, std::vector<double>> samples;
   for (int i = 0; i < o.warmup + o.runs; ++i) {
