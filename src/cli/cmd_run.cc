@@ -7,37 +7,23 @@
 #include <iostream>
 #include <map>
 
+#include "cli/backend.h"
 #include "cli/commands.h"
 #include "core/json_style.h"
-#include "npu/lower/lower.h"
-#include "npu/sim/sim.h"
 #include "core/npy.h"
 #include "core/output.h"
-#include "quant/requant.h"
 #include "runtime/detect.h"
 #include "runtime/model.h"
-#include "runtime/npu_conv.h"
-#include "runtime/npu_device.h"
 #include <nlohmann/json.hpp>
 
 namespace rkd::cli {
 namespace {
 
-struct RunArgs;
-void report_npu(const RunArgs& a, const runtime::FusionReport& f, const runtime::Executor& e);
-
 struct RunArgs {
   std::string model;
   std::vector<std::string> inputs;
   std::string output_dir;
-  std::string backend = "cpu";
-  std::string requant;
-  std::string strategy;
-  std::vector<std::string> sim_knobs;
-  std::string device = npu::device::kDefaultDevice;
-  int cores = 3;
-  bool fuse_npu_add = false;
-  bool npu_round_trips = false;
+  BackendArgs backend;
   int threads = 0;
   bool no_fuse = false;
   bool profile = false;
@@ -61,7 +47,7 @@ void run_on_image(const RunArgs& a, runtime::LoadOptions lo) {
   const std::string draw_tmp = a.draw.empty() ? "" : take(out_tx.file(a.draw));
   const runtime::Image img = take(runtime::load_image(a.image));
   runtime::LoadedModel m = take(runtime::load_model(a.model, lo));
-  report_npu(a, m.fusion, *m.executor);
+  report_npu(a.backend, m.fusion, *m.executor);
   const runtime::DetectorConfig cfg = take(runtime::detector_config(*m.graph, a.config));
   const runtime::Prepared prep = take(runtime::preprocess(img, cfg, runtime::takes_target_sizes(*m.graph)));
   check(runtime::check_detector_inputs(prep.inputs));
@@ -103,62 +89,6 @@ void run_on_image(const RunArgs& a, runtime::LoadOptions lo) {
   }
 }
 
-// --backend: cpu (float), int8 (integer kernels), sim (int8, NPU nodes on the RK3588 NPU
-// simulator with --strategy), device (the same NPU nodes on a rocket device: docs/device.md).
-void set_backend(const RunArgs& a, runtime::CompileOptions& c, runtime::ExecutorOptions& e) {
-  const bool npu = a.backend == "sim" || a.backend == "device";
-  c.int8 = a.backend == "int8" || npu;
-  c.requant = a.requant;
-  if (npu) {
-    // Checked once here: a typo is one error, not one per NPU node.
-    if (!a.strategy.empty()) (void)take(npu::lower::parse_strategy(a.strategy));
-    npu::sim::Quirks q;
-    for (const std::string& k : a.sim_knobs) check(npu::sim::set_knob(q, k));
-    c.npu_sim_strategy = a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy;
-    c.sim_knobs = a.sim_knobs;
-    c.npu_fuse_add = a.fuse_npu_add;
-  } else if (!a.strategy.empty() || !a.sim_knobs.empty() || a.fuse_npu_add || a.npu_round_trips) {
-    fail(invalid("--strategy, --sim, --fuse-npu-add and --npu-round-trips need --backend sim"));
-  }
-  if (a.backend == "device") {
-    if (a.npu_round_trips) fail(invalid("--npu-round-trips is a simulator check: not with --backend device"));
-    c.npu_mainline = true;
-    runtime::NpuDeviceOptions o;
-    o.path = a.device;
-    o.cores = a.cores;
-    e.npu_device = take(runtime::NpuDevice::open(o));
-  } else if (a.device != npu::device::kDefaultDevice || a.cores != 3) {
-    fail(invalid("--device and --cores need --backend device"));
-  }
-  e.npu_chaining = !a.npu_round_trips;
-}
-
-void report_npu(const RunArgs& a, const runtime::FusionReport& f, const runtime::Executor& e) {
-  if (a.backend != "sim" && a.backend != "device") return;
-  const std::string where = a.backend == "sim" ? "the RK3588 simulator" : "the NPU device " + a.device + " (" + std::to_string(a.cores) + " core(s))";
-  std::fprintf(stderr,
-               "npu: %d convolution(s) on %s (strategy %s, %d with the following Add fused), %zu on the CPU; "
-               "%d Add(s) as DPU tasks, %zu on the CPU; %d Sub/Max/Min as DPU tasks, %zu on the CPU; %d Mul(s) as DPU tasks, %zu on the CPU; %d "
-               "LeakyRelu(s) as DPU tasks (their tables differ "
-               "from the NPU's in at most %d "
-               "of 256 entries); %d other table(s) through the DPU's LUT, %zu on the CPU; %d Concat(s) as DPU copy tasks, %zu on the CPU; "
-               "%d Split(s) as DPU copy tasks, %zu on the CPU; %d MaxPool(s) as PPU tasks, %zu on the CPU; %d channel Pad(s) as DPU tasks, %zu on "
-               "the CPU; %d nearest x2 Resize(s) as NPU tasks (%d edge-padded for a bilinear one), %zu on the CPU; %d DepthToSpace(s) as DPU copy "
-               "tasks, %zu on the CPU\n",
-               f.npu_sim_convs, where.c_str(), a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy.c_str(),
-               f.npu_fused_adds, f.npu_cpu_convs.size(), f.npu_sim_adds, f.npu_cpu_adds.size(), f.npu_sim_alus, f.npu_cpu_alus.size(), f.npu_sim_muls,
-               f.npu_cpu_muls.size(), f.npu_sim_leaky_relus, f.npu_leaky_relu_table_differences, f.npu_sim_luts, f.npu_cpu_luts.size(),
-               f.npu_sim_concats, f.npu_cpu_concats.size(), f.npu_sim_splits, f.npu_cpu_splits.size(), f.npu_sim_pools, f.npu_cpu_pools.size(),
-               f.npu_sim_pads, f.npu_cpu_pads.size(), f.npu_sim_resizes, f.npu_sim_edge_resizes, f.npu_cpu_resizes.size(), f.npu_sim_depth_to_spaces,
-               f.npu_cpu_depth_to_spaces.size());
-  for (const auto* list : f.npu_cpu_lists()) {
-    for (const auto& r : *list) std::fprintf(stderr, "  on the CPU: %s\n", r.c_str());
-  }
-  if (const runtime::NpuSession* s = e.npu_session()) {
-    std::fprintf(stderr, "npu device memory: %s\n", runtime::npu_chaining_text(runtime::npu_chaining(*s)).c_str());
-  }
-}
-
 void run_model(const RunArgs& a) {
   if (!a.image.empty()) {
     if (!a.inputs.empty()) fail(invalid("--image and --input cannot be combined"));
@@ -166,7 +96,7 @@ void run_model(const RunArgs& a) {
     runtime::LoadOptions lo;
     lo.batch = 1;
     lo.compile.fuse = !a.no_fuse;
-    set_backend(a, lo.compile, lo.exec);
+    apply_backend(a.backend, lo.compile, lo.exec);
     lo.exec.threads = a.threads;
     run_on_image(a, lo);
     return;
@@ -196,14 +126,14 @@ void run_model(const RunArgs& a) {
   runtime::LoadOptions lo;
   lo.batch = batch;
   lo.compile.fuse = !a.no_fuse;
-  set_backend(a, lo.compile, lo.exec);
+  apply_backend(a.backend, lo.compile, lo.exec);
   lo.compile.dump_after.insert(a.dump_after.begin(), a.dump_after.end());
   lo.compile.dump = [](const std::string& pass, const std::string& ir) { std::cerr << "=== IR after " << pass << " ===\n" << ir; };
   lo.exec.threads = a.threads;
   lo.exec.profile = a.profile;
   lo.inputs = &inputs;
   runtime::LoadedModel m = take(runtime::load_model(a.model, lo));
-  report_npu(a, m.fusion, *m.executor);
+  report_npu(a.backend, m.fusion, *m.executor);
   // Every output file is declared (and checked) before the inference.
   std::map<std::string, std::string> out_tmp;
   if (!a.output_dir.empty()) {
@@ -262,26 +192,7 @@ void add_run_command(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* c = app.add_subcommand("run", "Run a model on the CPU executor: rkdeploy run MODEL --input NAME=FILE.npy ... --output-dir DIR");
   c->add_option("model", a->model, "model file: ONNX (.onnx), TFLite (.tflite) or TensorFlow.js (model.json)")->required();
-  c->add_option("--backend", a->backend,
-                "cpu (float; QDQ as written), int8 (QDQ patterns on the integer kernels) or sim (int8, convolutions on the RK3588 NPU "
-                "simulator, docs/npu.md) or device (the sim back end's NPU nodes on a board's NPU through the mainline rocket driver, "
-                "docs/device.md)")
-      ->check(CLI::IsMember({"cpu", "int8", "sim", "device"}));
-  c->add_option("--device", a->device, "with --backend device: the rocket device node (default /dev/accel/accel0)");
-  c->add_option("--cores", a->cores, "with --backend device: NPU cores a convolution's tasks are split over, as separate jobs (1-3, default 3)")
-      ->check(CLI::Range(1, 3));
-  c->add_option("--strategy", a->strategy, "with --backend sim or device: " + strategy_help());
-  c->add_option("--sim", a->sim_knobs, "with --backend sim: simulator knob NAME=VALUE (rkdeploy help sim)");
-  c->add_flag("--fuse-npu-add", a->fuse_npu_add,
-              "with --backend sim: fuse an Add into the convolution before it (the EW stage: one rounding instead of the int8 reference's two) "
-              "instead of running it as its own DPU task");
-  c->add_flag("--npu-round-trips", a->npu_round_trips,
-              "with --backend sim: every NPU node in its own device memory, each input written and each output read back by the host "
-              "(no device-memory chaining; the outputs are the same)");
-  c->add_option("--requant", a->requant,
-                "with --backend int8 or sim: requantization of every integer op, replacing the model format's "
-                "(tflite_double_rounding, tflite_single_rounding, tflite_xnnpack, onnx_float, rknpu_out_cvt; docs/quantization.md)")
-      ->check(CLI::IsMember(quant::requant_names()));
+  add_backend_options(c, a->backend);
   c->add_option("--input", a->inputs, "NAME=FILE.npy, one per graph input");
   c->add_option("--output-dir", a->output_dir, "write DIR/<output name>.npy for every graph output");
   add_threads_option(c, a->threads, "threads (0 = all cores)");

@@ -1,0 +1,110 @@
+// Back-end options shared by the commands that run a model (contract in backend.h).
+#include "cli/backend.h"
+
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "npu/device/rocket.h"
+#include "npu/lower/lower.h"
+#include "npu/sim/sim.h"
+#include "quant/requant.h"
+#include "runtime/npu_conv.h"
+#include "runtime/npu_device.h"
+
+namespace rkd::cli {
+
+namespace {
+bool on_npu(const BackendArgs& a) { return a.backend == "sim" || a.backend == "device"; }
+std::string strategy_of(const BackendArgs& a) {
+  return a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy;
+}
+std::string device_of(const BackendArgs& a) { return a.device.empty() ? std::string(npu::device::kDefaultDevice) : a.device; }
+}  // namespace
+
+void add_backend_options(CLI::App* c, BackendArgs& a) {
+  c->add_option("--backend", a.backend,
+                "cpu (float; QDQ as written), int8 (QDQ patterns on the integer kernels) or sim (int8, convolutions on the RK3588 NPU "
+                "simulator, docs/npu.md) or device (the sim back end's NPU nodes on a board's NPU through the mainline rocket driver, "
+                "docs/device.md)")
+      ->check(CLI::IsMember({"cpu", "int8", "sim", "device"}));
+  c->add_option("--device", a.device,
+                std::string("with --backend device: the rocket device node (default ") + npu::device::kDefaultDevice + ")");
+  c->add_option("--cores", a.cores, "with --backend device: NPU cores a convolution's tasks are split over, as separate jobs (1-3, default 3)")
+      ->check(CLI::Range(1, 3));
+  c->add_option("--strategy", a.strategy, "with --backend sim or device: " + strategy_help());
+  c->add_option("--sim", a.sim_knobs, "with --backend sim: simulator knob NAME=VALUE (rkdeploy help sim)");
+  c->add_flag("--fuse-npu-add", a.fuse_npu_add,
+              "with --backend sim: fuse an Add into the convolution before it (the EW stage: one rounding instead of the int8 reference's two) "
+              "instead of running it as its own DPU task");
+  c->add_flag("--npu-round-trips", a.npu_round_trips,
+              "with --backend sim: every NPU node in its own device memory, each input written and each output read back by the host "
+              "(no device-memory chaining; the outputs are the same)");
+  c->add_option("--requant", a.requant,
+                "with --backend int8 or sim: requantization of every integer op, replacing the model format's "
+                "(tflite_double_rounding, tflite_single_rounding, tflite_xnnpack, onnx_float, rknpu_out_cvt; docs/quantization.md)")
+      ->check(CLI::IsMember(quant::requant_names()));
+}
+
+// --backend: cpu (float), int8 (integer kernels), sim (int8, NPU nodes on the RK3588 NPU
+// simulator with --strategy), device (the same NPU nodes on a rocket device: docs/device.md).
+void apply_backend(const BackendArgs& a, runtime::CompileOptions& c, runtime::ExecutorOptions& e) {
+  const bool npu = on_npu(a);
+  c.int8 = a.backend == "int8" || npu;
+  c.requant = a.requant;
+  if (npu) {
+    // Checked once here: a typo is one error, not one per NPU node.
+    if (!a.strategy.empty()) (void)take(npu::lower::parse_strategy(a.strategy));
+    npu::sim::Quirks q;
+    for (const std::string& k : a.sim_knobs) check(npu::sim::set_knob(q, k));
+    c.npu_sim_strategy = strategy_of(a);
+    c.sim_knobs = a.sim_knobs;
+    c.npu_fuse_add = a.fuse_npu_add;
+  } else if (!a.strategy.empty() || !a.sim_knobs.empty() || a.fuse_npu_add || a.npu_round_trips) {
+    fail(invalid("--strategy, --sim, --fuse-npu-add and --npu-round-trips need --backend sim"));
+  }
+  if (a.backend == "device") {
+    if (a.npu_round_trips) fail(invalid("--npu-round-trips is a simulator check: not with --backend device"));
+    c.npu_mainline = true;
+    runtime::NpuDeviceOptions o;
+    o.path = device_of(a);
+    o.cores = a.cores;
+    e.npu_device = take(runtime::NpuDevice::open(o));
+  } else if (!a.device.empty() || a.cores != 3) {
+    fail(invalid("--device and --cores need --backend device"));
+  }
+  e.npu_chaining = !a.npu_round_trips;
+}
+
+std::string backend_description(const BackendArgs& a) {
+  if (a.backend == "sim") return "sim (strategy " + strategy_of(a) + ")";
+  if (a.backend == "device") return "device " + device_of(a) + " (" + std::to_string(a.cores) + " core(s), strategy " + strategy_of(a) + ")";
+  return a.backend;
+}
+
+void report_npu(const BackendArgs& a, const runtime::FusionReport& f, const runtime::Executor& e) {
+  if (a.backend != "sim" && a.backend != "device") return;
+  const std::string where = a.backend == "sim" ? "the RK3588 simulator" : "the NPU device " + device_of(a) + " (" + std::to_string(a.cores) + " core(s))";
+  std::fprintf(stderr,
+               "npu: %d convolution(s) on %s (strategy %s, %d with the following Add fused), %zu on the CPU; "
+               "%d Add(s) as DPU tasks, %zu on the CPU; %d Sub/Max/Min as DPU tasks, %zu on the CPU; %d Mul(s) as DPU tasks, %zu on the CPU; %d "
+               "LeakyRelu(s) as DPU tasks (their tables differ "
+               "from the NPU's in at most %d "
+               "of 256 entries); %d other table(s) through the DPU's LUT, %zu on the CPU; %d Concat(s) as DPU copy tasks, %zu on the CPU; "
+               "%d Split(s) as DPU copy tasks, %zu on the CPU; %d MaxPool(s) as PPU tasks, %zu on the CPU; %d channel Pad(s) as DPU tasks, %zu on "
+               "the CPU; %d nearest x2 Resize(s) as NPU tasks (%d edge-padded for a bilinear one), %zu on the CPU; %d DepthToSpace(s) as DPU copy "
+               "tasks, %zu on the CPU\n",
+               f.npu_sim_convs, where.c_str(), strategy_of(a).c_str(),
+               f.npu_fused_adds, f.npu_cpu_convs.size(), f.npu_sim_adds, f.npu_cpu_adds.size(), f.npu_sim_alus, f.npu_cpu_alus.size(), f.npu_sim_muls,
+               f.npu_cpu_muls.size(), f.npu_sim_leaky_relus, f.npu_leaky_relu_table_differences, f.npu_sim_luts, f.npu_cpu_luts.size(),
+               f.npu_sim_concats, f.npu_cpu_concats.size(), f.npu_sim_splits, f.npu_cpu_splits.size(), f.npu_sim_pools, f.npu_cpu_pools.size(),
+               f.npu_sim_pads, f.npu_cpu_pads.size(), f.npu_sim_resizes, f.npu_sim_edge_resizes, f.npu_cpu_resizes.size(), f.npu_sim_depth_to_spaces,
+               f.npu_cpu_depth_to_spaces.size());
+  for (const auto* list : f.npu_cpu_lists()) {
+    for (const auto& r : *list) std::fprintf(stderr, "  on the CPU: %s\n", r.c_str());
+  }
+  if (const runtime::NpuSession* s = e.npu_session()) {
+    std::fprintf(stderr, "npu device memory: %s\n", runtime::npu_chaining_text(runtime::npu_chaining(*s)).c_str());
+  }
+}
+
+}  // namespace rkd::cli
