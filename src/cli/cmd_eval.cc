@@ -57,6 +57,13 @@ void print_result(const EvalArgs& a, const quant::CocoEvaluation& m, const workf
                          {"boxes", gt.boxes.size()},
                          {"categories", gt.categories.size()}};
     j["detections"] = detections;
+    int64_t gt_boxes = 0, matched = 0;
+    for (const auto& c : m.categories) {
+      gt_boxes += c.ground_truth;
+      matched += c.matched50;
+    }
+    j["matched50"] = matched;
+    j["matched50_share"] = gt_boxes ? static_cast<double>(matched) / static_cast<double>(gt_boxes) : -1.0;
     if (outside) j["labels_outside_categories"] = outside;
     nlohmann::ordered_json metrics;
     for (size_t i = 0; i < names.size(); ++i) metrics[names[i]] = values[i];
@@ -76,12 +83,30 @@ void print_result(const EvalArgs& a, const quant::CocoEvaluation& m, const workf
     std::cout << json_text(j);
     return;
   }
-  std::printf("ground truth: %zu box(es) in %zu image(s), %zu categor%s (%s)\n", gt.boxes.size(), gt.images.size(), gt.categories.size(),
-              gt.categories.size() == 1 ? "y" : "ies",
+  size_t with_gt = 0;
+  int64_t uncounted = 0, uncounted_categories = 0;
+  for (const auto& c : m.categories) {
+    with_gt += c.ground_truth > 0;
+    if (c.ground_truth == 0 && c.detections > 0) {
+      uncounted += c.detections;
+      ++uncounted_categories;
+    }
+  }
+  std::printf("ground truth: %zu box(es) in %zu image(s), %zu categor%s (%s)\n", gt.boxes.size(), gt.images.size(), with_gt,
+              with_gt == 1 ? "y" : "ies",
               a.reference.empty() ? a.annotations.c_str() : ("the detections of " + a.reference).c_str());
   std::printf("detections: %zu%s\n", detections,
               a.model.empty() ? "" : (" (score >= " + std::to_string(a.score_threshold).substr(0, 5) + ", at most 100 per image)").c_str());
   if (outside) std::printf("  %lld detection(s) with a label past the annotation file's categories, dropped\n", static_cast<long long>(outside));
+  int64_t gt_boxes = 0, matched = 0;
+  for (const auto& c : m.categories) {
+    gt_boxes += c.ground_truth;
+    matched += c.matched50;
+  }
+  if (gt_boxes) {
+    std::printf("matched at IoU 0.5 (same category): %lld of %lld ground-truth box(es), %.1f %%\n", static_cast<long long>(matched),
+                static_cast<long long>(gt_boxes), 100.0 * static_cast<double>(matched) / static_cast<double>(gt_boxes));
+  }
   std::printf("COCO metrics (IoU 0.50:0.95 unless named; maxDets 100 unless named; - where nothing counts):\n ");
   for (const char* n : names) std::printf(" %9s", n);
   std::printf("\n ");
@@ -89,10 +114,14 @@ void print_result(const EvalArgs& a, const quant::CocoEvaluation& m, const workf
   std::printf("\nper category (area all, maxDets 100):\n  %-16s %12s %10s %11s %7s %7s %7s\n", "category", "ground truth", "detections", "matched@.5",
               "AP", "AP50", "AR100");
   for (const auto& c : m.categories) {
-    if (c.ground_truth == 0 && c.detections == 0) continue;
+    if (c.ground_truth == 0) continue;
     std::printf("  %-16s %12lld %10lld %11lld %s %s %s\n", category_name(a, gt, c.category).c_str(), static_cast<long long>(c.ground_truth),
                 static_cast<long long>(c.detections), static_cast<long long>(c.matched50), metric_text(c.ap).c_str(), metric_text(c.ap50).c_str(),
                 metric_text(c.ar100).c_str());
+  }
+  if (uncounted) {
+    std::printf("  %lld detection(s) in %lld categor%s without ground truth: not counted (COCO's rule)\n", static_cast<long long>(uncounted),
+                static_cast<long long>(uncounted_categories), uncounted_categories == 1 ? "y" : "ies");
   }
 }
 

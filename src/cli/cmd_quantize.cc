@@ -53,6 +53,7 @@ void run_quantize(const QuantizeArgs& a) {
   check(onnx_frontend::export_onnx_file(*q.graph, out_tmp));
   check(out_tx.publish());
   const auto& r = q.report;
+  for (const std::string& w : r.warnings) std::fprintf(stderr, "rkdeploy: warning: %s\n", w.c_str());
   if (a.json) {
     nlohmann::json j;
     j["command"] = "quantize";
@@ -69,6 +70,8 @@ void run_quantize(const QuantizeArgs& a) {
     j["bias_rescaled_channels"] = r.bias_rescaled;
     j["shared_scale_groups"] = r.shared_groups;
     j["fused_activations"] = r.fused_activations;
+    j["mixed_range_concats"] = r.mixed_range_concats;
+    j["warnings"] = r.warnings;
     std::cout << json_text(j);
     return;
   }
@@ -77,6 +80,9 @@ void run_quantize(const QuantizeArgs& a) {
               a.symmetric ? "symmetric" : "asymmetric", r.shared_groups, r.fused_activations);
   std::printf("  weights      %d %s %s, %d int32 biases (%d channel scales raised to fit the bias)\n", r.weights,
               u8 ? "uint8 asymmetric" : "int8 symmetric", per_tensor ? "per tensor" : "per output channel", r.biases, r.bias_rescaled);
+  if (r.mixed_range_concats) {
+    std::printf("  %d graph-output Concat(s) of branches of different range kept in float, each branch with its own scale\n", r.mixed_range_concats);
+  }
   std::printf("wrote %s\n", a.output.c_str());
 }
 

@@ -144,6 +144,46 @@ Tensor vector_f32(const std::vector<float>& v) {
   return t;
 }
 
+// A Concat whose inputs' calibrated ranges differ by more than kMixedRangeBits: one scale for
+// all of them would leave the narrowest branch fewer than 256 / 2^kMixedRangeBits levels.
+// When the Concat's output is a graph output (the concatenation is the model's last step,
+// free on the CPU), each input keeps its own parameters and the Concat runs in float: its
+// output is not quantized. Otherwise the shared scale stays (the readers need one int8 value)
+// and the loss is reported. Either way the report names the node. Returns whether it split.
+constexpr double kMixedRangeBits = 2.0;
+
+bool split_mixed_concat(const Graph& g, const Node& n, const std::map<std::string, Range>& ranges, std::set<Value*>& act, QdqReport& rep) {
+  double lo = 0, hi = 0, narrowest = -1;
+  std::string narrow_name;
+  for (const Value* in : n.inputs) {
+    if (!in || !act.count(const_cast<Value*>(in))) continue;
+    const Range r = ranges.at(in->name);
+    const double rlo = std::min(0.0, static_cast<double>(r.lo)), rhi = std::max(0.0, static_cast<double>(r.hi));
+    lo = std::min(lo, rlo);
+    hi = std::max(hi, rhi);
+    if (narrowest < 0 || rhi - rlo < narrowest) {
+      narrowest = rhi - rlo;
+      narrow_name = in->name;
+    }
+  }
+  if (narrowest <= 0 || hi - lo <= 0) return false;
+  const double levels = 256.0 * narrowest / (hi - lo);
+  if (levels >= 256.0 / std::exp2(kMixedRangeBits)) return false;
+  char buf[512];
+  Value* out = n.outputs[0];
+  const bool output = is_graph_output(g, out);
+  std::snprintf(buf, sizeof buf,
+                "Concat '%s': one int8 scale over its inputs (range [%.4g, %.4g]) would leave input '%s' %.1f of 256 levels; %s", n.name.c_str(),
+                lo, hi, narrow_name.c_str(), levels,
+                output ? "each input quantized with its own parameters, the Concat (a graph output) kept in float"
+                       : "kept (its readers need one int8 value): --keep-float with this node's name keeps it in float");
+  rep.warnings.emplace_back(buf);
+  if (!output) return false;
+  act.erase(out);
+  ++rep.mixed_range_concats;
+  return true;
+}
+
 }  // namespace
 
 Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& ranges, const QdqOptions& opt) {
@@ -197,13 +237,16 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
   }
   order.erase(std::remove_if(order.begin(), order.end(), [&](Value* v) { return !act.count(v); }), order.end());
 
-  // 2. Groups that share one scale, and their parameters.
+  // 2. Groups that share one scale, and their parameters. A Concat of branches whose ranges
+  // differ widely (a detector's boxes in pixels beside its class probabilities) is not one
+  // group: see split_mixed_concat.
   UnionFind uf;
   for (Value* v : order) uf.find(v);
   for (const auto& n : g.nodes()) {
     if (n->op_type == "Concat" && n->domain.empty()) {
       Value* out = n->outputs[0];
       if (!act.count(out)) continue;
+      if (split_mixed_concat(g, *n, ranges, act, rep)) continue;
       for (Value* in : n->inputs) {
         if (act.count(in)) uf.unite(in, out);
       }
@@ -213,6 +256,7 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
       }
     }
   }
+  order.erase(std::remove_if(order.begin(), order.end(), [&](Value* v) { return !act.count(v); }), order.end());
   std::map<Value*, Range> group_range;
   std::map<Value*, int> group_size;
   for (Value* v : order) {

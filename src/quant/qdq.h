@@ -10,6 +10,11 @@
 //    before QuantizeLinear is renamed X/float.
 //  - Fused activations (TFLite): the output of Conv/ConvTranspose/MatMul/Gemm/Add read only
 //    by a Relu or a Clip to [0, 6] is not quantized; the activation's output is.
+//  - Mixed ranges: a Concat whose inputs' ranges differ by more than a factor 4 (one scale
+//    would leave the narrowest fewer than 64 of 256 levels: a detector's boxes in pixels beside
+//    its class probabilities, Ultralytics' output0) does not share one scale when it is a
+//    graph output: each input is quantized with its own parameters and the Concat runs in
+//    float. Any such Concat is named in QdqReport::warnings.
 //  - Shared scales (TFLite's same-scale restriction): Concat's inputs and output, and the
 //    input and output of MaxPool, Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Slice,
 //    Split, Gather, Resize (nearest), Pad (constant 0), share one parameter set computed
@@ -37,6 +42,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/result.h"
 #include "ir/ir.h"
@@ -61,6 +67,8 @@ struct QdqReport {
   int bias_rescaled = 0;      // channels whose weight scale was raised for the bias
   int shared_groups = 0;      // groups of values forced to one scale (size > 1)
   int fused_activations = 0;  // producer outputs left unquantized (Relu / Clip fused)
+  int mixed_range_concats = 0;  // graph-output Concats of branches of widely different range, kept in float
+  std::vector<std::string> warnings;  // each names the node and what one scale would cost
 };
 
 // ranges: value name -> calibrated range of that float value.
