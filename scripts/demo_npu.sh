@@ -60,3 +60,23 @@ echo "# one OUT_CVT per convolution, as a naive lowering"
 show run "$q" --image "$photo" --config "$cfg" --backend sim --strategy per-tensor 2>&1
 echo "# every strategy, every convolution, against the int8 reference"
 show analyze "$q" --image "$photo" --config "$cfg"
+echo
+echo "== What int8 keeps: NanoDet's detections against the float model's, on the evaluation set =="
+echo "# (views of the photos Debian ships outside the calibration set: docs/evaluation.md)"
+/usr/bin/python3 "$here/scripts/models/eval_photos.py" "$build/eval" > /dev/null
+for b in cpu int8 sim; do
+  m="$q"
+  [ "$b" = cpu ] && m="$models/nanodet.json"
+  show eval "$m" --images "$build/eval" --reference "$models/nanodet.json" --config "$cfg" --backend "$b" --json > "$out/eval-$b.json"
+  sed -n 1p "$out/eval-$b.json"  # the command as shown; the JSON follows it
+  sed -i 1d "$out/eval-$b.json"
+done
+/usr/bin/python3 - "$out" <<'PY'
+import json, sys
+print("  %-34s %6s %6s %6s %6s %s" % ("model, back end", "AP", "AP50", "AP75", "AR100", "float detections matched at IoU 0.5"))
+for b, what in (("cpu", "float, CPU (the reference itself)"), ("int8", "int8 per channel, CPU reference"), ("sim", "int8, NPU simulator")):
+    j = json.load(open("%s/eval-%s.json" % (sys.argv[1], b)))
+    m = j["metrics"]
+    print("  %-34s %6.3f %6.3f %6.3f %6.3f %d of %d (%.1f %%)" % (what, m["AP"], m["AP50"], m["AP75"], m["AR100"], j["matched50"],
+          j["ground_truth"]["boxes"], 100 * j["matched50_share"]))
+PY

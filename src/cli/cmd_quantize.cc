@@ -22,6 +22,7 @@ struct QuantizeArgs {
   double percentile = 99.99;
   bool per_tensor = false, per_channel = false, symmetric = false, json = false, percentile_given = false, allow_nonfinite = false;
   int threads = 0;
+  std::vector<std::string> keep_float;
 };
 
 void run_quantize(const QuantizeArgs& a) {
@@ -41,6 +42,7 @@ void run_quantize(const QuantizeArgs& a) {
   opt.qdq.per_channel = !per_tensor;
   opt.qdq.symmetric_activations = a.symmetric;
   opt.threads = a.threads;
+  opt.qdq.keep_float.insert(a.keep_float.begin(), a.keep_float.end());
   // The calibration photos are preprocessed for the model's own inputs: read them once.
   auto probe = take(workflows::load_with_all_values(a.model));
   workflows::CalibrationInput ci{a.calib, a.images, a.config};
@@ -71,6 +73,7 @@ void run_quantize(const QuantizeArgs& a) {
     j["shared_scale_groups"] = r.shared_groups;
     j["fused_activations"] = r.fused_activations;
     j["mixed_range_concats"] = r.mixed_range_concats;
+    j["kept_float"] = r.kept_float;
     j["warnings"] = r.warnings;
     std::cout << json_text(j);
     return;
@@ -80,6 +83,7 @@ void run_quantize(const QuantizeArgs& a) {
               a.symmetric ? "symmetric" : "asymmetric", r.shared_groups, r.fused_activations);
   std::printf("  weights      %d %s %s, %d int32 biases (%d channel scales raised to fit the bias)\n", r.weights,
               u8 ? "uint8 asymmetric" : "int8 symmetric", per_tensor ? "per tensor" : "per output channel", r.biases, r.bias_rescaled);
+  if (r.kept_float) std::printf("  %d node(s) kept in float (--keep-float)\n", r.kept_float);
   if (r.mixed_range_concats) {
     std::printf("  %d graph-output Concat(s) of branches of different range kept in float, each branch with its own scale\n", r.mixed_range_concats);
   }
@@ -98,6 +102,8 @@ void add_quantize_command(CLI::App& app) {
   c->add_option("--config", a->config, "detector config JSON for the photos (docs/detector-config.md)");
   c->add_option("--method", a->method, "activation ranges: minmax, percentile, kl or mse")
       ->check(CLI::IsMember({"minmax", "percentile", "kl", "mse"}));
+  c->add_option("--keep-float", a->keep_float,
+                "node names or op types that stay float (computed on the CPU; repeatable): e.g. Softmax, or a node a quantize warning names");
   c->add_option("--percentile", a->percentile, "with --method percentile (default 99.99)")->check(finite_range(50.0, 100.0));
   c->add_flag("--per-channel", a->per_channel, "per-output-channel weight scales (default)");
   c->add_flag("--per-tensor", a->per_tensor, "one weight scale per tensor");

