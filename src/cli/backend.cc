@@ -15,9 +15,7 @@ namespace rkd::cli {
 
 namespace {
 bool on_npu(const BackendArgs& a) { return a.backend == "sim" || a.backend == "device"; }
-std::string strategy_of(const BackendArgs& a) {
-  return a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy;
-}
+std::string strategy_of(const BackendArgs& a) { return a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy; }
 std::string device_of(const BackendArgs& a) { return a.device.empty() ? std::string(npu::device::kDefaultDevice) : a.device; }
 }  // namespace
 
@@ -27,8 +25,7 @@ void add_backend_options(CLI::App* c, BackendArgs& a) {
                 "simulator, docs/npu.md) or device (the sim back end's NPU nodes on a board's NPU through the mainline rocket driver, "
                 "docs/device.md)")
       ->check(CLI::IsMember({"cpu", "int8", "sim", "device"}));
-  c->add_option("--device", a.device,
-                std::string("with --backend device: the rocket device node (default ") + npu::device::kDefaultDevice + ")");
+  c->add_option("--device", a.device, std::string("with --backend device: the rocket device node (default ") + npu::device::kDefaultDevice + ")");
   c->add_option("--cores", a.cores, "with --backend device: NPU cores a convolution's tasks are split over, as separate jobs (1-3, default 3)")
       ->check(CLI::Range(1, 3));
   c->add_option("--strategy", a.strategy, "with --backend sim or device: " + strategy_help());
@@ -83,7 +80,8 @@ std::string backend_description(const BackendArgs& a) {
 
 void report_npu(const BackendArgs& a, const runtime::FusionReport& f, const runtime::Executor& e) {
   if (a.backend != "sim" && a.backend != "device") return;
-  const std::string where = a.backend == "sim" ? "the RK3588 simulator" : "the NPU device " + device_of(a) + " (" + std::to_string(a.cores) + " core(s))";
+  const std::string where =
+      a.backend == "sim" ? "the RK3588 simulator" : "the NPU device " + device_of(a) + " (" + std::to_string(a.cores) + " core(s))";
   std::fprintf(stderr,
                "npu: %d convolution(s) on %s (strategy %s, %d with the following Add fused), %zu on the CPU; "
                "%d Add(s) as DPU tasks, %zu on the CPU; %d Sub/Max/Min as DPU tasks, %zu on the CPU; %d Mul(s) as DPU tasks, %zu on the CPU; %d "
@@ -93,12 +91,11 @@ void report_npu(const BackendArgs& a, const runtime::FusionReport& f, const runt
                "%d Split(s) as DPU copy tasks, %zu on the CPU; %d MaxPool(s) as PPU tasks, %zu on the CPU; %d channel Pad(s) as DPU tasks, %zu on "
                "the CPU; %d nearest x2 Resize(s) as NPU tasks (%d edge-padded for a bilinear one), %zu on the CPU; %d DepthToSpace(s) as DPU copy "
                "tasks, %zu on the CPU\n",
-               f.npu_sim_convs, where.c_str(), strategy_of(a).c_str(),
-               f.npu_fused_adds, f.npu_cpu_convs.size(), f.npu_sim_adds, f.npu_cpu_adds.size(), f.npu_sim_alus, f.npu_cpu_alus.size(), f.npu_sim_muls,
-               f.npu_cpu_muls.size(), f.npu_sim_leaky_relus, f.npu_leaky_relu_table_differences, f.npu_sim_luts, f.npu_cpu_luts.size(),
-               f.npu_sim_concats, f.npu_cpu_concats.size(), f.npu_sim_splits, f.npu_cpu_splits.size(), f.npu_sim_pools, f.npu_cpu_pools.size(),
-               f.npu_sim_pads, f.npu_cpu_pads.size(), f.npu_sim_resizes, f.npu_sim_edge_resizes, f.npu_cpu_resizes.size(), f.npu_sim_depth_to_spaces,
-               f.npu_cpu_depth_to_spaces.size());
+               f.npu_sim_convs, where.c_str(), strategy_of(a).c_str(), f.npu_fused_adds, f.npu_cpu_convs.size(), f.npu_sim_adds,
+               f.npu_cpu_adds.size(), f.npu_sim_alus, f.npu_cpu_alus.size(), f.npu_sim_muls, f.npu_cpu_muls.size(), f.npu_sim_leaky_relus,
+               f.npu_leaky_relu_table_differences, f.npu_sim_luts, f.npu_cpu_luts.size(), f.npu_sim_concats, f.npu_cpu_concats.size(),
+               f.npu_sim_splits, f.npu_cpu_splits.size(), f.npu_sim_pools, f.npu_cpu_pools.size(), f.npu_sim_pads, f.npu_cpu_pads.size(),
+               f.npu_sim_resizes, f.npu_sim_edge_resizes, f.npu_cpu_resizes.size(), f.npu_sim_depth_to_spaces, f.npu_cpu_depth_to_spaces.size());
   for (const auto* list : f.npu_cpu_lists()) {
     for (const auto& r : *list) std::fprintf(stderr, "  on the CPU: %s\n", r.c_str());
   }

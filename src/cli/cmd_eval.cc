@@ -93,8 +93,7 @@ void print_result(const EvalArgs& a, const quant::CocoEvaluation& m, const workf
     }
   }
   std::printf("ground truth: %zu box(es) in %zu image(s), %zu categor%s (%s)\n", gt.boxes.size(), gt.images.size(), with_gt,
-              with_gt == 1 ? "y" : "ies",
-              a.reference.empty() ? a.annotations.c_str() : ("the detections of " + a.reference).c_str());
+              with_gt == 1 ? "y" : "ies", a.reference.empty() ? a.annotations.c_str() : ("the detections of " + a.reference).c_str());
   std::printf("detections: %zu%s\n", detections,
               a.model.empty() ? "" : (" (score >= " + std::to_string(a.score_threshold).substr(0, 5) + ", at most 100 per image)").c_str());
   if (outside) std::printf("  %lld detection(s) with a label past the annotation file's categories, dropped\n", static_cast<long long>(outside));
@@ -152,8 +151,9 @@ void run_eval(const EvalArgs& a) {
   o.load.exec.threads = a.threads;
   apply_backend(a.backend, o.load.compile, o.load.exec);
   const auto r = take(workflows::evaluate_model(a.model, o));
-  if (!a.json) std::printf("eval: %s, backend %s, %zu photo(s) of %s\n", a.model.c_str(), backend_description(a.backend).c_str(),
-                           r.ground_truth.images.size(), a.images.c_str());
+  if (!a.json)
+    std::printf("eval: %s, backend %s, %zu photo(s) of %s\n", a.model.c_str(), backend_description(a.backend).c_str(), r.ground_truth.images.size(),
+                a.images.c_str());
   print_result(a, r.metrics, r.ground_truth, r.detections.size(), r.labels_outside);
   if (!a.detections_out.empty()) {
     write_text(det_tmp, workflows::coco_results_json(r.detections));
@@ -167,8 +167,7 @@ void run_eval(const EvalArgs& a) {
 void add_eval_command(CLI::App& app) {
   auto a = std::make_shared<EvalArgs>();
   CLI::App* c = app.add_subcommand(
-      "eval",
-      "COCO detection metrics: rkdeploy eval MODEL --images DIR (--annotations COCO.json | --reference FLOAT_MODEL) [--config CFG]");
+      "eval", "COCO detection metrics: rkdeploy eval MODEL --images DIR (--annotations COCO.json | --reference FLOAT_MODEL) [--config CFG]");
   c->add_option("model", a->model, "the model to evaluate (ONNX, TFLite or TensorFlow.js)");
   c->add_option("--images", a->images, "folder of photos (with --reference: every .png/.jpg/.jpeg/.bmp in it)");
   c->add_option("--annotations", a->annotations, "ground truth in COCO's annotation format (images' file_name inside --images)");

@@ -211,8 +211,7 @@ CocoEvaluation evaluate_coco(const std::vector<GroundTruthBox>& ground_truth, co
   CocoEvaluation ev;
   // summary means, by (area, maxDets): [area][0..2] for maxDets small/medium/max.
   Mean ap[kAreas][3], ap50, ap75, ar[kAreas][3];
-  const size_t md[3] = {static_cast<size_t>(std::max(params.max_dets_small, 0)), static_cast<size_t>(std::max(params.max_dets_medium, 0)),
-                        max_dets};
+  const size_t md[3] = {static_cast<size_t>(std::max(params.max_dets_small, 0)), static_cast<size_t>(std::max(params.max_dets_medium, 0)), max_dets};
   for (size_t k = 0; k < K; ++k) {
     CategoryResult cr;
     cr.category = category_ids[k];

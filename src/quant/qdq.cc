@@ -146,10 +146,10 @@ Tensor vector_f32(const std::vector<float>& v) {
 
 // A Concat whose inputs' calibrated ranges differ by more than kMixedRangeBits: one scale for
 // all of them would leave the narrowest branch fewer than 256 / 2^kMixedRangeBits levels.
-// When the Concat's output is a graph output (the concatenation is the model's last step,
-// free on the CPU), each input keeps its own parameters and the Concat runs in float: its
-// output is not quantized. Otherwise the shared scale stays (the readers need one int8 value)
-// and the loss is reported. Either way the report names the node. Returns whether it split.
+// When the Concat's output is a graph output, directly or through layout-only ops and Concats (the
+// concatenation is among the model's last steps, free on the CPU), each input keeps its own
+// parameters and the Concat and those ops run in float: their outputs are not quantized. Otherwise the shared scale stays (the readers need one int8
+// value) and the loss is reported. Either way the report names the node. Returns whether it split.
 constexpr double kMixedRangeBits = 2.0;
 
 bool split_mixed_concat(const Graph& g, const Node& n, const std::map<std::string, Range>& ranges, std::set<Value*>& act, QdqReport& rep) {
@@ -170,16 +170,22 @@ bool split_mixed_concat(const Graph& g, const Node& n, const std::map<std::strin
   const double levels = 256.0 * narrowest / (hi - lo);
   if (levels >= 256.0 / std::exp2(kMixedRangeBits)) return false;
   char buf[512];
-  Value* out = n.outputs[0];
-  const bool output = is_graph_output(g, out);
-  std::snprintf(buf, sizeof buf,
-                "Concat '%s': one int8 scale over its inputs (range [%.4g, %.4g]) would leave input '%s' %.1f of 256 levels; %s", n.name.c_str(),
-                lo, hi, narrow_name.c_str(), levels,
-                output ? "each input quantized with its own parameters, the Concat (a graph output) kept in float"
+  // The Concat's value, followed through layout-only ops (Reshape, Transpose, ...) and further
+  // Concats, each read once, up to a graph output: the model's last steps.
+  std::vector<Value*> tail = {n.outputs[0]};
+  auto passes_on = [](const Node& r) { return ir::op_has(r, ir::kLayoutOnly) || (r.op_type == "Concat" && r.domain.empty()); };
+  while (!is_graph_output(g, tail.back()) && tail.back()->consumers.size() == 1 && passes_on(*tail.back()->consumers[0]) &&
+         !tail.back()->consumers[0]->outputs.empty() && tail.back()->consumers[0]->outputs[0]) {
+    tail.push_back(tail.back()->consumers[0]->outputs[0]);
+  }
+  const bool output = is_graph_output(g, tail.back());
+  std::snprintf(buf, sizeof buf, "Concat '%s': one int8 scale over its inputs (range [%.4g, %.4g]) would leave input '%s' %.1f of 256 levels; %s",
+                n.name.c_str(), lo, hi, narrow_name.c_str(), levels,
+                output ? "each input quantized with its own parameters, the Concat (the model's last step) kept in float"
                        : "kept (its readers need one int8 value); --keep-float with this node's name keeps it in float");
   rep.warnings.emplace_back(buf);
   if (!output) return false;
-  act.erase(out);
+  for (Value* v : tail) act.erase(v);
   ++rep.mixed_range_concats;
   return true;
 }

@@ -13,8 +13,9 @@
 //  - Mixed ranges: a Concat whose inputs' ranges differ by more than a factor 4 (one scale
 //    would leave the narrowest fewer than 64 of 256 levels: a detector's boxes in pixels beside
 //    its class probabilities, Ultralytics' output0) does not share one scale when it is a
-//    graph output: each input is quantized with its own parameters and the Concat runs in
-//    float. Any such Concat is named in QdqReport::warnings.
+//    graph output, directly or through layout-only ops and Concats each read once: each input is
+//    quantized with its own parameters and the Concat (and those ops) run in float. Any such
+//    Concat is named in QdqReport::warnings.
 //  - Shared scales (TFLite's same-scale restriction): Concat's inputs and output, and the
 //    input and output of MaxPool, Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Slice,
 //    Split, Gather, Resize (nearest), Pad (constant 0), share one parameter set computed
@@ -66,14 +67,14 @@ struct QdqOptions {
 };
 
 struct QdqReport {
-  int activations = 0;        // values quantized (one QuantizeLinear each)
-  int weights = 0;            // constant weights quantized
-  int biases = 0;             // int32 biases
-  int bias_rescaled = 0;      // channels whose weight scale was raised for the bias
-  int shared_groups = 0;      // groups of values forced to one scale (size > 1)
-  int fused_activations = 0;  // producer outputs left unquantized (Relu / Clip fused)
-  int kept_float = 0;            // nodes kept in float by QdqOptions::keep_float
-  int mixed_range_concats = 0;  // graph-output Concats of branches of widely different range, kept in float
+  int activations = 0;                // values quantized (one QuantizeLinear each)
+  int weights = 0;                    // constant weights quantized
+  int biases = 0;                     // int32 biases
+  int bias_rescaled = 0;              // channels whose weight scale was raised for the bias
+  int shared_groups = 0;              // groups of values forced to one scale (size > 1)
+  int fused_activations = 0;          // producer outputs left unquantized (Relu / Clip fused)
+  int kept_float = 0;                 // nodes kept in float by QdqOptions::keep_float
+  int mixed_range_concats = 0;        // graph-output Concats of branches of widely different range, kept in float
   std::vector<std::string> warnings;  // each names the node and what one scale would cost
 };
 

@@ -186,8 +186,9 @@ Result<Detector> load_detector(const std::string& path, const runtime::LoadOptio
   RKD_ASSIGN(d.model, runtime::load_model(path, o));
   RKD_ASSIGN(d.config, runtime::detector_config(*d.model.graph, config));
   if (d.config.output == "none") {
-    return invalid(path + ": the detector config says output 'none' (no decoding): eval needs detections; name the output kind in --config "
-                          "(docs/detector-config.md)");
+    return invalid(path +
+                   ": the detector config says output 'none' (no decoding): eval needs detections; name the output kind in --config "
+                   "(docs/detector-config.md)");
   }
   if (score_threshold >= 0) d.config.score_threshold = score_threshold;
   d.config.max_detections = 100;

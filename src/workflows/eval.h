@@ -42,7 +42,7 @@ struct CocoImage {
 struct CocoDataset {
   std::vector<CocoImage> images;
   std::vector<quant::GroundTruthBox> boxes;
-  std::vector<int64_t> categories;              // sorted by id
+  std::vector<int64_t> categories;                // sorted by id
   std::map<int64_t, std::string> category_names;  // id -> name (when the file gives one)
 };
 
@@ -53,10 +53,10 @@ Result<std::vector<quant::DetectionBox>> read_coco_results(const std::string& pa
 std::string coco_results_json(const std::vector<quant::DetectionBox>& detections);
 
 struct EvalOptions {
-  std::string images;       // folder of photos
-  std::string annotations;  // COCO annotation file, or
-  std::string reference;    // a reference model (run on the CPU in float)
-  std::string config;       // detector config of the evaluated model ("" = the model's defaults)
+  std::string images;            // folder of photos
+  std::string annotations;       // COCO annotation file, or
+  std::string reference;         // a reference model (run on the CPU in float)
+  std::string config;            // detector config of the evaluated model ("" = the model's defaults)
   std::string reference_config;  // of the reference model ("" = config)
   runtime::LoadOptions load;     // the evaluated model's back end
   float score_threshold = 0.001f;
