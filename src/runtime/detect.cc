@@ -201,6 +201,106 @@ Result<std::vector<Detection>> decode_gfl(const std::map<std::string, Tensor>& o
   return cand;
 }
 
+// "detections": one output [1, K, 6] of x0, y0, x1, y1 (input pixels), score, class.
+Result<std::vector<Detection>> decode_detections(const std::map<std::string, Tensor>& outputs, const DetectorConfig& cfg, const Prepared& prep,
+                                                 const Image& img) {
+  const Tensor* found = nullptr;
+  for (const auto& [name, t] : outputs) {
+    if (t.rank() == 3 && t.dim(0) == 1 && t.dim(2) == 6 && dtype_is_float(t.dtype())) {
+      if (found) return invalid("output kind detections: more than one output is [1, K, 6]");
+      found = &t;
+    }
+  }
+  if (!found) return invalid("output kind detections: no output [1, K, 6] (x0, y0, x1, y1, score, class)");
+  std::vector<Detection> cand;
+  const Tensor t = found->contiguous();
+  for (int64_t k = 0; k < t.dim(1); ++k) {
+    auto v = [&](int64_t i) { return static_cast<float>(t.get_as_double(k * 6 + i)); };
+    const float score = v(4), cls = v(5);
+    if (!(score >= cfg.score_threshold) || !std::isfinite(cls) || cls < 0 || cls > 1e6f) continue;
+    cand.push_back(to_photo(static_cast<int64_t>(cls), score, v(0), v(1), v(2), v(3), prep, img));
+  }
+  return cand;
+}
+
+// "anchors": MediaPipe's SSD heads (BlazeFace, the palm/hand detector). The anchors of level l
+// lie on a ceil(H / stride) x ceil(W / stride) grid, `per cell` of them at each cell centre
+// ((x + 0.5) stride, (y + 0.5) stride), in the order level, y, x, anchor. Per anchor a score
+// logit and regressors [dx, dy, w, h, keypoints...] in input pixels: centre = anchor + (dx, dy),
+// size (w, h); score = sigmoid(logit); one class (label 0). The outputs are one [1, A, 1 + R]
+// (score first) or, per level, [1, A_l, 1] and [1, A_l, R] (R >= 4), matched by A_l.
+Result<std::vector<Detection>> decode_anchors(const std::map<std::string, Tensor>& outputs, const DetectorConfig& cfg, const Prepared& prep,
+                                              const Image& img) {
+  struct Level {
+    int64_t gw, gh, per_cell, count;
+    float stride_x, stride_y;
+  };
+  std::vector<Level> levels;
+  int64_t total = 0;
+  for (const auto& [stride, per_cell] : cfg.anchors) {
+    Level l{(cfg.width + stride - 1) / stride, (cfg.height + stride - 1) / stride, per_cell, 0, 0.f, 0.f};
+    l.count = l.gw * l.gh * per_cell;
+    l.stride_x = static_cast<float>(cfg.width) / static_cast<float>(l.gw);
+    l.stride_y = static_cast<float>(cfg.height) / static_cast<float>(l.gh);
+    total += l.count;
+    levels.push_back(l);
+  }
+  for (const auto& [name, t] : outputs) {
+    if (t.rank() != 3 || t.dim(0) != 1 || !dtype_is_float(t.dtype())) return invalid("output kind anchors: output '" + name + "' is not [1, A, n] float");
+  }
+  // Per level: (scores, column of the score, regressors, first regressor column).
+  struct Source {
+    Tensor scores, regs;
+    int64_t score_col = 0, reg_col = 0;
+  };
+  std::vector<Source> src(levels.size());
+  if (outputs.size() == 1) {
+    const Tensor t = outputs.begin()->second.contiguous();
+    if (t.dim(1) != total || t.dim(2) < 5) {
+      return invalid("output kind anchors: the anchors config gives " + std::to_string(total) + " anchors; output '" + outputs.begin()->first + "' is " +
+                     shape_to_string(t.shape()) + " (expected [1, " + std::to_string(total) + ", 1 + regressors])");
+    }
+    int64_t start = 0;
+    for (size_t l = 0; l < levels.size(); ++l) {
+      RKD_ASSIGN(Tensor part, t.slice(1, start, start + levels[l].count));
+      src[l] = Source{part.contiguous(), part.contiguous(), 0, 1};
+      start += levels[l].count;
+    }
+  } else {
+    for (size_t l = 0; l < levels.size(); ++l) {
+      const Tensor* sc = nullptr;
+      const Tensor* rg = nullptr;
+      for (const auto& [name, t] : outputs) {
+        if (t.dim(1) != levels[l].count) continue;
+        if (t.dim(2) == 1 && !sc) sc = &t;
+        else if (t.dim(2) >= 4 && !rg) rg = &t;
+      }
+      if (!sc || !rg) {
+        return invalid("output kind anchors: no [1, " + std::to_string(levels[l].count) + ", 1] score output and [1, " + std::to_string(levels[l].count) +
+                       ", R] regressor output for level " + std::to_string(l) + " (stride " + std::to_string(cfg.anchors[l][0]) + ")");
+      }
+      src[l] = Source{sc->contiguous(), rg->contiguous(), 0, 0};
+    }
+  }
+  std::vector<Detection> cand;
+  for (size_t l = 0; l < levels.size(); ++l) {
+    const Level& lv = levels[l];
+    const Source& s = src[l];
+    const int64_t sw = s.scores.dim(2), rw = s.regs.dim(2);
+    for (int64_t i = 0; i < lv.count; ++i) {
+      const double logit = s.scores.get_as_double(i * sw + s.score_col);
+      const float score = static_cast<float>(1.0 / (1.0 + std::exp(-logit)));
+      if (!(score >= cfg.score_threshold)) continue;
+      const int64_t cell = i / lv.per_cell;
+      const float ax = (static_cast<float>(cell % lv.gw) + 0.5f) * lv.stride_x, ay = (static_cast<float>(cell / lv.gw) + 0.5f) * lv.stride_y;
+      auto r = [&](int64_t k) { return static_cast<float>(s.regs.get_as_double(i * rw + s.reg_col + k)); };
+      const float cx = ax + r(0), cy = ay + r(1), w = r(2), h = r(3);
+      cand.push_back(to_photo(0, score, cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, prep, img));
+    }
+  }
+  return cand;
+}
+
 }  // namespace
 
 Result<std::vector<Detection>> postprocess(const std::map<std::string, Tensor>& outputs, const DetectorConfig& cfg, const Prepared& prep,
@@ -228,6 +328,10 @@ Result<std::vector<Detection>> postprocess(const std::map<std::string, Tensor>& 
     std::vector<Detection> cand;
     if (cfg.output == "gfl") {
       RKD_ASSIGN(cand, decode_gfl(outputs, cfg, prep, img));
+    } else if (cfg.output == "detections") {
+      RKD_ASSIGN(cand, decode_detections(outputs, cfg, prep, img));
+    } else if (cfg.output == "anchors") {
+      RKD_ASSIGN(cand, decode_anchors(outputs, cfg, prep, img));
     } else {
       // The default for a model without orig_target_sizes: say how to describe any other head.
       auto not_yolo = [&](const std::string& seen) {

@@ -22,7 +22,7 @@ Result<DetectorConfig> parse_config(const std::string& text, const std::string& 
   if (!j.is_object()) return invalid(path + ": not a JSON object");
   DetectorConfig c = base;
   static const std::set<std::string> known = {"input",         "width",  "height", "resize", "pad_value",       "scale",   "mean",          "std",
-                                              "channel_order", "layout", "dtype",  "output", "score_threshold", "nms_iou", "max_detections"};
+                                              "channel_order", "layout", "dtype",  "output", "score_threshold", "nms_iou", "max_detections", "anchors"};
   for (const auto& [k, v] : j.items()) {
     if (!known.count(k)) return invalid(path + ": unknown field '" + k + "'");
   }
@@ -47,6 +47,18 @@ Result<DetectorConfig> parse_config(const std::string& text, const std::string& 
       (std::string(key) == "mean" ? c.mean : c.std)[k] = static_cast<float>(arr[k].get<double>());
     }
   }
+  if (j.contains("anchors")) {
+    const auto& arr = j["anchors"];
+    const std::string bad = path + ": field 'anchors' must be a list of [stride, anchors per cell] pairs (stride 1..8192, 1..64 per cell)";
+    if (!arr.is_array() || arr.empty() || arr.size() > 16) return invalid(bad);
+    c.anchors.clear();
+    for (const auto& lv : arr) {
+      if (!lv.is_array() || lv.size() != 2 || !lv[0].is_number_integer() || !lv[1].is_number_integer()) return invalid(bad);
+      const int64_t stride = lv[0].get<int64_t>(), per_cell = lv[1].get<int64_t>();
+      if (stride < 1 || stride > 8192 || per_cell < 1 || per_cell > 64) return invalid(bad);
+      c.anchors.push_back({stride, per_cell});
+    }
+  }
   RKD_TRY(str("channel_order", c.channel_order));
   RKD_TRY(str("layout", c.layout));
   RKD_TRY(str("dtype", c.dtype));
@@ -57,9 +69,10 @@ Result<DetectorConfig> parse_config(const std::string& text, const std::string& 
   if (c.width < 1 || c.height < 1 || c.width > 8192 || c.height > 8192) return invalid(path + ": width/height must be 1..8192");
   if (c.resize != "stretch" && c.resize != "letterbox") return invalid(path + ": field 'resize' must be stretch or letterbox");
   if (c.channel_order != "rgb" && c.channel_order != "bgr") return invalid(path + ": field 'channel_order' must be rgb or bgr");
-  if (c.output != "deim" && c.output != "yolo" && c.output != "gfl" && c.output != "none") {
-    return invalid(path + ": field 'output' must be deim, yolo, gfl or none");
+  if (c.output != "deim" && c.output != "yolo" && c.output != "gfl" && c.output != "detections" && c.output != "anchors" && c.output != "none") {
+    return invalid(path + ": field 'output' must be deim, yolo, gfl, detections, anchors or none");
   }
+  if (c.output == "anchors" && c.anchors.empty()) return invalid(path + ": output 'anchors' needs the field 'anchors' ([[stride, per cell], ...])");
   if (c.layout != "nchw" && c.layout != "nhwc") return invalid(path + ": field 'layout' must be nchw or nhwc");
   if (c.dtype != "float32" && c.dtype != "int32") return invalid(path + ": field 'dtype' must be float32 or int32");
   for (float s : c.std) {

@@ -141,6 +141,74 @@ TEST(Postprocess, DeimOutputsAreOnlyThresholded) {
   EXPECT_NE(missing.error().message.find("'boxes'"), std::string::npos);
 }
 
+TEST(Postprocess, AnchorsDecodeMediaPipeHeadsInEitherLayout) {
+  // A 32 x 32 input, levels {16, 2 per cell} (2 x 2 cells, 8 anchors) and {32, 1} (1 cell).
+  // Anchor 5 = cell 2 (x 0, y 1) of level 0, centre (8, 24); regressors (+2, -1, 10, 6) ->
+  // centre (10, 23), box 5..15 x 20..26. Logit 2 -> score 0.8808. Anchor 8 (level 1, centre
+  // (16, 16)) has logit -3 (0.047): below the threshold.
+  runtime::DetectorConfig c;
+  c.output = "anchors";
+  c.width = c.height = 32;
+  c.anchors = {{16, 2}, {32, 1}};
+  Tensor joined = Tensor::empty(DType::f32, {1, 9, 7});
+  std::fill(joined.data<float>(), joined.data<float>() + joined.numel(), 0.f);
+  for (int i = 0; i < 9; ++i) joined.data<float>()[i * 7] = -10.f;
+  const float reg[4] = {2, -1, 10, 6};
+  joined.data<float>()[5 * 7] = 2.f;
+  for (int k = 0; k < 4; ++k) joined.data<float>()[5 * 7 + 1 + k] = reg[k];
+  joined.data<float>()[8 * 7] = -3.f;
+  runtime::Prepared prep;  // the photo is the input (gain 1)
+  auto d = runtime::postprocess({{"out", joined}}, c, prep, gradient(32, 32));
+  ASSERT_TRUE(d.ok()) << d.error().to_string();
+  ASSERT_EQ(d->size(), 1u);
+  EXPECT_EQ((*d)[0].label, 0);
+  EXPECT_NEAR((*d)[0].score, 1.f / (1.f + std::exp(-2.f)), 1e-6);
+  EXPECT_NEAR((*d)[0].x0, 5.f, 1e-5);
+  EXPECT_NEAR((*d)[0].x1, 15.f, 1e-5);
+  EXPECT_NEAR((*d)[0].y0, 20.f, 1e-5);
+  EXPECT_NEAR((*d)[0].y1, 26.f, 1e-5);
+  // The same as per-level score and regressor outputs (BlazeFace's layout).
+  Tensor s0 = Tensor::empty(DType::f32, {1, 8, 1}), r0 = Tensor::empty(DType::f32, {1, 8, 6}), s1 = Tensor::empty(DType::f32, {1, 1, 1}),
+         r1 = Tensor::empty(DType::f32, {1, 1, 6});
+  for (int i = 0; i < 8; ++i) {
+    s0.data<float>()[i] = joined.data<float>()[i * 7];
+    for (int k = 0; k < 6; ++k) r0.data<float>()[i * 6 + k] = joined.data<float>()[i * 7 + 1 + k];
+  }
+  s1.data<float>()[0] = -3.f;
+  std::fill(r1.data<float>(), r1.data<float>() + 6, 0.f);
+  auto split = runtime::postprocess({{"a", r0}, {"b", s1}, {"c", s0}, {"d", r1}}, c, prep, gradient(32, 32));
+  ASSERT_TRUE(split.ok()) << split.error().to_string();
+  ASSERT_EQ(split->size(), 1u);
+  EXPECT_FLOAT_EQ((*split)[0].x0, (*d)[0].x0);
+  EXPECT_FLOAT_EQ((*split)[0].y1, (*d)[0].y1);
+  // An anchor count the config does not give is an error naming both.
+  c.anchors = {{16, 3}};
+  auto bad = runtime::postprocess({{"out", joined}}, c, prep, gradient(32, 32));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("12 anchors"), std::string::npos) << bad.error().message;
+}
+
+TEST(Postprocess, DetectionsAreBoxesScoresAndClasses) {
+  // CenterNet's decoded output [1, K, 6]: x0, y0, x1, y1 (input pixels), score, class; a
+  // 100 x 50 photo stretched to 50 x 50 (gain 0.5 across).
+  Tensor t = Tensor::empty(DType::f32, {1, 3, 6});
+  const float rows[3][6] = {{10, 10, 20, 30, 0.9f, 2}, {0, 0, 5, 5, 0.1f, 1}, {30, 5, 40, 15, 0.6f, 7}};
+  for (int i = 0; i < 3; ++i) std::copy(rows[i], rows[i] + 6, t.data<float>() + i * 6);
+  runtime::DetectorConfig c;
+  c.output = "detections";
+  c.width = c.height = 50;
+  runtime::Prepared prep;
+  prep.gain_x = 0.5f;
+  auto d = runtime::postprocess({{"tower_0/detections", t}, {"heat", Tensor::empty(DType::f32, {1, 4, 4, 80})}}, c, prep, gradient(100, 50));
+  ASSERT_TRUE(d.ok()) << d.error().to_string();
+  ASSERT_EQ(d->size(), 2u);
+  EXPECT_EQ((*d)[0].label, 2);
+  EXPECT_FLOAT_EQ((*d)[0].x0, 20.f);
+  EXPECT_FLOAT_EQ((*d)[0].x1, 40.f);
+  EXPECT_FLOAT_EQ((*d)[0].y1, 30.f);
+  EXPECT_EQ((*d)[1].label, 7);
+}
+
 TEST(Config, UnknownFieldsAndBadValuesAreNamed) {
   const std::string dir = ::testing::TempDir();
   auto write = [&](const std::string& name, const std::string& text) {
