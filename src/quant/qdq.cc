@@ -153,6 +153,17 @@ Tensor vector_f32(const std::vector<float>& v) {
 constexpr double kMixedRangeBits = 2.0;
 
 bool split_mixed_concat(const Graph& g, const Node& n, const std::map<std::string, Range>& ranges, std::set<Value*>& act, QdqReport& rep) {
+  // A float input that stays float (post-processing, --keep-float) would be quantized at the
+  // other inputs' scale: CenterNet's [x0, y0, x1, y1, score, class] lost every score that way.
+  // The Concat stays float, and so do the layout ops that only pass its value on.
+  const bool float_input = std::any_of(n.inputs.begin(), n.inputs.end(), [&](Value* in) { return is_float_activation(in) && !act.count(in); });
+  if (float_input) {
+    for (Value* v = n.outputs[0]; v && act.erase(v);) {
+      v = v->consumers.size() == 1 && ir::op_has(*v->consumers[0], ir::kLayoutOnly) && !v->consumers[0]->outputs.empty() ? v->consumers[0]->outputs[0]
+                                                                                                                        : nullptr;
+    }
+    return true;
+  }
   double lo = 0, hi = 0, narrowest = -1;
   std::string narrow_name;
   for (const Value* in : n.inputs) {

@@ -15,7 +15,8 @@
 //    its class probabilities, Ultralytics' output0) does not share one scale when it is a
 //    graph output, directly or through layout-only ops and Concats each read once: each input is
 //    quantized with its own parameters and the Concat (and those ops) run in float. Any such
-//    Concat is named in QdqReport::warnings.
+//    Concat is named in QdqReport::warnings. A Concat with a float input that stays float
+//    (post-processing, keep_float) stays float too, with the layout ops that pass its value on.
 //  - Shared scales (TFLite's same-scale restriction): Concat's inputs and output, and the
 //    input and output of MaxPool, Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Slice,
 //    Split, Gather, Resize (nearest), Pad (constant 0), share one parameter set computed

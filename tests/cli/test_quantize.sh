@@ -57,7 +57,9 @@ for f in outs:
     if name == "nanodet" and same < 0.9999 and required: ok = False
 rep = json.load(open(f"{work}/{name}.json"))
 layers = rep["layers"]
-if len(layers) < 20 or not rep["outputs"]:
+# handdetect's one output is the Concat of its per-level branches, whose score ranges differ
+# 10x: quantize keeps it float (the mixed-range rule), so no output is a quantized layer.
+if len(layers) < 20 or (not rep["outputs"]) != (name == "handdetect"):
     print(f"{name}: accuracy report has {len(layers)} layers, outputs {rep['outputs']}"); ok = False
 for l in layers:
     for k in ("entire", "single"):
