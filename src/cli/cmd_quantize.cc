@@ -23,6 +23,7 @@ struct QuantizeArgs {
   bool per_tensor = false, per_channel = false, symmetric = false, json = false, percentile_given = false, allow_nonfinite = false;
   int threads = 0;
   std::vector<std::string> keep_float;
+  bool float_outputs = false;
 };
 
 void run_quantize(const QuantizeArgs& a) {
@@ -43,6 +44,7 @@ void run_quantize(const QuantizeArgs& a) {
   opt.qdq.symmetric_activations = a.symmetric;
   opt.threads = a.threads;
   opt.qdq.keep_float.insert(a.keep_float.begin(), a.keep_float.end());
+  opt.qdq.float_outputs = a.float_outputs;
   // The calibration photos are preprocessed for the model's own inputs: read them once.
   auto probe = take(workflows::load_with_all_values(a.model));
   workflows::CalibrationInput ci{a.calib, a.images, a.config};
@@ -102,6 +104,8 @@ void add_quantize_command(CLI::App& app) {
   c->add_option("--config", a->config, "detector config JSON for the photos (docs/detector-config.md)");
   c->add_option("--method", a->method, "activation ranges: minmax, percentile, kl or mse")
       ->check(CLI::IsMember({"minmax", "percentile", "kl", "mse"}));
+  c->add_flag("--float-outputs", a->float_outputs,
+              "the model's outputs stay float: the node computing each output reads int8 and writes float (score logits, box regressions)");
   c->add_option("--keep-float", a->keep_float,
                 "node names or op types that stay float (computed on the CPU; repeatable): e.g. Softmax, or a node a quantize warning names");
   c->add_option("--percentile", a->percentile, "with --method percentile (default 99.99)")->check(finite_range(50.0, 100.0));

@@ -253,6 +253,17 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
     }
     rep.kept_float = static_cast<int>(kept.size());
   }
+  // float_outputs: each graph output, back through the layout-only ops that carry it, to the
+  // node that computes it, stays float (that node reads int8 inputs and writes float).
+  if (opt.float_outputs) {
+    for (Value* out : g.outputs) {
+      for (Value* v = out; v && act.count(v);) {
+        act.erase(v);
+        const Node* p = v->producer;
+        v = p && ir::op_has(*p, ir::kLayoutOnly) && !p->inputs.empty() ? p->inputs[0] : nullptr;
+      }
+    }
+  }
   // Post-processing stays float: values made by index/selection ops (TopK, ArgMax, a Cast
   // from integers, ...) and everything computed only from such values and constants
   // (box decoding from indices). Quantizing them would put index-derived coordinates on an

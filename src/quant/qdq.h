@@ -65,6 +65,12 @@ struct QdqOptions {
   // not quantized, they read their inputs unquantized (an input only they read is not
   // quantized at all), their weights stay float. A name that matches nothing is an error.
   std::set<std::string> keep_float;
+  // The model's outputs stay float: each graph output, back through the layout-only ops that
+  // carry it, up to and including the value of the node that computes it (`quantize
+  // --float-outputs`). That node reads int8 inputs and writes float: a detector's score logits
+  // and box regressions keep their resolution (one int8 scale over BlazeFace's logits, range
+  // [-550, 4], leaves steps of 2.2 around the decision boundary).
+  bool float_outputs = false;
 };
 
 struct QdqReport {

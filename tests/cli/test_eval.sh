@@ -95,8 +95,9 @@ echo '[{"image_id": 1, "category_id": 1, "bbox": [0, 0, 3, 4]}]' > "$work/noscor
 expect_error "noscore.json: \[0\]: no field 'score'" eval --results "$work/noscore.json" --annotations "$work/gt.json"
 expect_error "--results needs --annotations" eval --results "$work/dets.json"
 expect_error "one of --annotations" eval "$models/nanodet.json" --images "$work/photos" --annotations "$work/gt.json" --reference "$models/nanodet.json"
+sed 's/"gfl"/"none"/' "$cfg" > "$work/none.json"
 expect_error "output 'none'" eval "$models/nanodet.json" --images "$work/photos" --reference "$models/nanodet.json" \
-  --config "$here/scripts/models/human/configs/blazeface.json" --detections "$work/never.json"
+  --config "$work/none.json" --detections "$work/never.json"
 [ -e "$work/never.json" ] && fail "a refused eval wrote --detections"
 expect_error "keep-float 'NoSuchNode'" quantize "$models/nanodet.json" --calib "$dir/calib" --config "$cfg" --keep-float NoSuchNode -o "$work/never.onnx"
 [ -e "$work/never.onnx" ] && fail "a refused quantize wrote its output"
