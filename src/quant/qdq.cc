@@ -290,6 +290,13 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
     }
     for (const Value* v : post) act.erase(const_cast<Value*>(v));
   }
+  // A copy (MaxPool, Reshape, Transpose, ...) of a value that stays float stays float: quantized
+  // on its own it would no longer equal its input (CenterNet finds its peaks where the heatmap
+  // equals its max-pooled copy).
+  for (const auto& n : g.nodes()) {
+    if (!same_scale_op(*n) || n->inputs.empty() || !is_float_activation(n->inputs[0]) || act.count(n->inputs[0])) continue;
+    for (Value* o : n->outputs) act.erase(o);
+  }
   order.erase(std::remove_if(order.begin(), order.end(), [&](Value* v) { return !act.count(v); }), order.end());
 
   // 2. Groups that share one scale, and their parameters. A Concat of branches whose ranges
