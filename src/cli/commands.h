@@ -66,6 +66,7 @@ void add_run_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
 void add_accuracy_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
+void add_export_command(CLI::App& app);
 void add_regcmd_command(CLI::App& app);
 void add_analyze_command(CLI::App& app);
 void add_compile_command(CLI::App& app);

@@ -158,6 +158,7 @@ int main(int argc, char** argv) {
   rkd::cli::add_quantize_command(app);
   rkd::cli::add_accuracy_command(app);
   rkd::cli::add_eval_command(app);
+  rkd::cli::add_export_command(app);
   rkd::cli::add_regcmd_command(app);
   rkd::cli::add_analyze_command(app);
   rkd::cli::add_compile_command(app);

@@ -160,7 +160,7 @@ bool split_mixed_concat(const Graph& g, const Node& n, const std::map<std::strin
   if (float_input) {
     for (Value* v = n.outputs[0]; v && act.erase(v);) {
       v = v->consumers.size() == 1 && ir::op_has(*v->consumers[0], ir::kLayoutOnly) && !v->consumers[0]->outputs.empty() ? v->consumers[0]->outputs[0]
-                                                                                                                        : nullptr;
+                                                                                                                         : nullptr;
     }
     return true;
   }

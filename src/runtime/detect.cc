@@ -246,7 +246,8 @@ Result<std::vector<Detection>> decode_anchors(const std::map<std::string, Tensor
     levels.push_back(l);
   }
   for (const auto& [name, t] : outputs) {
-    if (t.rank() != 3 || t.dim(0) != 1 || !dtype_is_float(t.dtype())) return invalid("output kind anchors: output '" + name + "' is not [1, A, n] float");
+    if (t.rank() != 3 || t.dim(0) != 1 || !dtype_is_float(t.dtype()))
+      return invalid("output kind anchors: output '" + name + "' is not [1, A, n] float");
   }
   // Per level: (scores, column of the score, regressors, first regressor column).
   struct Source {
@@ -257,8 +258,8 @@ Result<std::vector<Detection>> decode_anchors(const std::map<std::string, Tensor
   if (outputs.size() == 1) {
     const Tensor t = outputs.begin()->second.contiguous();
     if (t.dim(1) != total || t.dim(2) < 5) {
-      return invalid("output kind anchors: the anchors config gives " + std::to_string(total) + " anchors; output '" + outputs.begin()->first + "' is " +
-                     shape_to_string(t.shape()) + " (expected [1, " + std::to_string(total) + ", 1 + regressors])");
+      return invalid("output kind anchors: the anchors config gives " + std::to_string(total) + " anchors; output '" + outputs.begin()->first +
+                     "' is " + shape_to_string(t.shape()) + " (expected [1, " + std::to_string(total) + ", 1 + regressors])");
     }
     int64_t start = 0;
     for (size_t l = 0; l < levels.size(); ++l) {
@@ -276,8 +277,9 @@ Result<std::vector<Detection>> decode_anchors(const std::map<std::string, Tensor
         else if (t.dim(2) >= 4 && !rg) rg = &t;
       }
       if (!sc || !rg) {
-        return invalid("output kind anchors: no [1, " + std::to_string(levels[l].count) + ", 1] score output and [1, " + std::to_string(levels[l].count) +
-                       ", R] regressor output for level " + std::to_string(l) + " (stride " + std::to_string(cfg.anchors[l][0]) + ")");
+        return invalid("output kind anchors: no [1, " + std::to_string(levels[l].count) + ", 1] score output and [1, " +
+                       std::to_string(levels[l].count) + ", R] regressor output for level " + std::to_string(l) + " (stride " +
+                       std::to_string(cfg.anchors[l][0]) + ")");
       }
       src[l] = Source{sc->contiguous(), rg->contiguous(), 0, 0};
     }

@@ -23,7 +23,7 @@ struct DetectorConfig {
   std::string channel_order = "rgb";  // rgb | bgr
   std::string layout = "nchw";        // nchw [1, 3, H, W] | nhwc [1, H, W, 3]
   std::string dtype = "float32";      // float32 | int32 (values rounded, as for integer image inputs)
-  std::string output = "deim";  // deim | yolo | gfl | detections | anchors | none (no decoding: quantize, accuracy)
+  std::string output = "deim";        // deim | yolo | gfl | detections | anchors | none (no decoding: quantize, accuracy)
   // output "anchors": per level {stride, anchors per cell}, in the order of the anchors
   std::vector<std::array<int64_t, 2>> anchors;
   float score_threshold = 0.25f;

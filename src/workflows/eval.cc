@@ -21,7 +21,8 @@ using nlohmann::json;
 namespace {
 
 // bbox [x, y, w, h]: four finite numbers, w and h >= 0.
-Status read_bbox(const json& e, const std::string& name, double out[4]) {
+Status read_bbox(const json& e, const std::string& name, double& x, double& y, double& w, double& h) {
+  double out[4];
   if (!e.contains("bbox")) return invalid(name + ": no field 'bbox'");
   const json& b = e["bbox"];
   if (!b.is_array() || b.size() != 4) return invalid(name + ".bbox: needs 4 numbers [x, y, w, h]");
@@ -31,6 +32,10 @@ Status read_bbox(const json& e, const std::string& name, double out[4]) {
     if (!std::isfinite(out[k])) return invalid(name + ".bbox: not finite");
   }
   if (out[2] < 0 || out[3] < 0) return invalid(name + ".bbox: negative width or height");
+  x = out[0];
+  y = out[1];
+  w = out[2];
+  h = out[3];
   return {};
 }
 
@@ -88,12 +93,7 @@ Result<CocoDataset> parse_coco_annotations(const std::string& text, const std::s
     RKD_TRY(required_integer(e, "category_id", g.category, name));
     if (!image_ids.count(g.image)) return invalid(name + ": image_id " + std::to_string(g.image) + " is not among the file's images");
     if (!category_ids.count(g.category)) return invalid(name + ": category_id " + std::to_string(g.category) + " is not among the file's categories");
-    double b[4];
-    RKD_TRY(read_bbox(e, name, b));
-    g.x = b[0];
-    g.y = b[1];
-    g.w = b[2];
-    g.h = b[3];
+    RKD_TRY(read_bbox(e, name, g.x, g.y, g.w, g.h));
     g.area = g.w * g.h;
     RKD_TRY(json_number(e, "area", g.area, name + ".area"));
     if (!std::isfinite(g.area) || g.area < 0) return invalid(name + ".area: must be finite and >= 0");
@@ -122,12 +122,7 @@ Result<std::vector<quant::DetectionBox>> parse_coco_results(const std::string& t
     quant::DetectionBox d;
     RKD_TRY(required_integer(e, "image_id", d.image, name));
     RKD_TRY(required_integer(e, "category_id", d.category, name));
-    double b[4];
-    RKD_TRY(read_bbox(e, name, b));
-    d.x = b[0];
-    d.y = b[1];
-    d.w = b[2];
-    d.h = b[3];
+    RKD_TRY(read_bbox(e, name, d.x, d.y, d.w, d.h));
     if (!e.contains("score")) return invalid(name + ": no field 'score'");
     RKD_TRY(json_number(e, "score", d.score, name + ".score"));
     if (!std::isfinite(d.score)) return invalid(name + ".score: not finite");

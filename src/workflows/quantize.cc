@@ -74,7 +74,6 @@ int expose_all_float_values(ir::Graph& g) {
   return added;
 }
 
-namespace {
 Result<std::unique_ptr<ir::Graph>> load_portable(const std::string& path) {
   RKD_ASSIGN(ImportedModel imp, import_model(path, 1));
   auto g = std::make_unique<ir::Graph>(std::move(imp.graph));
@@ -84,7 +83,6 @@ Result<std::unique_ptr<ir::Graph>> load_portable(const std::string& path) {
   if (!s.ok()) return s.error().with_context(path);
   return g;
 }
-}  // namespace
 
 Result<std::unique_ptr<ir::Graph>> load_with_all_values(const std::string& path, size_t* model_outputs) {
   RKD_ASSIGN(auto g, load_portable(path));

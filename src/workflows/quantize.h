@@ -54,6 +54,10 @@ struct QuantizedModel {
 
 Result<QuantizedModel> quantize_model(const std::string& model_path, const std::vector<Sample>& calibration, const QuantizeOptions& opt);
 
+// Imports `path` (ONNX, TFLite, TF.js) and compiles it portably (runtime::CompileOptions::
+// portable: standard ONNX, folded, BatchNorm folded into convolutions): what quantize
+// calibrates and `rkdeploy export` writes.
+Result<std::unique_ptr<ir::Graph>> load_portable(const std::string& path);
 // Imports and compiles `path` portably, then marks every float value computed by a node as
 // a graph output so that one run returns all of them (calibration, accuracy analysis). The
 // model's own outputs stay first: `model_outputs` (when given) receives their count.
