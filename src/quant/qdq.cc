@@ -146,10 +146,11 @@ Tensor vector_f32(const std::vector<float>& v) {
 
 // A Concat whose inputs' calibrated ranges differ by more than kMixedRangeBits: one scale for
 // all of them would leave the narrowest branch fewer than 256 / 2^kMixedRangeBits levels.
-// When the Concat's output is a graph output, directly or through layout-only ops and Concats (the
-// concatenation is among the model's last steps, free on the CPU), each input keeps its own
-// parameters and the Concat and those ops run in float: their outputs are not quantized. Otherwise the shared scale stays (the readers need one int8
-// value) and the loss is reported. Either way the report names the node. Returns whether it split.
+// When the Concat's output is a graph output, directly or through layout-only ops and Concats
+// (the concatenation is among the model's last steps, free on the CPU), each input keeps its
+// own parameters and the Concat and those ops run in float: their outputs are not quantized.
+// Otherwise the shared scale stays (the readers need one int8 value) and the loss is
+// reported. Either way the report names the node. Returns whether the Concat was split.
 constexpr double kMixedRangeBits = 2.0;
 
 bool split_mixed_concat(const Graph& g, const Node& n, const std::map<std::string, Range>& ranges, std::set<Value*>& act, QdqReport& rep) {
