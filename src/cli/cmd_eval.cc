@@ -1,6 +1,7 @@
 // rkdeploy eval MODEL --images DIR (--annotations COCO.json | --reference FLOAT_MODEL): COCO
 // detection metrics of a model's detections (src/workflows/eval.h); rkdeploy eval --results
 // DETECTIONS.json --annotations COCO.json: the same for detections made elsewhere.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -18,7 +19,7 @@ namespace {
 struct EvalArgs {
   std::string model, images, annotations, reference, config, reference_config, results, detections_out, classes = "coco";
   BackendArgs backend;
-  float score_threshold = 0.001f;
+  float score_threshold = 0.001f, reference_margin = 0.f;
   int max_images = 0, threads = 0;
   bool json = false;
 };
@@ -38,6 +39,10 @@ std::string category_name(const EvalArgs& a, const workflows::CocoDataset& gt, i
   return std::to_string(id);
 }
 
+size_t ignored_boxes(const workflows::CocoDataset& gt) {
+  return static_cast<size_t>(std::count_if(gt.boxes.begin(), gt.boxes.end(), [](const quant::GroundTruthBox& b) { return b.ignore; }));
+}
+
 void print_result(const EvalArgs& a, const quant::CocoEvaluation& m, const workflows::CocoDataset& gt, size_t detections, int64_t outside) {
   const auto names = quant::CocoSummary::names();
   const auto values = m.summary.values();
@@ -54,7 +59,8 @@ void print_result(const EvalArgs& a, const quant::CocoEvaluation& m, const workf
     j["images"] = gt.images.size();
     j["ground_truth"] = {{"kind", a.reference.empty() ? "annotations" : "reference"},
                          {"path", a.reference.empty() ? a.annotations : a.reference},
-                         {"boxes", gt.boxes.size()},
+                         {"boxes", gt.boxes.size() - ignored_boxes(gt)},
+                         {"ignored_boxes", ignored_boxes(gt)},
                          {"categories", gt.categories.size()}};
     j["detections"] = detections;
     int64_t gt_boxes = 0, matched = 0;
@@ -92,7 +98,8 @@ void print_result(const EvalArgs& a, const quant::CocoEvaluation& m, const workf
       ++uncounted_categories;
     }
   }
-  std::printf("ground truth: %zu box(es) in %zu image(s), %zu categor%s (%s)\n", gt.boxes.size(), gt.images.size(), with_gt,
+  if (const size_t ig = ignored_boxes(gt)) std::printf("ignored: %zu box(es) just below the reference's threshold (--reference-margin)\n", ig);
+  std::printf("ground truth: %zu box(es) in %zu image(s), %zu categor%s (%s)\n", gt.boxes.size() - ignored_boxes(gt), gt.images.size(), with_gt,
               with_gt == 1 ? "y" : "ies", a.reference.empty() ? a.annotations.c_str() : ("the detections of " + a.reference).c_str());
   std::printf("detections: %zu%s\n", detections,
               a.model.empty() ? "" : (" (score >= " + std::to_string(a.score_threshold).substr(0, 5) + ", at most 100 per image)").c_str());
@@ -147,6 +154,7 @@ void run_eval(const EvalArgs& a) {
   o.config = a.config;
   o.reference_config = a.reference_config;
   o.score_threshold = a.score_threshold;
+  o.reference_margin = a.reference_margin;
   o.max_images = a.max_images;
   o.load.exec.threads = a.threads;
   apply_backend(a.backend, o.load.compile, o.load.exec);
@@ -175,6 +183,10 @@ void add_eval_command(CLI::App& app) {
   c->add_option("--config", a->config, "detector config JSON of MODEL (docs/detector-config.md)");
   c->add_option("--reference-config", a->reference_config, "detector config of the reference model (default: --config)");
   c->add_option("--score-threshold", a->score_threshold, "MODEL's detections above this score count (default 0.001)")->check(finite_range(0.0, 1.0));
+  c->add_option("--reference-margin", a->reference_margin,
+                "with --reference: its detections within this much below its threshold are ignored ground truth, neither required nor false "
+                "(default 0)")
+      ->check(finite_range(0.0, 1.0));
   c->add_option("--max-images", a->max_images, "the first N images only (0 = all)")->check(CLI::Range(0, kMaxCount));
   c->add_option("--detections", a->detections_out, "write MODEL's detections in COCO's results format to this file");
   c->add_option("--results", a->results, "evaluate these detections (COCO results format) against --annotations instead of running a model");

@@ -67,7 +67,7 @@ ImageResult evaluate_image(const std::vector<const GroundTruthBox*>& gt, const s
   std::vector<size_t> gorder(gt.size());
   std::iota(gorder.begin(), gorder.end(), size_t{0});
   std::vector<bool> gignore(gt.size());
-  for (size_t g = 0; g < gt.size(); ++g) gignore[g] = gt[g]->crowd || gt[g]->area < lo || gt[g]->area > hi;
+  for (size_t g = 0; g < gt.size(); ++g) gignore[g] = gt[g]->crowd || gt[g]->ignore || gt[g]->area < lo || gt[g]->area > hi;
   std::stable_sort(gorder.begin(), gorder.end(), [&](size_t a, size_t b) { return !gignore[a] && gignore[b]; });
   ImageResult r;
   for (size_t g = 0; g < gt.size(); ++g) r.unignored_gt += !gignore[g];

@@ -8,7 +8,7 @@
 //  - Ground truth area is the annotation's `area` (a segment's area in COCO's own files); a
 //    detection's area is w * h. Area ranges: all [0, 1e10], small [0, 32^2], medium
 //    [32^2, 96^2], large [96^2, 1e10]; a ground truth box is ignored in a range when it is
-//    crowd or its area lies outside the range (bounds included).
+//    crowd (or flagged `ignore`) or its area lies outside the range (bounds included).
 //  - Per image and category: detections sorted by score (descending, stable: equal scores
 //    keep their input order), the first maxDets kept (COCO applies maxDets per image and
 //    category). For each IoU threshold t in {0.50, 0.55, ..., 0.95}, detections in that order
@@ -39,6 +39,10 @@ struct GroundTruthBox {
   double x = 0, y = 0, w = 0, h = 0;
   double area = 0;  // COCO's `area` field (w * h for boxes without a segment)
   bool crowd = false;
+  // Ignored like a crowd box (a detection matched to it is neither true nor false; it is not
+  // counted as missed) but matched with the ordinary IoU, once: the reference detections just
+  // below the reference's threshold (`eval --reference-margin`). Not in COCO's files.
+  bool ignore = false;
 };
 
 struct DetectionBox {

@@ -243,10 +243,13 @@ Result<EvalResult> evaluate_model(const std::string& model, const EvalOptions& o
   r.fusion = evaluated.model.fusion;
   r.notes = evaluated.model.notes;
   Detector reference;
+  float reference_threshold = 0;
   if (!opt.reference.empty()) {
     runtime::LoadOptions ref_load;
     ref_load.exec.threads = opt.load.exec.threads;
     RKD_ASSIGN(reference, load_detector(opt.reference, ref_load, opt.reference_config.empty() ? opt.config : opt.reference_config, -1.f));
+    reference_threshold = reference.config.score_threshold;
+    reference.config.score_threshold = std::max(0.f, reference_threshold - opt.reference_margin);
   }
   std::set<int64_t> labels;
   const int64_t total = static_cast<int64_t>(photos.size());
@@ -268,7 +271,7 @@ Result<EvalResult> evaluate_model(const std::string& model, const EvalOptions& o
       RKD_ASSIGN(const auto ref, detect(reference, img, path));
       for (const runtime::Detection& d : ref) {
         const quant::DetectionBox b = to_box(d, id, d.label);
-        r.ground_truth.boxes.push_back({b.image, b.category, b.x, b.y, b.w, b.h, b.w * b.h, false});
+        r.ground_truth.boxes.push_back({b.image, b.category, b.x, b.y, b.w, b.h, b.w * b.h, false, d.score < reference_threshold});
         labels.insert(d.label);
       }
     }

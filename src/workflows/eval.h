@@ -18,7 +18,8 @@
 //    detector config (docs/detector-config.md). The evaluated model's detections are taken
 //    above EvalOptions::score_threshold (default 0.001, as COCO evaluations do: the ranking
 //    matters, not a cut), at most 100 per photo; the reference model's at its config's own
-//    threshold, the boxes it would report. With a reference, every photo of the folder
+//    threshold, the boxes it would report (and, with reference_margin, those just below it as
+//    ignored boxes). With a reference, every photo of the folder
 //    (.png/.jpg/.jpeg/.bmp, sorted by name) is an image, ids 1..N in that order; with
 //    annotations, the annotation file's images (their file_name inside the folder).
 //  - Progress: report_progress("evaluating", photos done, photos).
@@ -60,6 +61,10 @@ struct EvalOptions {
   std::string reference_config;  // of the reference model ("" = config)
   runtime::LoadOptions load;     // the evaluated model's back end
   float score_threshold = 0.001f;
+  // With a reference: its detections scoring in [threshold - margin, threshold) are ignored
+  // ground truth (GroundTruthBox::ignore): a box the reference nearly reported is neither
+  // required nor a false positive. 0: COCO's pure rule.
+  float reference_margin = 0.f;
   int max_images = 0;  // 0: all
 };
 

@@ -67,6 +67,16 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 assert j["metrics"]["AP"] > 0.999 and j["matched50_share"] == 1.0, j["metrics"]
 print("reference: the float model against itself, AP %.3f" % j["metrics"]["AP"])' "$work/self.json" || fails=$((fails + 1))
+# With a margin the reference's boxes just below its threshold are ignored, not required.
+"$rkd" eval "$models/nanodet.json" --images "$work/photos" --reference "$models/nanodet.json" --config "$cfg" --reference-margin 0.2 --json \
+  > "$work/margin.json"
+/usr/bin/python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1])); s = json.load(open(sys.argv[2]))
+assert j["ground_truth"]["ignored_boxes"] > 0 and j["ground_truth"]["boxes"] == s["ground_truth"]["boxes"], j["ground_truth"]
+assert j["metrics"]["AP"] > 0.999, j["metrics"]
+print("reference margin 0.2: %d boxes ignored, AP %.3f" % (j["ground_truth"]["ignored_boxes"], j["metrics"]["AP"]))' "$work/margin.json" "$work/self.json" \
+  || fails=$((fails + 1))
 
 # The YOLO layout (a YOLOv8n-architecture export, fixture models).
 yolo="$(dirname "$rkd")/../../models/yolov8n_arch_tiny.onnx"

@@ -71,6 +71,23 @@ TEST(CocoMetrics, DetectionsInACrowdAreIgnoredNotFalse) {
   EXPECT_LT(evaluate_coco(no_crowd, d, {1}, {1}).summary.ap, 1.0);
 }
 
+TEST(CocoMetrics, IgnoredBoxesAbsorbOneDetectionAndAreNotMissed) {
+  // A = a box to find, B = an ignored box (a reference detection just below its threshold).
+  GroundTruthBox b = gt(1, 1, 100, 100, 40, 40);
+  b.ignore = true;
+  const std::vector<GroundTruthBox> g = {gt(1, 1, 0, 0, 40, 40), b};
+  // A detection on B (0.9) is neither true nor false: A's (0.8) ranks first among the counted -> 1.
+  EXPECT_DOUBLE_EQ(evaluate_coco(g, {det(1, 1, 100, 100, 40, 40, 0.9), det(1, 1, 0, 0, 40, 40, 0.8)}, {1}, {1}).summary.ap, 1.0);
+  // Without B the same detection is false and ranks first: 0.5.
+  EXPECT_DOUBLE_EQ(evaluate_coco({g[0]}, {det(1, 1, 100, 100, 40, 40, 0.9), det(1, 1, 0, 0, 40, 40, 0.8)}, {1}, {1}).summary.ap, 0.5);
+  // Not found, B is not missed: AR 1.
+  EXPECT_DOUBLE_EQ(evaluate_coco(g, {det(1, 1, 0, 0, 40, 40, 0.8)}, {1}, {1}).summary.ar100, 1.0);
+  // Unlike a crowd box it absorbs one detection: the second on B is false -> 0.5.
+  EXPECT_DOUBLE_EQ(
+      evaluate_coco(g, {det(1, 1, 100, 100, 40, 40, 0.95), det(1, 1, 100, 100, 40, 40, 0.9), det(1, 1, 0, 0, 40, 40, 0.8)}, {1}, {1}).summary.ap,
+      0.5);
+}
+
 TEST(CocoMetrics, CategoryWithoutGroundTruthCountsNowhere) {
   // Category 2 has only a false detection: it has no ground truth, so it is left out of
   // the mean (-1), and category 1's AP is the summary's.
