@@ -46,6 +46,11 @@ size_t ignored_boxes(const workflows::CocoDataset& gt) {
 void print_result(const EvalArgs& a, const quant::CocoEvaluation& m, const workflows::CocoDataset& gt, size_t detections, int64_t outside) {
   const auto names = quant::CocoSummary::names();
   const auto values = m.summary.values();
+  int64_t gt_boxes = 0, matched = 0;
+  for (const auto& c : m.categories) {
+    gt_boxes += c.ground_truth;
+    matched += c.matched50;
+  }
   if (a.json) {
     nlohmann::ordered_json j;
     j["command"] = "eval";
@@ -63,11 +68,6 @@ void print_result(const EvalArgs& a, const quant::CocoEvaluation& m, const workf
                          {"ignored_boxes", ignored_boxes(gt)},
                          {"categories", gt.categories.size()}};
     j["detections"] = detections;
-    int64_t gt_boxes = 0, matched = 0;
-    for (const auto& c : m.categories) {
-      gt_boxes += c.ground_truth;
-      matched += c.matched50;
-    }
     j["matched50"] = matched;
     j["matched50_share"] = gt_boxes ? static_cast<double>(matched) / static_cast<double>(gt_boxes) : -1.0;
     if (outside) j["labels_outside_categories"] = outside;
@@ -104,11 +104,6 @@ void print_result(const EvalArgs& a, const quant::CocoEvaluation& m, const workf
   std::printf("detections: %zu%s\n", detections,
               a.model.empty() ? "" : (" (score >= " + std::to_string(a.score_threshold).substr(0, 5) + ", at most 100 per image)").c_str());
   if (outside) std::printf("  %lld detection(s) with a label past the annotation file's categories, dropped\n", static_cast<long long>(outside));
-  int64_t gt_boxes = 0, matched = 0;
-  for (const auto& c : m.categories) {
-    gt_boxes += c.ground_truth;
-    matched += c.matched50;
-  }
   if (gt_boxes) {
     std::printf("matched at IoU 0.5 (same category): %lld of %lld ground-truth box(es), %.1f %%\n", static_cast<long long>(matched),
                 static_cast<long long>(gt_boxes), 100.0 * static_cast<double>(matched) / static_cast<double>(gt_boxes));

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -33,6 +34,21 @@ Result<Image> load_image(const std::string& path) {
   img.rgb.assign(p, p + static_cast<size_t>(w) * static_cast<size_t>(h) * 3);
   stbi_image_free(p);
   return img;
+}
+
+Result<std::vector<std::string>> list_photos(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return invalid(dir + ": not a folder of photos");
+  std::vector<std::string> photos;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    std::string ext = e.path().extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (e.is_regular_file() && (ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".bmp")) photos.push_back(e.path().string());
+  }
+  if (ec) return io_error(dir + ": " + ec.message());
+  std::sort(photos.begin(), photos.end());
+  if (photos.empty()) return invalid(dir + ": no .png/.jpg/.jpeg/.bmp photos in the folder");
+  return photos;
 }
 
 Status write_png(const std::string& path, const Image& img) {
@@ -264,7 +280,8 @@ Result<std::vector<Detection>> decode_anchors(const std::map<std::string, Tensor
     int64_t start = 0;
     for (size_t l = 0; l < levels.size(); ++l) {
       RKD_ASSIGN(Tensor part, t.slice(1, start, start + levels[l].count));
-      src[l] = Source{part.contiguous(), part.contiguous(), 0, 1};
+      const Tensor level = part.contiguous();
+      src[l] = Source{level, level, 0, 1};
       start += levels[l].count;
     }
   } else {

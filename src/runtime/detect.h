@@ -40,6 +40,9 @@ struct Image {
 };
 
 Result<Image> load_image(const std::string& path);
+// The photos of a folder (.png/.jpg/.jpeg/.bmp, any case), sorted by name; an error naming
+// the folder when it is not one or holds none (calibration, eval).
+Result<std::vector<std::string>> list_photos(const std::string& dir);
 Status write_png(const std::string& path, const Image& img);
 
 // From the graph's inputs (size of the image input, deim vs yolo).

@@ -151,21 +151,6 @@ quant::CocoEvaluation evaluate_results(const CocoDataset& gt, const std::vector<
   return quant::evaluate_coco(gt.boxes, detections, images, gt.categories);
 }
 
-Result<std::vector<std::string>> list_photos(const std::string& dir) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return invalid(dir + ": not a folder of photos");
-  std::vector<std::string> photos;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::string ext = e.path().extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (e.is_regular_file() && (ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".bmp")) photos.push_back(e.path().string());
-  }
-  if (ec) return io_error(dir + ": " + ec.message());
-  std::sort(photos.begin(), photos.end());
-  if (photos.empty()) return invalid(dir + ": no .png/.jpg/.jpeg/.bmp photos in the folder");
-  return photos;
-}
-
 namespace {
 
 struct Detector {
@@ -225,7 +210,7 @@ Result<EvalResult> evaluate_model(const std::string& model, const EvalOptions& o
       photos.emplace_back(i.id, std::move(p));
     }
   } else {
-    RKD_ASSIGN(const auto files, list_photos(opt.images));
+    RKD_ASSIGN(const auto files, runtime::list_photos(opt.images));
     for (size_t i = 0; i < files.size(); ++i) {
       photos.emplace_back(static_cast<int64_t>(i) + 1, files[i]);
       r.ground_truth.images.push_back({static_cast<int64_t>(i) + 1, fs::path(files[i]).filename().string()});

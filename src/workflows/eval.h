@@ -81,8 +81,4 @@ Result<EvalResult> evaluate_model(const std::string& model, const EvalOptions& o
 // The metrics of detections given in COCO's results format against an annotation file.
 quant::CocoEvaluation evaluate_results(const CocoDataset& gt, const std::vector<quant::DetectionBox>& detections);
 
-// The photos of a folder (.png/.jpg/.jpeg/.bmp, any case), sorted by name; an error naming
-// the folder when there is none.
-Result<std::vector<std::string>> list_photos(const std::string& dir);
-
 }  // namespace rkd::workflows

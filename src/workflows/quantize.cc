@@ -19,19 +19,12 @@ Result<std::vector<Sample>> load_calibration(const CalibrationInput& in, const i
   std::vector<Sample> out;
   std::error_code ec;
   if (fs::is_directory(in.path, ec)) {
-    std::vector<fs::path> photos;
-    for (const auto& e : fs::directory_iterator(in.path, ec)) {
-      std::string ext = e.path().extension().string();
-      std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      if (e.is_regular_file() && (ext == ".png" || ext == ".jpg" || ext == ".jpeg")) photos.push_back(e.path());
-    }
-    std::sort(photos.begin(), photos.end());
-    if (photos.empty()) return invalid(in.path + ": no .png/.jpg/.jpeg photos in the calibration folder");
+    RKD_ASSIGN(std::vector<std::string> photos, list_photos(in.path));
     if (static_cast<int>(photos.size()) > in.max_images) photos.resize(static_cast<size_t>(in.max_images));
     RKD_ASSIGN(const DetectorConfig cfg, detector_config(model, in.config));
     const bool deim = takes_target_sizes(model);
-    for (const fs::path& p : photos) {
-      RKD_ASSIGN(Image img, load_image(p.string()));
+    for (const std::string& p : photos) {
+      RKD_ASSIGN(Image img, load_image(p));
       RKD_ASSIGN(Prepared prep, preprocess(img, cfg, deim));
       out.push_back(std::move(prep.inputs));
     }
