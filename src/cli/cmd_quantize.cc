@@ -45,14 +45,14 @@ void run_quantize(const QuantizeArgs& a) {
   opt.threads = a.threads;
   opt.qdq.keep_float.insert(a.keep_float.begin(), a.keep_float.end());
   opt.qdq.float_outputs = a.float_outputs;
-  // The calibration photos are preprocessed for the model's own inputs: read them once.
-  auto probe = take(workflows::load_with_all_values(a.model));
+  // The calibration set needs the model's inputs and detector config (photos are
+  // preprocessed one at a time while calibrating).
+  auto probe = take(workflows::load_portable(a.model));
   workflows::CalibrationInput ci{a.calib, a.images, a.config};
-  const auto samples = take(workflows::load_calibration(ci, *probe));
-  for (size_t i = 0; i < samples.size() && !a.allow_nonfinite; ++i) {
-    check(runtime::check_finite_inputs(samples[i], a.calib + ": calibration sample " + std::to_string(i) + ", input"));
-  }
+  const auto samples = take(workflows::open_calibration(ci, *probe));
   probe.reset();
+  opt.allow_nonfinite = a.allow_nonfinite;
+  opt.source = a.calib;
   auto q = take(workflows::quantize_model(a.model, samples, opt));
   check(onnx_frontend::export_onnx_file(*q.graph, out_tmp));
   check(out_tx.publish());

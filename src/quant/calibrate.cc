@@ -25,36 +25,49 @@ const char* calib_method_name(CalibMethod m) {
   return "?";
 }
 
-namespace {
-template <typename F>
-void for_each_float(const Tensor& t0, F&& f) {
+void TensorStats::observe_minmax(const Tensor& t0) {
   const Tensor t = t0.contiguous();
   const float* p = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (std::isfinite(p[i])) f(p[i]);
+  const int64_t n = t.numel();
+  // Non-finite values are skipped (|v| <= FLT_MAX is false for NaN and infinities); the loop
+  // has no branch so that it vectorizes.
+  float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = p[i];
+    const bool finite = std::fabs(v) <= std::numeric_limits<float>::max();
+    lo = finite && v < lo ? v : lo;
+    hi = finite && v > hi ? v : hi;
   }
-}
-}  // namespace
-
-void TensorStats::observe_minmax(const Tensor& t) {
-  for_each_float(t, [&](float v) {
-    if (!seen_) {
-      min_ = max_ = v;
-      seen_ = true;
-    }
-    min_ = std::min(min_, v);
-    max_ = std::max(max_, v);
-  });
+  if (lo > hi) return;  // nothing finite
+  if (!seen_) {
+    min_ = lo;
+    max_ = hi;
+    seen_ = true;
+  }
+  min_ = std::min(min_, lo);
+  max_ = std::max(max_, hi);
 }
 
-void TensorStats::observe_histogram(const Tensor& t) {
+void TensorStats::observe_histogram(const Tensor& t0) {
   if (hist_.empty()) hist_.assign(kBins, 0.0);
+  const Tensor t = t0.contiguous();
+  const float* p = t.data<float>();
+  const int64_t n = t.numel();
   const double width = (static_cast<double>(max_) - min_) / kBins;
-  for_each_float(t, [&](float v) {
-    int b = width > 0 ? static_cast<int>((static_cast<double>(v) - min_) / width) : 0;
-    b = std::clamp(b, 0, kBins - 1);
-    hist_[static_cast<size_t>(b)] += 1;
-  });
+  const double inv = width > 0 ? 1.0 / width : 0.0;
+  std::vector<uint32_t> counts(kBins, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = p[i];
+    if (!(std::fabs(v) <= std::numeric_limits<float>::max())) continue;
+    // Values outside [min, max] (a tensor seen in pass 1 with a smaller range) are clamped.
+    const double x = std::clamp((static_cast<double>(v) - min_) * inv, 0.0, static_cast<double>(kBins - 1));
+    ++counts[static_cast<size_t>(x)];
+    if (counts[static_cast<size_t>(x)] == std::numeric_limits<uint32_t>::max()) {
+      hist_[static_cast<size_t>(x)] += counts[static_cast<size_t>(x)];
+      counts[static_cast<size_t>(x)] = 0;
+    }
+  }
+  for (int b = 0; b < kBins; ++b) hist_[static_cast<size_t>(b)] += counts[static_cast<size_t>(b)];
 }
 
 double TensorStats::bin_centre(int b) const { return min_ + (b + 0.5) * ((static_cast<double>(max_) - min_) / kBins); }

@@ -104,6 +104,11 @@ struct ExecutorOptions {
   bool npu_chaining = true;
   // Set: the NPU nodes run on this device (npu_device.h) instead of the simulator.
   std::shared_ptr<NpuDevice> npu_device;
+  // Set: called by run() with every value a node computes (graph inputs are not), right
+  // after that node, in node order. The tensor may live in the shared arena: it is valid
+  // during the call only (copy what must outlive it). Streaming statistics (calibration)
+  // read every intermediate value this way without keeping them.
+  std::function<void(const ir::Value& v, const Tensor& t)> observe;
 };
 
 struct NodeTime {

@@ -15,19 +15,21 @@ using namespace runtime;  // NOLINT: the layer below (executor, model loading, d
 
 namespace fs = std::filesystem;
 
-Result<std::vector<Sample>> load_calibration(const CalibrationInput& in, const ir::Graph& model) {
-  std::vector<Sample> out;
+Result<Sample> CalibrationSet::sample(int i) const {
+  if (photos_.empty()) return samples_.at(static_cast<size_t>(i));
+  RKD_ASSIGN(Image img, load_image(photos_.at(static_cast<size_t>(i))));
+  RKD_ASSIGN(Prepared prep, preprocess(img, config_, deim_));
+  return std::move(prep.inputs);
+}
+
+Result<CalibrationSet> open_calibration(const CalibrationInput& in, const ir::Graph& model) {
+  CalibrationSet out;
   std::error_code ec;
   if (fs::is_directory(in.path, ec)) {
-    RKD_ASSIGN(std::vector<std::string> photos, list_photos(in.path));
-    if (static_cast<int>(photos.size()) > in.max_images) photos.resize(static_cast<size_t>(in.max_images));
-    RKD_ASSIGN(const DetectorConfig cfg, detector_config(model, in.config));
-    const bool deim = takes_target_sizes(model);
-    for (const std::string& p : photos) {
-      RKD_ASSIGN(Image img, load_image(p));
-      RKD_ASSIGN(Prepared prep, preprocess(img, cfg, deim));
-      out.push_back(std::move(prep.inputs));
-    }
+    RKD_ASSIGN(out.photos_, list_photos(in.path));
+    if (static_cast<int>(out.photos_.size()) > in.max_images) out.photos_.resize(static_cast<size_t>(in.max_images));
+    RKD_ASSIGN(out.config_, detector_config(model, in.config));
+    out.deim_ = takes_target_sizes(model);
     return out;
   }
   RKD_ASSIGN(TensorMap m, read_npz(in.path));
@@ -47,7 +49,7 @@ Result<std::vector<Sample>> load_calibration(const CalibrationInput& in, const i
       RKD_ASSIGN(Tensor one, t.slice(0, i, i + 1));
       s[name] = one.contiguous();
     }
-    out.push_back(std::move(s));
+    out.samples_.push_back(std::move(s));
   }
   return out;
 }
@@ -84,28 +86,37 @@ Result<std::unique_ptr<ir::Graph>> load_with_all_values(const std::string& path,
   return g;
 }
 
-Result<QuantizedModel> quantize_model(const std::string& model_path, const std::vector<Sample>& calibration, const QuantizeOptions& opt) {
-  if (calibration.empty()) return invalid(model_path + ": no calibration samples");
+Result<QuantizedModel> quantize_model(const std::string& model_path, const CalibrationSet& calibration, const QuantizeOptions& opt) {
+  const int total = calibration.size();
+  if (total == 0) return invalid(model_path + ": no calibration samples");
   QuantizedModel q;
   RKD_ASSIGN(q.graph, load_portable(model_path));
   RKD_TRY(quant::check_keep_float(*q.graph, opt.qdq.keep_float));
-  RKD_ASSIGN(auto probe, load_with_all_values(model_path));
+  RKD_ASSIGN(auto probe, load_portable(model_path));
+  std::map<std::string, quant::TensorStats> stats;
+  int pass = 1;
   ExecutorOptions eo;
   eo.threads = opt.threads;
-  RKD_TRY(check_graph_inputs(*probe, calibration.front()));
+  eo.observe = [&](const ir::Value& v, const Tensor& t) {
+    if (t.dtype() != DType::f32) return;
+    if (pass == 1) stats[v.name].observe_minmax(t);
+    else stats[v.name].observe_histogram(t);
+  };
   RKD_ASSIGN(auto ex, Executor::create(*probe, eo));
-  std::map<std::string, quant::TensorStats> stats;
+  const std::string source = opt.source.empty() ? model_path : opt.source;
   const int passes = opt.method == quant::CalibMethod::minmax ? 1 : 2;
-  const int total = static_cast<int>(calibration.size());
-  for (int pass = 1; pass <= passes; ++pass) {
+  for (pass = 1; pass <= passes; ++pass) {
     for (int i = 0; i < total; ++i) {
-      auto out = ex->run(calibration[static_cast<size_t>(i)]);
+      const std::string where = source + ": calibration sample " + std::to_string(i);
+      RKD_ASSIGN(const Sample s, calibration.sample(i));
+      if (pass == 1) {
+        if (Status st = check_graph_inputs(*probe, s); !st.ok()) return st.error().with_context(where);
+        if (!opt.allow_nonfinite) RKD_TRY(check_finite_inputs(s, where + ", input"));
+      }
+      auto out = ex->run(s);
       if (!out.ok()) return out.error().with_context(model_path + ": calibration sample " + std::to_string(i));
       // Graph inputs are activations too.
-      for (const auto& [name, t] : calibration[static_cast<size_t>(i)]) {
-        if (t.dtype() == DType::f32) out->emplace(name, t);
-      }
-      for (const auto& [name, t] : *out) {
+      for (const auto& [name, t] : s) {
         if (t.dtype() != DType::f32) continue;
         if (pass == 1) stats[name].observe_minmax(t);
         else stats[name].observe_histogram(t);

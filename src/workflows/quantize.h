@@ -2,15 +2,19 @@
 // pair runs that accuracy analysis needs.
 //
 // Contract:
-//  - load_calibration(): a folder of photos (.png/.jpg/.jpeg, sorted by name, the first
+//  - open_calibration(): a folder of photos (.png/.jpg/.jpeg, sorted by name, the first
 //    max_images; each preprocessed by the detector config, docs/detector-config.md) or an
 //    .npz whose members are named like the model's inputs and hold the samples along the
-//    first axis (sample i = index i of every member, batch 1). Errors name the file.
+//    first axis (sample i = index i of every member, batch 1). Errors name the file. Photos
+//    are decoded when a sample is asked for, so a set holds one photo's tensors at a time
+//    (an .npz is in memory: it is read whole).
 //  - quantize_model(): imports the model, compiles it `portable` (standard ONNX, folded,
-//    BatchNorm folded into convolutions), runs every calibration sample through it with
-//    every float intermediate value kept (two passes unless the method is minmax), chooses
-//    ranges (quant/calibrate.h) and rewrites the graph to QDQ (quant/qdq.h). The result is
-//    ready for onnx_frontend::export_onnx_file().
+//    BatchNorm folded into convolutions), runs every calibration sample through it (two
+//    passes unless the method is minmax) and streams every float value a node computes, and
+//    the float graph inputs, into per-tensor statistics as it is computed (the executor's
+//    observer: no value outlives its node), chooses ranges (quant/calibrate.h) and rewrites
+//    the graph to QDQ (quant/qdq.h). Each sample's float inputs are checked finite unless
+//    allow_nonfinite. The result is ready for onnx_frontend::export_onnx_file().
 //  - Progress: the callback gets (pass, samples done, samples total).
 #pragma once
 
@@ -36,13 +40,29 @@ struct CalibrationInput {
   std::string config;  // detector config JSON ("" = defaults from the model)
 };
 
-Result<std::vector<Sample>> load_calibration(const CalibrationInput& in, const ir::Graph& model);
+class CalibrationSet {
+ public:
+  int size() const { return static_cast<int>(photos_.empty() ? samples_.size() : photos_.size()); }
+  // Sample i (0 <= i < size()); a photo's decoding error names the file.
+  Result<Sample> sample(int i) const;
+
+ private:
+  friend Result<CalibrationSet> open_calibration(const CalibrationInput& in, const ir::Graph& model);
+  std::vector<std::string> photos_;
+  runtime::DetectorConfig config_;
+  bool deim_ = false;
+  std::vector<Sample> samples_;  // from an .npz
+};
+
+Result<CalibrationSet> open_calibration(const CalibrationInput& in, const ir::Graph& model);
 
 struct QuantizeOptions {
   quant::CalibMethod method = quant::CalibMethod::minmax;
   double percentile = 99.99;
   quant::QdqOptions qdq;
   int threads = 0;
+  bool allow_nonfinite = false;  // calibration inputs may hold NaN or infinity
+  std::string source;            // names the calibration set in errors
 };
 
 struct QuantizedModel {
@@ -52,7 +72,7 @@ struct QuantizedModel {
   int samples = 0;
 };
 
-Result<QuantizedModel> quantize_model(const std::string& model_path, const std::vector<Sample>& calibration, const QuantizeOptions& opt);
+Result<QuantizedModel> quantize_model(const std::string& model_path, const CalibrationSet& calibration, const QuantizeOptions& opt);
 
 // Imports `path` (ONNX, TFLite, TF.js) and compiles it portably (runtime::CompileOptions::
 // portable: standard ONNX, folded, BatchNorm folded into convolutions): what quantize

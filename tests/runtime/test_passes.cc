@@ -5,6 +5,8 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstring>
+#include <map>
 #include <set>
 #include <random>
 
@@ -509,6 +511,52 @@ TEST(Optimize, ReportsEveryNodeWithoutAKernelAtOnce) {
   EXPECT_EQ(s.error().kind, ErrorKind::unsupported);
   EXPECT_NE(s.error().message.find("'a' (NonZero)"), std::string::npos) << s.error().message;
   EXPECT_NE(s.error().message.find("'b' (Unique)"), std::string::npos) << s.error().message;
+}
+
+// The observer sees every value a node computes, in node order, equal bit for bit to what
+// the same graph returns with those values as outputs - though the values share arena bytes.
+TEST(Executor, ObserverSeesEveryComputedValueWhileTheArenaIsShared) {
+  auto build = [](ir::Graph& g) {
+    g.opset = 17;
+    ir::Value* x = input(g, "x", {Dim{1, ""}, Dim{4, ""}, Dim{8, ""}, Dim{8, ""}});
+    ir::Node* a = *g.add_node("a", "Sigmoid", "", {x}, {"a"});
+    ir::Node* b = *g.add_node("b", "Tanh", "", {a->outputs[0]}, {"b"});
+    ir::Node* c = *g.add_node("c", "Reshape", "", {b->outputs[0], g.add_constant("shape", ints({1, 256}))}, {"c"});
+    ir::Node* d = *g.add_node("d", "Exp", "", {c->outputs[0]}, {"d"});
+    ir::Node* e = *g.add_node("e", "Neg", "", {d->outputs[0]}, {"e"});
+    g.outputs.push_back(e->outputs[0]);
+  };
+  ir::Graph g, all;
+  build(g);
+  build(all);
+  ASSERT_TRUE(runtime::optimize(g).ok());
+  ASSERT_TRUE(runtime::optimize(all).ok());
+  for (const auto& n : all.nodes()) {
+    if (n->outputs[0] != all.outputs[0]) all.outputs.push_back(n->outputs[0]);
+  }
+  std::vector<std::string> order;
+  std::map<std::string, Tensor> seen;
+  runtime::ExecutorOptions eo;
+  eo.observe = [&](const ir::Value& v, const Tensor& t) {
+    order.push_back(v.name);
+    seen[v.name] = t.clone();
+  };
+  auto ex = runtime::Executor::create(g, eo);
+  ASSERT_TRUE(ex.ok()) << ex.error().to_string();
+  EXPECT_LT((*ex)->memory_plan().arena_bytes, (*ex)->memory_plan().intermediate_bytes);
+  auto ref = runtime::Executor::create(all);
+  ASSERT_TRUE(ref.ok()) << ref.error().to_string();
+  const Tensor xin = random_tensor({1, 4, 8, 8}, 9);
+  auto out = (*ex)->run({{"x", xin}});
+  auto want = (*ref)->run({{"x", xin}});
+  ASSERT_TRUE(out.ok() && want.ok());
+  EXPECT_EQ(order, (std::vector<std::string>{"a", "b", "c", "d", "e"}));
+  for (const auto& [name, t] : *want) {
+    ASSERT_TRUE(seen.count(name)) << name;
+    ASSERT_EQ(seen[name].shape(), t.shape()) << name;
+    const Tensor c = t.contiguous();
+    EXPECT_EQ(std::memcmp(seen[name].contiguous().data<float>(), c.data<float>(), static_cast<size_t>(c.nbytes())), 0) << name;
+  }
 }
 
 TEST(Executor, ReportsEveryUnsupportedAttributeAtOnce) {
