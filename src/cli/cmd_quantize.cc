@@ -8,6 +8,7 @@
 #include "core/json_style.h"
 #include "core/output.h"
 #include "frontends/onnx/onnx_export.h"
+#include "plan/plan.h"
 #include "runtime/model.h"
 #include "workflows/quantize.h"
 
@@ -24,6 +25,7 @@ struct QuantizeArgs {
   int threads = 0;
   std::vector<std::string> keep_float;
   bool float_outputs = false;
+  std::string target = "rk3588-rkdeploy";
 };
 
 void run_quantize(const QuantizeArgs& a) {
@@ -51,6 +53,7 @@ void run_quantize(const QuantizeArgs& a) {
   workflows::CalibrationInput ci{a.calib, a.images, a.config};
   const auto samples = take(workflows::open_calibration(ci, *probe));
   probe.reset();
+  if (a.target != "none") opt.target = take(plan::find_target(a.target, plan::default_targets_dir()));
   opt.allow_nonfinite = a.allow_nonfinite;
   opt.source = a.calib;
   auto q = take(workflows::quantize_model(a.model, samples, opt));
@@ -75,7 +78,10 @@ void run_quantize(const QuantizeArgs& a) {
     j["shared_scale_groups"] = r.shared_groups;
     j["fused_activations"] = r.fused_activations;
     j["mixed_range_concats"] = r.mixed_range_concats;
+    j["collapse_kept"] = r.collapse_kept;
     j["kept_float"] = r.kept_float;
+    j["target"] = a.target;
+    j["cpu_placed"] = q.cpu_placed;
     j["warnings"] = r.warnings;
     std::cout << json_text(j);
     return;
@@ -85,7 +91,23 @@ void run_quantize(const QuantizeArgs& a) {
               a.symmetric ? "symmetric" : "asymmetric", r.shared_groups, r.fused_activations);
   std::printf("  weights      %d %s %s, %d int32 biases (%d channel scales raised to fit the bias)\n", r.weights,
               u8 ? "uint8 asymmetric" : "int8 symmetric", per_tensor ? "per tensor" : "per output channel", r.biases, r.bias_rescaled);
-  if (r.kept_float) std::printf("  %d node(s) kept in float (--keep-float)\n", r.kept_float);
+  if (!q.cpu_placed.empty()) {
+    int n = 0;
+    std::string kinds;
+    for (const auto& [op, k] : q.cpu_placed) {
+      n += k;
+      kinds += (kinds.empty() ? "" : ", ") + op + " " + std::to_string(k);
+    }
+    std::printf("  %d node(s) in float: %s runs them on its CPU (%s)\n", n, a.target.c_str(), kinds.c_str());
+  }
+  const int named = r.kept_float - [&] {
+    int n = 0;
+    for (const auto& [op, k] : q.cpu_placed) n += k;
+    return n;
+  }();
+  if (named > 0) std::printf("  %d node(s) kept in float (--keep-float)\n", named);
+  if (r.collapse_kept)
+    std::printf("  %d node(s) kept in float: Concats whose narrowest input one scale would collapse, and their readers\n", r.collapse_kept);
   if (r.mixed_range_concats) {
     std::printf("  %d graph-output Concat(s) of branches of different range kept in float, each branch with its own scale\n", r.mixed_range_concats);
   }
@@ -108,6 +130,9 @@ void add_quantize_command(CLI::App& app) {
               "the model's outputs stay float: the node computing each output reads int8 and writes float (score logits, box regressions)");
   c->add_option("--keep-float", a->keep_float,
                 "node names or op types that stay float (computed on the CPU; repeatable): e.g. Softmax, or a node a quantize warning names");
+  c->add_option("--target", a->target,
+                "quantize only what this target profile runs on its NPU (NAME in targets/ or a .json; the rest computes in float "
+                "on the CPU), or none: every op (default rk3588-rkdeploy)");
   c->add_option("--percentile", a->percentile, "with --method percentile (default 99.99)")->check(finite_range(50.0, 100.0));
   c->add_flag("--per-channel", a->per_channel, "per-output-channel weight scales (default)");
   c->add_flag("--per-tensor", a->per_tensor, "one weight scale per tensor");

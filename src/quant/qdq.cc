@@ -202,6 +202,65 @@ bool split_mixed_concat(const Graph& g, const Node& n, const std::map<std::strin
   return true;
 }
 
+// A Concat inside the model (its value does not reach a graph output through layout ops)
+// whose narrowest input would keep fewer than 256 / 2^kCollapseBits levels under one scale
+// (DEIMv2's encoder concatenates a map of range 0.004 with one of range 1.8: 1.3 levels) is
+// kept in float, and so are the nodes that read its value (through layout-only ops): a
+// reader's per-tensor int8 input would lose the narrow branch just the same. Each is named
+// in a warning; returns them.
+constexpr double kCollapseBits = 4.0;
+
+std::set<const Node*> collapsing_concats(const Graph& g, const std::map<std::string, Range>& ranges, const std::set<Value*>& act, QdqReport& rep) {
+  std::set<const Node*> kept;
+  for (const auto& np : g.nodes()) {
+    const Node& n = *np;
+    if (n.op_type != "Concat" || !n.domain.empty() || n.outputs.empty() || !act.count(n.outputs[0])) continue;
+    double lo = 0, hi = 0, narrowest = -1;
+    std::string narrow_name;
+    bool all_act = true;
+    for (const Value* in : n.inputs) {
+      if (!in || in->constant) continue;
+      if (!act.count(const_cast<Value*>(in))) all_act = false;
+      auto it = ranges.find(in->name);
+      if (it == ranges.end()) continue;
+      const double rlo = std::min(0.0, static_cast<double>(it->second.lo)), rhi = std::max(0.0, static_cast<double>(it->second.hi));
+      lo = std::min(lo, rlo);
+      hi = std::max(hi, rhi);
+      if (narrowest < 0 || rhi - rlo < narrowest) {
+        narrowest = rhi - rlo;
+        narrow_name = in->name;
+      }
+    }
+    if (!all_act || narrowest <= 0 || hi - lo <= 0) continue;
+    const double levels = 256.0 * narrowest / (hi - lo);
+    if (levels >= 256.0 / std::exp2(kCollapseBits)) continue;
+    // The readers, through layout-only ops; none may be a graph output (split_mixed_concat's case).
+    std::vector<const Node*> readers;
+    std::vector<const Value*> todo = {n.outputs[0]};
+    bool output = false;
+    while (!todo.empty()) {
+      const Value* v = todo.back();
+      todo.pop_back();
+      output = output || is_graph_output(g, v);
+      for (const Node* r : v->consumers) {
+        if (ir::op_has(*r, ir::kLayoutOnly) && !r->outputs.empty() && r->outputs[0]) todo.push_back(r->outputs[0]);
+        else readers.push_back(r);
+      }
+    }
+    if (output) continue;
+    std::string names;
+    for (const Node* r : readers) names += (names.empty() ? "'" : ", '") + r->name + "'";
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "Concat '%s': one int8 scale over its inputs (range [%.4g, %.4g]) would leave input '%s' %.1f of 256 levels; ",
+                  n.name.c_str(), lo, hi, narrow_name.c_str(), levels);
+    rep.warnings.push_back(std::string(buf) + "kept in float with its readers " + names);
+    kept.insert(&n);
+    kept.insert(readers.begin(), readers.end());
+    rep.collapse_kept += 1 + static_cast<int>(readers.size());
+  }
+  return kept;
+}
+
 }  // namespace
 
 Status check_keep_float(const Graph& g, const std::set<std::string>& keep_float) {
@@ -239,12 +298,13 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
   }
   // --keep-float: the named nodes (by name or op type) compute in float. Their outputs are
   // not quantized, they read their inputs unquantized, and an input that only they read is
-  // not quantized at all.
-  std::set<const Node*> kept;
+  // not quantized at all. Collapsing Concats and their readers join them.
+  std::set<const Node*> kept = collapsing_concats(g, ranges, act, rep);
+  rep.kept_float = 0;
   {
     RKD_TRY(check_keep_float(g, opt.keep_float));
     for (const auto& n : g.nodes()) {
-      if (!opt.keep_float.count(n->name) && !opt.keep_float.count(n->op_type)) continue;
+      if (!kept.count(n.get()) && !opt.keep_float.count(n->name) && !opt.keep_float.count(n->op_type)) continue;
       kept.insert(n.get());
       for (Value* o : n->outputs) act.erase(o);
     }
@@ -252,7 +312,7 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
       if (v->consumers.empty() || is_graph_output(g, v)) continue;
       if (std::all_of(v->consumers.begin(), v->consumers.end(), [&](const Node* r) { return kept.count(r) > 0; })) act.erase(v);
     }
-    rep.kept_float = static_cast<int>(kept.size());
+    rep.kept_float = static_cast<int>(kept.size()) - rep.collapse_kept;
   }
   // float_outputs: each graph output, back through the layout-only ops that carry it, to the
   // node that computes it, stays float (that node reads int8 inputs and writes float).

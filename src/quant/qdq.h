@@ -15,7 +15,9 @@
 //    its class probabilities, Ultralytics' output0) does not share one scale when it is a
 //    graph output, directly or through layout-only ops and Concats each read once: each input is
 //    quantized with its own parameters and the Concat (and those ops) run in float. Any such
-//    Concat is named in QdqReport::warnings. A Concat with a float input that stays float
+//    Concat is named in QdqReport::warnings. Inside the model, a Concat that would leave its
+//    narrowest input fewer than 16 levels stays float with the nodes that read it (through
+//    layout-only ops), each named in a warning (QdqReport::collapse_kept). A Concat with a float input that stays float
 //    (post-processing, keep_float) stays float too, with the layout ops that pass its value on.
 //  - Shared scales (TFLite's same-scale restriction): Concat's inputs and output, and the
 //    input and output of MaxPool, Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Slice,
@@ -82,6 +84,7 @@ struct QdqReport {
   int fused_activations = 0;          // producer outputs left unquantized (Relu / Clip fused)
   int kept_float = 0;                 // nodes kept in float by QdqOptions::keep_float
   int mixed_range_concats = 0;        // graph-output Concats of branches of widely different range, kept in float
+  int collapse_kept = 0;              // internal Concats whose narrowest branch collapses, and their readers, kept in float
   std::vector<std::string> warnings;  // each names the node and what one scale would cost
 };
 

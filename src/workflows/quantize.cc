@@ -86,6 +86,19 @@ Result<std::unique_ptr<ir::Graph>> load_with_all_values(const std::string& path,
   return g;
 }
 
+std::vector<const ir::Node*> cpu_placed_nodes(const ir::Graph& g, const plan::Target& t) {
+  std::vector<const ir::Node*> out;
+  for (const auto& np : g.nodes()) {
+    const ir::Node& n = *np;
+    if (ir::op_has(n, ir::kSameScale)) continue;
+    if (std::none_of(n.outputs.begin(), n.outputs.end(), [](const ir::Value* v) { return v && v->dtype == DType::f32; })) continue;
+    const plan::Placement p = plan::place(t, n);
+    if (p.zero_cost || (p.device == plan::Device::npu && p.lowered)) continue;
+    out.push_back(&n);
+  }
+  return out;
+}
+
 Result<QuantizedModel> quantize_model(const std::string& model_path, const CalibrationSet& calibration, const QuantizeOptions& opt) {
   const int total = calibration.size();
   if (total == 0) return invalid(model_path + ": no calibration samples");
@@ -129,7 +142,13 @@ Result<QuantizedModel> quantize_model(const std::string& model_path, const Calib
     if (st.seen()) q.ranges[name] = st.choose_range(opt.method, opt.percentile, opt.qdq.symmetric_activations);
     report_progress(std::string("choosing ranges (") + quant::calib_method_name(opt.method) + ")", ++chosen, static_cast<int64_t>(stats.size()));
   }
-  RKD_ASSIGN(q.report, quant::insert_qdq(*q.graph, q.ranges, opt.qdq));
+  quant::QdqOptions qo = opt.qdq;
+  if (opt.target) {
+    for (const ir::Node* n : cpu_placed_nodes(*q.graph, *opt.target)) {
+      if (qo.keep_float.insert(n->name).second) ++q.cpu_placed[n->op_type];
+    }
+  }
+  RKD_ASSIGN(q.report, quant::insert_qdq(*q.graph, q.ranges, qo));
   q.samples = total;
   return q;
 }

@@ -20,6 +20,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "core/tensor.h"
 #include "ir/ir.h"
 #include "quant/calibrate.h"
+#include "plan/plan.h"
 #include "quant/qdq.h"
 #include "runtime/detect.h"
 
@@ -61,6 +63,9 @@ struct QuantizeOptions {
   double percentile = 99.99;
   quant::QdqOptions qdq;
   int threads = 0;
+  // Set: only what this target runs on its NPU is quantized (quantize --target; see
+  // cpu_placed_nodes). Unset: every op the QDQ rules reach (--target none).
+  std::optional<plan::Target> target;
   bool allow_nonfinite = false;  // calibration inputs may hold NaN or infinity
   std::string source;            // names the calibration set in errors
 };
@@ -68,11 +73,20 @@ struct QuantizeOptions {
 struct QuantizedModel {
   std::unique_ptr<ir::Graph> graph;  // QDQ, standard ONNX
   quant::QdqReport report;
+  // With a target: the nodes kept in float because it runs them on its CPU, by op type.
+  std::map<std::string, int> cpu_placed;
   std::map<std::string, quant::Range> ranges;
   int samples = 0;
 };
 
 Result<QuantizedModel> quantize_model(const std::string& model_path, const CalibrationSet& calibration, const QuantizeOptions& opt);
+
+// The nodes of a portable float graph that `t` runs off its NPU, or on it only in a form its
+// runtime does not lower yet (plan::place on the node as written): quantizing them buys no
+// NPU time, so they compute in float (QdqOptions::keep_float). Listed are nodes with a float
+// output that do work of their own: views (t's zero-cost ops) and copies (Concat, Split,
+// Slice, Transpose, MaxPool... quant/qdq.h's shared-scale ops) follow their inputs instead.
+std::vector<const ir::Node*> cpu_placed_nodes(const ir::Graph& g, const plan::Target& t);
 
 // Imports `path` (ONNX, TFLite, TF.js) and compiles it portably (runtime::CompileOptions::
 // portable: standard ONNX, folded, BatchNorm folded into convolutions): what quantize
