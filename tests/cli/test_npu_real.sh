@@ -5,6 +5,8 @@
 # then quantized per tensor as uint8 and checked bit-exact in the NPU's convention; blazeface's
 # pools and channel Pads, handdetect's ConvTransposes and centernet's hard-swishes and asymmetric
 # bilinear Resizes likewise.
+# Every model is quantized with --target none (every op, not only what rk3588-rkdeploy places
+# on its NPU) so that each lowering and its CPU fallback is exercised.
 set -euo pipefail
 rk="$1"
 dir="$2"
@@ -30,7 +32,7 @@ for f in outs:
 PY
 }
 q="$work/nanodet.qdq.onnx"
-"$rk" quantize "$models/nanodet.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/nanodet.json" \
+"$rk" quantize --target none "$models/nanodet.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/nanodet.json" \
   --method percentile -o "$q" > /dev/null
 in="input_1=$dir/inputs/nanodet.input.npy"
 for s in sorted-bs-multiplier per-tensor; do
@@ -95,7 +97,7 @@ PY
 # (rknpu_out_cvt) makes every convolution and the whole model bit-exact: the simulator runs
 # the lowered register commands, the CPU the int8 reference kernels.
 u="$work/nanodet.u8.qdq.onnx"
-"$rk" quantize "$models/nanodet.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/nanodet.json" \
+"$rk" quantize --target none "$models/nanodet.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/nanodet.json" \
   --method percentile --dtype uint8 -o "$u" > /dev/null
 "$rk" analyze "$u" --input "$in" --strategy per-tensor --requant rknpu_out_cvt --json > "$work/u8.json"
 /usr/bin/python3 - "$work" <<'PY'
@@ -199,7 +201,7 @@ close_runs "nanodet uint8, fused Adds" "$work/u8int8" "$work/u8fused" 0.1 0.7
 # end next to the int8 CPU run (its onnx_float Adds; the strategy's one-step flips and the
 # Adds' 15-bit multipliers propagate through the net).
 b="$work/blazeface.qdq.onnx"
-"$rk" quantize "$models/blazeface.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/blazeface.json" \
+"$rk" quantize --target none "$models/blazeface.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/blazeface.json" \
   --method percentile -o "$b" > /dev/null
 bin="input=$dir/inputs/blazeface.input.npy"
 "$rk" run "$b" --backend int8 --input "$bin" --output-dir "$work/bint8" > /dev/null
@@ -213,7 +215,7 @@ close_runs blazeface "$work/bint8" "$work/bsim" 0.5 0.1
 # as element-wise entries.
 grep -q "; 3 MaxPool(s) as PPU tasks, 0 on the CPU; 2 channel Pad(s) as DPU tasks, 0 on the CPU" "$work/bsim.log"
 bu="$work/blazeface.u8.qdq.onnx"
-"$rk" quantize "$models/blazeface.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/blazeface.json" \
+"$rk" quantize --target none "$models/blazeface.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/blazeface.json" \
   --method percentile --dtype uint8 -o "$bu" > /dev/null
 "$rk" run "$bu" --backend int8 --requant rknpu_out_cvt --input "$bin" --output-dir "$work/bu8int8" > /dev/null
 "$rk" run "$bu" --backend sim --strategy per-tensor --requant rknpu_out_cvt --input "$bin" --output-dir "$work/bu8sim" > /dev/null 2> "$work/bu8sim.log"
@@ -244,7 +246,7 @@ done
 # per tensor in the NPU's convention, every output equal to the int8 reference's, and compile
 # lists the two DepthToSpaces with their scratch maps and no ConvTranspose on the CPU.
 hu="$work/handdetect.u8.qdq.onnx"
-"$rk" quantize "$models/handdetect.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/handdetect.json" \
+"$rk" quantize --target none "$models/handdetect.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/handdetect.json" \
   --method percentile --dtype uint8 -o "$hu" > /dev/null
 hin="input=$dir/inputs/handdetect.input.npy"
 "$rk" run "$hu" --backend int8 --requant rknpu_out_cvt --input "$hin" --output-dir "$work/hu8int8" > /dev/null
@@ -266,7 +268,7 @@ PY
 # as the edge-padded nearest map and a depthwise convolution; uint8 per tensor in the NPU's
 # convention, every output equal to the int8 reference's.
 cu="$work/centernet.u8.qdq.onnx"
-"$rk" quantize "$models/centernet.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/centernet.json" \
+"$rk" quantize --target none "$models/centernet.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/centernet.json" \
   --method percentile --dtype uint8 -o "$cu" > /dev/null
 cin="$("$rk" inspect "$cu" --json | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["inputs"][0]["name"])')=$dir/inputs/centernet.input.npy"
 "$rk" run "$cu" --backend int8 --requant rknpu_out_cvt --input "$cin" --output-dir "$work/cu8int8" > /dev/null

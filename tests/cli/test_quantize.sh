@@ -3,6 +3,7 @@
 # (fixture human_models: models, inputs from a real photo, calibration photos), with ONNX
 # Runtime reading every QDQ file we write:
 #   test_quantize.sh RKDEPLOY HUMAN_DIR
+#   (every op quantized: --target none, so that each model has as many int8 ops as possible)
 # Checks:
 # - the single-op QDQ patterns of make_qdq_ops.py: every convolution (conv, depthwise, and the
 #   three saturation probes) gives the int64 evaluation's outputs bit for bit, on whatever path
@@ -31,7 +32,7 @@ for m in json.load(open(sys.argv[1]))["models"]: print(m["name"], m["input"])' "
 while read -r name input; do
   cfg="$here/scripts/models/human/configs/$name.json"
   q="$work/$name.qdq.onnx"
-  "$rkd" quantize "$models/$name.json" --calib "$dir/calib" --config "$cfg" --method percentile -o "$q" > /dev/null
+  "$rkd" quantize --target none "$models/$name.json" --calib "$dir/calib" --config "$cfg" --method percentile -o "$q" > /dev/null
   node "$here/scripts/models/human/ort_reference.js" "$q" "$work/$name/ort" "$input=$dir/inputs/$name.input.npy"
   "$rkd" run "$q" --backend int8 --input "$input=$dir/inputs/$name.input.npy" --output-dir "$work/$name/int8" > /dev/null
   "$rkd" accuracy "$models/$name.json" "$q" --input "$input=$dir/inputs/$name.input.npy" --json --html "$work/$name.html" > "$work/$name.json"
@@ -75,7 +76,7 @@ done < "$work/list"
 # uint8 per tensor (--dtype uint8, asymmetric weights with zero points): ONNX Runtime reads the
 # file and our int8 path computes its outputs bit for bit.
 u="$work/nanodet.u8.qdq.onnx"
-"$rkd" quantize "$models/nanodet.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/nanodet.json" --method percentile \
+"$rkd" quantize --target none "$models/nanodet.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/nanodet.json" --method percentile \
   --dtype uint8 -o "$u" > /dev/null
 node "$here/scripts/models/human/ort_reference.js" "$u" "$work/u8/ort" "input_1=$dir/inputs/nanodet.input.npy"
 "$rkd" run "$u" --backend int8 --input "input_1=$dir/inputs/nanodet.input.npy" --output-dir "$work/u8/int8" > /dev/null
