@@ -26,6 +26,7 @@ struct QuantizeArgs {
   std::vector<std::string> keep_float;
   bool float_outputs = false;
   std::string target = "rk3588-rkdeploy";
+  double auto_hybrid = 0;
 };
 
 void run_quantize(const QuantizeArgs& a) {
@@ -54,6 +55,7 @@ void run_quantize(const QuantizeArgs& a) {
   const auto samples = take(workflows::open_calibration(ci, *probe));
   probe.reset();
   if (a.target != "none") opt.target = take(plan::find_target(a.target, plan::default_targets_dir()));
+  opt.hybrid.min_ap50 = a.auto_hybrid;
   opt.allow_nonfinite = a.allow_nonfinite;
   opt.source = a.calib;
   auto q = take(workflows::quantize_model(a.model, samples, opt));
@@ -79,6 +81,18 @@ void run_quantize(const QuantizeArgs& a) {
     j["fused_activations"] = r.fused_activations;
     j["mixed_range_concats"] = r.mixed_range_concats;
     j["collapse_kept"] = r.collapse_kept;
+    if (q.hybrid) {
+      nlohmann::json h;
+      h["min_ap50"] = a.auto_hybrid;
+      h["photos"] = q.hybrid->photos;
+      h["layers"] = q.hybrid->layers;
+      h["evaluations"] = q.hybrid->evaluations;
+      h["ap50_all_quantized"] = q.hybrid->ap50_all;
+      h["ap50"] = q.hybrid->ap50;
+      h["kept_float"] = nlohmann::json::array();
+      for (const auto& l : q.hybrid->kept) h["kept_float"].push_back({{"node", l.node}, {"op", l.op}, {"ap50_alone", l.ap50_alone}, {"ap_alone", l.ap_alone}});
+      j["auto_hybrid"] = h;
+    }
     j["kept_float"] = r.kept_float;
     j["target"] = a.target;
     j["cpu_placed"] = q.cpu_placed;
@@ -106,6 +120,14 @@ void run_quantize(const QuantizeArgs& a) {
     return n;
   }();
   if (named > 0) std::printf("  %d node(s) kept in float (--keep-float)\n", named);
+  if (q.hybrid) {
+    const auto& h = *q.hybrid;
+    std::printf("  auto-hybrid: AP50 against float on %d calibration photo(s): %.3f with every layer quantized, %.3f with %zu of %d layer(s) in float\n",
+                h.photos, h.ap50_all, h.ap50, h.kept.size(), h.layers);
+    for (const auto& l : h.kept) {
+      std::printf("    %-60s %-12s AP50 %.3f, AP %.3f when only it is quantized\n", l.node.c_str(), l.op.c_str(), l.ap50_alone, l.ap_alone);
+    }
+  }
   if (r.collapse_kept)
     std::printf("  %d node(s) kept in float: Concats whose narrowest input one scale would collapse, and their readers\n", r.collapse_kept);
   if (r.mixed_range_concats) {
@@ -133,6 +155,10 @@ void add_quantize_command(CLI::App& app) {
   c->add_option("--target", a->target,
                 "quantize only what this target profile runs on its NPU (NAME in targets/ or a .json; the rest computes in float "
                 "on the CPU), or none: every op (default rk3588-rkdeploy)");
+  c->add_option("--auto-hybrid", a->auto_hybrid,
+                "keep the most sensitive layers in float until the detections on the calibration photos reach this AP50 against the float "
+                "model's (e.g. 0.95; needs photos and a detector config)")
+      ->check(finite_range(0.0, 1.0));
   c->add_option("--percentile", a->percentile, "with --method percentile (default 99.99)")->check(finite_range(50.0, 100.0));
   c->add_flag("--per-channel", a->per_channel, "per-output-channel weight scales (default)");
   c->add_flag("--per-tensor", a->per_tensor, "one weight scale per tensor");

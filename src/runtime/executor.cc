@@ -354,10 +354,12 @@ Result<std::map<std::string, Tensor>> Executor::run(const std::map<std::string, 
       const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
       profile_.push_back(NodeTime{st->node->name, st->node->op_type, us});
     }
-    if (opt_.observe) {
+    if (opt_.rewrite || opt_.observe) {
       for (size_t k = 0; k < st->out_slots.size(); ++k) {
         const int s = st->out_slots[k];
-        if (s >= 0 && k < st->node->outputs.size() && st->node->outputs[k]) opt_.observe(*st->node->outputs[k], slots_[static_cast<size_t>(s)]);
+        if (s < 0 || k >= st->node->outputs.size() || !st->node->outputs[k]) continue;
+        if (opt_.rewrite) opt_.rewrite(*st->node->outputs[k], slots_[static_cast<size_t>(s)]);
+        if (opt_.observe) opt_.observe(*st->node->outputs[k], slots_[static_cast<size_t>(s)]);
       }
     }
   }

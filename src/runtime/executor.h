@@ -109,6 +109,10 @@ struct ExecutorOptions {
   // during the call only (copy what must outlive it). Streaming statistics (calibration)
   // read every intermediate value this way without keeping them.
   std::function<void(const ir::Value& v, const Tensor& t)> observe;
+  // Set: called by run() with every value a node computes, before observe and before any
+  // reader runs, and may change the value in place (sensitivity analysis fake-quantizes one
+  // value at a time). A view's output shares its input's bytes: changing it changes both.
+  std::function<void(const ir::Value& v, Tensor& t)> rewrite;
 };
 
 struct NodeTime {

@@ -22,6 +22,12 @@ Result<Sample> CalibrationSet::sample(int i) const {
   return std::move(prep.inputs);
 }
 
+Result<std::pair<Image, Prepared>> CalibrationSet::photo(int i) const {
+  RKD_ASSIGN(Image img, load_image(photos_.at(static_cast<size_t>(i))));
+  RKD_ASSIGN(Prepared prep, preprocess(img, config_, deim_));
+  return std::pair<Image, Prepared>{std::move(img), std::move(prep)};
+}
+
 Result<CalibrationSet> open_calibration(const CalibrationInput& in, const ir::Graph& model) {
   CalibrationSet out;
   std::error_code ec;
@@ -147,6 +153,11 @@ Result<QuantizedModel> quantize_model(const std::string& model_path, const Calib
     for (const ir::Node* n : cpu_placed_nodes(*q.graph, *opt.target)) {
       if (qo.keep_float.insert(n->name).second) ++q.cpu_placed[n->op_type];
     }
+  }
+  if (opt.hybrid.min_ap50 > 0) {
+    RKD_ASSIGN(HybridReport h, search_hybrid(model_path, calibration, q.ranges, qo, opt));
+    for (const HybridLayer& l : h.kept) qo.keep_float.insert(l.node);
+    q.hybrid = std::move(h);
   }
   RKD_ASSIGN(q.report, quant::insert_qdq(*q.graph, q.ranges, qo));
   q.samples = total;

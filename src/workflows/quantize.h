@@ -47,6 +47,10 @@ class CalibrationSet {
   int size() const { return static_cast<int>(photos_.empty() ? samples_.size() : photos_.size()); }
   // Sample i (0 <= i < size()); a photo's decoding error names the file.
   Result<Sample> sample(int i) const;
+  // A folder of photos (not an .npz): photo i decoded and preprocessed, and the config.
+  bool has_photos() const { return !photos_.empty(); }
+  Result<std::pair<runtime::Image, runtime::Prepared>> photo(int i) const;
+  const runtime::DetectorConfig& config() const { return config_; }
 
  private:
   friend Result<CalibrationSet> open_calibration(const CalibrationInput& in, const ir::Graph& model);
@@ -58,6 +62,31 @@ class CalibrationSet {
 
 Result<CalibrationSet> open_calibration(const CalibrationInput& in, const ir::Graph& model);
 
+// quantize --auto-hybrid: the smallest set of the most sensitive layers computed in float that
+// brings the quantized model's detections to `min_ap50` against the float model's.
+//  - Judged on the calibration photos (a folder; the detector config must decode detections):
+//    ground truth = the float model's detections at the config's threshold, the quantized
+//    model's taken above 0.001; COCO's AP50 (quant/detection_metrics.h).
+//  - Sensitivity of a layer: the AP50 (ties: the AP) when only its value is quantized (fake-quantized in the
+//    float model with the parameters the QDQ graph gives it; ExecutorOptions::rewrite). Layers
+//    are the quantized activations computed by nodes that do work (not copies, not views).
+//  - Search: the k most sensitive layers' nodes in float (QdqOptions::keep_float), k = 0, 1,
+//    2, 4, ... until the QDQ model (run as ONNX defines it, the CPU back end) reaches
+//    min_ap50, then bisection between the last two k (AP50 taken as rising with k). Every
+//    layer in float and still short: an error saying so.
+struct HybridOptions {
+  double min_ap50 = 0;  // 0: off
+};
+struct HybridLayer {
+  std::string node, op;
+  double ap50_alone = 1, ap_alone = 1;  // AP50 and AP@[.5:.95] with only this layer quantized
+};
+struct HybridReport {
+  double ap50_all = 0, ap50 = 0;  // every layer quantized; with `kept` in float
+  int layers = 0, evaluations = 0, photos = 0;
+  std::vector<HybridLayer> kept;  // most sensitive first
+};
+
 struct QuantizeOptions {
   quant::CalibMethod method = quant::CalibMethod::minmax;
   double percentile = 99.99;
@@ -66,6 +95,7 @@ struct QuantizeOptions {
   // Set: only what this target runs on its NPU is quantized (quantize --target; see
   // cpu_placed_nodes). Unset: every op the QDQ rules reach (--target none).
   std::optional<plan::Target> target;
+  HybridOptions hybrid;
   bool allow_nonfinite = false;  // calibration inputs may hold NaN or infinity
   std::string source;            // names the calibration set in errors
 };
@@ -75,11 +105,16 @@ struct QuantizedModel {
   quant::QdqReport report;
   // With a target: the nodes kept in float because it runs them on its CPU, by op type.
   std::map<std::string, int> cpu_placed;
+  std::optional<HybridReport> hybrid;
   std::map<std::string, quant::Range> ranges;
   int samples = 0;
 };
 
 Result<QuantizedModel> quantize_model(const std::string& model_path, const CalibrationSet& calibration, const QuantizeOptions& opt);
+
+// The --auto-hybrid search (HybridOptions), starting from the quantization `qdq` describes.
+Result<HybridReport> search_hybrid(const std::string& model_path, const CalibrationSet& calibration, const std::map<std::string, quant::Range>& ranges,
+                                   const quant::QdqOptions& qdq, const QuantizeOptions& opt);
 
 // The nodes of a portable float graph that `t` runs off its NPU, or on it only in a form its
 // runtime does not lower yet (plan::place on the node as written): quantizing them buys no
