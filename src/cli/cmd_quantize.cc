@@ -27,6 +27,7 @@ struct QuantizeArgs {
   bool float_outputs = false;
   std::string target = "rk3588-rkdeploy";
   double auto_hybrid = 0;
+  std::string hybrid_images;
 };
 
 void run_quantize(const QuantizeArgs& a) {
@@ -37,7 +38,7 @@ void run_quantize(const QuantizeArgs& a) {
   if (a.percentile_given && a.method != "percentile") {
     fail(invalid("--percentile applies to --method percentile only (the method is " + a.method + ")"));
   }
-  OutputTransaction out_tx({a.model, a.calib, a.config});
+  OutputTransaction out_tx({a.model, a.calib, a.config, a.hybrid_images});
   const std::string out_tmp = take(out_tx.file(a.output));
   workflows::QuantizeOptions opt;
   opt.qdq.dtype = u8 ? DType::u8 : DType::i8;
@@ -56,6 +57,7 @@ void run_quantize(const QuantizeArgs& a) {
   probe.reset();
   if (a.target != "none") opt.target = take(plan::find_target(a.target, plan::default_targets_dir()));
   opt.hybrid.min_ap50 = a.auto_hybrid;
+  opt.hybrid.images = a.hybrid_images;
   opt.allow_nonfinite = a.allow_nonfinite;
   opt.source = a.calib;
   auto q = take(workflows::quantize_model(a.model, samples, opt));
@@ -90,7 +92,8 @@ void run_quantize(const QuantizeArgs& a) {
       h["ap50_all_quantized"] = q.hybrid->ap50_all;
       h["ap50"] = q.hybrid->ap50;
       h["kept_float"] = nlohmann::json::array();
-      for (const auto& l : q.hybrid->kept) h["kept_float"].push_back({{"node", l.node}, {"op", l.op}, {"ap50_alone", l.ap50_alone}, {"ap_alone", l.ap_alone}});
+      for (const auto& l : q.hybrid->kept)
+        h["kept_float"].push_back({{"node", l.node}, {"op", l.op}, {"ap50_alone", l.ap50_alone}, {"ap_alone", l.ap_alone}});
       j["auto_hybrid"] = h;
     }
     j["kept_float"] = r.kept_float;
@@ -122,7 +125,7 @@ void run_quantize(const QuantizeArgs& a) {
   if (named > 0) std::printf("  %d node(s) kept in float (--keep-float)\n", named);
   if (q.hybrid) {
     const auto& h = *q.hybrid;
-    std::printf("  auto-hybrid: AP50 against float on %d calibration photo(s): %.3f with every layer quantized, %.3f with %zu of %d layer(s) in float\n",
+    std::printf("  auto-hybrid: AP50 against float on %d photo(s): %.3f with every layer quantized, %.3f with %zu of %d layer(s) in float\n",
                 h.photos, h.ap50_all, h.ap50, h.kept.size(), h.layers);
     for (const auto& l : h.kept) {
       std::printf("    %-60s %-12s AP50 %.3f, AP %.3f when only it is quantized\n", l.node.c_str(), l.op.c_str(), l.ap50_alone, l.ap_alone);
@@ -159,6 +162,8 @@ void add_quantize_command(CLI::App& app) {
                 "keep the most sensitive layers in float until the detections on the calibration photos reach this AP50 against the float "
                 "model's (e.g. 0.95; needs photos and a detector config)")
       ->check(finite_range(0.0, 1.0));
+  c->add_option("--hybrid-images", a->hybrid_images, "with --auto-hybrid: judge on the photos of this folder instead of the calibration photos")
+      ->needs("--auto-hybrid");
   c->add_option("--percentile", a->percentile, "with --method percentile (default 99.99)")->check(finite_range(50.0, 100.0));
   c->add_flag("--per-channel", a->per_channel, "per-output-channel weight scales (default)");
   c->add_flag("--per-tensor", a->per_tensor, "one weight scale per tensor");

@@ -71,18 +71,12 @@ Result<AccuracyReport> analyze_accuracy(const std::string& float_model, const st
   AccuracyReport rep;
   rep.float_model = float_model;
   rep.quant_model = quant_model;
-  ExecutorOptions eo;
-  eo.threads = threads;
-  RKD_ASSIGN(auto fg, load_with_all_values(float_model));
-  RKD_TRY(check_graph_inputs(*fg, inputs));
-  RKD_ASSIGN(auto fx, Executor::create(*fg, eo));
-  RKD_ASSIGN(auto fvals, fx->run(inputs));
-  for (const auto& [k, t] : inputs) fvals.emplace(k, t);
-  size_t model_outputs = 0;
-  RKD_ASSIGN(auto qg, load_with_all_values(quant_model, &model_outputs));
+  // The quantized model first: its sites say which values the comparison reads. Both models
+  // then run once with an observer that keeps only those (every other value is overwritten in
+  // the executor's arena as usual).
+  RKD_ASSIGN(auto qg, load_portable(quant_model));
+  const size_t model_outputs = qg->outputs.size();
   RKD_TRY(check_graph_inputs(*qg, inputs));
-  RKD_ASSIGN(auto qx, Executor::create(*qg, eo));
-  RKD_ASSIGN(auto qvals, qx->run(inputs));
 
   // The quantized activations, in graph order.
   std::vector<QdqSite> sites;
@@ -100,7 +94,6 @@ Result<AccuracyReport> analyze_accuracy(const std::string& float_model, const st
     if (!dq) continue;
     std::string name = q->inputs[0]->name;
     if (name.size() > 6 && name.compare(name.size() - 6, 6, "/float") == 0) name.resize(name.size() - 6);
-    if (!fvals.count(name) || !qvals.count(dq->name)) continue;
     QdqSite s{q,
               dq,
               name,
@@ -109,6 +102,50 @@ Result<AccuracyReport> analyze_accuracy(const std::string& float_model, const st
               q->inputs[2]->constant->dtype()};
     sites.push_back(s);
   }
+  // Float values read: each site's value and its producer's inputs (by the float model's names).
+  std::set<std::string> float_needed, quant_needed;
+  for (const QdqSite& s : sites) {
+    float_needed.insert(s.name);
+    quant_needed.insert(s.dq->name);
+    if (const Node* p = s.quantize->inputs[0]->producer) {
+      for (const Value* v : p->inputs) {
+        if (!v || v->constant) continue;
+        const Node* d = ir::produced_by(const_cast<Value*>(v), "DequantizeLinear");
+        std::string n = d && !d->inputs.empty() && d->inputs[0]->producer && d->inputs[0]->producer->op_type == "QuantizeLinear"
+                            ? d->inputs[0]->producer->inputs[0]->name
+                            : v->name;
+        if (n.size() > 6 && n.compare(n.size() - 6, 6, "/float") == 0) n.resize(n.size() - 6);
+        float_needed.insert(n);
+      }
+    }
+  }
+  auto keep = [](const std::set<std::string>& needed, std::map<std::string, Tensor>& into) {
+    return [&needed, &into](const ir::Value& v, const Tensor& t) {
+      if (needed.count(v.name)) into[v.name] = t.clone();
+    };
+  };
+  ExecutorOptions eo;
+  eo.threads = threads;
+  std::map<std::string, Tensor> fvals, qvals;
+  {
+    RKD_ASSIGN(auto fg, load_portable(float_model));
+    RKD_TRY(check_graph_inputs(*fg, inputs));
+    ExecutorOptions fo = eo;
+    fo.observe = keep(float_needed, fvals);
+    RKD_ASSIGN(auto fx, Executor::create(*fg, fo));
+    RKD_ASSIGN(auto outs, fx->run(inputs));
+    for (const auto& [k, t] : inputs) fvals.emplace(k, t);
+  }
+  {
+    ExecutorOptions qo = eo;
+    qo.observe = keep(quant_needed, qvals);
+    RKD_ASSIGN(auto qx, Executor::create(*qg, qo));
+    RKD_ASSIGN(auto outs, qx->run(inputs));
+    for (const auto& [k, t] : outs) {
+      if (quant_needed.count(k)) qvals[k] = t;
+    }
+  }
+  std::erase_if(sites, [&](const QdqSite& s) { return !fvals.count(s.name) || !qvals.count(s.dq->name); });
   std::map<const Value*, const QdqSite*> site_of_dq;
   for (const QdqSite& s : sites) site_of_dq[s.dq] = &s;
 

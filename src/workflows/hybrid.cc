@@ -30,8 +30,8 @@ std::vector<Site> quantized_sites(const ir::Graph& qdq, const ir::Graph& fp) {
   std::vector<Site> out;
   std::set<std::string> seen;
   for (const auto& n : qdq.nodes()) {
-    if (n->op_type != "QuantizeLinear" || !n->domain.empty() || n->inputs.size() < 3 || !n->inputs[1] || !n->inputs[1]->constant ||
-        !n->inputs[2] || !n->inputs[2]->constant || n->inputs[1]->constant->numel() != 1 || n->inputs[0]->constant) {
+    if (n->op_type != "QuantizeLinear" || !n->domain.empty() || n->inputs.size() < 3 || !n->inputs[1] || !n->inputs[1]->constant || !n->inputs[2] ||
+        !n->inputs[2]->constant || n->inputs[1]->constant->numel() != 1 || n->inputs[0]->constant) {
       continue;
     }
     std::string name = n->inputs[0]->name;
@@ -67,8 +67,8 @@ quant::DetectionBox box_of(const Detection& d, int64_t image) {
 
 }  // namespace
 
-Result<HybridReport> search_hybrid(const std::string& model_path, const CalibrationSet& calibration, const std::map<std::string, quant::Range>& ranges,
-                                   const quant::QdqOptions& qdq, const QuantizeOptions& opt) {
+Result<HybridReport> search_hybrid(const std::string& model_path, const CalibrationSet& calibration,
+                                   const std::map<std::string, quant::Range>& ranges, const quant::QdqOptions& qdq, const QuantizeOptions& opt) {
   if (!calibration.has_photos() || calibration.config().output == "none") {
     return invalid(model_path +
                    ": --auto-hybrid judges detections: it needs calibration photos (a folder, not an .npz) and a detector config that decodes them "
@@ -76,9 +76,17 @@ Result<HybridReport> search_hybrid(const std::string& model_path, const Calibrat
   }
   HybridReport rep;
   std::vector<Photo> photos;
-  for (int i = 0; i < calibration.size(); ++i) {
-    RKD_ASSIGN(auto p, calibration.photo(i));
-    photos.push_back({std::move(p.first), std::move(p.second)});
+  if (opt.hybrid.images.empty()) {
+    for (int i = 0; i < calibration.size(); ++i) {
+      RKD_ASSIGN(auto p, calibration.photo(i));
+      photos.push_back({std::move(p.first), std::move(p.second)});
+    }
+  } else {
+    RKD_ASSIGN(const auto files, list_photos(opt.hybrid.images));
+    for (const std::string& f : files) {
+      RKD_ASSIGN(auto p, calibration.prepare(f));
+      photos.push_back({std::move(p.first), std::move(p.second)});
+    }
   }
   rep.photos = static_cast<int>(photos.size());
   DetectorConfig ref_cfg = calibration.config(), cfg = calibration.config();
@@ -189,8 +197,8 @@ Result<HybridReport> search_hybrid(const std::string& model_path, const Calibrat
       bad = k;
       if (k == sites.size()) {
         char buf[256];
-        std::snprintf(buf, sizeof buf, ": --auto-hybrid %.3f: with all %zu quantized layers in float the AP50 against float is %.3f", opt.hybrid.min_ap50,
-                      sites.size(), a);
+        std::snprintf(buf, sizeof buf, ": --auto-hybrid %.3f: with all %zu quantized layers in float the AP50 against float is %.3f",
+                      opt.hybrid.min_ap50, sites.size(), a);
         return invalid(model_path + buf);
       }
     }

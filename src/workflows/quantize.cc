@@ -22,8 +22,8 @@ Result<Sample> CalibrationSet::sample(int i) const {
   return std::move(prep.inputs);
 }
 
-Result<std::pair<Image, Prepared>> CalibrationSet::photo(int i) const {
-  RKD_ASSIGN(Image img, load_image(photos_.at(static_cast<size_t>(i))));
+Result<std::pair<Image, Prepared>> CalibrationSet::prepare(const std::string& path) const {
+  RKD_ASSIGN(Image img, load_image(path));
   RKD_ASSIGN(Prepared prep, preprocess(img, config_, deim_));
   return std::pair<Image, Prepared>{std::move(img), std::move(prep)};
 }
@@ -60,21 +60,6 @@ Result<CalibrationSet> open_calibration(const CalibrationInput& in, const ir::Gr
   return out;
 }
 
-int expose_all_float_values(ir::Graph& g) {
-  int added = 0;
-  std::set<const ir::Value*> outs(g.outputs.begin(), g.outputs.end());
-  for (const auto& n : g.nodes()) {
-    for (ir::Value* v : n->outputs) {
-      if (v && v->dtype == DType::f32 && !outs.count(v)) {
-        g.outputs.push_back(v);
-        outs.insert(v);
-        ++added;
-      }
-    }
-  }
-  return added;
-}
-
 Result<std::unique_ptr<ir::Graph>> load_portable(const std::string& path) {
   RKD_ASSIGN(ImportedModel imp, import_model(path, 1));
   auto g = std::make_unique<ir::Graph>(std::move(imp.graph));
@@ -82,13 +67,6 @@ Result<std::unique_ptr<ir::Graph>> load_portable(const std::string& path) {
   co.portable = true;
   Status s = optimize(*g, co);
   if (!s.ok()) return s.error().with_context(path);
-  return g;
-}
-
-Result<std::unique_ptr<ir::Graph>> load_with_all_values(const std::string& path, size_t* model_outputs) {
-  RKD_ASSIGN(auto g, load_portable(path));
-  if (model_outputs) *model_outputs = g->outputs.size();
-  expose_all_float_values(*g);
   return g;
 }
 

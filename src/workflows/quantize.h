@@ -49,7 +49,9 @@ class CalibrationSet {
   Result<Sample> sample(int i) const;
   // A folder of photos (not an .npz): photo i decoded and preprocessed, and the config.
   bool has_photos() const { return !photos_.empty(); }
-  Result<std::pair<runtime::Image, runtime::Prepared>> photo(int i) const;
+  Result<std::pair<runtime::Image, runtime::Prepared>> photo(int i) const { return prepare(photos_.at(static_cast<size_t>(i))); }
+  // Any photo, preprocessed as the set's photos are.
+  Result<std::pair<runtime::Image, runtime::Prepared>> prepare(const std::string& path) const;
   const runtime::DetectorConfig& config() const { return config_; }
 
  private:
@@ -64,7 +66,8 @@ Result<CalibrationSet> open_calibration(const CalibrationInput& in, const ir::Gr
 
 // quantize --auto-hybrid: the smallest set of the most sensitive layers computed in float that
 // brings the quantized model's detections to `min_ap50` against the float model's.
-//  - Judged on the calibration photos (a folder; the detector config must decode detections):
+//  - Judged on the calibration photos, or the photos of HybridOptions::images (the calibration
+//    set must be a folder of photos either way; its detector config must decode detections):
 //    ground truth = the float model's detections at the config's threshold, the quantized
 //    model's taken above 0.001; COCO's AP50 (quant/detection_metrics.h).
 //  - Sensitivity of a layer: the AP50 (ties: the AP) when only its value is quantized (fake-quantized in the
@@ -76,6 +79,7 @@ Result<CalibrationSet> open_calibration(const CalibrationInput& in, const ir::Gr
 //    layer in float and still short: an error saying so.
 struct HybridOptions {
   double min_ap50 = 0;  // 0: off
+  std::string images;   // photos the search judges on (quantize --hybrid-images); "": the calibration photos
 };
 struct HybridLayer {
   std::string node, op;
@@ -113,8 +117,8 @@ struct QuantizedModel {
 Result<QuantizedModel> quantize_model(const std::string& model_path, const CalibrationSet& calibration, const QuantizeOptions& opt);
 
 // The --auto-hybrid search (HybridOptions), starting from the quantization `qdq` describes.
-Result<HybridReport> search_hybrid(const std::string& model_path, const CalibrationSet& calibration, const std::map<std::string, quant::Range>& ranges,
-                                   const quant::QdqOptions& qdq, const QuantizeOptions& opt);
+Result<HybridReport> search_hybrid(const std::string& model_path, const CalibrationSet& calibration,
+                                   const std::map<std::string, quant::Range>& ranges, const quant::QdqOptions& qdq, const QuantizeOptions& opt);
 
 // The nodes of a portable float graph that `t` runs off its NPU, or on it only in a form its
 // runtime does not lower yet (plan::place on the node as written): quantizing them buys no
@@ -127,11 +131,5 @@ std::vector<const ir::Node*> cpu_placed_nodes(const ir::Graph& g, const plan::Ta
 // portable: standard ONNX, folded, BatchNorm folded into convolutions): what quantize
 // calibrates and `rkdeploy export` writes.
 Result<std::unique_ptr<ir::Graph>> load_portable(const std::string& path);
-// Imports and compiles `path` portably, then marks every float value computed by a node as
-// a graph output so that one run returns all of them (calibration, accuracy analysis). The
-// model's own outputs stay first: `model_outputs` (when given) receives their count.
-Result<std::unique_ptr<ir::Graph>> load_with_all_values(const std::string& path, size_t* model_outputs = nullptr);
-// The same for a graph already in memory (compiled portably); returns the output count added.
-int expose_all_float_values(ir::Graph& g);
 
 }  // namespace rkd::workflows

@@ -13,6 +13,8 @@
 #   architecture, random weights); NanoDet given that layout (rkdeploy export +
 #   scripts/models/yolo_layout.py) decodes as NanoDet and keeps >= 95 % of its float
 #   detections on the evaluation set;
+# - quantize --auto-hybrid keeps the layers it lists in float and reaches the AP50 it reports,
+#   as eval measures it on the same photos;
 # - errors name the file and the entry, exit 2, and write nothing.
 set -euo pipefail
 rkd="$1"; dir="$2"
@@ -116,6 +118,31 @@ print("NanoDet in the YOLO layout, int8: %d of %d float detections kept (%.1f %%
       100 * j["matched50_share"], j["metrics"]["AP50"]))
 assert j["matched50_share"] >= 0.95 and j["ground_truth"]["boxes"] >= 300, j["matched50_share"]' "$work/ny.json" || fails=$((fails + 1))
 
+# --auto-hybrid on BlazeFace (its int8 model keeps ~1 % of its AP50): the layers it keeps in
+# float are listed most sensitive first, and `rkdeploy eval` on the calibration photos - the
+# search's own set - confirms the AP50 the search reports (the QDQ file run as ONNX defines it).
+bcfg="$here/scripts/models/human/configs/blazeface.json"
+"$rkd" quantize "$models/blazeface.json" --calib "$dir/calib" --config "$bcfg" --auto-hybrid 0.95 --json -o "$work/bf.onnx" 2> /dev/null > "$work/bf.q.json"
+"$rkd" eval "$work/bf.onnx" --images "$dir/calib" --reference "$models/blazeface.json" --config "$bcfg" --backend cpu --json 2> /dev/null > "$work/bf.eval.json"
+/usr/bin/python3 - "$work/bf.q.json" "$work/bf.eval.json" "$work/bf.onnx" <<'PY' || fails=$((fails + 1))
+import json, sys
+import onnx
+h = json.load(open(sys.argv[1]))["auto_hybrid"]; e = json.load(open(sys.argv[2]))
+kept = h["kept_float"]
+print("auto-hybrid 0.95 on blazeface: %d of %d layers in float, AP50 %.3f -> %.3f on the calibration photos; eval says %.3f" % (
+      len(kept), h["layers"], h["ap50_all_quantized"], h["ap50"], e["metrics"]["AP50"]))
+assert h["ap50_all_quantized"] < 0.95 <= h["ap50"] and 0 < len(kept) < h["layers"], h
+keys = [(l["ap50_alone"], l["ap_alone"]) for l in kept]
+assert keys == sorted(keys), keys
+assert abs(e["metrics"]["AP50"] - h["ap50"]) < 1e-9, (e["metrics"]["AP50"], h["ap50"])
+# Every kept node computes in float: no QuantizeLinear reads what it writes.
+m = onnx.load(sys.argv[3])
+outs = {o for n in m.graph.node if n.name in {l["node"] for l in kept} for o in n.output}
+assert len({l["node"] for l in kept} & {n.name for n in m.graph.node}) == len(kept), "kept nodes missing"
+assert not [n.name for n in m.graph.node if n.op_type == "QuantizeLinear" and n.input[0] in outs]
+PY
+/usr/bin/python3 -c "import numpy as np; np.savez('$work/one.npz', input=np.zeros((1, 256, 256, 3), np.float32))"
+
 # Refusals: exit 2, the message names the file and the entry, nothing written.
 expect_error() {  # expect_error PATTERN ARGS...
   local pattern="$1"; shift
@@ -136,6 +163,8 @@ expect_error "output 'none'" eval "$models/nanodet.json" --images "$work/photos"
   --config "$work/none.json" --detections "$work/never.json"
 [ -e "$work/never.json" ] && fail "a refused eval wrote --detections"
 expect_error "keep-float 'NoSuchNode'" quantize "$models/nanodet.json" --calib "$dir/calib" --config "$cfg" --keep-float NoSuchNode -o "$work/never.onnx"
+[ -e "$work/never.onnx" ] && fail "a refused quantize wrote its output"
+expect_error "auto-hybrid judges detections" quantize "$models/blazeface.json" --calib "$work/one.npz" --config "$bcfg" --auto-hybrid 0.9 -o "$work/never.onnx"
 [ -e "$work/never.onnx" ] && fail "a refused quantize wrote its output"
 echo "$fails failure(s)"
 [ "$fails" = 0 ]
