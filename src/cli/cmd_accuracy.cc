@@ -4,12 +4,17 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "cli/commands.h"
 #include "core/output.h"
 #include "ir/op_info.h"
+#include "core/json_style.h"
 #include "workflows/accuracy.h"
+#include "workflows/eval.h"
+#include "workflows/quantize.h"
 #include "runtime/detect.h"
 #include "runtime/model.h"
 
@@ -30,18 +35,52 @@ void run_accuracy(const AccuracyArgs& a) {
   check(runtime::check_detector_inputs(inputs));
   if (!a.allow_nonfinite) check(runtime::check_finite_inputs(inputs));
   const auto rep = take(workflows::analyze_accuracy(a.float_model, a.quant_model, inputs, a.threads));
+  // With a photo and a config that decodes: the detections of both models compared (COCO's
+  // rules, the float model's at its threshold as ground truth; the QDQ file as ONNX defines it).
+  std::optional<workflows::EvalResult> det;
+  if (!a.image.empty() && !a.config.empty()) {
+    auto g = take(workflows::load_portable(a.float_model));
+    if (take(runtime::detector_config(*g, a.config)).output != "none") {
+      workflows::EvalOptions eo;
+      eo.photos = {a.image};
+      eo.reference = a.float_model;
+      eo.config = a.config;
+      eo.load.exec.threads = a.threads;
+      det = take(workflows::evaluate_model(a.quant_model, eo));
+    }
+  }
   if (!a.html.empty()) write_text(html_tmp, workflows::accuracy_html(rep));
   check(out_tx.publish());
   if (a.json) {
-    std::cout << workflows::accuracy_json(rep);
+    nlohmann::json j = nlohmann::json::parse(workflows::accuracy_json(rep));
+    if (det) {
+      j["detections"] = {{"reference", det->metrics.ground_truth()},
+                         {"matched50", det->metrics.matched50()},
+                         {"AP50", det->metrics.summary.ap50},
+                         {"AP", det->metrics.summary.ap}};
+    }
+    std::cout << json_text(j);
     return;
   }
   std::printf("%zu quantized layers of %s\n", rep.layers.size(), a.quant_model.c_str());
+  if (det) {
+    std::printf("detections: %lld of the float model's, %lld matched by the quantized model's at IoU 0.5 (AP50 %.3f, AP %.3f)\n",
+                static_cast<long long>(det->metrics.ground_truth()), static_cast<long long>(det->metrics.matched50()), det->metrics.summary.ap50,
+                det->metrics.summary.ap);
+  }
   std::printf("outputs (entire / single):\n");
   for (const auto& l : rep.layers) {
     if (std::find(rep.outputs.begin(), rep.outputs.end(), l.name) == rep.outputs.end()) continue;
     std::printf("  %-36s cosine %.6f / %.6f  max abs %.4g  (%.1f LSB)\n", l.name.c_str(), l.entire.cosine, l.has_single ? l.single.cosine : NAN,
                 l.entire.max_abs, l.entire.lsb);
+  }
+  for (const auto& o : rep.model_outputs) {
+    if (o.branches.empty()) continue;
+    std::printf("output %s (entire mode: cosine %.6f) concatenates:\n", o.name.c_str(), o.error.cosine);
+    for (const auto& b : o.branches) {
+      std::printf("  %-44s cosine %.6f  max abs %.4g\n", b.name.size() > 44 ? ("..." + b.name.substr(b.name.size() - 41)).c_str() : b.name.c_str(),
+                  b.error.cosine, b.error.max_abs);
+    }
   }
   // Layout and copy ops carry their input's values and scale: the table lists computing layers.
   std::vector<const workflows::LayerAccuracy*> order;

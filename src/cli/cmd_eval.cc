@@ -46,11 +46,7 @@ size_t ignored_boxes(const workflows::CocoDataset& gt) {
 void print_result(const EvalArgs& a, const quant::CocoEvaluation& m, const workflows::CocoDataset& gt, size_t detections, int64_t outside) {
   const auto names = quant::CocoSummary::names();
   const auto values = m.summary.values();
-  int64_t gt_boxes = 0, matched = 0;
-  for (const auto& c : m.categories) {
-    gt_boxes += c.ground_truth;
-    matched += c.matched50;
-  }
+  const int64_t gt_boxes = m.ground_truth(), matched = m.matched50();
   if (a.json) {
     nlohmann::ordered_json j;
     j["command"] = "eval";

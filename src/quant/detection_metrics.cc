@@ -265,4 +265,16 @@ CocoEvaluation evaluate_coco(const std::vector<GroundTruthBox>& ground_truth, co
   return ev;
 }
 
+int64_t CocoEvaluation::ground_truth() const {
+  int64_t n = 0;
+  for (const CategoryResult& c : categories) n += c.ground_truth;
+  return n;
+}
+
+int64_t CocoEvaluation::matched50() const {
+  int64_t n = 0;
+  for (const CategoryResult& c : categories) n += c.matched50;
+  return n;
+}
+
 }  // namespace rkd::quant

@@ -70,6 +70,9 @@ struct CategoryResult {
 struct CocoEvaluation {
   CocoSummary summary;
   std::vector<CategoryResult> categories;  // in the order of `categories`
+  // Sums over the categories: unignored ground truth boxes, and those matched at IoU 0.5.
+  int64_t ground_truth() const;
+  int64_t matched50() const;
 };
 
 struct CocoParams {

@@ -10,6 +10,7 @@
 #include "core/json_style.h"
 #include "core/progress.h"
 #include "core/html.h"
+#include "ir/op_info.h"
 #include "runtime/executor.h"
 #include "runtime/op_registry.h"
 #include "workflows/quantize.h"
@@ -119,6 +120,41 @@ Result<AccuracyReport> analyze_accuracy(const std::string& float_model, const st
       }
     }
   }
+  // Each graph output, and the inputs of a Concat it is (through layout-only ops): the float
+  // model's name and the quantized model's value.
+  struct OutputPlan {
+    std::string name;
+    std::vector<std::pair<std::string, std::string>> branches;  // (float name, quantized value name)
+  };
+  std::map<const Value*, const QdqSite*> site_of;
+  for (const QdqSite& s : sites) site_of[s.dq] = &s;
+  std::vector<OutputPlan> out_plans;
+  for (size_t k = 0; k < model_outputs; ++k) {
+    const Value* o = qg->outputs[k];
+    OutputPlan op{o->name, {}};
+    float_needed.insert(o->name);
+    quant_needed.insert(o->name);
+    const Value* v = o;
+    // Back through a DequantizeLinear/QuantizeLinear pair and layout-only ops to a Concat.
+    for (int guard = 0; v && v->producer && guard < 64; ++guard) {
+      const Node* p = v->producer;
+      if (p->op_type == "Concat" && p->domain.empty()) {
+        for (const Value* in : p->inputs) {
+          if (!in || in->constant) continue;
+          auto it = site_of.find(in);
+          const std::string fname = it != site_of.end() ? it->second->name : in->name;
+          op.branches.emplace_back(fname, in->name);
+          float_needed.insert(fname);
+          quant_needed.insert(in->name);
+        }
+        break;
+      }
+      const bool qdq = (p->op_type == "DequantizeLinear" || p->op_type == "QuantizeLinear") && p->domain.empty();
+      if (!qdq && !ir::op_has(*p, ir::kLayoutOnly)) break;
+      v = p->inputs.empty() ? nullptr : p->inputs[0];
+    }
+    out_plans.push_back(std::move(op));
+  }
   auto keep = [](const std::set<std::string>& needed, std::map<std::string, Tensor>& into) {
     return [&needed, &into](const ir::Value& v, const Tensor& t) {
       if (needed.count(v.name)) into[v.name] = t.clone();
@@ -135,6 +171,7 @@ Result<AccuracyReport> analyze_accuracy(const std::string& float_model, const st
     RKD_ASSIGN(auto fx, Executor::create(*fg, fo));
     RKD_ASSIGN(auto outs, fx->run(inputs));
     for (const auto& [k, t] : inputs) fvals.emplace(k, t);
+    for (const auto& [k, t] : outs) fvals[k] = t;
   }
   {
     ExecutorOptions qo = eo;
@@ -222,6 +259,18 @@ Result<AccuracyReport> analyze_accuracy(const std::string& float_model, const st
       if (s.dq == o) rep.outputs.push_back(s.name);
     }
   }
+  for (const OutputPlan& op : out_plans) {
+    if (!fvals.count(op.name) || !qvals.count(op.name)) continue;
+    OutputAccuracy oa;
+    oa.name = op.name;
+    oa.error = compare(fvals.at(op.name), qvals.at(op.name), 0);
+    for (const auto& [fname, qname] : op.branches) {
+      if (fvals.count(fname) && qvals.count(qname) && fvals.at(fname).shape() == qvals.at(qname).shape()) {
+        oa.branches.push_back({fname, compare(fvals.at(fname), qvals.at(qname), 0)});
+      }
+    }
+    rep.model_outputs.push_back(std::move(oa));
+  }
   if (rep.layers.empty()) {
     return invalid(quant_model + ": no QuantizeLinear -> DequantizeLinear pair matches a value of " + float_model +
                    " (is it a QDQ model of that float model?)");
@@ -238,6 +287,19 @@ std::string accuracy_json(const AccuracyReport& r) {
   auto err = [](const LayerError& e) {
     return nlohmann::json{{"cosine", e.cosine}, {"euclidean", e.euclidean}, {"max_abs", e.max_abs}, {"lsb", e.lsb}};
   };
+  j["model_outputs"] = nlohmann::json::array();
+  for (const OutputAccuracy& o : r.model_outputs) {
+    nlohmann::json e = err(o.error);
+    e.erase("lsb");
+    nlohmann::json b = nlohmann::json::array();
+    for (const auto& br : o.branches) {
+      nlohmann::json x = err(br.error);
+      x.erase("lsb");
+      x["name"] = br.name;
+      b.push_back(x);
+    }
+    j["model_outputs"].push_back({{"name", o.name}, {"entire", e}, {"branches", b}});
+  }
   j["layers"] = nlohmann::json::array();
   for (const LayerAccuracy& l : r.layers) {
     nlohmann::json e{{"name", l.name}, {"op", l.op}, {"scale", l.scale}, {"zero_point", l.zero_point}, {"entire", err(l.entire)}};

@@ -43,10 +43,25 @@ struct LayerAccuracy {
   bool has_single = false;
 };
 
+// A model output compared whole (entire mode), quantized or not, and - when it is a Concat,
+// directly or through layout-only ops - each of the Concat's inputs compared alone: one
+// number over a detector's boxes beside its class scores hides a collapsed branch
+// (Ultralytics' output0 under one scale: cosine 0.9999, every class score 0).
+struct OutputAccuracy {
+  std::string name;
+  LayerError error;
+  struct Branch {
+    std::string name;  // the float model's value concatenated
+    LayerError error;
+  };
+  std::vector<Branch> branches;
+};
+
 struct AccuracyReport {
   std::string float_model, quant_model;
-  std::vector<LayerAccuracy> layers;  // graph order
-  std::vector<std::string> outputs;   // the graph outputs among the layers
+  std::vector<LayerAccuracy> layers;          // graph order
+  std::vector<std::string> outputs;           // the graph outputs among the layers
+  std::vector<OutputAccuracy> model_outputs;  // every graph output, in graph order
 };
 
 LayerError compare(const Tensor& reference, const Tensor& quantized, double scale);

@@ -210,7 +210,10 @@ Result<EvalResult> evaluate_model(const std::string& model, const EvalOptions& o
       photos.emplace_back(i.id, std::move(p));
     }
   } else {
-    RKD_ASSIGN(const auto files, runtime::list_photos(opt.images));
+    std::vector<std::string> files = opt.photos;
+    if (files.empty()) {
+      RKD_ASSIGN(files, runtime::list_photos(opt.images));
+    }
     for (size_t i = 0; i < files.size(); ++i) {
       photos.emplace_back(static_cast<int64_t>(i) + 1, files[i]);
       r.ground_truth.images.push_back({static_cast<int64_t>(i) + 1, fs::path(files[i]).filename().string()});

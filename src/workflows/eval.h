@@ -54,12 +54,13 @@ Result<std::vector<quant::DetectionBox>> read_coco_results(const std::string& pa
 std::string coco_results_json(const std::vector<quant::DetectionBox>& detections);
 
 struct EvalOptions {
-  std::string images;            // folder of photos
-  std::string annotations;       // COCO annotation file, or
-  std::string reference;         // a reference model (run on the CPU in float)
-  std::string config;            // detector config of the evaluated model ("" = the model's defaults)
-  std::string reference_config;  // of the reference model ("" = config)
-  runtime::LoadOptions load;     // the evaluated model's back end
+  std::string images;               // folder of photos
+  std::vector<std::string> photos;  // or these photos (with a reference; ids 1..N in this order)
+  std::string annotations;          // COCO annotation file, or
+  std::string reference;            // a reference model (run on the CPU in float)
+  std::string config;               // detector config of the evaluated model ("" = the model's defaults)
+  std::string reference_config;     // of the reference model ("" = config)
+  runtime::LoadOptions load;        // the evaluated model's back end
   float score_threshold = 0.001f;
   // With a reference: its detections scoring in [threshold - margin, threshold) are ignored
   // ground truth (GroundTruthBox::ignore): a box the reference nearly reported is neither

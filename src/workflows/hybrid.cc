@@ -13,6 +13,10 @@ using namespace runtime;  // NOLINT: the layer below (executor, detector pre- an
 
 namespace {
 
+// The sensitivity of each layer is judged on at most this many of the photos, evenly spaced
+// (it costs one inference per layer and photo); the search judges on all of them.
+constexpr size_t kSensitivityPhotos = 24;
+
 // One quantized activation of the QDQ graph: the float value's name, its parameters, the node
 // computing it.
 struct Site {
@@ -111,22 +115,34 @@ Result<HybridReport> search_hybrid(const std::string& model_path, const Calibrat
       }
     }
   }
-  // (AP50, AP@[.5:.95]) of an executor's detections against the float model's.
-  auto agreement = [&](Executor& ex) -> Result<std::pair<double, double>> {
+  // (AP50, AP@[.5:.95]) of an executor's detections against the float model's, on the photos
+  // `which` lists.
+  std::vector<size_t> all(photos.size()), sample;
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  for (size_t k = 0; k < std::min(all.size(), kSensitivityPhotos); ++k) sample.push_back(k * all.size() / std::min(all.size(), kSensitivityPhotos));
+  auto agreement = [&](Executor& ex, const std::vector<size_t>& which) -> Result<std::pair<double, double>> {
     std::vector<quant::DetectionBox> dets;
     std::set<int64_t> cats = labels;
-    for (size_t i = 0; i < photos.size(); ++i) {
+    CocoDataset g;
+    std::set<int64_t> images;
+    for (size_t i : which) images.insert(static_cast<int64_t>(i) + 1);
+    for (const auto& im : gt.images) {
+      if (images.count(im.id)) g.images.push_back(im);
+    }
+    for (const auto& b : gt.boxes) {
+      if (images.count(b.image)) g.boxes.push_back(b);
+    }
+    for (size_t i : which) {
       RKD_ASSIGN(auto ds, detect_one(ex, photos[i], cfg));
       for (const Detection& d : ds) {
         dets.push_back(box_of(d, static_cast<int64_t>(i) + 1));
         cats.insert(d.label);
       }
     }
-    CocoDataset g = gt;
     g.categories.assign(cats.begin(), cats.end());
     const quant::CocoEvaluation e = evaluate_results(g, dets);
     // No ground truth at all (the float model finds nothing): agreement means finding nothing.
-    if (gt.boxes.empty()) return dets.empty() ? std::pair{1.0, 1.0} : std::pair{0.0, 0.0};
+    if (g.boxes.empty()) return dets.empty() ? std::pair{1.0, 1.0} : std::pair{0.0, 0.0};
     return std::pair{std::max(0.0, e.summary.ap50), std::max(0.0, e.summary.ap)};
   };
 
@@ -141,7 +157,7 @@ Result<HybridReport> search_hybrid(const std::string& model_path, const Calibrat
     RKD_TRY(optimize(*g, co));
     RKD_ASSIGN(auto ex, Executor::create(*g, eo));
     ++rep.evaluations;
-    RKD_ASSIGN(const auto a, agreement(*ex));
+    RKD_ASSIGN(const auto a, agreement(*ex, all));
     return a.first;
   };
 
@@ -165,7 +181,7 @@ Result<HybridReport> search_hybrid(const std::string& model_path, const Calibrat
     RKD_ASSIGN(auto ex, Executor::create(*fp, so));
     for (size_t k = 0; k < sites.size(); ++k) {
       current = &sites[k];
-      RKD_ASSIGN(alone[k], agreement(*ex));
+      RKD_ASSIGN(alone[k], agreement(*ex, sample));
       report_progress("auto-hybrid: sensitivity", static_cast<int64_t>(k) + 1, static_cast<int64_t>(sites.size()));
     }
   }

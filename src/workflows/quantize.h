@@ -70,7 +70,8 @@ Result<CalibrationSet> open_calibration(const CalibrationInput& in, const ir::Gr
 //    set must be a folder of photos either way; its detector config must decode detections):
 //    ground truth = the float model's detections at the config's threshold, the quantized
 //    model's taken above 0.001; COCO's AP50 (quant/detection_metrics.h).
-//  - Sensitivity of a layer: the AP50 (ties: the AP) when only its value is quantized (fake-quantized in the
+//  - Sensitivity of a layer: the AP50 (ties: the AP), on at most 24 of the photos evenly
+//    spaced, when only its value is quantized (fake-quantized in the
 //    float model with the parameters the QDQ graph gives it; ExecutorOptions::rewrite). Layers
 //    are the quantized activations computed by nodes that do work (not copies, not views).
 //  - Search: the k most sensitive layers' nodes in float (QdqOptions::keep_float), k = 0, 1,

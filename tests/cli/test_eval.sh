@@ -13,6 +13,7 @@
 #   architecture, random weights); NanoDet given that layout (rkdeploy export +
 #   scripts/models/yolo_layout.py) decodes as NanoDet and keeps >= 95 % of its float
 #   detections on the evaluation set;
+# - accuracy compares a concatenated output branch by branch, and detections given a config;
 # - quantize --auto-hybrid keeps the layers it lists in float and reaches the AP50 it reports,
 #   as eval measures it on the same photos;
 # - errors name the file and the entry, exit 2, and write nothing.
@@ -91,6 +92,15 @@ if [ -f "$yolo" ]; then
   int8_n="$("$rkd" run "$work/yolo.onnx" --backend int8 --image "$skimage/astronaut.png" --json | /usr/bin/python3 -c 'import json,sys; print(len(json.load(sys.stdin)["detections"]))')"
   echo "YOLO layout: $float_n float detections, $int8_n int8"
   [ "$int8_n" -gt 0 ] && [ "$((int8_n * 10))" -ge "$((float_n * 9))" ] || fail "YOLO layout int8 found $int8_n detections, float $float_n"
+  # accuracy compares output0 branch by branch: the boxes and the class probabilities.
+  "$rkd" accuracy "$yolo" "$work/yolo.onnx" --image "$skimage/astronaut.png" --json 2> /dev/null > "$work/yolo.acc.json"
+  /usr/bin/python3 -c '
+import json, sys
+o = json.load(open(sys.argv[1]))["model_outputs"]
+b = o[0]["branches"]
+print("YOLO layout accuracy: output0 cosine %.6f; branches %s" % (o[0]["entire"]["cosine"], ", ".join("%s %.6f" % (x["name"], x["cosine"]) for x in b)))
+assert o[0]["name"] == "output0" and len(b) == 2 and "Sigmoid" in b[1]["name"] and min(x["cosine"] for x in b) > 0.99, o' "$work/yolo.acc.json" \
+    || fails=$((fails + 1))
   "$rkd" quantize "$yolo" --calib "$dir/calib" -o "$work/kept.onnx" --keep-float Sigmoid --json 2> /dev/null > "$work/kept.json"
   grep -q '"kept_float": [1-9]' "$work/kept.json" || fail "--keep-float Sigmoid kept nothing"
 else
@@ -141,6 +151,16 @@ outs = {o for n in m.graph.node if n.name in {l["node"] for l in kept} for o in 
 assert len({l["node"] for l in kept} & {n.name for n in m.graph.node}) == len(kept), "kept nodes missing"
 assert not [n.name for n in m.graph.node if n.op_type == "QuantizeLinear" and n.input[0] in outs]
 PY
+# accuracy with a photo and a config compares detections too: BlazeFace's int8 model matches
+# grace_hopper's one face but ranks boxes the float model does not give above it.
+"$rkd" quantize "$models/blazeface.json" --calib "$dir/calib" --config "$bcfg" -o "$work/bf8.onnx" > /dev/null 2>&1
+"$rkd" accuracy "$models/blazeface.json" "$work/bf8.onnx" --image /usr/share/matplotlib/mpl-data/sample_data/grace_hopper.jpg --config "$bcfg" \
+  --json 2> /dev/null > "$work/bf8.acc.json"
+/usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))["detections"]
+print("blazeface int8 on grace_hopper: %d float detection(s), %d matched, AP50 %.3f" % (d["reference"], d["matched50"], d["AP50"]))
+assert d["reference"] == 1 and d["AP50"] < 0.5, d' "$work/bf8.acc.json" || fails=$((fails + 1))
 /usr/bin/python3 -c "import numpy as np; np.savez('$work/one.npz', input=np.zeros((1, 256, 256, 3), np.float32))"
 
 # Refusals: exit 2, the message names the file and the entry, nothing written.
