@@ -1,6 +1,10 @@
 // rkdeploy quantize MODEL --calib DIR|FILE.npz -o OUT.onnx: post-training quantization to an
 // ONNX QDQ model (src/workflows/quantize.h, src/quant/qdq.h, docs/quantization.md).
 #include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+#include <optional>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -10,6 +14,7 @@
 #include "frontends/onnx/onnx_export.h"
 #include "plan/plan.h"
 #include "runtime/model.h"
+#include "workflows/plan.h"
 #include "workflows/quantize.h"
 
 namespace rkd::cli {
@@ -29,6 +34,18 @@ struct QuantizeArgs {
   double auto_hybrid = 0;
   std::string hybrid_images;
 };
+
+// The plan of a QDQ graph as rkdeploy's back end runs it (variant as-run) on `t`, CPU terms
+// measured here on `inputs`: what keeping layers in float costs in boundaries and time.
+plan::VariantPlan plan_as_run(const std::string& model, const plan::Target& t, const workflows::Sample& inputs, int threads) {
+  workflows::PlanOptions po;
+  po.model = model;
+  po.inputs = inputs;
+  po.variants = {plan::Variant::as_run};
+  po.threads = threads;
+  auto plans = take(workflows::plan_model(po, t));
+  return plans.front();
+}
 
 void run_quantize(const QuantizeArgs& a) {
   if (a.per_tensor && a.per_channel) fail(invalid("--per-channel and --per-tensor exclude each other"));
@@ -64,6 +81,23 @@ void run_quantize(const QuantizeArgs& a) {
   check(onnx_frontend::export_onnx_file(*q.graph, out_tmp));
   check(out_tx.publish());
   const auto& r = q.report;
+  // With --auto-hybrid and a target: both choices planned (the all-int8 graph written to a
+  // temporary file for the planner, removed after).
+  std::optional<std::pair<plan::VariantPlan, plan::VariantPlan>> trade;
+  if (q.hybrid && opt.target && q.all_int8) {
+    std::string tmp = (std::filesystem::temp_directory_path() / "rkdeploy-all-int8-XXXXXX").string();
+    const int fd = ::mkstemp(tmp.data());
+    if (fd < 0) fail(io_error(tmp + ": cannot create a temporary file"));
+    ::close(fd);
+    const Status w = onnx_frontend::export_onnx_file(*q.all_int8, tmp);
+    const auto in = samples.sample(0);
+    if (w.ok() && in.ok()) {
+      auto all = plan_as_run(tmp, *opt.target, in.value(), a.threads);
+      trade.emplace(std::move(all), plan_as_run(a.output, *opt.target, in.value(), a.threads));
+    }
+    std::filesystem::remove(tmp);
+    check(w);
+  }
   for (const std::string& w : r.warnings) std::fprintf(stderr, "rkdeploy: warning: %s\n", w.c_str());
   if (a.json) {
     nlohmann::json j;
@@ -94,6 +128,12 @@ void run_quantize(const QuantizeArgs& a) {
       h["kept_float"] = nlohmann::json::array();
       for (const auto& l : q.hybrid->kept)
         h["kept_float"].push_back({{"node", l.node}, {"op", l.op}, {"ap50_alone", l.ap50_alone}, {"ap_alone", l.ap_alone}});
+      if (trade) {
+        h["planned"] = {{"target", opt.target->name},
+                        {"variant", "as-run"},
+                        {"all_int8", {{"k", trade->first.k}, {"ms", trade->first.terms.total()}}},
+                        {"hybrid", {{"k", trade->second.k}, {"ms", trade->second.terms.total()}}}};
+      }
       j["auto_hybrid"] = h;
     }
     j["kept_float"] = r.kept_float;
@@ -117,16 +157,17 @@ void run_quantize(const QuantizeArgs& a) {
     }
     std::printf("  %d node(s) in float: %s runs them on its CPU (%s)\n", n, a.target.c_str(), kinds.c_str());
   }
-  const int named = r.kept_float - [&] {
-    int n = 0;
-    for (const auto& [op, k] : q.cpu_placed) n += k;
-    return n;
-  }();
+  int named = r.kept_float - (q.hybrid ? static_cast<int>(q.hybrid->kept.size()) : 0);
+  for (const auto& [op, k] : q.cpu_placed) named -= k;
   if (named > 0) std::printf("  %d node(s) kept in float (--keep-float)\n", named);
   if (q.hybrid) {
     const auto& h = *q.hybrid;
     std::printf("  auto-hybrid: AP50 against float on %d photo(s): %.3f with every layer quantized, %.3f with %zu of %d layer(s) in float\n",
                 h.photos, h.ap50_all, h.ap50, h.kept.size(), h.layers);
+    if (trade) {
+      std::printf("  planned on %s as run (CPU terms measured here): every layer int8 k = %d, %.1f ms; with those in float k = %d, %.1f ms\n",
+                  opt.target->name.c_str(), trade->first.k, trade->first.terms.total(), trade->second.k, trade->second.terms.total());
+    }
     for (const auto& l : h.kept) {
       std::printf("    %-60s %-12s AP50 %.3f, AP %.3f when only it is quantized\n", l.node.c_str(), l.op.c_str(), l.ap50_alone, l.ap_alone);
     }

@@ -134,6 +134,8 @@ Result<QuantizedModel> quantize_model(const std::string& model_path, const Calib
   }
   if (opt.hybrid.min_ap50 > 0) {
     RKD_ASSIGN(HybridReport h, search_hybrid(model_path, calibration, q.ranges, qo, opt));
+    RKD_ASSIGN(q.all_int8, load_portable(model_path));
+    if (auto r = quant::insert_qdq(*q.all_int8, q.ranges, qo); !r.ok()) return r.error();
     for (const HybridLayer& l : h.kept) qo.keep_float.insert(l.node);
     q.hybrid = std::move(h);
   }

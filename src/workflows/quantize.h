@@ -111,6 +111,7 @@ struct QuantizedModel {
   // With a target: the nodes kept in float because it runs them on its CPU, by op type.
   std::map<std::string, int> cpu_placed;
   std::optional<HybridReport> hybrid;
+  std::unique_ptr<ir::Graph> all_int8;  // with hybrid: the same quantization without the hybrid layers in float
   std::map<std::string, quant::Range> ranges;
   int samples = 0;
 };

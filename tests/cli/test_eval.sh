@@ -145,6 +145,10 @@ assert h["ap50_all_quantized"] < 0.95 <= h["ap50"] and 0 < len(kept) < h["layers
 keys = [(l["ap50_alone"], l["ap_alone"]) for l in kept]
 assert keys == sorted(keys), keys
 assert abs(e["metrics"]["AP50"] - h["ap50"]) < 1e-9, (e["metrics"]["AP50"], h["ap50"])
+# What the choice costs, planned as run on the target: the float layers only add CPU time.
+p = h["planned"]
+print("planned on %s: all int8 k = %d, %.1f ms; hybrid k = %d, %.1f ms" % (p["target"], p["all_int8"]["k"], p["all_int8"]["ms"], p["hybrid"]["k"], p["hybrid"]["ms"]))
+assert p["target"] == "rk3588-rkdeploy" and p["all_int8"]["ms"] > 0 and p["hybrid"]["k"] >= 1, p
 # Every kept node computes in float: no QuantizeLinear reads what it writes.
 m = onnx.load(sys.argv[3])
 outs = {o for n in m.graph.node if n.name in {l["node"] for l in kept} for o in n.output}
