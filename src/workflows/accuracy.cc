@@ -38,10 +38,31 @@ LayerError compare(const Tensor& ref0, const Tensor& q0, double scale) {
   return e;
 }
 
-namespace {
-
 using ir::Node;
 using ir::Value;
+
+std::vector<QdqSite> qdq_sites(ir::Graph& qdq) {
+  std::vector<QdqSite> sites;
+  for (const auto& np : qdq.nodes()) {
+    Node* q = np.get();
+    if (q->op_type != "QuantizeLinear" || !q->domain.empty() || q->inputs.size() < 3 || !q->inputs[1] || !q->inputs[1]->constant || !q->inputs[2] ||
+        !q->inputs[2]->constant || q->inputs[1]->constant->numel() != 1) {
+      continue;
+    }
+    Value* dq = nullptr;
+    for (Node* c : q->outputs[0]->consumers) {
+      if (c->op_type == "DequantizeLinear") dq = c->outputs[0];
+    }
+    if (!dq) continue;
+    std::string name = q->inputs[0]->name;
+    if (name.size() > 6 && name.compare(name.size() - 6, 6, "/float") == 0) name.resize(name.size() - 6);
+    sites.push_back({q, dq, name, q->inputs[1]->constant->get_as_double(0), static_cast<int64_t>(q->inputs[2]->constant->get_as_double(0)),
+                     q->inputs[2]->constant->dtype()});
+  }
+  return sites;
+}
+
+namespace {
 
 // QuantizeLinear then DequantizeLinear of x with a per-tensor scale and zero point.
 Tensor fake_quant(const Tensor& x0, double scale, int64_t zp, DType qtype) {
@@ -55,15 +76,6 @@ Tensor fake_quant(const Tensor& x0, double scale, int64_t zp, DType qtype) {
   }
   return out;
 }
-
-struct QdqSite {
-  Node* quantize = nullptr;  // QuantizeLinear(X)
-  Value* dq = nullptr;       // its DequantizeLinear's output
-  std::string name;          // float model's name of X
-  double scale = 0;
-  int64_t zp = 0;
-  DType qtype = DType::i8;
-};
 
 }  // namespace
 
@@ -80,29 +92,7 @@ Result<AccuracyReport> analyze_accuracy(const std::string& float_model, const st
   RKD_TRY(check_graph_inputs(*qg, inputs));
 
   // The quantized activations, in graph order.
-  std::vector<QdqSite> sites;
-  for (const auto& np : qg->nodes()) {
-    Node* q = np.get();
-    if (q->op_type != "QuantizeLinear" || !q->domain.empty() || q->inputs.size() < 3 || !q->inputs[1]->constant || !q->inputs[2] ||
-        !q->inputs[2]->constant || q->inputs[1]->constant->numel() != 1) {
-      continue;
-    }
-    Value* y = q->outputs[0];
-    Value* dq = nullptr;
-    for (Node* c : y->consumers) {
-      if (c->op_type == "DequantizeLinear") dq = c->outputs[0];
-    }
-    if (!dq) continue;
-    std::string name = q->inputs[0]->name;
-    if (name.size() > 6 && name.compare(name.size() - 6, 6, "/float") == 0) name.resize(name.size() - 6);
-    QdqSite s{q,
-              dq,
-              name,
-              q->inputs[1]->constant->get_as_double(0),
-              static_cast<int64_t>(q->inputs[2]->constant->get_as_double(0)),
-              q->inputs[2]->constant->dtype()};
-    sites.push_back(s);
-  }
+  std::vector<QdqSite> sites = qdq_sites(*qg);
   // Float values read: each site's value and its producer's inputs (by the float model's names).
   std::set<std::string> float_needed, quant_needed;
   for (const QdqSite& s : sites) {

@@ -27,6 +27,7 @@
 
 #include "core/result.h"
 #include "core/tensor.h"
+#include "ir/ir.h"
 
 namespace rkd::workflows {
 
@@ -65,6 +66,20 @@ struct AccuracyReport {
 };
 
 LayerError compare(const Tensor& reference, const Tensor& quantized, double scale);
+
+// A quantized activation of a QDQ graph: QuantizeLinear(X) with a per-tensor scale and zero
+// point read back by a DequantizeLinear; `name` is X's name in the float model (the QDQ
+// graph renames a graph output's float value X/float, quant/qdq.h).
+struct QdqSite {
+  ir::Node* quantize = nullptr;
+  ir::Value* dq = nullptr;  // the DequantizeLinear's output
+  std::string name;
+  double scale = 0;
+  int64_t zp = 0;
+  DType qtype = DType::i8;
+};
+// Every such site, in graph order.
+std::vector<QdqSite> qdq_sites(ir::Graph& qdq);
 
 Result<AccuracyReport> analyze_accuracy(const std::string& float_model, const std::string& quant_model, const std::map<std::string, Tensor>& inputs,
                                         int threads);

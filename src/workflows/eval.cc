@@ -185,6 +185,8 @@ Result<std::vector<runtime::Detection>> detect(Detector& d, const runtime::Image
   return dets;
 }
 
+}  // namespace
+
 quant::DetectionBox to_box(const runtime::Detection& d, int64_t image, int64_t category) {
   quant::DetectionBox b;
   b.image = image;
@@ -196,8 +198,6 @@ quant::DetectionBox to_box(const runtime::Detection& d, int64_t image, int64_t c
   b.score = d.score;
   return b;
 }
-
-}  // namespace
 
 Result<EvalResult> evaluate_model(const std::string& model, const EvalOptions& opt) {
   if (opt.annotations.empty() == opt.reference.empty()) return invalid("eval: give either --annotations or --reference");

@@ -31,6 +31,7 @@
 
 #include "core/result.h"
 #include "quant/detection_metrics.h"
+#include "runtime/detect.h"
 #include "runtime/model.h"
 
 namespace rkd::workflows {
@@ -79,6 +80,8 @@ struct EvalResult {
 };
 
 Result<EvalResult> evaluate_model(const std::string& model, const EvalOptions& opt);
+// A detection as a COCO box [x, y, w, h] of `image` and `category`.
+quant::DetectionBox to_box(const runtime::Detection& d, int64_t image, int64_t category);
 // The metrics of detections given in COCO's results format against an annotation file.
 quant::CocoEvaluation evaluate_results(const CocoDataset& gt, const std::vector<quant::DetectionBox>& detections);
 

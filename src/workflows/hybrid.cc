@@ -4,6 +4,7 @@
 
 #include "core/progress.h"
 #include "runtime/executor.h"
+#include "workflows/accuracy.h"
 #include "workflows/eval.h"
 #include "workflows/quantize.h"
 
@@ -24,7 +25,7 @@ struct Site {
   quant::QParams params;
 };
 
-std::vector<Site> quantized_sites(const ir::Graph& qdq, const ir::Graph& fp) {
+std::vector<Site> quantized_sites(ir::Graph& qdq, const ir::Graph& fp) {
   std::map<std::string, const ir::Node*> producer;
   for (const auto& n : fp.nodes()) {
     for (const ir::Value* v : n->outputs) {
@@ -33,22 +34,15 @@ std::vector<Site> quantized_sites(const ir::Graph& qdq, const ir::Graph& fp) {
   }
   std::vector<Site> out;
   std::set<std::string> seen;
-  for (const auto& n : qdq.nodes()) {
-    if (n->op_type != "QuantizeLinear" || !n->domain.empty() || n->inputs.size() < 3 || !n->inputs[1] || !n->inputs[1]->constant || !n->inputs[2] ||
-        !n->inputs[2]->constant || n->inputs[1]->constant->numel() != 1 || n->inputs[0]->constant) {
-      continue;
-    }
-    std::string name = n->inputs[0]->name;
-    if (name.size() > 6 && name.compare(name.size() - 6, 6, "/float") == 0) name.resize(name.size() - 6);
-    auto it = producer.find(name);
-    if (it == producer.end() || !seen.insert(name).second) continue;
+  for (const QdqSite& q : qdq_sites(qdq)) {
+    auto it = producer.find(q.name);
+    if (q.quantize->inputs[0]->constant || it == producer.end() || !seen.insert(q.name).second) continue;
     const ir::Node& p = *it->second;
     if (ir::op_has(p, ir::kSameScale) || ir::op_has(p, ir::kLayoutOnly) || p.op_type == "Concat") continue;  // copies follow their input
-    Site s{name, p.name, p.op_type, {}};
-    s.params.scale = static_cast<float>(n->inputs[1]->constant->get_as_double(0));
-    const bool u8 = n->inputs[2]->constant->dtype() == DType::u8;
+    Site s{q.name, p.name, p.op_type, {}};
+    s.params.scale = static_cast<float>(q.scale);
     // The uint8 grid is the int8 grid shifted by 128 (quant/qdq.h).
-    s.params.zero_point = static_cast<int32_t>(n->inputs[2]->constant->get_as_double(0)) - (u8 ? 128 : 0);
+    s.params.zero_point = static_cast<int32_t>(q.zp) - (q.qtype == DType::u8 ? 128 : 0);
     out.push_back(std::move(s));
   }
   return out;
@@ -63,10 +57,6 @@ struct Photo {
 Result<std::vector<Detection>> detect_one(Executor& ex, const Photo& p, const DetectorConfig& cfg) {
   RKD_ASSIGN(auto out, ex.run(p.prep.inputs));
   return postprocess(out, cfg, p.prep, p.image);
-}
-
-quant::DetectionBox box_of(const Detection& d, int64_t image) {
-  return {image, d.label, d.x0, d.y0, std::max(0.f, d.x1 - d.x0), std::max(0.f, d.y1 - d.y0), d.score};
 }
 
 }  // namespace
@@ -109,7 +99,7 @@ Result<HybridReport> search_hybrid(const std::string& model_path, const Calibrat
       RKD_ASSIGN(auto dets, detect_one(*ex, photos[i], ref_cfg));
       gt.images.push_back({static_cast<int64_t>(i) + 1, ""});
       for (const Detection& d : dets) {
-        const quant::DetectionBox b = box_of(d, static_cast<int64_t>(i) + 1);
+        const quant::DetectionBox b = to_box(d, static_cast<int64_t>(i) + 1, d.label);
         gt.boxes.push_back({b.image, b.category, b.x, b.y, b.w, b.h, b.w * b.h, false, false});
         labels.insert(d.label);
       }
@@ -135,7 +125,7 @@ Result<HybridReport> search_hybrid(const std::string& model_path, const Calibrat
     for (size_t i : which) {
       RKD_ASSIGN(auto ds, detect_one(ex, photos[i], cfg));
       for (const Detection& d : ds) {
-        dets.push_back(box_of(d, static_cast<int64_t>(i) + 1));
+        dets.push_back(to_box(d, static_cast<int64_t>(i) + 1, d.label));
         cats.insert(d.label);
       }
     }
