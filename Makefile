@@ -126,6 +126,7 @@ models: build
 	bash scripts/setup.sh --bench
 	/usr/bin/python3 scripts/models/make_models.py $(BUILD)/models
 	/usr/bin/python3 scripts/models/make_models.py $(BUILD)/models --scale tiny
+	/usr/bin/python3 scripts/models/make_models.py $(BUILD)/models --models zoo
 	@[ -d bench/peers/node_modules/onnxruntime-node ] || (cd bench/peers && npm install --ignore-scripts --no-audit --no-fund)
 	node scripts/models/check_with_ort.js $(BUILD)/models
 	/usr/bin/python3 scripts/models/make_qlinear_model.py $(BUILD)/models

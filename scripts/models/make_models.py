@@ -3,13 +3,16 @@
 ONNX the way DEIMv2's and Ultralytics' exporters do, and writes PyTorch's outputs for a
 fixed input as golden .npy files. Run with Debian's interpreter (python3-torch):
 
-  /usr/bin/python3 scripts/models/make_models.py OUT_DIR [--scale s|tiny] [--models deim,deim_discrete,yolo]
+  /usr/bin/python3 scripts/models/make_models.py OUT_DIR [--scale s|tiny] [--models deim,deim_discrete,yolo,zoo]
 
 Writes OUT_DIR/<model>.onnx, OUT_DIR/<model>.input_<name>.npy and
 OUT_DIR/<model>.output_<name>.npy. DEIM models: inputs `images` [N,3,S,S] float32 and
 `orig_target_sizes` [N,2] int64 ([w, h] of the original image); outputs `labels`,
 `boxes`, `scores`; opset 17; dynamic batch. The full-size files are large (tens of MB) and
-are not committed: CI generates them, tests use --scale tiny.
+are not committed: CI generates them, tests use --scale tiny. `zoo`: the vendor model zoo's
+latency-table detectors as its exports cut them (yolo_zoo.py), OUT_DIR/zoo_<name>.onnx at 640
+(the planner's calibration set, targets/measurements/rknn-model-zoo-2.3.2.json); --scale tiny
+exports them at 320.
 """
 import argparse
 import os
@@ -21,6 +24,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from deim_arch import DEIMArch  # noqa: E402
 from yolo_arch import YOLOv8Arch  # noqa: E402
+from yolo_zoo import zoo_models  # noqa: E402
 
 
 def fixed_image(size, seed=7):
@@ -73,6 +77,37 @@ def export_yolo(out, scale, name):
     print(f"{name}: {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M parameters, input {img}x{img}")
 
 
+def conv_macs(model, x):
+    """Multiply-accumulates of every convolution and matrix product of one forward pass."""
+    total = [0]
+
+    def conv(m, inp, out):
+        total[0] += out.numel() * (m.in_channels // m.groups) * m.kernel_size[0] * m.kernel_size[1]
+
+    hooks = [m.register_forward_hook(conv) for m in model.modules() if isinstance(m, torch.nn.Conv2d)]
+    with torch.no_grad():
+        model(x)
+    for h in hooks:
+        h.remove()
+    return total[0]
+
+
+def export_zoo(out, scale):
+    img = 640 if scale == "s" else 320
+    images = fixed_image(img)
+    for name, (make, outputs) in zoo_models().items():
+        torch.manual_seed(1)
+        model = make().eval()
+        with torch.no_grad():
+            y = model(images)
+        file = f"zoo_{name}" + ("" if scale == "s" else "_tiny")
+        torch.onnx.export(model, (images,), os.path.join(out, f"{file}.onnx"), opset_version=17, input_names=["images"],
+                          output_names=outputs, dynamic_axes={"images": {0: "N"}})
+        save(out, file, {"images": images}, dict(zip(outputs, y)))
+        print(f"{file}: {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M parameters, "
+              f"{conv_macs(model, images) / 1e9:.2f} G convolution MACs, input {img}x{img}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -92,6 +127,8 @@ def main():
             export_deim(a.out, a.scale, "discrete", "deimv2_s_arch_discrete" + suffix)
         elif m == "yolo":
             export_yolo(a.out, a.scale, "yolov8n_arch" + suffix)
+        elif m == "zoo":
+            export_zoo(a.out, a.scale)
         else:
             sys.exit(f"make_models.py: unknown model '{m}'")
 

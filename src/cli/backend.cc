@@ -10,6 +10,7 @@
 #include "quant/requant.h"
 #include "runtime/npu_conv.h"
 #include "runtime/npu_device.h"
+#include "runtime/npu_ops.h"
 
 namespace rkd::cli {
 
@@ -26,8 +27,11 @@ void add_backend_options(CLI::App* c, BackendArgs& a) {
                 "docs/device.md)")
       ->check(CLI::IsMember({"cpu", "int8", "sim", "device"}));
   c->add_option("--device", a.device, std::string("with --backend device: the rocket device node (default ") + npu::device::kDefaultDevice + ")");
-  c->add_option("--cores", a.cores, "with --backend device: NPU cores a convolution's tasks are split over, as separate jobs (1-3, default 3)")
-      ->check(CLI::Range(1, 3));
+  const int cores = static_cast<int>(npu::arch::kRk3588.cores);
+  c->add_option("--cores", a.cores,
+                "with --backend device: NPU cores a convolution's tasks are split over, as separate jobs (1-" + std::to_string(cores) + ", default " +
+                    std::to_string(cores) + ")")
+      ->check(CLI::Range(1, cores));
   c->add_option("--strategy", a.strategy, "with --backend sim or device: " + strategy_help());
   c->add_option("--sim", a.sim_knobs, "with --backend sim: simulator knob NAME=VALUE (rkdeploy help sim)");
   c->add_flag("--fuse-npu-add", a.fuse_npu_add,
@@ -47,14 +51,11 @@ void add_backend_options(CLI::App* c, BackendArgs& a) {
 void apply_backend(const BackendArgs& a, runtime::CompileOptions& c, runtime::ExecutorOptions& e) {
   const bool npu = on_npu(a);
   c.int8 = a.backend == "int8" || npu;
-  c.requant = a.requant;
+  // Names parsed once here, into the typed options the runtime reads.
+  if (!a.requant.empty()) c.requant = take(quant::parse_requant(a.requant));
   if (npu) {
-    // Checked once here: a typo is one error, not one per NPU node.
-    if (!a.strategy.empty()) (void)take(npu::lower::parse_strategy(a.strategy));
-    npu::sim::Quirks q;
-    for (const std::string& k : a.sim_knobs) check(npu::sim::set_knob(q, k));
-    c.npu_sim_strategy = strategy_of(a);
-    c.sim_knobs = a.sim_knobs;
+    c.npu_strategy = a.strategy.empty() ? npu::lower::kDefaultStrategy : take(npu::lower::parse_strategy(a.strategy));
+    for (const std::string& k : a.sim_knobs) check(npu::sim::set_knob(c.npu_quirks, k));
     c.npu_fuse_add = a.fuse_npu_add;
   } else if (!a.strategy.empty() || !a.sim_knobs.empty() || a.fuse_npu_add || a.npu_round_trips) {
     fail(invalid("--strategy, --sim, --fuse-npu-add and --npu-round-trips need --backend sim"));
@@ -66,7 +67,7 @@ void apply_backend(const BackendArgs& a, runtime::CompileOptions& c, runtime::Ex
     o.path = device_of(a);
     o.cores = a.cores;
     e.npu_device = take(runtime::NpuDevice::open(o));
-  } else if (!a.device.empty() || a.cores != 3) {
+  } else if (!a.device.empty() || a.cores != npu::arch::kRk3588.cores) {
     fail(invalid("--device and --cores need --backend device"));
   }
   e.npu_chaining = !a.npu_round_trips;
@@ -78,28 +79,18 @@ std::string backend_description(const BackendArgs& a) {
   return a.backend;
 }
 
-void report_npu(const BackendArgs& a, const runtime::FusionReport& f, const runtime::Executor& e) {
+void report_npu(const BackendArgs& a, const runtime::LoadedModel& m) {
+  const runtime::FusionReport& f = m.fusion;
   if (a.backend != "sim" && a.backend != "device") return;
   const std::string where =
       a.backend == "sim" ? "the RK3588 simulator" : "the NPU device " + device_of(a) + " (" + std::to_string(a.cores) + " core(s))";
-  std::fprintf(stderr,
-               "npu: %d convolution(s) on %s (strategy %s, %d with the following Add fused), %zu on the CPU; "
-               "%d Add(s) as DPU tasks, %zu on the CPU; %d Sub/Max/Min as DPU tasks, %zu on the CPU; %d Mul(s) as DPU tasks, %zu on the CPU; %d "
-               "LeakyRelu(s) as DPU tasks (their tables differ "
-               "from the NPU's in at most %d "
-               "of 256 entries); %d other table(s) through the DPU's LUT, %zu on the CPU; %d Concat(s) as DPU copy tasks, %zu on the CPU; "
-               "%d Split(s) as DPU copy tasks, %zu on the CPU; %d MaxPool(s) as PPU tasks, %zu on the CPU; %d channel Pad(s) as DPU tasks, %zu on "
-               "the CPU; %d nearest x2 Resize(s) as NPU tasks (%d edge-padded for a bilinear one), %zu on the CPU; %d DepthToSpace(s) as DPU copy "
-               "tasks, %zu on the CPU\n",
-               f.npu_sim_convs, where.c_str(), strategy_of(a).c_str(), f.npu_fused_adds, f.npu_cpu_convs.size(), f.npu_sim_adds,
-               f.npu_cpu_adds.size(), f.npu_sim_alus, f.npu_cpu_alus.size(), f.npu_sim_muls, f.npu_cpu_muls.size(), f.npu_sim_leaky_relus,
-               f.npu_leaky_relu_table_differences, f.npu_sim_luts, f.npu_cpu_luts.size(), f.npu_sim_concats, f.npu_cpu_concats.size(),
-               f.npu_sim_splits, f.npu_cpu_splits.size(), f.npu_sim_pools, f.npu_cpu_pools.size(), f.npu_sim_pads, f.npu_cpu_pads.size(),
-               f.npu_sim_resizes, f.npu_sim_edge_resizes, f.npu_cpu_resizes.size(), f.npu_sim_depth_to_spaces, f.npu_cpu_depth_to_spaces.size());
-  for (const auto* list : f.npu_cpu_lists()) {
-    for (const auto& r : *list) std::fprintf(stderr, "  on the CPU: %s\n", r.c_str());
+  std::fprintf(stderr, "%s\n", runtime::npu_placement_text(f, where, strategy_of(a)).c_str());
+  for (const runtime::NpuOpFamily& family : runtime::npu_op_families()) {
+    if (auto it = f.npu.find(family.name); it != f.npu.end())
+      for (const auto& r : it->second.on_cpu) std::fprintf(stderr, "  on the CPU: %s\n", r.c_str());
   }
-  if (const runtime::NpuSession* s = e.npu_session()) {
+  std::fprintf(stderr, "npu schedule: k = %d switch(es) between the CPU and the NPU in execution order\n", runtime::npu_device_switches(*m.graph));
+  if (const runtime::NpuSession* s = m.executor->npu_session()) {
     std::fprintf(stderr, "npu device memory: %s\n", runtime::npu_chaining_text(runtime::npu_chaining(*s)).c_str());
   }
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "npu/arch/arch.h"
 #include "runtime/executor.h"
 #include "runtime/model.h"
 
@@ -19,7 +20,7 @@ struct BackendArgs {
   std::string strategy;
   std::vector<std::string> sim_knobs;
   std::string device;  // default: npu::device::kDefaultDevice
-  int cores = 3;
+  int cores = static_cast<int>(npu::arch::kRk3588.cores);
   bool fuse_npu_add = false;
   bool npu_round_trips = false;
 };
@@ -30,8 +31,9 @@ void add_backend_options(CLI::App* c, BackendArgs& a);
 // The options' meaning as compile and executor options (opens the device for --backend
 // device); a usage error when an NPU option is given without its back end.
 void apply_backend(const BackendArgs& a, runtime::CompileOptions& c, runtime::ExecutorOptions& e);
-// With sim or device: what the NPU took and what stayed on the CPU, to stderr.
-void report_npu(const BackendArgs& a, const runtime::FusionReport& f, const runtime::Executor& e);
+// With sim or device: what the NPU took and what stayed on the CPU, the switches between them
+// in execution order, the device memory's traffic; to stderr.
+void report_npu(const BackendArgs& a, const runtime::LoadedModel& m);
 // "cpu", "int8", "sim (strategy sorted-bs-multiplier)", "device /dev/accel/accel0 (3 cores)".
 std::string backend_description(const BackendArgs& a);
 

@@ -9,7 +9,6 @@
 #include "runtime/detect.h"
 #include "runtime/model.h"
 #include "workflows/analyze.h"
-#include "workflows/compile.h"
 #include "quant/requant.h"
 
 namespace rkd::cli {
@@ -81,40 +80,6 @@ void add_analyze_command(CLI::App& app) {
       if (!t.error.empty()) failed += (failed.empty() ? "" : ", ") + t.strategy;
     }
     if (!failed.empty()) fail(unsupported("analyze: strategy " + failed + " could not lower every convolution (the report says where)"));
-  });
-}
-
-void add_compile_command(CLI::App& app) {
-  struct Args {
-    std::string model, target = "rk3588", strategy, out;
-    bool force = false, mainline = false;
-    int cores = 3;
-  };
-  auto a = std::make_shared<Args>();
-  CLI::App* c = app.add_subcommand("compile",
-                                   "Lower a quantized model's int8 convolutions for the RK3588 NPU and write the register commands, "
-                                   "buffers and manifest.json: rkdeploy compile QUANT_MODEL -o DIR (docs/npu.md)");
-  c->add_option("model", a->model, "quantized model (ONNX QDQ/QOperator or int8 TFLite)")->required();
-  c->add_option("--target", a->target, "the NPU (rk3588)")->check(CLI::IsMember({"rk3588"}));
-  c->add_option("--strategy", a->strategy, strategy_help());
-  c->add_option("-o,--output", a->out, "output folder: new or empty (published once complete; docs/cli.md)")->required();
-  c->add_flag("--force", a->force, "replace a previous compile output: only the files its manifest lists, and only if the folder holds nothing else");
-  c->add_option("--cores", a->cores, "NPU cores a convolution's tasks are split over as jobs (manifest \"jobs\"; 1-3, default 3)")
-      ->check(CLI::Range(1, 3));
-  c->add_flag("--mainline", a->mainline,
-              "the placement of run --backend device on a mainline rocket kernel: no PPU-only tasks (MaxPool on the CPU; docs/device.md)");
-  c->callback([a] {
-    const auto st = a->strategy.empty() ? npu::lower::kDefaultStrategy : take(npu::lower::parse_strategy(a->strategy));
-    OutputTransaction out_tx({a->model}, a->force);
-    const std::string dir = take(out_tx.folder(a->out, workflows::compile_output_files));
-    const auto s = take(workflows::compile_for_npu(a->model, st, dir, a->cores, a->mainline));
-    check(out_tx.publish());
-    std::printf("%s: %d convolution(s) and %d element-wise op(s) in %d task(s) for %s (%s), %d node(s) on the CPU, %d view(s)\n", a->out.c_str(),
-                s.convs_on_npu, s.eltwise_on_npu, s.tasks, a->target.c_str(), npu::lower::strategy_name(st), s.nodes_on_cpu, s.views);
-    for (const auto& r : s.cpu_convs) std::printf("  convolution on the CPU: %s\n", r.c_str());
-    std::printf("  %zu register-command words, %zu bytes of weights, %zu bytes of BS operands; manifest.json lists them\n", s.regcmd_words,
-                s.weight_bytes, s.operand_bytes);
-    std::printf("  device memory: %s\n", runtime::npu_chaining_text(s.chaining).c_str());
   });
 }
 

@@ -24,7 +24,7 @@ namespace rkd::cli {
 namespace {
 
 struct PlanArgs {
-  std::string model, target, targets_dir, calibrate, cpu_times, html, markdown, discrete_model, image, config;
+  std::string model, target, targets_dir, calibrate, cpu_times, html, markdown, discrete_model, image, config, models_dir;
   std::vector<std::string> variants{"all"}, inputs;
   bool json = false, supported_ops = false, allow_nonfinite = false;
   int runs = 3, warmup = 1, threads = 1, layers = 25;
@@ -36,8 +36,30 @@ void run_plan(const PlanArgs& a) {
     std::cout << plan::supported_ops_markdown(take(plan::load_targets(dir)));
     return;
   }
-  if (a.model.empty()) fail(invalid("plan: give a MODEL (or --supported-ops)"));
   if (a.target.empty()) fail(invalid("plan: give --target PROFILE (a name in " + dir + " or a .json path)"));
+  if (a.model.empty() && !a.calibrate.empty()) {
+    // A calibration set: every measurement names its model.
+    if (a.models_dir.empty()) fail(invalid("plan --calibrate FILE without a MODEL: give --models-dir DIR, where the set's models are"));
+    OutputTransaction out_tx({a.calibrate});
+    plan::PlanReport rep;
+    rep.target = take(plan::find_target(a.target, dir));
+    rep.model = a.calibrate;
+    workflows::CalibrationSetOptions co;
+    co.file = a.calibrate;
+    co.models_dir = a.models_dir;
+    co.threads = a.threads;
+    co.runs = a.runs;
+    co.warmup = a.warmup;
+    auto fit = workflows::calibrate_set(co, rep.target);
+    if (!fit.ok()) fail(fit.error().with_context(a.calibrate));
+    rep.fit = std::move(fit).value();
+    rep.host = workflows::environment();
+    check(out_tx.publish());
+    std::cout << (a.json ? plan::plan_json(rep) : plan::plan_text(rep));
+    return;
+  }
+  if (!a.models_dir.empty()) fail(invalid("--models-dir goes with --calibrate FILE and no MODEL (a calibration set)"));
+  if (a.model.empty()) fail(invalid("plan: give a MODEL (or --supported-ops, or --calibrate FILE with --models-dir)"));
   OutputTransaction out_tx(read_paths({a.model, a.discrete_model, a.calibrate, a.cpu_times, a.image, a.config}, a.inputs));
   const std::string html_tmp = a.html.empty() ? "" : take(out_tx.file(a.html));
   const std::string md_tmp = a.markdown.empty() ? "" : take(out_tx.file(a.markdown));
@@ -55,7 +77,7 @@ void run_plan(const PlanArgs& a) {
   po.threads = a.threads;
   for (const std::string& v : a.variants) {
     if (v == "all") {
-      po.variants = plan::all_variants();
+      po.variants = plan::default_variants(rep.target);
       break;
     }
     po.variants.push_back(take(plan::parse_variant(v)));
@@ -106,7 +128,7 @@ void run_bench(const BenchArgs& a) {
   o.backend = a.backend;
   o.image = a.image;
   o.config = a.config;
-  o.strategy = a.strategy;
+  if (!a.strategy.empty()) o.strategy = take(npu::lower::parse_strategy(a.strategy));
   o.inputs = a.inputs;
   o.warmup = a.warmup;
   o.runs = a.runs;
@@ -148,9 +170,14 @@ void add_plan_commands(CLI::App& app) {
   c->add_option("model", a->model, "the model: ONNX, TFLite or TensorFlow.js");
   c->add_option("--target", a->target, "profile name (targets/NAME.json) or a .json path");
   c->add_option("--targets", a->targets_dir, "profile folder (default: $RKDEPLOY_TARGETS or the source tree's targets/)");
-  c->add_option("--variant", a->variants, "all (every variant but as-lowered), or any of " + plan::variant_names());
+  c->add_option("--variant", a->variants,
+                "all (the default: on rkdeploy's own profile as-run first, then every other; elsewhere every variant but as-run), or any of " +
+                    plan::variant_names());
   c->add_option("--discrete-model", a->discrete_model, "the same model exported with discrete sampling (for --variant discrete)");
-  c->add_option("--calibrate", a->calibrate, "measured latencies (docs/planner.md): fit the profile's free parameters, predict the rest");
+  c->add_option("--calibrate", a->calibrate,
+                "measured latencies (docs/planner.md): fit the profile's free parameters, predict the rest; without a MODEL, a calibration "
+                "set whose every measurement names its model (--models-dir)");
+  c->add_option("--models-dir", a->models_dir, "with --calibrate and no MODEL: where the set's models and their saved inputs are");
   c->add_option("--cpu-times", a->cpu_times, "CPU node times measured on the board (docs/planner.md), replacing this host's x the CPU factor");
   c->add_option("--image", a->image, "a photo to measure the CPU parts on (preprocessed by the detector config)");
   c->add_option("--config", a->config, "detector config JSON (docs/detector-config.md)");

@@ -1,7 +1,6 @@
-// rkdeploy run MODEL --input NAME=FILE.npy ... --output-dir DIR: runs a model on the CPU
-// executor and writes DIR/<output name>.npy for every graph output.
+// rkdeploy run MODEL --input NAME=FILE.npy ... --output-dir DIR (every graph output as
+// DIR/<output name>.npy) or --image PHOTO (detections): workflows/run.h on the chosen back end.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -14,6 +13,7 @@
 #include "core/output.h"
 #include "runtime/detect.h"
 #include "runtime/model.h"
+#include "workflows/run.h"
 #include <nlohmann/json.hpp>
 
 namespace rkd::cli {
@@ -42,18 +42,13 @@ std::string file_safe(const std::string& name) {
   return s.empty() || s == "." || s == ".." ? "_" + s : s;
 }
 
-void run_on_image(const RunArgs& a, runtime::LoadOptions lo) {
+void run_on_image(const RunArgs& a, workflows::RunOptions o) {
   OutputTransaction out_tx({a.model, a.image, a.config});
   const std::string draw_tmp = a.draw.empty() ? "" : take(out_tx.file(a.draw));
-  const runtime::Image img = take(runtime::load_image(a.image));
-  runtime::LoadedModel m = take(runtime::load_model(a.model, lo));
-  report_npu(a.backend, m.fusion, *m.executor);
-  const runtime::DetectorConfig cfg = take(runtime::detector_config(*m.graph, a.config));
-  const runtime::Prepared prep = take(runtime::preprocess(img, cfg, runtime::takes_target_sizes(*m.graph)));
-  check(runtime::check_detector_inputs(prep.inputs));
-  auto outputs = take(m.executor->run(prep.inputs));
-  for (int i = 1; i < a.repeat; ++i) outputs = take(m.executor->run(prep.inputs));
-  const auto dets = take(runtime::postprocess(outputs, cfg, prep, img));
+  o.loaded = [&a](const runtime::LoadedModel& m) { report_npu(a.backend, m); };
+  const workflows::PhotoRun r = take(workflows::run_photo(a.model, a.image, a.config, o));
+  const auto& img = r.image;
+  const auto& dets = r.detections;
   const auto& names = runtime::coco_class_names();
   auto name_of = [&](int64_t l) {
     return a.classes == "coco" && l >= 0 && l < static_cast<int64_t>(names.size()) ? names[static_cast<size_t>(l)] : std::to_string(l);
@@ -63,8 +58,8 @@ void run_on_image(const RunArgs& a, runtime::LoadOptions lo) {
     j["command"] = "run";
     j["model"] = a.model;
     j["image"] = {{"path", a.image}, {"width", img.width}, {"height", img.height}};
-    j["output_kind"] = cfg.output;
-    j["score_threshold"] = cfg.score_threshold;
+    j["output_kind"] = r.config.output;
+    j["score_threshold"] = r.config.score_threshold;
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& d : dets) {
       arr.push_back({{"label", d.label}, {"class", name_of(d.label)}, {"score", d.score}, {"box_xyxy", {d.x0, d.y0, d.x1, d.y1}}});
@@ -73,7 +68,7 @@ void run_on_image(const RunArgs& a, runtime::LoadOptions lo) {
     std::cout << json_text(j);
   } else {
     std::printf("%s: %lldx%lld, %s output, %zu detection(s) with score >= %.2f\n", a.image.c_str(), static_cast<long long>(img.width),
-                static_cast<long long>(img.height), cfg.output.c_str(), dets.size(), cfg.score_threshold);
+                static_cast<long long>(img.height), r.config.output.c_str(), dets.size(), r.config.score_threshold);
     std::printf("  %-3s %-16s %6s  %8s %8s %8s %8s\n", "#", "class", "score", "x0", "y0", "x1", "y1");
     for (size_t i = 0; i < dets.size(); ++i) {
       const auto& d = dets[i];
@@ -89,16 +84,39 @@ void run_on_image(const RunArgs& a, runtime::LoadOptions lo) {
   }
 }
 
+void print_profile(const RunArgs& a, const runtime::Executor& e) {
+  std::map<std::string, std::pair<double, int>> by_op;
+  double total = 0;
+  for (const auto& nt : e.last_profile()) {
+    by_op[nt.op_type].first += nt.micros;
+    by_op[nt.op_type].second += 1;
+    total += nt.micros;
+  }
+  std::vector<std::pair<std::string, std::pair<double, int>>> rows(by_op.begin(), by_op.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.second.first > y.second.first; });
+  std::printf("\nprofile (last run, %zu nodes, %.2f ms)\n%-22s %6s %10s %7s\n", e.last_profile().size(), total / 1000.0, "op", "nodes", "ms",
+              "share");
+  for (size_t i = 0; i < rows.size() && static_cast<int>(i) < a.top; ++i) {
+    std::printf("%-22s %6d %10.3f %6.1f%%\n", rows[i].first.c_str(), rows[i].second.second, rows[i].second.first / 1000.0,
+                100.0 * rows[i].second.first / std::max(total, 1e-9));
+  }
+  const auto& p = e.memory_plan();
+  std::printf("memory plan: arena %.2f MB for %d values (%.2f MB without reuse), %d aliased views, outputs %.2f MB, constants %.2f MB\n",
+              static_cast<double>(p.arena_bytes) / 1e6, p.planned_values, static_cast<double>(p.intermediate_bytes) / 1e6, p.aliased_values,
+              static_cast<double>(p.output_bytes) / 1e6, static_cast<double>(p.constant_bytes) / 1e6);
+}
+
 void run_model(const RunArgs& a) {
+  workflows::RunOptions o;
+  o.load.compile.fuse = !a.no_fuse;
+  apply_backend(a.backend, o.load.compile, o.load.exec);
+  o.load.exec.threads = a.threads;
+  o.repeat = a.repeat;
+  o.allow_nonfinite = a.allow_nonfinite;
   if (!a.image.empty()) {
     if (!a.inputs.empty()) fail(invalid("--image and --input cannot be combined"));
     if (!a.output_dir.empty()) fail(invalid("--output-dir writes the graph outputs of an --input run; with --image use --json or --draw"));
-    runtime::LoadOptions lo;
-    lo.batch = 1;
-    lo.compile.fuse = !a.no_fuse;
-    apply_backend(a.backend, lo.compile, lo.exec);
-    lo.exec.threads = a.threads;
-    run_on_image(a, lo);
+    run_on_image(a, o);
     return;
   }
   if (!a.draw.empty() || !a.config.empty()) fail(invalid("--draw and --config need --image"));
@@ -114,76 +132,35 @@ void run_model(const RunArgs& a) {
     if (inputs.count(name)) fail(invalid("--input: '" + name + "' given twice"));
     inputs[name] = take(read_npy(path));
   }
-  check(runtime::check_detector_inputs(inputs));
-  if (!a.allow_nonfinite) check(runtime::check_finite_inputs(inputs));
-  int64_t batch = 0;
-  for (const auto& [name, t] : inputs) {
-    if (t.rank() > 0) {
-      batch = t.dim(0);
-      break;
-    }
-  }
-  runtime::LoadOptions lo;
-  lo.batch = batch;
-  lo.compile.fuse = !a.no_fuse;
-  apply_backend(a.backend, lo.compile, lo.exec);
-  lo.compile.dump_after.insert(a.dump_after.begin(), a.dump_after.end());
-  lo.compile.dump = [](const std::string& pass, const std::string& ir) { std::cerr << "=== IR after " << pass << " ===\n" << ir; };
-  lo.exec.threads = a.threads;
-  lo.exec.profile = a.profile;
-  lo.inputs = &inputs;
-  runtime::LoadedModel m = take(runtime::load_model(a.model, lo));
-  report_npu(a.backend, m.fusion, *m.executor);
+  o.load.compile.dump_after.insert(a.dump_after.begin(), a.dump_after.end());
+  o.load.compile.dump = [](const std::string& pass, const std::string& ir) { std::cerr << "=== IR after " << pass << " ===\n" << ir; };
+  o.load.exec.profile = a.profile;
   // Every output file is declared (and checked) before the inference.
   std::map<std::string, std::string> out_tmp;
-  if (!a.output_dir.empty()) {
-    for (const ir::Value* v : m.graph->outputs) {
-      out_tmp[v->name] = take(out_tx.file((std::filesystem::path(a.output_dir) / (file_safe(v->name) + ".npy")).string()));
+  o.loaded = [&](const runtime::LoadedModel& m) {
+    report_npu(a.backend, m);
+    if (!a.output_dir.empty()) {
+      for (const ir::Value* v : m.graph->outputs) {
+        out_tmp[v->name] = take(out_tx.file((std::filesystem::path(a.output_dir) / (file_safe(v->name) + ".npy")).string()));
+      }
     }
-  }
-  if (m.fusion.fused_sites > 0 || !m.fusion.not_fused.empty()) {
-    std::fprintf(stderr, "deform-attn-fusion: %d site(s) fused, %zu similar site(s) left unfused\n", m.fusion.fused_sites, m.fusion.not_fused.size());
-    for (const auto& r : m.fusion.not_fused) std::fprintf(stderr, "  not fused: %s\n", r.c_str());
-  }
-  auto outputs = take(m.executor->run(inputs));
-  // Repeats (warm caches for --profile and timing): the last run is the one reported; the
-  // first run is a warm-up and not timed.
-  std::vector<double> ms;
-  for (int i = 1; i < a.repeat; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    outputs = take(m.executor->run(inputs));
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  if (!ms.empty()) {
-    std::sort(ms.begin(), ms.end());
+    if (m.fusion.fused_sites > 0 || !m.fusion.not_fused.empty()) {
+      std::fprintf(stderr, "deform-attn-fusion: %d site(s) fused, %zu similar site(s) left unfused\n", m.fusion.fused_sites,
+                   m.fusion.not_fused.size());
+      for (const auto& r : m.fusion.not_fused) std::fprintf(stderr, "  not fused: %s\n", r.c_str());
+    }
+  };
+  const workflows::RunResult r = take(workflows::run_tensors(a.model, inputs, o));
+  // The first run is a warm-up and not timed.
+  if (const auto& ms = r.warm_ms; !ms.empty()) {
     std::fprintf(stderr, "timing: %zu warm runs, median %.3f ms, min %.3f ms, max %.3f ms\n", ms.size(), ms[ms.size() / 2], ms.front(), ms.back());
   }
-  for (const auto& [name, t] : outputs) {
+  for (const auto& [name, t] : r.outputs) {
     std::printf("%-24s %-8s %s\n", name.c_str(), dtype_name(t.dtype()), shape_to_string(t.shape()).c_str());
     if (!a.output_dir.empty()) check(write_npy(out_tmp.at(name), t));
   }
   check(out_tx.publish());
-  if (a.profile) {
-    std::map<std::string, std::pair<double, int>> by_op;
-    double total = 0;
-    for (const auto& nt : m.executor->last_profile()) {
-      by_op[nt.op_type].first += nt.micros;
-      by_op[nt.op_type].second += 1;
-      total += nt.micros;
-    }
-    std::vector<std::pair<std::string, std::pair<double, int>>> rows(by_op.begin(), by_op.end());
-    std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.second.first > y.second.first; });
-    std::printf("\nprofile (last run, %zu nodes, %.2f ms)\n%-22s %6s %10s %7s\n", m.executor->last_profile().size(), total / 1000.0, "op", "nodes",
-                "ms", "share");
-    for (size_t i = 0; i < rows.size() && static_cast<int>(i) < a.top; ++i) {
-      std::printf("%-22s %6d %10.3f %6.1f%%\n", rows[i].first.c_str(), rows[i].second.second, rows[i].second.first / 1000.0,
-                  100.0 * rows[i].second.first / std::max(total, 1e-9));
-    }
-    const auto& p = m.executor->memory_plan();
-    std::printf("memory plan: arena %.2f MB for %d values (%.2f MB without reuse), %d aliased views, outputs %.2f MB, constants %.2f MB\n",
-                static_cast<double>(p.arena_bytes) / 1e6, p.planned_values, static_cast<double>(p.intermediate_bytes) / 1e6, p.aliased_values,
-                static_cast<double>(p.output_bytes) / 1e6, static_cast<double>(p.constant_bytes) / 1e6);
-  }
+  if (a.profile) print_profile(a, *r.model.executor);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // The latency model (docs/planner.md): per-node times, boundaries, terms, calibration.
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -26,6 +28,59 @@ const std::vector<std::pair<std::string, double Terms::*>>& term_fields() {
   return f;
 }
 
+namespace {
+
+// A lowered node's milliseconds, split into the terms. A task takes the longer of its MACs on one
+// core's array (at the profile's utilization) and its DMA bytes at the DDR rate (the CNA reads
+// while the array computes); a job its tasks in turn plus one task_overhead_us (its submission,
+// register fetch, kick and completion interrupt); a stage's jobs run on cores_used cores (longest
+// first, each on the least loaded core); the stages in turn. The terms split the node's time in
+// the proportions of its tasks' compute-bound and traffic-bound parts.
+struct LoweredTime {
+  double compute = 0, traffic = 0, overhead = 0;
+};
+LoweredTime lowered_time(const NpuNodeCost& c, const Target& t) {
+  const double mac_rate = t.npu.macs_per_cycle * t.npu.clock_mhz * 1e6 * t.npu.utilization;  // one core, MAC/s
+  const double ddr = t.npu.ddr_gbps * 1e9, over = t.npu.task_overhead_us / 1e3;
+  std::vector<double> task_ms(c.tasks.size()), compute_ms(c.tasks.size());
+  for (size_t i = 0; i < c.tasks.size(); ++i) {
+    const double mac = c.tasks[i].padded_macs / mac_rate * 1e3, dma = (c.tasks[i].read_bytes + c.tasks[i].write_bytes) / ddr * 1e3;
+    task_ms[i] = std::max(mac, dma);
+    compute_ms[i] = mac >= dma ? task_ms[i] : 0;
+  }
+  std::map<int, std::vector<double>> stages;  // per stage: each job's time
+  double busy = 0, compute = 0, jobs = 0;
+  for (const NpuJob& j : c.jobs) {
+    double ms = over;
+    for (size_t i : j.tasks) {
+      if (i >= task_ms.size()) continue;
+      ms += task_ms[i];
+      busy += task_ms[i];
+      compute += compute_ms[i];
+    }
+    stages[j.stage].push_back(ms);
+    jobs += 1;
+  }
+  double total = 0;
+  const size_t cores = static_cast<size_t>(std::max(1, t.npu.cores_used));
+  for (auto& [stage, ms] : stages) {
+    std::sort(ms.begin(), ms.end(), std::greater<double>());
+    std::vector<double> load(std::min(cores, ms.size()), 0.0);
+    for (double m : ms) *std::min_element(load.begin(), load.end()) += m;
+    total += *std::max_element(load.begin(), load.end());
+  }
+  // The makespan in the proportions of the serial sums: overhead, compute-bound, traffic-bound.
+  const double serial = busy + jobs * over;
+  LoweredTime r;
+  if (serial <= 0) return r;
+  r.overhead = total * jobs * over / serial;
+  r.compute = total * compute / serial;
+  r.traffic = total - r.overhead - r.compute;
+  return r;
+}
+
+}  // namespace
+
 void price(VariantPlan& p, const Target& t) {
   p.terms = Terms{};
   const double mac_rate = t.npu.macs_per_cycle * t.npu.cores_used * t.npu.clock_mhz * 1e6 * t.npu.utilization;  // MAC/s
@@ -38,12 +93,20 @@ void price(VariantPlan& p, const Target& t) {
       if (n.zero_cost) continue;
       switch (s.device) {
         case Device::npu: {
+          if (n.lowered_tasks) {
+            const LoweredTime lt = lowered_time(*n.lowered_tasks, t);
+            p.terms.npu_compute += lt.compute;
+            p.terms.npu_traffic += lt.traffic;
+            p.terms.npu_overhead += lt.overhead;
+            n.ms = lt.compute + lt.traffic + lt.overhead;
+            break;
+          }
+          // The MAC array and the DMA overlap: the longer of the two, in its term.
           const double compute = n.macs / mac_rate * 1e3, traffic = (n.weight_bytes + n.feature_bytes) / ddr * 1e3,
                        over = t.npu.task_overhead_us / 1e3;
-          p.terms.npu_compute += compute;
-          p.terms.npu_traffic += traffic;
+          (compute >= traffic ? p.terms.npu_compute : p.terms.npu_traffic) += std::max(compute, traffic);
           p.terms.npu_overhead += over;
-          n.ms = compute + traffic + over;
+          n.ms = std::max(compute, traffic) + over;
           break;
         }
         case Device::cpu:
@@ -59,6 +122,18 @@ void price(VariantPlan& p, const Target& t) {
       s.ms += n.ms;
     }
   }
+  // The CPU term run by run.
+  p.cpu_runs = 0;
+  for (const PlannedNode& n : p.nodes)
+    if (n.device == Device::cpu && !n.zero_cost && n.board_ms < 0) p.cpu_runs = std::max(p.cpu_runs, static_cast<int>(n.host_runs.size()));
+  std::vector<double> per_run(static_cast<size_t>(p.cpu_runs), 0.0);
+  for (const PlannedNode& n : p.nodes) {
+    if (n.device != Device::cpu || n.zero_cost) continue;
+    for (size_t r = 0; r < per_run.size(); ++r)
+      per_run[r] += n.board_ms >= 0 ? n.board_ms : (r < n.host_runs.size() ? n.host_runs[r] : n.host_ms) * t.cpu.host_factor;
+  }
+  p.cpu_min_ms = per_run.empty() ? p.terms.cpu : *std::min_element(per_run.begin(), per_run.end());
+  p.cpu_max_ms = per_run.empty() ? p.terms.cpu : *std::max_element(per_run.begin(), per_run.end());
   for (size_t i = 1; i < p.segments.size(); ++i) {
     Segment& s = p.segments[i];
     const double mb = s.in_bytes / 1e6;
@@ -176,7 +251,8 @@ Result<std::vector<Measurement>> read_measurements(const std::string& path) {
     if (!e.is_object()) return invalid(where + ": must be an object");
     for (auto it = e.begin(); it != e.end(); ++it) {
       const std::string& k = it.key();
-      if (k != "target" && k != "variant" && k != "latency_ms" && k != "role" && k != "source") return invalid(where + "." + k + ": unknown field");
+      if (k != "target" && k != "variant" && k != "latency_ms" && k != "role" && k != "source" && k != "model")
+        return invalid(where + "." + k + ": unknown field");
     }
     Measurement m;
     if (!e.contains("target") || !e["target"].is_string()) return invalid(where + ".target: missing or not a string");
@@ -191,6 +267,7 @@ Result<std::vector<Measurement>> read_measurements(const std::string& path) {
     RKD_TRY(json_string(e, "role", m.role, where + ".role"));
     if (m.role != "fit" && m.role != "check") return invalid(where + ".role: '" + m.role + "' (fit or check)");
     RKD_TRY(json_string(e, "source", m.source, where + ".source"));
+    RKD_TRY(json_string(e, "model", m.model, where + ".model"));
     v.push_back(std::move(m));
   }
   return v;
@@ -206,12 +283,7 @@ std::pair<double, double> parameter_bounds(const std::string& name) {
 }  // namespace
 
 Result<FitResult> calibrate(Target& t, std::vector<VariantPlan>& plans, const std::vector<Measurement>& ms) {
-  FitResult fr;
-  struct Row {
-    VariantPlan* plan;
-    const Measurement* m;
-  };
-  std::vector<Row> fit, all;
+  std::vector<CalibrationRow> rows;
   for (const Measurement& m : ms) {
     if (m.target != t.name) continue;
     VariantPlan* p = nullptr;
@@ -221,11 +293,23 @@ Result<FitResult> calibrate(Target& t, std::vector<VariantPlan>& plans, const st
     if (!p)
       return invalid("--calibrate: a measurement of variant '" + m.variant + "' on " + t.name +
                      ", which this plan did not compute (add it to --variant)");
-    if (!p->executable)
-      return invalid("--calibrate: variant '" + m.variant + "' is measured at " + std::to_string(m.latency_ms) + " ms but not executable on " +
-                     t.name);
-    all.push_back({p, &m});
-    if (m.role == "fit") fit.push_back({p, &m});
+    rows.push_back({p, &m});
+  }
+  RKD_ASSIGN(FitResult fr, calibrate_rows(t, rows));
+  for (auto& vp : plans) price(vp, t);
+  return fr;
+}
+
+Result<FitResult> calibrate_rows(Target& t, const std::vector<CalibrationRow>& rows) {
+  FitResult fr;
+  using Row = CalibrationRow;
+  std::vector<Row> fit, all;
+  for (const Row& r : rows) {
+    if (!r.plan->executable)
+      return invalid("--calibrate: variant '" + r.m->variant + "'" + (r.m->model.empty() ? "" : " of " + r.m->model) + " is measured at " +
+                     std::to_string(r.m->latency_ms) + " ms but not executable on " + t.name);
+    all.push_back(r);
+    if (r.m->role == "fit") fit.push_back(r);
   }
   if (all.empty()) return invalid("--calibrate: no measurement for target " + t.name);
   const std::vector<std::string>& free = t.free_parameters;
@@ -276,12 +360,13 @@ Result<FitResult> calibrate(Target& t, std::vector<VariantPlan>& plans, const st
     }
   }
   objective();
-  for (auto& vp : plans) price(vp, t);
+  for (const Row& r : all) price(*r.plan, t);
   for (const auto& pname : free) {
     RKD_ASSIGN(fr.after[pname], get_parameter(t, pname));
   }
   for (size_t i = 0; i < all.size(); ++i) {
     FitResult::Row row;
+    row.model = all[i].m->model;
     row.variant = all[i].m->variant;
     row.role = all[i].m->role;
     row.source = all[i].m->source;

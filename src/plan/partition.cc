@@ -22,9 +22,6 @@ struct VariantInfo {
 const std::vector<VariantInfo>& variant_table() {
   static const std::vector<VariantInfo> t = {
       {Variant::as_is, "as-is", "the unmodified graph as the runtime places it", GraphForm::imported},
-      {Variant::as_lowered, "as-lowered",
-       "as-is, but what the runtime's own lowering does not emit yet (rules marked lowered: false) on the CPU: what runs today", GraphForm::imported,
-       false},
       {Variant::as_run, "as-run",
        "the int8 graph `run --backend sim` executes: what the runtime placed on the NPU there, everything else on its CPU kernels (QDQ models)",
        GraphForm::runtime, false},
@@ -78,17 +75,39 @@ double value_numel(const ir::Value* v) {
 }
 double value_bytes(const ir::Value* v) { return v && v->dtype ? value_numel(v) * static_cast<double>(dtype_size(*v->dtype)) : 0; }
 
+// The bytes that enter each segment from another device (each value read once per segment),
+// k, and the prices.
+VariantPlan finish_plan(const ir::Graph& g, const Target& t, std::map<const ir::Node*, size_t>& index, VariantPlan& p) {
+  // Bytes that enter each segment from another device (read once per segment).
+  {
+    size_t i = 0;
+    std::vector<std::set<const ir::Value*>> entering(p.segments.size());
+    for (const auto& np : g.nodes()) {
+      const int s = p.nodes[i++].segment;
+      for (const ir::Value* in : np->inputs) {
+        if (!in || !in->producer || !index.count(in->producer)) continue;
+        const size_t q = index[in->producer];
+        if (p.nodes[q].device != p.segments[static_cast<size_t>(s)].device) entering[static_cast<size_t>(s)].insert(in);
+      }
+    }
+    for (size_t s = 0; s < p.segments.size(); ++s) {
+      for (const ir::Value* v2 : entering[s]) p.segments[s].in_bytes += value_bytes(v2);
+    }
+  }
+  p.k = p.segments.empty() ? 0 : static_cast<int>(p.segments.size()) - 1;
+  price(p, t);
+  return std::move(p);
+}
+
 }  // namespace
 
-const std::vector<Variant>& all_variants() {
-  static const std::vector<Variant> v = [] {
-    std::vector<Variant> r;
-    for (const auto& i : variant_table()) {
-      if (i.in_all) r.push_back(i.v);
-    }
-    return r;
-  }();
-  return v;
+std::vector<Variant> default_variants(const Target& t) {
+  std::vector<Variant> r;
+  if (t.rkdeploy_lowering) r.push_back(Variant::as_run);
+  for (const auto& i : variant_table()) {
+    if (i.in_all) r.push_back(i.v);
+  }
+  return r;
 }
 const char* variant_name(Variant v) { return info(v).name; }
 const char* variant_description(Variant v) { return info(v).description; }
@@ -105,7 +124,8 @@ Result<Variant> parse_variant(const std::string& s) {
   return invalid("unknown variant '" + s + "' (" + variant_names() + ", all)");
 }
 
-Result<VariantPlan> plan_variant(const ir::Graph& g, const Target& t, Variant v, const std::map<std::string, double>& host_ms) {
+Result<VariantPlan> plan_variant(const ir::Graph& g, const Target& t, Variant v, const std::map<std::string, double>& host_ms,
+                                 const std::map<std::string, std::vector<double>>& host_runs, const RuntimePlacement& runtime) {
   VariantPlan p;
   p.variant = v;
   const bool custom_cpu = v == Variant::custom_op_cpu, custom_gpu = v == Variant::custom_op_gpu;
@@ -137,19 +157,24 @@ Result<VariantPlan> plan_variant(const ir::Graph& g, const Target& t, Variant v,
     pn.reason = pl.reason;
     pn.zero_cost = pl.zero_cost;
     pn.lowered = pl.lowered;
-    if (v == Variant::as_lowered && pn.device == Device::npu && !pn.zero_cost && !pn.lowered) {
+    // A rule marked lowered: false says what the hardware could run: never NPU time.
+    if (v != Variant::as_run && pn.device == Device::npu && !pn.zero_cost && !pn.lowered) {
+      ++unlowered[pn.op_type];
       pn.device = Device::cpu;
       pn.lowered = true;
       pn.reason = "not lowered by this runtime yet (" + pl.reason + ")";
     }
+    // As run: what the executor skips (a view of its input) costs nothing; every other node runs.
+    if (v == Variant::as_run) pn.zero_cost = ir::op_has(n, ir::kView);
     if (v == Variant::as_run && !pn.zero_cost) {
       pn.lowered = true;
       if (npu_placed_op(n)) {
         pn.device = Device::npu;
-        pn.reason = "placed on the NPU by the runtime (npu-sim-placement)";
+        pn.reason = "placed on the NPU by the runtime (npu-placement)";
       } else {
         pn.device = Device::cpu;
-        pn.reason = pl.device == Device::npu ? "left on the CPU by the runtime (the profile's rule: " + pl.reason + ")" : "rkdeploy's CPU kernels";
+        auto why = runtime.cpu_reasons.find(n.name);
+        pn.reason = why != runtime.cpu_reasons.end() ? "left on the CPU by the runtime's placement: " + why->second : "rkdeploy's CPU kernels";
       }
     }
     if (n.domain == "rkdeploy" && v != Variant::as_run) {
@@ -184,7 +209,6 @@ Result<VariantPlan> plan_variant(const ir::Graph& g, const Target& t, Variant v,
       p.executable = false;
       p.failures.push_back("node '" + n.name + "' (" + pn.op_type + "): " + pn.reason);
     }
-    if (pn.device == Device::npu && !pn.zero_cost && !pn.lowered) ++unlowered[pn.op_type];
     if (auto m = node_macs(n)) pn.macs = *m;
     // NPU traffic: every input and output once, at the profile's element size.
     for (const ir::Value* in : n.inputs) {
@@ -195,17 +219,38 @@ Result<VariantPlan> plan_variant(const ir::Graph& g, const Target& t, Variant v,
     }
     for (const ir::Value* o : n.outputs) pn.feature_bytes += value_numel(o) * t.npu.bytes_per_element;
     if (auto it = host_ms.find(n.name); it != host_ms.end()) pn.host_ms = it->second;
+    if (auto it = host_runs.find(n.name); it != host_runs.end()) pn.host_runs = it->second;
+    if (auto it = runtime.lowered.find(n.name); it != runtime.lowered.end() && pn.device == Device::npu) pn.lowered_tasks = it->second;
     index[&n] = p.nodes.size();
     p.nodes.push_back(std::move(pn));
   }
   for (const auto& [op, count] : unlowered) {
     p.notes.push_back(std::to_string(count) + " " + op +
-                      " node(s) on the NPU by the hardware's capability; rkdeploy's lowering does not emit them yet");
+                      " node(s) the hardware could run on the NPU, on the CPU: the lowering does not emit them yet");
   }
-  // The serial schedule: Kahn's algorithm, preferring the current device (views join the
-  // current segment as soon as they are ready), switching to the device of the earliest
-  // ready node only when the current one has nothing ready.
+  // The serial schedule. As run: the executor's, the graph's node order (views join the current
+  // segment). Otherwise: Kahn's algorithm, preferring the current device (views join the
+  // current segment as soon as they are ready), switching to the device of the earliest ready
+  // node only when the current one has nothing ready.
   const size_t N = p.nodes.size();
+  if (v == Variant::as_run) {
+    for (size_t i = 0; i < N; ++i) {
+      PlannedNode& pn = p.nodes[i];
+      if (p.segments.empty() || (!pn.zero_cost && p.segments.back().device != pn.device)) {
+        if (!p.segments.empty() &&
+            std::all_of(p.segments.back().nodes.begin(), p.segments.back().nodes.end(), [&](size_t j) { return p.nodes[j].zero_cost; })) {
+          p.segments.back().device = pn.device;  // a leading run of views
+        } else {
+          p.segments.push_back(Segment{});
+          p.segments.back().device = pn.device;
+        }
+      }
+      pn.segment = static_cast<int>(p.segments.size() - 1);
+      if (pn.zero_cost) pn.device = p.segments.back().device;
+      p.segments.back().nodes.push_back(i);
+    }
+    return finish_plan(g, t, index, p);
+  }
   std::vector<int> pending(N, 0);
   std::vector<std::vector<size_t>> readers(N);
   {
@@ -292,25 +337,7 @@ Result<VariantPlan> plan_variant(const ir::Graph& g, const Target& t, Variant v,
       }
     }
   }
-  // Bytes that enter each segment from another device (read once per segment).
-  {
-    size_t i = 0;
-    std::vector<std::set<const ir::Value*>> entering(p.segments.size());
-    for (const auto& np : g.nodes()) {
-      const int s = p.nodes[i++].segment;
-      for (const ir::Value* in : np->inputs) {
-        if (!in || !in->producer || !index.count(in->producer)) continue;
-        const size_t q = index[in->producer];
-        if (p.nodes[q].device != p.segments[static_cast<size_t>(s)].device) entering[static_cast<size_t>(s)].insert(in);
-      }
-    }
-    for (size_t s = 0; s < p.segments.size(); ++s) {
-      for (const ir::Value* v2 : entering[s]) p.segments[s].in_bytes += value_bytes(v2);
-    }
-  }
-  p.k = p.segments.empty() ? 0 : static_cast<int>(p.segments.size()) - 1;
-  price(p, t);
-  return p;
+  return finish_plan(g, t, index, p);
 }
 
 }  // namespace rkd::plan

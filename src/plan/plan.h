@@ -26,6 +26,7 @@
 
 #include "core/result.h"
 #include "ir/ir.h"
+#include "npu/lower/constraints.h"
 
 namespace rkd::plan {
 
@@ -64,7 +65,7 @@ struct OpRule {
   Device fallback = Device::cpu;  // where the op goes when a requirement fails
   std::string reason;             // why it is on `device` (for `none`: how it fails)
   std::vector<Device> custom_op;  // devices on which a user-registered custom op can run it
-  bool lowered = true;            // false: the hardware can, this runtime's lowering does not yet
+  bool lowered = true;            // false: the hardware can, this runtime's lowering does not yet (never NPU time: the fallback device)
 };
 
 struct NpuCost {
@@ -105,6 +106,9 @@ struct Target {
   OpRule default_rule;
   std::vector<OpRule> ops;
   std::vector<std::string> free_parameters;  // what --calibrate may fit (parameter names below)
+  // The profile describes rkdeploy's own back end: the default variant is as-run, and the NPU
+  // time of the runtime's graph comes from its lowered tasks (NpuTaskCost).
+  bool rkdeploy_lowering = false;
 
   // The rules for an op type, in file order (empty: the default applies).
   std::vector<const OpRule*> rules_for(const std::string& op_type) const;
@@ -134,15 +138,32 @@ struct Placement {
 };
 Placement place(const Target& t, const ir::Node& n);
 
+// ---- NPU geometry (npu_geometry.cc) ----
+// A node as npu/lower/constraints.h reads it: the one translation from a graph node to the NPU's
+// geometry, read by the runtime's NPU operation table (its specs) and by the profile checks
+// npu_conv_geometry, npu_pool_geometry and npu_eltwise_geometry. Float nodes (a QDQ graph's
+// Conv, Add, ...) and their integer forms alike; an error says what is not a map.
+// Conv / QLinearConv / NpuConv: the window resolved (auto_pad), the four pads.
+Result<npu::lower::ConvGeometry> npu_conv_geometry(const ir::Node& n);
+// MaxPool (float or integer): window, output size, ceil_mode, the indices output.
+Result<npu::lower::PoolGeometry> npu_pool_geometry(const ir::Node& n);
+// Add / Sub / Max / Min / Mul or their QLinear / Npu forms (B input 3), or a unary op on one map:
+// A of the output's shape (a Mul's operands swapped where only B has it, as qdq-to-qlinear does),
+// B broadcast or not.
+Result<npu::lower::EltwiseGeometry> npu_binary_geometry(const ir::Node& n);
+// Concat / Split along the channels: the parts (a Concat's inputs, a Split's outputs).
+Result<npu::lower::EltwiseGeometry> npu_parts_geometry(const ir::Node& n);
+
 // docs/SUPPORTED_OPS.md: every op any profile names, per profile: device and conditions.
 std::string supported_ops_markdown(const std::vector<Target>& targets);
 
-enum class Variant { as_is, as_lowered, as_run, custom_op_cpu, custom_op_gpu, fused_fallback, decoder_on_cpu, discrete };
-// The variants `--variant all` plans: every one but as-lowered and as-run, which describe
-// rkdeploy's own back end (rk3588-rkdeploy) and are asked for by name. as-run plans the graph
-// `run --backend sim` executes (GraphForm::runtime): the operations the runtime placed on the
-// NPU (the op table's kOnNpu ops) there, every other one on the CPU.
-const std::vector<Variant>& all_variants();
+enum class Variant { as_is, as_run, custom_op_cpu, custom_op_gpu, fused_fallback, decoder_on_cpu, discrete };
+// The variants `--variant all` plans on t: on a profile of rkdeploy's own back end
+// (Target::rkdeploy_lowering) as-run first - the graph `run --backend sim` executes
+// (GraphForm::runtime): the operations the runtime placed on the NPU (the op table's kOnNpu ops)
+// there, every other one on the CPU - then every other variant; elsewhere every variant but
+// as-run (it plans rkdeploy's runtime).
+std::vector<Variant> default_variants(const Target& t);
 const char* variant_name(Variant v);
 // Every variant's name, comma-separated, in table order.
 std::string variant_names();
@@ -150,7 +171,7 @@ const char* variant_description(Variant v);
 Result<Variant> parse_variant(const std::string& s);
 // The graph form the variant plans: the model as imported, with the fused
 // deformable-attention op per decoder layer, the discrete-sampling export, or the int8 graph
-// as the runtime compiles it for the NPU simulator (qdq-to-qlinear, npu-sim-placement).
+// as the runtime compiles it for the NPU simulator (qdq-to-qlinear, npu-placement).
 enum class GraphForm { imported, fused, discrete, runtime };
 // The ops of a runtime-form graph that run on the NPU (ir::kOnNpu).
 bool npu_placed_op(const ir::Node& n);
@@ -164,13 +185,31 @@ struct Terms {
 };
 const std::vector<std::pair<std::string, double Terms::*>>& term_fields();
 
+// A node of the runtime's graph as its lowering's tasks (a profile with rkdeploy_lowering, the
+// as-run variant): each task's work from its register commands (npu::sim::chain_work) and the
+// jobs they form on a device (the device back end's: runtime::npu_node_jobs over the profile's
+// cores_used; stage 1 after every stage-0 job).
+struct NpuTaskCost {
+  double padded_macs = 0, read_bytes = 0, write_bytes = 0;
+};
+struct NpuJob {
+  int stage = 0;
+  std::vector<size_t> tasks;
+};
+struct NpuNodeCost {
+  std::vector<NpuTaskCost> tasks;
+  std::vector<NpuJob> jobs;
+};
+
 struct PlannedNode {
   std::string name, op_type;
   Device device = Device::cpu;
   std::string reason;
   bool zero_cost = false, lowered = true;
   double macs = 0, weight_bytes = 0, feature_bytes = 0;  // NPU estimate inputs
-  double host_ms = 0;                                    // measured on this host (CPU/GPU nodes)
+  std::optional<NpuNodeCost> lowered_tasks;              // its lowering's tasks: priced from them instead
+  double host_ms = 0;                                    // measured on this host (CPU/GPU nodes): the median of its runs
+  std::vector<double> host_runs;                         // its time in each measured run
   double board_ms = -1;                                  // >= 0: measured on the target's CPU (--cpu-times)
   double ms = 0;                                         // this node's predicted time on the target
   int segment = -1;
@@ -192,10 +231,23 @@ struct VariantPlan {
   std::vector<Segment> segments;
   int k = 0;
   Terms terms;
+  // The CPU term over the measured runs (each run's CPU nodes summed, at the profile's factor;
+  // board times where given): how much the host's load moves it. cpu_runs 0: not measured.
+  int cpu_runs = 0;
+  double cpu_min_ms = 0, cpu_max_ms = 0;
 };
 
-// host_ms: per node name, this host's measured CPU time (median of runs).
-Result<VariantPlan> plan_variant(const ir::Graph& g, const Target& t, Variant v, const std::map<std::string, double>& host_ms);
+// What the runtime decided for its own graph (GraphForm::runtime): per NPU node its lowering's
+// tasks and jobs (a profile with rkdeploy_lowering), per candidate it left on the CPU the
+// placement's reason (runtime/npu_ops.h).
+struct RuntimePlacement {
+  std::map<std::string, NpuNodeCost> lowered;
+  std::map<std::string, std::string> cpu_reasons;
+};
+// host_ms: per node name, this host's measured CPU time (median of runs); host_runs: the same
+// node's time in each run (every node once per run), for the CPU term's spread.
+Result<VariantPlan> plan_variant(const ir::Graph& g, const Target& t, Variant v, const std::map<std::string, double>& host_ms,
+                                 const std::map<std::string, std::vector<double>>& host_runs = {}, const RuntimePlacement& runtime = {});
 // Recomputes the times of a plan under (possibly re-calibrated) cost parameters.
 void price(VariantPlan& p, const Target& t);
 
@@ -218,12 +270,13 @@ std::optional<double> node_macs(const ir::Node& n);
 struct Measurement {
   std::string target, variant, source, role = "fit";
   double latency_ms = 0;
+  std::string model;  // optional: the model file (relative to --models-dir) of a calibration set
 };
 Result<std::vector<Measurement>> read_measurements(const std::string& path);
 struct FitResult {
   std::map<std::string, double> before, after;  // free parameters
   struct Row {
-    std::string variant, role, source;
+    std::string model, variant, role, source;
     double measured_ms = 0, predicted_before_ms = 0, predicted_ms = 0;
     double error_pct() const { return measured_ms > 0 ? 100.0 * (predicted_ms - measured_ms) / measured_ms : 0; }
   };
@@ -233,6 +286,13 @@ struct FitResult {
 // Fits t's free parameters (least squares over the "fit" rows of this target) and re-prices
 // `plans` in place.
 Result<FitResult> calibrate(Target& t, std::vector<VariantPlan>& plans, const std::vector<Measurement>& m);
+// The same over rows already matched (a calibration set: each measurement with the plan of its
+// own model); every plan re-priced.
+struct CalibrationRow {
+  VariantPlan* plan = nullptr;
+  const Measurement* m = nullptr;
+};
+Result<FitResult> calibrate_rows(Target& t, const std::vector<CalibrationRow>& rows);
 
 // ---- reports (report.cc) ----
 

@@ -81,6 +81,8 @@ std::string plan_json(const PlanReport& r) {
       for (const auto& [name, field] : term_fields()) terms[name] = p.terms.*field;
       v["terms_ms"] = terms;
       v["total_ms"] = p.terms.total();
+      // The CPU term over the host's runs: the median per node is the term, this its spread.
+      v["cpu_ms_runs"] = {{"runs", p.cpu_runs}, {"min", p.cpu_min_ms}, {"max", p.cpu_max_ms}};
       json segs = json::array();
       for (const auto& s : p.segments) {
         segs.push_back({{"device", device_name(s.device)},
@@ -92,6 +94,14 @@ std::string plan_json(const PlanReport& r) {
                         {"last", s.nodes.empty() ? "" : p.nodes[s.nodes.back()].name}});
       }
       v["segments"] = segs;
+      // The nodes that compute (views and zero-cost ops left out), per device.
+      json by_device = json::object();
+      for (const auto& n : p.nodes) {
+        if (n.zero_cost) continue;
+        const std::string d = device_name(n.device);
+        by_device[d] = by_device.value(d, 0) + 1;
+      }
+      v["nodes_by_device"] = by_device;
     }
     json fb = json::array();
     for (const auto& f : fallbacks(p))
@@ -112,7 +122,8 @@ std::string plan_json(const PlanReport& r) {
     c["after"] = r.fit->after;
     json rows = json::array();
     for (const auto& row : r.fit->rows) {
-      rows.push_back({{"variant", row.variant},
+      rows.push_back({{"model", row.model},
+                      {"variant", row.variant},
                       {"role", row.role},
                       {"source", row.source},
                       {"measured_ms", row.measured_ms},
@@ -133,9 +144,11 @@ std::string plan_text(const PlanReport& r) {
   o << "  latency model: serial critical path, terms in ms (docs/planner.md); CPU times measured on this host x "
     << fmt("%.3g", r.target.cpu.host_factor) << "\n\n";
   char line[512];
-  std::snprintf(line, sizeof line, "  %-16s %-10s %3s %9s %9s %9s %9s %9s %9s %9s\n", "variant", "status", "k", "total", "npu", "cpu", "gpu", "sync",
-                "layout", "copy");
-  o << line;
+  if (!r.plans.empty()) {
+    std::snprintf(line, sizeof line, "  %-16s %-10s %3s %9s %9s %9s %9s %9s %9s %9s\n", "variant", "status", "k", "total", "npu", "cpu", "gpu",
+                  "sync", "layout", "copy");
+    o << line;
+  }
   for (const auto& p : r.plans) {
     if (!p.executable) {
       std::snprintf(line, sizeof line, "  %-16s %-10s\n", variant_name(p.variant), p.planned ? "FAILS" : "skipped");
@@ -154,7 +167,12 @@ std::string plan_text(const PlanReport& r) {
     for (const auto& n : p.notes) o << "  note: " << n << "\n";
     if (!p.executable) continue;
     o << "  " << p.segments.size() << " segment(s), k = " << p.k << "; NPU " << fmt("%.1f", p.terms.npu_compute) << " compute + "
-      << fmt("%.1f", p.terms.npu_traffic) << " traffic + " << fmt("%.1f", p.terms.npu_overhead) << " overhead ms\n";
+      << fmt("%.1f", p.terms.npu_traffic) << " traffic + " << fmt("%.1f", p.terms.npu_overhead) << " overhead ms";
+    if (p.cpu_runs > 1) {
+      o << "; CPU " << fmt("%.1f", p.terms.cpu) << " ms (" << fmt("%.1f", p.cpu_min_ms) << " to " << fmt("%.1f", p.cpu_max_ms) << " over "
+        << p.cpu_runs << " host runs)";
+    }
+    o << "\n";
     for (const auto& f : fallbacks(p)) {
       std::snprintf(line, sizeof line, "  %4d x %-22s on %-4s %9.2f ms  ", f.count, f.op.c_str(), device_name(f.device), f.ms);
       o << line << f.reason << "\n";
@@ -164,10 +182,11 @@ std::string plan_text(const PlanReport& r) {
     o << "\ncalibration (" << r.target.name << "): ";
     for (const auto& [name, v] : r.fit->after) o << name << " " << fmt("%.4g", r.fit->before.at(name)) << " -> " << fmt("%.4g", v) << "  ";
     o << "\n";
-    std::snprintf(line, sizeof line, "  %-16s %-6s %11s %11s %11s %8s\n", "variant", "role", "measured", "before", "predicted", "error");
+    std::snprintf(line, sizeof line, "  %-32s %-6s %11s %11s %11s %8s\n", "variant", "role", "measured", "before", "predicted", "error");
     o << line;
     for (const auto& row : r.fit->rows) {
-      std::snprintf(line, sizeof line, "  %-16s %-6s %11.1f %11.1f %11.1f %+7.1f%%\n", row.variant.c_str(), row.role.c_str(), row.measured_ms,
+      const std::string what = row.model.empty() ? row.variant : row.model + " " + row.variant;
+      std::snprintf(line, sizeof line, "  %-32s %-6s %11.1f %11.1f %11.1f %+7.1f%%\n", what.c_str(), row.role.c_str(), row.measured_ms,
                     row.predicted_before_ms, row.predicted_ms, row.error_pct());
       o << line;
     }

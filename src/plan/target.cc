@@ -234,7 +234,7 @@ Result<Target> load_target(const std::string& path) {
   const Reader r{path};
   RKD_TRY(r.only_keys(j, "profile",
                       {"schema", "name", "soc", "runtime", "version", "summary", "sources", "npu", "cpu", "gpu", "boundary", "custom_op_devices",
-                       "zero_cost_ops", "default", "ops", "calibration"}));
+                       "zero_cost_ops", "default", "ops", "calibration", "rkdeploy_lowering"}));
   RKD_ASSIGN(std::string schema, r.str(j, "profile", "schema"));
   if (schema != "rkdeploy-target/1") return r.err("schema", "'" + schema + "' (this build reads rkdeploy-target/1)");
   Target t;
@@ -245,11 +245,18 @@ Result<Target> load_target(const std::string& path) {
   RKD_ASSIGN(t.version, r.str(j, "profile", "version"));
   RKD_ASSIGN(t.summary, r.str(j, "profile", "summary", std::string()));
   RKD_ASSIGN(t.sources, r.strings(j, "profile", "sources"));
+  if (j.contains("rkdeploy_lowering")) {
+    if (!j["rkdeploy_lowering"].is_boolean()) return r.err("rkdeploy_lowering", "must be true or false");
+    t.rkdeploy_lowering = j["rkdeploy_lowering"].get<bool>();
+  }
   if (!j.contains("npu")) return r.err("npu", "missing");
   const json& n = j["npu"];
   RKD_TRY(r.only_keys(n, "npu",
                       {"arch", "cores_used", "macs_per_cycle", "clock_mhz", "utilization", "task_overhead_us", "ddr_gbps", "bytes_per_element"}));
-  RKD_ASSIGN(double cores, r.num(n, "npu", "cores_used", 1, 64));
+  // With npu.arch: every core of the NPU unless the profile says fewer (the device back end
+  // splits a convolution's tasks over all of them by default).
+  const double arch_cores = n.contains("arch") ? static_cast<double>(npu::arch::kRk3588.cores) : 64;
+  RKD_ASSIGN(double cores, r.num(n, "npu", "cores_used", 1, arch_cores, n.contains("arch") ? std::optional<double>(arch_cores) : std::nullopt));
   t.npu.cores_used = static_cast<int>(cores);
   RKD_ASSIGN(t.npu.utilization, r.num(n, "npu", "utilization", 1e-4, 1));
   if (n.contains("arch")) {
@@ -429,76 +436,17 @@ std::string first_violation(const std::vector<npu::lower::Violation>& v) {
   return v.empty() ? "" : v[0].found + " (" + v[0].rule + ": " + v[0].reason + ")";
 }
 
-// A 2-D window's strides, dilations and pads (top, left, bottom, right; auto_pad resolved
-// against the H x W map and the kernel), or what is wrong with them.
-struct Window {
-  std::vector<int64_t> strides, dilations, pads;
-};
-Result<Window> window_of(const ir::Node& n, int64_t H, int64_t W, const std::vector<int64_t>& kernel) {
-  Window w;
-  w.strides = n.attr_ints("strides", {1, 1}).value_or(std::vector<int64_t>{});
-  w.dilations = n.attr_ints("dilations", {1, 1}).value_or(std::vector<int64_t>{});
-  w.pads = n.attr_ints("pads", {0, 0, 0, 0}).value_or(std::vector<int64_t>{});
-  if (kernel.size() != 2 || w.strides.size() != 2 || w.dilations.size() != 2 || w.pads.size() != 4)
-    return invalid("a kernel, strides, dilations or pads of another rank");
-  const std::string auto_pad = n.attr_string("auto_pad", "NOTSET").value_or("NOTSET");
-  if (!ir::resolve_auto_pad(auto_pad, ir::WindowGeometry{{H, W}, kernel, w.strides, w.dilations, {}, false}, w.pads).ok())
-    return invalid("auto_pad " + auto_pad);
-  return w;
-}
-
 // A Conv / QLinearConv's geometry as npu/lower/constraints.h reads it (types and quantization
 // are other checks: a float Conv of a QDQ graph is placed as the int8 convolution it becomes).
 std::string npu_conv_geometry_violation(const ir::Node& n) {
-  const bool q = n.op_type == "QLinearConv";
-  const auto xs = ir::static_shape(n.inputs.empty() ? nullptr : n.inputs[0]);
-  const auto ws = ir::static_shape(n.inputs.size() > (q ? 3u : 1u) ? n.inputs[q ? 3 : 1] : nullptr);
-  if (!xs || !ws || xs->size() != 4 || ws->size() != 4) return "not a 2-D convolution with static shapes";
-  npu::lower::ConvGeometry g;
-  g.batch = (*xs)[0];
-  g.C = (*xs)[1];
-  g.H = (*xs)[2];
-  g.W = (*xs)[3];
-  g.OC = (*ws)[0];
-  g.KH = (*ws)[2];
-  g.KW = (*ws)[3];
-  const auto w = window_of(n, g.H, g.W, {g.KH, g.KW});
-  if (!w.ok()) return w.error().message;
-  g.stride_h = w->strides[0];
-  g.stride_w = w->strides[1];
-  g.dilation_h = w->dilations[0];
-  g.dilation_w = w->dilations[1];
-  g.pad_top = w->pads[0];
-  g.pad_left = w->pads[1];
-  g.groups = n.attr_int("group", 1).value_or(1);
-  return first_violation(npu::lower::check_conv(g));
+  auto g = npu_conv_geometry(n);
+  return g.ok() ? first_violation(npu::lower::check_conv(*g)) : g.error().message;
 }
 
 // A MaxPool's window and map as npu/lower/constraints.h's pool rules read them.
 std::string npu_pool_geometry_violation(const ir::Node& n) {
-  const auto xs = ir::static_shape(n.inputs.empty() ? nullptr : n.inputs[0]);
-  if (!xs || xs->size() != 4) return "not a pooling of a static [N, C, H, W] map";
-  npu::lower::PoolGeometry g;
-  g.batch = (*xs)[0];
-  g.C = (*xs)[1];
-  g.H = (*xs)[2];
-  g.W = (*xs)[3];
-  const auto k = n.attr_ints("kernel_shape", {}).value_or(std::vector<int64_t>{});
-  const auto w = window_of(n, g.H, g.W, k);
-  if (!w.ok()) return w.error().message;
-  g.KH = k[0];
-  g.KW = k[1];
-  g.stride_h = w->strides[0];
-  g.stride_w = w->strides[1];
-  g.dilation_h = w->dilations[0];
-  g.dilation_w = w->dilations[1];
-  g.pad_top = w->pads[0];
-  g.pad_left = w->pads[1];
-  g.pad_bottom = w->pads[2];
-  g.pad_right = w->pads[3];
-  g.ceil_mode = n.attr_int("ceil_mode", 0).value_or(0) != 0;
-  g.indices = n.outputs.size() > 1 && n.outputs[1];
-  return first_violation(npu::lower::check_pool(g));
+  auto g = npu_pool_geometry(n);
+  return g.ok() ? first_violation(npu::lower::check_pool(*g)) : g.error().message;
 }
 
 // A static [N, C, H, W] shape as the element-wise rules read a map.
@@ -615,42 +563,8 @@ std::string npu_average_as_conv_violation(const ir::Node& n) {
 // An Add / Sub / Max / Min / Mul (or its rkdeploy.QLinear form) of two maps, or a channel Concat or Split of maps, as npu/lower/constraints.h's
 // element-wise rules read it.
 std::string npu_eltwise_geometry_violation(const ir::Node& n) {
-  if (n.op_type == "Concat" || n.op_type == "Split") {
-    // The parts: a Concat's inputs, a Split's outputs.
-    const bool concat = n.op_type == "Concat";
-    npu::lower::EltwiseGeometry g;
-    std::vector<int64_t> parts;
-    for (const ir::Value* in : concat ? n.inputs : n.outputs) {
-      const auto s = ir::static_shape(in);
-      if (!s || s->size() != 4) return concat ? "not a Concat of static [N, C, H, W] maps" : "not a Split into static [N, C, H, W] maps";
-      g.batch = (*s)[0];
-      g.H = (*s)[2];
-      g.W = (*s)[3];
-      g.C += (*s)[1];
-      parts.push_back((*s)[1]);
-    }
-    g.unaligned_part_offset = npu::lower::unaligned_part_offset(parts);
-    return first_violation(npu::lower::check_eltwise(g));
-  }
-  // QLinearAdd, QLinearSub, QLinearMax, QLinearMin, QLinearMul (com.microsoft's 8 inputs: B is input 3)
-  const bool q = n.domain == "rkdeploy" && n.op_type.rfind("QLinear", 0) == 0 && n.inputs.size() >= 8;
-  const bool mul = n.op_type == "Mul" || n.op_type == "QLinearMul";
-  auto as = ir::static_shape(n.inputs.empty() ? nullptr : n.inputs[0]);
-  // A unary operation (Sigmoid, Tanh, ... through the lookup table) has one operand.
-  const bool unary = n.inputs.size() == 1;
-  auto bs = unary ? as : ir::static_shape(n.inputs.size() > (q ? 3u : 1u) ? n.inputs[q ? 3 : 1] : nullptr);
-  // A Mul's map is either operand (the lowering reads the output-shaped one by MRDMA).
-  const auto ys = ir::static_shape(n.outputs.empty() ? nullptr : n.outputs[0]);
-  if (mul && as && bs && ys && *as != *ys && *bs == *ys) std::swap(as, bs);
-  if (!as || !bs || as->size() != 4) return "not an element-wise operation of static [N, C, H, W] maps";
-  npu::lower::EltwiseGeometry g;
-  g.batch = (*as)[0];
-  g.C = (*as)[1];
-  g.H = (*as)[2];
-  g.W = (*as)[3];
-  g.broadcast = *as != *bs;
-  g.per_channel_operand = npu::lower::per_channel_operand(*as, *bs);
-  return first_violation(npu::lower::check_eltwise(g));
+  auto g = n.op_type == "Concat" || n.op_type == "Split" ? npu_parts_geometry(n) : npu_binary_geometry(n);
+  return g.ok() ? first_violation(npu::lower::check_eltwise(*g)) : g.error().message;
 }
 
 // Empty when the constraint holds; else what was found.

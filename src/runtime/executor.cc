@@ -18,6 +18,7 @@
 #include "quant/qlinear.h"
 #include "runtime/npu_conv.h"
 #include "runtime/npu_device.h"
+#include "runtime/npu_ops.h"
 #include "runtime/op_registry.h"
 
 namespace rkd::runtime {
@@ -45,11 +46,8 @@ Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
           "back ends (--backend int8, sim, analyze, compile) need a quantized one (rkdeploy quantize)");
     }
   }
-  if (opt.int8 && !opt.requant.empty()) {
-    if (auto r = quant::parse_requant(opt.requant); !r.ok()) return r.error().with_context("--requant");
-    g.metadata["rkdeploy.requant"] = opt.requant;
-  }
-  if (opt.int8 && !opt.portable && !opt.npu_sim_strategy.empty()) g.metadata["rkdeploy.npu_sim"] = opt.npu_sim_strategy;
+  if (opt.int8 && opt.requant) g.metadata["rkdeploy.requant"] = quant::to_string(*opt.requant);
+  if (opt.int8 && !opt.portable && opt.npu_strategy) g.metadata["rkdeploy.npu_sim"] = npu::lower::strategy_name(*opt.npu_strategy);
   ir::PassManager pm;
   pm.add(ir::shape_inference_pass());
   pm.add(ir::constant_folding_pass(evaluate_node, {"DequantizeLinear"}));
@@ -58,14 +56,18 @@ Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
   pm.add(ir::conv_scale_folding_pass());
   pm.add(ir::conv_bias_folding_pass());
   if (opt.int8 && !opt.portable) pm.add(quant::qdq_to_qlinear_pass(evaluate_node));
-  if (opt.int8 && !opt.portable && !opt.npu_sim_strategy.empty()) {
-    if (auto st = npu::lower::parse_strategy(opt.npu_sim_strategy); !st.ok()) return st.error();
+  if (opt.int8 && !opt.portable && opt.npu_strategy) {
     // The dequantized copies qdq-to-qlinear left unread go first: the placement fuses a
     // convolution with the Add that is its only reader.
     ir::Pass dce = ir::dead_code_elimination_pass();
     dce.name = "dead-code-elimination-npu";
     pm.add(dce);
-    pm.add(npu_sim_placement_pass(opt.npu_sim_strategy, opt.sim_knobs, opt.npu_fuse_add, report, !opt.npu_mainline));
+    NpuPlacementOptions po;
+    po.strategy = *opt.npu_strategy;
+    po.quirks = opt.npu_quirks;
+    po.fuse_add = opt.npu_fuse_add;
+    po.ppu_only_tasks = !opt.npu_mainline;
+    pm.add(npu_placement_pass(po, report));
   }
   pm.add(ir::constant_folding_pass(evaluate_node, {}, "constant-folding-2"));
   FusionReport local;

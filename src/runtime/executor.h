@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@
 #include "core/tensor.h"
 #include "ir/ir.h"
 #include "ir/passes/fusion.h"
+#include "npu/lower/strategy.h"
+#include "npu/sim/sim.h"
+#include "quant/requant.h"
 
 namespace rkd::runtime {
 
@@ -46,20 +50,21 @@ struct CompileOptions {
   // (`run --backend int8`). Off (`--backend cpu`), QuantizeLinear/DequantizeLinear run as
   // written and everything between them in float: ONNX's definition of the QDQ graph.
   bool int8 = false;
-  // With int8: the requantization convention (quant/requant.h name) for every integer op,
-  // replacing the one the model's format implies (graph metadata rkdeploy.requant: TFLite
-  // files tflite_double_rounding, ONNX onnx_float). Empty: the model's own.
-  std::string requant;
-  // With int8: run every int8 convolution the NPU lowering can express on the RK3588
-  // simulator with this strategy (npu/lower strategy name; `run --backend sim`); the others
-  // stay on the CPU kernels and are reported. Empty: none. sim_knobs: simulator quirks.
-  std::string npu_sim_strategy;
-  std::vector<std::string> sim_knobs;
-  // With npu_sim_strategy: fuse an Add into the convolution it follows (the EW stage, one
+  // With int8: the requantization convention for every integer op, replacing the one the
+  // model's format implies (graph metadata rkdeploy.requant: TFLite files
+  // tflite_double_rounding, ONNX onnx_float). Unset: the model's own.
+  std::optional<quant::Requant> requant;
+  // With int8: place every node the NPU operation table's lowerings take on the NPU
+  // (npu_ops.h: npu_placement_pass), convolutions lowered with this strategy (`run --backend
+  // sim` and device); the others stay on the CPU kernels and are reported. Unset: none.
+  // npu_quirks: the simulator's knobs.
+  std::optional<npu::lower::Strategy> npu_strategy;
+  npu::sim::Quirks npu_quirks;
+  // With npu_strategy: fuse an Add into the convolution it follows (the EW stage, one
   // rounding instead of two: no longer the int8 reference's result bit for bit) instead of
-  // running it as its own DPU task (npu_sim_placement_pass).
+  // running it as its own DPU task.
   bool npu_fuse_add = false;
-  // With npu_sim_strategy: the NPU is a mainline rocket device (--backend device), which learns
+  // With npu_strategy: the NPU is a mainline rocket device (--backend device), which learns
   // of a task's end only through the DPU's interrupt: no PPU-only tasks (MaxPool stays on the
   // CPU, exact either way).
   bool npu_mainline = false;

@@ -8,6 +8,7 @@
 #include "ir/op_info.h"
 #include "ir/passes/shape_inference.h"
 #include "npu/regcmd/regcmd.h"
+#include "plan/plan.h"
 #include "runtime/op_registry_detail.h"
 
 namespace rkd::runtime {
@@ -25,54 +26,31 @@ const Tensor* constant_of(const Node& n, size_t i) {
 }  // namespace
 
 Result<ConvSpec> npu_conv_spec(const Node& n) {
-  const auto xs = ir::static_shape(n.inputs[0]);
-  const auto ys = ir::static_shape(n.outputs[0]);
   const Tensor* w = constant_of(n, 3);
   for (size_t i : {1u, 2u, 4u, 6u, 7u}) {
     if (!constant_of(n, i)) return unsupported("scale or zero point " + std::to_string(i) + " is not a constant");
   }
-  if (!xs || !ys || xs->size() != 4 || ys->size() != 4) return unsupported("input or output is not a static [N, C, H, W]");
   if (!w || w->rank() != 4) return unsupported("weights are not a constant 4-D tensor");
-  RKD_ASSIGN(auto dil, n.attr_ints("dilations", {1, 1}));
-  RKD_ASSIGN(int64_t group, n.attr_int("group", 1));
-  ConvSpec s;
-  s.C = (*xs)[1];
-  s.H = (*xs)[2];
-  s.W = (*xs)[3];
-  s.OC = w->dim(0);
-  s.KH = w->dim(2);
-  s.KW = w->dim(3);
   // The node-level limits (batch, per-axis activations, dilation, groups) before the spec is
   // built; check_spec() reads the rest of constraints.h.
-  npu::lower::ConvGeometry geo;
-  geo.dtype = w->dtype();
-  geo.batch = (*xs)[0];
-  geo.C = s.C;
-  geo.H = s.H;
-  geo.W = s.W;
-  geo.OC = s.OC;
-  geo.KH = s.KH;
-  geo.KW = s.KW;
-  geo.per_axis_activations = constant_of(n, 1)->numel() != 1 || constant_of(n, 6)->numel() != 1;
-  if (dil.size() != 2) return unsupported("dilations of another rank");
-  geo.dilation_h = dil[0];
-  geo.dilation_w = dil[1];
-  geo.groups = group;
+  RKD_ASSIGN(npu::lower::ConvGeometry geo, plan::npu_conv_geometry(n));
   RKD_TRY(npu::lower::conv_supported(geo, "npu lowering: "));
-  s.depthwise = group != 1;
-  RKD_ASSIGN(auto strides, n.attr_ints("strides", {1, 1}));
-  s.stride_h = strides.at(0);
-  s.stride_w = strides.at(1);
-  RKD_ASSIGN(std::string auto_pad, n.attr_string("auto_pad", "NOTSET"));
-  const int64_t OH = (*ys)[2], OW = (*ys)[3];
-  RKD_ASSIGN(auto pads, n.attr_ints("pads", {0, 0, 0, 0}));
-  if (pads.size() != 4 || strides.size() != 2) return unsupported("pads or strides of another rank");
-  RKD_TRY(ir::resolve_auto_pad(auto_pad, ir::WindowGeometry{{s.H, s.W}, {s.KH, s.KW}, strides, dil, {}, false}, pads));
-  s.pad_top = pads[0];
-  s.pad_left = pads[1];
-  s.pad_bottom = pads[2];
-  s.pad_right = pads[3];
-  if (s.OH() != OH || s.OW() != OW) return unsupported("output size does not follow from the padding");
+  ConvSpec s;
+  s.C = geo.C;
+  s.H = geo.H;
+  s.W = geo.W;
+  s.OC = geo.OC;
+  s.KH = geo.KH;
+  s.KW = geo.KW;
+  s.depthwise = geo.groups != 1;
+  s.stride_h = geo.stride_h;
+  s.stride_w = geo.stride_w;
+  s.pad_top = geo.pad_top;
+  s.pad_left = geo.pad_left;
+  s.pad_bottom = geo.pad_bottom;
+  s.pad_right = geo.pad_right;
+  const auto ys = ir::static_shape(n.outputs[0]);
+  if (s.OH() != (*ys)[2] || s.OW() != (*ys)[3]) return unsupported("output size does not follow from the padding");
   s.dtype = w->dtype();
   if (!n.inputs[0]->dtype || *n.inputs[0]->dtype != s.dtype) return unsupported("input and weights of different types");
   s.weights = w->contiguous();
@@ -98,7 +76,7 @@ Result<ConvSpec> npu_conv_spec(const Node& n) {
   RKD_ASSIGN(int64_t amax, n.attr_int("rkd_act_max", qmax));
   s.act_min = static_cast<int32_t>(std::max<int64_t>(amin, qmin));
   s.act_max = static_cast<int32_t>(std::min<int64_t>(amax, qmax));
-  // A fused residual add (npu_sim_placement_pass): inputs 9-11 are the Add's other operand
+  // A fused residual add (npu_placement_pass, --fuse-npu-add): inputs 9-11 are the Add's other operand
   // and its scale and zero point, 6-7 the Add's output parameters; rkd_conv_relu marks a
   // ReLU on the convolution before the add.
   RKD_ASSIGN(int64_t residual, n.attr_int("rkd_residual", 0));
@@ -126,63 +104,6 @@ Status npu_try_lower(const ConvSpec& spec, npu::lower::Strategy strategy) {
   (void)placed;
   return {};
 }
-
-namespace {
-
-// QLinearConv -> QLinearAdd (rkdeploy's, from qdq-to-qlinear) where the convolution's output
-// is read by the Add alone: one QLinearConv with the residual fused (npu_conv_spec's inputs
-// 9-11), when the lowering can express it. Returns the fused node or nullptr.
-Node* fuse_residual_add(ir::Graph& g, Node* n) {
-  Value* y = n->outputs[0];
-  if (!y || y->consumers.size() != 1 || std::find(g.outputs.begin(), g.outputs.end(), y) != g.outputs.end()) return nullptr;
-  Node* a = y->consumers[0];
-  if (a->op_type != "QLinearAdd" || a->domain != "rkdeploy" || a->inputs.size() < 8) return nullptr;
-  const size_t other = a->inputs[0] == y ? 3 : a->inputs[3] == y ? 0 : 99;
-  if (other == 99 || a->inputs[other] == y || !a->inputs[other] || a->inputs[other]->constant) return nullptr;
-  for (size_t i : {1u, 2u, 4u, 5u, 6u, 7u}) {
-    if (!a->inputs[i] || !a->inputs[i]->constant || a->inputs[i]->constant->numel() != 1) return nullptr;
-  }
-  auto conv = npu_conv_spec(*n);
-  if (!conv.ok()) return nullptr;
-  const int32_t qmin = conv->dtype == DType::i8 ? -128 : 0, qmax = conv->dtype == DType::i8 ? 127 : 255;
-  // The convolution's own activation: none, or a ReLU (its lower bound at its zero point).
-  if (conv->act_max != qmax || (conv->act_min != qmin && conv->act_min != conv->y_zero_point)) return nullptr;
-  // The Add's operands as its inputs 0-2 (a) and 3-5 (b): the convolution's scale must be
-  // the one the Add reads it with.
-  const size_t mine = other == 3 ? 0 : 3;
-  if (a->inputs[mine + 1]->constant->get_as_double(0) != static_cast<double>(conv->y_scale) ||
-      a->inputs[mine + 2]->constant->get_as_double(0) != static_cast<double>(conv->y_zero_point)) {
-    return nullptr;
-  }
-  std::vector<Value*> ins(n->inputs.begin(), n->inputs.end());
-  ins.resize(12, nullptr);
-  ins[6] = a->inputs[6];
-  ins[7] = a->inputs[7];
-  ins[9] = a->inputs[other];
-  ins[10] = a->inputs[other + 1];
-  ins[11] = a->inputs[other + 2];
-  const std::string out = g.fresh_name(y->name + "/npu_add");
-  auto f = g.add_node(n->name + "/with_add", "QLinearConv", "", ins, {out});
-  if (!f.ok()) return nullptr;
-  Node* fused = *f;
-  fused->attrs = n->attrs;
-  fused->attrs["rkd_residual"] = int64_t{1};
-  fused->attrs["rkd_conv_relu"] = int64_t{conv->act_min != qmin ? 1 : 0};
-  fused->attrs["rkd_act_min"] = int64_t{qmin};
-  fused->attrs["rkd_act_max"] = int64_t{qmax};
-  fused->outputs[0]->dtype = a->outputs[0]->dtype;
-  fused->outputs[0]->shape = a->outputs[0]->shape;
-  // Only if the lowering accepts it (e.g. the EW converter's range): otherwise undo.
-  if (!npu_conv_spec(*fused).ok()) {
-    g.remove_nodes([fused](const Node& x) { return &x == fused; });
-    return nullptr;
-  }
-  g.move_output(a, 0, fused, 0);
-  g.remove_nodes([n, a](const Node& x) { return &x == n || &x == a; });
-  return fused;
-}
-
-}  // namespace
 
 namespace {
 
@@ -236,10 +157,7 @@ Result<BinaryOperands> binary_operands(const Node& n) {
   q.act_min = npu::lower::qmin_of(r.map.dtype);
   q.act_max = npu::lower::qmax_of(r.map.dtype);
   q.convention = quant::Requant::rknpu_out_cvt;
-  r.g.batch = (*as)[0];
-  r.g.broadcast = *bs != *as;
-  r.g.per_channel_operand = npu::lower::per_channel_operand(*as, *bs);
-  for (size_t i : {1u, 2u, 4u, 5u, 6u, 7u}) r.g.per_axis_quantization = r.g.per_axis_quantization || constant_of(n, i)->numel() != 1;
+  RKD_ASSIGN(r.g, plan::npu_binary_geometry(n));
   return r;
 }
 
@@ -349,28 +267,7 @@ Result<npu::lower::MaxPoolSpec> npu_max_pool_spec(const Node& n) {
   if (!npu_max_pool_candidate(n) || n.outputs.empty() || !n.outputs[0]) return invalid(n.describe() + ": not a MaxPool of 8-bit integers");
   const auto xs = ir::static_shape(n.inputs[0]), ys = ir::static_shape(n.outputs[0]);
   if (!xs || !ys || xs->size() != 4 || ys->size() != 4) return unsupported("input is not a static [N, C, H, W] map");
-  RKD_ASSIGN(ops::PoolParams p, detail::pool_params(n, *xs));
-  RKD_ASSIGN(int64_t ceil_mode, n.attr_int("ceil_mode", 0));
-  npu::lower::PoolGeometry g;
-  g.dtype = *n.inputs[0]->dtype;
-  g.batch = (*xs)[0];
-  g.C = (*xs)[1];
-  g.H = (*xs)[2];
-  g.W = (*xs)[3];
-  g.OH = (*ys)[2];
-  g.OW = (*ys)[3];
-  g.KH = p.kernel[0];
-  g.KW = p.kernel[1];
-  g.stride_h = p.strides[0];
-  g.stride_w = p.strides[1];
-  g.pad_top = p.pads[0];
-  g.pad_left = p.pads[1];
-  g.pad_bottom = p.pads[2];
-  g.pad_right = p.pads[3];
-  g.dilation_h = p.dilations[0];
-  g.dilation_w = p.dilations[1];
-  g.ceil_mode = ceil_mode != 0;
-  g.indices = n.outputs.size() > 1 && n.outputs[1];
+  RKD_ASSIGN(npu::lower::PoolGeometry g, plan::npu_pool_geometry(n));
   RKD_TRY(npu::lower::pool_supported(g, "npu MaxPool: "));
   npu::lower::MaxPoolSpec s;
   static_cast<npu::lower::MapShape&>(s) = npu::lower::MapShape{g.dtype, g.C, g.H, g.W};
@@ -569,221 +466,5 @@ Result<npu::lower::SplitSpec> npu_split_spec(const Node& n) {
 }
 
 bool npu_split_candidate(const Node& n) { return integer_onnx_op(n, "Split"); }
-
-namespace {
-
-// Whether a node placed on the NPU produces one of n's inputs or reads one of its outputs,
-// looking through the Identities a dropped DequantizeLinear -> QuantizeLinear pair leaves.
-bool next_to_npu_node(const Node& n) {
-  auto on_npu = [](const Node* m) { return m && ir::op_has(*m, ir::kOnNpu); };
-  for (const Value* v : n.inputs) {
-    const Node* p = v ? v->producer : nullptr;
-    while (p && p->op_type == "Identity" && p->domain.empty() && !p->inputs.empty() && p->inputs[0]) p = p->inputs[0]->producer;
-    if (on_npu(p)) return true;
-  }
-  std::vector<const Value*> todo(n.outputs.begin(), n.outputs.end());
-  while (!todo.empty()) {
-    const Value* v = todo.back();
-    todo.pop_back();
-    if (!v) continue;
-    for (const Node* r : v->consumers) {
-      if (on_npu(r)) return true;
-      if (r->op_type == "Identity" && r->domain.empty()) {
-        for (const Value* o : r->outputs) todo.push_back(o);
-      }
-    }
-  }
-  return false;
-}
-
-// The Pad (mode edge, by 1 cell on each side of height and width, nothing else) that is the
-// only reader of n's output, or nullptr.
-Node* edge_pad_reader(const ir::Graph& g, const Node& n) {
-  if (n.outputs.size() != 1 || !n.outputs[0] || n.outputs[0]->consumers.size() != 1) return nullptr;
-  if (std::find(g.outputs.begin(), g.outputs.end(), n.outputs[0]) != g.outputs.end()) return nullptr;
-  Node* p = n.outputs[0]->consumers[0];
-  if (p->op_type != "Pad" || !p->domain.empty() || p->inputs.size() < 2 || p->inputs[0] != n.outputs[0] || !p->inputs[1] || !p->inputs[1]->constant)
-    return nullptr;
-  if (p->attr_string("mode", "constant").value_or("") != "edge" || (p->inputs.size() > 3 && p->inputs[3])) return nullptr;
-  const Tensor& pads = *p->inputs[1]->constant;
-  const int64_t want[8] = {0, 0, 1, 1, 0, 0, 1, 1};
-  if (pads.numel() != 8) return nullptr;
-  for (int64_t i = 0; i < 8; ++i)
-    if (pads.get_as_double(i) != static_cast<double>(want[i])) return nullptr;
-  return p;
-}
-
-}  // namespace
-
-ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, bool fuse_add, FusionReport* report,
-                                bool ppu_only_tasks) {
-  std::string joined;
-  for (const std::string& k : knobs) joined += (joined.empty() ? "" : ";") + k;
-  return ir::Pass{"npu-sim-placement", [strategy, joined, fuse_add, report, ppu_only_tasks](ir::Graph& g) -> Status {
-                    RKD_ASSIGN(npu::lower::Strategy st, npu::lower::parse_strategy(strategy));
-                    std::vector<Node*> convs;
-                    for (const auto& np : g.nodes()) {
-                      if (np->op_type == "QLinearConv" && np->domain.empty()) convs.push_back(np.get());
-                    }
-                    bool fused_any = false;
-                    for (Node* n : convs) {
-                      auto spec = npu_conv_spec(*n);
-                      Status lowerable = spec.ok() ? npu_try_lower(*spec, st) : Status(spec.error());
-                      if (!lowerable.ok()) {
-                        if (report) report->npu_cpu_convs.push_back(n->name + ": " + lowerable.error().message);
-                        continue;
-                      }
-                      if (Node* f = fuse_add ? fuse_residual_add(g, n) : nullptr) {
-                        n = f;
-                        fused_any = true;
-                        if (report) ++report->npu_fused_adds;
-                      }
-                      n->attrs["rkd_sim_strategy"] = strategy;
-                      n->attrs["rkd_sim_knobs"] = joined;
-                      n->domain = "rkdeploy";
-                      n->op_type = "NpuConv";
-                      if (report) ++report->npu_sim_convs;
-                    }
-                    if (fused_any) RKD_TRY(g.sort_topologically());
-                    // An element-wise node the lowering takes (`lowerable` OK) becomes rkdeploy.`op`
-                    // and counts in `placed`; else its reason goes to `on_cpu`.
-                    auto place = [&](Node* n, const Status& lowerable, const char* op, int FusionReport::*placed,
-                                     std::vector<std::string> FusionReport::*on_cpu) {
-                      if (!lowerable.ok()) {
-                        if (report) (report->*on_cpu).push_back(n->name + ": " + lowerable.error().message);
-                        return;
-                      }
-                      n->attrs["rkd_sim_knobs"] = joined;
-                      n->domain = "rkdeploy";
-                      n->op_type = op;
-                      if (report) ++(report->*placed);
-                    };
-                    for (const auto& np : g.nodes()) {
-                      Node* n = np.get();
-                      const auto alu = n->op_type.rfind("QLinear", 0) == 0 ? binary_alu_of(*n) : std::nullopt;
-                      if (!alu) continue;
-                      auto spec = npu_add_spec(*n);
-                      const std::string op = std::string("Npu") + quant::to_string(*alu);
-                      const bool add = *alu == quant::BinaryAlu::add;
-                      place(n, spec.ok() ? Status() : Status(spec.error()), op.c_str(),
-                            add ? &FusionReport::npu_sim_adds : &FusionReport::npu_sim_alus,
-                            add ? &FusionReport::npu_cpu_adds : &FusionReport::npu_cpu_alus);
-                    }
-                    for (const auto& np : g.nodes()) {
-                      Node* n = np.get();
-                      if (n->op_type != "QLinearMul" || n->domain != "rkdeploy") continue;
-                      auto spec = npu_mul_spec(*n);
-                      place(n, spec.ok() ? Status() : Status(spec.error()), "NpuMul", &FusionReport::npu_sim_muls, &FusionReport::npu_cpu_muls);
-                    }
-                    // A LeakyRelu table as the EW stage's max where that is the table (its
-                    // arithmetic is the reference's: rknpu_out_cvt); else, and for every other
-                    // table, the LUT below, which reproduces any table exactly.
-                    for (const auto& np : g.nodes()) {
-                      Node* n = np.get();
-                      if (n->op_type != "QLinearLut" || n->domain != "rkdeploy" || !n->attrs.count("rkd_op")) continue;
-                      auto d = npu_leaky_relu_table_differences(*n);
-                      if (!d.ok() || (*d > 0 && npu_lut_spec(*n).ok())) continue;
-                      n->attrs["rkd_sim_knobs"] = joined;
-                      n->op_type = "NpuLeakyRelu";
-                      if (report) {
-                        ++report->npu_sim_leaky_relus;
-                        report->npu_leaky_relu_table_differences = std::max(report->npu_leaky_relu_table_differences, *d);
-                      }
-                    }
-                    // Every other table through the LUT, next to an NPU node (as a Concat: one
-                    // between CPU nodes only would add two device switches).
-                    for (const auto& np : g.nodes()) {
-                      Node* n = np.get();
-                      if (n->op_type != "QLinearLut" || n->domain != "rkdeploy") continue;
-                      auto spec = npu_lut_spec(*n);
-                      Status lowerable = spec.ok() ? Status() : Status(spec.error());
-                      if (lowerable.ok() && !next_to_npu_node(*n)) lowerable = unsupported("its producer and every reader run on the CPU");
-                      place(n, lowerable, "NpuLut", &FusionReport::npu_sim_luts, &FusionReport::npu_cpu_luts);
-                    }
-                    // Max pooling on the PPU, next to an NPU node (as the copies below).
-                    for (const auto& np : g.nodes()) {
-                      Node* n = np.get();
-                      if (!npu_max_pool_candidate(*n)) continue;
-                      auto spec = npu_max_pool_spec(*n);
-                      Status lowerable = spec.ok() ? Status() : Status(spec.error());
-                      if (lowerable.ok() && !next_to_npu_node(*n)) lowerable = unsupported("its producer and every reader run on the CPU");
-                      if (lowerable.ok() && !ppu_only_tasks)
-                        lowerable = unsupported(
-                            "a PPU-only task: mainline's rocket driver learns of a task's end only through the DPU's "
-                            "interrupt, so it would never complete (docs/device.md)");
-                      place(n, lowerable, "NpuMaxPool", &FusionReport::npu_sim_pools, &FusionReport::npu_cpu_pools);
-                    }
-                    // A nearest x2 Resize read only by a Pad edge by 1 on height and width (qdq-to-qlinear's
-                    // bilinear x2: the depthwise convolution after them blends): one NpuResize writing
-                    // the padded map, where the lowering takes it.
-                    std::vector<std::pair<Node*, Node*>> edges;
-                    for (const auto& np : g.nodes()) {
-                      // (Its edge copies are PPU-only tasks: not on a mainline device.)
-                      if (Node* pad = edge_pad_reader(g, *np); ppu_only_tasks && pad && npu_upsample2_candidate(*np))
-                        edges.emplace_back(np.get(), pad);
-                    }
-                    for (auto [n, pad] : edges) {
-                      auto e = g.add_node(n->name + "/edge", "Resize", "", n->inputs, {g.fresh_name(pad->outputs[0]->name + "/npu")});
-                      if (!e.ok()) return e.error();
-                      Node* m = *e;
-                      m->attrs = n->attrs;
-                      m->attrs["rkd_edge_pad"] = int64_t{1};
-                      m->outputs[0]->dtype = pad->outputs[0]->dtype;
-                      m->outputs[0]->shape = pad->outputs[0]->shape;
-                      if (!npu_upsample2_spec(*m).ok()) {
-                        g.remove_nodes([m](const Node& x) { return &x == m; });
-                        continue;
-                      }
-                      g.move_output(pad, 0, m, 0);
-                      g.remove_nodes([resize = n, p = pad](const Node& x) { return &x == resize || &x == p; });  // clang 14: no captured bindings
-                    }
-                    if (!edges.empty()) RKD_TRY(g.sort_topologically());
-                    for (const auto& np : g.nodes()) {
-                      Node* n = np.get();
-                      if (!npu_channel_pad_candidate(*n)) continue;
-                      auto spec = npu_channel_pad_spec(*n);
-                      Status lowerable = spec.ok() ? Status() : Status(spec.error());
-                      if (lowerable.ok() && !next_to_npu_node(*n)) lowerable = unsupported("its producer and every reader run on the CPU");
-                      place(n, lowerable, "NpuPad", &FusionReport::npu_sim_pads, &FusionReport::npu_cpu_pads);
-                    }
-                    for (const auto& np : g.nodes()) {
-                      Node* n = np.get();
-                      if (!npu_upsample2_candidate(*n)) continue;
-                      auto spec = npu_upsample2_spec(*n);
-                      Status lowerable = spec.ok() ? Status() : Status(spec.error());
-                      if (lowerable.ok() && !next_to_npu_node(*n)) lowerable = unsupported("its producer and every reader run on the CPU");
-                      place(n, lowerable, "NpuResize", &FusionReport::npu_sim_resizes, &FusionReport::npu_cpu_resizes);
-                      if (report && lowerable.ok() && spec->edge) ++report->npu_sim_edge_resizes;
-                    }
-                    for (const auto& np : g.nodes()) {
-                      Node* n = np.get();
-                      if (!npu_depth_to_space_candidate(*n)) continue;
-                      auto spec = npu_depth_to_space_spec(*n);
-                      Status lowerable = spec.ok() ? Status() : Status(spec.error());
-                      if (lowerable.ok() && !next_to_npu_node(*n)) lowerable = unsupported("its producer and every reader run on the CPU");
-                      place(n, lowerable, "NpuDepthToSpace", &FusionReport::npu_sim_depth_to_spaces, &FusionReport::npu_cpu_depth_to_spaces);
-                    }
-                    // Splits before Concats: a Concat of a placed Split's parts has it as neighbour.
-                    for (const auto& np : g.nodes()) {
-                      Node* n = np.get();
-                      if (!npu_split_candidate(*n)) continue;
-                      auto spec = npu_split_spec(*n);
-                      Status lowerable = spec.ok() ? Status() : Status(spec.error());
-                      if (lowerable.ok() && !next_to_npu_node(*n)) lowerable = unsupported("its producer and every reader run on the CPU");
-                      place(n, lowerable, "NpuSplit", &FusionReport::npu_sim_splits, &FusionReport::npu_cpu_splits);
-                    }
-                    for (const auto& np : g.nodes()) {
-                      Node* n = np.get();
-                      if (!npu_concat_candidate(*n)) continue;
-                      auto spec = npu_concat_spec(*n);
-                      Status lowerable = spec.ok() ? Status() : Status(spec.error());
-                      // A copy between CPU nodes only would add two device switches (and the
-                      // maps' round trips) for no arithmetic: it stays with its neighbours.
-                      if (lowerable.ok() && !next_to_npu_node(*n)) lowerable = unsupported("every part's producer and every reader run on the CPU");
-                      place(n, lowerable, "NpuConcat", &FusionReport::npu_sim_concats, &FusionReport::npu_cpu_concats);
-                    }
-                    return {};
-                  }};
-}
 
 }  // namespace rkd::runtime

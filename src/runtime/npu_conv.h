@@ -93,25 +93,6 @@ bool npu_upsample2_candidate(const ir::Node& n);
 Result<npu::lower::DepthToSpace2Spec> npu_depth_to_space_spec(const ir::Node& n);
 bool npu_depth_to_space_candidate(const ir::Node& n);
 
-// npu-sim-placement: every QLinearConv that npu_try_lower() takes becomes rkdeploy.NpuConv
-// (same inputs, outputs and attributes, plus rkd_sim_strategy and rkd_sim_knobs,
-// ';'-separated NAME=VALUE), whose kernel is npu_node_kernel's; with fuse_add, a QLinearAdd that
-// is a convolution's only reader is fused into it first (the EW stage; one rounding where the
-// int8 reference rounds twice, so off by default). Then every rkdeploy.QLinearAdd that
-// npu_add_spec() takes becomes rkdeploy.NpuAdd (a DPU-only task, quant::rknpu_add_plan's
-// arithmetic), every rkdeploy.QLinearMul npu_mul_spec() takes rkdeploy.NpuMul, every LeakyRelu
-// table npu_leaky_relu_spec() takes rkdeploy.NpuLeakyRelu (the
-// EW stage's max) unless that arithmetic differs from the table and the LUT can take it, and
-// every other table npu_lut_spec() takes next to an NPU node rkdeploy.NpuLut, every integer
-// MaxPool npu_max_pool_spec() takes next to an NPU node rkdeploy.NpuMaxPool, every channel Pad
-// npu_channel_pad_spec() takes next to an NPU node rkdeploy.NpuPad, every nearest x2 Resize
-// npu_upsample2_spec() takes next to an NPU node rkdeploy.NpuResize, every DepthToSpace
-// npu_depth_to_space_spec() takes next to an NPU node rkdeploy.NpuDepthToSpace. Counts them,
-// and lists the others with the reason, in `report`.
-// ppu_only_tasks false (a mainline rocket device): no node whose task ends in the PPU (MaxPool).
-ir::Pass npu_sim_placement_pass(const std::string& strategy, const std::vector<std::string>& knobs, bool fuse_add, FusionReport* report,
-                                bool ppu_only_tasks = true);
-
 // Device-memory chaining. The NPU nodes of one executor share one simulated device memory
 // (an NpuSession); each is lowered once when its kernel is prepared (in node order), and an
 // input that an earlier NPU node's output holds in the layout the reader would allocate
@@ -134,7 +115,7 @@ Status npu_session_attach(NpuSession& s, std::shared_ptr<NpuDevice> d);
 // One NPU node lowered into a session: what `rkdeploy compile` writes and what its kernel runs.
 struct NpuLoweredNode {
   const ir::Node* node = nullptr;
-  npu::sim::Quirks quirks;                           // from rkd_sim_knobs
+  npu::sim::Quirks quirks;                           // from rkd_npu_knobs
   std::optional<npu::lower::ConvSpec> conv;          // an NpuConv: conv_lowered holds its tasks
   npu::lower::Lowered conv_lowered;                  //   (its input at conv_lowered.input_address)
   std::optional<npu::lower::ConvSpec> compaction;    // its regions' compaction on the NPU (npu::lower::compaction_spec), tasks after the conv's:
@@ -159,11 +140,22 @@ struct NpuJobPlan {
   int64_t cost = 0;           // output cells x channels its tasks write (0: not a convolution's)
 };
 std::vector<NpuJobPlan> npu_node_jobs(const NpuLoweredNode& ln, int cores);
-// Lowers an NPU node (rkdeploy.NpuConv, NpuAdd, NpuMul, NpuLeakyRelu, NpuLut, NpuMaxPool,
-// NpuPad, NpuResize, NpuDepthToSpace, NpuSplit, NpuConcat: npu_sim_placement_pass's nodes, its
-// attributes rkd_sim_strategy and rkd_sim_knobs) into `session`, after the nodes lowered
-// before it (their order is the graph's).
+// Lowers an NPU node (npu_ops.h: a node of a family of the NPU operation table, placed by
+// npu_placement_pass with its attributes rkd_npu_knobs and, a convolution, rkd_npu_strategy) into
+// `session`, after the nodes lowered before it (their order is the graph's).
 Result<std::shared_ptr<const NpuLoweredNode>> lower_npu_node(const ir::Node& n, const std::shared_ptr<NpuSession>& session);
+// The families' lowerings (npu_ops.cc) into a session. A convolution: its input read in place or
+// placed (padding lanes and rows, and until the host writes it every value, the input zero
+// point), its regions compacted on the NPU when an NPU reader needs them in order.
+Result<std::shared_ptr<NpuLoweredNode>> lower_conv_node(const ir::Node& n, const std::shared_ptr<NpuSession>& s);
+// Any other: `lower` places its maps (the inputs `at` names chained) and tasks; data_inputs[i] is
+// the node input index of the lowering's data input i.
+using NpuEltwiseLowering = std::function<Result<npu::lower::LoweredEltwise>(npu::DeviceMemory&, const npu::lower::InputsAt&)>;
+Result<std::shared_ptr<NpuLoweredNode>> lower_eltwise_node(const ir::Node& n, const std::shared_ptr<NpuSession>& s, const NpuEltwiseLowering& lower,
+                                                           std::vector<size_t> data_inputs);
+// What each of a lowered node's tasks asks of the hardware: npu::sim::chain_work on its register
+// commands in the session's memory (the planner's cost of the graph the runtime executes).
+Result<std::vector<npu::sim::TaskWork>> npu_node_work(const NpuSession& s, const NpuLoweredNode& ln);
 // The device memory the session's nodes are lowered into.
 const npu::DeviceMemory& npu_session_memory(const NpuSession& s);
 // The kernel of an NPU node lowered into `session` (null: its own, every value through the

@@ -5,7 +5,9 @@
 namespace rkd::runtime {
 
 Result<std::shared_ptr<NpuDevice>> NpuDevice::open(const NpuDeviceOptions& o) {
-  if (o.cores < 1 || o.cores > 3) return invalid("--cores " + std::to_string(o.cores) + ": the RK3588 has 1 to 3 NPU cores");
+  const auto& arch = npu::arch::kRk3588;
+  if (o.cores < 1 || o.cores > arch.cores)
+    return invalid("--cores " + std::to_string(o.cores) + ": the " + arch.name + " has 1 to " + std::to_string(arch.cores) + " NPU cores");
   auto d = std::shared_ptr<NpuDevice>(new NpuDevice());
   d->opt_ = o;
   RKD_ASSIGN(d->rocket_, npu::device::Rocket::open(o.path));

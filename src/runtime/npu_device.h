@@ -13,13 +13,14 @@
 #include <vector>
 
 #include "core/result.h"
+#include "npu/arch/arch.h"
 #include "npu/device/rocket.h"
 
 namespace rkd::runtime {
 
 struct NpuDeviceOptions {
   std::string path = npu::device::kDefaultDevice;
-  int cores = 3;  // jobs a convolution's tasks are split into (the RK3588 has 3 NPU cores)
+  int cores = static_cast<int>(npu::arch::kRk3588.cores);  // jobs a convolution's tasks are split into (1 to the NPU's cores)
   int64_t wait_ms = npu::device::kDefaultWaitMs;
 };
 

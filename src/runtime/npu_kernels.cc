@@ -14,6 +14,7 @@
 #include "npu/lower/lower.h"
 #include "runtime/npu_conv.h"
 #include "runtime/npu_device.h"
+#include "runtime/npu_ops.h"
 
 namespace rkd::runtime {
 
@@ -251,20 +252,17 @@ std::function<bool()> register_output(const std::shared_ptr<NpuSession>& s, cons
 }
 
 Result<npu::sim::Quirks> quirks_from_attrs(const Node& n) {
-  RKD_ASSIGN(std::string knobs, n.attr_string("rkd_sim_knobs", ""));
-  npu::sim::Quirks q;
-  size_t at = 0;
-  while (at < knobs.size()) {
-    const size_t end = std::min(knobs.find(';', at), knobs.size());
-    RKD_TRY(npu::sim::set_knob(q, knobs.substr(at, end - at)));
-    at = end + 1;
-  }
-  return q;
+  RKD_ASSIGN(std::string knobs, n.attr_string("rkd_npu_knobs", ""));
+  return npu::sim::quirks_from_assignments(knobs);
 }
+
+}  // namespace
 
 // The node's conv lowering into the session: its input read in place or placed (its padding
 // lanes, rows and, until the host writes it, its values the input zero point).
-Result<std::shared_ptr<NpuLoweredNode>> lower_conv_node(const Node& n, const std::shared_ptr<NpuSession>& s, npu::lower::Strategy strategy) {
+Result<std::shared_ptr<NpuLoweredNode>> lower_conv_node(const Node& n, const std::shared_ptr<NpuSession>& s) {
+  RKD_ASSIGN(std::string name, n.attr_string("rkd_npu_strategy", ""));
+  RKD_ASSIGN(npu::lower::Strategy strategy, npu::lower::parse_strategy(name));
   auto ln = std::make_shared<NpuLoweredNode>();
   RKD_ASSIGN(npu::lower::ConvSpec spec, npu_conv_spec(n));
   // An input left as its producer's regions map: read in place with the weights permuted.
@@ -321,8 +319,7 @@ Result<std::shared_ptr<NpuLoweredNode>> lower_conv_node(const Node& n, const std
 // An element-wise node's lowering into the session: `lower` places its maps (the inputs `at`
 // names chained) and tasks; data_inputs[i] is the node input index of the lowering's data
 // input i.
-using LowerFn = std::function<Result<npu::lower::LoweredEltwise>(npu::DeviceMemory&, const npu::lower::InputsAt&)>;
-Result<std::shared_ptr<NpuLoweredNode>> lower_eltwise_node(const Node& n, const std::shared_ptr<NpuSession>& s, const LowerFn& lower,
+Result<std::shared_ptr<NpuLoweredNode>> lower_eltwise_node(const Node& n, const std::shared_ptr<NpuSession>& s, const NpuEltwiseLowering& lower,
                                                            std::vector<size_t> data_inputs) {
   auto ln = std::make_shared<NpuLoweredNode>();
   // The layouts the lowering allocates, from a lowering into scratch memory; an input held in
@@ -345,16 +342,7 @@ Result<std::shared_ptr<NpuLoweredNode>> lower_eltwise_node(const Node& n, const 
   return ln;
 }
 
-// lower_eltwise_node for a spec the node gives and its lowering.
-template <typename Spec>
-Result<std::shared_ptr<NpuLoweredNode>> lower_typed(const Node& n, const std::shared_ptr<NpuSession>& s, Result<Spec> spec,
-                                                    Result<npu::lower::LoweredEltwise> (*lower)(const Spec&, npu::DeviceMemory&,
-                                                                                                const npu::lower::InputsAt&),
-                                                    std::vector<size_t> data_inputs) {
-  if (!spec.ok()) return spec.error();
-  return lower_eltwise_node(
-      n, s, [sp = *spec, lower](npu::DeviceMemory& m, const npu::lower::InputsAt& at) { return lower(sp, m, at); }, std::move(data_inputs));
-}
+namespace {
 
 // The kernel of a lowered node: per call the host writes the data inputs no NPU node left in
 // place, the tasks run on the simulator, and the outputs the host reads are read back.
@@ -428,39 +416,10 @@ Kernel kernel_of(std::shared_ptr<const NpuLoweredNode> ln, std::shared_ptr<NpuSe
 
 Result<std::shared_ptr<const NpuLoweredNode>> lower_npu_node(const Node& n, const std::shared_ptr<NpuSession>& session) {
   if (!session) return invalid(n.describe() + ": no NPU session");
-  namespace L = npu::lower;
-  const std::string& op = n.op_type;
-  if (n.domain != "rkdeploy") return invalid(n.describe() + ": not an NPU node");
+  const NpuOpFamily* f = npu_family_of(n);
+  if (!f) return invalid(n.describe() + ": not an NPU node");
   RKD_ASSIGN(npu::sim::Quirks q, quirks_from_attrs(n));
-  Result<std::shared_ptr<NpuLoweredNode>> r = invalid(n.describe() + ": no NPU kernel for " + op);
-  if (op == "NpuConv") {
-    RKD_ASSIGN(std::string name, n.attr_string("rkd_sim_strategy", ""));
-    RKD_ASSIGN(L::Strategy st, L::parse_strategy(name));
-    r = lower_conv_node(n, session, st);
-  } else if (ir::op_has(n, ir::kOnNpu) && binary_alu_of(n)) {  // NpuAdd, NpuSub, NpuMax, NpuMin
-    r = lower_typed(n, session, npu_add_spec(n), &L::lower_add, {0, 3});
-  } else if (op == "NpuMul") {
-    r = lower_typed(n, session, npu_mul_spec(n), &L::lower_mul, {0, 3});
-  } else if (op == "NpuLeakyRelu") {
-    r = lower_typed(n, session, npu_leaky_relu_spec(n), &L::lower_leaky_relu, {0});
-  } else if (op == "NpuLut") {
-    r = lower_typed(n, session, npu_lut_spec(n), &L::lower_lut, {0});
-  } else if (op == "NpuMaxPool") {
-    r = lower_typed(n, session, npu_max_pool_spec(n), &L::lower_max_pool, {0});
-  } else if (op == "NpuPad") {
-    r = lower_typed(n, session, npu_channel_pad_spec(n), &L::lower_channel_pad, {0});
-  } else if (op == "NpuResize") {
-    r = lower_typed(n, session, npu_upsample2_spec(n), &L::lower_upsample2, {0});
-  } else if (op == "NpuDepthToSpace") {
-    r = lower_typed(n, session, npu_depth_to_space_spec(n), &L::lower_depth_to_space2, {0});
-  } else if (op == "NpuSplit") {
-    r = lower_typed(n, session, npu_split_spec(n), &L::lower_split, {0});
-  } else if (op == "NpuConcat") {
-    // Every input is a part.
-    std::vector<size_t> parts(n.inputs.size());
-    for (size_t i = 0; i < parts.size(); ++i) parts[i] = i;
-    r = lower_typed(n, session, npu_concat_spec(n), &L::lower_concat, parts);
-  }
+  Result<std::shared_ptr<NpuLoweredNode>> r = f->lower(n, session);
   if (!r.ok()) return r.error();
   std::shared_ptr<NpuLoweredNode> ln = std::move(r).value();
   ln->node = &n;
@@ -477,5 +436,10 @@ Result<Kernel> npu_node_kernel(const Node& n, std::shared_ptr<NpuSession> sessio
 }
 
 const npu::DeviceMemory& npu_session_memory(const NpuSession& s) { return s.mem; }
+
+Result<std::vector<npu::sim::TaskWork>> npu_node_work(const NpuSession& s, const NpuLoweredNode& ln) {
+  if (ln.regcmd.spans.empty()) return std::vector<npu::sim::TaskWork>{};
+  return npu::sim::chain_work(s.mem, ln.regcmd.address, ln.regcmd.spans[0].word_count, ln.quirks);
+}
 
 }  // namespace rkd::runtime

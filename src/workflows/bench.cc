@@ -32,8 +32,8 @@ Result<BenchResult> bench(const BenchOptions& a) {
   runtime::LoadOptions lo;
   lo.batch = 1;
   lo.compile.int8 = a.backend != "cpu";
-  if (a.backend == "sim") lo.compile.npu_sim_strategy = a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy;
-  else if (!a.strategy.empty()) return invalid("--strategy needs --backend sim");
+  if (a.backend == "sim") lo.compile.npu_strategy = a.strategy.value_or(npu::lower::kDefaultStrategy);
+  else if (a.strategy) return invalid("--strategy needs --backend sim");
   lo.exec.threads = a.threads;
   RKD_ASSIGN(const auto inputs, runtime::model_inputs(a.model, a.image, a.config, a.inputs));
   RKD_TRY(runtime::check_real_inputs(inputs));

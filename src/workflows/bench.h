@@ -12,15 +12,18 @@
 
 #include <map>
 #include <optional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/result.h"
+#include "npu/lower/strategy.h"
 
 namespace rkd::workflows {
 
 struct BenchOptions {
-  std::string model, backend = "cpu", image, config, strategy;
+  std::string model, backend = "cpu", image, config;
+  std::optional<npu::lower::Strategy> strategy;  // with backend sim; unset: the default
   std::vector<std::string> inputs;
   int warmup = 3, runs = 20, threads = 0;
   bool allow_nonfinite = false;

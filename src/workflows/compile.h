@@ -2,16 +2,16 @@
 // unchanged.
 //
 // Contract:
-//  - The model is compiled with --backend int8; every QLinearConv the lowering can express is
-//    lowered with `strategy` into one simulated device address space (base 0x10000000): per
-//    convolution its input buffer (NC1HWC2, written by the host before the kick), per task its
-//    weights, BS operands and output region, and the convolution's chained register commands.
-//  - DIR/manifest.json (docs/npu.md, "compile"): target, strategy, device base, every
-//    convolution (node, geometry, input buffer and layout, tasks with their regcmd file, device
-//    address and word count, buffers with kind, file, device offset and size, output regions
-//    with the original channel of each region channel), and every node that stays on the CPU
-//    with the reason. DIR/conv<NNN>/task<TTT>.regcmd (raw little-endian words),
-//    .weights.bin, .operands.bin hold the bytes.
+//  - The model is compiled as `run --backend sim` compiles it: every node the NPU operation
+//    table's placement takes (runtime/npu_ops.h) is lowered, convolutions with `strategy`, into
+//    one simulated device address space (base 0x10000000) in graph order.
+//  - DIR/manifest.json (docs/npu.md, "compile"): target, strategy, device base, each NPU node as
+//    its family's entry (a convolution: node, geometry, input buffer and layout, tasks with their
+//    regcmd file, device address and word count, buffers with kind, file, device offset and size,
+//    output regions with the original channel of each region channel; an element-wise task: its
+//    operands, output, tasks), and every node that stays on the CPU with the reason.
+//    DIR/conv<NNN>/task<TTT>.regcmd (raw little-endian words), .weights.bin, .operands.bin and
+//    DIR/eltwise<NNN>/task<TTT>.regcmd hold the bytes.
 //  - The manifest's "written_by" is kCompileWrittenBy and its "files" lists every file of DIR
 //    (the manifest too), so that `compile --force` removes only those when it replaces DIR.
 //  - DIR must exist (the CLI passes an OutputTransaction's empty temporary folder, so the
@@ -31,8 +31,8 @@ struct NpuCompileSummary {
   int convs_on_npu = 0, eltwise_on_npu = 0, nodes_on_cpu = 0, tasks = 0;
   int views = 0;  // Identity nodes (no computation), listed in the manifest's "views", not among the CPU's
   size_t regcmd_words = 0, weight_bytes = 0, operand_bytes = 0;
-  std::vector<std::string> cpu_convs;  // "node: reason" for each convolution left on the CPU
-  runtime::NpuChaining chaining;       // the data inputs and outputs the manifest marks written_by "npu" / read_by_host
+  std::vector<std::string> cpu_candidates;  // "Family node: reason" for each candidate of the NPU operation table left on the CPU
+  runtime::NpuChaining chaining;            // the data inputs and outputs the manifest marks written_by "npu" / read_by_host
 };
 
 // The manifest's "written_by": how a later `compile --force` recognises an output it may replace.
@@ -45,7 +45,7 @@ Result<std::vector<std::string>> compile_output_files(const std::string& dir);
 // cores: the jobs each node's tasks form on a device (runtime::npu_node_jobs), listed per node as
 // "jobs"; mainline: the placement of `run --backend device` (no PPU-only tasks: a mainline rocket
 // kernel learns of a task's end only through the DPU's interrupt).
-Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::Strategy strategy, const std::string& out_dir, int cores = 3,
-                                          bool mainline = false);
+Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::Strategy strategy, const std::string& out_dir,
+                                          int cores = static_cast<int>(npu::arch::kRk3588.cores), bool mainline = false);
 
 }  // namespace rkd::workflows

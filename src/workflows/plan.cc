@@ -4,14 +4,19 @@
 #include <hwy/highway.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <thread>
 
+#include "core/npy.h"
 #include "core/progress.h"
 #include "core/thread_pool.h"
 #include "kernels/tensor_ops.h"
 #include "npu/lower/strategy.h"
 #include "runtime/model.h"
+#include "runtime/npu_conv.h"
+#include "runtime/npu_ops.h"
 
 namespace rkd::workflows {
 
@@ -19,8 +24,8 @@ using namespace runtime;  // NOLINT: the layer below (executor, model loading, d
 
 namespace {
 
-// Per-node median host milliseconds of `runs` profiled runs after `warmup` unprofiled ones.
-Result<std::map<std::string, double>> measure(ir::Graph& g, const PlanOptions& o) {
+// Per node, its host milliseconds in each of `runs` profiled runs after `warmup` unprofiled ones.
+Result<std::map<std::string, std::vector<double>>> measure(ir::Graph& g, const PlanOptions& o) {
   ExecutorOptions eo;
   eo.threads = o.threads;
   eo.profile = true;
@@ -33,12 +38,34 @@ Result<std::map<std::string, double>> measure(ir::Graph& g, const PlanOptions& o
     if (i < o.warmup) continue;
     for (const NodeTime& t : ex->last_profile()) samples[t.node].push_back(t.micros / 1e3);
   }
+  return samples;
+}
+
+std::map<std::string, double> medians(const std::map<std::string, std::vector<double>>& samples) {
   std::map<std::string, double> ms;
-  for (auto& [name, v] : samples) {
+  for (const auto& [name, v0] : samples) {
+    std::vector<double> v = v0;
     std::sort(v.begin(), v.end());
-    ms[name] = v[v.size() / 2];
+    ms[name] = v.empty() ? 0 : v[v.size() / 2];
   }
   return ms;
+}
+
+// Every NPU node of the runtime's graph lowered as the runtime lowers it (one session, graph
+// order): its tasks' work from their register commands and its jobs on `cores` cores.
+Result<std::map<std::string, plan::NpuNodeCost>> lowered_costs(const ir::Graph& g, int cores) {
+  std::map<std::string, plan::NpuNodeCost> costs;
+  std::shared_ptr<NpuSession> session = make_npu_session(g.outputs);
+  for (const auto& np : g.nodes()) {
+    if (!npu_family_of(*np)) continue;
+    RKD_ASSIGN(auto ln, lower_npu_node(*np, session));
+    RKD_ASSIGN(auto work, npu_node_work(*session, *ln));
+    plan::NpuNodeCost& c = costs[np->name];
+    for (const npu::sim::TaskWork& w : work)
+      c.tasks.push_back({static_cast<double>(w.padded_macs), static_cast<double>(w.read_bytes), static_cast<double>(w.write_bytes)});
+    for (const NpuJobPlan& j : npu_node_jobs(*ln, cores)) c.jobs.push_back({j.stage, j.tasks});
+  }
+  return costs;
 }
 
 }  // namespace
@@ -76,9 +103,11 @@ Result<std::vector<plan::VariantPlan>> plan_model(const PlanOptions& o, const pl
       co.fuse = true;
       co.fuse_activations = true;
       co.int8 = true;
-      co.npu_sim_strategy = npu::lower::strategy_name(npu::lower::kDefaultStrategy);
+      co.npu_strategy = npu::lower::kDefaultStrategy;
     }
-    Status s = optimize(imp.graph, co);
+    plan::RuntimePlacement rt;
+    ir::FusionReport placement;
+    Status s = optimize(imp.graph, co, &placement);
     if (!s.ok() && form == plan::GraphForm::runtime && s.error().kind == ErrorKind::unsupported) {
       // A graph the int8 back ends refuse (a float model): as-run is not planned, with why.
       for (plan::Variant v : variants) {
@@ -94,17 +123,28 @@ Result<std::vector<plan::VariantPlan>> plan_model(const PlanOptions& o, const pl
     if (!s.ok()) return s.error().with_context(path);
     bool placed_any = false;
     for (const auto& n : imp.graph.nodes()) placed_any = placed_any || plan::npu_placed_op(*n);
+    // rkdeploy's own back end: the runtime graph's NPU nodes priced from their lowered tasks;
+    // the candidates it left on the CPU with the placement's reason.
+    if (form == plan::GraphForm::runtime && t.rkdeploy_lowering) {
+      auto lc = lowered_costs(imp.graph, t.npu.cores_used);
+      if (!lc.ok()) return lc.error().with_context(path);
+      rt.lowered = std::move(lc).value();
+    }
+    for (const auto& [family, p] : placement.npu)
+      for (const std::string& e : p.on_cpu)
+        if (auto colon = e.find(": "); colon != std::string::npos) rt.cpu_reasons[e.substr(0, colon)] = e.substr(colon + 2);
     // A graph this host cannot run is still placed: its nodes without a CPU kernel are
     // reported in every plan, and no host time is measured (the CPU terms would be partial).
     const std::vector<std::string> unrunnable = unexecutable_nodes(imp.graph);
-    std::map<std::string, double> host;
+    std::map<std::string, std::vector<double>> runs;
     if (unrunnable.empty()) {
       auto m = measure(imp.graph, o);
       if (!m.ok()) return m.error().with_context(path);
-      host = std::move(m).value();
+      runs = std::move(m).value();
     }
+    const std::map<std::string, double> host = medians(runs);
     for (plan::Variant v : variants) {
-      auto p = plan::plan_variant(imp.graph, t, v, host);
+      auto p = plan::plan_variant(imp.graph, t, v, host, runs, rt);
       if (!p.ok()) return p.error().with_context(path);
       if (form == plan::GraphForm::runtime && !placed_any) p->notes.push_back("nothing placed on the NPU: no operator the lowering takes");
       if (!unrunnable.empty()) {
@@ -116,6 +156,47 @@ Result<std::vector<plan::VariantPlan>> plan_model(const PlanOptions& o, const pl
   }
   for (plan::Variant v : o.variants) plans.push_back(std::move(done[v]));
   return plans;
+}
+
+Result<plan::FitResult> calibrate_set(const CalibrationSetOptions& o, plan::Target& t) {
+  RKD_ASSIGN(const std::vector<plan::Measurement> ms, plan::read_measurements(o.file));
+  std::vector<const plan::Measurement*> mine;
+  for (const plan::Measurement& m : ms) {
+    if (m.target != t.name) continue;
+    if (m.model.empty()) return invalid(o.file + ": a measurement of " + t.name + " without its \"model\" (a calibration set names each)");
+    mine.push_back(&m);
+  }
+  if (mine.empty()) return invalid(o.file + ": no measurement for target " + t.name);
+  // One plan per measurement (its model, its variant), kept at stable addresses for the fit.
+  std::vector<std::unique_ptr<plan::VariantPlan>> plans;
+  std::vector<plan::CalibrationRow> rows;
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const plan::Measurement& m = *mine[i];
+    report_progress("plan: the calibration set's models", i + 1, mine.size());
+    namespace fs = std::filesystem;
+    const fs::path model = fs::path(o.models_dir) / m.model;
+    PlanOptions po;
+    po.model = model.string();
+    po.threads = o.threads;
+    po.warmup = o.warmup;
+    po.runs = o.runs;
+    RKD_ASSIGN(plan::Variant v, plan::parse_variant(m.variant));
+    po.variants = {v};
+    const std::string stem = model.stem().string() + ".input_";
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(o.models_dir, ec)) {
+      const std::string f = e.path().filename().string();
+      if (f.rfind(stem, 0) == 0 && e.path().extension() == ".npy") {
+        RKD_ASSIGN(po.inputs[f.substr(stem.size(), f.size() - stem.size() - 4)], read_npy(e.path().string()));
+      }
+    }
+    if (ec) return io_error(o.models_dir + ": " + ec.message());
+    if (po.inputs.empty()) return invalid(model.string() + ": no saved input " + stem + "NAME.npy beside it (make_models.py writes them)");
+    RKD_ASSIGN(auto p, plan_model(po, t));
+    plans.push_back(std::make_unique<plan::VariantPlan>(std::move(p.at(0))));
+    rows.push_back({plans.back().get(), &m});
+  }
+  return plan::calibrate_rows(t, rows);
 }
 
 std::map<std::string, std::string> environment() {

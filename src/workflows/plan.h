@@ -28,6 +28,16 @@ struct PlanOptions {
 
 Result<std::vector<plan::VariantPlan>> plan_model(const PlanOptions& o, const plan::Target& t);
 
+// A calibration set (`plan --calibrate FILE` without a MODEL): every measurement of t names its
+// model file (relative to models_dir) and variant; each model is planned with its saved inputs
+// (models_dir/<stem>.input_<name>.npy, as make_models.py writes them), then t's free parameters
+// are fitted over the "fit" rows of all models together and the "check" rows predicted.
+struct CalibrationSetOptions {
+  std::string file, models_dir;
+  int threads = 1, warmup = 0, runs = 1;
+};
+Result<plan::FitResult> calibrate_set(const CalibrationSetOptions& o, plan::Target& t);
+
 // Facts about this host and build for measurement reports: rkdeploy version, compiler, CPU
 // model, the thread count the kernels use now (set by the last executor created), library
 // versions, the ISA dispatch.

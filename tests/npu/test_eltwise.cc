@@ -280,7 +280,7 @@ TEST(NpuEltwise, ChainedInputIsReadInPlaceFromTheProducersOutput) {
     ASSERT_TRUE(lb.ok()) << lb.error().to_string();
     EXPECT_TRUE(lb->input_maps[0][0].chained);
     EXPECT_EQ(lb->main_address, la->output_address);
-    for (const auto& buf : lb->buffers) EXPECT_NE(buf.kind, "input");
+    for (const auto& buf : lb->buffers) EXPECT_NE(buf.kind, npu::lower::BufferKind::input);
     Tensor x = Tensor::empty(t, {1, 40, 5, 7});
     auto* px = static_cast<uint8_t*>(x.raw());
     for (int64_t i = 0; i < x.numel(); ++i) px[i] = static_cast<uint8_t>(i * 31 + 5);

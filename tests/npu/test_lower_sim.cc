@@ -22,133 +22,48 @@
 #include "npu/sim/conv_task.h"
 #include "npu/sim/sim.h"
 #include "quant/int8.h"
+#include "npu/conv_lowering_tester.h"
 
 namespace rkd::npu {
 namespace {
 
-struct Case {
-  lower::ConvSpec spec;
-  Tensor x;
-};
-
-// Fixed geometry (0: random).
-struct Dims {
-  int64_t C = 0, OC = 0, H = 0, W = 0, K = 0, stride = 0;
-};
-
-// Weight scales spread over `decades` decades (real per-channel models: 10x to 1000x).
-Case random_case(std::mt19937& rng, bool depthwise, DType t, double decades, bool relu, const Dims& dims = {}) {
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  lower::ConvSpec s;
-  s.dtype = t;
-  s.depthwise = depthwise;
-  s.C = dims.C ? dims.C : depthwise ? pick(3, 40) : pick(1, 40);
-  s.OC = depthwise ? s.C : dims.OC ? dims.OC : pick(1, 70);
-  s.H = dims.H ? dims.H : pick(1, 11);  // below 4: stored with zero-point rows (the hardware minimum)
-  s.W = dims.W ? dims.W : pick(4, 13);  // non-square
-  s.KH = dims.K ? dims.K : pick(1, 3) * 2 - 1;
-  s.KW = depthwise || dims.K ? s.KH : pick(1, 3) * 2 - 1;
-  s.stride_h = dims.stride ? dims.stride : pick(1, 2);
-  s.stride_w = dims.stride ? dims.stride : pick(1, 2);
-  s.pad_top = s.KH / 2;
-  s.pad_left = s.KW / 2;
-  s.pad_bottom = s.KH / 2;
-  s.pad_right = s.KW / 2;
-  const int lo = t == DType::i8 ? -128 : 0, hi = t == DType::i8 ? 127 : 255;
-  s.weights = Tensor::empty(t, {s.OC, depthwise ? 1 : s.C, s.KH, s.KW});
-  for (int64_t i = 0; i < s.weights.numel(); ++i) {
-    const int v = t == DType::i8 ? pick(-127, 127) : pick(0, 255);
-    if (t == DType::i8) s.weights.data<int8_t>()[i] = static_cast<int8_t>(v);
-    else s.weights.data<uint8_t>()[i] = static_cast<uint8_t>(v);
-  }
-  if (t == DType::i8) {
-    s.w_zero_points = {0};
-    for (int64_t k = 0; k < s.OC; ++k) {
-      s.w_scales.push_back(static_cast<float>(0.01 * std::pow(10.0, -decades * std::uniform_real_distribution<double>(0, 1)(rng))));
+// Channel counts around the atomic sizes (1, 15, 16, 17, 33), widths around 16, both strides,
+// dense and depthwise: in the NPU's own convention the per-channel strategy (one OUT_CVT per
+// channel, scales spread over two decades) and, on uint8 per-tensor models, the per-tensor one
+// are the int8 reference bit for bit.
+TEST(NpuLowerSim, EdgeGeometriesEqualTheReferenceBitForBit) {
+  unsigned seed = 100;
+  for (int64_t C : {1, 15, 16, 17, 33}) {
+    for (int64_t W : {4, 15, 17}) {
+      for (bool dw : {false, true}) {
+        ConvLoweringTester()
+            .channels(dw && C < 3 ? 3 : C)
+            .output_channels(C + 2)
+            .height(5)
+            .width(W)
+            .kernel(3)
+            .stride(1 + W % 2)
+            .depthwise(dw)
+            .scale_decades(2)
+            .strategy(lower::Strategy::per_channel)
+            .seed(seed++)
+            .Test();
+        ConvLoweringTester()
+            .channels(dw && C < 3 ? 3 : C)
+            .output_channels(C)
+            .height(W)
+            .width(6)
+            .kernel(dw ? 3 : 1)
+            .stride(1)
+            .depthwise(dw)
+            .dtype(DType::u8)
+            .relu(true)
+            .strategy(lower::Strategy::per_tensor)
+            .seed(seed++)
+            .Test();
+      }
     }
-  } else {
-    s.w_zero_points = {pick(100, 150)};
-    s.w_scales = {0.004f};
   }
-  s.x_scale = 0.05f;
-  s.x_zero_point = t == DType::i8 ? pick(-20, 20) : pick(100, 150);
-  // The output scale where the real outputs span about the type's range.
-  double maxw = 0;
-  for (float w : s.w_scales) maxw = std::max<double>(maxw, w);
-  s.y_scale = static_cast<float>(0.05 * maxw * 127 * std::sqrt(static_cast<double>((depthwise ? 1 : s.C) * s.KH * s.KW)) / 40);
-  s.y_zero_point = relu ? lo : (t == DType::i8 ? pick(-10, 10) : pick(118, 138));
-  s.act_min = lo;
-  s.act_max = hi;
-  if (relu) {
-    s.act_min = s.y_zero_point;
-    // Half the ReLU cases are ReLU6-like: an upper bound inside the output range.
-    if (pick(0, 1)) s.act_max = s.y_zero_point + pick(20, 100);
-  }
-  for (int64_t k = 0; k < s.OC; ++k) s.bias.push_back(pick(-3000, 3000));
-  Case c{s, Tensor::empty(t, {1, s.C, s.H, s.W})};
-  for (int64_t i = 0; i < c.x.numel(); ++i) {
-    const int v = pick(lo, hi);
-    if (t == DType::i8) c.x.data<int8_t>()[i] = static_cast<int8_t>(v);
-    else c.x.data<uint8_t>()[i] = static_cast<uint8_t>(v);
-  }
-  return c;
-}
-
-Tensor reference(const Case& c, quant::Requant conv) {
-  const auto& s = c.spec;
-  auto rq = quant::Requantizer::make(conv, s.x_scale, s.w_scales, s.y_scale, s.y_zero_point, s.act_min, s.act_max);
-  EXPECT_TRUE(rq.ok());
-  Tensor b = Tensor::empty(DType::i32, {s.OC});
-  std::memcpy(b.raw(), s.bias.data(), s.bias.size() * 4);
-  quant::QConvParams p{{s.stride_h, s.stride_w}, {1, 1}, {s.pad_top, s.pad_left, s.pad_bottom, s.pad_right}, s.depthwise ? s.C : 1};
-  Tensor y = Tensor::empty(s.dtype, {1, s.OC, s.OH(), s.OW()});
-  EXPECT_TRUE(quant::qlinear_conv(c.x, s.x_zero_point, s.weights, s.w_zero_points, b, p, *rq, y).ok());
-  return y;
-}
-
-// mac_runs: the oneDNN convolutions the cached runs computed for the chain (one per group of
-// tasks over one input map).
-Result<Tensor> simulate(const Case& c, lower::Strategy st, size_t* tasks = nullptr, const lower::LowerOptions& opt = {},
-                        int64_t* row_slices = nullptr, const sim::Quirks& quirks = {}, const Tensor* residual = nullptr, size_t* mac_runs = nullptr) {
-  DeviceMemory mem;
-  RKD_ASSIGN(uint32_t in, lower::place_input(mem, c.spec, c.x));
-  RKD_ASSIGN(lower::Lowered l, lower::lower_conv(c.spec, st, mem, in, opt));
-  if (residual) RKD_TRY(lower::write_residual(mem, c.spec, l, *residual));
-  if (row_slices) *row_slices = l.row_slices;
-  RKD_ASSIGN(auto placed, lower::place_regcmd(mem, l));
-  const uint32_t at = placed.address;
-  const auto& spans = placed.spans;
-  RKD_ASSIGN(auto stats, sim::run(mem, at, spans[0].word_count, quirks));
-  if (stats.size() != l.tasks.size())
-    return invalid("the simulator ran " + std::to_string(stats.size()) + " tasks of " + std::to_string(l.tasks.size()));
-  if (tasks) *tasks = l.tasks.size();
-  RKD_ASSIGN(Tensor loops, lower::gather_output(mem, c.spec, l));
-  // The same buffer with the prepared MAC (oneDNN where available), twice (cache reuse):
-  // bit for bit the simulator's own loops.
-  sim::SimCache cache;
-  for (int rep = 0; rep < 2; ++rep) {
-    auto again = sim::run(mem, at, spans[0].word_count, quirks, &cache);
-    if (!again.ok()) return again.error();
-    RKD_ASSIGN(Tensor fast, lower::gather_output(mem, c.spec, l));
-    if (std::memcmp(fast.raw(), loops.raw(), loops.nbytes()) != 0) return invalid("the prepared MAC differs from the simulator's loops");
-    if (cache.last_tasks != l.tasks.size()) return invalid("the cached run ran " + std::to_string(cache.last_tasks) + " tasks");
-  }
-  if (mac_runs) *mac_runs = cache.last_mac_runs;
-  return loops;
-}
-
-struct Diff {
-  int64_t max = 0, exact = 0, n = 0;
-};
-Diff compare(const Tensor& a, const Tensor& b) {
-  Diff d;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    const int64_t e = std::llabs(static_cast<int64_t>(a.get_as_double(i)) - static_cast<int64_t>(b.get_as_double(i)));
-    d.max = std::max(d.max, e);
-    d.exact += e == 0;
-    ++d.n;
-  }
-  return d;
 }
 
 TEST(NpuLowerSim, SingleOutCvtStrategiesAreExactWhenEveryChannelHasOneScale) {

@@ -323,11 +323,12 @@ TEST(Partition, KCountsDeviceSwitchesNotUnsupportedNodes) {
   // The terms, recomputed from the model's definition in double.
   const double rate = 500.0 * 2 * 1000e6 * 0.5;  // MAC/s
   double npu_compute = 0, npu_traffic = 0, cpu = 0;
+  // Each node the longer of its compute and its traffic (they overlap), in that one's term.
   for (ir::Node* c : {c1, add, c2, c3}) {
     const double macs = c->op_type == "Conv" ? 8.0 * 8 * 4 * 4 * 9 : 0;
-    npu_compute += macs / rate * 1e3;
     const double bytes = c->op_type == "Conv" ? (256 + 144 + 256) : 3 * 256;
-    npu_traffic += bytes / 2e9 * 1e3;
+    const double compute = macs / rate * 1e3, traffic = bytes / 2e9 * 1e3;
+    (compute >= traffic ? npu_compute : npu_traffic) += std::max(compute, traffic);
   }
   cpu = 3 * 1.5 * 2;
   EXPECT_NEAR(p->terms.npu_compute, npu_compute, 1e-9);
@@ -346,12 +347,12 @@ TEST(Partition, KCountsDeviceSwitchesNotUnsupportedNodes) {
   std::vector<plan::VariantPlan> plans{*p};
   const double truth = 2345.0;
   const double measured = p->terms.total() + 4 * (truth - 100) / 1e3;
-  auto fit = plan::calibrate(t2, plans, {plan::Measurement{"test", "custom-op-cpu", "unit test", "fit", measured}});
+  auto fit = plan::calibrate(t2, plans, {plan::Measurement{"test", "custom-op-cpu", "unit test", "fit", measured, ""}});
   ASSERT_TRUE(fit.ok()) << fit.error().to_string();
   EXPECT_NEAR(fit->after.at("boundary.sync_us"), truth, 1e-3 * truth);
   EXPECT_NEAR(fit->rows[0].predicted_ms, measured, 1e-6 * measured);
   // A measurement of a variant the plan does not hold is an error that says so.
-  auto bad = plan::calibrate(t2, plans, {plan::Measurement{"test", "fused-fallback", "", "fit", 10}});
+  auto bad = plan::calibrate(t2, plans, {plan::Measurement{"test", "fused-fallback", "", "fit", 10, ""}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("fused-fallback"), std::string::npos);
 }

@@ -473,17 +473,18 @@ TEST(QdqToQlinear, ConcatAndSplitOfAlikeQuantizedMapsRunOnTheIntegers) {
       ir::Graph h;
       build(h);
       runtime::CompileOptions sim = int8;
-      sim.npu_sim_strategy = "sorted-bs-multiplier";
+      sim.npu_strategy = npu::lower::Strategy::sorted_bs_multiplier;
       ir::FusionReport rep;
       ASSERT_TRUE(runtime::optimize(h, sim, &rep).ok());
-      EXPECT_EQ(rep.npu_sim_concats, 0);
-      ASSERT_EQ(rep.npu_cpu_concats.size(), 1u);
-      EXPECT_NE(rep.npu_cpu_concats[0].find("cat/int: every part's producer and every reader run on the CPU"), std::string::npos)
-          << rep.npu_cpu_concats[0];
+      EXPECT_EQ(rep.npu["Concat"].placed, 0);
+      ASSERT_EQ(rep.npu["Concat"].on_cpu.size(), 1u);
+      EXPECT_NE(rep.npu["Concat"].on_cpu[0].find("cat/int: every part's producer and every reader run on the CPU"), std::string::npos)
+          << rep.npu["Concat"].on_cpu[0];
       // So does the Split (the CPU's Concat before it, quantizes after it).
-      EXPECT_EQ(rep.npu_sim_splits, 0);
-      ASSERT_EQ(rep.npu_cpu_splits.size(), 1u);
-      EXPECT_NE(rep.npu_cpu_splits[0].find("split/int: its producer and every reader run on the CPU"), std::string::npos) << rep.npu_cpu_splits[0];
+      EXPECT_EQ(rep.npu["Split"].placed, 0);
+      ASSERT_EQ(rep.npu["Split"].on_cpu.size(), 1u);
+      EXPECT_NE(rep.npu["Split"].on_cpu[0].find("split/int: its producer and every reader run on the CPU"), std::string::npos)
+          << rep.npu["Split"].on_cpu[0];
     }
     auto ex = runtime::Executor::create(g);
     auto fex = runtime::Executor::create(f);

@@ -13,43 +13,12 @@
 #include "kernels/tensor_ops.h"
 #include "quant/requant.h"
 #include "runtime/executor.h"
+#include "runtime/qdq_builder.h"
 
 namespace rkd {
 namespace {
 
 using ir::Dim;
-
-struct Builder {
-  ir::Graph g;
-  DType t;
-  int n = 0;
-  ir::Value* scalar(float v) { return g.add_constant("s", Tensor::from_floats({}, std::vector<float>{v})); }
-  ir::Value* zp(int v) {
-    Tensor z = Tensor::empty(t, {});
-    if (t == DType::i8) z.data<int8_t>()[0] = static_cast<int8_t>(v);
-    else z.data<uint8_t>()[0] = static_cast<uint8_t>(v + 128);  // the same grid shifted to uint8
-    return g.add_constant("z", z);
-  }
-  std::string id(const char* base) {
-    std::string s = base;
-    s += std::to_string(n++);
-    return s;
-  }
-  ir::Value* q(ir::Value* x, float s, int z) { return (*g.add_node(id("q"), "QuantizeLinear", "", {x, scalar(s), zp(z)}, {id("qv")}))->outputs[0]; }
-  ir::Value* dq(ir::Value* x, float s, int z) {
-    return (*g.add_node(id("d"), "DequantizeLinear", "", {x, scalar(s), zp(z)}, {id("dv")}))->outputs[0];
-  }
-  ir::Node* op(const char* type, std::vector<ir::Value*> in) { return *g.add_node(id(type), type, "", in, {id("v")}); }
-  // The float graph input "x" of [1, C, H, W] (opset 13).
-  ir::Value* input(int64_t C, int64_t H, int64_t W) {
-    g.opset = 13;
-    ir::Value* x = *g.add_value("x");
-    x->dtype = DType::f32;
-    x->shape = ir::Dims{Dim{1, ""}, Dim{C, ""}, Dim{H, ""}, Dim{W, ""}};
-    g.inputs.push_back(x);
-    return x;
-  }
-};
 
 // x -> Q -> DQ -> LeakyRelu -> Q -> DQ -> Pad(-inf) -> Q -> DQ -> MaxPool -> Q (another scale)
 //   -> DQ -> Resize (nearest x2) -> Q (the same scale) -> DQ -> { Sigmoid, Mul by 1.7, Sub from 0.5 (the varying input second),
@@ -466,10 +435,10 @@ TEST(QLinearAverage, UnderTheNpuConventionAveragesAreDepthwiseConvolutionsOfTheC
         // strategy is the convention's OUT_CVT; the BS-multiplier strategies re-encode it).
         runtime::CompileOptions opt;
         opt.int8 = true;
-        opt.npu_sim_strategy = "per-tensor";
+        opt.npu_strategy = npu::lower::Strategy::per_tensor;
         ir::FusionReport rep;
         ASSERT_TRUE(runtime::optimize(sb.g, opt, &rep).ok());
-        EXPECT_EQ(rep.npu_sim_convs, convs) << ::testing::PrintToString(rep.npu_cpu_convs);
+        EXPECT_EQ(rep.npu["Conv"].placed, convs) << ::testing::PrintToString(rep.npu["Conv"].on_cpu);
         auto ex = runtime::Executor::create(sb.g);
         ASSERT_TRUE(ex.ok()) << ex.error().to_string();
         auto out = (*ex)->run({{"x", xf}});

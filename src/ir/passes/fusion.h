@@ -6,6 +6,7 @@
 // the attribute rkd_activation = "relu" | "silu" (oneDNN post-op, applied after the bias).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -13,42 +14,20 @@
 
 namespace rkd::ir {
 
+// What the NPU placement did with one operation family's candidates.
+struct NpuFamilyPlacement {
+  int placed = 0;                    // nodes placed on the NPU
+  std::vector<std::string> on_cpu;   // "node X: <reason>" for the candidates left on the CPU
+  std::map<std::string, int> notes;  // the family's own counts (runtime/npu_ops.cc names them)
+};
+
 // What the rewriting passes did, for `run` and `inspect` to print.
 struct FusionReport {
   int fused_sites = 0;
-  std::vector<std::string> fused;                    // one line per fused site
-  std::vector<std::string> not_fused;                // "node X: <reason>"
-  int npu_sim_convs = 0;                             // convolutions placed on the NPU simulator
-  int npu_fused_adds = 0;                            // of which with the following Add fused (EW stage)
-  std::vector<std::string> npu_cpu_convs;            // "node X: <reason>" for those left on the CPU
-  int npu_sim_adds = 0;                              // QLinearAdds placed on the NPU simulator as DPU-only tasks
-  std::vector<std::string> npu_cpu_adds;             // "node X: <reason>" for the QLinearAdds left on the CPU
-  int npu_sim_alus = 0;                              // QLinearSub / QLinearMax / QLinearMin placed on the NPU simulator (EW ALU)
-  std::vector<std::string> npu_cpu_alus;             // "node X: <reason>" for those left on the CPU
-  int npu_sim_muls = 0;                              // QLinearMuls placed on the NPU simulator (the EW multiply)
-  std::vector<std::string> npu_cpu_muls;             // "node X: <reason>" for the QLinearMuls left on the CPU
-  int npu_sim_leaky_relus = 0;                       // LeakyRelu tables placed on the NPU simulator as DPU-only tasks
-  int npu_leaky_relu_table_differences = 0;          // the most entries (of 256) of one whose reference table differs
-  int npu_sim_luts = 0;                              // other tables (Sigmoid, SiLU, HardSwish, ...) through the DPU's LUT
-  std::vector<std::string> npu_cpu_luts;             // "node X: <reason>" for the tables left on the CPU
-  int npu_sim_concats = 0;                           // integer channel Concats placed on the NPU simulator as copy tasks
-  std::vector<std::string> npu_cpu_concats;          // "node X: <reason>" for the integer Concats left on the CPU
-  int npu_sim_splits = 0;                            // integer channel Splits placed on the NPU simulator as copy tasks
-  std::vector<std::string> npu_cpu_splits;           // "node X: <reason>" for the integer Splits left on the CPU
-  int npu_sim_pools = 0;                             // integer MaxPools placed on the NPU simulator as PPU tasks
-  std::vector<std::string> npu_cpu_pools;            // "node X: <reason>" for the integer MaxPools left on the CPU
-  int npu_sim_pads = 0;                              // integer channel Pads placed on the NPU simulator as DPU tasks
-  std::vector<std::string> npu_cpu_pads;             // "node X: <reason>" for the integer Pads left on the CPU
-  int npu_sim_resizes = 0;                           // integer x2 Resizes placed on the NPU simulator (nearest: DPU copy tasks)
-  int npu_sim_edge_resizes = 0;                      // of which with a Pad edge by 1 merged (a bilinear x2's first half)
-  std::vector<std::string> npu_cpu_resizes;          // "node X: <reason>" for the integer x2 Resize candidates left on the CPU
-  int npu_sim_depth_to_spaces = 0;                   // integer DepthToSpaces (a ConvTranspose's interleave) as DPU copy tasks
-  std::vector<std::string> npu_cpu_depth_to_spaces;  // "node X: <reason>" for the integer DepthToSpaces left on the CPU
-  // Every npu_cpu_* list above: the nodes npu-sim-placement left on the CPU, with the reason.
-  std::vector<const std::vector<std::string>*> npu_cpu_lists() const {
-    return {&npu_cpu_convs,  &npu_cpu_adds,  &npu_cpu_alus, &npu_cpu_muls,    &npu_cpu_luts,           &npu_cpu_concats,
-            &npu_cpu_splits, &npu_cpu_pools, &npu_cpu_pads, &npu_cpu_resizes, &npu_cpu_depth_to_spaces};
-  }
+  std::vector<std::string> fused;      // one line per fused site
+  std::vector<std::string> not_fused;  // "node X: <reason>"
+  // The NPU placement (runtime/npu_ops.h), per operation family of its table (the family's name).
+  std::map<std::string, NpuFamilyPlacement> npu;
 };
 
 Pass conv_activation_fusion_pass();

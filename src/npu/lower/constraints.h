@@ -38,6 +38,7 @@ struct ConvGeometry {
   DType dtype = DType::i8;  // of input, weights and output
   int64_t batch = 1, C = 0, H = 0, W = 0, OC = 0, KH = 1, KW = 1;
   int64_t stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0;
+  int64_t pad_bottom = 0, pad_right = 0;  // not limited (the output size follows from them)
   int64_t dilation_h = 1, dilation_w = 1;
   int64_t groups = 1;                 // 1 dense; C == OC == groups depthwise; else grouped
   bool per_axis_activations = false;  // more than one input or output scale

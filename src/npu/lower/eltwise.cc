@@ -49,7 +49,7 @@ EltwiseGeometry map_geometry(const MapShape& s) {
 // least `stored` channels stored), listed as a buffer of `kind` used first by `task`; either
 // way recorded in l.input_maps[i].
 uint32_t input_buffer(LoweredEltwise& l, DeviceMemory& mem, const InputsAt& at, size_t i, const MapShape& shape, int64_t surface, int64_t stored = 0,
-                      size_t task = 0, const char* kind = "input") {
+                      size_t task = 0, BufferKind kind = BufferKind::input) {
   MapShape buffer = shape;
   buffer.C = std::max(shape.C, stored);
   const bool chained = i < at.size() && at[i].has_value();
@@ -73,7 +73,7 @@ uint32_t output_buffer(LoweredEltwise& l, DeviceMemory& mem, const MapShape& sha
   buffer.C = std::max(shape.C, stored);
   const size_t bytes = map_bytes(buffer, surface);
   const uint32_t a = mem.alloc(bytes);
-  l.buffers.push_back(Buffer{"output", task, a, bytes});
+  l.buffers.push_back(Buffer{BufferKind::output, task, a, bytes});
   l.output_maps.push_back(DeviceMap{a, surface, align(buffer.C, kC2), shape, false});
   return a;
 }
@@ -399,13 +399,13 @@ Result<LoweredEltwise> lower_channel_pad(const ChannelPadSpec& s, DeviceMemory& 
   for (int64_t c = 0; c < s.C; ++c) mul[static_cast<size_t>(c)] = 1;
   const PackedOperands ops = pack_bs_operands(zero, mul, written);
   const uint32_t ops_at = mem.alloc(ops.bytes.size());
-  l.buffers.push_back(Buffer{"operands", 0, ops_at, ops.bytes.size()});
+  l.buffers.push_back(Buffer{BufferKind::operands, 0, ops_at, ops.bytes.size()});
   RKD_TRY(mem.write(ops_at, ops.bytes));
   // EW: + the constant map (stored pad code in the padding channels, 0 elsewhere).
   l.ew_surface_bytes = std::max<int64_t>(pixels, arch::kRk3588.ew_surface_min_pixels) * kC2;
   const size_t ew_bytes = map_bytes(o, l.ew_surface_bytes);
   l.ew_address = mem.alloc(ew_bytes);
-  l.buffers.push_back(Buffer{"operands", 0, l.ew_address, ew_bytes});
+  l.buffers.push_back(Buffer{BufferKind::operands, 0, l.ew_address, ew_bytes});
   std::vector<uint8_t> e(ew_bytes, 0);
   const uint8_t code = static_cast<uint8_t>(static_cast<int8_t>(s.dtype == DType::u8 ? s.value - 128 : s.value));
   for (int64_t c = s.C; c < o.C; ++c)
@@ -512,7 +512,7 @@ Status interleave(LoweredEltwise& l, const MapShape& s, uint32_t src0, uint32_t 
 }
 
 // A map of m's shape with dense surfaces allocated in `mem` and listed as a buffer of `kind`.
-uint32_t place_map(LoweredEltwise& l, DeviceMemory& mem, const char* kind, const MapShape& m) {
+uint32_t place_map(LoweredEltwise& l, DeviceMemory& mem, BufferKind kind, const MapShape& m) {
   const size_t bytes = map_bytes(m, m.H * m.W * kC2);
   const uint32_t a = mem.alloc(bytes);
   l.buffers.push_back(Buffer{kind, 0, a, bytes});
@@ -530,7 +530,7 @@ Result<LoweredEltwise> lower_upsample2(const Upsample2Spec& s, DeviceMemory& mem
   l.main_surface_bytes = s.H * s.W * kC2;
   l.output_surface_bytes = o.H * o.W * kC2;
   l.main_address = input_buffer(l, mem, at, 0, s, l.main_surface_bytes);
-  const uint32_t mid = place_map(l, mem, "scratch", wide);
+  const uint32_t mid = place_map(l, mem, BufferKind::scratch, wide);
   const int64_t blocks = blocks_of(s), H = s.H, W = s.W;
   if (!s.edge) {
     l.output_address = output_buffer(l, mem, o, l.output_surface_bytes);
@@ -542,7 +542,7 @@ Result<LoweredEltwise> lower_upsample2(const Upsample2Spec& s, DeviceMemory& mem
   const int64_t Hd = o.H, Wd = o.W;
   MapShape rows = s;  // the columns done: [C, H, Wd]
   rows.W = Wd;
-  const uint32_t r = place_map(l, mem, "scratch", rows);
+  const uint32_t r = place_map(l, mem, BufferKind::scratch, rows);
   const uint32_t e = l.output_address = output_buffer(l, mem, o, l.output_surface_bytes);
   RKD_TRY(interleave(l, s, l.main_address, l.main_address, mid, blocks * H * W, 1));           // cells -> both cells of [C, H, 2 W]
   RKD_TRY(scatter(l, s, mid, r + cells(1), blocks * H, 2 * W, Wd));                            // lines of 2 W cells, 1 cell in
@@ -586,7 +586,7 @@ Result<LoweredEltwise> lower_depth_to_space2(const DepthToSpace2Spec& s, DeviceM
   l.main_surface_bytes = s.H * s.W * kC2;
   l.output_surface_bytes = o.H * o.W * kC2;
   l.main_address = input_buffer(l, mem, at, 0, s, l.main_surface_bytes);
-  const uint32_t wide0 = place_map(l, mem, "scratch", wide), wide1 = place_map(l, mem, "scratch", wide);
+  const uint32_t wide0 = place_map(l, mem, BufferKind::scratch, wide), wide1 = place_map(l, mem, BufferKind::scratch, wide);
   l.output_address = output_buffer(l, mem, o, l.output_surface_bytes);
   const int64_t blocks = blocks_of(o);  // per group
   auto group = [&](int64_t g) { return l.main_address + static_cast<uint32_t>(g * blocks * l.main_surface_bytes); };
@@ -619,7 +619,7 @@ Result<LoweredEltwise> lower_concat(const ConcatSpec& s, DeviceMemory& mem, cons
   l.output_address = output_buffer(l, mem, s, l.output_surface_bytes);
   int64_t c0 = 0;
   for (size_t i = 0; i < s.parts.size(); ++i) {
-    if (i > 0) l.buffers.push_back(Buffer{"output", i, l.output_address, out_bytes});
+    if (i > 0) l.buffers.push_back(Buffer{BufferKind::output, i, l.output_address, out_bytes});
     RKD_TRY(emit(copy_task(s, s.parts[i], l.part_addresses[i], l.output_address + static_cast<uint32_t>(c0 / kC2 * l.output_surface_bytes)), l));
     c0 += s.parts[i];
   }
@@ -641,7 +641,7 @@ Result<LoweredEltwise> lower_split(const SplitSpec& s, DeviceMemory& mem, const 
   l.output_address = l.part_addresses[0];
   int64_t c0 = 0;
   for (size_t i = 0; i < s.parts.size(); ++i) {
-    if (i > 0 && !l.input_maps[0][0].chained) l.buffers.push_back(Buffer{"input", i, l.main_address, in_bytes});
+    if (i > 0 && !l.input_maps[0][0].chained) l.buffers.push_back(Buffer{BufferKind::input, i, l.main_address, in_bytes});
     RKD_TRY(emit(copy_task(s, s.parts[i], l.main_address + static_cast<uint32_t>(c0 / kC2 * l.main_surface_bytes), l.part_addresses[i]), l));
     c0 += s.parts[i];
   }

@@ -9,6 +9,18 @@
 
 namespace rkd::npu::lower {
 
+const char* buffer_kind_name(BufferKind k) {
+  switch (k) {
+    case BufferKind::input: return "input";
+    case BufferKind::weights: return "weights";
+    case BufferKind::operands: return "operands";
+    case BufferKind::residual: return "residual";
+    case BufferKind::scratch: return "scratch";
+    case BufferKind::output: return "output";
+  }
+  return "?";
+}
+
 namespace {
 
 // One channel group (a strategy task after the CBUF split, widened to its channel window):
@@ -25,7 +37,7 @@ Status lower_group(const ConvSpec& s, ChannelWindow w, uint32_t region_address, 
   const uint32_t waddr = mem.alloc(wb.bytes.size());
   RKD_TRY(mem.write(waddr, wb.bytes));
   out.weight_bytes += wb.bytes.size();
-  out.buffers.push_back(Buffer{"weights", first_task, waddr, wb.bytes.size()});
+  out.buffers.push_back(Buffer{BufferKind::weights, first_task, waddr, wb.bytes.size()});
 
   int truncate = 0;
   if (s.residual) {
@@ -37,7 +49,7 @@ Status lower_group(const ConvSpec& s, ChannelWindow w, uint32_t region_address, 
   const uint32_t baddr = mem.alloc(ops.bytes.size());
   RKD_TRY(mem.write(baddr, ops.bytes));
   out.operand_bytes += ops.bytes.size();
-  out.buffers.push_back(Buffer{"operands", first_task, baddr, ops.bytes.size()});
+  out.buffers.push_back(Buffer{BufferKind::operands, first_task, baddr, ops.bytes.size()});
 
   OutputRegion region;
   region.surface_bytes = OH * OW * kC2;
@@ -45,14 +57,14 @@ Status lower_group(const ConvSpec& s, ChannelWindow w, uint32_t region_address, 
   region.stored_channels = written;
   const size_t obytes = static_cast<size_t>(written / kC2 * region.surface_bytes);
   region.address = region_address;
-  out.buffers.push_back(Buffer{"output", first_task, region.address, obytes});
+  out.buffers.push_back(Buffer{BufferKind::output, first_task, region.address, obytes});
 
   std::optional<EwOperand> ew;
   if (s.residual) {
     region.residual_surface_bytes = std::max<int64_t>(OH * OW, arch::kRk3588.ew_surface_min_pixels) * kC2;
     const size_t rbytes = static_cast<size_t>((written / kC2 - 1) * region.residual_surface_bytes + OH * OW * kC2);
     region.residual_address = mem.alloc(rbytes);
-    out.buffers.push_back(Buffer{"residual", first_task, region.residual_address, rbytes});
+    out.buffers.push_back(Buffer{BufferKind::residual, first_task, region.residual_address, rbytes});
     RKD_ASSIGN(quant::Multiplier15 cvt, residual_converter(s, p.cvt));
     ew = EwOperand{0, region.residual_surface_bytes / kC2, -stored(s.r_zero_point, s.dtype), cvt};
   }

@@ -75,9 +75,15 @@ struct OutputRegion {
   int64_t residual_surface_bytes = 0;  // max(OH * OW, 12) * 16 (EW_SURF_STRIDE's floor)
 };
 
+// What a buffer the lowering placed holds: scratch maps are device-only (written and read by
+// the node's own tasks).
+enum class BufferKind { input, weights, operands, residual, scratch, output };
+// "input", "weights", "operands", "residual", "scratch", "output": compile's manifest names and file suffixes.
+const char* buffer_kind_name(BufferKind k);
+
 // A buffer the lowering placed in device memory.
 struct Buffer {
-  std::string kind;  // "input", "weights", "operands", "scratch" (device-only), "output"
+  BufferKind kind = BufferKind::input;
   size_t task = 0;
   uint32_t address = 0;
   size_t bytes = 0;

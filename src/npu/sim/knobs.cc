@@ -120,4 +120,43 @@ Status set_knob(Quirks& q, const std::string& a) {
   return invalid("sim knob '" + k + "': unknown (rkdeploy help sim lists them)");
 }
 
+namespace {
+
+// A knob's value in q, as set_knob spells it.
+std::string knob_value(const Quirks& q, const std::string& k) {
+  if (k == "out_cvt_rounding") return rounding_name(q.out_cvt_rounding);
+  if (k == "bs_shift_rounding") return rounding_name(q.bs_shift_rounding);
+  if (k == "out_cvt_scale_signed") return q.out_cvt_scale_signed ? "true" : "false";
+  if (k == "width_is_line") return q.width_is_line ? "true" : "false";
+  if (k == "lut_interp_rounding") return rounding_name(q.lut_interp_rounding);
+  if (k == "lut_start") return q.lut_start_underflows ? "underflow" : "hit";
+  if (k == "ppu_max_padding") return q.ppu_max_pad_ignored ? "ignored" : "value";
+  if (k == "ew_mode") return q.ew_float ? "float" : "integer";
+  return "";
+}
+
+}  // namespace
+
+std::string knob_assignments(const Quirks& q) {
+  std::string s;
+  for (const KnobInfo& k : knob_list()) {
+    const std::string v = knob_value(q, k.name);
+    if (v == k.default_value) continue;
+    if (!s.empty()) s += ';';
+    s.append(k.name).append("=").append(v);
+  }
+  return s;
+}
+
+Result<Quirks> quirks_from_assignments(const std::string& assignments) {
+  Quirks q;
+  size_t at = 0;
+  while (at < assignments.size()) {
+    const size_t end = std::min(assignments.find(';', at), assignments.size());
+    RKD_TRY(set_knob(q, assignments.substr(at, end - at)));
+    at = end + 1;
+  }
+  return q;
+}
+
 }  // namespace rkd::npu::sim

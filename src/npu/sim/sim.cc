@@ -882,4 +882,29 @@ Result<std::vector<TaskStats>> run(DeviceMemory& mem, uint32_t address, size_t w
   return stats;
 }
 
+Result<std::vector<TaskWork>> chain_work(const DeviceMemory& mem, uint32_t address, size_t words, const Quirks& q) {
+  std::vector<TaskWork> work;
+  for (size_t t = 0; address != 0; ++t) {
+    RKD_ASSIGN(ReadTask r, read_task(mem, address, words, t));
+    TaskWork w;
+    w.enable_mask = r.task.enable_mask;
+    if (r.task.enable_mask == kPpuEnableMask) {
+      auto p = decode_pool(Regs(r.task.values));
+      if (!p.ok()) return p.error().with_context(task_context(t, address));
+      w.read_bytes = p->input_bytes;
+      w.write_bytes = p->output_bytes;
+    } else {
+      auto c = detail::decode_task(r.task.values, r.task.enable_mask, q, &r.task.lut);
+      if (!c.ok()) return c.error().with_context(task_context(t, address));
+      if (!c->dpu_only) w.padded_macs = c->OH * c->OW * c->OC * c->KH * c->KW * (c->depthwise ? 1 : c->C);
+      w.read_bytes = c->input_bytes + c->weight_bytes + (c->ew.on ? (c->ew.per_channel ? c->OC : c->output_bytes) : 0);
+      w.write_bytes = c->output_bytes;
+    }
+    work.push_back(w);
+    address = r.next;
+    words = r.next_words;
+  }
+  return work;
+}
+
 }  // namespace rkd::npu::sim

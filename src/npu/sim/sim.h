@@ -119,12 +119,28 @@ struct KnobInfo {
 std::vector<KnobInfo> knob_list();
 // Sets a knob by name ("out_cvt_rounding=half_away"); an error names the knob and its values.
 Status set_knob(Quirks& q, const std::string& assignment);
+// The knobs whose value differs from the default, as ';'-separated NAME=VALUE assignments in
+// knob_list() order (empty: every default), and back: quirks_from_assignments(knob_assignments(q)) == q.
+std::string knob_assignments(const Quirks& q);
+Result<Quirks> quirks_from_assignments(const std::string& assignments);
 
 struct TaskStats {
   int64_t macs = 0;           // multiply-accumulates of real (not padded) channels
   int64_t padded_macs = 0;    // those the array performs: written channels x padded input channels
   int64_t output_values = 0;  // int8 values written
 };
+
+// What one task asks of the hardware, from its registers alone (no data read): the MACs the
+// array performs (padded channels included; 0 for a DPU-only or PPU task), the bytes its DMAs
+// read (input map, weights, the EW operand map) and write (output map), its enable mask.
+struct TaskWork {
+  int64_t padded_macs = 0;
+  int64_t read_bytes = 0, write_bytes = 0;
+  uint32_t enable_mask = 0;
+};
+// Every task of the chain at regcmd_address (first_task_words: the first task's command
+// words), decoded as run() decodes them; an error names the task that does not decode.
+Result<std::vector<TaskWork>> chain_work(const DeviceMemory& mem, uint32_t regcmd_address, size_t first_task_words, const Quirks& q = {});
 
 // What the simulator prepares per chain of tasks and reuses across runs of the same buffer:
 // the MACs as oneDNN's exact int8 accumulation (where the CPU has VNNI and w + OW_OP fits

@@ -1,0 +1,143 @@
+// A node as npu/lower/constraints.h reads it (plan.h, "NPU geometry"): the one translation from
+// a graph node to the NPU's geometry, read by the runtime's NPU operation table
+// (runtime/npu_ops.h, through its *_spec functions) and by the planner's profile checks.
+#include "ir/passes/shape_inference.h"
+#include "plan/plan.h"
+
+namespace rkd::plan {
+
+namespace {
+
+bool is_8bit(const ir::Value* v) { return v && v->dtype && (*v->dtype == DType::i8 || *v->dtype == DType::u8); }
+
+}  // namespace
+
+Result<npu::lower::ConvGeometry> npu_conv_geometry(const ir::Node& n) {
+  const bool q = n.op_type == "QLinearConv" || n.op_type == "NpuConv";
+  const size_t wi = q ? 3 : 1;
+  const auto xs = ir::static_shape(n.inputs.empty() ? nullptr : n.inputs[0]);
+  const auto ws = ir::static_shape(n.inputs.size() > wi ? n.inputs[wi] : nullptr);
+  const auto ys = ir::static_shape(n.outputs.empty() ? nullptr : n.outputs[0]);
+  if (!xs || !ys || xs->size() != 4 || ys->size() != 4) return unsupported("input or output is not a static [N, C, H, W]");
+  if (!ws || ws->size() != 4) return unsupported("weights are not a 4-D tensor of static shape");
+  npu::lower::ConvGeometry g;
+  if (q && n.inputs[wi]->dtype) g.dtype = *n.inputs[wi]->dtype;
+  g.batch = (*xs)[0];
+  g.C = (*xs)[1];
+  g.H = (*xs)[2];
+  g.W = (*xs)[3];
+  g.OC = (*ws)[0];
+  g.KH = (*ws)[2];
+  g.KW = (*ws)[3];
+  RKD_ASSIGN(auto strides, n.attr_ints("strides", {1, 1}));
+  RKD_ASSIGN(auto dilations, n.attr_ints("dilations", {1, 1}));
+  RKD_ASSIGN(auto pads, n.attr_ints("pads", {0, 0, 0, 0}));
+  RKD_ASSIGN(std::string auto_pad, n.attr_string("auto_pad", "NOTSET"));
+  RKD_ASSIGN(g.groups, n.attr_int("group", 1));
+  if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4) return unsupported("strides, dilations or pads of another rank");
+  RKD_TRY(ir::resolve_auto_pad(auto_pad, ir::WindowGeometry{{g.H, g.W}, {g.KH, g.KW}, strides, dilations, {}, false}, pads));
+  g.stride_h = strides[0];
+  g.stride_w = strides[1];
+  g.dilation_h = dilations[0];
+  g.dilation_w = dilations[1];
+  g.pad_top = pads[0];
+  g.pad_left = pads[1];
+  g.pad_bottom = pads[2];
+  g.pad_right = pads[3];
+  if (q) {
+    // More than one input or output scale (inputs 1 and 6).
+    for (size_t i : {size_t{1}, size_t{6}}) {
+      const ir::Value* s = i < n.inputs.size() ? n.inputs[i] : nullptr;
+      g.per_axis_activations = g.per_axis_activations || (s && s->constant && s->constant->numel() != 1);
+    }
+  }
+  return g;
+}
+
+Result<npu::lower::PoolGeometry> npu_pool_geometry(const ir::Node& n) {
+  const auto xs = ir::static_shape(n.inputs.empty() ? nullptr : n.inputs[0]);
+  const auto ys = ir::static_shape(n.outputs.empty() ? nullptr : n.outputs[0]);
+  if (!xs || !ys || xs->size() != 4 || ys->size() != 4) return unsupported("input is not a static [N, C, H, W] map");
+  npu::lower::PoolGeometry g;
+  if (is_8bit(n.inputs[0])) g.dtype = *n.inputs[0]->dtype;
+  g.batch = (*xs)[0];
+  g.C = (*xs)[1];
+  g.H = (*xs)[2];
+  g.W = (*xs)[3];
+  g.OH = (*ys)[2];
+  g.OW = (*ys)[3];
+  RKD_ASSIGN(auto kernel, n.attr_ints("kernel_shape", {}));
+  RKD_ASSIGN(auto strides, n.attr_ints("strides", {1, 1}));
+  RKD_ASSIGN(auto dilations, n.attr_ints("dilations", {1, 1}));
+  RKD_ASSIGN(auto pads, n.attr_ints("pads", {0, 0, 0, 0}));
+  RKD_ASSIGN(std::string auto_pad, n.attr_string("auto_pad", "NOTSET"));
+  RKD_ASSIGN(int64_t storage, n.attr_int("storage_order", 0));
+  RKD_ASSIGN(int64_t ceil_mode, n.attr_int("ceil_mode", 0));
+  if (storage != 0) return unsupported("storage_order 1");
+  if (kernel.size() != 2 || strides.size() != 2 || dilations.size() != 2 || pads.size() != 4)
+    return unsupported("a kernel, strides, dilations or pads of another rank");
+  RKD_TRY(ir::resolve_auto_pad(auto_pad, ir::WindowGeometry{{g.H, g.W}, kernel, strides, dilations, {}, false}, pads));
+  g.KH = kernel[0];
+  g.KW = kernel[1];
+  g.stride_h = strides[0];
+  g.stride_w = strides[1];
+  g.dilation_h = dilations[0];
+  g.dilation_w = dilations[1];
+  g.pad_top = pads[0];
+  g.pad_left = pads[1];
+  g.pad_bottom = pads[2];
+  g.pad_right = pads[3];
+  g.ceil_mode = ceil_mode != 0;
+  g.indices = n.outputs.size() > 1 && n.outputs[1];
+  return g;
+}
+
+Result<npu::lower::EltwiseGeometry> npu_binary_geometry(const ir::Node& n) {
+  // com.microsoft's (and rkdeploy's) QLinear binary ops: A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp.
+  const bool q = n.domain == "rkdeploy" && n.inputs.size() >= 8;
+  const size_t bi = q ? 3 : 1;
+  auto as = ir::static_shape(n.inputs.empty() ? nullptr : n.inputs[0]);
+  // A unary operation (a table) has one operand.
+  auto bs = n.inputs.size() > bi ? ir::static_shape(n.inputs[bi]) : as;
+  const auto ys = ir::static_shape(n.outputs.empty() ? nullptr : n.outputs[0]);
+  // A float Mul's map is either operand (qdq-to-qlinear puts the output-shaped one first).
+  if (!q && n.op_type == "Mul" && as && bs && ys && *as != *ys && *bs == *ys) std::swap(as, bs);
+  if (!as || !bs || !ys || as->size() != 4 || *ys != *as) return unsupported("operands are not static [N, C, H, W] maps of the output's shape");
+  npu::lower::EltwiseGeometry g;
+  if (is_8bit(n.inputs[0])) g.dtype = *n.inputs[0]->dtype;
+  g.batch = (*as)[0];
+  g.C = (*as)[1];
+  g.H = (*as)[2];
+  g.W = (*as)[3];
+  g.broadcast = *as != *bs;
+  g.per_channel_operand = npu::lower::per_channel_operand(*as, *bs);
+  if (q) {
+    for (size_t i : {1u, 2u, 4u, 5u, 6u, 7u})
+      g.per_axis_quantization = g.per_axis_quantization || (n.inputs[i] && n.inputs[i]->constant && n.inputs[i]->constant->numel() != 1);
+  }
+  return g;
+}
+
+Result<npu::lower::EltwiseGeometry> npu_parts_geometry(const ir::Node& n) {
+  const bool concat = n.op_type == "Concat" || n.op_type == "NpuConcat";
+  RKD_ASSIGN(int64_t axis, n.attr_int("axis", 0));
+  if (axis != 1 && axis != -3) return unsupported("axis " + std::to_string(axis) + " (the NPU copies channel ranges only)");
+  npu::lower::EltwiseGeometry g;
+  std::vector<int64_t> parts;
+  for (const ir::Value* v : concat ? n.inputs : n.outputs) {
+    const auto s = ir::static_shape(v);
+    if (!s || s->size() != 4) return unsupported(concat ? "a part is not a static [N, C, H, W] map" : "a part is not a static [N, C, H, W] map");
+    if (!parts.empty() && ((*s)[0] != g.batch || (*s)[2] != g.H || (*s)[3] != g.W)) return unsupported("parts of different N, H or W");
+    g.batch = (*s)[0];
+    g.H = (*s)[2];
+    g.W = (*s)[3];
+    g.C += (*s)[1];
+    parts.push_back((*s)[1]);
+  }
+  if (parts.empty()) return unsupported("no parts");
+  if (is_8bit(concat ? n.inputs[0] : (n.inputs.empty() ? nullptr : n.inputs[0]))) g.dtype = *n.inputs[0]->dtype;
+  g.unaligned_part_offset = npu::lower::unaligned_part_offset(parts);
+  return g;
+}
+
+}  // namespace rkd::plan

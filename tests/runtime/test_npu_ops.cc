@@ -1,0 +1,317 @@
+// The NPU operation table (runtime/npu_ops.h) against every consumer that derives from it:
+// the op table's kOnNpu records, the op registry's kernels, the placement's report and
+// FusionReport keys, the sentence naming what the NPU lowers, the knobs a placed node carries.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "ir/op_info.h"
+#include "npu/sim/sim.h"
+#include "runtime/npu_ops.h"
+#include "runtime/executor.h"
+#include "runtime/op_registry.h"
+#include "runtime/qdq_builder.h"
+
+namespace rkd {
+namespace {
+
+using runtime::npu_op_families;
+using runtime::NpuOpFamily;
+
+TEST(NpuOpTable, EveryRecordIsComplete) {
+  std::set<std::string> names, ops;
+  for (const NpuOpFamily& f : npu_op_families()) {
+    SCOPED_TRACE(f.name);
+    EXPECT_TRUE(names.insert(f.name).second) << "a family name twice";
+    EXPECT_FALSE(f.npu_ops.empty());
+    for (const char* op : f.npu_ops) EXPECT_TRUE(ops.insert(op).second) << op << " in two families";
+    EXPECT_TRUE(f.candidate && f.lowerable && f.npu_op && f.lower && f.manifest && f.report);
+    EXPECT_TRUE(std::string(f.section) == "convolutions" || std::string(f.section) == "elementwise") << f.section;
+    EXPECT_NE(std::string(f.entry_prefix), "");
+    EXPECT_NE(std::string(f.lowered), "");
+  }
+}
+
+// The op table marks exactly the table's node types kOnNpu, and each has a kernel (the NPU
+// kernel alone, which the executor replaces with the shared session's).
+TEST(NpuOpTable, OpTableAndKernelsCoverEveryNpuNode) {
+  std::set<std::string> table;
+  for (const NpuOpFamily& f : npu_op_families()) {
+    for (const char* op : f.npu_ops) {
+      table.insert(op);
+      const ir::OpInfo* info = ir::find_op("rkdeploy", op);
+      ASSERT_NE(info, nullptr) << op << " has no record in ir/op_info.cc";
+      EXPECT_TRUE(info->has(ir::kOnNpu)) << op;
+      EXPECT_TRUE(runtime::has_kernel("rkdeploy", op)) << op;
+      ir::Graph g;
+      auto n = g.add_node("n", op, "rkdeploy", {}, {});
+      ASSERT_TRUE(n.ok());
+      EXPECT_EQ(runtime::npu_family_of(**n), &f) << op;
+    }
+  }
+  for (const ir::OpInfo& info : ir::op_table()) {
+    if (info.has(ir::kOnNpu)) {
+      EXPECT_TRUE(table.count(std::string(info.op_type))) << info.op_type << " is kOnNpu but in no NPU family";
+    }
+  }
+}
+
+// The placement reports every family (placed or not) and `run`'s line and compile's sentence
+// name each one.
+TEST(NpuOpTable, ReportAndSentenceNameEveryFamily) {
+  ir::Graph g;
+  ir::FusionReport r;
+  runtime::NpuPlacementOptions o;
+  ASSERT_TRUE(runtime::npu_placement_pass(o, &r).run(g).ok());
+  const std::string line = runtime::npu_placement_text(r, "WHERE", "STRATEGY");
+  const std::string sentence = runtime::npu_lowered_ops_text();
+  EXPECT_EQ(line.rfind("npu: ", 0), 0u) << line;
+  EXPECT_NE(line.find("WHERE"), std::string::npos);
+  EXPECT_NE(line.find("STRATEGY"), std::string::npos);
+  for (const NpuOpFamily& f : npu_op_families()) {
+    SCOPED_TRACE(f.name);
+    ASSERT_TRUE(r.npu.count(f.name));
+    EXPECT_EQ(r.npu.at(f.name).placed, 0);
+    ir::NpuFamilyPlacement p;
+    p.placed = 7;
+    p.on_cpu = {"a: x", "b: y"};
+    const std::string part = f.report(p, "WHERE", "STRATEGY");
+    EXPECT_EQ(part.rfind("7 ", 0), 0u) << part;
+    EXPECT_NE(line.find(f.report(r.npu.at(f.name), "WHERE", "STRATEGY")), std::string::npos) << line;
+    EXPECT_NE(sentence.find(f.lowered), std::string::npos) << sentence;
+  }
+  EXPECT_EQ(r.npu.size(), npu_op_families().size());
+}
+
+// One NPU node of a family, by setters, in a QDQ graph: x quantized twice (scales 0.05 and
+// 0.03), the two added (an NPU Add: every other family's candidate then has an NPU neighbour),
+// the family's op on the sum, quantized. Test() compiles the graph for the int8 reference and
+// for the simulator, both in the NPU's convention (rknpu_out_cvt), checks that the family placed
+// its node and that every output is the reference's bit for bit, naming every parameter and the
+// seed on failure.
+class NpuNodeTester {
+ public:
+  NpuNodeTester& family(std::string v) {
+    family_ = std::move(v);
+    return *this;
+  }
+  NpuNodeTester& dtype(DType v) {
+    dtype_ = v;
+    return *this;
+  }
+  NpuNodeTester& channels(int64_t v) {
+    C_ = v;
+    return *this;
+  }
+  NpuNodeTester& height(int64_t v) {
+    H_ = v;
+    return *this;
+  }
+  NpuNodeTester& width(int64_t v) {
+    W_ = v;
+    return *this;
+  }
+  NpuNodeTester& seed(unsigned v) {
+    seed_ = v;
+    return *this;
+  }
+
+  std::string describe() const {
+    std::ostringstream o;
+    o << "NpuNodeTester family " << family_ << ", " << dtype_name(dtype_) << ", [1, " << C_ << ", " << H_ << ", " << W_ << "], seed " << seed_;
+    return o.str();
+  }
+
+  // The family's op on the Add's output `v` (scale 0.04, zero point 3), its outputs quantized.
+  using Maker = std::function<std::vector<ir::Value*>(Builder& b, ir::Value* v, std::mt19937& rng, int64_t C)>;
+  static const std::map<std::string, Maker>& makers();
+
+  void Test() const {
+    SCOPED_TRACE(describe());
+    auto it = makers().find(family_);
+    ASSERT_NE(it, makers().end()) << "no graph for family " << family_;
+    std::mt19937 rng(seed_);
+    Tensor x = Tensor::empty(DType::f32, {1, C_, H_, W_});
+    std::uniform_real_distribution<float> u(-4.f, 4.f);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(rng);
+    auto build = [&](Builder& b) {
+      std::mt19937 graph_rng(seed_ + 1);
+      ir::Value* in = b.input(C_, H_, W_);
+      ir::Value* a = b.dq(b.q(in, 0.05f, -3), 0.05f, -3);
+      ir::Value* c = b.dq(b.q(in, 0.03f, 7), 0.03f, 7);
+      ir::Value* v = b.dq(b.q(b.op("Add", {a, c})->outputs[0], 0.04f, 3), 0.04f, 3);
+      b.g.outputs = it->second(b, v, graph_rng, C_);
+    };
+    auto run = [&](bool sim, ir::FusionReport* rep) -> std::map<std::string, Tensor> {
+      Builder b{{}, dtype_};
+      build(b);
+      runtime::CompileOptions o;
+      o.int8 = true;
+      o.requant = quant::Requant::rknpu_out_cvt;
+      if (sim) o.npu_strategy = npu::lower::Strategy::per_tensor;
+      Status st = runtime::optimize(b.g, o, rep);
+      EXPECT_TRUE(st.ok()) << st.error().to_string();
+      auto ex = runtime::Executor::create(b.g);
+      EXPECT_TRUE(ex.ok()) << ex.error().to_string();
+      if (!ex.ok()) return {};
+      auto out = (*ex)->run({{"x", x}});
+      EXPECT_TRUE(out.ok()) << out.error().to_string();
+      return out.ok() ? *out : std::map<std::string, Tensor>{};
+    };
+    ir::FusionReport rep;
+    const auto want = run(false, nullptr), got = run(true, &rep);
+    EXPECT_GE(rep.npu[family_].placed, 1) << ::testing::PrintToString(rep.npu[family_].on_cpu);
+    ASSERT_EQ(want.size(), got.size());
+    for (const auto& [name, w] : want) {
+      const Tensor& g = got.at(name);
+      ASSERT_EQ(w.nbytes(), g.nbytes()) << name;
+      int64_t differ = 0, first = -1;
+      for (size_t i = 0; i < w.nbytes(); ++i) {
+        const bool d = static_cast<const uint8_t*>(w.raw())[i] != static_cast<const uint8_t*>(g.raw())[i];
+        differ += d;
+        if (d && first < 0) first = static_cast<int64_t>(i);
+      }
+      EXPECT_EQ(differ, 0) << name << ": the simulator differs from the int8 reference in " << differ << " of " << w.nbytes() << " bytes, first at "
+                           << first;
+    }
+  }
+
+ private:
+  std::string family_;
+  DType dtype_ = DType::i8;
+  int64_t C_ = 16, H_ = 6, W_ = 8;
+  unsigned seed_ = 1;
+};
+
+const std::map<std::string, NpuNodeTester::Maker>& NpuNodeTester::makers() {
+  // Quantized output of `y` at the Add's scale (the copies and pooling keep it).
+  static const auto same = [](Builder& b, ir::Value* y) { return b.q(y, 0.04f, 3); };
+  static const std::map<std::string, Maker> m = {
+      {"Conv",
+       [](Builder& b, ir::Value* v, std::mt19937& rng, int64_t C) {
+         Tensor w = Tensor::empty(b.t, {C + 3, C, 3, 3});
+         for (size_t i = 0; i < w.nbytes(); ++i) static_cast<uint8_t*>(w.raw())[i] = static_cast<uint8_t>(rng());
+         ir::Node* n = b.op("Conv", {v, b.dq(b.g.add_constant("w", w), 0.002f, 0)});
+         n->attrs["pads"] = std::vector<int64_t>{1, 1, 1, 1};
+         return std::vector<ir::Value*>{b.q(n->outputs[0], 0.06f, -2)};
+       }},
+      {"Add", [](Builder& b, ir::Value* v, std::mt19937&, int64_t) { return std::vector<ir::Value*>{b.q(v, 0.04f, 3)}; }},
+      {"Sub/Max/Min",
+       [](Builder& b, ir::Value* v, std::mt19937&, int64_t) {
+         return std::vector<ir::Value*>{b.q(b.op("Sub", {v, b.dq(b.q(b.g.inputs[0], 0.02f, 1), 0.02f, 1)})->outputs[0], 0.05f, 0),
+                                        b.q(b.op("Max", {v, b.dq(b.q(b.g.inputs[0], 0.02f, 1), 0.02f, 1)})->outputs[0], 0.05f, 0)};
+       }},
+      {"Mul",
+       [](Builder& b, ir::Value* v, std::mt19937&, int64_t) {
+         return std::vector<ir::Value*>{b.q(b.op("Mul", {v, b.dq(b.q(b.g.inputs[0], 0.02f, 1), 0.02f, 1)})->outputs[0], 0.1f, 0)};
+       }},
+      {"LeakyRelu",
+       [](Builder& b, ir::Value* v, std::mt19937&, int64_t) {
+         ir::Node* n = b.op("LeakyRelu", {v});
+         n->attrs["alpha"] = 0.1f;
+         return std::vector<ir::Value*>{b.q(n->outputs[0], 0.03f, -50)};
+       }},
+      {"Lut", [](Builder& b, ir::Value* v, std::mt19937&,
+                 int64_t) { return std::vector<ir::Value*>{b.q(b.op("Sigmoid", {v})->outputs[0], 1.f / 256, -128)}; }},
+      {"MaxPool",
+       [](Builder& b, ir::Value* v, std::mt19937&, int64_t) {
+         ir::Node* n = b.op("MaxPool", {v});
+         n->attrs["kernel_shape"] = std::vector<int64_t>{2, 2};
+         n->attrs["strides"] = std::vector<int64_t>{2, 2};
+         return std::vector<ir::Value*>{same(b, n->outputs[0])};
+       }},
+      {"Pad",
+       [](Builder& b, ir::Value* v, std::mt19937&, int64_t) {
+         Tensor pads = Tensor::empty(DType::i64, {8});
+         const int64_t pv[8] = {0, 0, 0, 0, 0, 5, 0, 0};
+         std::memcpy(pads.raw(), pv, sizeof pv);
+         return std::vector<ir::Value*>{same(b, b.op("Pad", {v, b.g.add_constant("pads", pads)})->outputs[0])};
+       }},
+      {"Resize",
+       [](Builder& b, ir::Value* v, std::mt19937&, int64_t) {
+         ir::Node* n = b.op("Resize", {v, nullptr, b.g.add_constant("scales", Tensor::from_floats({4}, std::vector<float>{1, 1, 2, 2}))});
+         n->attrs["mode"] = std::string("nearest");
+         n->attrs["coordinate_transformation_mode"] = std::string("asymmetric");
+         n->attrs["nearest_mode"] = std::string("floor");
+         return std::vector<ir::Value*>{same(b, n->outputs[0])};
+       }},
+      {"DepthToSpace",
+       [](Builder& b, ir::Value* v, std::mt19937&, int64_t) {
+         ir::Node* n = b.op("DepthToSpace", {v});
+         n->attrs["blocksize"] = int64_t{2};
+         n->attrs["mode"] = std::string("DCR");
+         return std::vector<ir::Value*>{same(b, n->outputs[0])};
+       }},
+      {"Split",
+       [](Builder& b, ir::Value* v, std::mt19937&, int64_t C) {
+         Tensor parts = Tensor::empty(DType::i64, {2});
+         const int64_t pv[2] = {16, C - 16};  // parts start at multiples of 16 channels
+         std::memcpy(parts.raw(), pv, sizeof pv);
+         auto n = b.g.add_node(b.id("Split"), "Split", "", {v, b.g.add_constant("split", parts)}, {b.id("v"), b.id("v")});
+         (*n)->attrs["axis"] = int64_t{1};
+         return std::vector<ir::Value*>{same(b, (*n)->outputs[0]), same(b, (*n)->outputs[1])};
+       }},
+      {"Concat",
+       [](Builder& b, ir::Value* v, std::mt19937&, int64_t) {
+         ir::Node* r = b.op("Relu", {v});
+         ir::Value* rv = b.dq(same(b, r->outputs[0]), 0.04f, 3);
+         ir::Node* n = b.op("Concat", {v, rv});
+         n->attrs["axis"] = int64_t{1};
+         return std::vector<ir::Value*>{same(b, n->outputs[0])};
+       }},
+  };
+  return m;
+}
+
+// Every family of the table has a tester graph, and each places its node and computes the
+// int8 reference's bytes on the simulator, for int8 and uint8 and a channel count that is not a
+// multiple of the atomic 16 (where the lowering needs parts at multiples of 16: 32 for a
+// Concat of two copies, 64 for DepthToSpace's four blocks).
+TEST(NpuOpTable, EveryFamilyPlacesItsNodeAndEqualsTheInt8Reference) {
+  for (const NpuOpFamily& f : npu_op_families()) {
+    for (DType t : {DType::i8, DType::u8}) {
+      const std::string name = f.name;
+      NpuNodeTester()
+          .family(name)
+          .dtype(t)
+          .channels(name == "DepthToSpace" ? 64
+                    : name == "Concat"     ? 32
+                                           : 20)
+          .height(6)
+          .width(name == "Resize" ? 5 : 9)
+          .seed(7)
+          .Test();
+    }
+  }
+}
+
+// What a placed node carries: the knobs that differ from the defaults, read back as the same quirks.
+TEST(NpuOpTable, KnobAssignmentsRoundTrip) {
+  npu::sim::Quirks q;
+  EXPECT_EQ(npu::sim::knob_assignments(q), "");
+  for (const npu::sim::KnobInfo& k : npu::sim::knob_list()) {
+    std::string values = k.values;
+    size_t at = 0;
+    while (at <= values.size()) {
+      const size_t end = std::min(values.find('|', at), values.size());
+      const std::string v = values.substr(at, end - at);
+      npu::sim::Quirks one;
+      ASSERT_TRUE(npu::sim::set_knob(one, std::string(k.name) + "=" + v).ok()) << k.name << "=" << v;
+      const std::string text = npu::sim::knob_assignments(one);
+      EXPECT_EQ(text.empty(), v == k.default_value) << k.name << "=" << v << ": " << text;
+      auto back = npu::sim::quirks_from_assignments(text);
+      ASSERT_TRUE(back.ok()) << text;
+      EXPECT_TRUE(*back == one) << text;
+      at = end + 1;
+    }
+  }
+  EXPECT_FALSE(npu::sim::quirks_from_assignments("no_such_knob=1").ok());
+}
+
+}  // namespace
+}  // namespace rkd
