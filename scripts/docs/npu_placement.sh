@@ -1,9 +1,10 @@
 #!/bin/bash
 # The placement table of docs/npu.md: the five real TensorFlow.js detectors and the YOLOv8n
-# architecture at 640, quantized per channel (percentile calibration on the fixture's photos),
-# planned on rk3588-rkdeploy as the hardware could run them (as-is), as the profile's
-# `lowered` marks say (as-lowered), and as `run --backend sim` executes them (as-run: the
-# runtime's own graph and placement). CPU terms are this host's times x 3.
+# architecture at 640, quantized per channel (percentile calibration on the fixture's photos,
+# the default target), planned on rk3588-rkdeploy as the profile places the graph (as-is: what
+# the lowering does not emit on the CPU) and as `run --backend sim` executes it (as-run: the
+# runtime's own graph, placement, node order and lowered tasks). CPU terms are this host's
+# times x 3; NPU / CPU nodes count the nodes that compute.
 #   bash scripts/docs/npu_placement.sh build/src/cli/rkdeploy build/human YOLO_DIR OUT_DIR
 # (YOLO_DIR: scripts/models/make_models.py OUT --models yolo writes yolov8n_arch.onnx there)
 set -euo pipefail
@@ -27,19 +28,19 @@ for m in json.load(open(sys.argv[1]))["models"]: print(m["name"])' "$here/script
     cfg=(--config "$here/scripts/models/human/configs/$name.json")
     [ -f "$q" ] || "$rk" quantize "$models/$name.json" --calib "$dir/calib" "${cfg[@]}" --method percentile -o "$q" > /dev/null
   fi
-  "$rk" plan "$q" --target rk3588-rkdeploy --variant as-is --variant as-lowered --variant as-run --image "$photo" "${cfg[@]}" --json \
+  "$rk" plan "$q" --target rk3588-rkdeploy --variant as-is --variant as-run --image "$photo" "${cfg[@]}" --json \
     > "$out/$name.plan.json" 2> /dev/null
 done
 /usr/bin/python3 - "$out" <<'PY'
 import glob, json, os, sys
 out = sys.argv[1]
-print("| model | as-is: k / ms | as-lowered: k / ms | as-run: k / ms | as-run: NPU / CPU nodes |")
+print("| model | as-is: k / ms | as-run: k / ms | as-run: NPU ms | as-run: NPU / CPU nodes |")
 print("|---|---|---|---|---|")
 for f in sorted(glob.glob(f"{out}/*.plan.json")):
     v = {x["variant"]: x for x in json.load(open(f))["variants"]}
     run = v["as-run"]
-    npu = sum(s["nodes"] for s in run["segments"] if s["device"] == "npu")
-    cpu = sum(s["nodes"] for s in run["segments"] if s["device"] == "cpu")
-    cells = [f'{v[n]["k"]} / {v[n]["total_ms"]:.1f}' for n in ("as-is", "as-lowered", "as-run")]
-    print(f"| {os.path.basename(f)[:-10]} | " + " | ".join(cells) + f" | {npu} / {cpu} |")
+    nodes = run["nodes_by_device"]
+    npu_ms = sum(run["terms_ms"][t] for t in ("npu_compute", "npu_traffic", "npu_overhead"))
+    cells = [f'{v[n]["k"]} / {v[n]["total_ms"]:.1f}' for n in ("as-is", "as-run")]
+    print(f"| {os.path.basename(f)[:-10]} | " + " | ".join(cells) + f" | {npu_ms:.1f} | {nodes.get('npu', 0)} / {nodes.get('cpu', 0)} |")
 PY

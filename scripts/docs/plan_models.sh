@@ -17,3 +17,8 @@ done
 for t in rk3588-rkdeploy rk3588-rknn-2.3.2 rk3588-mesa-rocket; do
   "$rkd" plan "$models/yolov8n_arch.onnx" --variant as-is --image "$photo" --runs 5 --target "$t" > "$out/yolov8n-$t.txt"
 done
+# YOLOv8n quantized (percentile, on a few of skimage's photos) as rkdeploy's runtime runs it.
+calib="$out/calib"; mkdir -p "$calib"
+for p in astronaut camera chelsea coffee motorcycle_left; do cp "$(dirname "$photo")/$p.png" "$calib/"; done
+"$rkd" quantize "$models/yolov8n_arch.onnx" --calib "$calib" --method percentile -o "$out/yolov8n.qdq.onnx" > /dev/null 2>&1
+"$rkd" plan "$out/yolov8n.qdq.onnx" --variant as-run --image "$photo" --runs 5 --target rk3588-rkdeploy > "$out/yolov8n-rk3588-rkdeploy-as-run.txt"

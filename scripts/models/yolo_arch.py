@@ -8,54 +8,7 @@ repeats 1-2-2-1."""
 import torch
 import torch.nn as nn
 
-
-class Conv(nn.Module):
-    def __init__(self, cin, cout, k=1, s=1):
-        super().__init__()
-        self.conv = nn.Conv2d(cin, cout, k, s, k // 2, bias=False)
-        self.bn = nn.BatchNorm2d(cout, eps=1e-3)
-        self.act = nn.SiLU()
-
-    def forward(self, x):
-        return self.act(self.bn(self.conv(x)))
-
-
-class Bottleneck(nn.Module):
-    def __init__(self, c, shortcut=True):
-        super().__init__()
-        self.cv1, self.cv2, self.add = Conv(c, c, 3), Conv(c, c, 3), shortcut
-
-    def forward(self, x):
-        y = self.cv2(self.cv1(x))
-        return x + y if self.add else y
-
-
-class C2f(nn.Module):
-    def __init__(self, cin, cout, n=1, shortcut=False):
-        super().__init__()
-        self.c = cout // 2
-        self.cv1 = Conv(cin, 2 * self.c, 1)
-        self.cv2 = Conv((2 + n) * self.c, cout, 1)
-        self.m = nn.ModuleList(Bottleneck(self.c, shortcut) for _ in range(n))
-
-    def forward(self, x):
-        y = list(self.cv1(x).split((self.c, self.c), 1))
-        y.extend(m(y[-1]) for m in self.m)
-        return self.cv2(torch.cat(y, 1))
-
-
-class SPPF(nn.Module):
-    def __init__(self, cin, cout, k=5):
-        super().__init__()
-        c = cin // 2
-        self.cv1, self.cv2 = Conv(cin, c, 1), Conv(4 * c, cout, 1)
-        self.m = nn.MaxPool2d(k, 1, k // 2)
-
-    def forward(self, x):
-        x = self.cv1(x)
-        y1 = self.m(x)
-        y2 = self.m(y1)
-        return self.cv2(torch.cat([x, y1, y2, self.m(y2)], 1))
+from yolo_zoo import C2f, SPPF, Conv  # noqa: F401  (the blocks the zoo's YOLOv8 shares)
 
 
 class Detect(nn.Module):

@@ -181,7 +181,21 @@ class ZooDflHead(nn.Module):
         return tuple(out)
 
 
-class YOLOv8(nn.Module):
+class PanDetector(nn.Module):
+    # YOLOv8's, YOLO11's and YOLOv10's dataflow: backbone stages b0 (P3), b1 (P4), b2 (P5), a
+    # top-down then bottom-up neck (h1..h4, downsamplings d1, d2), the head on P3..P5.
+    def forward(self, images):
+        p3 = self.b0(images)
+        p4 = self.b1(p3)
+        p5 = self.b2(p4)
+        t4 = self.h1(torch.cat([self.up(p5), p4], 1))
+        o3 = self.h2(torch.cat([self.up(t4), p3], 1))
+        o4 = self.h3(torch.cat([self.d1(o3), t4], 1))
+        o5 = self.h4(torch.cat([self.d2(o4), p5], 1))
+        return self.head([o3, o4, o5])
+
+
+class YOLOv8(PanDetector):
     def __init__(self, w=(16, 32, 64, 128, 256), nc=80):
         super().__init__()
         a, b, c, d, e = w
@@ -194,18 +208,9 @@ class YOLOv8(nn.Module):
         self.d2, self.h4 = Conv(d, d, 3, 2), C2f(d + e, e, 1)
         self.head = ZooDflHead((c, d, e), nc)
 
-    def forward(self, images):
-        p3 = self.b0(images)
-        p4 = self.b1(p3)
-        p5 = self.b2(p4)
-        t4 = self.h1(torch.cat([self.up(p5), p4], 1))
-        o3 = self.h2(torch.cat([self.up(t4), p3], 1))
-        o4 = self.h3(torch.cat([self.d1(o3), t4], 1))
-        o5 = self.h4(torch.cat([self.d2(o4), p5], 1))
-        return self.head([o3, o4, o5])
 
 
-class YOLO11n(nn.Module):
+class YOLO11n(PanDetector):
     def __init__(self, nc=80):
         super().__init__()
         self.b0 = nn.Sequential(Conv(3, 16, 3, 2), Conv(16, 32, 3, 2), C3k2(32, 64, 1, False, 0.25), Conv(64, 64, 3, 2),
@@ -218,18 +223,9 @@ class YOLO11n(nn.Module):
         self.d2, self.h4 = Conv(128, 128, 3, 2), C3k2(128 + 256, 256, 1, True)
         self.head = ZooDflHead((64, 128, 256), nc, dw_cls=True)
 
-    def forward(self, images):
-        p3 = self.b0(images)
-        p4 = self.b1(p3)
-        p5 = self.b2(p4)
-        t4 = self.h1(torch.cat([self.up(p5), p4], 1))
-        o3 = self.h2(torch.cat([self.up(t4), p3], 1))
-        o4 = self.h3(torch.cat([self.d1(o3), t4], 1))
-        o5 = self.h4(torch.cat([self.d2(o4), p5], 1))
-        return self.head([o3, o4, o5])
 
 
-class YOLOv10n(nn.Module):
+class YOLOv10n(PanDetector):
     def __init__(self, nc=80):
         super().__init__()
         self.b0 = nn.Sequential(Conv(3, 16, 3, 2), Conv(16, 32, 3, 2), C2f(32, 32, 1, True), Conv(32, 64, 3, 2), C2f(64, 64, 2, True))
@@ -241,15 +237,6 @@ class YOLOv10n(nn.Module):
         self.d2, self.h4 = SCDown(128, 128), C2f(128 + 256, 256, 1, True, block=lambda c: CIB(c))
         self.head = ZooDflHead((64, 128, 256), nc, dw_cls=True)
 
-    def forward(self, images):
-        p3 = self.b0(images)
-        p4 = self.b1(p3)
-        p5 = self.b2(p4)
-        t4 = self.h1(torch.cat([self.up(p5), p4], 1))
-        o3 = self.h2(torch.cat([self.up(t4), p3], 1))
-        o4 = self.h3(torch.cat([self.d1(o3), t4], 1))
-        o5 = self.h4(torch.cat([self.d2(o4), p5], 1))
-        return self.head([o3, o4, o5])
 
 
 class YOLOv5s(nn.Module):

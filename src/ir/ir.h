@@ -104,7 +104,7 @@ class Graph {
   std::string name;
   // Model-level facts passes read. "rkdeploy.requant": the integer requantization convention
   // of the source format (quant::Requant name; absent = ONNX Runtime's), set by the TFLite
-  // importer and read by qdq-to-qlinear. "rkdeploy.npu_sim" (any value): the graph is compiled
+  // importer and read by qdq-to-qlinear. "rkdeploy.npu" (any value): the graph is compiled
   // for the NPU (runtime CompileOptions::npu_strategy), so qdq-to-qlinear gives
   // the sites the NPU computes in its own integer form that form under every convention
   // (quant/qlinear_lut.h: the linear Resizes by 2 and by 1/2).

@@ -10,6 +10,36 @@ namespace {
 
 bool is_8bit(const ir::Value* v) { return v && v->dtype && (*v->dtype == DType::i8 || *v->dtype == DType::u8); }
 
+// A 2-D window's strides, dilations and pads (top, left, bottom, right; auto_pad resolved
+// against the H x W map and the kernel).
+struct Window {
+  std::vector<int64_t> strides, dilations, pads;
+};
+Result<Window> window_of(const ir::Node& n, int64_t H, int64_t W, const std::vector<int64_t>& kernel) {
+  Window w;
+  RKD_ASSIGN(w.strides, n.attr_ints("strides", {1, 1}));
+  RKD_ASSIGN(w.dilations, n.attr_ints("dilations", {1, 1}));
+  RKD_ASSIGN(w.pads, n.attr_ints("pads", {0, 0, 0, 0}));
+  RKD_ASSIGN(std::string auto_pad, n.attr_string("auto_pad", "NOTSET"));
+  if (kernel.size() != 2 || w.strides.size() != 2 || w.dilations.size() != 2 || w.pads.size() != 4)
+    return unsupported("a kernel, strides, dilations or pads of another rank");
+  RKD_TRY(ir::resolve_auto_pad(auto_pad, ir::WindowGeometry{{H, W}, kernel, w.strides, w.dilations, {}, false}, w.pads));
+  return w;
+}
+
+// The window's fields of a convolution or pooling geometry.
+template <typename G>
+void set_window(G& g, const Window& w) {
+  g.stride_h = w.strides[0];
+  g.stride_w = w.strides[1];
+  g.dilation_h = w.dilations[0];
+  g.dilation_w = w.dilations[1];
+  g.pad_top = w.pads[0];
+  g.pad_left = w.pads[1];
+  g.pad_bottom = w.pads[2];
+  g.pad_right = w.pads[3];
+}
+
 }  // namespace
 
 Result<npu::lower::ConvGeometry> npu_conv_geometry(const ir::Node& n) {
@@ -29,21 +59,9 @@ Result<npu::lower::ConvGeometry> npu_conv_geometry(const ir::Node& n) {
   g.OC = (*ws)[0];
   g.KH = (*ws)[2];
   g.KW = (*ws)[3];
-  RKD_ASSIGN(auto strides, n.attr_ints("strides", {1, 1}));
-  RKD_ASSIGN(auto dilations, n.attr_ints("dilations", {1, 1}));
-  RKD_ASSIGN(auto pads, n.attr_ints("pads", {0, 0, 0, 0}));
-  RKD_ASSIGN(std::string auto_pad, n.attr_string("auto_pad", "NOTSET"));
   RKD_ASSIGN(g.groups, n.attr_int("group", 1));
-  if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4) return unsupported("strides, dilations or pads of another rank");
-  RKD_TRY(ir::resolve_auto_pad(auto_pad, ir::WindowGeometry{{g.H, g.W}, {g.KH, g.KW}, strides, dilations, {}, false}, pads));
-  g.stride_h = strides[0];
-  g.stride_w = strides[1];
-  g.dilation_h = dilations[0];
-  g.dilation_w = dilations[1];
-  g.pad_top = pads[0];
-  g.pad_left = pads[1];
-  g.pad_bottom = pads[2];
-  g.pad_right = pads[3];
+  RKD_ASSIGN(const Window w, window_of(n, g.H, g.W, {g.KH, g.KW}));
+  set_window(g, w);
   if (q) {
     // More than one input or output scale (inputs 1 and 6).
     for (size_t i : {size_t{1}, size_t{6}}) {
@@ -67,26 +85,13 @@ Result<npu::lower::PoolGeometry> npu_pool_geometry(const ir::Node& n) {
   g.OH = (*ys)[2];
   g.OW = (*ys)[3];
   RKD_ASSIGN(auto kernel, n.attr_ints("kernel_shape", {}));
-  RKD_ASSIGN(auto strides, n.attr_ints("strides", {1, 1}));
-  RKD_ASSIGN(auto dilations, n.attr_ints("dilations", {1, 1}));
-  RKD_ASSIGN(auto pads, n.attr_ints("pads", {0, 0, 0, 0}));
-  RKD_ASSIGN(std::string auto_pad, n.attr_string("auto_pad", "NOTSET"));
   RKD_ASSIGN(int64_t storage, n.attr_int("storage_order", 0));
   RKD_ASSIGN(int64_t ceil_mode, n.attr_int("ceil_mode", 0));
   if (storage != 0) return unsupported("storage_order 1");
-  if (kernel.size() != 2 || strides.size() != 2 || dilations.size() != 2 || pads.size() != 4)
-    return unsupported("a kernel, strides, dilations or pads of another rank");
-  RKD_TRY(ir::resolve_auto_pad(auto_pad, ir::WindowGeometry{{g.H, g.W}, kernel, strides, dilations, {}, false}, pads));
+  RKD_ASSIGN(const Window w, window_of(n, g.H, g.W, kernel));
   g.KH = kernel[0];
   g.KW = kernel[1];
-  g.stride_h = strides[0];
-  g.stride_w = strides[1];
-  g.dilation_h = dilations[0];
-  g.dilation_w = dilations[1];
-  g.pad_top = pads[0];
-  g.pad_left = pads[1];
-  g.pad_bottom = pads[2];
-  g.pad_right = pads[3];
+  set_window(g, w);
   g.ceil_mode = ceil_mode != 0;
   g.indices = n.outputs.size() > 1 && n.outputs[1];
   return g;

@@ -247,7 +247,7 @@ Status lut_sites(ir::Graph& g, std::set<const Node*>& gone, const ir::NodeEvalua
     const bool maxpool = op->op_type == "MaxPool";
     const bool pad = op->op_type == "Pad";
     // The NPU's own forms: in its convention, and in any graph compiled for its simulator.
-    const bool npu_form = npu_convention || g.metadata.count("rkdeploy.npu_sim");
+    const bool npu_form = npu_convention || g.metadata.count("rkdeploy.npu");
     const bool asymmetric2 = npu_form && ir::resize_is_asymmetric_bilinear2(*op);
     const bool bilinear2 = (npu_form && ir::resize_is_bilinear2(*op)) || asymmetric2;
     const bool average2 = npu_form && ir::resize_is_average2(*op);

@@ -20,7 +20,7 @@ namespace rkd::quant {
 //     (DQ and Q are non-decreasing, so they commute with max), then QLinearLut(Q o DQ)
 //     unless DQ and Q quantize alike;
 //   DQ(x) -> Pad(constant v) -> Q: Pad on QLinearLut(Q o DQ)(x) with the value Q(v);
-//   under rknpu_out_cvt (or for the NPU simulator: metadata rkdeploy.npu_sim), DQ(x) ->
+//   under rknpu_out_cvt (or for the NPU: metadata rkdeploy.npu), DQ(x) ->
 //     Resize -> Q with ir::resize_is_average2: a depthwise 2 x 2 stride-2 QLinearConv of
 //     weights 1/4 on x; with ir::resize_is_bilinear2: a nearest x2 Resize of x, a Pad edge by 1
 //     and a depthwise 3 x 3 QLinearConv of weights [1 2 1]^T [1 2 1] / 16 (with

@@ -47,7 +47,7 @@ Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
     }
   }
   if (opt.int8 && opt.requant) g.metadata["rkdeploy.requant"] = quant::to_string(*opt.requant);
-  if (opt.int8 && !opt.portable && opt.npu_strategy) g.metadata["rkdeploy.npu_sim"] = npu::lower::strategy_name(*opt.npu_strategy);
+  if (opt.int8 && !opt.portable && opt.npu_strategy) g.metadata["rkdeploy.npu"] = npu::lower::strategy_name(*opt.npu_strategy);
   ir::PassManager pm;
   pm.add(ir::shape_inference_pass());
   pm.add(ir::constant_folding_pass(evaluate_node, {"DequantizeLinear"}));

@@ -62,8 +62,11 @@ struct NpuOpFamily {
   const char* name;                  // FusionReport::npu key, `run`'s and compile's name for it
   std::vector<const char*> npu_ops;  // the rkdeploy op types of its placed nodes
   const char* lowered;               // what it lowers, for the sentence naming the NPU's operations
-  const char* section;               // compile's manifest array: "convolutions" or "elementwise"
-  const char* entry_prefix;          // its entries' folders: PREFIXnnn
+  // The ONNX op types of the float graph it takes over (through qdq-to-qlinear's integer forms):
+  // the rk3588-rkdeploy profile has a lowered NPU rule for each, and for nothing else (a test).
+  std::vector<const char*> sources;
+  const char* section;       // compile's manifest array: "convolutions" or "elementwise"
+  const char* entry_prefix;  // its entries' folders: PREFIXnnn
   bool next_to_npu = false;
   bool ppu_only = false;        // its tasks end in the PPU: not on a mainline device
   const char* alone = nullptr;  // with next_to_npu, the reason for one that is not (default: its producer and readers)

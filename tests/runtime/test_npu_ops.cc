@@ -12,6 +12,7 @@
 
 #include "ir/op_info.h"
 #include "npu/sim/sim.h"
+#include "plan/plan.h"
 #include "runtime/npu_ops.h"
 #include "runtime/executor.h"
 #include "runtime/op_registry.h"
@@ -288,6 +289,21 @@ TEST(NpuOpTable, EveryFamilyPlacesItsNodeAndEqualsTheInt8Reference) {
           .Test();
     }
   }
+}
+
+// The planner's rk3588-rkdeploy rows follow the table: every ONNX op a family takes over has a
+// lowered NPU rule in the profile, and every lowered NPU rule's op is one a family takes over.
+TEST(NpuOpTable, TheRkdeployProfileLowersWhatTheTableTakes) {
+  auto t = plan::find_target("rk3588-rkdeploy", std::string(RKD_SOURCE_DIR) + "/targets");
+  ASSERT_TRUE(t.ok()) << t.error().to_string();
+  EXPECT_TRUE(t->rkdeploy_lowering);
+  std::set<std::string> sources, lowered;
+  for (const NpuOpFamily& f : npu_op_families())
+    for (const char* op : f.sources) sources.insert(op);
+  for (const plan::OpRule& r : t->ops)
+    if (r.device == plan::Device::npu && r.lowered) lowered.insert(r.op);
+  for (const std::string& op : sources) EXPECT_TRUE(lowered.count(op)) << op << ": a family takes it, the profile lowers it nowhere";
+  for (const std::string& op : lowered) EXPECT_TRUE(sources.count(op)) << op << ": the profile lowers it, no family of the table takes it";
 }
 
 // What a placed node carries: the knobs that differ from the defaults, read back as the same quirks.
