@@ -1,6 +1,8 @@
 // The bridge between the int8 graph and the NPU back end: each NPU operation's spec from its
-// node (a QLinearConv as an npu::lower::ConvSpec, ...), the placement pass, and the kernels
-// that run the placed nodes on the simulator in one shared device memory (npu_kernels.cc).
+// node (a QLinearConv as an npu::lower::ConvSpec, ...; the geometry part is plan's
+// npu_*_geometry, which the planner reads too), and the kernels that run the placed nodes on
+// the simulator or a device in one shared device memory (npu_kernels.cc). Which node becomes
+// which NPU node, and in which order, is the NPU operation table's (npu_ops.h).
 #pragma once
 
 #include <functional>

@@ -412,7 +412,7 @@ const NpuOpFamily kLeakyRelu{
     .section = "elementwise",
     .entry_prefix = "eltwise",
     .candidate = &leaky_relu_candidate,
-    .lowerable = [](const Node&, const NpuPlacementOptions&) { return Status(); },  // the candidate test lowered it
+    .lowerable = [](const Node&, const NpuPlacementOptions&) { return Status(); },  // the candidate test built its spec
     .rewrite = [](ir::Graph&, Node* n, const NpuPlacementOptions&, ir::NpuFamilyPlacement& p) -> Node* {
       int& most = p.notes["table_differences"];
       most = std::max(most, npu_leaky_relu_table_differences(*n).value_or(0));

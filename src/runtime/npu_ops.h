@@ -1,6 +1,6 @@
 // The NPU operation table: one record per operation family the NPU back end lowers. Every
 // consumer derives from it: the placement pass (npu_placement_pass), the kernels' lowering
-// (lower_npu_node), `compile`'s manifest entries (npu_manifest_entry), `run`'s report
+// (lower_npu_node), `compile`'s manifest entries (NpuOpFamily::manifest), `run`'s report
 // (npu_placement_text), the FusionReport's per-family keys and the sentence that says what the
 // NPU takes (npu_lowered_ops_text). The op table's kOnNpu records (ir/op_info.cc) are its node
 // types, and a test enumerates the table against every consumer.
