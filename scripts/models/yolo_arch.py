@@ -8,7 +8,7 @@ repeats 1-2-2-1."""
 import torch
 import torch.nn as nn
 
-from yolo_zoo import C2f, SPPF, Conv  # noqa: F401  (the blocks the zoo's YOLOv8 shares)
+from yolo_zoo import C2f, SPPF, Conv, PanDetector  # the blocks and the neck the zoo's YOLOv8 shares
 
 
 class Detect(nn.Module):
@@ -44,7 +44,7 @@ class Detect(nn.Module):
         return torch.cat([xywh, cls.sigmoid()], 1)
 
 
-class YOLOv8Arch(nn.Module):
+class YOLOv8Arch(PanDetector):
     def __init__(self, nc=80, img=640):
         super().__init__()
         self.b0 = nn.Sequential(Conv(3, 16, 3, 2), Conv(16, 32, 3, 2), C2f(32, 32, 1, True), Conv(32, 64, 3, 2),
@@ -59,11 +59,4 @@ class YOLOv8Arch(nn.Module):
         self.detect = Detect(nc, (64, 128, 256), img)
 
     def forward(self, images):
-        p3 = self.b0(images)
-        p4 = self.b1(p3)
-        p5 = self.b2(p4)
-        t4 = self.h1(torch.cat([self.up(p5), p4], 1))
-        o3 = self.h2(torch.cat([self.up(t4), p3], 1))
-        o4 = self.h3(torch.cat([self.d1(o3), t4], 1))
-        o5 = self.h4(torch.cat([self.d2(o4), p5], 1))
-        return self.detect([o3, o4, o5])
+        return self.detect(self.neck(images))

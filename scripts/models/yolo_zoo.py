@@ -184,7 +184,7 @@ class ZooDflHead(nn.Module):
 class PanDetector(nn.Module):
     # YOLOv8's, YOLO11's and YOLOv10's dataflow: backbone stages b0 (P3), b1 (P4), b2 (P5), a
     # top-down then bottom-up neck (h1..h4, downsamplings d1, d2), the head on P3..P5.
-    def forward(self, images):
+    def neck(self, images):
         p3 = self.b0(images)
         p4 = self.b1(p3)
         p5 = self.b2(p4)
@@ -192,7 +192,10 @@ class PanDetector(nn.Module):
         o3 = self.h2(torch.cat([self.up(t4), p3], 1))
         o4 = self.h3(torch.cat([self.d1(o3), t4], 1))
         o5 = self.h4(torch.cat([self.d2(o4), p5], 1))
-        return self.head([o3, o4, o5])
+        return [o3, o4, o5]
+
+    def forward(self, images):
+        return self.head(self.neck(images))
 
 
 class YOLOv8(PanDetector):
