@@ -337,61 +337,67 @@ Result<std::shared_ptr<NpuLoweredNode>> binary_lower(const Node& n, const std::s
   return lower_spec(n, s, &npu_add_spec, &L::lower_add, {0, 3});
 }
 
-const NpuOpFamily kAdd{
-    .name = "Add",
-    .npu_ops = {"NpuAdd"},
-    .lowered = "Adds",
-    .sources = {"Add"},
-    .section = "elementwise",
-    .entry_prefix = "eltwise",
-    .candidate = [](const Node& n) { return binary_candidate(n, true); },
-    .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_add_spec(n)); },
-    .npu_op = &binary_npu_op,
-    .lower = &binary_lower,
-    .manifest = &binary_manifest,
-    .report = [](const ir::NpuFamilyPlacement& p, const std::string&, const std::string&) { return counted(p, "Add(s) as DPU tasks"); },
-};
+NpuOpFamily add_family() {
+  return NpuOpFamily{
+      .name = "Add",
+      .npu_ops = {"NpuAdd"},
+      .lowered = "Adds",
+      .sources = {"Add"},
+      .section = "elementwise",
+      .entry_prefix = "eltwise",
+      .candidate = [](const Node& n) { return binary_candidate(n, true); },
+      .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_add_spec(n)); },
+      .npu_op = &binary_npu_op,
+      .lower = &binary_lower,
+      .manifest = &binary_manifest,
+      .report = [](const ir::NpuFamilyPlacement& p, const std::string&, const std::string&) { return counted(p, "Add(s) as DPU tasks"); },
+  };
+}
 
-const NpuOpFamily kSubMaxMin{
-    .name = "Sub/Max/Min",
-    .npu_ops = {"NpuSub", "NpuMax", "NpuMin"},
-    .lowered = "Subs, Maxes, Mins",
-    .sources = {"Sub", "Max", "Min"},
-    .section = "elementwise",
-    .entry_prefix = "eltwise",
-    .candidate = [](const Node& n) { return binary_candidate(n, false); },
-    .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_add_spec(n)); },
-    .npu_op = &binary_npu_op,
-    .lower = &binary_lower,
-    .manifest = &binary_manifest,
-    .report = [](const ir::NpuFamilyPlacement& p, const std::string&, const std::string&) { return counted(p, "Sub/Max/Min as DPU tasks"); },
-};
+NpuOpFamily sub_max_min_family() {
+  return NpuOpFamily{
+      .name = "Sub/Max/Min",
+      .npu_ops = {"NpuSub", "NpuMax", "NpuMin"},
+      .lowered = "Subs, Maxes, Mins",
+      .sources = {"Sub", "Max", "Min"},
+      .section = "elementwise",
+      .entry_prefix = "eltwise",
+      .candidate = [](const Node& n) { return binary_candidate(n, false); },
+      .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_add_spec(n)); },
+      .npu_op = &binary_npu_op,
+      .lower = &binary_lower,
+      .manifest = &binary_manifest,
+      .report = [](const ir::NpuFamilyPlacement& p, const std::string&, const std::string&) { return counted(p, "Sub/Max/Min as DPU tasks"); },
+  };
+}
 
-const NpuOpFamily kMul{
-    .name = "Mul",
-    .npu_ops = {"NpuMul"},
-    .lowered = "Muls",
-    .sources = {"Mul"},
-    .section = "elementwise",
-    .entry_prefix = "eltwise",
-    .candidate = [](const Node& n) { return is_rkdeploy(n, "QLinearMul"); },
-    .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_mul_spec(n)); },
-    .npu_op = [](const Node&) { return std::string("NpuMul"); },
-    .lower =
-        [](const Node& n, const std::shared_ptr<NpuSession>& s) {
-          return lower_spec(n, s, &npu_mul_spec, &L::lower_mul, {0, 3});
-        },
-    .manifest = [](const Node& n, const NpuLoweredNode& ln, const NpuManifestContext& c) -> Result<json> {
-      RKD_ASSIGN(L::MulSpec spec, npu_mul_spec(n));
-      EltwiseEntry e{"Mul", spec};
-      e.inputs = EltwiseEntry::Inputs::two;
-      e.main_operand = "A";
-      e.ew_operand = "B";
-      e.b_per_channel = spec.b != L::BOperand::map;
-      return eltwise_manifest(n, ln, c, e);
-    },
-    .report = [](const ir::NpuFamilyPlacement& p, const std::string&, const std::string&) { return counted(p, "Mul(s) as DPU tasks"); },
-};
+NpuOpFamily mul_family() {
+  return NpuOpFamily{
+      .name = "Mul",
+      .npu_ops = {"NpuMul"},
+      .lowered = "Muls",
+      .sources = {"Mul"},
+      .section = "elementwise",
+      .entry_prefix = "eltwise",
+      .candidate = [](const Node& n) { return is_rkdeploy(n, "QLinearMul"); },
+      .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_mul_spec(n)); },
+      .npu_op = [](const Node&) { return std::string("NpuMul"); },
+      .lower =
+          [](const Node& n, const std::shared_ptr<NpuSession>& s) {
+            return lower_spec(n, s, &npu_mul_spec, &L::lower_mul, {0, 3});
+          },
+      .manifest = [](const Node& n, const NpuLoweredNode& ln, const NpuManifestContext& c) -> Result<json> {
+        RKD_ASSIGN(L::MulSpec spec, npu_mul_spec(n));
+        EltwiseEntry e{"Mul", spec};
+        e.inputs = EltwiseEntry::Inputs::two;
+        e.main_operand = "A";
+        e.ew_operand = "B";
+        e.b_per_channel = spec.b != L::BOperand::map;
+        return eltwise_manifest(n, ln, c, e);
+      },
+      .report = [](const ir::NpuFamilyPlacement& p, const std::string&, const std::string&) { return counted(p, "Mul(s) as DPU tasks"); },
+  };
+}
 
 // ---------------------------------------------------------------------------------------------
 // Tables: a LeakyRelu as the EW stage's max where that arithmetic is the table's (rknpu_out_cvt);
@@ -404,91 +410,97 @@ bool leaky_relu_candidate(const Node& n) {
   return d.ok() && (*d == 0 || !npu_lut_spec(n).ok());
 }
 
-const NpuOpFamily kLeakyRelu{
-    .name = "LeakyRelu",
-    .npu_ops = {"NpuLeakyRelu"},
-    .lowered = "LeakyRelu tables",
-    .sources = {"LeakyRelu"},
-    .section = "elementwise",
-    .entry_prefix = "eltwise",
-    .candidate = &leaky_relu_candidate,
-    .lowerable = [](const Node&, const NpuPlacementOptions&) { return Status(); },  // the candidate test built its spec
-    .rewrite = [](ir::Graph&, Node* n, const NpuPlacementOptions&, ir::NpuFamilyPlacement& p) -> Node* {
-      int& most = p.notes["table_differences"];
-      most = std::max(most, npu_leaky_relu_table_differences(*n).value_or(0));
-      return n;
-    },
-    .npu_op = [](const Node&) { return std::string("NpuLeakyRelu"); },
-    .lower = [](const Node& n, const std::shared_ptr<NpuSession>& s) { return lower_spec(n, s, &npu_leaky_relu_spec, &L::lower_leaky_relu, {0}); },
-    .manifest = [](const Node& n, const NpuLoweredNode& ln, const NpuManifestContext& c) -> Result<json> {
-      RKD_ASSIGN(L::LeakyReluSpec spec, npu_leaky_relu_spec(n));
-      RKD_ASSIGN(int differences, npu_leaky_relu_table_differences(n));
-      EltwiseEntry e{"LeakyRelu", spec};
-      e.inputs = EltwiseEntry::Inputs::two;  // x twice: the EW stage's max(x, alpha x)
-      e.tail["table_entries_differing"] = differences;
-      return eltwise_manifest(n, ln, c, e);
-    },
-    .report =
-        [](const ir::NpuFamilyPlacement& p, const std::string&, const std::string&) {
-          return std::to_string(p.placed) + " LeakyRelu(s) as DPU tasks (their tables differ from the NPU's in at most " +
-                 std::to_string(note(p, "table_differences")) + " of 256 entries)";
-        },
-};
+NpuOpFamily leaky_relu_family() {
+  return NpuOpFamily{
+      .name = "LeakyRelu",
+      .npu_ops = {"NpuLeakyRelu"},
+      .lowered = "LeakyRelu tables",
+      .sources = {"LeakyRelu"},
+      .section = "elementwise",
+      .entry_prefix = "eltwise",
+      .candidate = &leaky_relu_candidate,
+      .lowerable = [](const Node&, const NpuPlacementOptions&) { return Status(); },  // the candidate test built its spec
+      .rewrite = [](ir::Graph&, Node* n, const NpuPlacementOptions&, ir::NpuFamilyPlacement& p) -> Node* {
+        int& most = p.notes["table_differences"];
+        most = std::max(most, npu_leaky_relu_table_differences(*n).value_or(0));
+        return n;
+      },
+      .npu_op = [](const Node&) { return std::string("NpuLeakyRelu"); },
+      .lower = [](const Node& n, const std::shared_ptr<NpuSession>& s) { return lower_spec(n, s, &npu_leaky_relu_spec, &L::lower_leaky_relu, {0}); },
+      .manifest = [](const Node& n, const NpuLoweredNode& ln, const NpuManifestContext& c) -> Result<json> {
+        RKD_ASSIGN(L::LeakyReluSpec spec, npu_leaky_relu_spec(n));
+        RKD_ASSIGN(int differences, npu_leaky_relu_table_differences(n));
+        EltwiseEntry e{"LeakyRelu", spec};
+        e.inputs = EltwiseEntry::Inputs::two;  // x twice: the EW stage's max(x, alpha x)
+        e.tail["table_entries_differing"] = differences;
+        return eltwise_manifest(n, ln, c, e);
+      },
+      .report =
+          [](const ir::NpuFamilyPlacement& p, const std::string&, const std::string&) {
+            return std::to_string(p.placed) + " LeakyRelu(s) as DPU tasks (their tables differ from the NPU's in at most " +
+                   std::to_string(note(p, "table_differences")) + " of 256 entries)";
+          },
+  };
+}
 
-const NpuOpFamily kLut{
-    .name = "Lut",
-    .npu_ops = {"NpuLut"},
-    .lowered = "other lookup tables (Sigmoid, SiLU, HardSwish, ...)",
-    .sources = {"Sigmoid", "Tanh", "Erf", "Sqrt", "HardSwish", "HardSigmoid", "Exp"},
-    .section = "elementwise",
-    .entry_prefix = "eltwise",
-    .next_to_npu = true,
-    .candidate = [](const Node& n) { return is_rkdeploy(n, "QLinearLut"); },
-    .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_lut_spec(n)); },
-    .npu_op = [](const Node&) { return std::string("NpuLut"); },
-    .lower = [](const Node& n, const std::shared_ptr<NpuSession>& s) { return lower_spec(n, s, &npu_lut_spec, &L::lower_lut, {0}); },
-    .manifest = [](const Node& n, const NpuLoweredNode& ln, const NpuManifestContext& c) -> Result<json> {
-      RKD_ASSIGN(L::LutSpec spec, npu_lut_spec(n));
-      EltwiseEntry e{"Lut", spec};
-      e.tail["table"] = spec.table;  // its 256 output codes (its tasks upload them)
-      return eltwise_manifest(n, ln, c, e);
-    },
-    .report = [](const ir::NpuFamilyPlacement& p, const std::string&,
-                 const std::string&) { return counted(p, "other table(s) through the DPU's LUT"); },
-};
+NpuOpFamily lut_family() {
+  return NpuOpFamily{
+      .name = "Lut",
+      .npu_ops = {"NpuLut"},
+      .lowered = "other lookup tables (Sigmoid, SiLU, HardSwish, ...)",
+      .sources = {"Sigmoid", "Tanh", "Erf", "Sqrt", "HardSwish", "HardSigmoid", "Exp"},
+      .section = "elementwise",
+      .entry_prefix = "eltwise",
+      .next_to_npu = true,
+      .candidate = [](const Node& n) { return is_rkdeploy(n, "QLinearLut"); },
+      .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_lut_spec(n)); },
+      .npu_op = [](const Node&) { return std::string("NpuLut"); },
+      .lower = [](const Node& n, const std::shared_ptr<NpuSession>& s) { return lower_spec(n, s, &npu_lut_spec, &L::lower_lut, {0}); },
+      .manifest = [](const Node& n, const NpuLoweredNode& ln, const NpuManifestContext& c) -> Result<json> {
+        RKD_ASSIGN(L::LutSpec spec, npu_lut_spec(n));
+        EltwiseEntry e{"Lut", spec};
+        e.tail["table"] = spec.table;  // its 256 output codes (its tasks upload them)
+        return eltwise_manifest(n, ln, c, e);
+      },
+      .report = [](const ir::NpuFamilyPlacement& p, const std::string&,
+                   const std::string&) { return counted(p, "other table(s) through the DPU's LUT"); },
+  };
+}
 
 // ---------------------------------------------------------------------------------------------
 // Pooling, padding and copies.
 
-const NpuOpFamily kMaxPool{
-    .name = "MaxPool",
-    .npu_ops = {"NpuMaxPool"},
-    .lowered = "max pooling",
-    .sources = {"MaxPool"},
-    .section = "elementwise",
-    .entry_prefix = "eltwise",
-    .next_to_npu = true,
-    .ppu_only = true,
-    .candidate = &npu_max_pool_candidate,
-    .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_max_pool_spec(n)); },
-    .npu_op = [](const Node&) { return std::string("NpuMaxPool"); },
-    .lower = [](const Node& n, const std::shared_ptr<NpuSession>& s) { return lower_spec(n, s, &npu_max_pool_spec, &L::lower_max_pool, {0}); },
-    .manifest = [](const Node& n, const NpuLoweredNode& ln, const NpuManifestContext& c) -> Result<json> {
-      RKD_ASSIGN(L::MaxPoolSpec spec, npu_max_pool_spec(n));
-      EltwiseEntry e{"MaxPool", spec};
-      const L::MapShape o = spec.output();
-      e.geometry = {{"OH", o.H},
-                    {"OW", o.W},
-                    {"kernel", {spec.kernel_h, spec.kernel_w}},
-                    {"stride", {spec.stride_h, spec.stride_w}},
-                    {"pads", {spec.pad_top, spec.pad_left, spec.pad_bottom, spec.pad_right}}};
-      // A PPU-only task ends with the PPU's interrupts; mainline's rocket waits for the DPU's.
-      e.extra["completion"] = "PPU interrupt (mainline rocket signals DPU interrupts only: docs/npu.md)";
-      e.inputs = EltwiseEntry::Inputs::x_ppu;
-      return eltwise_manifest(n, ln, c, e);
-    },
-    .report = [](const ir::NpuFamilyPlacement& p, const std::string&, const std::string&) { return counted(p, "MaxPool(s) as PPU tasks"); },
-};
+NpuOpFamily max_pool_family() {
+  return NpuOpFamily{
+      .name = "MaxPool",
+      .npu_ops = {"NpuMaxPool"},
+      .lowered = "max pooling",
+      .sources = {"MaxPool"},
+      .section = "elementwise",
+      .entry_prefix = "eltwise",
+      .next_to_npu = true,
+      .ppu_only = true,
+      .candidate = &npu_max_pool_candidate,
+      .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_max_pool_spec(n)); },
+      .npu_op = [](const Node&) { return std::string("NpuMaxPool"); },
+      .lower = [](const Node& n, const std::shared_ptr<NpuSession>& s) { return lower_spec(n, s, &npu_max_pool_spec, &L::lower_max_pool, {0}); },
+      .manifest = [](const Node& n, const NpuLoweredNode& ln, const NpuManifestContext& c) -> Result<json> {
+        RKD_ASSIGN(L::MaxPoolSpec spec, npu_max_pool_spec(n));
+        EltwiseEntry e{"MaxPool", spec};
+        const L::MapShape o = spec.output();
+        e.geometry = {{"OH", o.H},
+                      {"OW", o.W},
+                      {"kernel", {spec.kernel_h, spec.kernel_w}},
+                      {"stride", {spec.stride_h, spec.stride_w}},
+                      {"pads", {spec.pad_top, spec.pad_left, spec.pad_bottom, spec.pad_right}}};
+        // A PPU-only task ends with the PPU's interrupts; mainline's rocket waits for the DPU's.
+        e.extra["completion"] = "PPU interrupt (mainline rocket signals DPU interrupts only: docs/npu.md)";
+        e.inputs = EltwiseEntry::Inputs::x_ppu;
+        return eltwise_manifest(n, ln, c, e);
+      },
+      .report = [](const ir::NpuFamilyPlacement& p, const std::string&, const std::string&) { return counted(p, "MaxPool(s) as PPU tasks"); },
+  };
+}
 
 // The Pad (mode edge, by 1 cell on each side of height and width, nothing else) that is the
 // only reader of n's output, or nullptr.
@@ -536,146 +548,160 @@ Status merge_edge_pads(ir::Graph& g, const NpuPlacementOptions& o) {
   return {};
 }
 
-const NpuOpFamily kPad{
-    .name = "Pad",
-    .npu_ops = {"NpuPad"},
-    .lowered = "channel Pads",
-    .sources = {"Pad"},
-    .section = "elementwise",
-    .entry_prefix = "eltwise",
-    .next_to_npu = true,
-    .candidate = &npu_channel_pad_candidate,
-    .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_channel_pad_spec(n)); },
-    .npu_op = [](const Node&) { return std::string("NpuPad"); },
-    .lower = [](const Node& n, const std::shared_ptr<NpuSession>& s) { return lower_spec(n, s, &npu_channel_pad_spec, &L::lower_channel_pad, {0}); },
-    .manifest = [](const Node& n, const NpuLoweredNode& ln, const NpuManifestContext& c) -> Result<json> {
-      RKD_ASSIGN(L::ChannelPadSpec spec, npu_channel_pad_spec(n));
-      EltwiseEntry e{"Pad", spec};
-      e.geometry["pad_channels"] = spec.pad_end;
-      return eltwise_manifest(n, ln, c, e);
-    },
-    .report = [](const ir::NpuFamilyPlacement& p, const std::string&, const std::string&) { return counted(p, "channel Pad(s) as DPU tasks"); },
-};
+NpuOpFamily pad_family() {
+  return NpuOpFamily{
+      .name = "Pad",
+      .npu_ops = {"NpuPad"},
+      .lowered = "channel Pads",
+      .sources = {"Pad"},
+      .section = "elementwise",
+      .entry_prefix = "eltwise",
+      .next_to_npu = true,
+      .candidate = &npu_channel_pad_candidate,
+      .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_channel_pad_spec(n)); },
+      .npu_op = [](const Node&) { return std::string("NpuPad"); },
+      .lower = [](const Node& n,
+                  const std::shared_ptr<NpuSession>& s) { return lower_spec(n, s, &npu_channel_pad_spec, &L::lower_channel_pad, {0}); },
+      .manifest = [](const Node& n, const NpuLoweredNode& ln, const NpuManifestContext& c) -> Result<json> {
+        RKD_ASSIGN(L::ChannelPadSpec spec, npu_channel_pad_spec(n));
+        EltwiseEntry e{"Pad", spec};
+        e.geometry["pad_channels"] = spec.pad_end;
+        return eltwise_manifest(n, ln, c, e);
+      },
+      .report = [](const ir::NpuFamilyPlacement& p, const std::string&, const std::string&) { return counted(p, "channel Pad(s) as DPU tasks"); },
+  };
+}
 
-const NpuOpFamily kResize{
-    .name = "Resize",
-    .npu_ops = {"NpuResize"},
-    .lowered = "nearest x2 Resizes (with an edge Pad: a bilinear one's)",
-    .sources = {"Resize"},
-    .section = "elementwise",
-    .entry_prefix = "eltwise",
-    .next_to_npu = true,
-    .candidate = &npu_upsample2_candidate,
-    .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_upsample2_spec(n)); },
-    .before = &merge_edge_pads,
-    .rewrite = [](ir::Graph&, Node* n, const NpuPlacementOptions&, ir::NpuFamilyPlacement& p) -> Node* {
-      if (n->attr_int("rkd_edge_pad", 0).value_or(0) != 0) ++p.notes["edge_padded"];
-      return n;
-    },
-    .npu_op = [](const Node&) { return std::string("NpuResize"); },
-    .lower = [](const Node& n, const std::shared_ptr<NpuSession>& s) { return lower_spec(n, s, &npu_upsample2_spec, &L::lower_upsample2, {0}); },
-    .manifest = [](const Node& n, const NpuLoweredNode& ln, const NpuManifestContext& c) -> Result<json> {
-      RKD_ASSIGN(L::Upsample2Spec spec, npu_upsample2_spec(n));
-      EltwiseEntry e{"Resize", spec};
-      // The columns into device-only scratch maps, then their lines (eltwise.h); a Resize with a
-      // Pad edge merged (a bilinear x2's first half) writes the map 1 cell larger on each side.
-      const int64_t edge = spec.edge ? 1 : 0;
-      e.geometry = {{"edge_pad", edge}, {"OH", 2 * spec.H + 2 * edge}, {"OW", 2 * spec.W + 2 * edge}};
-      e.extra["scratch"] = scratch_maps(ln.eltwise, *c.mem);
-      return eltwise_manifest(n, ln, c, e);
-    },
-    .report =
-        [](const ir::NpuFamilyPlacement& p, const std::string&, const std::string&) {
-          return counted(p, "nearest x2 Resize(s) as NPU tasks (" + std::to_string(note(p, "edge_padded")) + " edge-padded for a bilinear one)");
-        },
-};
+NpuOpFamily resize_family() {
+  return NpuOpFamily{
+      .name = "Resize",
+      .npu_ops = {"NpuResize"},
+      .lowered = "nearest x2 Resizes (with an edge Pad: a bilinear one's)",
+      .sources = {"Resize"},
+      .section = "elementwise",
+      .entry_prefix = "eltwise",
+      .next_to_npu = true,
+      .candidate = &npu_upsample2_candidate,
+      .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_upsample2_spec(n)); },
+      .before = &merge_edge_pads,
+      .rewrite = [](ir::Graph&, Node* n, const NpuPlacementOptions&, ir::NpuFamilyPlacement& p) -> Node* {
+        if (n->attr_int("rkd_edge_pad", 0).value_or(0) != 0) ++p.notes["edge_padded"];
+        return n;
+      },
+      .npu_op = [](const Node&) { return std::string("NpuResize"); },
+      .lower = [](const Node& n, const std::shared_ptr<NpuSession>& s) { return lower_spec(n, s, &npu_upsample2_spec, &L::lower_upsample2, {0}); },
+      .manifest = [](const Node& n, const NpuLoweredNode& ln, const NpuManifestContext& c) -> Result<json> {
+        RKD_ASSIGN(L::Upsample2Spec spec, npu_upsample2_spec(n));
+        EltwiseEntry e{"Resize", spec};
+        // The columns into device-only scratch maps, then their lines (eltwise.h); a Resize with a
+        // Pad edge merged (a bilinear x2's first half) writes the map 1 cell larger on each side.
+        const int64_t edge = spec.edge ? 1 : 0;
+        e.geometry = {{"edge_pad", edge}, {"OH", 2 * spec.H + 2 * edge}, {"OW", 2 * spec.W + 2 * edge}};
+        e.extra["scratch"] = scratch_maps(ln.eltwise, *c.mem);
+        return eltwise_manifest(n, ln, c, e);
+      },
+      .report =
+          [](const ir::NpuFamilyPlacement& p, const std::string&, const std::string&) {
+            return counted(p, "nearest x2 Resize(s) as NPU tasks (" + std::to_string(note(p, "edge_padded")) + " edge-padded for a bilinear one)");
+          },
+  };
+}
 
-const NpuOpFamily kDepthToSpace{
-    .name = "DepthToSpace",
-    .npu_ops = {"NpuDepthToSpace"},
-    .lowered = "DepthToSpace",
-    .sources = {"DepthToSpace", "ConvTranspose"},
-    .section = "elementwise",
-    .entry_prefix = "eltwise",
-    .next_to_npu = true,
-    .candidate = &npu_depth_to_space_candidate,
-    .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_depth_to_space_spec(n)); },
-    .npu_op = [](const Node&) { return std::string("NpuDepthToSpace"); },
-    .lower = [](const Node& n,
-                const std::shared_ptr<NpuSession>& s) { return lower_spec(n, s, &npu_depth_to_space_spec, &L::lower_depth_to_space2, {0}); },
-    .manifest = [](const Node& n, const NpuLoweredNode& ln, const NpuManifestContext& c) -> Result<json> {
-      RKD_ASSIGN(L::DepthToSpace2Spec spec, npu_depth_to_space_spec(n));
-      EltwiseEntry e{"DepthToSpace", spec};
-      e.geometry = {{"OC", spec.C / 4}, {"OH", 2 * spec.H}, {"OW", 2 * spec.W}};
-      e.extra["scratch"] = scratch_maps(ln.eltwise, *c.mem);
-      return eltwise_manifest(n, ln, c, e);
-    },
-    .report = [](const ir::NpuFamilyPlacement& p, const std::string&, const std::string&) { return counted(p, "DepthToSpace(s) as DPU copy tasks"); },
-};
+NpuOpFamily depth_to_space_family() {
+  return NpuOpFamily{
+      .name = "DepthToSpace",
+      .npu_ops = {"NpuDepthToSpace"},
+      .lowered = "DepthToSpace",
+      .sources = {"DepthToSpace", "ConvTranspose"},
+      .section = "elementwise",
+      .entry_prefix = "eltwise",
+      .next_to_npu = true,
+      .candidate = &npu_depth_to_space_candidate,
+      .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_depth_to_space_spec(n)); },
+      .npu_op = [](const Node&) { return std::string("NpuDepthToSpace"); },
+      .lower = [](const Node& n,
+                  const std::shared_ptr<NpuSession>& s) { return lower_spec(n, s, &npu_depth_to_space_spec, &L::lower_depth_to_space2, {0}); },
+      .manifest = [](const Node& n, const NpuLoweredNode& ln, const NpuManifestContext& c) -> Result<json> {
+        RKD_ASSIGN(L::DepthToSpace2Spec spec, npu_depth_to_space_spec(n));
+        EltwiseEntry e{"DepthToSpace", spec};
+        e.geometry = {{"OC", spec.C / 4}, {"OH", 2 * spec.H}, {"OW", 2 * spec.W}};
+        e.extra["scratch"] = scratch_maps(ln.eltwise, *c.mem);
+        return eltwise_manifest(n, ln, c, e);
+      },
+      .report = [](const ir::NpuFamilyPlacement& p, const std::string&,
+                   const std::string&) { return counted(p, "DepthToSpace(s) as DPU copy tasks"); },
+  };
+}
 
-const NpuOpFamily kSplit{
-    .name = "Split",
-    .npu_ops = {"NpuSplit"},
-    .lowered = "channel Splits",
-    .sources = {"Split"},
-    .section = "elementwise",
-    .entry_prefix = "eltwise",
-    .next_to_npu = true,
-    .candidate = &npu_split_candidate,
-    .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_split_spec(n)); },
-    .npu_op = [](const Node&) { return std::string("NpuSplit"); },
-    .lower = [](const Node& n, const std::shared_ptr<NpuSession>& s) { return lower_spec(n, s, &npu_split_spec, &L::lower_split, {0}); },
-    .manifest = [](const Node& n, const NpuLoweredNode& ln, const NpuManifestContext& c) -> Result<json> {
-      RKD_ASSIGN(L::SplitSpec spec, npu_split_spec(n));
-      EltwiseEntry e{"Split", spec};
-      e.part_outputs = true;
-      return eltwise_manifest(n, ln, c, e);
-    },
-    .report = [](const ir::NpuFamilyPlacement& p, const std::string&, const std::string&) { return counted(p, "Split(s) as DPU copy tasks"); },
-};
+NpuOpFamily split_family() {
+  return NpuOpFamily{
+      .name = "Split",
+      .npu_ops = {"NpuSplit"},
+      .lowered = "channel Splits",
+      .sources = {"Split"},
+      .section = "elementwise",
+      .entry_prefix = "eltwise",
+      .next_to_npu = true,
+      .candidate = &npu_split_candidate,
+      .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_split_spec(n)); },
+      .npu_op = [](const Node&) { return std::string("NpuSplit"); },
+      .lower = [](const Node& n, const std::shared_ptr<NpuSession>& s) { return lower_spec(n, s, &npu_split_spec, &L::lower_split, {0}); },
+      .manifest = [](const Node& n, const NpuLoweredNode& ln, const NpuManifestContext& c) -> Result<json> {
+        RKD_ASSIGN(L::SplitSpec spec, npu_split_spec(n));
+        EltwiseEntry e{"Split", spec};
+        e.part_outputs = true;
+        return eltwise_manifest(n, ln, c, e);
+      },
+      .report = [](const ir::NpuFamilyPlacement& p, const std::string&, const std::string&) { return counted(p, "Split(s) as DPU copy tasks"); },
+  };
+}
 
-const NpuOpFamily kConcat{
-    .name = "Concat",
-    .npu_ops = {"NpuConcat"},
-    .lowered = "channel Concats",
-    .sources = {"Concat"},
-    .section = "elementwise",
-    .entry_prefix = "eltwise",
-    .next_to_npu = true,
-    .alone = "every part's producer and every reader run on the CPU",
-    .candidate = &npu_concat_candidate,
-    .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_concat_spec(n)); },
-    .npu_op = [](const Node&) { return std::string("NpuConcat"); },
-    .lower =
-        [](const Node& n, const std::shared_ptr<NpuSession>& s) {
-          std::vector<size_t> parts(n.inputs.size());  // every input is a part
-          for (size_t i = 0; i < parts.size(); ++i) parts[i] = i;
-          return lower_spec(n, s, &npu_concat_spec, &L::lower_concat, parts);
-        },
-    .manifest = [](const Node& n, const NpuLoweredNode& ln, const NpuManifestContext& c) -> Result<json> {
-      RKD_ASSIGN(L::ConcatSpec spec, npu_concat_spec(n));
-      EltwiseEntry e{"Concat", spec};
-      e.inputs = EltwiseEntry::Inputs::parts;
-      return eltwise_manifest(n, ln, c, e);
-    },
-    .report = [](const ir::NpuFamilyPlacement& p, const std::string&, const std::string&) { return counted(p, "Concat(s) as DPU copy tasks"); },
-};
+NpuOpFamily concat_family() {
+  return NpuOpFamily{
+      .name = "Concat",
+      .npu_ops = {"NpuConcat"},
+      .lowered = "channel Concats",
+      .sources = {"Concat"},
+      .section = "elementwise",
+      .entry_prefix = "eltwise",
+      .next_to_npu = true,
+      .alone = "every part's producer and every reader run on the CPU",
+      .candidate = &npu_concat_candidate,
+      .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_concat_spec(n)); },
+      .npu_op = [](const Node&) { return std::string("NpuConcat"); },
+      .lower =
+          [](const Node& n, const std::shared_ptr<NpuSession>& s) {
+            std::vector<size_t> parts(n.inputs.size());  // every input is a part
+            for (size_t i = 0; i < parts.size(); ++i) parts[i] = i;
+            return lower_spec(n, s, &npu_concat_spec, &L::lower_concat, parts);
+          },
+      .manifest = [](const Node& n, const NpuLoweredNode& ln, const NpuManifestContext& c) -> Result<json> {
+        RKD_ASSIGN(L::ConcatSpec spec, npu_concat_spec(n));
+        EltwiseEntry e{"Concat", spec};
+        e.inputs = EltwiseEntry::Inputs::parts;
+        return eltwise_manifest(n, ln, c, e);
+      },
+      .report = [](const ir::NpuFamilyPlacement& p, const std::string&, const std::string&) { return counted(p, "Concat(s) as DPU copy tasks"); },
+  };
+}
 
-const NpuOpFamily kConv{
-    .name = "Conv",
-    .npu_ops = {"NpuConv"},
-    .lowered = "int8 convolutions",
-    .sources = {"Conv", "QLinearConv", "ConvTranspose", "AveragePool", "GlobalAveragePool", "ReduceMean", "Relu", "Clip"},
-    .section = "convolutions",
-    .entry_prefix = "conv",
-    .candidate = &conv_candidate,
-    .lowerable = &conv_lowerable,
-    .rewrite = &conv_rewrite,
-    .npu_op = [](const Node&) { return std::string("NpuConv"); },
-    .lower = &lower_conv_node,
-    .manifest = &conv_manifest,
-    .report = &conv_report,
-};
+NpuOpFamily conv_family() {
+  return NpuOpFamily{
+      .name = "Conv",
+      .npu_ops = {"NpuConv"},
+      .lowered = "int8 convolutions",
+      .sources = {"Conv", "QLinearConv", "ConvTranspose", "AveragePool", "GlobalAveragePool", "ReduceMean", "Relu", "Clip"},
+      .section = "convolutions",
+      .entry_prefix = "conv",
+      .candidate = &conv_candidate,
+      .lowerable = &conv_lowerable,
+      .rewrite = &conv_rewrite,
+      .npu_op = [](const Node&) { return std::string("NpuConv"); },
+      .lower = &lower_conv_node,
+      .manifest = &conv_manifest,
+      .report = &conv_report,
+  };
+}
 
 // Whether a node placed on the NPU produces one of n's inputs or reads one of its outputs,
 // looking through the Identities a dropped DequantizeLinear -> QuantizeLinear pair leaves.
@@ -714,7 +740,10 @@ const std::vector<NpuOpFamily>& npu_op_families() {
   // LeakyRelu tables before the other tables, the Splits before the Concats (a Concat of a
   // placed Split's parts has it as neighbour). Within a family the candidates go in graph
   // (topological) order, so a next_to_npu decision sees its producers' and not its readers'.
-  static const std::vector<NpuOpFamily> t{kConv, kAdd, kSubMaxMin, kMul, kLeakyRelu, kLut, kMaxPool, kPad, kResize, kDepthToSpace, kSplit, kConcat};
+  // (Built at the first call: the records' vectors need no static initialisation order.)
+  static const std::vector<NpuOpFamily> t{conv_family(),  add_family(),      sub_max_min_family(), mul_family(),    leaky_relu_family(),
+                                          lut_family(),   max_pool_family(), pad_family(),         resize_family(), depth_to_space_family(),
+                                          split_family(), concat_family()};
   return t;
 }
 
