@@ -37,12 +37,16 @@ void run_plan(const PlanArgs& a) {
     return;
   }
   if (a.target.empty()) fail(invalid("plan: give --target PROFILE (a name in " + dir + " or a .json path)"));
+  plan::PlanReport rep;
+  rep.target = take(plan::find_target(a.target, dir));
+  if (a.threads > rep.target.cpu.cores) {
+    fail(invalid("--threads " + std::to_string(a.threads) + ": " + rep.target.name + "'s CPU has " + std::to_string(rep.target.cpu.cores) +
+                 " big cores (the CPU factor scales this host's time at the same thread count)"));
+  }
   if (a.model.empty() && !a.calibrate.empty()) {
     // A calibration set: every measurement names its model.
     if (a.models_dir.empty()) fail(invalid("plan --calibrate FILE without a MODEL: give --models-dir DIR, where the set's models are"));
     OutputTransaction out_tx({a.calibrate});
-    plan::PlanReport rep;
-    rep.target = take(plan::find_target(a.target, dir));
     rep.model = a.calibrate;
     workflows::CalibrationSetOptions co;
     co.file = a.calibrate;
@@ -63,12 +67,6 @@ void run_plan(const PlanArgs& a) {
   OutputTransaction out_tx(read_paths({a.model, a.discrete_model, a.calibrate, a.cpu_times, a.image, a.config}, a.inputs));
   const std::string html_tmp = a.html.empty() ? "" : take(out_tx.file(a.html));
   const std::string md_tmp = a.markdown.empty() ? "" : take(out_tx.file(a.markdown));
-  plan::PlanReport rep;
-  rep.target = take(plan::find_target(a.target, dir));
-  if (a.threads > rep.target.cpu.cores) {
-    fail(invalid("--threads " + std::to_string(a.threads) + ": " + rep.target.name + "'s CPU has " + std::to_string(rep.target.cpu.cores) +
-                 " big cores (the CPU factor scales this host's time at the same thread count)"));
-  }
   workflows::PlanOptions po;
   po.model = a.model;
   po.discrete_model = a.discrete_model;

@@ -117,12 +117,15 @@ Status conv_lowerable(const Node& n, const NpuPlacementOptions& o) {
   return npu_try_lower(*spec, o.strategy);
 }
 
+// The node to place (with the Add that is its only reader fused, when asked and expressible),
+// carrying the strategy its lowering uses.
 Node* conv_rewrite(ir::Graph& g, Node* n, const NpuPlacementOptions& o, ir::NpuFamilyPlacement& p) {
-  if (!o.fuse_add) return n;
-  Node* f = fuse_residual_add(g, n);
-  if (!f) return n;
-  ++p.notes["fused_adds"];
-  return f;
+  if (Node* f = o.fuse_add ? fuse_residual_add(g, n) : nullptr) {
+    ++p.notes["fused_adds"];
+    n = f;
+  }
+  n->attrs["rkd_npu_strategy"] = std::string(L::strategy_name(o.strategy));
+  return n;
 }
 
 std::string conv_report(const ir::NpuFamilyPlacement& p, const std::string& where, const std::string& strategy) {
@@ -790,7 +793,6 @@ ir::Pass npu_placement_pass(const NpuPlacementOptions& o, ir::FusionReport* repo
                         n->op_type = f.npu_op(*n);
                         n->domain = "rkdeploy";
                         n->attrs["rkd_npu_knobs"] = knobs;
-                        if (f.section == std::string("convolutions")) n->attrs["rkd_npu_strategy"] = std::string(L::strategy_name(o.strategy));
                         ++p.placed;
                       }
                       if (resort) RKD_TRY(g.sort_topologically());

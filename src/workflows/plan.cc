@@ -130,9 +130,8 @@ Result<std::vector<plan::VariantPlan>> plan_model(const PlanOptions& o, const pl
       if (!lc.ok()) return lc.error().with_context(path);
       rt.lowered = std::move(lc).value();
     }
-    for (const auto& [family, p] : placement.npu)
-      for (const std::string& e : p.on_cpu)
-        if (auto colon = e.find(": "); colon != std::string::npos) rt.cpu_reasons[e.substr(0, colon)] = e.substr(colon + 2);
+    for (const auto& n : imp.graph.nodes())
+      if (std::string why = npu_cpu_reason(placement, n->name); !why.empty()) rt.cpu_reasons[n->name] = why;
     // A graph this host cannot run is still placed: its nodes without a CPU kernel are
     // reported in every plan, and no host time is measured (the CPU terms would be partial).
     const std::vector<std::string> unrunnable = unexecutable_nodes(imp.graph);
