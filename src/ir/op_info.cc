@@ -145,6 +145,7 @@ const std::vector<OpInfo>& op_table() {
       {"rkdeploy", "QLinearTflite", nullptr, kShapeFromCreator},
       {"rkdeploy", "QLinearLut", nullptr, kShapeFromCreator},
       {"rkdeploy", "NpuConv", nullptr, kShapeFromCreator | kOnNpu},          // a QLinearConv on the NPU simulator
+      {"rkdeploy", "NpuMatMul", nullptr, kShapeFromCreator | kOnNpu},        // a QLinearMatMul of constant B as a 1 x 1 convolution over its rows
       {"rkdeploy", "NpuAdd", nullptr, kShapeFromCreator | kOnNpu},           // a QLinearAdd as a DPU-only task on the NPU simulator
       {"rkdeploy", "NpuMul", nullptr, kShapeFromCreator | kOnNpu},           // a QLinearMul as a DPU-only task (the EW stage's multiply)
       {"rkdeploy", "NpuSub", nullptr, kShapeFromCreator | kOnNpu},           // a QLinearSub as a DPU-only task (EW_ALU_ALGO 4)

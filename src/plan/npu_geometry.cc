@@ -1,6 +1,8 @@
 // A node as npu/lower/constraints.h reads it (plan.h, "NPU geometry"): the one translation from
 // a graph node to the NPU's geometry, read by the runtime's NPU operation table
 // (runtime/npu_ops.h, through its *_spec functions) and by the planner's profile checks.
+#include <algorithm>
+
 #include "ir/passes/shape_inference.h"
 #include "plan/plan.h"
 
@@ -64,6 +66,53 @@ Result<npu::lower::ConvGeometry> npu_conv_geometry(const ir::Node& n) {
   set_window(g, w);
   if (q) {
     // More than one input or output scale (inputs 1 and 6).
+    for (size_t i : {size_t{1}, size_t{6}}) {
+      const ir::Value* s = i < n.inputs.size() ? n.inputs[i] : nullptr;
+      g.per_axis_activations = g.per_axis_activations || (s && s->constant && s->constant->numel() != 1);
+    }
+  }
+  return g;
+}
+
+TokenMap npu_token_map(int64_t P) {
+  int64_t w = 1;
+  for (int64_t d = 1; d * d <= P; ++d)
+    if (P % d == 0) w = d;
+  return TokenMap{P / std::max<int64_t>(w, 1), w};
+}
+
+Result<npu::lower::ConvGeometry> npu_matmul_geometry(const ir::Node& n) {
+  const bool q = n.op_type == "QLinearMatMul" || n.op_type == "NpuMatMul";
+  const bool gemm = n.op_type == "Gemm";
+  const size_t bi = q ? 3 : 1;
+  const ir::Value* b = n.inputs.size() > bi ? n.inputs[bi] : nullptr;
+  // A weight: a constant, or the dequantized constant of a QDQ graph.
+  const bool constant = b && (b->constant || (b->producer && b->producer->op_type == "DequantizeLinear" && !b->producer->inputs.empty() &&
+                                              b->producer->inputs[0] && b->producer->inputs[0]->constant));
+  if (!constant) return unsupported("B is computed at run time (a product of two activations)");
+  const auto as = ir::static_shape(n.inputs.empty() ? nullptr : n.inputs[0]);
+  const auto bs = ir::static_shape(b);
+  const auto ys = ir::static_shape(n.outputs.empty() ? nullptr : n.outputs[0]);
+  if (!as || !ys || as->size() < 2) return unsupported("A is not a static tensor of rank 2 or more");
+  if (!bs || bs->size() != 2) return unsupported("B is not a 2-D tensor of static shape");
+  int64_t trans_b = 0;
+  if (gemm) {
+    RKD_ASSIGN(const int64_t trans_a, n.attr_int("transA", 0));
+    RKD_ASSIGN(trans_b, n.attr_int("transB", 0));
+    if (trans_a) return unsupported("transA 1");
+  }
+  const int64_t K = trans_b ? (*bs)[1] : (*bs)[0], N = trans_b ? (*bs)[0] : (*bs)[1];
+  if (as->back() != K) return unsupported("A's last dimension is not B's rows");
+  int64_t P = 1;
+  for (size_t d = 0; d + 1 < as->size(); ++d) P *= (*as)[d];
+  const TokenMap m = npu_token_map(P);
+  npu::lower::ConvGeometry g;
+  if (q && n.inputs[bi]->dtype) g.dtype = *n.inputs[bi]->dtype;
+  g.C = K;
+  g.H = m.H;
+  g.W = m.W;
+  g.OC = N;
+  if (q) {
     for (size_t i : {size_t{1}, size_t{6}}) {
       const ir::Value* s = i < n.inputs.size() ? n.inputs[i] : nullptr;
       g.per_axis_activations = g.per_axis_activations || (s && s->constant && s->constant->numel() != 1);

@@ -145,6 +145,19 @@ Placement place(const Target& t, const ir::Node& n);
 // Conv, Add, ...) and their integer forms alike; an error says what is not a map.
 // Conv / QLinearConv / NpuConv: the window resolved (auto_pad), the four pads.
 Result<npu::lower::ConvGeometry> npu_conv_geometry(const ir::Node& n);
+// The map a matrix product's rows are on the NPU: the P rows of a [..., P, C] operand (every
+// dimension but the last) as an H x W map of C channels, H * W = P with W the largest divisor
+// of P not above its square root (so H >= W; a prime P is P x 1). Every producer and reader
+// of a value folds it alike, so an NPU node reads another's rows in place.
+struct TokenMap {
+  int64_t H = 0, W = 0;
+};
+TokenMap npu_token_map(int64_t P);
+// MatMul / Gemm / QLinearMatMul / NpuMatMul with a constant 2-D B [K, N] (Gemm: transB read,
+// transA 0): the 1 x 1 convolution of N output channels over A's rows as the token map of K
+// channels (batch 1); an error when B is computed at run time (a product of two activations)
+// or A is not a static tensor of rank 2 or more.
+Result<npu::lower::ConvGeometry> npu_matmul_geometry(const ir::Node& n);
 // MaxPool (float or integer): window, output size, ceil_mode, the indices output.
 Result<npu::lower::PoolGeometry> npu_pool_geometry(const ir::Node& n);
 // Add / Sub / Max / Min / Mul or their QLinear / Npu forms (B input 3), or a unary op on one map:

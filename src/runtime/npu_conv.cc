@@ -25,11 +25,80 @@ const Tensor* constant_of(const Node& n, size_t i) {
 
 }  // namespace
 
-Result<ConvSpec> npu_conv_spec(const Node& n) {
-  const Tensor* w = constant_of(n, 3);
+namespace {
+
+// The quantization every NPU convolution reads the same way from a QLinearConv's or
+// QLinearMatMul's inputs (x 1-2, weight scale and zero point 4-5, y 6-7, int32 bias 8) and the
+// fused activation's attributes (rkd_act_min / rkd_act_max).
+Status read_quantization(const Node& n, ConvSpec& s) {
+  const Tensor* ws = constant_of(n, 4);
+  for (int64_t i = 0; i < ws->numel(); ++i) s.w_scales.push_back(static_cast<float>(ws->get_as_double(i)));
+  if (const Tensor* wz = constant_of(n, 5)) {
+    for (int64_t i = 0; i < wz->numel(); ++i) s.w_zero_points.push_back(static_cast<int32_t>(wz->get_as_double(i)));
+  } else {
+    s.w_zero_points = {0};
+  }
+  bool same = true;
+  for (int32_t z : s.w_zero_points) same = same && z == s.w_zero_points[0];
+  if (same) s.w_zero_points.resize(1);
+  s.x_scale = static_cast<float>(constant_of(n, 1)->get_as_double(0));
+  s.x_zero_point = static_cast<int32_t>(constant_of(n, 2)->get_as_double(0));
+  s.y_scale = static_cast<float>(constant_of(n, 6)->get_as_double(0));
+  s.y_zero_point = static_cast<int32_t>(constant_of(n, 7)->get_as_double(0));
+  if (const Tensor* b = constant_of(n, 8)) {
+    for (int64_t i = 0; i < b->numel(); ++i) s.bias.push_back(static_cast<int32_t>(b->get_as_double(i)));
+  }
+  const int32_t qmin = s.dtype == DType::i8 ? -128 : 0, qmax = s.dtype == DType::i8 ? 127 : 255;
+  RKD_ASSIGN(int64_t amin, n.attr_int("rkd_act_min", qmin));
+  RKD_ASSIGN(int64_t amax, n.attr_int("rkd_act_max", qmax));
+  s.act_min = static_cast<int32_t>(std::max<int64_t>(amin, qmin));
+  s.act_max = static_cast<int32_t>(std::min<int64_t>(amax, qmax));
+  return {};
+}
+
+Status constant_parameters(const Node& n) {
   for (size_t i : {1u, 2u, 4u, 6u, 7u}) {
     if (!constant_of(n, i)) return unsupported("scale or zero point " + std::to_string(i) + " is not a constant");
   }
+  return {};
+}
+
+}  // namespace
+
+bool npu_matmul_node(const Node& n) {
+  return (n.op_type == "QLinearMatMul" && n.domain.empty()) || (n.op_type == "NpuMatMul" && n.domain == "rkdeploy");
+}
+
+Result<ConvSpec> npu_matmul_spec(const Node& n) {
+  RKD_TRY(constant_parameters(n));
+  const Tensor* b = constant_of(n, 3);
+  if (!b || b->rank() != 2) return unsupported("B is not a constant 2-D tensor (a product of two activations)");
+  RKD_ASSIGN(npu::lower::ConvGeometry geo, plan::npu_matmul_geometry(n));
+  RKD_TRY(npu::lower::conv_supported(geo, "npu lowering: "));
+  ConvSpec s;
+  s.C = geo.C;
+  s.H = geo.H;
+  s.W = geo.W;
+  s.OC = geo.OC;
+  s.dtype = b->dtype();
+  if (!n.inputs[0]->dtype || *n.inputs[0]->dtype != s.dtype) return unsupported("A and B of different types");
+  if (n.outputs[0]->static_numel().value_or(-1) != geo.H * geo.W * geo.OC) return unsupported("output of another size than A's rows x B's columns");
+  // B [K, N] as the convolution's weights [N, K, 1, 1].
+  const Tensor bc = b->contiguous();
+  s.weights = Tensor::empty(s.dtype, {s.OC, s.C, 1, 1});
+  const auto* src = static_cast<const uint8_t*>(bc.raw());
+  auto* dst = static_cast<uint8_t*>(s.weights.raw());
+  for (int64_t o = 0; o < s.OC; ++o)
+    for (int64_t k = 0; k < s.C; ++k) dst[o * s.C + k] = src[k * s.OC + o];
+  RKD_TRY(read_quantization(n, s));
+  RKD_TRY(npu::lower::check_spec(s));
+  return s;
+}
+
+Result<ConvSpec> npu_conv_spec(const Node& n) {
+  if (npu_matmul_node(n)) return npu_matmul_spec(n);
+  const Tensor* w = constant_of(n, 3);
+  RKD_TRY(constant_parameters(n));
   if (!w || w->rank() != 4) return unsupported("weights are not a constant 4-D tensor");
   // The node-level limits (batch, per-axis activations, dilation, groups) before the spec is
   // built; check_spec() reads the rest of constraints.h.
@@ -54,28 +123,7 @@ Result<ConvSpec> npu_conv_spec(const Node& n) {
   s.dtype = w->dtype();
   if (!n.inputs[0]->dtype || *n.inputs[0]->dtype != s.dtype) return unsupported("input and weights of different types");
   s.weights = w->contiguous();
-  const Tensor* ws = constant_of(n, 4);
-  for (int64_t i = 0; i < ws->numel(); ++i) s.w_scales.push_back(static_cast<float>(ws->get_as_double(i)));
-  if (const Tensor* wz = constant_of(n, 5)) {
-    for (int64_t i = 0; i < wz->numel(); ++i) s.w_zero_points.push_back(static_cast<int32_t>(wz->get_as_double(i)));
-  } else {
-    s.w_zero_points = {0};
-  }
-  bool same = true;
-  for (int32_t z : s.w_zero_points) same = same && z == s.w_zero_points[0];
-  if (same) s.w_zero_points.resize(1);
-  s.x_scale = static_cast<float>(constant_of(n, 1)->get_as_double(0));
-  s.x_zero_point = static_cast<int32_t>(constant_of(n, 2)->get_as_double(0));
-  s.y_scale = static_cast<float>(constant_of(n, 6)->get_as_double(0));
-  s.y_zero_point = static_cast<int32_t>(constant_of(n, 7)->get_as_double(0));
-  if (const Tensor* b = constant_of(n, 8)) {
-    for (int64_t i = 0; i < b->numel(); ++i) s.bias.push_back(static_cast<int32_t>(b->get_as_double(i)));
-  }
-  const int32_t qmin = s.dtype == DType::i8 ? -128 : 0, qmax = s.dtype == DType::i8 ? 127 : 255;
-  RKD_ASSIGN(int64_t amin, n.attr_int("rkd_act_min", qmin));
-  RKD_ASSIGN(int64_t amax, n.attr_int("rkd_act_max", qmax));
-  s.act_min = static_cast<int32_t>(std::max<int64_t>(amin, qmin));
-  s.act_max = static_cast<int32_t>(std::min<int64_t>(amax, qmax));
+  RKD_TRY(read_quantization(n, s));
   // A fused residual add (npu_placement_pass, --fuse-npu-add): inputs 9-11 are the Add's other operand
   // and its scale and zero point, 6-7 the Add's output parameters; rkd_conv_relu marks a
   // ReLU on the convolution before the add.

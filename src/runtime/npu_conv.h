@@ -25,7 +25,15 @@ namespace rkd::runtime {
 // per-tensor input/output quantization, groups 1 or depthwise, no dilation; fused clamp from
 // rkd_act_min / rkd_act_max) within the lowering's shared limits (npu::lower::check_spec),
 // or why the lowering cannot express it.
+// A QLinearMatMul (or its placed NpuMatMul) is the 1 x 1 convolution npu_matmul_spec gives.
 Result<npu::lower::ConvSpec> npu_conv_spec(const ir::Node& n);
+// The NPU convolution of a QLinearMatMul / NpuMatMul with a constant 2-D B [K, N] (per-column
+// or one weight scale, per-tensor A and Y, optional int32 bias [N] as input 8): B^T as the
+// weights [N, K, 1, 1] of a 1 x 1 convolution over A's rows folded into the token map
+// (plan::npu_token_map: C = K, H x W = A's rows); the host's A [..., P, K] and Y [..., P, N]
+// are that map channels-last (the kernel converts them).
+Result<npu::lower::ConvSpec> npu_matmul_spec(const ir::Node& n);
+bool npu_matmul_node(const ir::Node& n);
 // Lowers `spec` with `strategy` into scratch device memory and discards it: ok when the
 // convolution can run on the NPU that way, else the lowering's reason (weights that no CBUF
 // split fits, ...). What cannot be lowered stays on the CPU.
@@ -118,7 +126,8 @@ Status npu_session_attach(NpuSession& s, std::shared_ptr<NpuDevice> d);
 struct NpuLoweredNode {
   const ir::Node* node = nullptr;
   npu::sim::Quirks quirks;                           // from rkd_npu_knobs
-  std::optional<npu::lower::ConvSpec> conv;          // an NpuConv: conv_lowered holds its tasks
+  std::optional<npu::lower::ConvSpec> conv;          // an NpuConv or NpuMatMul: conv_lowered holds its tasks
+  bool channels_last = false;                        // an NpuMatMul: the host's input and output are [..., P, C] (the token map's rows)
   npu::lower::Lowered conv_lowered;                  //   (its input at conv_lowered.input_address)
   std::optional<npu::lower::ConvSpec> compaction;    // its regions' compaction on the NPU (npu::lower::compaction_spec), tasks after the conv's:
   npu::lower::Lowered compaction_lowered;            //   when the regions are out of order and an NPU node reads the output

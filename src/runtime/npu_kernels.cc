@@ -271,7 +271,10 @@ Result<std::shared_ptr<NpuLoweredNode>> lower_conv_node(const Node& n, const std
         p.ok() && npu::lower::chainable(s->maps.at(it->first), npu::lower::conv_input_map(*p, 0)))
       spec = std::move(p).value();
   }
-  const auto chained = in_place(*s, n.inputs[0], npu::lower::conv_input_map(spec, 0));
+  const bool rows = npu_matmul_node(n);  // a matrix product reads and writes token maps
+  DeviceMap want = npu::lower::conv_input_map(spec, 0);
+  want.rows = rows;
+  const auto chained = in_place(*s, n.inputs[0], want);
   uint32_t input = 0;
   if (chained) {
     input = *chained;
@@ -292,7 +295,7 @@ Result<std::shared_ptr<NpuLoweredNode>> lower_conv_node(const Node& n, const std
   // compacted on the NPU by a permutation convolution after the node's own tasks.
   const auto rm = out_map ? std::nullopt : npu::lower::regions_map(spec, ln->conv_lowered);
   const auto readers = readers_of(*s, n.outputs[0]).npu;
-  if (rm && !readers.empty() &&
+  if (rm && !rows && !readers.empty() &&
       std::all_of(readers.begin(), readers.end(), [&](const auto& r) { return absorbs(*r.first, r.second, rm->channels); })) {
     // Every NPU reader is a dense convolution: it reads the regions as they are, no compaction.
     out_map = rm->map;
@@ -308,10 +311,12 @@ Result<std::shared_ptr<NpuLoweredNode>> lower_conv_node(const Node& n, const std
       ln->compaction = std::move(cs);
     }
   }
+  if (out_map) out_map->rows = rows;
   RKD_ASSIGN(ln->regcmd, npu::lower::place_regcmd(s->mem, tasks));
   ln->host_reads.push_back(register_output(s, n.outputs[0], out_map));
   ln->conv_output = out_map;
   ln->conv = std::move(spec);
+  ln->channels_last = rows;
   ln->data_inputs = {0};
   return ln;
 }
@@ -344,6 +349,28 @@ Result<std::shared_ptr<NpuLoweredNode>> lower_eltwise_node(const Node& n, const 
 
 namespace {
 
+// An 8-bit [..., P, C] tensor's rows as the [1, C, H, W] map (H W = P), and the map back into
+// y's rows (a matrix product's token map, npu_matmul_spec).
+Tensor rows_to_map(const Tensor& x0, int64_t C, int64_t H, int64_t W) {
+  const Tensor x = x0.contiguous();
+  Tensor m = Tensor::empty(x.dtype(), {1, C, H, W});
+  const auto* src = static_cast<const uint8_t*>(x.raw());
+  auto* dst = static_cast<uint8_t*>(m.raw());
+  const int64_t P = H * W;
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t c = 0; c < C; ++c) dst[c * P + p] = src[p * C + c];
+  return m;
+}
+Status map_to_rows(const Tensor& m, Tensor& y) {
+  if (m.nbytes() != y.nbytes() || dtype_size(y.dtype()) != 1 || m.rank() != 4) return invalid("npu output: rows of another size than the map");
+  const int64_t C = m.dim(1), P = m.dim(2) * m.dim(3);
+  const auto* src = static_cast<const uint8_t*>(m.raw());
+  auto* dst = static_cast<uint8_t*>(y.raw());
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t c = 0; c < C; ++c) dst[p * C + c] = src[c * P + p];
+  return {};
+}
+
 // The kernel of a lowered node: per call the host writes the data inputs no NPU node left in
 // place, the tasks run on the simulator, and the outputs the host reads are read back.
 Kernel kernel_of(std::shared_ptr<const NpuLoweredNode> ln, std::shared_ptr<NpuSession> s) {
@@ -371,7 +398,11 @@ Kernel kernel_of(std::shared_ptr<const NpuLoweredNode> ln, std::shared_ptr<NpuSe
       for (size_t i = 0; i < ln->data_inputs.size(); ++i) {
         if (ln->read_from[i]) continue;
         RKD_ASSIGN(const Tensor* x, input(ln->data_inputs[i]));
-        if (ln->conv) {
+        if (ln->conv && ln->channels_last) {
+          const npu::lower::ConvSpec& c = *ln->conv;
+          if (x->nbytes() != static_cast<size_t>(c.C * c.H * c.W) || x->dtype() != c.dtype) return invalid("input: not the matrix product's rows");
+          RKD_TRY(npu::lower::write_input(s->mem, ln->conv_lowered.input_address, c, rows_to_map(*x, c.C, c.H, c.W)));
+        } else if (ln->conv) {
           RKD_TRY(npu::lower::write_input(s->mem, ln->conv_lowered.input_address, *ln->conv, *x));
         } else {
           RKD_TRY(npu::lower::write_eltwise_input(s->mem, ln->eltwise, i, *x));
@@ -397,7 +428,12 @@ Kernel kernel_of(std::shared_ptr<const NpuLoweredNode> ln, std::shared_ptr<NpuSe
       }
       for (size_t j = 0; j < ln->host_reads.size() && j < out.size(); ++j) {
         if (!ln->host_reads[j]()) continue;
-        if (ln->compaction) {
+        if (ln->channels_last) {
+          const bool compacted = ln->compaction.has_value();
+          RKD_ASSIGN(Tensor m, npu::lower::gather_output(s->mem, compacted ? *ln->compaction : *ln->conv,
+                                                         compacted ? ln->compaction_lowered : ln->conv_lowered));
+          RKD_TRY(map_to_rows(m, out[j]));
+        } else if (ln->compaction) {
           RKD_TRY(npu::lower::gather_output_into(s->mem, *ln->compaction, ln->compaction_lowered, out[j]));
         } else if (ln->conv) {
           RKD_TRY(npu::lower::gather_output_into(s->mem, *ln->conv, ln->conv_lowered, out[j]));

@@ -706,6 +706,37 @@ NpuOpFamily conv_family() {
   };
 }
 
+// ---------------------------------------------------------------------------------------------
+// Matrix products with a constant operand: 1 x 1 convolutions over the token map.
+
+NpuOpFamily matmul_family() {
+  return NpuOpFamily{
+      .name = "MatMul",
+      .npu_ops = {"NpuMatMul"},
+      .lowered = "matrix products with a constant operand (1 x 1 convolutions over the rows)",
+      .sources = {"MatMul", "Gemm", "QLinearMatMul"},
+      .section = "convolutions",
+      .entry_prefix = "matmul",
+      .candidate = [](const Node& n) { return n.op_type == "QLinearMatMul" && n.domain.empty(); },
+      .lowerable = &conv_lowerable,
+      .rewrite = [](ir::Graph&, Node* n, const NpuPlacementOptions& o, ir::NpuFamilyPlacement&) -> Node* {
+        n->attrs["rkd_npu_strategy"] = std::string(L::strategy_name(o.strategy));
+        return n;
+      },
+      .npu_op = [](const Node&) { return std::string("NpuMatMul"); },
+      .lower = &lower_conv_node,
+      .manifest = [](const Node& n, const NpuLoweredNode& ln, const NpuManifestContext& c) -> Result<json> {
+        RKD_ASSIGN(json j, conv_manifest(n, ln, c));
+        // The host's A and Y are the map channels-last: rows [..., P, C], P = H x W.
+        j["geometry"]["rows"] = ln.conv ? ln.conv->H * ln.conv->W : 0;
+        j["input"]["host_layout"] = "rows: [..., P, C], the map's H x W positions in order";
+        return j;
+      },
+      .report = [](const ir::NpuFamilyPlacement& p, const std::string&,
+                   const std::string&) { return counted(p, "matrix product(s) as 1x1 convolutions"); },
+  };
+}
+
 // Whether a node placed on the NPU produces one of n's inputs or reads one of its outputs,
 // looking through the Identities a dropped DequantizeLinear -> QuantizeLinear pair leaves.
 bool next_to_npu_node(const Node& n) {
@@ -739,14 +770,14 @@ std::string npu_numbered(const char* prefix, size_t i) {
 }
 
 const std::vector<NpuOpFamily>& npu_op_families() {
-  // Placement order: the convolutions first (their neighbours' next_to_npu reads them), the
+  // Placement order: the convolutions and matrix products first (their neighbours' next_to_npu reads them), the
   // LeakyRelu tables before the other tables, the Splits before the Concats (a Concat of a
   // placed Split's parts has it as neighbour). Within a family the candidates go in graph
   // (topological) order, so a next_to_npu decision sees its producers' and not its readers'.
   // (Built at the first call: the records' vectors need no static initialisation order.)
-  static const std::vector<NpuOpFamily> t{conv_family(),  add_family(),      sub_max_min_family(), mul_family(),    leaky_relu_family(),
-                                          lut_family(),   max_pool_family(), pad_family(),         resize_family(), depth_to_space_family(),
-                                          split_family(), concat_family()};
+  static const std::vector<NpuOpFamily> t{conv_family(),           matmul_family(), add_family(),      sub_max_min_family(), mul_family(),
+                                          leaky_relu_family(),     lut_family(),    max_pool_family(), pad_family(),         resize_family(),
+                                          depth_to_space_family(), split_family(),  concat_family()};
   return t;
 }
 

@@ -695,8 +695,8 @@ Status gather_split_outputs(const DeviceMemory& mem, const SplitSpec& s, const L
 }
 
 bool chainable(const DeviceMap& have, const DeviceMap& want) {
-  return have.shape.dtype == want.shape.dtype && have.shape.C == want.shape.C && have.shape.H == want.shape.H && have.shape.W == want.shape.W &&
-         have.surface_bytes == want.surface_bytes && have.channels >= want.channels;
+  return have.rows == want.rows && have.shape.dtype == want.shape.dtype && have.shape.C == want.shape.C && have.shape.H == want.shape.H &&
+         have.shape.W == want.shape.W && have.surface_bytes == want.surface_bytes && have.channels >= want.channels;
 }
 
 Status write_eltwise_input(DeviceMemory& mem, const LoweredEltwise& l, size_t i, const Tensor& x) {

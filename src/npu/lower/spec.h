@@ -32,9 +32,13 @@ struct DeviceMap {
   int64_t surface_bytes = 0, channels = 0;
   MapShape shape;
   bool chained = false;
+  // The map holds a [..., P, C] tensor's rows (a matrix product's token map), not a
+  // [1, C, H, W] tensor: only a reader that views its input so reads it in place.
+  bool rows = false;
 };
 // Whether a task can read `want` (the layout it would allocate for an input) from `have`
-// (another task's output): the same tensor, surfaces and at least the channels it reads.
+// (another task's output): the same tensor seen the same way (rows or map), surfaces and at
+// least the channels it reads.
 bool chainable(const DeviceMap& have, const DeviceMap& want);
 
 struct ConvSpec {
