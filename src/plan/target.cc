@@ -105,6 +105,7 @@ const std::set<std::string>& known_checks() {
                                           "quantized",
                                           "per_tensor_quant",
                                           "npu_conv_geometry",
+                                          "npu_matmul_geometry",
                                           "npu_eltwise_geometry",
                                           "npu_pool_geometry",
                                           "npu_channel_pad",
@@ -443,6 +444,13 @@ std::string npu_conv_geometry_violation(const ir::Node& n) {
   return g.ok() ? first_violation(npu::lower::check_conv(*g)) : g.error().message;
 }
 
+// A MatMul / Gemm / QLinearMatMul of a constant B as the 1 x 1 convolution over A's rows the
+// runtime lowers (npu_matmul_geometry).
+std::string npu_matmul_geometry_violation(const ir::Node& n) {
+  auto g = npu_matmul_geometry(n);
+  return g.ok() ? first_violation(npu::lower::check_conv(*g)) : g.error().message;
+}
+
 // A MaxPool's window and map as npu/lower/constraints.h's pool rules read them.
 std::string npu_pool_geometry_violation(const ir::Node& n) {
   auto g = npu_pool_geometry(n);
@@ -624,6 +632,7 @@ std::string violation(const Constraint& c, const ir::Node& n) {
     return std::find(c.values.begin(), c.values.end(), t) == c.values.end() ? t + " input" : "";
   }
   if (c.check == "npu_conv_geometry") return npu_conv_geometry_violation(n);
+  if (c.check == "npu_matmul_geometry") return npu_matmul_geometry_violation(n);
   if (c.check == "npu_eltwise_geometry") return npu_eltwise_geometry_violation(n);
   if (c.check == "npu_pool_geometry") return npu_pool_geometry_violation(n);
   if (c.check == "npu_channel_pad") return npu_channel_pad_violation(n);
@@ -702,6 +711,8 @@ std::string constraint_text(const Constraint& c) {
         std::to_string(npu::lower::conv_limits().max_kernel_h) + " kernels, strides to " + std::to_string(npu::lower::conv_limits().max_stride_w) +
         ", width to " + std::to_string(npu::lower::conv_limits().max_width) + ", height to " + std::to_string(npu::lower::conv_limits().max_height) +
         ", dense or depthwise, batch 1)";
+  } else if (c.check == "npu_matmul_geometry") {
+    s = "a constant B: the 1 x 1 convolution over A's rows (folded into an H x W map) within the NPU's convolution geometry";
   } else if (c.check == "npu_eltwise_geometry") {
     s = "the NPU's element-wise geometry (";
     const auto rules = npu::lower::eltwise_rules();

@@ -263,6 +263,20 @@ std::set<const Node*> collapsing_concats(const Graph& g, const std::map<std::str
 
 }  // namespace
 
+ir::Node* matmul_bias_add(const ir::Graph& g, const ir::Node& mm) {
+  if (mm.op_type != "MatMul" || !mm.domain.empty() || mm.inputs.size() != 2 || !mm.inputs[1] || !mm.inputs[1]->constant) return nullptr;
+  const Tensor& w = *mm.inputs[1]->constant;
+  const Value* y = mm.outputs.empty() ? nullptr : mm.outputs[0];
+  if (w.rank() != 2 || w.dtype() != DType::f32 || !y || y->consumers.size() != 1 || is_graph_output(g, y)) return nullptr;
+  Node* a = y->consumers[0];
+  if (a->op_type != "Add" || !a->domain.empty() || a->inputs.size() != 2) return nullptr;
+  const Value* c = a->inputs[0] == y ? a->inputs[1] : a->inputs[1] == y ? a->inputs[0] : nullptr;
+  if (!c || c == y || !c->constant || c->constant->dtype() != DType::f32 || c->constant->numel() != w.dim(1)) return nullptr;
+  const Shape& cs = c->constant->shape();
+  if (cs.empty() || cs.back() != w.dim(1)) return nullptr;
+  return a;
+}
+
 Status check_keep_float(const Graph& g, const std::set<std::string>& keep_float) {
   std::set<std::string> unused = keep_float;
   for (const auto& n : g.nodes()) {
@@ -296,21 +310,43 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
       ++rep.fused_activations;
     }
   }
+  // A MatMul's bias Add (matmul_bias_add): the product is not quantized before the bias.
+  std::map<const Node*, Node*> bias_adds;
+  for (const auto& n : g.nodes()) {
+    if (Node* a = matmul_bias_add(g, *n)) {
+      if (act.erase(n->outputs[0])) bias_adds[n.get()] = a;
+    }
+  }
   // --keep-float: the named nodes (by name or op type) compute in float. Their outputs are
   // not quantized, they read their inputs unquantized, and an input that only they read is
   // not quantized at all. Collapsing Concats and their readers join them.
   std::set<const Node*> kept = collapsing_concats(g, ranges, act, rep);
+  std::set<const Node*> whole_kept;  // kept by keep_float or a collapsing Concat, not only as a target's CPU node
   rep.kept_float = 0;
   {
     RKD_TRY(check_keep_float(g, opt.keep_float));
     for (const auto& n : g.nodes()) {
-      if (!kept.count(n.get()) && !opt.keep_float.count(n->name) && !opt.keep_float.count(n->op_type)) continue;
+      const bool cpu = opt.cpu_nodes.count(n->name) > 0;
+      if (!kept.count(n.get()) && !opt.keep_float.count(n->name) && !opt.keep_float.count(n->op_type) && !cpu) continue;
+      const bool whole = kept.count(n.get()) || opt.keep_float.count(n->name) || opt.keep_float.count(n->op_type);
+      if (whole) whole_kept.insert(n.get());
       kept.insert(n.get());
-      for (Value* o : n->outputs) act.erase(o);
+      for (Value* o : n->outputs)
+        if (whole || is_graph_output(g, o)) act.erase(o);
     }
+    // A value computed by a quantized node (through the copies that carry it) and read only by
+    // a target's CPU nodes stays quantized: the quantized node writes int8.
+    auto from_quantized_node = [&](const Value* v) {
+      const Node* p = v->producer;
+      while (p && same_scale_op(*p) && !kept.count(p) && !p->inputs.empty() && p->inputs[0]) p = p->inputs[0]->producer;
+      return p && !kept.count(p);
+    };
     for (Value* v : std::vector<Value*>(order)) {
       if (v->consumers.empty() || is_graph_output(g, v)) continue;
-      if (std::all_of(v->consumers.begin(), v->consumers.end(), [&](const Node* r) { return kept.count(r) > 0; })) act.erase(v);
+      if (!std::all_of(v->consumers.begin(), v->consumers.end(), [&](const Node* r) { return kept.count(r) > 0; })) continue;
+      const bool cpu_readers =
+          std::all_of(v->consumers.begin(), v->consumers.end(), [&](const Node* r) { return opt.cpu_nodes.count(r->name) && !whole_kept.count(r); });
+      if (!cpu_readers || !from_quantized_node(v)) act.erase(v);
     }
     rep.kept_float = static_cast<int>(kept.size()) - rep.collapse_kept;
   }
@@ -419,8 +455,10 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
     RKD_ASSIGN(Node * q, g.add_node(name + "/quantize", "QuantizeLinear", "", {v, scale, zp}, {name + "/q"}));
     copy_type(q->outputs[0], v, opt.dtype);
     RKD_ASSIGN(Value * dq, add_dequantize(g, name + "/dq", q->outputs[0], scale, zp, -1, v));
+    // Nodes kept in float read the float value; a target's CPU node reads what the quantized
+    // producer writes (the dequantized value), as it will on the device.
     for (Node* r : readers) {
-      if (kept.count(r)) continue;
+      if (whole_kept.count(r)) continue;
       for (size_t i = 0; i < r->inputs.size(); ++i) {
         if (r->inputs[i] == v) g.set_input(r, i, dq);
       }
@@ -465,11 +503,19 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
     }
     std::vector<float> ws = opt.dtype == DType::u8 ? std::vector<float>{quantize_weights_u8(w, 0.f).scale} : weight_scales(w, axis, per_channel);
     const auto xp = input_params(n);
-    const bool has_bias = op != "MatMul" && n->inputs.size() > 2 && n->inputs[2] && n->inputs[2]->constant &&
-                          n->inputs[2]->constant->dtype() == DType::f32 && xp && n->inputs[2]->constant->numel() == w.dim(axis);
+    // The bias: a Conv's or Gemm's input 2, or a MatMul's Add's constant (matmul_bias_add).
+    Node* bias_node = n;
+    size_t bias_input = 2;
+    if (op == "MatMul") {
+      auto it = bias_adds.find(n);
+      bias_node = it != bias_adds.end() && !kept.count(it->second) ? it->second : nullptr;
+      if (bias_node) bias_input = bias_node->inputs[0] == n->outputs[0] ? 1 : 0;
+    }
+    const Value* bias_in = bias_node && bias_node->inputs.size() > bias_input ? bias_node->inputs[bias_input] : nullptr;
+    const bool has_bias = bias_in && bias_in->constant && bias_in->constant->dtype() == DType::f32 && xp && bias_in->constant->numel() == w.dim(axis);
     Tensor b;
     if (has_bias) {
-      b = n->inputs[2]->constant->contiguous();
+      b = bias_in->constant->contiguous();
       // The int32 accumulator holds the bias plus up to `taps` products of at most 255 * 255
       // (quant/int8.h): the bias keeps that headroom.
       const double taps = static_cast<double>(w.numel() / std::max<int64_t>(w.dim(axis), 1));
@@ -506,7 +552,7 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
     ++rep.weights;
     if (has_bias) {
       const int64_t cb = b.numel();
-      Tensor qb = Tensor::empty(DType::i32, {cb});
+      Tensor qb = Tensor::empty(DType::i32, b.shape());  // a MatMul's Add may hold it as [1, ..., N]
       std::vector<float> bs(static_cast<size_t>(cb));
       for (int64_t c = 0; c < cb; ++c) {
         const float s = static_cast<float>(static_cast<double>(xp->scale) * ws[ws.size() == 1 ? 0 : static_cast<size_t>(c)]);
@@ -514,14 +560,14 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
         const double v = std::nearbyint(static_cast<double>(b.data<float>()[c]) / s);
         qb.data<int32_t>()[c] = static_cast<int32_t>(std::clamp(v, -2147483647.0, 2147483647.0));
       }
-      const std::string bbase = n->inputs[2]->name;
+      const std::string bbase = bias_in->name;
       Value* qbv = g.add_constant(bbase + "/q", std::move(qb));
       Value* bsv = g.add_constant(bbase + "/scale", vector_f32(bs));
       Tensor bz = Tensor::empty(DType::i32, {cb});
       std::fill(bz.data<int32_t>(), bz.data<int32_t>() + cb, 0);
       Value* bzv = g.add_constant(bbase + "/zero_point", std::move(bz));
-      RKD_ASSIGN(Value * bdq, add_dequantize(g, bbase + "/dq", qbv, bsv, bzv, 0, n->inputs[2]));
-      g.set_input(n, 2, bdq);
+      RKD_ASSIGN(Value * bdq, add_dequantize(g, bbase + "/dq", qbv, bsv, bzv, static_cast<int64_t>(b.rank()) - 1, bias_in));
+      g.set_input(bias_node, bias_input, bdq);
       ++rep.biases;
     }
   }

@@ -67,6 +67,11 @@ struct QdqOptions {
   // not quantized, they read their inputs unquantized (an input only they read is not
   // quantized at all), their weights stay float. A name that matches nothing is an error.
   std::set<std::string> keep_float;
+  // Node names a target runs on its CPU (`quantize --target`): they compute in float as
+  // keep_float's do, but an output that a quantized node reads is quantized for it (the
+  // QuantizeLinear at the boundary to the NPU); one that only float nodes read, or a graph
+  // output, stays float.
+  std::set<std::string> cpu_nodes;
   // The model's outputs stay float: each graph output, back through the layout-only ops that
   // carry it, up to and including the value of the node that computes it (`quantize
   // --float-outputs`). That node reads int8 inputs and writes float: a detector's score logits
@@ -91,6 +96,13 @@ struct QdqReport {
 // Every entry of keep_float names a node or an op type of `g` (an invalid error naming the
 // first that does not).
 Status check_keep_float(const ir::Graph& g, const std::set<std::string>& keep_float);
+// A fully connected layer as PyTorch exports it for inputs of rank 3 or more: `mm` a MatMul
+// with a constant float B [K, N] whose only reader is an Add of a constant float of N values
+// along the last axis (either operand). Returns that Add: insert_qdq makes its constant the
+// MatMul's int32 bias (scale x_scale * w_scale, as a Gemm's) and leaves the product
+// unquantized before it (one accumulation, one rounding; qdq-to-qlinear's QLinearMatMul with a
+// bias). Null otherwise.
+ir::Node* matmul_bias_add(const ir::Graph& g, const ir::Node& mm);
 // ranges: value name -> calibrated range of that float value.
 Result<QdqReport> insert_qdq(ir::Graph& g, const std::map<std::string, Range>& ranges, const QdqOptions& opt);
 

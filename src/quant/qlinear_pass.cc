@@ -514,7 +514,7 @@ ir::Pass qdq_to_qlinear_pass(ir::NodeEvaluator eval) {
         const bool tflite = requant != g.metadata.end() && requant->second.rfind("tflite_", 0) == 0;
         std::vector<Node*> ops, others;
         for (const auto& np : g.nodes()) {
-          if ((np->op_type == "Conv" || np->op_type == "MatMul") && np->domain.empty()) ops.push_back(np.get());
+          if ((np->op_type == "Conv" || np->op_type == "MatMul" || np->op_type == "Gemm") && np->domain.empty()) ops.push_back(np.get());
           else others.push_back(np.get());
         }
         // TFLite-form ops (graphs imported from TFLite): every input dequantized per
@@ -560,14 +560,31 @@ ir::Pass qdq_to_qlinear_pass(ir::NodeEvaluator eval) {
         }
         for (Node* op : ops) {
           const bool conv = op->op_type == "Conv";
-          // MatMul + Add(DequantizeLinear(int32 bias)): a fully connected layer
-          // (TFLite's FULLY_CONNECTED as imported); the bias joins QLinearMatMul.
+          const bool gemm = op->op_type == "Gemm";
+          // Gemm: Y = A B (+ C) of a 2-D A, alpha = beta = 1 (B transposed or not: QLinearMatMul's
+          // B is [K, N]).
+          int64_t trans_b = 0;
+          if (gemm) {
+            RKD_ASSIGN(const double alpha, op->attr_float("alpha", 1.0));
+            RKD_ASSIGN(const double beta, op->attr_float("beta", 1.0));
+            RKD_ASSIGN(const int64_t trans_a, op->attr_int("transA", 0));
+            RKD_ASSIGN(trans_b, op->attr_int("transB", 0));
+            const auto as = op->inputs.empty() ? std::nullopt : ir::static_shape(op->inputs[0]);
+            if (alpha != 1.0 || beta != 1.0 || trans_a != 0 || !as || as->size() != 2) continue;
+          }
+          // MatMul + Add(DequantizeLinear(int32 bias)), either operand: a fully connected layer
+          // (TFLite's FULLY_CONNECTED as imported, PyTorch's Linear on 3-D inputs as quantize
+          // writes it); the bias joins QLinearMatMul.
           Node* bias_add = nullptr;
-          if (!conv && op->outputs[0]->consumers.size() == 1 && op->outputs[0]->consumers[0]->op_type == "Add" &&
+          size_t bias_add_input = 1;
+          if (op->op_type == "MatMul" && op->outputs[0]->consumers.size() == 1 && op->outputs[0]->consumers[0]->op_type == "Add" &&
               op->outputs[0]->consumers[0]->domain.empty() && std::find(g.outputs.begin(), g.outputs.end(), op->outputs[0]) == g.outputs.end()) {
             Node* a = op->outputs[0]->consumers[0];
-            auto db = a->inputs.size() == 2 && a->inputs[0] == op->outputs[0] ? dequantized(a->inputs[1]) : std::nullopt;
-            if (db && db->q->constant && db->q->constant->dtype() == DType::i32) bias_add = a;
+            if (a->inputs.size() == 2 && a->inputs[0] != a->inputs[1]) {
+              bias_add_input = a->inputs[0] == op->outputs[0] ? 1 : 0;
+              auto db = dequantized(a->inputs[bias_add_input]);
+              if (db && db->q->constant && db->q->constant->dtype() == DType::i32) bias_add = a;
+            }
           }
           auto o = quantized_output(g, bias_add ? bias_add->outputs[0] : op->outputs[0]);
           // ONNX: only an activation that is the output saturation itself; TFLite:
@@ -579,7 +596,7 @@ ir::Pass qdq_to_qlinear_pass(ir::NodeEvaluator eval) {
           if (!dx || !dw || !per_tensor(dx->scale) || !dx->zp) continue;
           if (!dw->q->constant) continue;
           Value* bias_q = nullptr;
-          Value* bias_in = conv && op->inputs.size() > 2 ? op->inputs[2] : bias_add ? bias_add->inputs[1] : nullptr;
+          Value* bias_in = (conv || gemm) && op->inputs.size() > 2 ? op->inputs[2] : bias_add ? bias_add->inputs[bias_add_input] : nullptr;
           if (bias_in) {
             auto db = dequantized(bias_in);
             if (!db || !db->q->constant || db->q->constant->dtype() != DType::i32) continue;
@@ -598,13 +615,29 @@ ir::Pass qdq_to_qlinear_pass(ir::NodeEvaluator eval) {
             if (!ok) continue;
             bias_q = db->q;
           }
-          if (!conv && !per_tensor(dw->scale) && dw->scale->constant->numel() != ir::static_shape(dw->q).value_or(Shape{0}).back()) continue;
+          // QLinearMatMul's B [K, N]: a Gemm's transposed B as a transposed constant (its scales
+          // and zero points per N either way).
+          Value* w_q = dw->q;
+          if (gemm && trans_b) {
+            const Tensor& bt = *dw->q->constant;
+            if (bt.rank() != 2 || dtype_size(bt.dtype()) != 1) continue;
+            if (!per_tensor(dw->scale) && dw->scale->constant->numel() != bt.dim(0)) continue;
+            Tensor t = Tensor::empty(bt.dtype(), {bt.dim(1), bt.dim(0)});
+            const Tensor bc = bt.contiguous();
+            const auto* src = static_cast<const uint8_t*>(bc.raw());
+            auto* dst = static_cast<uint8_t*>(t.raw());
+            for (int64_t n = 0; n < bt.dim(0); ++n)
+              for (int64_t k = 0; k < bt.dim(1); ++k) dst[k * bt.dim(0) + n] = src[n * bt.dim(1) + k];
+            w_q = g.add_constant(dw->q->name + "/transposed", std::move(t));
+          } else if (!conv && !per_tensor(dw->scale) && dw->scale->constant->numel() != ir::static_shape(dw->q).value_or(Shape{0}).back()) {
+            continue;
+          }
           Value* w_zp = dw->zp;
           if (!w_zp) {
             Tensor z = Tensor::empty(dw->q->constant->dtype(), {1});
             w_zp = g.add_constant(op->name + "/w_zero_point", z);
           }
-          std::vector<Value*> ins{dx->q, dx->scale, dx->zp, dw->q, dw->scale, w_zp, qy->inputs[1], qy->inputs[2]};
+          std::vector<Value*> ins{dx->q, dx->scale, dx->zp, w_q, dw->scale, w_zp, qy->inputs[1], qy->inputs[2]};
           if (bias_q) ins.push_back(bias_q);
           RKD_ASSIGN(Node * ql, g.add_node(op->name + "/qlinear", conv ? "QLinearConv" : "QLinearMatMul", "", ins,
                                            {g.fresh_name(qy->outputs[0]->name + "/qlinear")}));

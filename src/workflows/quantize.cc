@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <set>
+
 #include "core/npy.h"
 #include "core/progress.h"
 #include "runtime/executor.h"
@@ -71,10 +73,19 @@ Result<std::unique_ptr<ir::Graph>> load_portable(const std::string& path) {
 }
 
 std::vector<const ir::Node*> cpu_placed_nodes(const ir::Graph& g, const plan::Target& t) {
+  auto on_npu = [&](const ir::Node& n) {
+    const plan::Placement p = plan::place(t, n);
+    return p.device == plan::Device::npu && p.lowered;
+  };
+  // The bias Adds of the MatMuls the target runs on its NPU are those MatMuls' biases.
+  std::set<const ir::Node*> biases;
+  for (const auto& np : g.nodes()) {
+    if (const ir::Node* a = quant::matmul_bias_add(g, *np); a && on_npu(*np)) biases.insert(a);
+  }
   std::vector<const ir::Node*> out;
   for (const auto& np : g.nodes()) {
     const ir::Node& n = *np;
-    if (ir::op_has(n, ir::kSameScale)) continue;
+    if (ir::op_has(n, ir::kSameScale) || biases.count(&n)) continue;
     if (std::none_of(n.outputs.begin(), n.outputs.end(), [](const ir::Value* v) { return v && v->dtype == DType::f32; })) continue;
     const plan::Placement p = plan::place(t, n);
     if (p.zero_cost || (p.device == plan::Device::npu && p.lowered)) continue;
@@ -129,7 +140,7 @@ Result<QuantizedModel> quantize_model(const std::string& model_path, const Calib
   quant::QdqOptions qo = opt.qdq;
   if (opt.target) {
     for (const ir::Node* n : cpu_placed_nodes(*q.graph, *opt.target)) {
-      if (qo.keep_float.insert(n->name).second) ++q.cpu_placed[n->op_type];
+      if (qo.cpu_nodes.insert(n->name).second) ++q.cpu_placed[n->op_type];
     }
   }
   if (opt.hybrid.min_ap50 > 0) {

@@ -10,6 +10,9 @@
 #include <sstream>
 #include <string>
 
+#include <cmath>
+#include <cstring>
+
 #include "ir/op_info.h"
 #include "npu/sim/sim.h"
 #include "plan/plan.h"
@@ -201,6 +204,15 @@ const std::map<std::string, NpuNodeTester::Maker>& NpuNodeTester::makers() {
          n->attrs["pads"] = std::vector<int64_t>{1, 1, 1, 1};
          return std::vector<ir::Value*>{b.q(n->outputs[0], 0.06f, -2)};
        }},
+      // A's rows are v's [1, C, H] (K = W): a rank-4 operand, read by the host (a map is not rows).
+      {"MatMul",
+       [](Builder& b, ir::Value* v, std::mt19937& rng, int64_t C) {
+         const int64_t K = ir::static_shape(b.g.inputs[0])->back(), N = C + 5;
+         Tensor w = Tensor::empty(b.t, {K, N});
+         for (size_t i = 0; i < w.nbytes(); ++i) static_cast<uint8_t*>(w.raw())[i] = static_cast<uint8_t>(rng());
+         ir::Node* n = b.op("MatMul", {v, b.dq(b.g.add_constant("w", w), 0.003f, 0)});
+         return std::vector<ir::Value*>{b.q(n->outputs[0], 0.09f, 4)};
+       }},
       {"Add", [](Builder& b, ir::Value* v, std::mt19937&, int64_t) { return std::vector<ir::Value*>{b.q(v, 0.04f, 3)}; }},
       {"Sub/Max/Min",
        [](Builder& b, ir::Value* v, std::mt19937&, int64_t) {
@@ -288,6 +300,104 @@ TEST(NpuOpTable, EveryFamilyPlacesItsNodeAndEqualsTheInt8Reference) {
           .seed(7)
           .Test();
     }
+  }
+}
+
+// A fully connected layer on tokens as PyTorch exports it (MatMul of a constant [K, N], then Add
+// of a constant [N]), quantized as `quantize` does (per-column int8 weights, the bias int32 at
+// x_scale * w_scale: one QLinearMatMul with a bias), on the NPU as a 1 x 1 convolution over the
+// rows folded into a map: bit for bit the int8 reference, per channel exact (strategy
+// per-channel), for random row counts (primes among them: a P x 1 map), K and N not multiples
+// of 16, A of rank 2, 3 and 4, int8 and uint8 (per-tensor weights, zero point 131).
+TEST(NpuMatMul, RandomShapesEqualTheReferenceBitForBit) {
+  std::mt19937 rng(2026);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int placed_total = 0;
+  for (int c = 0; c < 24; ++c) {
+    const DType t = c % 3 == 2 ? DType::u8 : DType::i8;
+    const int64_t P = c == 0 ? 97 : c == 1 ? 1 : pick(2, 90), K = pick(1, 70), N = pick(1, 70);
+    const int rank = 2 + c % 3;
+    SCOPED_TRACE("case " + std::to_string(c) + ": " + dtype_name(t) + ", rows " + std::to_string(P) + ", K " + std::to_string(K) + ", N " +
+                 std::to_string(N) + ", A of rank " + std::to_string(rank));
+    Tensor x = Tensor::empty(DType::f32, rank == 2 ? Shape{P, K} : rank == 3 ? Shape{1, P, K} : Shape{1, 1, P, K});
+    std::uniform_real_distribution<float> u(-3.f, 3.f);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(rng);
+    Tensor w = Tensor::empty(t, {K, N});
+    for (size_t i = 0; i < w.nbytes(); ++i) static_cast<uint8_t*>(w.raw())[i] = static_cast<uint8_t>(t == DType::i8 ? pick(-127, 127) : pick(0, 255));
+    std::vector<float> ws(t == DType::i8 ? static_cast<size_t>(N) : 1);
+    for (float& v : ws) v = 0.002f * std::pow(10.f, static_cast<float>(pick(0, 100)) / 50.f);  // two decades
+    Tensor bias = Tensor::empty(DType::i32, {N});
+    for (int64_t i = 0; i < N; ++i) bias.data<int32_t>()[i] = pick(-3000, 3000);
+    auto run = [&](bool sim, ir::FusionReport* rep) -> std::map<std::string, Tensor> {
+      Builder b{{}, t};
+      b.g.opset = 13;
+      ir::Value* in = *b.g.add_value("x");
+      in->dtype = DType::f32;
+      in->shape = ir::Dims{};
+      for (int64_t d : x.shape()) in->shape->push_back(ir::Dim{d, ""});
+      b.g.inputs.push_back(in);
+      const float xs = 0.05f;
+      ir::Value* a = b.dq(b.q(in, xs, -3), xs, -3);
+      ir::Value* wv = b.g.add_constant("w", w);
+      Tensor wz = Tensor::empty(t, ws.size() == 1 ? Shape{} : Shape{N});
+      std::memset(wz.raw(), t == DType::i8 ? 0 : 131, wz.nbytes());
+      ir::Value* wsv = b.g.add_constant("ws", ws.size() == 1 ? Tensor::from_floats({}, ws) : Tensor::from_floats({N}, ws));
+      auto wd = b.g.add_node("wdq", "DequantizeLinear", "", {wv, wsv, b.g.add_constant("wz", wz)}, {"wdv"});
+      if (ws.size() > 1) (*wd)->attrs["axis"] = int64_t{1};
+      std::vector<float> bs(static_cast<size_t>(N));
+      for (int64_t i = 0; i < N; ++i)
+        bs[static_cast<size_t>(i)] = static_cast<float>(static_cast<double>(xs) * ws[ws.size() == 1 ? 0 : static_cast<size_t>(i)]);
+      Tensor bz = Tensor::empty(DType::i32, {N});
+      std::memset(bz.raw(), 0, bz.nbytes());
+      auto bd =
+          b.g.add_node("bdq", "DequantizeLinear", "",
+                       {b.g.add_constant("b", bias), b.g.add_constant("bs", Tensor::from_floats({N}, bs)), b.g.add_constant("bz", bz)}, {"bdv"});
+      (*bd)->attrs["axis"] = int64_t{0};
+      ir::Node* mm = b.op("MatMul", {a, (*wd)->outputs[0]});
+      ir::Node* add = b.op("Add", {(*bd)->outputs[0], mm->outputs[0]});  // the bias first, as PyTorch writes it
+      b.g.outputs = {b.q(add->outputs[0], 0.11f, 2)};
+      runtime::CompileOptions o;
+      o.int8 = true;
+      o.requant = quant::Requant::rknpu_out_cvt;
+      if (sim) o.npu_strategy = npu::lower::Strategy::per_channel;
+      Status st = runtime::optimize(b.g, o, rep);
+      EXPECT_TRUE(st.ok()) << st.error().to_string();
+      auto ex = runtime::Executor::create(b.g);
+      EXPECT_TRUE(ex.ok()) << ex.error().to_string();
+      if (!ex.ok()) return {};
+      auto out = (*ex)->run({{"x", x}});
+      EXPECT_TRUE(out.ok()) << out.error().to_string();
+      return out.ok() ? *out : std::map<std::string, Tensor>{};
+    };
+    ir::FusionReport rep;
+    const auto want = run(false, nullptr), got = run(true, &rep);
+    EXPECT_EQ(rep.npu["MatMul"].placed, 1) << ::testing::PrintToString(rep.npu["MatMul"].on_cpu);
+    placed_total += rep.npu["MatMul"].placed;
+    ASSERT_EQ(want.size(), 1u);
+    ASSERT_EQ(got.size(), 1u);
+    const Tensor& wt = want.begin()->second;
+    const Tensor& gt = got.begin()->second;
+    ASSERT_EQ(wt.shape(), gt.shape());
+    ASSERT_EQ(wt.nbytes(), gt.nbytes());
+    int64_t differ = 0;
+    for (size_t i = 0; i < wt.nbytes(); ++i) differ += static_cast<const uint8_t*>(wt.raw())[i] != static_cast<const uint8_t*>(gt.raw())[i];
+    EXPECT_EQ(differ, 0) << "bytes differ of " << wt.nbytes();
+  }
+  EXPECT_EQ(placed_total, 24);
+}
+
+// The token map: H x W = P, W the largest divisor not above the square root.
+TEST(NpuMatMul, TokenMapFoldsRowsIntoAMap) {
+  EXPECT_EQ(plan::npu_token_map(1600).H, 40);
+  EXPECT_EQ(plan::npu_token_map(1600).W, 40);
+  EXPECT_EQ(plan::npu_token_map(300).H, 20);
+  EXPECT_EQ(plan::npu_token_map(300).W, 15);
+  EXPECT_EQ(plan::npu_token_map(97).H, 97);
+  EXPECT_EQ(plan::npu_token_map(97).W, 1);
+  for (int64_t P = 1; P < 500; ++P) {
+    const plan::TokenMap m = plan::npu_token_map(P);
+    EXPECT_EQ(m.H * m.W, P);
+    EXPECT_GE(m.H, m.W);
   }
 }
 
