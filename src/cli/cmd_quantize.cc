@@ -117,6 +117,7 @@ void run_quantize(const QuantizeArgs& a) {
     j["fused_activations"] = r.fused_activations;
     j["mixed_range_concats"] = r.mixed_range_concats;
     j["collapse_kept"] = r.collapse_kept;
+    j["float_selection"] = r.float_selection;
     if (q.hybrid) {
       nlohmann::json h;
       h["min_ap50"] = a.auto_hybrid;
@@ -174,6 +175,9 @@ void run_quantize(const QuantizeArgs& a) {
   }
   if (r.collapse_kept)
     std::printf("  %d node(s) kept in float: Concats whose narrowest input one scale would collapse, and their readers\n", r.collapse_kept);
+  if (r.float_selection)
+    std::printf("  %d node(s) kept in float: they compute only sampling coordinates or selection scores (a GridSample's grid, a TopK's input)\n",
+                r.float_selection);
   if (r.mixed_range_concats) {
     std::printf("  %d graph-output Concat(s) of branches of different range kept in float, each branch with its own scale\n", r.mixed_range_concats);
   }

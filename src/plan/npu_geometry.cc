@@ -42,6 +42,15 @@ void set_window(G& g, const Window& w) {
   g.pad_right = w.pads[3];
 }
 
+// A binary op's B beside rows of C channels: one value per channel ([C], [1, .., C]) as the
+// [1, C, 1, 1] the map rules read, one element as one element, anything else unchanged.
+Shape rows_operand(const Shape& b, int64_t C) {
+  int64_t inner = 1;
+  for (size_t d = 0; d + 1 < b.size(); ++d) inner *= b[d];
+  if (!b.empty() && b.back() == C && inner == 1) return Shape{1, C, 1, 1};
+  return b;
+}
+
 }  // namespace
 
 Result<npu::lower::ConvGeometry> npu_conv_geometry(const ir::Node& n) {
@@ -79,6 +88,28 @@ TokenMap npu_token_map(int64_t P) {
   for (int64_t d = 1; d * d <= P; ++d)
     if (P % d == 0) w = d;
   return TokenMap{P / std::max<int64_t>(w, 1), w};
+}
+
+std::optional<npu::lower::ConvGeometry> npu_patch_embedding_as_1x1(const npu::lower::ConvGeometry& g) {
+  const auto& lim = npu::lower::conv_limits();
+  if (g.batch != 1 || g.groups != 1 || g.dilation_h != 1 || g.dilation_w != 1 || g.KH != g.stride_h || g.KW != g.stride_w) return std::nullopt;
+  if (g.stride_h <= lim.max_stride_h && g.stride_w <= lim.max_stride_w) return std::nullopt;
+  if (g.pad_top || g.pad_left || g.pad_bottom || g.pad_right || g.H % g.KH || g.W % g.KW) return std::nullopt;
+  npu::lower::ConvGeometry o = g;
+  o.C = g.C * g.KH * g.KW;
+  o.H = g.H / g.KH;
+  o.W = g.W / g.KW;
+  o.KH = o.KW = o.stride_h = o.stride_w = 1;
+  return o;
+}
+
+std::optional<MapView> npu_map_view(const Shape& s) {
+  if (s.size() == 4) return MapView{s[0], s[1], s[2], s[3], false};
+  if (s.size() < 2) return std::nullopt;
+  int64_t P = 1;
+  for (size_t d = 0; d + 1 < s.size(); ++d) P *= s[d];
+  const TokenMap m = npu_token_map(P);
+  return MapView{1, s.back(), m.H, m.W, true};
 }
 
 Result<npu::lower::ConvGeometry> npu_matmul_geometry(const ir::Node& n) {
@@ -156,15 +187,17 @@ Result<npu::lower::EltwiseGeometry> npu_binary_geometry(const ir::Node& n) {
   const auto ys = ir::static_shape(n.outputs.empty() ? nullptr : n.outputs[0]);
   // A float Mul's map is either operand (qdq-to-qlinear puts the output-shaped one first).
   if (!q && n.op_type == "Mul" && as && bs && ys && *as != *ys && *bs == *ys) std::swap(as, bs);
-  if (!as || !bs || !ys || as->size() != 4 || *ys != *as) return unsupported("operands are not static [N, C, H, W] maps of the output's shape");
+  const auto view = as ? npu_map_view(*as) : std::nullopt;
+  if (!as || !bs || !ys || !view || *ys != *as) return unsupported("operands are not static maps or rows of the output's shape");
   npu::lower::EltwiseGeometry g;
   if (is_8bit(n.inputs[0])) g.dtype = *n.inputs[0]->dtype;
-  g.batch = (*as)[0];
-  g.C = (*as)[1];
-  g.H = (*as)[2];
-  g.W = (*as)[3];
+  g.batch = view->batch;
+  g.C = view->C;
+  g.H = view->H;
+  g.W = view->W;
   g.broadcast = *as != *bs;
-  g.per_channel_operand = npu::lower::per_channel_operand(*as, *bs);
+  g.per_channel_operand =
+      view->rows ? npu::lower::per_channel_operand(Shape{1, view->C, 1, 1}, rows_operand(*bs, view->C)) : npu::lower::per_channel_operand(*as, *bs);
   if (q) {
     for (size_t i : {1u, 2u, 4u, 5u, 6u, 7u})
       g.per_axis_quantization = g.per_axis_quantization || (n.inputs[i] && n.inputs[i]->constant && n.inputs[i]->constant->numel() != 1);

@@ -153,6 +153,20 @@ struct TokenMap {
   int64_t H = 0, W = 0;
 };
 TokenMap npu_token_map(int64_t P);
+// How the NPU operation table sees a tensor of this static shape: a rank-4 [N, C, H, W] as that
+// map; any other rank of 2 or more as rows [..., P, C] (a matrix product's operands and
+// results: tokens) in the token map of P = the product of all but the last dimension (rows);
+// none for rank 0 or 1.
+struct MapView {
+  int64_t batch = 1, C = 0, H = 0, W = 0;
+  bool rows = false;
+};
+std::optional<MapView> npu_map_view(const Shape& s);
+// A patch embedding (a ViT's first layer): kernel = stride past the CNA's stride fields, no
+// padding or dilation, one group, batch 1, H and W multiples of the kernel. The runtime lowers
+// it as a space-to-depth on the CPU and the 1 x 1 convolution returned here (C KH KW input
+// channels over the H/KH x W/KW map); none for any other convolution.
+std::optional<npu::lower::ConvGeometry> npu_patch_embedding_as_1x1(const npu::lower::ConvGeometry& g);
 // MatMul / Gemm / QLinearMatMul / NpuMatMul with a constant 2-D B [K, N] (Gemm: transB read,
 // transA 0): the 1 x 1 convolution of N output channels over A's rows as the token map of K
 // channels (batch 1); an error when B is computed at run time (a product of two activations)
@@ -162,7 +176,8 @@ Result<npu::lower::ConvGeometry> npu_matmul_geometry(const ir::Node& n);
 Result<npu::lower::PoolGeometry> npu_pool_geometry(const ir::Node& n);
 // Add / Sub / Max / Min / Mul or their QLinear / Npu forms (B input 3), or a unary op on one map:
 // A of the output's shape (a Mul's operands swapped where only B has it, as qdq-to-qlinear does),
-// B broadcast or not.
+// B broadcast or not; A as npu_map_view sees it (a map, or rows whose channels are the last
+// dimension: B per channel is then one value per last-dimension index).
 Result<npu::lower::EltwiseGeometry> npu_binary_geometry(const ir::Node& n);
 // Concat / Split along the channels: the parts (a Concat's inputs, a Split's outputs).
 Result<npu::lower::EltwiseGeometry> npu_parts_geometry(const ir::Node& n);

@@ -441,7 +441,10 @@ std::string first_violation(const std::vector<npu::lower::Violation>& v) {
 // are other checks: a float Conv of a QDQ graph is placed as the int8 convolution it becomes).
 std::string npu_conv_geometry_violation(const ir::Node& n) {
   auto g = npu_conv_geometry(n);
-  return g.ok() ? first_violation(npu::lower::check_conv(*g)) : g.error().message;
+  if (!g.ok()) return g.error().message;
+  // A patch embedding runs as the 1 x 1 convolution after a space-to-depth on the CPU.
+  const auto patch = npu_patch_embedding_as_1x1(*g);
+  return first_violation(npu::lower::check_conv(patch ? *patch : *g));
 }
 
 // A MatMul / Gemm / QLinearMatMul of a constant B as the 1 x 1 convolution over A's rows the

@@ -322,6 +322,39 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
   // not quantized at all. Collapsing Concats and their readers join them.
   std::set<const Node*> kept = collapsing_concats(g, ranges, act, rep);
   std::set<const Node*> whole_kept;  // kept by keep_float or a collapsing Concat, not only as a target's CPU node
+  // Sampling coordinates and selection scores stay float: the nodes that exist only to compute
+  // a GridSample's grid (a deformable attention's offsets, scaled and added to its reference
+  // points) or a TopK's input (a DETR's query selection over the encoder's scores), back to and
+  // including the layer that computes them from the features. An int8 coordinate would move
+  // every sample by up to half a step of a scale that spans the whole map; an int8 score ties
+  // the candidates a selection must rank.
+  {
+    std::set<const Node*> grid;
+    const auto& nodes = g.nodes();
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+      const Node* p = it->get();
+      bool only_grid = false, other = false;
+      for (const Value* o : p->outputs) {
+        for (const Node* r : o ? o->consumers : std::vector<Node*>{}) {
+          if (r->op_type == "Shape" || r->op_type == "Size") continue;  // reads no value
+          const bool grid_input = r->domain.empty() && ((r->op_type == "GridSample" && r->inputs.size() > 1 && r->inputs[1] == o) ||
+                                                        (r->op_type == "TopK" && !r->inputs.empty() && r->inputs[0] == o));
+          const bool weighted = r->op_type == "Conv" || r->op_type == "ConvTranspose" || r->op_type == "MatMul" || r->op_type == "Gemm";
+          const bool inner = grid.count(r) && !weighted;
+          if (grid_input || inner) only_grid = true;
+          else other = true;
+        }
+        if (o && is_graph_output(g, o)) other = true;
+      }
+      if (only_grid && !other) grid.insert(p);
+    }
+    for (const Node* p : grid) {
+      kept.insert(p);
+      whole_kept.insert(p);
+      for (Value* o : p->outputs) act.erase(o);
+    }
+    rep.float_selection = static_cast<int>(grid.size());
+  }
   rep.kept_float = 0;
   {
     RKD_TRY(check_keep_float(g, opt.keep_float));
@@ -333,6 +366,23 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
       kept.insert(n.get());
       for (Value* o : n->outputs)
         if (whole || is_graph_output(g, o)) act.erase(o);
+    }
+    // A target's CPU node's output is quantized only for a quantized reader: one reached
+    // through the copies that carry it (Reshape, Transpose, ...) that is neither kept nor a copy.
+    std::function<bool(const Value*)> feeds_quantized = [&](const Value* v) {
+      if (!v) return false;
+      for (const Node* r : v->consumers) {
+        if (kept.count(r)) continue;
+        if (!same_scale_op(*r)) return true;
+        for (const Value* o : r->outputs)
+          if (feeds_quantized(o)) return true;
+      }
+      return false;
+    };
+    for (const auto& n : g.nodes()) {
+      if (!kept.count(n.get()) || whole_kept.count(n.get())) continue;
+      for (Value* o : n->outputs)
+        if (!feeds_quantized(o)) act.erase(o);
     }
     // A value computed by a quantized node (through the copies that carry it) and read only by
     // a target's CPU nodes stays quantized: the quantized node writes int8.
@@ -348,7 +398,7 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
           std::all_of(v->consumers.begin(), v->consumers.end(), [&](const Node* r) { return opt.cpu_nodes.count(r->name) && !whole_kept.count(r); });
       if (!cpu_readers || !from_quantized_node(v)) act.erase(v);
     }
-    rep.kept_float = static_cast<int>(kept.size()) - rep.collapse_kept;
+    rep.kept_float = static_cast<int>(kept.size()) - rep.collapse_kept - rep.float_selection;
   }
   // float_outputs: each graph output, back through the layout-only ops that carry it, to the
   // node that computes it, stays float (that node reads int8 inputs and writes float).

@@ -90,6 +90,7 @@ struct QdqReport {
   int kept_float = 0;                 // nodes kept in float by QdqOptions::keep_float
   int mixed_range_concats = 0;        // graph-output Concats of branches of widely different range, kept in float
   int collapse_kept = 0;              // internal Concats whose narrowest branch collapses, and their readers, kept in float
+  int float_selection = 0;            // nodes that compute only a GridSample's grid or a TopK's input (coordinates, selection scores), kept in float
   std::vector<std::string> warnings;  // each names the node and what one scale would cost
 };
 

@@ -65,6 +65,15 @@ Status constant_parameters(const Node& n) {
 
 }  // namespace
 
+bool npu_rows_node(const Node& n) {
+  if (npu_matmul_node(n)) return true;
+  const auto xs = n.inputs.empty() ? std::nullopt : ir::static_shape(n.inputs[0]);
+  const auto view = xs ? plan::npu_map_view(*xs) : std::nullopt;
+  return view && view->rows &&
+         (binary_alu_of(n) || n.op_type == "QLinearMul" || n.op_type == "NpuMul" || n.op_type == "QLinearLut" || n.op_type == "NpuLut" ||
+          n.op_type == "NpuLeakyRelu");
+}
+
 bool npu_matmul_node(const Node& n) {
   return (n.op_type == "QLinearMatMul" && n.domain.empty()) || (n.op_type == "NpuMatMul" && n.domain == "rkdeploy");
 }
@@ -186,15 +195,16 @@ Result<BinaryOperands> binary_operands(const Node& n) {
     if (!constant_of(n, i)) return unsupported("scale or zero point " + std::to_string(i) + " is not a constant");
   }
   const auto as = ir::static_shape(n.inputs[0]), bs = ir::static_shape(n.inputs[3]), ys = ir::static_shape(n.outputs[0]);
-  if (!as || !bs || !ys || as->size() != 4 || *ys != *as) return unsupported("operands are not static [N, C, H, W] maps of the output's shape");
+  const auto view = as ? plan::npu_map_view(*as) : std::nullopt;
+  if (!as || !bs || !ys || !view || *ys != *as) return unsupported("operands are not static maps or rows of the output's shape");
   if (!n.inputs[0]->dtype || !n.inputs[3]->dtype || *n.inputs[0]->dtype != *n.inputs[3]->dtype) return unsupported("operands of different types");
   BinaryOperands r;
   r.a = *as;
   r.b = *bs;
   r.map.dtype = *n.inputs[0]->dtype;
-  r.map.C = (*as)[1];
-  r.map.H = (*as)[2];
-  r.map.W = (*as)[3];
+  r.map.C = view->C;
+  r.map.H = view->H;
+  r.map.W = view->W;
   quant::QBinaryParams& q = r.q;
   q.a_scale = static_cast<float>(constant_of(n, 1)->get_as_double(0));
   q.a_zero_point = static_cast<int32_t>(constant_of(n, 2)->get_as_double(0));
@@ -247,14 +257,15 @@ Result<npu::lower::LeakyReluSpec> npu_leaky_relu_spec(const Node& n) {
   RKD_ASSIGN(std::string op, n.attr_string("rkd_op", ""));
   if (op != "LeakyRelu") return unsupported("not a LeakyRelu table (other tables go through the DPU's LUT: npu_lut_spec)");
   const auto xs = ir::static_shape(n.inputs[0]), ys = ir::static_shape(n.outputs[0]);
-  if (!xs || !ys || xs->size() != 4 || *xs != *ys) return unsupported("input is not a static [N, C, H, W] map of the output's shape");
+  const auto view = xs ? plan::npu_map_view(*xs) : std::nullopt;
+  if (!xs || !ys || !view || *xs != *ys) return unsupported("input is not a static map or rows of the output's shape");
   if (!n.inputs[0]->dtype || !n.outputs[0]->dtype || *n.inputs[0]->dtype != *n.outputs[0]->dtype)
     return unsupported("input and output of different types");
   npu::lower::LeakyReluSpec s;
   s.dtype = *n.inputs[0]->dtype;
-  s.C = (*xs)[1];
-  s.H = (*xs)[2];
-  s.W = (*xs)[3];
+  s.C = view->C;
+  s.H = view->H;
+  s.W = view->W;
   RKD_ASSIGN(float alpha, n.attr_float("rkd_alpha", 0.01f));
   RKD_ASSIGN(float xsc, n.attr_float("rkd_x_scale", 0.f));
   RKD_ASSIGN(float ysc, n.attr_float("rkd_y_scale", 0.f));
@@ -266,7 +277,7 @@ Result<npu::lower::LeakyReluSpec> npu_leaky_relu_spec(const Node& n) {
   s.x_zero_point = static_cast<int32_t>(xz);
   s.y_zero_point = static_cast<int32_t>(yz);
   npu::lower::EltwiseGeometry g = npu::lower::geometry_of(s);
-  g.batch = (*xs)[0];
+  g.batch = view->batch;
   RKD_TRY(npu::lower::eltwise_supported(g, "npu LeakyRelu: "));
   RKD_TRY(npu::lower::check_leaky_relu(s));
   return s;
@@ -286,7 +297,8 @@ Result<npu::lower::LutSpec> npu_lut_spec(const Node& n) {
   const bool lut = n.domain == "rkdeploy" && (n.op_type == "QLinearLut" || n.op_type == "NpuLut");
   if (!lut || n.inputs.size() < 2 || n.outputs.empty()) return invalid(n.describe() + ": not a QLinearLut");
   const auto xs = ir::static_shape(n.inputs[0]), ys = ir::static_shape(n.outputs[0]);
-  if (!xs || !ys || xs->size() != 4 || *xs != *ys) return unsupported("input is not a static [N, C, H, W] map of the output's shape");
+  const auto view = xs ? plan::npu_map_view(*xs) : std::nullopt;
+  if (!xs || !ys || !view || *xs != *ys) return unsupported("input is not a static map or rows of the output's shape");
   if (!n.inputs[0]->dtype || !n.outputs[0]->dtype || *n.inputs[0]->dtype != *n.outputs[0]->dtype)
     return unsupported("input and output of different types");
   if (!n.inputs[1] || !n.inputs[1]->constant || n.inputs[1]->constant->numel() != 256)
@@ -294,12 +306,12 @@ Result<npu::lower::LutSpec> npu_lut_spec(const Node& n) {
   const Tensor* table = &*n.inputs[1]->constant;
   npu::lower::LutSpec s;
   s.dtype = *n.inputs[0]->dtype;
-  s.C = (*xs)[1];
-  s.H = (*xs)[2];
-  s.W = (*xs)[3];
+  s.C = view->C;
+  s.H = view->H;
+  s.W = view->W;
   for (int64_t i = 0; i < 256; ++i) s.table.push_back(static_cast<int32_t>(table->get_as_double(i)));
   npu::lower::EltwiseGeometry g = npu::lower::geometry_of(s);
-  g.batch = (*xs)[0];
+  g.batch = view->batch;
   RKD_TRY(npu::lower::eltwise_supported(g, "npu Lut: "));
   RKD_TRY(npu::lower::check_lut(s));
   return s;

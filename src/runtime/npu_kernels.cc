@@ -327,6 +327,7 @@ Result<std::shared_ptr<NpuLoweredNode>> lower_conv_node(const Node& n, const std
 Result<std::shared_ptr<NpuLoweredNode>> lower_eltwise_node(const Node& n, const std::shared_ptr<NpuSession>& s, const NpuEltwiseLowering& lower,
                                                            std::vector<size_t> data_inputs) {
   auto ln = std::make_shared<NpuLoweredNode>();
+  ln->channels_last = npu_rows_node(n);
   // The layouts the lowering allocates, from a lowering into scratch memory; an input held in
   // two buffers (a LeakyRelu's x at two strides) is written by the host.
   npu::DeviceMemory scratch;
@@ -336,10 +337,15 @@ Result<std::shared_ptr<NpuLoweredNode>> lower_eltwise_node(const Node& n, const 
     if (data_inputs[i] >= n.inputs.size() || i >= probe.input_maps.size())
       return invalid(n.describe() + ": data input " + std::to_string(i) + " missing");
     const auto& maps = probe.input_maps[i];
-    at[i] = in_place(*s, n.inputs[data_inputs[i]], maps.size() == 1 ? std::optional<DeviceMap>(maps[0]) : std::nullopt);
+    std::optional<DeviceMap> want = maps.size() == 1 ? std::optional<DeviceMap>(maps[0]) : std::nullopt;
+    if (want) want->rows = ln->channels_last;
+    at[i] = in_place(*s, n.inputs[data_inputs[i]], want);
     ln->read_from.push_back(at[i] ? source_of(n.inputs[data_inputs[i]]) : nullptr);
   }
   RKD_ASSIGN(ln->eltwise, lower(s->mem, at));
+  for (auto& maps : ln->eltwise.input_maps)
+    for (DeviceMap& m : maps) m.rows = ln->channels_last;
+  for (DeviceMap& m : ln->eltwise.output_maps) m.rows = ln->channels_last;
   RKD_ASSIGN(ln->regcmd, npu::lower::place_regcmd(s->mem, ln->eltwise.tasks));
   for (size_t j = 0; j < n.outputs.size() && j < ln->eltwise.output_maps.size(); ++j)
     ln->host_reads.push_back(register_output(s, n.outputs[j], ln->eltwise.output_maps[j]));
@@ -404,6 +410,13 @@ Kernel kernel_of(std::shared_ptr<const NpuLoweredNode> ln, std::shared_ptr<NpuSe
           RKD_TRY(npu::lower::write_input(s->mem, ln->conv_lowered.input_address, c, rows_to_map(*x, c.C, c.H, c.W)));
         } else if (ln->conv) {
           RKD_TRY(npu::lower::write_input(s->mem, ln->conv_lowered.input_address, *ln->conv, *x));
+        } else if (ln->channels_last && !ln->eltwise.input_maps.at(i).empty()) {
+          // Rows of the map's size are the map channels-last; a per-channel operand ([C]) or one
+          // element is the same bytes either way.
+          const npu::lower::MapShape& m = ln->eltwise.input_maps[i][0].shape;
+          const bool whole = x->numel() == m.C * m.H * m.W && m.H * m.W > 1;
+          if (whole && x->dtype() != m.dtype) return invalid("input: not the map's type");
+          RKD_TRY(npu::lower::write_eltwise_input(s->mem, ln->eltwise, i, whole ? rows_to_map(*x, m.C, m.H, m.W) : *x));
         } else {
           RKD_TRY(npu::lower::write_eltwise_input(s->mem, ln->eltwise, i, *x));
         }
@@ -428,7 +441,7 @@ Kernel kernel_of(std::shared_ptr<const NpuLoweredNode> ln, std::shared_ptr<NpuSe
       }
       for (size_t j = 0; j < ln->host_reads.size() && j < out.size(); ++j) {
         if (!ln->host_reads[j]()) continue;
-        if (ln->channels_last) {
+        if (ln->channels_last && ln->conv) {
           const bool compacted = ln->compaction.has_value();
           RKD_ASSIGN(Tensor m, npu::lower::gather_output(s->mem, compacted ? *ln->compaction : *ln->conv,
                                                          compacted ? ln->compaction_lowered : ln->conv_lowered));
@@ -437,6 +450,11 @@ Kernel kernel_of(std::shared_ptr<const NpuLoweredNode> ln, std::shared_ptr<NpuSe
           RKD_TRY(npu::lower::gather_output_into(s->mem, *ln->compaction, ln->compaction_lowered, out[j]));
         } else if (ln->conv) {
           RKD_TRY(npu::lower::gather_output_into(s->mem, *ln->conv, ln->conv_lowered, out[j]));
+        } else if (ln->channels_last) {
+          const npu::lower::MapShape& m = ln->eltwise.output_maps.at(j).shape;
+          Tensor map = Tensor::empty(m.dtype, {1, m.C, m.H, m.W});
+          RKD_TRY(npu::lower::read_eltwise_output(s->mem, ln->eltwise, j, map));
+          RKD_TRY(map_to_rows(map, out[j]));
         } else {
           RKD_TRY(npu::lower::read_eltwise_output(s->mem, ln->eltwise, j, out[j]));
         }

@@ -10,6 +10,7 @@
 #include "npu/arch/arch.h"
 #include "npu/lower/eltwise.h"
 #include "npu/lower/lower.h"
+#include "plan/plan.h"
 
 namespace rkd::runtime {
 
@@ -108,6 +109,65 @@ Node* fuse_residual_add(ir::Graph& g, Node* n) {
 }
 
 bool conv_candidate(const Node& n) { return n.op_type == "QLinearConv" && n.domain.empty(); }
+
+// A patch embedding (plan::npu_patch_embedding_as_1x1: kernel = stride past the CNA's 3-bit
+// stride fields) as a space-to-depth - Reshape [1, C, H/KH, KH, W/KW, KW],
+// Transpose to [1, C, KH, KW, H/KH, W/KW], Reshape [1, C KH KW, H/KH, W/KW]: copies on the CPU
+// - and the 1 x 1 convolution of the weights reshaped to [OC, C KH KW, 1, 1] (channel
+// c KH KW + ky KW + kx holds tap (c, ky, kx), as the weights lie in memory): every output's
+// accumulator sums the same products, so the result is the convolution's bit for bit.
+Status patch_embeddings_as_1x1(ir::Graph& g, const NpuPlacementOptions&) {
+  std::vector<Node*> sites;
+  for (const auto& np : g.nodes()) {
+    const Node& n = *np;
+    if (!conv_candidate(n) || n.inputs.size() < 8 || !n.inputs[3] || !n.inputs[3]->constant || n.attrs.count("rkd_residual")) continue;
+    auto geo = plan::npu_conv_geometry(n);
+    if (geo.ok() && plan::npu_patch_embedding_as_1x1(*geo)) sites.push_back(np.get());
+  }
+  for (Node* n : sites) {
+    const auto geo = *plan::npu_conv_geometry(*n);
+    const int64_t C = geo.C, KH = geo.KH, KW = geo.KW, OH = geo.H / KH, OW = geo.W / KW;
+    const DType t = *n->inputs[0]->dtype;
+    auto shape_const = [&](const std::string& base, const Shape& s) {
+      Tensor v = Tensor::empty(DType::i64, {static_cast<int64_t>(s.size())});
+      for (size_t i = 0; i < s.size(); ++i) v.data<int64_t>()[i] = s[i];
+      return g.add_constant(n->name + "/" + base, std::move(v));
+    };
+    auto value = [&](Value* v, const Shape& s) {
+      v->dtype = t;
+      v->shape = ir::Dims{};
+      for (int64_t d : s) v->shape->push_back(ir::Dim{d, ""});
+      return v;
+    };
+    const Shape s6{1, C, OH, KH, OW, KW}, st{1, C, KH, KW, OH, OW}, s4{1, C * KH * KW, OH, OW};
+    RKD_ASSIGN(Node * r1, g.add_node(n->name + "/space_to_depth/reshape", "Reshape", "", {n->inputs[0], shape_const("s6", s6)},
+                                     {g.fresh_name(n->name + "/space_to_depth/blocks")}));
+    value(r1->outputs[0], s6);
+    RKD_ASSIGN(Node * tr, g.add_node(n->name + "/space_to_depth/transpose", "Transpose", "", {r1->outputs[0]},
+                                     {g.fresh_name(n->name + "/space_to_depth/taps")}));
+    tr->attrs["perm"] = std::vector<int64_t>{0, 1, 3, 5, 2, 4};
+    value(tr->outputs[0], st);
+    RKD_ASSIGN(Node * r2, g.add_node(n->name + "/space_to_depth", "Reshape", "", {tr->outputs[0], shape_const("s4", s4)},
+                                     {g.fresh_name(n->name + "/space_to_depth/output")}));
+    value(r2->outputs[0], s4);
+    RKD_ASSIGN(Tensor w, n->inputs[3]->constant->contiguous().reshape({geo.OC, C * KH * KW, 1, 1}));
+    std::vector<Value*> ins(n->inputs.begin(), n->inputs.end());
+    ins[0] = r2->outputs[0];
+    ins[3] = g.add_constant(n->inputs[3]->name + "/as_1x1", w);
+    RKD_ASSIGN(Node * c, g.add_node(n->name + "/as_1x1", "QLinearConv", "", ins, {g.fresh_name(n->outputs[0]->name + "/as_1x1")}));
+    c->attrs = n->attrs;
+    c->attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
+    c->attrs["strides"] = std::vector<int64_t>{1, 1};
+    c->attrs["pads"] = std::vector<int64_t>{0, 0, 0, 0};
+    c->attrs.erase("auto_pad");
+    c->outputs[0]->dtype = n->outputs[0]->dtype;
+    c->outputs[0]->shape = n->outputs[0]->shape;
+    g.move_output(n, 0, c, 0);
+    g.remove_nodes([n](const Node& x) { return &x == n; });
+  }
+  if (!sites.empty()) RKD_TRY(g.sort_topologically());
+  return {};
+}
 
 // The spec, then a lowering with the placement's strategy into scratch memory (weights that no
 // CBUF split fits, ...).
@@ -291,6 +351,8 @@ Result<json> eltwise_manifest(const Node& n, const NpuLoweredNode& ln, const Npu
     c.host_reads("/output/read_by_host", ln.host_reads.at(0));
   }
   je["layout"] = "NC1HWC2, C2 = 16, stored int8 (uint8 - 128); padding lanes carry no meaning";
+  // Rows [..., P, C] (a tensor other than a [1, C, H, W] map): the map's H x W positions in order.
+  if (ln.channels_last) je["host_layout"] = "rows: [..., P, C], the map's H x W positions in order";
   je["tasks"] = json::array();
   const auto* wbytes = reinterpret_cast<const uint8_t*>(ln.regcmd.words.data());
   for (size_t t = 0; t < ln.regcmd.spans.size(); ++t) {
@@ -698,6 +760,7 @@ NpuOpFamily conv_family() {
       .entry_prefix = "conv",
       .candidate = &conv_candidate,
       .lowerable = &conv_lowerable,
+      .before = &patch_embeddings_as_1x1,
       .rewrite = &conv_rewrite,
       .npu_op = [](const Node&) { return std::string("NpuConv"); },
       .lower = &lower_conv_node,

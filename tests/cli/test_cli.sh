@@ -203,9 +203,11 @@ if [ -n "$models" ] && [ -f "$models/deimv2_s_arch_tiny.onnx" ] && command -v sc
   [ ! -s "$dir/piped.err" ] && ok || bad "progress on a pipe: $(cat "$dir/piped.err")"
 fi
 
-# The NPU path: a convolution the lowering cannot take (DEIMv2-S's 16x16 stride-16 patch
-# embedding) runs on the CPU, named with the reason, in run, analyze and compile; the int8
-# back ends refuse a float model instead of running it in float.
+# The NPU path on DEIMv2-S: its 16x16 stride-16 patch embedding (past the CNA's 3-bit stride
+# fields) runs as a space-to-depth on the CPU and a 1 x 1 convolution on the NPU in run and
+# compile (analyze lowers each convolution as it is and names it); its linear layers run as
+# matrix products on the NPU; the int8 back ends refuse a float model instead of running it in
+# float.
 if [ -n "$models" ] && [ -f "$models/deimv2_s_arch_tiny.onnx" ]; then
   m="$models/deimv2_s_arch_tiny"
   "$py" -c "import numpy as np; np.savez('$dir/calib.npz', images=np.load('$m.input_images.npy'), orig_target_sizes=np.load('$m.input_orig_target_sizes.npy'))"
@@ -213,21 +215,29 @@ if [ -n "$models" ] && [ -f "$models/deimv2_s_arch_tiny.onnx" ]; then
   # others read a Concat whose narrow branch one scale would collapse: they stay float).
   "$bin" quantize "$m.onnx" --calib "$dir/calib.npz" --target none -o "$dir/q.onnx" >/dev/null && ok || bad "quantize deim tiny"
   din=(--input images="$m.input_images.npy" --input orig_target_sizes="$m.input_orig_target_sizes.npy")
-  # By default only what rk3588-rkdeploy runs on its NPU is quantized: the patch embedding,
-  # MatMul, LayerNorm, Softmax and the sampling stay float, and the sampling fusion survives.
+  # By default what rk3588-rkdeploy runs on its NPU is quantized: the patch embedding and the
+  # linear layers are; LayerNorm, Softmax, the products of two activations and the sampling stay
+  # float, the sampling coordinates too, and the sampling fusion survives.
   "$bin" quantize "$m.onnx" --calib "$dir/calib.npz" -o "$dir/qt.onnx" --json > "$dir/qt.json" && ok || bad "quantize deim tiny for the target"
   "$py" -c "
 import json, sys
 j = json.load(open(sys.argv[1])); c = j['cpu_placed']
-assert j['target'] == 'rk3588-rkdeploy' and j['quantized_activations'] > 0, j
-for op in ('MatMul', 'LayerNormalization', 'Softmax', 'GridSample', 'Conv'): assert c.get(op, 0) > 0, (op, c)" "$dir/qt.json" && ok || bad "quantize --target: what stays float: $(cat "$dir/qt.json")"
+assert j['target'] == 'rk3588-rkdeploy' and j['quantized_activations'] > 0 and j['float_selection'] > 0, j
+for op in ('MatMul', 'LayerNormalization', 'Softmax', 'GridSample'): assert c.get(op, 0) > 0, (op, c)
+assert c.get('Conv', 0) == 0 and c.get('Gemm', 0) == 0, c" "$dir/qt.json" && ok || bad "quantize --target: what stays float: $(cat "$dir/qt.json")"
   "$bin" inspect "$dir/qt.onnx" > "$dir/qt.inspect" 2>&1
-  grep -q "fusion      [1-9][0-9]* deformable-attention site(s) fused" "$dir/qt.inspect" && ok || bad "the fusion did not survive quantization: $(grep fusion "$dir/qt.inspect")"
-  expect_exit "the patch embedding stays float" 0 "0 on the CPU" -- "$bin" run "$dir/qt.onnx" "${din[@]}" --backend sim
-  expect_exit "sim falls back to the CPU" 0 "on the CPU: /backbone/patch/Conv/qlinear: npu lowering: stride 16x16: stride <= 7 (CNA.CONV_CON3.CONV_X_STRIDE and CONV_Y_STRIDE are 3-bit fields)" -- "$bin" run "$dir/q.onnx" "${din[@]}" --backend sim
-  expect_exit "analyze names the CPU convolution" 0 "not lowered: /backbone/patch/Conv/qlinear" -- "$bin" analyze "$dir/q.onnx" "${din[@]}" --strategy per-channel
+  grep -q "fusion      [1-9][0-9]* deformable-attention site(s) fused, 0 similar" "$dir/qt.inspect" && ok || bad "the fusion did not survive quantization: $(grep fusion "$dir/qt.inspect")"
+  expect_exit "every convolution and linear layer on the NPU" 0 "(strategy sorted-bs-multiplier, 0 with the following Add fused), 0 on the CPU; " -- "$bin" run "$dir/qt.onnx" "${din[@]}" --backend sim
+  expect_exit "sim runs the patch embedding" 0 "(strategy sorted-bs-multiplier, 0 with the following Add fused), 0 on the CPU; " -- "$bin" run "$dir/q.onnx" "${din[@]}" --backend sim
+  expect_exit "analyze names the convolution it lowers as it is" 0 "not lowered: /backbone/patch/Conv/qlinear" -- "$bin" analyze "$dir/q.onnx" "${din[@]}" --strategy per-channel
   expect_exit "analyze counts it" 0 "25 int8 convolutions (24 lowered)" -- "$bin" analyze "$dir/q.onnx" "${din[@]}" --strategy per-channel
-  expect_exit "compile names the CPU convolution" 0 "on the CPU: Conv /backbone/patch/Conv/qlinear" -- "$bin" compile "$dir/q.onnx" -o "$dir/npu_out"
+  "$bin" compile "$dir/q.onnx" -o "$dir/npu_out" > "$dir/compile.log" 2>&1 && ok || bad "compile deim tiny: $(cat "$dir/compile.log")"
+  "$py" -c "
+import json, sys
+m = json.load(open(sys.argv[1]))
+names = [c['node'] for c in m['convolutions']]
+assert '/backbone/patch/Conv/qlinear/as_1x1' in names, names[:5]
+assert sum(n.endswith('MatMul/qlinear') or n.endswith('Gemm/qlinear') for n in names) > 0, names" "$dir/npu_out/manifest.json" && ok || bad "compile: the patch embedding and the matrix products in the manifest"
   expect_exit "int8 on a float model" 3 "rkdeploy: unsupported: $m.onnx: no quantized operator" -- "$bin" run "$m.onnx" "${din[@]}" --backend int8
   expect_exit "sim on a float model" 3 "no quantized operator" -- "$bin" run "$m.onnx" "${din[@]}" --backend sim
 fi

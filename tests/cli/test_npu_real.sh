@@ -57,7 +57,7 @@ PY
 # four bilinear Resizes in the NPU's form (quant/qlinear_lut.h): the two by 1/2 as depthwise
 # 2 x 2 convolutions, the two by 2 as an edge-padded nearest x2 (copies and PPU gathers) and a
 # depthwise 3 x 3 convolution: 34 + 4 convolutions.
-grep -q "npu: 38 convolution(s) on the RK3588 simulator (strategy sorted-bs-multiplier, 0 with the following Add fused), 0 on the CPU; 4 Add(s) as DPU tasks, 0 on the CPU; 0 Sub/Max/Min as DPU tasks, 0 on the CPU; 0 Mul(s) as DPU tasks, 0 on the CPU; 24 LeakyRelu(s) as DPU tasks (their tables differ from the NPU's in at most 0 of 256 entries); 4 other table(s) through the DPU's LUT, 3 on the CPU" "$work/sim.log"
+grep -q "npu: 38 convolution(s) on the RK3588 simulator (strategy sorted-bs-multiplier, 0 with the following Add fused), 0 on the CPU; 0 matrix product(s) as 1x1 convolutions, 0 on the CPU; 4 Add(s) as DPU tasks, 0 on the CPU; 0 Sub/Max/Min as DPU tasks, 0 on the CPU; 0 Mul(s) as DPU tasks, 0 on the CPU; 24 LeakyRelu(s) as DPU tasks (their tables differ from the NPU's in at most 0 of 256 entries); 4 other table(s) through the DPU's LUT, 3 on the CPU" "$work/sim.log"
 grep -q "; 2 nearest x2 Resize(s) as NPU tasks (2 edge-padded for a bilinear one), 0 on the CPU" "$work/sim.log"
 # One-step flips in the convolutions propagate through 34 layers: end to end, about half the
 # values stay equal and the largest difference is a fraction of the output's range (measured:
@@ -196,7 +196,7 @@ done
 # after the bottom-up path's 2 x 2 means) round once where the int8 reference (QLinearConv,
 # then QLinearAdd) rounds twice; that is the only difference.
 "$rk" run "$u" --backend sim --strategy per-tensor --requant rknpu_out_cvt --fuse-npu-add --input "$in" --output-dir "$work/u8fused" > /dev/null 2> "$work/u8fused.log"
-grep -q "(strategy per-tensor, 4 with the following Add fused), 0 on the CPU; 0 Add(s) as DPU tasks, 0 on the CPU" "$work/u8fused.log"
+grep -q "(strategy per-tensor, 4 with the following Add fused), 0 on the CPU; 0 matrix product(s) as 1x1 convolutions, 0 on the CPU; 0 Add(s) as DPU tasks, 0 on the CPU" "$work/u8fused.log"
 close_runs "nanodet uint8, fused Adds" "$work/u8int8" "$work/u8fused" 0.1 0.7
 # Residual blocks: blazeface's 31 convolution + Add pairs, each Add a DPU-only task, end to
 # end next to the int8 CPU run (its onnx_float Adds; the strategy's one-step flips and the
@@ -207,7 +207,7 @@ b="$work/blazeface.qdq.onnx"
 bin="input=$dir/inputs/blazeface.input.npy"
 "$rk" run "$b" --backend int8 --input "$bin" --output-dir "$work/bint8" > /dev/null
 "$rk" run "$b" --backend sim --input "$bin" --output-dir "$work/bsim" > /dev/null 2> "$work/bsim.log"
-grep -q "69 convolution(s) on the RK3588 simulator (strategy sorted-bs-multiplier, 0 with the following Add fused), 0 on the CPU; 31 Add(s) as DPU tasks, 0 on the CPU" "$work/bsim.log"
+grep -q "69 convolution(s) on the RK3588 simulator (strategy sorted-bs-multiplier, 0 with the following Add fused), 0 on the CPU; 0 matrix product(s) as 1x1 convolutions, 0 on the CPU; 31 Add(s) as DPU tasks, 0 on the CPU" "$work/bsim.log"
 # Measured: 18-86% of the values equal, max |diff| 9-33% of the range.
 close_runs blazeface "$work/bint8" "$work/bsim" 0.5 0.1
 # Its three MaxPools (2x2, stride 2) as PPU-only tasks and the two channel Pads after them as

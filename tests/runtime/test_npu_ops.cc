@@ -16,6 +16,7 @@
 #include "ir/op_info.h"
 #include "npu/sim/sim.h"
 #include "plan/plan.h"
+#include "runtime/npu_conv.h"
 #include "runtime/npu_ops.h"
 #include "runtime/executor.h"
 #include "runtime/op_registry.h"
@@ -384,6 +385,76 @@ TEST(NpuMatMul, RandomShapesEqualTheReferenceBitForBit) {
     EXPECT_EQ(differ, 0) << "bytes differ of " << wt.nbytes();
   }
   EXPECT_EQ(placed_total, 24);
+}
+
+// A transformer block's pattern on rows [1, P, K]: a product, a table (Sigmoid) and a residual
+// Add of the rows and a per-channel (last-axis) Mul, then a second product: every node on the
+// NPU (the element-wise families on rows: plan::npu_map_view), the outputs the int8 reference's
+// bit for bit, and the rows passed from node to node in device memory.
+TEST(NpuMatMul, RowsStayOnTheNpuBetweenProducts) {
+  for (const int64_t P : {35, 64, 13}) {
+    SCOPED_TRACE("rows " + std::to_string(P));
+    const int64_t K = 24, N = 40;
+    std::mt19937 rng(static_cast<unsigned>(P));
+    auto weights = [&](int64_t k, int64_t n) {
+      Tensor w = Tensor::empty(DType::i8, {k, n});
+      for (int64_t i = 0; i < w.numel(); ++i) w.data<int8_t>()[i] = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+      return w;
+    };
+    const Tensor w1 = weights(K, N), w2 = weights(N, K);
+    Tensor scale = Tensor::empty(DType::f32, {N});
+    for (int64_t i = 0; i < N; ++i) scale.data<float>()[i] = 0.5f + static_cast<float>(rng() % 100) / 100.f;
+    Tensor x = Tensor::empty(DType::f32, {1, P, K});
+    std::uniform_real_distribution<float> u(-3.f, 3.f);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(rng);
+    auto run = [&](bool sim, ir::FusionReport* rep, runtime::NpuChaining* chaining) -> std::map<std::string, Tensor> {
+      Builder b{{}, DType::i8};
+      b.g.opset = 13;
+      ir::Value* in = *b.g.add_value("x");
+      in->dtype = DType::f32;
+      in->shape = ir::Dims{ir::Dim{1, ""}, ir::Dim{P, ""}, ir::Dim{K, ""}};
+      b.g.inputs.push_back(in);
+      ir::Value* a = b.dq(b.q(in, 0.05f, -3), 0.05f, -3);
+      ir::Value* h = b.dq(b.q(b.op("MatMul", {a, b.dq(b.g.add_constant("w1", w1), 0.004f, 0)})->outputs[0], 0.2f, 5), 0.2f, 5);
+      ir::Value* sg = b.dq(b.q(b.op("Sigmoid", {h})->outputs[0], 1.f / 256, -128), 1.f / 256, -128);
+      ir::Value* sumq = b.q(b.op("Add", {h, sg})->outputs[0], 0.21f, 4);
+      ir::Value* sum = b.dq(sumq, 0.21f, 4);
+      ir::Value* sc = b.dq(b.q(b.g.add_constant("scale", scale), 0.01f, -128), 0.01f, -128);
+      ir::Value* prod = b.dq(b.q(b.op("Mul", {sum, sc})->outputs[0], 0.25f, 0), 0.25f, 0);
+      // The residual sum is an output too: the host reads an element-wise node's rows.
+      b.g.outputs = {b.q(b.op("MatMul", {prod, b.dq(b.g.add_constant("w2", w2), 0.003f, 0)})->outputs[0], 0.3f, -1), sumq};
+      runtime::CompileOptions o;
+      o.int8 = true;
+      o.requant = quant::Requant::rknpu_out_cvt;
+      if (sim) o.npu_strategy = npu::lower::Strategy::per_tensor;
+      EXPECT_TRUE(runtime::optimize(b.g, o, rep).ok());
+      auto ex = runtime::Executor::create(b.g);
+      EXPECT_TRUE(ex.ok()) << ex.error().to_string();
+      if (!ex.ok()) return {};
+      auto out = (*ex)->run({{"x", x}});
+      EXPECT_TRUE(out.ok()) << out.error().to_string();
+      if (chaining && (*ex)->npu_session()) *chaining = runtime::npu_chaining(*(*ex)->npu_session());
+      return out.ok() ? *out : std::map<std::string, Tensor>{};
+    };
+    ir::FusionReport rep;
+    runtime::NpuChaining chaining;
+    const auto wants = run(false, nullptr, nullptr), gots = run(true, &rep, &chaining);
+    EXPECT_EQ(rep.npu["MatMul"].placed, 2);
+    EXPECT_EQ(rep.npu["Add"].placed, 1) << ::testing::PrintToString(rep.npu["Add"].on_cpu);
+    EXPECT_EQ(rep.npu["Mul"].placed, 1) << ::testing::PrintToString(rep.npu["Mul"].on_cpu);
+    EXPECT_EQ(rep.npu["Lut"].placed, 1) << ::testing::PrintToString(rep.npu["Lut"].on_cpu);
+    EXPECT_EQ(chaining.host_read_outputs, 2) << "only the outputs leave the device";
+    EXPECT_EQ(chaining.host_written_inputs, 2) << "only x and the Mul's constant operand are written by the host";
+    ASSERT_EQ(wants.size(), 2u);
+    ASSERT_EQ(gots.size(), 2u);
+    for (const auto& [name, want] : wants) {
+      const Tensor& got = gots.at(name);
+      ASSERT_EQ(want.shape(), got.shape()) << name;
+      int64_t differ = 0;
+      for (size_t i = 0; i < want.nbytes(); ++i) differ += static_cast<const uint8_t*>(want.raw())[i] != static_cast<const uint8_t*>(got.raw())[i];
+      EXPECT_EQ(differ, 0) << name << ": bytes differ of " << want.nbytes();
+    }
+  }
 }
 
 // The token map: H x W = P, W the largest divisor not above the square root.

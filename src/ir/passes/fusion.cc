@@ -97,6 +97,9 @@ struct Site {
   Value* locations = nullptr;  // [B, Q, nH, P, 2]
   Value* weights = nullptr;    // [B, Q, nH, P]
   Value* out = nullptr;        // [B, Q, nH*c]
+  // The sum quantized before its Reshape and Transpose (its reader runs int8: the NPU's output
+  // projection): the fused output is quantized alike (quantization commutes with the copies).
+  Node* quantize = nullptr;
   std::vector<int64_t> hs, ws, points;
   std::string method;
   int64_t heads = 0, head_dim = 0;
@@ -224,6 +227,23 @@ Result<std::pair<Value*, Value*>> match_discrete_level(Value* sample, int64_t* c
   return std::make_pair(tv->inputs[0], grid);
 }
 
+// v past the quantization of a value its copies carry, each the only reader: QuantizeLinear
+// (per tensor; the first is kept in *q: the copies share its scale), DequantizeLinear and the
+// name-giving Identities qdq-to-qlinear leaves.
+Value* past_quantization(Value* v, Node** q) {
+  while (v && v->consumers.size() == 1 && v->consumers[0]->domain.empty()) {
+    Node* c = v->consumers[0];
+    if (c->op_type == "QuantizeLinear") {
+      if (c->inputs.size() < 2 || !c->inputs[1] || !c->inputs[1]->constant || c->inputs[1]->constant->numel() != 1) break;
+      if (!*q) *q = c;
+    } else if (c->op_type != "DequantizeLinear" && c->op_type != "Identity") {
+      break;
+    }
+    v = c->outputs[0];
+  }
+  return v;
+}
+
 Result<Site> match_site(Node* concat) {
   Site s;
   s.concat = concat;
@@ -252,10 +272,11 @@ Result<Site> match_site(Node* concat) {
     return Error{ErrorKind::invalid, "ReduceSum is not over the points axis without keepdims"};
   }
   Value* red = rs->outputs[0];
+  red = past_quantization(red, &s.quantize);
   if (red->consumers.size() != 1 || red->consumers[0]->op_type != "Reshape") {
     return Error{ErrorKind::invalid, "the sum is not reshaped to [B, nH*c, Q]"};
   }
-  Value* r3 = red->consumers[0]->outputs[0];
+  Value* r3 = past_quantization(red->consumers[0]->outputs[0], &s.quantize);
   if (r3->consumers.size() != 1 || r3->consumers[0]->op_type != "Transpose" || perm_of(r3->consumers[0]) != std::vector<int64_t>{0, 2, 1}) {
     return Error{ErrorKind::invalid, "the result is not transposed to [B, Q, nH*c]"};
   }
@@ -395,7 +416,27 @@ ir::Pass deform_attn_fusion_pass(FusionReport* report) {
           // The fused node takes over the site's output value (its name stays).
           RKD_ASSIGN(Node * fn,
                      g.add_node(s.concat->name + "/msda", "MSDeformAttn", "rkdeploy", {prep, s.locations, s.weights}, {s.out->name + "/fused"}));
-          g.move_output(s.out->producer, 0, fn, 0);
+          if (s.quantize) {
+            // [B, Q, nH*c] float, then quantized as the sum was.
+            fn->outputs[0]->dtype = DType::f32;
+            fn->outputs[0]->shape = s.out->shape;
+            std::vector<Value*> qin(s.quantize->inputs.begin(), s.quantize->inputs.end());
+            qin[0] = fn->outputs[0];
+            RKD_ASSIGN(Node * qn, g.add_node(s.quantize->name + "/fused", "QuantizeLinear", "", qin, {s.out->name + "/fused_q"}));
+            qn->attrs = s.quantize->attrs;
+            qn->outputs[0]->dtype = s.quantize->outputs[0]->dtype;
+            qn->outputs[0]->shape = s.out->shape;
+            Node* last = qn;
+            if (s.out->dtype == DType::f32) {
+              // The QDQ graph (before qdq-to-qlinear): the site's output is the dequantized value.
+              std::vector<Value*> din{qn->outputs[0], s.quantize->inputs[1]};
+              if (s.quantize->inputs.size() > 2) din.push_back(s.quantize->inputs[2]);
+              RKD_ASSIGN(last, g.add_node(s.quantize->name + "/fused_dq", "DequantizeLinear", "", din, {s.out->name + "/fused_dq"}));
+            }
+            g.move_output(s.out->producer, 0, last, 0);
+          } else {
+            g.move_output(s.out->producer, 0, fn, 0);
+          }
           fn->attrs["level_h"] = s.hs;
           fn->attrs["level_w"] = s.ws;
           fn->attrs["points"] = s.points;
