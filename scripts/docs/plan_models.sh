@@ -22,3 +22,23 @@ calib="$out/calib"; mkdir -p "$calib"
 for p in astronaut camera chelsea coffee motorcycle_left; do cp "$(dirname "$photo")/$p.png" "$calib/"; done
 "$rkd" quantize "$models/yolov8n_arch.onnx" --calib "$calib" --method percentile -o "$out/yolov8n.qdq.onnx" > /dev/null 2>&1
 "$rkd" plan "$out/yolov8n.qdq.onnx" --variant as-run --image "$photo" --runs 5 --target rk3588-rkdeploy > "$out/yolov8n-rk3588-rkdeploy-as-run.txt"
+# DEIMv2-S quantized for rkdeploy's NPU (the default target, the same photos) as its runtime runs
+# it: the planner's as-run variant, the NPU's share of the MACs from compile's manifest, and the
+# detections against the float model's (eval, 20 views of build/eval when it exists).
+for m in deimv2_s_arch deimv2_s_arch_discrete; do
+  "$rkd" quantize "$models/$m.onnx" --calib "$calib" --method percentile -o "$out/$m.qdq.onnx" > /dev/null 2>&1
+  "$rkd" plan "$out/$m.qdq.onnx" --variant as-run --image "$photo" --runs 5 --target rk3588-rkdeploy > "$out/$m-rk3588-rkdeploy-as-run.txt"
+  rm -rf "$out/$m.rk3588"
+  "$rkd" compile "$out/$m.qdq.onnx" -o "$out/$m.rk3588" > "$out/$m-compile.txt" 2>&1
+  "$rkd" inspect "$models/$m.onnx" --json > "$out/$m-inspect.json"
+  /usr/bin/python3 - "$out/$m.rk3588/manifest.json" "$out/$m-inspect.json" > "$out/$m-npu-macs.txt" <<'PY'
+import json, sys
+m, i = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+npu = sum((1 if g["depthwise"] else g["C"]) * g["OC"] * g["KH"] * g["KW"] * g["OH"] * g["OW"] for g in (c["geometry"] for c in m["convolutions"]))
+total = i["total_macs"]
+print(f"NPU {npu / 1e9:.2f} GMAC of {total / 1e9:.2f} ({100 * npu / total:.1f} %)")
+PY
+  if [ -d "$models/../eval" ]; then
+    "$rkd" eval "$out/$m.qdq.onnx" --images "$models/../eval" --reference "$models/$m.onnx" --backend int8 --max-images 20 > "$out/$m-eval.txt" 2>&1
+  fi
+done
