@@ -61,8 +61,8 @@ echo '{"schema": "rkdeploy-cpu-times/1", "ops": {"GridSample": -1}}' > "$work/ba
 
 # YOLOv8n-style on rkdeploy's own stack, as the profile places it: every op the profile marks
 # lowered: false (within the hardware's reach, not emitted by the lowering) falls back to the
-# CPU with the rule's reason and a note (the head's Sigmoid on a [N, C, L] tensor among them;
-# the SiLUs' Sigmoid and Mul are lowered), so the graph crosses devices into its
+# CPU with the rule's reason and a note (the head's DFL Softmax among them; the SiLUs' Sigmoid
+# and Mul are lowered, and the head's Sigmoid on [N, C, L] rows too), so the graph crosses devices into its
 # post-processing; `all` (the default) plans as-run first on this profile.
 "$rkd" plan "$models/yolov8n_arch_tiny.onnx" --target rk3588-rkdeploy --variant as-is --image "$photo" --runs 1 --json > "$work/yolo.json"
 "$rkd" plan "$models/yolov8n_arch_tiny.onnx" --target rk3588-rkdeploy --image "$photo" --runs 1 --json > "$work/yolo_all.json"
@@ -71,7 +71,8 @@ import json, sys
 v = json.load(open(sys.argv[1]))['variants'][0]
 assert v['variant'] == 'as-is' and v['executable'] and v['k'] >= 1, v['k']
 fb = {f['op']: f for f in v['fallbacks']}
-assert fb['Sigmoid']['device'] == 'cpu' and fb['Sigmoid']['reason'].startswith('not lowered by this runtime yet'), fb.get('Sigmoid')
+assert fb['Softmax']['device'] == 'cpu' and fb['Softmax']['reason'].startswith('not lowered by this runtime yet'), fb.get('Softmax')
+assert 'Sigmoid' not in fb, fb['Sigmoid']
 assert any('the lowering does not emit them yet' in n for n in v['notes']), v['notes']
 assert [x['variant'] for x in json.load(open(sys.argv[2]))['variants']][0] == 'as-run'
 print(f\"plan: yolov8n as the profile places it on rk3588-rkdeploy, k = {v['k']}\")" "$work/yolo.json" "$work/yolo_all.json"
