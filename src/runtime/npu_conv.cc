@@ -56,6 +56,25 @@ Status read_quantization(const Node& n, ConvSpec& s) {
   return {};
 }
 
+// The spec's geometry fields from the node's geometry (plan's npu_*_geometry).
+ConvSpec spec_of_geometry(const npu::lower::ConvGeometry& g) {
+  ConvSpec s;
+  s.C = g.C;
+  s.H = g.H;
+  s.W = g.W;
+  s.OC = g.OC;
+  s.KH = g.KH;
+  s.KW = g.KW;
+  s.depthwise = g.groups != 1;
+  s.stride_h = g.stride_h;
+  s.stride_w = g.stride_w;
+  s.pad_top = g.pad_top;
+  s.pad_left = g.pad_left;
+  s.pad_bottom = g.pad_bottom;
+  s.pad_right = g.pad_right;
+  return s;
+}
+
 Status constant_parameters(const Node& n) {
   for (size_t i : {1u, 2u, 4u, 6u, 7u}) {
     if (!constant_of(n, i)) return unsupported("scale or zero point " + std::to_string(i) + " is not a constant");
@@ -84,11 +103,7 @@ Result<ConvSpec> npu_matmul_spec(const Node& n) {
   if (!b || b->rank() != 2) return unsupported("B is not a constant 2-D tensor (a product of two activations)");
   RKD_ASSIGN(npu::lower::ConvGeometry geo, plan::npu_matmul_geometry(n));
   RKD_TRY(npu::lower::conv_supported(geo, "npu lowering: "));
-  ConvSpec s;
-  s.C = geo.C;
-  s.H = geo.H;
-  s.W = geo.W;
-  s.OC = geo.OC;
+  ConvSpec s = spec_of_geometry(geo);
   s.dtype = b->dtype();
   if (!n.inputs[0]->dtype || *n.inputs[0]->dtype != s.dtype) return unsupported("A and B of different types");
   if (n.outputs[0]->static_numel().value_or(-1) != geo.H * geo.W * geo.OC) return unsupported("output of another size than A's rows x B's columns");
@@ -113,20 +128,7 @@ Result<ConvSpec> npu_conv_spec(const Node& n) {
   // built; check_spec() reads the rest of constraints.h.
   RKD_ASSIGN(npu::lower::ConvGeometry geo, plan::npu_conv_geometry(n));
   RKD_TRY(npu::lower::conv_supported(geo, "npu lowering: "));
-  ConvSpec s;
-  s.C = geo.C;
-  s.H = geo.H;
-  s.W = geo.W;
-  s.OC = geo.OC;
-  s.KH = geo.KH;
-  s.KW = geo.KW;
-  s.depthwise = geo.groups != 1;
-  s.stride_h = geo.stride_h;
-  s.stride_w = geo.stride_w;
-  s.pad_top = geo.pad_top;
-  s.pad_left = geo.pad_left;
-  s.pad_bottom = geo.pad_bottom;
-  s.pad_right = geo.pad_right;
+  ConvSpec s = spec_of_geometry(geo);
   const auto ys = ir::static_shape(n.outputs[0]);
   if (s.OH() != (*ys)[2] || s.OW() != (*ys)[3]) return unsupported("output size does not follow from the padding");
   s.dtype = w->dtype();

@@ -99,6 +99,37 @@ TEST(NpuOpTable, ReportAndSentenceNameEveryFamily) {
 // for the simulator, both in the NPU's convention (rknpu_out_cvt), checks that the family placed
 // its node and that every output is the reference's bit for bit, naming every parameter and the
 // seed on failure.
+// g compiled for the int8 reference in the NPU's convention (no strategy) or with its NPU part on
+// the simulator (a strategy), run on `inputs`; the placement's report and the session's chaining
+// when asked.
+std::map<std::string, Tensor> run_int8(ir::Graph& g, std::optional<npu::lower::Strategy> strategy, const std::map<std::string, Tensor>& inputs,
+                                       ir::FusionReport* rep, runtime::NpuChaining* chaining = nullptr) {
+  runtime::CompileOptions o;
+  o.int8 = true;
+  o.requant = quant::Requant::rknpu_out_cvt;
+  o.npu_strategy = strategy;
+  Status st = runtime::optimize(g, o, rep);
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+  auto ex = runtime::Executor::create(g);
+  EXPECT_TRUE(ex.ok()) << ex.error().to_string();
+  if (!ex.ok()) return {};
+  auto out = (*ex)->run(inputs);
+  EXPECT_TRUE(out.ok()) << out.error().to_string();
+  if (chaining && (*ex)->npu_session()) *chaining = runtime::npu_chaining(*(*ex)->npu_session());
+  return out.ok() ? *out : std::map<std::string, Tensor>{};
+}
+
+// Bytes of `got` that differ from `want` (of the same size), and the first one (-1: none).
+std::pair<int64_t, int64_t> bytes_differing(const Tensor& want, const Tensor& got) {
+  int64_t differ = 0, first = -1;
+  for (size_t i = 0; i < want.nbytes() && i < got.nbytes(); ++i) {
+    const bool d = static_cast<const uint8_t*>(want.raw())[i] != static_cast<const uint8_t*>(got.raw())[i];
+    differ += d;
+    if (d && first < 0) first = static_cast<int64_t>(i);
+  }
+  return {differ, first};
+}
+
 class NpuNodeTester {
  public:
   NpuNodeTester& family(std::string v) {
@@ -155,18 +186,7 @@ class NpuNodeTester {
     auto run = [&](bool sim, ir::FusionReport* rep) -> std::map<std::string, Tensor> {
       Builder b{{}, dtype_};
       build(b);
-      runtime::CompileOptions o;
-      o.int8 = true;
-      o.requant = quant::Requant::rknpu_out_cvt;
-      if (sim) o.npu_strategy = npu::lower::Strategy::per_tensor;
-      Status st = runtime::optimize(b.g, o, rep);
-      EXPECT_TRUE(st.ok()) << st.error().to_string();
-      auto ex = runtime::Executor::create(b.g);
-      EXPECT_TRUE(ex.ok()) << ex.error().to_string();
-      if (!ex.ok()) return {};
-      auto out = (*ex)->run({{"x", x}});
-      EXPECT_TRUE(out.ok()) << out.error().to_string();
-      return out.ok() ? *out : std::map<std::string, Tensor>{};
+      return run_int8(b.g, sim ? std::optional(npu::lower::Strategy::per_tensor) : std::nullopt, {{"x", x}}, rep);
     };
     ir::FusionReport rep;
     const auto want = run(false, nullptr), got = run(true, &rep);
@@ -175,12 +195,7 @@ class NpuNodeTester {
     for (const auto& [name, w] : want) {
       const Tensor& g = got.at(name);
       ASSERT_EQ(w.nbytes(), g.nbytes()) << name;
-      int64_t differ = 0, first = -1;
-      for (size_t i = 0; i < w.nbytes(); ++i) {
-        const bool d = static_cast<const uint8_t*>(w.raw())[i] != static_cast<const uint8_t*>(g.raw())[i];
-        differ += d;
-        if (d && first < 0) first = static_cast<int64_t>(i);
-      }
+      const auto [differ, first] = bytes_differing(w, g);
       EXPECT_EQ(differ, 0) << name << ": the simulator differs from the int8 reference in " << differ << " of " << w.nbytes() << " bytes, first at "
                            << first;
     }
@@ -357,18 +372,7 @@ TEST(NpuMatMul, RandomShapesEqualTheReferenceBitForBit) {
       ir::Node* mm = b.op("MatMul", {a, (*wd)->outputs[0]});
       ir::Node* add = b.op("Add", {(*bd)->outputs[0], mm->outputs[0]});  // the bias first, as PyTorch writes it
       b.g.outputs = {b.q(add->outputs[0], 0.11f, 2)};
-      runtime::CompileOptions o;
-      o.int8 = true;
-      o.requant = quant::Requant::rknpu_out_cvt;
-      if (sim) o.npu_strategy = npu::lower::Strategy::per_channel;
-      Status st = runtime::optimize(b.g, o, rep);
-      EXPECT_TRUE(st.ok()) << st.error().to_string();
-      auto ex = runtime::Executor::create(b.g);
-      EXPECT_TRUE(ex.ok()) << ex.error().to_string();
-      if (!ex.ok()) return {};
-      auto out = (*ex)->run({{"x", x}});
-      EXPECT_TRUE(out.ok()) << out.error().to_string();
-      return out.ok() ? *out : std::map<std::string, Tensor>{};
+      return run_int8(b.g, sim ? std::optional(npu::lower::Strategy::per_channel) : std::nullopt, {{"x", x}}, rep);
     };
     ir::FusionReport rep;
     const auto want = run(false, nullptr), got = run(true, &rep);
@@ -380,9 +384,7 @@ TEST(NpuMatMul, RandomShapesEqualTheReferenceBitForBit) {
     const Tensor& gt = got.begin()->second;
     ASSERT_EQ(wt.shape(), gt.shape());
     ASSERT_EQ(wt.nbytes(), gt.nbytes());
-    int64_t differ = 0;
-    for (size_t i = 0; i < wt.nbytes(); ++i) differ += static_cast<const uint8_t*>(wt.raw())[i] != static_cast<const uint8_t*>(gt.raw())[i];
-    EXPECT_EQ(differ, 0) << "bytes differ of " << wt.nbytes();
+    EXPECT_EQ(bytes_differing(wt, gt).first, 0) << "bytes differ of " << wt.nbytes();
   }
   EXPECT_EQ(placed_total, 24);
 }
@@ -423,18 +425,7 @@ TEST(NpuMatMul, RowsStayOnTheNpuBetweenProducts) {
       ir::Value* prod = b.dq(b.q(b.op("Mul", {sum, sc})->outputs[0], 0.25f, 0), 0.25f, 0);
       // The residual sum is an output too: the host reads an element-wise node's rows.
       b.g.outputs = {b.q(b.op("MatMul", {prod, b.dq(b.g.add_constant("w2", w2), 0.003f, 0)})->outputs[0], 0.3f, -1), sumq};
-      runtime::CompileOptions o;
-      o.int8 = true;
-      o.requant = quant::Requant::rknpu_out_cvt;
-      if (sim) o.npu_strategy = npu::lower::Strategy::per_tensor;
-      EXPECT_TRUE(runtime::optimize(b.g, o, rep).ok());
-      auto ex = runtime::Executor::create(b.g);
-      EXPECT_TRUE(ex.ok()) << ex.error().to_string();
-      if (!ex.ok()) return {};
-      auto out = (*ex)->run({{"x", x}});
-      EXPECT_TRUE(out.ok()) << out.error().to_string();
-      if (chaining && (*ex)->npu_session()) *chaining = runtime::npu_chaining(*(*ex)->npu_session());
-      return out.ok() ? *out : std::map<std::string, Tensor>{};
+      return run_int8(b.g, sim ? std::optional(npu::lower::Strategy::per_tensor) : std::nullopt, {{"x", x}}, rep, chaining);
     };
     ir::FusionReport rep;
     runtime::NpuChaining chaining;
@@ -450,9 +441,7 @@ TEST(NpuMatMul, RowsStayOnTheNpuBetweenProducts) {
     for (const auto& [name, want] : wants) {
       const Tensor& got = gots.at(name);
       ASSERT_EQ(want.shape(), got.shape()) << name;
-      int64_t differ = 0;
-      for (size_t i = 0; i < want.nbytes(); ++i) differ += static_cast<const uint8_t*>(want.raw())[i] != static_cast<const uint8_t*>(got.raw())[i];
-      EXPECT_EQ(differ, 0) << name << ": bytes differ of " << want.nbytes();
+      EXPECT_EQ(bytes_differing(want, got).first, 0) << name << ": bytes differ of " << want.nbytes();
     }
   }
 }
