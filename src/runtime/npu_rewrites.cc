@@ -70,7 +70,9 @@ Status patch_embeddings_as_1x1(ir::Graph& g) {
   std::vector<Node*> sites;
   for (const auto& np : g.nodes()) {
     const Node& n = *np;
-    if (n.op_type != "QLinearConv" || !n.domain.empty() || n.inputs.size() < 8 || !n.inputs[3] || !n.inputs[3]->constant || n.attrs.count("rkd_residual")) continue;
+    if (n.op_type != "QLinearConv" || !n.domain.empty() || n.inputs.size() < 8 || !n.inputs[3] || !n.inputs[3]->constant ||
+        n.attrs.count("rkd_residual"))
+      continue;
     auto geo = plan::npu_conv_geometry(n);
     if (geo.ok() && plan::npu_patch_embedding_as_1x1(*geo)) sites.push_back(np.get());
   }
