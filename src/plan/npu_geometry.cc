@@ -42,6 +42,22 @@ void set_window(G& g, const Window& w) {
   g.pad_right = w.pads[3];
 }
 
+// The rows of a [..., P, C] tensor: P, every dimension but the last.
+int64_t rows_of(const Shape& s) {
+  int64_t P = 1;
+  for (size_t d = 0; d + 1 < s.size(); ++d) P *= s[d];
+  return P;
+}
+
+// More than one input or output scale (inputs 1 and 6 of a QLinearConv / QLinearMatMul).
+bool per_axis_activations(const ir::Node& n) {
+  for (size_t i : {size_t{1}, size_t{6}}) {
+    const ir::Value* s = i < n.inputs.size() ? n.inputs[i] : nullptr;
+    if (s && s->constant && s->constant->numel() != 1) return true;
+  }
+  return false;
+}
+
 // A binary op's B beside rows of C channels: one value per channel ([C], [1, .., C]) as the
 // [1, C, 1, 1] the map rules read, one element as one element, anything else unchanged.
 Shape rows_operand(const Shape& b, int64_t C) {
@@ -73,14 +89,13 @@ Result<npu::lower::ConvGeometry> npu_conv_geometry(const ir::Node& n) {
   RKD_ASSIGN(g.groups, n.attr_int("group", 1));
   RKD_ASSIGN(const Window w, window_of(n, g.H, g.W, {g.KH, g.KW}));
   set_window(g, w);
-  if (q) {
-    // More than one input or output scale (inputs 1 and 6).
-    for (size_t i : {size_t{1}, size_t{6}}) {
-      const ir::Value* s = i < n.inputs.size() ? n.inputs[i] : nullptr;
-      g.per_axis_activations = g.per_axis_activations || (s && s->constant && s->constant->numel() != 1);
-    }
-  }
+  g.per_axis_activations = q && per_axis_activations(n);
   return g;
+}
+
+bool weight_constant(const ir::Value* v) {
+  if (v && !v->constant && v->producer && v->producer->op_type == "DequantizeLinear" && !v->producer->inputs.empty()) v = v->producer->inputs[0];
+  return v && v->constant;
 }
 
 TokenMap npu_token_map(int64_t P) {
@@ -106,9 +121,7 @@ std::optional<npu::lower::ConvGeometry> npu_patch_embedding_as_1x1(const npu::lo
 std::optional<MapView> npu_map_view(const Shape& s) {
   if (s.size() == 4) return MapView{s[0], s[1], s[2], s[3], false};
   if (s.size() < 2) return std::nullopt;
-  int64_t P = 1;
-  for (size_t d = 0; d + 1 < s.size(); ++d) P *= s[d];
-  const TokenMap m = npu_token_map(P);
+  const TokenMap m = npu_token_map(rows_of(s));
   return MapView{1, s.back(), m.H, m.W, true};
 }
 
@@ -117,10 +130,7 @@ Result<npu::lower::ConvGeometry> npu_matmul_geometry(const ir::Node& n) {
   const bool gemm = n.op_type == "Gemm";
   const size_t bi = q ? 3 : 1;
   const ir::Value* b = n.inputs.size() > bi ? n.inputs[bi] : nullptr;
-  // A weight: a constant, or the dequantized constant of a QDQ graph.
-  const bool constant = b && (b->constant || (b->producer && b->producer->op_type == "DequantizeLinear" && !b->producer->inputs.empty() &&
-                                              b->producer->inputs[0] && b->producer->inputs[0]->constant));
-  if (!constant) return unsupported("B is computed at run time (a product of two activations)");
+  if (!weight_constant(b)) return unsupported("B is computed at run time (a product of two activations)");
   const auto as = ir::static_shape(n.inputs.empty() ? nullptr : n.inputs[0]);
   const auto bs = ir::static_shape(b);
   const auto ys = ir::static_shape(n.outputs.empty() ? nullptr : n.outputs[0]);
@@ -134,21 +144,14 @@ Result<npu::lower::ConvGeometry> npu_matmul_geometry(const ir::Node& n) {
   }
   const int64_t K = trans_b ? (*bs)[1] : (*bs)[0], N = trans_b ? (*bs)[0] : (*bs)[1];
   if (as->back() != K) return unsupported("A's last dimension is not B's rows");
-  int64_t P = 1;
-  for (size_t d = 0; d + 1 < as->size(); ++d) P *= (*as)[d];
-  const TokenMap m = npu_token_map(P);
+  const TokenMap m = npu_token_map(rows_of(*as));
   npu::lower::ConvGeometry g;
   if (q && n.inputs[bi]->dtype) g.dtype = *n.inputs[bi]->dtype;
   g.C = K;
   g.H = m.H;
   g.W = m.W;
   g.OC = N;
-  if (q) {
-    for (size_t i : {size_t{1}, size_t{6}}) {
-      const ir::Value* s = i < n.inputs.size() ? n.inputs[i] : nullptr;
-      g.per_axis_activations = g.per_axis_activations || (s && s->constant && s->constant->numel() != 1);
-    }
-  }
+  g.per_axis_activations = q && per_axis_activations(n);
   return g;
 }
 

@@ -145,6 +145,8 @@ Placement place(const Target& t, const ir::Node& n);
 // Conv, Add, ...) and their integer forms alike; an error says what is not a map.
 // Conv / QLinearConv / NpuConv: the window resolved (auto_pad), the four pads.
 Result<npu::lower::ConvGeometry> npu_conv_geometry(const ir::Node& n);
+// A weight: a constant, or the DequantizeLinear of one (a QDQ graph's weight).
+bool weight_constant(const ir::Value* v);
 // The map a matrix product's rows are on the NPU: the P rows of a [..., P, C] operand (every
 // dimension but the last) as an H x W map of C channels, H * W = P with W the largest divisor
 // of P not above its square root (so H >= W; a prime P is P x 1). Every producer and reader

@@ -614,10 +614,7 @@ std::string violation(const Constraint& c, const ir::Node& n) {
   }
   if (c.check == "const_input") {
     const size_t i = static_cast<size_t>(c.value);
-    const ir::Value* v = i < n.inputs.size() ? n.inputs[i] : nullptr;
-    bool constant = v && v->constant;
-    if (v && !constant && v->producer && v->producer->op_type == "DequantizeLinear")
-      constant = v->producer->inputs[0] && v->producer->inputs[0]->constant;
+    const bool constant = weight_constant(i < n.inputs.size() ? n.inputs[i] : nullptr);
     return constant ? "" : "input " + std::to_string(i) + " is computed at run time";
   }
   if (c.check == "max_dim") {

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "ir/op_info.h"
+#include "kernels/tensor_ops.h"
 #include "ir/passes/shape_inference.h"
 #include "npu/regcmd/regcmd.h"
 #include "plan/plan.h"
@@ -84,15 +85,6 @@ Status constant_parameters(const Node& n) {
 
 }  // namespace
 
-bool npu_rows_node(const Node& n) {
-  if (npu_matmul_node(n)) return true;
-  const auto xs = n.inputs.empty() ? std::nullopt : ir::static_shape(n.inputs[0]);
-  const auto view = xs ? plan::npu_map_view(*xs) : std::nullopt;
-  return view && view->rows &&
-         (binary_alu_of(n) || n.op_type == "QLinearMul" || n.op_type == "NpuMul" || n.op_type == "QLinearLut" || n.op_type == "NpuLut" ||
-          n.op_type == "NpuLeakyRelu");
-}
-
 bool npu_matmul_node(const Node& n) {
   return (n.op_type == "QLinearMatMul" && n.domain.empty()) || (n.op_type == "NpuMatMul" && n.domain == "rkdeploy");
 }
@@ -108,12 +100,9 @@ Result<ConvSpec> npu_matmul_spec(const Node& n) {
   if (!n.inputs[0]->dtype || *n.inputs[0]->dtype != s.dtype) return unsupported("A and B of different types");
   if (n.outputs[0]->static_numel().value_or(-1) != geo.H * geo.W * geo.OC) return unsupported("output of another size than A's rows x B's columns");
   // B [K, N] as the convolution's weights [N, K, 1, 1].
-  const Tensor bc = b->contiguous();
-  s.weights = Tensor::empty(s.dtype, {s.OC, s.C, 1, 1});
-  const auto* src = static_cast<const uint8_t*>(bc.raw());
-  auto* dst = static_cast<uint8_t*>(s.weights.raw());
-  for (int64_t o = 0; o < s.OC; ++o)
-    for (int64_t k = 0; k < s.C; ++k) dst[o * s.C + k] = src[k * s.OC + o];
+  Tensor bt = Tensor::empty(s.dtype, {s.OC, s.C});
+  ops::transpose(*b, {1, 0}, bt);
+  RKD_ASSIGN(s.weights, bt.reshape({s.OC, s.C, 1, 1}));
   RKD_TRY(read_quantization(n, s));
   RKD_TRY(npu::lower::check_spec(s));
   return s;

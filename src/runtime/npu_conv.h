@@ -34,18 +34,13 @@ Result<npu::lower::ConvSpec> npu_conv_spec(const ir::Node& n);
 // are that map channels-last (the kernel converts them).
 Result<npu::lower::ConvSpec> npu_matmul_spec(const ir::Node& n);
 bool npu_matmul_node(const ir::Node& n);
-// Whether an NPU node (or its candidate) sees its data as rows [..., P, C] in the token map
-// (plan::npu_map_view): a matrix product, and an element-wise node (Add, Sub, Max, Min, Mul, a
-// table) on a tensor that is not rank 4. Its kernel converts the host's rows to and from the
-// map; DeviceMap::rows keeps its maps apart from [1, C, H, W] ones.
-bool npu_rows_node(const ir::Node& n);
 // Lowers `spec` with `strategy` into scratch device memory and discards it: ok when the
 // convolution can run on the NPU that way, else the lowering's reason (weights that no CBUF
 // split fits, ...). What cannot be lowered stays on the CPU.
 Status npu_try_lower(const npu::lower::ConvSpec& spec, npu::lower::Strategy strategy);
 
 // The NPU add of an rkdeploy.QLinearAdd node (static [1, C, H, W] operands, or rows
-// (npu_rows_node), of one shape and type, per-tensor constant scales and zero points), within constraints.h's eltwise rules
+// (plan::npu_map_view), of one shape and type, per-tensor constant scales and zero points), within constraints.h's eltwise rules
 // and the converters' ranges (npu::lower::check_add), or why not.
 // rkdeploy.QLinearSub / QLinearMax / QLinearMin (and their Npu nodes) alike, with AddSpec::alu
 // from the op (binary_alu_of: QLinearAdd / NpuAdd add, ...; none for other nodes).

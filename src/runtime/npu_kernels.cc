@@ -12,6 +12,8 @@
 #include "ir/op_info.h"
 #include "npu/lower/eltwise.h"
 #include "npu/lower/lower.h"
+#include "kernels/tensor_ops.h"
+#include "plan/plan.h"
 #include "runtime/npu_conv.h"
 #include "runtime/npu_device.h"
 #include "runtime/npu_ops.h"
@@ -251,6 +253,32 @@ std::function<bool()> register_output(const std::shared_ptr<NpuSession>& s, cons
   return f;
 }
 
+// An 8-bit [..., P, C] tensor's rows as the [1, C, H, W] map (H W = P), and the map back into
+// y's rows (a matrix product's token map, npu_matmul_spec).
+Result<Tensor> rows_to_map(const Tensor& x, int64_t C, int64_t H, int64_t W) {
+  RKD_ASSIGN(const Tensor rows, x.contiguous().reshape({H * W, C}));
+  Tensor m = Tensor::empty(x.dtype(), {C, H * W});
+  ops::transpose(rows, {1, 0}, m);
+  return m.reshape({1, C, H, W});
+}
+Status map_to_rows(const Tensor& m, Tensor& y) {
+  if (m.nbytes() != y.nbytes() || m.dtype() != y.dtype() || m.rank() != 4 || !y.is_contiguous())
+    return invalid("npu output: rows of another size than the map");
+  RKD_ASSIGN(const Tensor planes, m.reshape({m.dim(1), m.dim(2) * m.dim(3)}));
+  RKD_ASSIGN(Tensor rows, y.reshape({m.dim(2) * m.dim(3), m.dim(1)}));
+  ops::transpose(planes, {1, 0}, rows);
+  return {};
+}
+
+// Whether a placed node's family takes rows (NpuOpFamily::rows) and its data are rows
+// (plan::npu_map_view of its first input): its kernel converts the host's tensors.
+bool rows_node(const Node& n) {
+  const NpuOpFamily* f = npu_family_of(n);
+  const auto xs = n.inputs.empty() ? std::nullopt : ir::static_shape(n.inputs[0]);
+  const auto view = xs ? plan::npu_map_view(*xs) : std::nullopt;
+  return f && f->rows && view && view->rows;
+}
+
 Result<npu::sim::Quirks> quirks_from_attrs(const Node& n) {
   RKD_ASSIGN(std::string knobs, n.attr_string("rkd_npu_knobs", ""));
   return npu::sim::quirks_from_assignments(knobs);
@@ -327,7 +355,7 @@ Result<std::shared_ptr<NpuLoweredNode>> lower_conv_node(const Node& n, const std
 Result<std::shared_ptr<NpuLoweredNode>> lower_eltwise_node(const Node& n, const std::shared_ptr<NpuSession>& s, const NpuEltwiseLowering& lower,
                                                            std::vector<size_t> data_inputs) {
   auto ln = std::make_shared<NpuLoweredNode>();
-  ln->channels_last = npu_rows_node(n);
+  ln->channels_last = rows_node(n);
   // The layouts the lowering allocates, from a lowering into scratch memory; an input held in
   // two buffers (a LeakyRelu's x at two strides) is written by the host.
   npu::DeviceMemory scratch;
@@ -354,28 +382,6 @@ Result<std::shared_ptr<NpuLoweredNode>> lower_eltwise_node(const Node& n, const 
 }
 
 namespace {
-
-// An 8-bit [..., P, C] tensor's rows as the [1, C, H, W] map (H W = P), and the map back into
-// y's rows (a matrix product's token map, npu_matmul_spec).
-Tensor rows_to_map(const Tensor& x0, int64_t C, int64_t H, int64_t W) {
-  const Tensor x = x0.contiguous();
-  Tensor m = Tensor::empty(x.dtype(), {1, C, H, W});
-  const auto* src = static_cast<const uint8_t*>(x.raw());
-  auto* dst = static_cast<uint8_t*>(m.raw());
-  const int64_t P = H * W;
-  for (int64_t p = 0; p < P; ++p)
-    for (int64_t c = 0; c < C; ++c) dst[c * P + p] = src[p * C + c];
-  return m;
-}
-Status map_to_rows(const Tensor& m, Tensor& y) {
-  if (m.nbytes() != y.nbytes() || dtype_size(y.dtype()) != 1 || m.rank() != 4) return invalid("npu output: rows of another size than the map");
-  const int64_t C = m.dim(1), P = m.dim(2) * m.dim(3);
-  const auto* src = static_cast<const uint8_t*>(m.raw());
-  auto* dst = static_cast<uint8_t*>(y.raw());
-  for (int64_t p = 0; p < P; ++p)
-    for (int64_t c = 0; c < C; ++c) dst[p * C + c] = src[c * P + p];
-  return {};
-}
 
 // The kernel of a lowered node: per call the host writes the data inputs no NPU node left in
 // place, the tasks run on the simulator, and the outputs the host reads are read back.
@@ -407,7 +413,8 @@ Kernel kernel_of(std::shared_ptr<const NpuLoweredNode> ln, std::shared_ptr<NpuSe
         if (ln->conv && ln->channels_last) {
           const npu::lower::ConvSpec& c = *ln->conv;
           if (x->nbytes() != static_cast<size_t>(c.C * c.H * c.W) || x->dtype() != c.dtype) return invalid("input: not the matrix product's rows");
-          RKD_TRY(npu::lower::write_input(s->mem, ln->conv_lowered.input_address, c, rows_to_map(*x, c.C, c.H, c.W)));
+          RKD_ASSIGN(const Tensor map, rows_to_map(*x, c.C, c.H, c.W));
+          RKD_TRY(npu::lower::write_input(s->mem, ln->conv_lowered.input_address, c, map));
         } else if (ln->conv) {
           RKD_TRY(npu::lower::write_input(s->mem, ln->conv_lowered.input_address, *ln->conv, *x));
         } else if (ln->channels_last && !ln->eltwise.input_maps.at(i).empty()) {
@@ -416,7 +423,12 @@ Kernel kernel_of(std::shared_ptr<const NpuLoweredNode> ln, std::shared_ptr<NpuSe
           const npu::lower::MapShape& m = ln->eltwise.input_maps[i][0].shape;
           const bool whole = x->numel() == m.C * m.H * m.W && m.H * m.W > 1;
           if (whole && x->dtype() != m.dtype) return invalid("input: not the map's type");
-          RKD_TRY(npu::lower::write_eltwise_input(s->mem, ln->eltwise, i, whole ? rows_to_map(*x, m.C, m.H, m.W) : *x));
+          if (whole) {
+            RKD_ASSIGN(const Tensor map, rows_to_map(*x, m.C, m.H, m.W));
+            RKD_TRY(npu::lower::write_eltwise_input(s->mem, ln->eltwise, i, map));
+          } else {
+            RKD_TRY(npu::lower::write_eltwise_input(s->mem, ln->eltwise, i, *x));
+          }
         } else {
           RKD_TRY(npu::lower::write_eltwise_input(s->mem, ln->eltwise, i, *x));
         }

@@ -55,6 +55,12 @@ json jobs_json(const NpuLoweredNode& ln, int cores) {
 // ---------------------------------------------------------------------------------------------
 // Convolutions.
 
+// A convolution's or matrix product's placed node carries the strategy its lowering uses.
+Node* with_strategy(Node* n, const NpuPlacementOptions& o) {
+  n->attrs["rkd_npu_strategy"] = std::string(L::strategy_name(o.strategy));
+  return n;
+}
+
 bool conv_candidate(const Node& n) { return n.op_type == "QLinearConv" && n.domain.empty(); }
 
 // The spec, then a lowering with the placement's strategy into scratch memory (weights that no
@@ -72,8 +78,7 @@ Node* conv_rewrite(ir::Graph& g, Node* n, const NpuPlacementOptions& o, ir::NpuF
     ++p.notes["fused_adds"];
     n = f;
   }
-  n->attrs["rkd_npu_strategy"] = std::string(L::strategy_name(o.strategy));
-  return n;
+  return with_strategy(n, o);
 }
 
 std::string conv_report(const ir::NpuFamilyPlacement& p, const std::string& where, const std::string& strategy) {
@@ -298,6 +303,7 @@ NpuOpFamily add_family() {
       .sources = {"Add"},
       .section = "elementwise",
       .entry_prefix = "eltwise",
+      .rows = true,
       .candidate = [](const Node& n) { return binary_candidate(n, true); },
       .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_add_spec(n)); },
       .npu_op = &binary_npu_op,
@@ -315,6 +321,7 @@ NpuOpFamily sub_max_min_family() {
       .sources = {"Sub", "Max", "Min"},
       .section = "elementwise",
       .entry_prefix = "eltwise",
+      .rows = true,
       .candidate = [](const Node& n) { return binary_candidate(n, false); },
       .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_add_spec(n)); },
       .npu_op = &binary_npu_op,
@@ -332,6 +339,7 @@ NpuOpFamily mul_family() {
       .sources = {"Mul"},
       .section = "elementwise",
       .entry_prefix = "eltwise",
+      .rows = true,
       .candidate = [](const Node& n) { return is_rkdeploy(n, "QLinearMul"); },
       .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_mul_spec(n)); },
       .npu_op = [](const Node&) { return std::string("NpuMul"); },
@@ -371,6 +379,7 @@ NpuOpFamily leaky_relu_family() {
       .sources = {"LeakyRelu"},
       .section = "elementwise",
       .entry_prefix = "eltwise",
+      .rows = true,
       .candidate = &leaky_relu_candidate,
       .lowerable = [](const Node&, const NpuPlacementOptions&) { return Status(); },  // the candidate test built its spec
       .rewrite = [](ir::Graph&, Node* n, const NpuPlacementOptions&, ir::NpuFamilyPlacement& p) -> Node* {
@@ -404,6 +413,7 @@ NpuOpFamily lut_family() {
       .sources = {"Sigmoid", "Tanh", "Erf", "Sqrt", "HardSwish", "HardSigmoid", "Exp"},
       .section = "elementwise",
       .entry_prefix = "eltwise",
+      .rows = true,
       .next_to_npu = true,
       .candidate = [](const Node& n) { return is_rkdeploy(n, "QLinearLut"); },
       .lowerable = [](const Node& n, const NpuPlacementOptions&) { return status_of(npu_lut_spec(n)); },
@@ -670,10 +680,7 @@ NpuOpFamily matmul_family() {
       .entry_prefix = "matmul",
       .candidate = [](const Node& n) { return n.op_type == "QLinearMatMul" && n.domain.empty(); },
       .lowerable = &conv_lowerable,
-      .rewrite = [](ir::Graph&, Node* n, const NpuPlacementOptions& o, ir::NpuFamilyPlacement&) -> Node* {
-        n->attrs["rkd_npu_strategy"] = std::string(L::strategy_name(o.strategy));
-        return n;
-      },
+      .rewrite = [](ir::Graph&, Node* n, const NpuPlacementOptions& o, ir::NpuFamilyPlacement&) { return with_strategy(n, o); },
       .npu_op = [](const Node&) { return std::string("NpuMatMul"); },
       .lower = &lower_conv_node,
       .manifest = [](const Node& n, const NpuLoweredNode& ln, const NpuManifestContext& c) -> Result<json> {

@@ -67,6 +67,9 @@ struct NpuOpFamily {
   std::vector<const char*> sources;
   const char* section;       // compile's manifest array: "convolutions" or "elementwise"
   const char* entry_prefix;  // its entries' folders: PREFIXnnn
+  // Its nodes take rows - a [..., P, C] tensor of rank other than 4 in the token map
+  // (plan::npu_map_view) - as well as maps; the kernel converts the host's rows.
+  bool rows = false;
   bool next_to_npu = false;
   bool ppu_only = false;        // its tasks end in the PPU: not on a mainline device
   const char* alone = nullptr;  // with next_to_npu, the reason for one that is not (default: its producer and readers)
