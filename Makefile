@@ -107,7 +107,7 @@ fuzz:
 	  -DRKD_ENABLE_TESTS=OFF -DRKD_ENABLE_BENCH=OFF -DRKD_ENABLE_CLI=OFF
 	cmake --build build-fuzz -j $(JOBS)
 	# New inputs go to build-fuzz/corpus-*; fuzz/corpus holds the committed seeds only.
-	mkdir -p build-fuzz/corpus-npy build-fuzz/corpus-onnx build-fuzz/corpus-tfjs build-fuzz/corpus-tflite build-fuzz/corpus-regcmd build-fuzz/corpus-plan build-fuzz/corpus-config build-fuzz/corpus-capture build-fuzz/corpus-prepare build-fuzz/corpus-coco
+	mkdir -p build-fuzz/corpus-npy build-fuzz/corpus-onnx build-fuzz/corpus-tfjs build-fuzz/corpus-tflite build-fuzz/corpus-regcmd build-fuzz/corpus-plan build-fuzz/corpus-config build-fuzz/corpus-capture build-fuzz/corpus-prepare build-fuzz/corpus-coco build-fuzz/corpus-artifact
 	./build-fuzz/fuzz/fuzz_npy -max_total_time=60 build-fuzz/corpus-npy fuzz/corpus/npy
 	./build-fuzz/fuzz/fuzz_onnx -max_total_time=60 -rss_limit_mb=4096 build-fuzz/corpus-onnx fuzz/corpus/onnx
 	./build-fuzz/fuzz/fuzz_tfjs -max_total_time=60 -rss_limit_mb=4096 build-fuzz/corpus-tfjs fuzz/corpus/tfjs
@@ -118,6 +118,7 @@ fuzz:
 	./build-fuzz/fuzz/fuzz_capture -max_total_time=60 build-fuzz/corpus-capture fuzz/corpus/capture
 	./build-fuzz/fuzz/fuzz_prepare -max_total_time=60 -rss_limit_mb=4096 build-fuzz/corpus-prepare fuzz/corpus/prepare
 	./build-fuzz/fuzz/fuzz_coco -max_total_time=60 build-fuzz/corpus-coco fuzz/corpus/coco
+	./build-fuzz/fuzz/fuzz_artifact -max_total_time=60 build-fuzz/corpus-artifact fuzz/corpus/artifact
 	# The campaign behind docs/fuzzing.md (1 M executions per target): scripts/fuzz_campaign.sh
 
 # Reference models (docs/models.md): DEIMv2-S and YOLOv8n architectures, random weights,

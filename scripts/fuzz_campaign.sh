@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 runs="${1:-1000000}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(npy onnx tfjs tflite regcmd plan config capture prepare coco)
+[ ${#targets[@]} -gt 0 ] || targets=(npy onnx tfjs tflite regcmd plan config capture prepare coco artifact)
 out=build-fuzz/campaign.tsv
 [ -f "$out" ] || printf 'target\texecutions\tseconds\texec_per_s\tcov\tft\tcorpus\tresult\n' >"$out"
 status=0

@@ -195,7 +195,7 @@ void add_plan_commands(CLI::App& app) {
   CLI::App* bc = app.add_subcommand("bench",
                                     "Latency on this host: forward-only and end-to-end P50/P95 with the environment recorded: "
                                     "rkdeploy bench MODEL --image PHOTO");
-  bc->add_option("model", b->model, "the model (ONNX, TFLite or TensorFlow.js)")->required();
+  bc->add_option("model", b->model, "the model (ONNX, TFLite, TensorFlow.js, or an artifact of compile: .rkd)")->required();
   bc->add_option("--backend", b->backend, "cpu (float), int8 (integer kernels) or sim (int8, convolutions on the RK3588 NPU simulator)")
       ->check(CLI::IsMember({"cpu", "int8", "sim"}));
   bc->add_option("--strategy", b->strategy, "with --backend sim: " + strategy_help());

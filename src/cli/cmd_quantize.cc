@@ -118,6 +118,7 @@ void run_quantize(const QuantizeArgs& a) {
     j["mixed_range_concats"] = r.mixed_range_concats;
     j["collapse_kept"] = r.collapse_kept;
     j["float_selection"] = r.float_selection;
+    j["float_decoder"] = r.float_decoder;
     if (q.hybrid) {
       nlohmann::json h;
       h["min_ap50"] = a.auto_hybrid;
@@ -174,10 +175,14 @@ void run_quantize(const QuantizeArgs& a) {
     }
   }
   if (r.collapse_kept)
-    std::printf("  %d node(s) kept in float: Concats whose narrowest input one scale would collapse, and their readers\n", r.collapse_kept);
+    std::printf("  %d node(s) kept in float: Concats, Adds and Subs whose narrowest input one scale would collapse, and their readers\n",
+                r.collapse_kept);
   if (r.float_selection)
     std::printf("  %d node(s) kept in float: they compute only sampling coordinates or selection scores (a GridSample's grid, a TopK's input)\n",
                 r.float_selection);
+  if (r.float_decoder)
+    std::printf("  %d node(s) kept in float: they read a TopK's selection (a DETR's decoder: the selected queries refined into the detections)\n",
+                r.float_decoder);
   if (r.mixed_range_concats) {
     std::printf("  %d graph-output Concat(s) of branches of different range kept in float, each branch with its own scale\n", r.mixed_range_concats);
   }

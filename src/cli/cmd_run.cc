@@ -168,7 +168,9 @@ void run_model(const RunArgs& a) {
 void add_run_command(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* c = app.add_subcommand("run", "Run a model on the CPU executor: rkdeploy run MODEL --input NAME=FILE.npy ... --output-dir DIR");
-  c->add_option("model", a->model, "model file: ONNX (.onnx), TFLite (.tflite) or TensorFlow.js (model.json)")->required();
+  c->add_option("model", a->model,
+                "model file: ONNX (.onnx), TFLite (.tflite), TensorFlow.js (model.json), or an artifact of compile (.rkd: --backend sim or device)")
+      ->required();
   add_backend_options(c, a->backend);
   c->add_option("--input", a->inputs, "NAME=FILE.npy, one per graph input");
   c->add_option("--output-dir", a->output_dir, "write DIR/<output name>.npy for every graph output");

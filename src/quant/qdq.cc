@@ -206,23 +206,31 @@ bool split_mixed_concat(const Graph& g, const Node& n, const std::map<std::strin
 // whose narrowest input would keep fewer than 256 / 2^kCollapseBits levels under one scale
 // (DEIMv2's encoder concatenates a map of range 0.004 with one of range 1.8: 1.3 levels) is
 // kept in float, and so are the nodes that read its value (through layout-only ops): a
-// reader's per-tensor int8 input would lose the narrow branch just the same. Each is named
-// in a warning; returns them.
+// reader's per-tensor int8 input would lose the narrow branch just the same. An Add or Sub of
+// two activations alike, its output's range the scale's: a residual stream that adds a branch
+// of a few of the sum's levels (DEIMv2's decoder: 6) loses the branch in the sum's int8 value.
+// Each is named in a warning; returns them.
 constexpr double kCollapseBits = 4.0;
 
 std::set<const Node*> collapsing_concats(const Graph& g, const std::map<std::string, Range>& ranges, const std::set<Value*>& act, QdqReport& rep) {
   std::set<const Node*> kept;
   for (const auto& np : g.nodes()) {
     const Node& n = *np;
-    if (n.op_type != "Concat" || !n.domain.empty() || n.outputs.empty() || !act.count(n.outputs[0])) continue;
+    const bool concat = n.op_type == "Concat", sum = n.op_type == "Add" || n.op_type == "Sub";
+    if (!(concat || sum) || !n.domain.empty() || n.outputs.empty() || !act.count(n.outputs[0])) continue;
     double lo = 0, hi = 0, narrowest = -1;
     std::string narrow_name;
     bool all_act = true;
+    int inputs = 0;
     for (const Value* in : n.inputs) {
-      if (!in || in->constant) continue;
+      if (!in || in->constant) {
+        all_act = all_act && concat;  // a sum with a constant operand is a shift, not two branches
+        continue;
+      }
       if (!act.count(const_cast<Value*>(in))) all_act = false;
       auto it = ranges.find(in->name);
       if (it == ranges.end()) continue;
+      ++inputs;
       const double rlo = std::min(0.0, static_cast<double>(it->second.lo)), rhi = std::max(0.0, static_cast<double>(it->second.hi));
       lo = std::min(lo, rlo);
       hi = std::max(hi, rhi);
@@ -230,6 +238,12 @@ std::set<const Node*> collapsing_concats(const Graph& g, const std::map<std::str
         narrowest = rhi - rlo;
         narrow_name = in->name;
       }
+    }
+    if (sum) {
+      auto it = ranges.find(n.outputs[0]->name);
+      if (it == ranges.end() || inputs != 2) continue;
+      lo = std::min(0.0, static_cast<double>(it->second.lo));
+      hi = std::max(0.0, static_cast<double>(it->second.hi));
     }
     if (!all_act || narrowest <= 0 || hi - lo <= 0) continue;
     const double levels = 256.0 * narrowest / (hi - lo);
@@ -251,8 +265,8 @@ std::set<const Node*> collapsing_concats(const Graph& g, const std::map<std::str
     std::string names;
     for (const Node* r : readers) names += (names.empty() ? "'" : ", '") + r->name + "'";
     char buf[512];
-    std::snprintf(buf, sizeof buf, "Concat '%s': one int8 scale over its inputs (range [%.4g, %.4g]) would leave input '%s' %.1f of 256 levels; ",
-                  n.name.c_str(), lo, hi, narrow_name.c_str(), levels);
+    std::snprintf(buf, sizeof buf, "%s '%s': one int8 scale over its %s (range [%.4g, %.4g]) would leave input '%s' %.1f of 256 levels; ",
+                  n.op_type.c_str(), n.name.c_str(), concat ? "inputs" : "output", lo, hi, narrow_name.c_str(), levels);
     rep.warnings.push_back(std::string(buf) + "kept in float with its readers " + names);
     kept.insert(&n);
     kept.insert(readers.begin(), readers.end());
@@ -355,6 +369,33 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
     }
     rep.float_selection = static_cast<int>(grid.size());
   }
+  // A DETR decoder - every node that reads a TopK's selection, directly or through others: the
+  // queries gathered from the encoder's memory and refined layer by layer into the boxes and
+  // scores - computes in float. Its few hundred rows carry every detection and per-tensor int8
+  // through its layers compounds (docs/quantization.md has the measurement); its share of the
+  // MACs is small.
+  {
+    std::set<const Node*> decoder;
+    std::vector<const Value*> todo;
+    for (const auto& n : g.nodes())
+      if (n->op_type == "TopK" && n->domain.empty())
+        for (const Value* o : n->outputs)
+          if (o) todo.push_back(o);
+    while (!todo.empty()) {
+      const Value* v = todo.back();
+      todo.pop_back();
+      for (const Node* r : v->consumers) {
+        if (!decoder.insert(r).second) continue;
+        for (const Value* o : r->outputs)
+          if (o) todo.push_back(o);
+      }
+    }
+    for (const Node* p : decoder) {
+      if (kept.insert(p).second) ++rep.float_decoder;
+      whole_kept.insert(p);
+      for (Value* o : p->outputs) act.erase(o);
+    }
+  }
   rep.kept_float = 0;
   {
     RKD_TRY(check_keep_float(g, opt.keep_float));
@@ -398,7 +439,7 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
           std::all_of(v->consumers.begin(), v->consumers.end(), [&](const Node* r) { return opt.cpu_nodes.count(r->name) && !whole_kept.count(r); });
       if (!cpu_readers || !from_quantized_node(v)) act.erase(v);
     }
-    rep.kept_float = static_cast<int>(kept.size()) - rep.collapse_kept - rep.float_selection;
+    rep.kept_float = static_cast<int>(kept.size()) - rep.collapse_kept - rep.float_selection - rep.float_decoder;
   }
   // float_outputs: each graph output, back through the layout-only ops that carry it, to the
   // node that computes it, stays float (that node reads int8 inputs and writes float).

@@ -17,7 +17,9 @@
 //    quantized with its own parameters and the Concat (and those ops) run in float. Any such
 //    Concat is named in QdqReport::warnings. Inside the model, a Concat that would leave its
 //    narrowest input fewer than 16 levels stays float with the nodes that read it (through
-//    layout-only ops), each named in a warning (QdqReport::collapse_kept). A Concat with a float input that stays float
+//    layout-only ops), each named in a warning (QdqReport::collapse_kept); so does an Add or Sub
+//    of two activations whose narrower input would keep fewer than 16 of its output's 256 levels
+//    (a residual stream adding a small branch). A Concat with a float input that stays float
 //    (post-processing, keep_float) stays float too, with the layout ops that pass its value on.
 //  - Shared scales (TFLite's same-scale restriction): Concat's inputs and output, and the
 //    input and output of MaxPool, Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Slice,
@@ -89,8 +91,9 @@ struct QdqReport {
   int fused_activations = 0;          // producer outputs left unquantized (Relu / Clip fused)
   int kept_float = 0;                 // nodes kept in float by QdqOptions::keep_float
   int mixed_range_concats = 0;        // graph-output Concats of branches of widely different range, kept in float
-  int collapse_kept = 0;              // internal Concats whose narrowest branch collapses, and their readers, kept in float
+  int collapse_kept = 0;              // internal Concats, Adds and Subs whose narrowest branch collapses, and their readers, kept in float
   int float_selection = 0;            // nodes that compute only a GridSample's grid or a TopK's input (coordinates, selection scores), kept in float
+  int float_decoder = 0;              // nodes that read a TopK's selection, directly or through others (a DETR's decoder), kept in float
   std::vector<std::string> warnings;  // each names the node and what one scale would cost
 };
 

