@@ -34,8 +34,9 @@ assert len(lut) == 56 and all(len(e["table"]) == 256 and len(e["tasks"]) == 1 fo
 muls = [x for x in m["cpu"] if x["op"] == "Mul"]
 # The neck's two Concats whose narrow branch one scale would collapse (random weights: ranges
 # of 1e-5 beside 1e-3) stay float with their readers: the SiLUs feeding them (b0.4, b1.1) and
-# the SiLUs of the convolutions reading them (h1/cv1, h2/cv1) compute in float.
-float_silus = ("/b0/b0.4/cv2/", "/b1/b1.1/cv2/", "/h1/cv1/", "/h2/cv1/")
+# the SiLUs of the convolutions reading them (h1/cv1, h2/cv1) compute in float; so does the
+# SiLU of a bottleneck branch whose residual Add one scale would collapse (b2.1/m.0: 13 levels).
+float_silus = ("/b0/b0.4/cv2/", "/b1/b1.1/cv2/", "/h1/cv1/", "/h2/cv1/", "/b2/b2.1/m.0/cv2/")
 assert not [x for x in muls if "/act/" in x["node"] and not x["node"].startswith(float_silus)], muls
 up = [e for e in m["elementwise"] if e["op"] == "Resize"]
 assert len(up) == 2 and not [x for x in m["cpu"] if x["op"] == "Resize"], (up, m["cpu"])
