@@ -172,7 +172,8 @@ Result<std::unique_ptr<ir::Graph>> graph_from(const fb::Graph* fg, const std::st
       if (fv->has_shape()) {
         ir::Dims dims;
         if (fv->dims())
-          for (const fb::Dim* d : *fv->dims()) dims.push_back(ir::Dim{d->value() >= 0 ? d->value() : -1, d->value() >= 0 ? std::string() : str(d->symbol())});
+          for (const fb::Dim* d : *fv->dims())
+            dims.push_back(ir::Dim{d->value() >= 0 ? d->value() : -1, d->value() >= 0 ? std::string() : str(d->symbol())});
         val->shape = std::move(dims);
       }
       if (fv->constant()) {
@@ -209,7 +210,8 @@ Result<std::unique_ptr<ir::Graph>> graph_from(const fb::Graph* fg, const std::st
         for (flatbuffers::uoffset_t i = 0; i < fn->outputs()->size(); ++i) {
           const int32_t oi = fn->outputs()->Get(i);
           RKD_ASSIGN(ir::Value * v, value_at(oi, at + ": output " + std::to_string(i)));
-          if (v && (produced[static_cast<size_t>(oi)] || v->constant)) return invalid(at + ": output " + std::to_string(i) + " '" + v->name + "' has another producer or is a constant");
+          if (v && (produced[static_cast<size_t>(oi)] || v->constant))
+            return invalid(at + ": output " + std::to_string(i) + " '" + v->name + "' has another producer or is a constant");
           if (v) produced[static_cast<size_t>(oi)] = true;
           outs.push_back(v);
         }
@@ -254,7 +256,8 @@ Result<LoadedArtifact> parse_artifact(std::span<const uint8_t> bytes0, const std
     std::memcpy(aligned.data(), bytes0.data(), bytes0.size());
     bytes = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(aligned.data()), bytes0.size());
   }
-  if (bytes.size() < 8 || !fb::ArtifactBufferHasIdentifier(bytes.data())) return invalid(what + ": not an rkdeploy artifact (no \"RKD1\" identifier)");
+  if (bytes.size() < 8 || !fb::ArtifactBufferHasIdentifier(bytes.data()))
+    return invalid(what + ": not an rkdeploy artifact (no \"RKD1\" identifier)");
   flatbuffers::Verifier v(bytes.data(), bytes.size(), 64, 10000000);
   if (!fb::VerifyArtifactBuffer(v)) return invalid(what + ": damaged artifact (rejected by the schema verifier)");
   const fb::Artifact* fa = fb::GetArtifact(bytes.data());
@@ -282,7 +285,8 @@ Result<LoadedArtifact> parse_artifact(std::span<const uint8_t> bytes0, const std
         return invalid(what + ": device chunk " + std::to_string(i) + " (" + std::to_string(n) + " bytes at offset " + std::to_string(c->offset()) +
                        ") overlaps the one before or ends past device_size " + std::to_string(a.device_size));
       }
-      a.device_chunks.push_back(Artifact::Chunk{c->offset(), c->data() ? std::vector<uint8_t>(c->data()->begin(), c->data()->end()) : std::vector<uint8_t>{}});
+      a.device_chunks.push_back(
+          Artifact::Chunk{c->offset(), c->data() ? std::vector<uint8_t>(c->data()->begin(), c->data()->end()) : std::vector<uint8_t>{}});
       next = c->offset() + n;
     }
   }
@@ -310,7 +314,8 @@ std::vector<Artifact::Chunk> device_chunks_of(std::span<const uint8_t> img) {
       ++end;
     }
     end -= zeros;
-    chunks.push_back(Artifact::Chunk{i, std::vector<uint8_t>(img.begin() + static_cast<std::ptrdiff_t>(i), img.begin() + static_cast<std::ptrdiff_t>(end))});
+    chunks.push_back(
+        Artifact::Chunk{i, std::vector<uint8_t>(img.begin() + static_cast<std::ptrdiff_t>(i), img.begin() + static_cast<std::ptrdiff_t>(end))});
     i = end;
   }
   return chunks;
