@@ -6,10 +6,9 @@
 
 #include "core/npy.h"
 #include "runtime/artifact.h"
+#include "runtime/detect.h"
 #include "runtime/npu_conv.h"
 #include "runtime/npu_ops.h"
-#include "runtime/detect.h"
-
 #include "runtime/op_registry.h"
 
 namespace rkd::runtime {
