@@ -45,8 +45,9 @@ void add_compile_command(CLI::App& app) {
       const std::string tmp = take(out_tx.file(a->out));
       const auto s = take(workflows::compile_artifact(a->model, st, tmp, a->mainline, a->config));
       check(out_tx.publish());
-      std::printf("%s: %d NPU node(s) and %d CPU node(s) for %s (%s%s), %zu bytes of device memory; %zu bytes\n", a->out.c_str(), s.npu_nodes,
-                  s.cpu_nodes, a->target.c_str(), npu::lower::strategy_name(st), a->mainline ? ", mainline" : "", s.device_bytes, s.file_bytes);
+      std::printf("%s: %d NPU node(s), %d CPU node(s) and %d view(s) for %s (%s%s), %zu bytes of device memory; %zu bytes\n", a->out.c_str(),
+                  s.npu_nodes, s.cpu_nodes, s.views, a->target.c_str(), npu::lower::strategy_name(st), a->mainline ? ", mainline" : "",
+                  s.device_bytes, s.file_bytes);
       return;
     }
     if (!a->config.empty()) fail(invalid("--config goes into an artifact: with -o MODEL.rkd"));

@@ -212,7 +212,7 @@ bool split_mixed_concat(const Graph& g, const Node& n, const std::map<std::strin
 // Each is named in a warning; returns them.
 constexpr double kCollapseBits = 4.0;
 
-std::set<const Node*> collapsing_concats(const Graph& g, const std::map<std::string, Range>& ranges, const std::set<Value*>& act, QdqReport& rep) {
+std::set<const Node*> collapsing_joins(const Graph& g, const std::map<std::string, Range>& ranges, const std::set<Value*>& act, QdqReport& rep) {
   std::set<const Node*> kept;
   for (const auto& np : g.nodes()) {
     const Node& n = *np;
@@ -334,7 +334,7 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
   // --keep-float: the named nodes (by name or op type) compute in float. Their outputs are
   // not quantized, they read their inputs unquantized, and an input that only they read is
   // not quantized at all. Collapsing Concats and their readers join them.
-  std::set<const Node*> kept = collapsing_concats(g, ranges, act, rep);
+  std::set<const Node*> kept = collapsing_joins(g, ranges, act, rep);
   std::set<const Node*> whole_kept;  // kept by keep_float or a collapsing Concat, not only as a target's CPU node
   // Sampling coordinates and selection scores stay float: the nodes that exist only to compute
   // a GridSample's grid (a deformable attention's offsets, scaled and added to its reference

@@ -49,6 +49,10 @@ Result<ir::Graph> placed_graph(const std::string& model, npu::lower::Strategy st
   return g;
 }
 
+// An Identity: the value under another name, no computation (a dropped DequantizeLinear ->
+// QuantizeLinear pair leaves one between two NPU nodes as readily as between CPU ones).
+bool is_view(const ir::Node& n) { return ir::op_has(n, ir::kView) && n.op_type == "Identity"; }
+
 // The manifest's fields before the nodes.
 Manifest manifest_header(const std::string& model, npu::lower::Strategy strategy, uint64_t device_base, int cores, bool mainline) {
   Manifest man;
@@ -140,9 +144,7 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
     const ir::Node& n = *np;
     if (const NpuOpFamily* f = npu_family_of(n)) {
       RKD_TRY(add_npu_node(n, *f, session, dir, cores, man, host_reads, sum));
-    } else if (ir::op_has(n, ir::kView) && n.op_type == "Identity") {
-      // No computation: the value under another name (a dropped DequantizeLinear ->
-      // QuantizeLinear pair leaves one between two NPU nodes as readily as between CPU ones).
+    } else if (is_view(n)) {
       man["views"].push_back({{"node", n.name}, {"op", n.op_type}, {"of", n.inputs.empty() || !n.inputs[0] ? "" : n.inputs[0]->name}});
       ++sum.views;
     } else {
@@ -162,7 +164,12 @@ Result<ArtifactSummary> compile_artifact(const std::string& model, npu::lower::S
   RKD_ASSIGN(LoadedModel m, load_model(model, lo));
   const ir::Graph& g = *m.graph;
   ArtifactSummary sum;
-  for (const auto& n : g.nodes()) (npu_family_of(*n) ? sum.npu_nodes : sum.cpu_nodes) += 1;
+  // Counted as the folder form counts them.
+  for (const auto& n : g.nodes()) {
+    if (npu_family_of(*n)) ++sum.npu_nodes;
+    else if (is_view(*n)) ++sum.views;
+    else ++sum.cpu_nodes;
+  }
   if (sum.npu_nodes == 0) {
     return unsupported(model + ": no int8 operation to lower (a float model? rkdeploy quantize writes a QDQ model; docs/quantization.md)");
   }

@@ -54,7 +54,7 @@ Result<NpuCompileSummary> compile_for_npu(const std::string& model, npu::lower::
 // are lowered into, written to `path` (the caller's temporary: core/output.h). `config`: a
 // detector config file whose JSON the artifact carries ("" none).
 struct ArtifactSummary {
-  int npu_nodes = 0, cpu_nodes = 0;
+  int npu_nodes = 0, cpu_nodes = 0, views = 0;
   size_t device_bytes = 0, file_bytes = 0;
 };
 Result<ArtifactSummary> compile_artifact(const std::string& model, npu::lower::Strategy strategy, const std::string& path, bool mainline = false,
