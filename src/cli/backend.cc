@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
-#include "npu/device/rocket.h"
+#include "npu/device/driver.h"
 #include "npu/lower/lower.h"
 #include "npu/sim/sim.h"
 #include "quant/requant.h"
@@ -17,16 +17,18 @@ namespace rkd::cli {
 namespace {
 bool on_npu(const BackendArgs& a) { return a.backend == "sim" || a.backend == "device"; }
 std::string strategy_of(const BackendArgs& a) { return a.strategy.empty() ? npu::lower::strategy_name(npu::lower::kDefaultStrategy) : a.strategy; }
-std::string device_of(const BackendArgs& a) { return a.device.empty() ? std::string(npu::device::kDefaultDevice) : a.device; }
+std::string device_of(const BackendArgs& a) { return a.device.empty() ? npu::device::find_default_device() : a.device; }
 }  // namespace
 
 void add_backend_options(CLI::App* c, BackendArgs& a) {
   c->add_option("--backend", a.backend,
                 "cpu (float; QDQ as written), int8 (QDQ patterns on the integer kernels) or sim (int8, convolutions on the RK3588 NPU "
-                "simulator, docs/npu.md) or device (the sim back end's NPU nodes on a board's NPU through the mainline rocket driver, "
-                "docs/device.md)")
+                "simulator, docs/npu.md) or device (the sim back end's NPU nodes on a board's NPU through its kernel driver: mainline "
+                "rocket or the vendor kernels' rknpu, docs/device.md)")
       ->check(CLI::IsMember({"cpu", "int8", "sim", "device"}));
-  c->add_option("--device", a.device, std::string("with --backend device: the rocket device node (default ") + npu::device::kDefaultDevice + ")");
+  c->add_option("--device", a.device,
+                std::string("with --backend device: the NPU's device node (default ") + npu::device::kDefaultDevice +
+                    ", else the first /dev/dri/card* of the rknpu driver)");
   const int cores = static_cast<int>(npu::arch::kRk3588.cores);
   c->add_option("--cores", a.cores,
                 "with --backend device: NPU cores a convolution's tasks are split over, as separate jobs (1-" + std::to_string(cores) + ", default " +
@@ -47,7 +49,8 @@ void add_backend_options(CLI::App* c, BackendArgs& a) {
 }
 
 // --backend: cpu (float), int8 (integer kernels), sim (int8, NPU nodes on the RK3588 NPU
-// simulator with --strategy), device (the same NPU nodes on a rocket device: docs/device.md).
+// simulator with --strategy), device (the same NPU nodes on a rocket or rknpu device:
+// docs/device.md; on rocket without PPU-only tasks).
 void apply_backend(const BackendArgs& a, runtime::CompileOptions& c, runtime::ExecutorOptions& e) {
   const bool npu = on_npu(a);
   c.int8 = a.backend == "int8" || npu;
@@ -62,11 +65,11 @@ void apply_backend(const BackendArgs& a, runtime::CompileOptions& c, runtime::Ex
   }
   if (a.backend == "device") {
     if (a.npu_round_trips) fail(invalid("--npu-round-trips is a simulator check: not with --backend device"));
-    c.npu_mainline = true;
     runtime::NpuDeviceOptions o;
     o.path = device_of(a);
     o.cores = a.cores;
     e.npu_device = take(runtime::NpuDevice::open(o));
+    c.npu_mainline = e.npu_device->mainline();
   } else if (!a.device.empty() || a.cores != npu::arch::kRk3588.cores) {
     fail(invalid("--device and --cores need --backend device"));
   }

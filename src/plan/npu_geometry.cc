@@ -1,10 +1,8 @@
-// A node as npu/lower/constraints.h reads it (plan.h, "NPU geometry"): the one translation from
-// a graph node to the NPU's geometry, read by the runtime's NPU operation table
-// (runtime/npu_ops.h, through its *_spec functions) and by the planner's profile checks.
+// npu_geometry.h: a node as npu/lower/constraints.h reads it.
 #include <algorithm>
 
 #include "ir/passes/shape_inference.h"
-#include "plan/plan.h"
+#include "plan/npu_geometry.h"
 
 namespace rkd::plan {
 

@@ -34,6 +34,9 @@
 
 namespace rkd::runtime {
 
+// The largest photo side (and orig_target_sizes value) accepted, in pixels.
+inline constexpr int64_t kMaxImageSide = 1 << 16;
+
 struct Image {
   int64_t width = 0, height = 0;
   std::vector<uint8_t> rgb;  // row-major, 3 bytes per pixel

@@ -2,9 +2,10 @@
 // detector families rkdeploy knows.
 //
 // Contract:
-//  - load_model() imports the file (ONNX), binds a symbolic batch dimension to
+//  - load_model() imports the file (ONNX, TFLite, TF.js), binds a symbolic batch dimension to
 //    LoadOptions::batch (1 when 0), runs optimize() (executor.h) and creates the
-//    Executor. Errors name the file.
+//    Executor; an artifact (.rkd) goes to load_artifact() (load_artifact.h). Errors name the
+//    file.
 //  - check_detector_inputs(): for a DEIM/D-FINE/RT-DETR-style model (an input named
 //    `orig_target_sizes`), that input must be integer [N, 2] holding [width, height] of
 //    the original image, both in [1, kMaxImageSide]; [0, 0] or negatives are refused with
@@ -19,27 +20,11 @@
 #include "core/result.h"
 #include "frontends/import.h"
 #include "ir/ir.h"
+#include "runtime/detect.h"
 #include "runtime/executor.h"
+#include "runtime/load_artifact.h"
 
 namespace rkd::runtime {
-
-inline constexpr int64_t kMaxImageSide = 1 << 16;
-
-struct LoadOptions {
-  int64_t batch = 0;  // 0: 1
-  CompileOptions compile;
-  ExecutorOptions exec;
-  // When set: the inputs the model will be run with, checked against the imported graph's
-  // inputs (check_graph_inputs) before any pass runs or kernel is prepared.
-  const std::map<std::string, Tensor>* inputs = nullptr;
-};
-
-struct LoadedModel {
-  std::unique_ptr<ir::Graph> graph;  // stable address: the executor reads it
-  FusionReport fusion;
-  std::vector<std::string> notes;
-  std::unique_ptr<Executor> executor;
-};
 
 Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt);
 

@@ -9,7 +9,7 @@
 #include "kernels/tensor_ops.h"
 #include "ir/passes/shape_inference.h"
 #include "npu/regcmd/regcmd.h"
-#include "plan/plan.h"
+#include "plan/npu_geometry.h"
 #include "runtime/op_registry_detail.h"
 
 namespace rkd::runtime {

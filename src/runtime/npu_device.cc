@@ -10,7 +10,8 @@ Result<std::shared_ptr<NpuDevice>> NpuDevice::open(const NpuDeviceOptions& o) {
     return invalid("--cores " + std::to_string(o.cores) + ": the " + arch.name + " has 1 to " + std::to_string(arch.cores) + " NPU cores");
   auto d = std::shared_ptr<NpuDevice>(new NpuDevice());
   d->opt_ = o;
-  RKD_ASSIGN(d->rocket_, npu::device::Rocket::open(o.path));
+  if (d->opt_.path.empty()) d->opt_.path = npu::device::find_default_device();
+  RKD_ASSIGN(d->driver_, npu::device::open_driver(d->opt_.path));
   return d;
 }
 
@@ -20,14 +21,14 @@ Status NpuDevice::make_arena(size_t bytes) {
   if (arena_ && arena_->size >= bytes) return {};
   if (bytes > 0xffff0000u)
     return invalid("the NPU nodes need " + std::to_string(bytes) + " bytes of device memory: more than one buffer object holds");
-  if (arena_) RKD_TRY(rocket_->destroy_bo(*arena_));
+  if (arena_) RKD_TRY(driver_->destroy_bo(*arena_));
   arena_.reset();
   const uint32_t size = static_cast<uint32_t>((bytes + 65535) / 65536 * 65536);
-  RKD_ASSIGN(npu::device::Bo b, rocket_->create_bo(size));
+  RKD_ASSIGN(npu::device::Bo b, driver_->create_bo(size));
   arena_ = b;
   return {};
 }
 
-Result<npu::device::Bo> NpuDevice::token() { return rocket_->create_bo(4096); }
+Result<npu::device::Bo> NpuDevice::token() { return driver_->create_bo(4096); }
 
 }  // namespace rkd::runtime

@@ -13,7 +13,7 @@
 #include "npu/lower/eltwise.h"
 #include "npu/lower/lower.h"
 #include "kernels/tensor_ops.h"
-#include "plan/plan.h"
+#include "plan/npu_geometry.h"
 #include "runtime/npu_conv.h"
 #include "runtime/npu_device.h"
 #include "runtime/npu_ops.h"
@@ -98,6 +98,11 @@ std::vector<NpuJobPlan> npu_node_jobs(const NpuLoweredNode& ln, int cores) {
   return jobs;
 }
 
+namespace {
+// A lowered node's tasks (their enable masks): the convolution's or the element-wise node's.
+const std::vector<npu::regcmd::Task>& tasks_of(const NpuLoweredNode& ln) { return ln.conv ? ln.conv_lowered.tasks : ln.eltwise.tasks; }
+}  // namespace
+
 bool npu_session_needs_arena(const NpuSession& s, const NpuDevice& d) {
   const auto& a = d.arena();
   return !a || a->dma_address != s.mem.base() || a->size < s.mem.size();
@@ -108,16 +113,16 @@ Status npu_session_attach(NpuSession& s, std::shared_ptr<NpuDevice> d) {
   const npu::device::Bo& arena = *d->arena();
   if (arena.dma_address != s.mem.base()) return invalid("NPU session lowered at another address than the device's buffer object");
   s.mem.adopt(arena.bytes());
-  RKD_TRY(d->rocket().fini_bo(arena));
+  RKD_TRY(d->driver().fini_bo(arena));
   // Jobs and tokens; who waits for whom.
   std::map<const Value*, std::vector<uint32_t>> final_tokens, reader_tokens;
   std::map<const NpuLoweredNode*, std::vector<NpuJobPlan>> plans;
   for (const auto& ln : s.nodes) {
     // Mainline learns of a task's end only through the DPU's interrupt (the placement keeps
-    // PPU-only tasks off a device: CompileOptions::npu_mainline).
+    // PPU-only tasks off a mainline device: CompileOptions::npu_mainline).
     const auto& tasks = ln->conv ? ln->conv_lowered.tasks : ln->eltwise.tasks;
     for (const auto& t : tasks)
-      if (!(t.enable_mask & npu::arch::kDpuEnableBit))
+      if (d->mainline() && !(t.enable_mask & npu::arch::kDpuEnableBit))
         return unsupported(ln->node->describe() + ": a task without the DPU (enable mask " + std::to_string(t.enable_mask) +
                            ") never completes on a mainline rocket device");
     auto& dn = s.device_nodes[ln.get()];
@@ -141,7 +146,10 @@ Status npu_session_attach(NpuSession& s, std::shared_ptr<NpuDevice> d) {
     const auto& p = plans[ln.get()];
     for (size_t i = 0; i < p.size(); ++i) {
       npu::device::Job job;
-      for (size_t t : p[i].tasks) job.tasks.push_back({ln->regcmd.spans[t].address, static_cast<uint32_t>(ln->regcmd.spans[t].word_count)});
+      for (size_t t : p[i].tasks)
+        job.tasks.push_back({ln->regcmd.spans[t].address, static_cast<uint32_t>(ln->regcmd.spans[t].word_count),
+                             t < tasks_of(*ln).size() ? tasks_of(*ln)[t].enable_mask : 0});
+      job.core = static_cast<int>(i);
       // After its producers (this run), and after this node's later stages and the readers of its
       // outputs of the run before (they read what it is about to overwrite); stage 1 after stage 0.
       if (p[i].stage == 0) {
@@ -406,7 +414,7 @@ Kernel kernel_of(std::shared_ptr<const NpuLoweredNode> ln, std::shared_ptr<NpuSe
     auto go = [&]() -> Status {
       // The host is about to overwrite this node's inputs: its jobs of the run before are done.
       if (dn && host_writes)
-        for (const auto& t : dn->tokens) RKD_TRY(s->device->rocket().prep_bo(t, s->device->options().wait_ms));
+        for (const auto& t : dn->tokens) RKD_TRY(s->device->driver().prep_bo(t, s->device->options().wait_ms));
       for (size_t i = 0; i < ln->data_inputs.size(); ++i) {
         if (ln->read_from[i]) continue;
         RKD_ASSIGN(const Tensor* x, input(ln->data_inputs[i]));
@@ -438,9 +446,9 @@ Kernel kernel_of(std::shared_ptr<const NpuLoweredNode> ln, std::shared_ptr<NpuSe
         RKD_TRY(npu::lower::write_residual(s->mem, *ln->conv, ln->conv_lowered, *r));
       }
       if (dn) {
-        npu::device::Rocket& r = s->device->rocket();
+        npu::device::Driver& r = s->device->driver();
         if (host_writes) RKD_TRY(r.fini_bo(*s->device->arena()));
-        RKD_TRY(r.submit(dn->jobs));
+        RKD_TRY(r.submit(dn->jobs, s->device->options().wait_ms));
         bool reads = false;
         for (size_t j = 0; j < ln->host_reads.size() && j < out.size(); ++j) reads = reads || ln->host_reads[j]();
         if (reads) {
@@ -474,7 +482,7 @@ Kernel kernel_of(std::shared_ptr<const NpuLoweredNode> ln, std::shared_ptr<NpuSe
       return {};
     };
     Status st = go();
-    return st.ok() ? st : st.error().with_context(what + (dn ? " (NPU device " + s->device->rocket().path() + ")" : " (NPU simulator)"));
+    return st.ok() ? st : st.error().with_context(what + (dn ? " (NPU device " + s->device->driver().path() + ", " + s->device->driver().name() + ")" : " (NPU simulator)"));
   });
 }
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "npu/lower/eltwise.h"
-#include "plan/plan.h"
+#include "plan/npu_geometry.h"
 #include "runtime/npu_conv.h"
 
 namespace rkd::runtime {

@@ -72,7 +72,7 @@ expect_fail() {  # PATTERN COMMAND...
   if "$@" > "$work/out" 2>&1; then echo "expected a failure: $*"; exit 1; fi
   grep -q "$pat" "$work/out" || { echo "expected '$pat' from: $*"; cat "$work/out"; exit 1; }
 }
-expect_fail "rocket device /nonexistent/accel7: open: ENOENT" "$rk" run "$q" --backend device --device /nonexistent/accel7 \
+expect_fail "NPU device /nonexistent/accel7: open: ENOENT" "$rk" run "$q" --backend device --device /nonexistent/accel7 \
   --input "input_1=$dir/inputs/nanodet.input.npy"
 expect_fail "no NPU device node" "$rk" run "$q" --backend device --device /nonexistent/accel7 --input "input_1=$dir/inputs/nanodet.input.npy"
 expect_fail "need --backend device" "$rk" run "$q" --backend sim --cores 2 --input "input_1=$dir/inputs/nanodet.input.npy"

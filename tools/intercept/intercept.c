@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "npu/device/rocket_uapi.h"
-#include "rknpu_uapi.h"
+#include "npu/device/rknpu_uapi.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 
@@ -14,50 +15,6 @@ namespace rkd::npu::device {
 
 static_assert(sizeof(rkd_rocket_create_bo) == 24 && sizeof(rkd_rocket_task) == 8 && sizeof(rkd_rocket_job) == 40 && sizeof(rkd_rocket_submit) == 24 &&
               sizeof(rkd_rocket_prep_bo) == 16 && sizeof(rkd_rocket_fini_bo) == 8);
-
-namespace {
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
-// "ENOENT" (glibc's name), or the number where it has none.
-std::string errno_name(int e) {
-  const char* n = strerrorname_np(e);
-  return n ? n : "errno " + std::to_string(e);
-}
-}  // namespace
-
-std::string errno_meaning(const std::string& call, int err) {
-  std::string what = errno_name(err) + " (" + std::strerror(err) + ")";
-  std::string means;
-  if (call == "open") {
-    if (err == ENOENT || err == ENXIO || err == ENODEV)
-      means =
-          "no NPU device node: a mainline kernel >= 6.18 with the rocket driver (CONFIG_DRM_ACCEL_ROCKET) and the NPU's device-tree nodes "
-          "enabled is needed (docs/device.md), or give --device PATH";
-    else if (err == EACCES || err == EPERM)
-      means = "permission denied: add the user to the node's group (ls -l the node; usually 'render') or adjust the udev rule (docs/device.md)";
-  } else if (call == "DRM_IOCTL_ROCKET_PREP_BO") {
-    if (err == ETIMEDOUT || err == EBUSY)
-      means =
-          "the NPU did not finish the job that writes this buffer in time (a job that never reached a core: see dmesg for 'NPU job "
-          "timed out' and resets)";
-    else if (err == ENOENT) means = "no buffer object with this handle in this file";
-    else if (err == EINVAL) means = "the kernel rejected the request (its reserved field must be zero)";
-  } else if (call == "DRM_IOCTL_ROCKET_FINI_BO") {
-    if (err == ENOENT) means = "no buffer object with this handle in this file";
-    else if (err == EINVAL) means = "the kernel rejected the request (its reserved field must be zero)";
-  } else if (call == "DRM_IOCTL_ROCKET_SUBMIT") {
-    if (err == EINVAL) means = "the kernel rejected the submission (a job struct size below 40 bytes or a non-zero reserved field)";
-    else if (err == EFAULT) means = "the kernel could not read the job array";
-  } else if (call == "DRM_IOCTL_ROCKET_CREATE_BO") {
-    if (err == ENOMEM) means = "the kernel could not allocate or map the buffer (out of memory or NPU address space)";
-    else if (err == EINVAL) means = "the kernel rejected the buffer size";
-  }
-  if (err == ENOTTY) means = "the file is not a rocket device (another accel driver, or not a device node)";
-  return what + (means.empty() ? "" : ": " + means);
-}
 
 Result<std::unique_ptr<Rocket>> Rocket::open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
@@ -144,7 +101,7 @@ Status Rocket::prep_bo(const Bo& bo, int64_t timeout_ms) {
   return st;
 }
 
-Status Rocket::submit(const std::vector<Job>& jobs) {
+Status Rocket::submit(const std::vector<Job>& jobs, int64_t /*timeout_ms: PREP_BO waits*/) {
   auto known = [&](uint32_t h) {
     for (const Bo& b : bos_)
       if (b.handle == h) return true;

@@ -5,6 +5,7 @@
 #ifndef RKD_NPU_DEVICE_ROCKET_UAPI_H
 #define RKD_NPU_DEVICE_ROCKET_UAPI_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
 
@@ -73,6 +74,19 @@ struct rkd_drm_gem_close {
   uint32_t pad;
 };
 #define RKD_DRM_IOCTL_GEM_CLOSE _IOW('d', 0x09, struct rkd_drm_gem_close)
+/* DRM_IOCTL_VERSION (drm.h): the driver's name tells rocket from rknpu (driver.h). 64 bytes on LP64. */
+struct rkd_drm_version {
+  int version_major;
+  int version_minor;
+  int version_patchlevel;
+  size_t name_len;
+  char* name;
+  size_t date_len;
+  char* date;
+  size_t desc_len;
+  char* desc;
+};
+#define RKD_DRM_IOCTL_VERSION _IOWR('d', 0x00, struct rkd_drm_version)
 
 #ifdef __cplusplus
 }

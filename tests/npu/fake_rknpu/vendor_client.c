@@ -16,7 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "rknpu_uapi.h"
+#include "npu/device/rknpu_uapi.h"
 
 static void die(const char* what) {
   perror(what);

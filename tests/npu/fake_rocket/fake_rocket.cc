@@ -4,6 +4,7 @@
 // task on rkdeploy's NPU simulator against the buffer objects' bytes.
 //
 // What it reproduces of the kernel (each a check the production code must pass):
+//  - DRM_IOCTL_VERSION names the driver "rocket" (how the runtime tells it from rknpu);
 //  - the UAPI structs and their sizes; SUBMIT: job_struct_size >= 40 and reserved == 0 or
 //    EINVAL; an empty job array is a no-op; a job with no tasks, a task_struct_size below 8,
 //    a task of no words or an unknown buffer handle is dropped silently (mainline ignores
@@ -446,8 +447,22 @@ int do_gem_close(File& f, const rkd_drm_gem_close* c) {
   return 0;
 }
 
+// DRM_IOCTL_VERSION: the driver name "rocket" (copied up to name_len, which is set to the
+// name's length, as drm_copy_field does).
+int do_version(rkd_drm_version* v) {
+  static const char kName[] = "rocket";
+  const size_t n = sizeof kName - 1;
+  if (v->name && v->name_len) std::memcpy(v->name, kName, std::min(v->name_len, n));
+  v->name_len = n;
+  v->date_len = 0;
+  v->desc_len = 0;
+  v->version_major = 1;
+  return 0;
+}
+
 int dispatch(File& f, unsigned long req, void* arg) {
   switch (req) {
+    case RKD_DRM_IOCTL_VERSION: return do_version(static_cast<rkd_drm_version*>(arg));
     case RKD_ROCKET_IOCTL_CREATE_BO: return do_create_bo(f, static_cast<rkd_rocket_create_bo*>(arg));
     case RKD_ROCKET_IOCTL_SUBMIT: return do_submit(f, static_cast<const rkd_rocket_submit*>(arg));
     case RKD_ROCKET_IOCTL_PREP_BO: return do_prep_bo(f, static_cast<const rkd_rocket_prep_bo*>(arg));

@@ -1,8 +1,9 @@
 /* The vendor rknpu driver's user interface (Rockchip's kernel, drivers/rknpu/include/
-   rknpu_ioctl.h; facts: rk3588-npu.md section 6), the parts the capture reads, written from
-   the facts sheet's and the header's field orders. */
-#ifndef RKD_INTERCEPT_RKNPU_UAPI_H
-#define RKD_INTERCEPT_RKNPU_UAPI_H
+   rknpu_ioctl.h; facts: rk3588-npu.md section 6), written from the facts sheet's and the
+   header's field orders. C: the device back end (rknpu.cc), its test double
+   (tests/npu/fake_rknpu) and the capture tool (tools/intercept) share it. */
+#ifndef RKD_NPU_DEVICE_RKNPU_UAPI_H
+#define RKD_NPU_DEVICE_RKNPU_UAPI_H
 
 #include <stdint.h>
 #include <sys/ioctl.h>
@@ -58,6 +59,42 @@ struct rkd_rknpu_submit { /* 104 bytes */
   int32_t fence_fd;
   struct rkd_rknpu_subcore_task subcore_task[5];
 };
+struct rkd_rknpu_mem_sync { /* 32 bytes */
+  uint32_t flags; /* RKD_RKNPU_MEM_SYNC_* */
+  uint32_t reserved;
+  uint64_t obj_addr;
+  uint64_t offset;
+  uint64_t size;
+};
+struct rkd_rknpu_action { /* 8 bytes */
+  uint32_t flags; /* RKD_RKNPU_GET_* / RKD_RKNPU_ACT_* */
+  uint32_t value;
+};
+
+/* MEM_CREATE flags (e_rknpu_mem_type). */
+#define RKD_RKNPU_MEM_CACHEABLE (1u << 1)
+#define RKD_RKNPU_MEM_KERNEL_MAPPING (1u << 3)
+#define RKD_RKNPU_MEM_IOMMU (1u << 4)
+#define RKD_RKNPU_MEM_ZEROING (1u << 5)
+/* MEM_SYNC flags (e_rknpu_mem_sync_mode). */
+#define RKD_RKNPU_MEM_SYNC_TO_DEVICE (1u << 0)
+#define RKD_RKNPU_MEM_SYNC_FROM_DEVICE (1u << 1)
+/* SUBMIT flags (e_rknpu_job_mode): PC mode, blocking unless NONBLOCK. */
+#define RKD_RKNPU_JOB_PC (1u << 0)
+#define RKD_RKNPU_JOB_NONBLOCK (1u << 1)
+#define RKD_RKNPU_JOB_PINGPONG (1u << 2)
+/* SUBMIT core_mask: one bit per core (0: the driver picks). */
+#define RKD_RKNPU_CORE0_MASK 1u
+/* ACTION codes (e_rknpu_action). */
+#define RKD_RKNPU_GET_HW_VERSION 0u
+#define RKD_RKNPU_GET_DRV_VERSION 1u
+/* A task's interrupt mask: the interrupt of the last block it runs (its PC completion). The
+   values the vendor runtime writes [HW: third-party captures]: a task with the DPU 0x300 (both
+   DPU groups), a PPU-only (pooling) task 0xc00; int_clear 0x1ffff. */
+#define RKD_RKNPU_INT_DPU 0x300u
+#define RKD_RKNPU_INT_PPU 0xc00u
+#define RKD_RKNPU_INT_CLEAR_ALL 0x1ffffu
+
 /* The trailer words the vendor driver adds to regcfg_amount (RKNPU_PC_DATA_EXTRA_AMOUNT). */
 #define RKD_RKNPU_PC_EXTRA_WORDS 4
 
@@ -71,5 +108,8 @@ struct rkd_rknpu_submit { /* 104 bytes */
 #define RKD_RKNPU_MEM_CREATE_R RKD_RKNPU_IOCTL('r', 0x02, struct rkd_rknpu_mem_create)
 #define RKD_RKNPU_MEM_MAP_R RKD_RKNPU_IOCTL('r', 0x03, struct rkd_rknpu_mem_map)
 #define RKD_RKNPU_MEM_DESTROY_R RKD_RKNPU_IOCTL('r', 0x04, struct rkd_rknpu_mem_destroy)
+#define RKD_RKNPU_ACTION_D RKD_RKNPU_IOCTL('d', 0x40, struct rkd_rknpu_action)
+#define RKD_RKNPU_MEM_SYNC_D RKD_RKNPU_IOCTL('d', 0x45, struct rkd_rknpu_mem_sync)
+
 
 #endif
