@@ -99,8 +99,12 @@ std::vector<NpuJobPlan> npu_node_jobs(const NpuLoweredNode& ln, int cores) {
 }
 
 namespace {
-// A lowered node's tasks (their enable masks): the convolution's or the element-wise node's.
-const std::vector<npu::regcmd::Task>& tasks_of(const NpuLoweredNode& ln) { return ln.conv ? ln.conv_lowered.tasks : ln.eltwise.tasks; }
+// Task t's enable mask: the value of its trailer's last word (PC_OPERATION_ENABLE).
+uint32_t enable_mask_of(const npu::lower::PlacedRegcmd& r, size_t t) {
+  const npu::regcmd::TaskSpan& s = r.spans[t];
+  const size_t last = s.first_word + s.word_count - 1;
+  return last < r.words.size() ? npu::regcmd::unpack(r.words[last]).value : 0;
+}
 }  // namespace
 
 bool npu_session_needs_arena(const NpuSession& s, const NpuDevice& d) {
@@ -147,9 +151,8 @@ Status npu_session_attach(NpuSession& s, std::shared_ptr<NpuDevice> d) {
     for (size_t i = 0; i < p.size(); ++i) {
       npu::device::Job job;
       for (size_t t : p[i].tasks)
-        job.tasks.push_back({ln->regcmd.spans[t].address, static_cast<uint32_t>(ln->regcmd.spans[t].word_count),
-                             t < tasks_of(*ln).size() ? tasks_of(*ln)[t].enable_mask : 0});
-      job.core = static_cast<int>(i);
+        job.tasks.push_back({ln->regcmd.spans[t].address, static_cast<uint32_t>(ln->regcmd.spans[t].word_count), enable_mask_of(ln->regcmd, t)});
+      job.core = static_cast<int>(i % static_cast<size_t>(std::max(1, d->options().cores)));
       // After its producers (this run), and after this node's later stages and the readers of its
       // outputs of the run before (they read what it is about to overwrite); stage 1 after stage 0.
       if (p[i].stage == 0) {
