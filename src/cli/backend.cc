@@ -65,15 +65,19 @@ void apply_backend(const BackendArgs& a, runtime::CompileOptions& c, runtime::Ex
   }
   if (a.backend == "device") {
     if (a.npu_round_trips) fail(invalid("--npu-round-trips is a simulator check: not with --backend device"));
-    runtime::NpuDeviceOptions o;
-    o.path = device_of(a);
-    o.cores = a.cores;
-    e.npu_device = take(runtime::NpuDevice::open(o));
+    e.npu_device = open_npu_device(a.device, a.cores);
     c.npu_mainline = e.npu_device->mainline();
   } else if (!a.device.empty() || a.cores != npu::arch::kRk3588.cores) {
     fail(invalid("--device and --cores need --backend device"));
   }
   e.npu_chaining = !a.npu_round_trips;
+}
+
+std::shared_ptr<runtime::NpuDevice> open_npu_device(const std::string& device, int cores) {
+  runtime::NpuDeviceOptions o;
+  o.path = device.empty() ? npu::device::find_default_device() : device;
+  o.cores = cores;
+  return take(runtime::NpuDevice::open(o));
 }
 
 std::string backend_description(const BackendArgs& a) {

@@ -5,12 +5,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "npu/arch/arch.h"
 #include "runtime/executor.h"
 #include "runtime/model.h"
+#include "runtime/npu_device.h"
 
 namespace rkd::cli {
 
@@ -31,6 +33,9 @@ void add_backend_options(CLI::App* c, BackendArgs& a);
 // The options' meaning as compile and executor options (opens the device for --backend
 // device); a usage error when an NPU option is given without its back end.
 void apply_backend(const BackendArgs& a, runtime::CompileOptions& c, runtime::ExecutorOptions& e);
+// The NPU device of --device (empty: the default node) split over --cores jobs; exits with the
+// named error when it cannot be opened.
+std::shared_ptr<runtime::NpuDevice> open_npu_device(const std::string& device, int cores);
 // With sim or device: what the NPU took and what stayed on the CPU, the switches between them
 // in execution order, the device memory's traffic; to stderr.
 void report_npu(const BackendArgs& a, const runtime::LoadedModel& m);

@@ -9,9 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/progress.h"
+#include "cli/backend.h"
 #include "cli/commands.h"
 #include "core/json_style.h"
 #include "core/output.h"
+#include "npu/arch/arch.h"
 #include "npu/lower/lower.h"
 #include "plan/plan.h"
 #include "runtime/detect.h"
@@ -110,7 +112,8 @@ void run_plan(const PlanArgs& a) {
 }
 
 struct BenchArgs {
-  std::string model, backend = "cpu", image, config, strategy;
+  std::string model, backend = "cpu", image, config, strategy, device;
+  int cores = static_cast<int>(npu::arch::kRk3588.cores);
   std::vector<std::string> inputs;
   int warmup = 3, runs = 20, threads = 0;
   bool json = false, allow_nonfinite = false;
@@ -127,6 +130,11 @@ void run_bench(const BenchArgs& a) {
   o.image = a.image;
   o.config = a.config;
   if (!a.strategy.empty()) o.strategy = take(npu::lower::parse_strategy(a.strategy));
+  if (a.backend == "device") {
+    o.device = open_npu_device(a.device, a.cores);
+  } else if (!a.device.empty() || a.cores != static_cast<int>(npu::arch::kRk3588.cores)) {
+    fail(invalid("--device and --cores need --backend device"));
+  }
   o.inputs = a.inputs;
   o.warmup = a.warmup;
   o.runs = a.runs;
@@ -149,6 +157,7 @@ void run_bench(const BenchArgs& a) {
     return;
   }
   std::printf("%s on %s (%s), %d runs after %d warm-up\n", a.model.c_str(), a.backend.c_str(), env.at("cpu").c_str(), a.runs, a.warmup);
+  if (env.count("npu_device")) std::printf("  npu device   %s\n", env.at("npu_device").c_str());
   std::printf("  dispatch     Highway %s, oneDNN %s, int8 products %s, vectorised loops %s (ISA ceiling %s)\n", env.at("highway_target").c_str(),
               env.at("onednn_isa").c_str(), env.at("int8_products").c_str(), env.at("vectorised_loops").c_str(), env.at("isa_ceiling").c_str());
   std::printf("  forward      P50 %9.3f ms  P95 %9.3f ms  (min %.3f, max %.3f)\n", f.p50, f.p95, f.min, f.max);
@@ -196,9 +205,13 @@ void add_plan_commands(CLI::App& app) {
                                     "Latency on this host: forward-only and end-to-end P50/P95 with the environment recorded: "
                                     "rkdeploy bench MODEL --image PHOTO");
   bc->add_option("model", b->model, "the model (ONNX, TFLite, TensorFlow.js, or an artifact of compile: .rkd)")->required();
-  bc->add_option("--backend", b->backend, "cpu (float), int8 (integer kernels) or sim (int8, convolutions on the RK3588 NPU simulator)")
-      ->check(CLI::IsMember({"cpu", "int8", "sim"}));
-  bc->add_option("--strategy", b->strategy, "with --backend sim: " + strategy_help());
+  bc->add_option("--backend", b->backend,
+                 "cpu (float), int8 (integer kernels), sim (int8, NPU nodes on the RK3588 NPU simulator) or device (the same on a board's "
+                 "NPU: docs/device.md)")
+      ->check(CLI::IsMember({"cpu", "int8", "sim", "device"}));
+  bc->add_option("--device", b->device, "with --backend device: the NPU's device node (default: as for run)");
+  bc->add_option("--cores", b->cores, "with --backend device: NPU cores a convolution's tasks are split over (1-3)")->check(CLI::Range(1, 3));
+  bc->add_option("--strategy", b->strategy, "with --backend sim or device: " + strategy_help());
   bc->add_option("--image", b->image, "a photo (also enables the end-to-end measurement)");
   bc->add_option("--config", b->config, "detector config JSON");
   bc->add_option("--input", b->inputs, "NAME=FILE.npy, one per graph input (instead of --image)");

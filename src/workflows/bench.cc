@@ -8,6 +8,7 @@
 #include "npu/lower/lower.h"
 #include "runtime/detect.h"
 #include "runtime/model.h"
+#include "runtime/npu_device.h"
 #include "workflows/plan.h"
 
 namespace rkd::workflows {
@@ -32,8 +33,13 @@ Result<BenchResult> bench(const BenchOptions& a) {
   runtime::LoadOptions lo;
   lo.batch = 1;
   lo.compile.int8 = a.backend != "cpu";
-  if (a.backend == "sim") lo.compile.npu_strategy = a.strategy.value_or(npu::lower::kDefaultStrategy);
-  else if (a.strategy) return invalid("--strategy needs --backend sim");
+  if (a.backend == "sim" || a.backend == "device") lo.compile.npu_strategy = a.strategy.value_or(npu::lower::kDefaultStrategy);
+  else if (a.strategy) return invalid("--strategy needs --backend sim or device");
+  if (a.backend == "device") {
+    if (!a.device) return invalid("bench: --backend device without an opened device");
+    lo.compile.npu_mainline = a.device->mainline();
+    lo.exec.npu_device = a.device;
+  }
   lo.exec.threads = a.threads;
   RKD_ASSIGN(const auto inputs, runtime::model_inputs(a.model, a.image, a.config, a.inputs));
   RKD_TRY(runtime::check_real_inputs(inputs));
@@ -73,6 +79,9 @@ Result<BenchResult> bench(const BenchOptions& a) {
     r.end_to_end = latency_stats(e2e);
   }
   r.environment = environment();
+  if (a.device) {
+    r.environment["npu_device"] = a.device->options().path + " (" + a.device->driver().name() + ", " + std::to_string(a.device->options().cores) + " core(s))";
+  }
   return r;
 }
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <optional>
 #include <string>
@@ -19,11 +20,17 @@
 #include "core/result.h"
 #include "npu/lower/strategy.h"
 
+namespace rkd::runtime {
+class NpuDevice;
+}  // namespace rkd::runtime
+
 namespace rkd::workflows {
 
 struct BenchOptions {
   std::string model, backend = "cpu", image, config;
-  std::optional<npu::lower::Strategy> strategy;  // with backend sim; unset: the default
+  std::optional<npu::lower::Strategy> strategy;  // with backend sim or device; unset: the default
+  // With backend "device": the NPU device, opened by the caller (runtime::NpuDevice::open).
+  std::shared_ptr<runtime::NpuDevice> device;
   std::vector<std::string> inputs;
   int warmup = 3, runs = 20, threads = 0;
   bool allow_nonfinite = false;

@@ -4,7 +4,7 @@
 # PPU-only task, which rknpu completes) and blazeface through `run --backend device` on 1, 2 and 3
 # cores equal `run --backend sim` byte for byte (outputs and detections), with the jobs on the
 # cores asked for and none of the reported hazards (several cores in one submit, two submits at
-# once); a job that never completes times out, named.
+# once); bench measures on it; a job that never completes times out, named.
 set -euo pipefail
 rk="$1"
 fake="$2"
@@ -54,6 +54,11 @@ bq="$work/blazeface.qdq.onnx"
 "$rk" quantize "$models/blazeface.json" --calib "$dir/calib" --config "$here/scripts/models/human/configs/blazeface.json" \
   --method percentile -o "$bq" > /dev/null
 check_model blazeface "$bq" "input=$dir/inputs/blazeface.input.npy"
+# bench on the device: the latencies and the device in the environment.
+on_double "$rk" bench "$q" --backend device --device "$node" --cores 2 --input "input_1=$dir/inputs/nanodet.input.npy" --warmup 1 --runs 2 \
+  > "$work/bench.txt" 2> /dev/null
+grep -q "npu device   $node (rknpu, 2 core(s))" "$work/bench.txt" || { cat "$work/bench.txt"; exit 1; }
+grep -q "forward      P50" "$work/bench.txt"
 # A job that never completes: SUBMIT's timeout, named.
 if env LD_PRELOAD="$fake" RKD_FAKE_RKNPU_STALL=1 RKD_FAKE_RKNPU_TIMEOUT_MS=20 "$rk" run "$q" --backend device --device "$node" \
   --input "input_1=$dir/inputs/nanodet.input.npy" > "$work/out" 2>&1; then echo "a stalled NPU gave outputs"; exit 1; fi
