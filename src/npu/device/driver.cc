@@ -31,6 +31,14 @@ std::string hex(uint64_t v) {
   return b;
 }
 
+int ioctl_errno(int fd, unsigned long request, void* arg) {
+  int r;
+  do {
+    r = ::ioctl(fd, request, arg);
+  } while (r < 0 && (errno == EINTR || errno == EAGAIN));
+  return r < 0 ? errno : 0;
+}
+
 std::string errno_meaning(const std::string& call, int err) {
   std::string what = errno_name(err) + " (" + std::strerror(err) + ")";
   std::string means;
@@ -79,12 +87,7 @@ Result<std::string> drm_driver_name(int fd, const std::string& path) {
   rkd_drm_version v{};
   v.name = name;
   v.name_len = sizeof name - 1;
-  int r;
-  do {
-    r = ::ioctl(fd, RKD_DRM_IOCTL_VERSION, &v);
-  } while (r < 0 && (errno == EINTR || errno == EAGAIN));
-  if (r < 0) {
-    const int e = errno;
+  if (const int e = ioctl_errno(fd, RKD_DRM_IOCTL_VERSION, &v)) {
     return invalid("NPU device " + path + ": DRM_IOCTL_VERSION: " + errno_meaning("DRM_IOCTL_VERSION", e));
   }
   return std::string(name, std::min(v.name_len, sizeof name - 1));

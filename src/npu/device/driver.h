@@ -27,6 +27,8 @@ inline constexpr int64_t kDefaultWaitMs = 5000;
 
 // "0x1f000" (addresses and offsets in messages).
 std::string hex(uint64_t v);
+// ioctl(2), retried on EINTR and EAGAIN: 0, or the errno it failed with.
+int ioctl_errno(int fd, unsigned long request, void* arg);
 // What an errno from `call` means for the user (no device node, permission, ...).
 std::string errno_meaning(const std::string& call, int err);
 

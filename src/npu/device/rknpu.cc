@@ -49,14 +49,7 @@ Rknpu::~Rknpu() {
 }
 
 Status Rknpu::ioctl_named(const char* name, unsigned long request, void* arg) {
-  int r;
-  do {
-    r = ::ioctl(fd_, request, arg);
-  } while (r < 0 && (errno == EINTR || errno == EAGAIN));
-  if (r < 0) {
-    const int e = errno;
-    return invalid("rknpu device " + path_ + ": " + name + ": " + errno_meaning(name, e));
-  }
+  if (const int e = ioctl_errno(fd_, request, arg)) return invalid("rknpu device " + path_ + ": " + name + ": " + errno_meaning(name, e));
   return {};
 }
 

@@ -37,14 +37,7 @@ Status Rocket::release(uint32_t handle, uint8_t* map, size_t size) {
 }
 
 Status Rocket::ioctl_named(const char* name, unsigned long request, void* arg) {
-  int r;
-  do {
-    r = ::ioctl(fd_, request, arg);
-  } while (r < 0 && (errno == EINTR || errno == EAGAIN));
-  if (r < 0) {
-    const int e = errno;
-    return invalid("rocket device " + path_ + ": " + name + ": " + errno_meaning(name, e));
-  }
+  if (const int e = ioctl_errno(fd_, request, arg)) return invalid("rocket device " + path_ + ": " + name + ": " + errno_meaning(name, e));
   return {};
 }
 

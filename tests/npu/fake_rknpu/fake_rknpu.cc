@@ -33,12 +33,7 @@
 // RKD_FAKE_RKNPU_STALL=1 (no job completes), RKD_FAKE_RKNPU_TIMEOUT_MS, RKD_FAKE_RKNPU_EXECUTE=0
 // (check the calls, run nothing: the capture tool's tests submit register commands whose operands
 // live elsewhere), RKD_FAKE_RKNPU_SIM (simulator knobs NAME=VALUE;...).
-#include <dlfcn.h>
 #include <fcntl.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -60,13 +55,13 @@
 #include "npu/device/rknpu_uapi.h"
 #include "npu/device/rocket_uapi.h"
 #include "npu/memory.h"
-#include "npu/preload_open.h"
 #include "npu/regcmd/regcmd.h"
 #include "npu/sim/sim.h"
-
-#define EXPORT extern "C" __attribute__((visibility("default")))
+#include "npu/driver_double.h"
 
 namespace {
+
+using rkd::test::driver_double::env;
 
 constexpr uint64_t kPage = 4096;
 constexpr uint32_t kDmaBase = 0x60000000u;       // neither the lowering's default nor the rocket double's
@@ -74,16 +69,6 @@ constexpr uint64_t kWindow = uint64_t{1} << 30;  // the device address space of 
 constexpr uint64_t kObjBase = 0xffffff8000100000ull;
 constexpr uint32_t kKnownMemFlags = 0x7ff;  // RKNPU_MEM_MASK of driver 0.9.8 (bits 0..10)
 constexpr uint32_t kDriverVersion = 908;    // 0.9.8: major * 10000 + minor * 100 + patch
-
-template <typename F>
-F real(const char* name) {
-  return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
-}
-
-std::string env(const char* name, const char* def = "") {
-  const char* v = std::getenv(name);
-  return v ? v : def;
-}
 
 void logf(const char* fmt, ...) {
   va_list ap;
@@ -110,8 +95,6 @@ struct Bo {
   uint64_t size = 0, dma = 0, obj = 0;
 };
 
-bool mapped(const void* ctx, uint64_t lo, uint64_t hi);
-
 struct File {
   int fd = -1;  // the memfd: the process mmaps buffers from it at their offsets
   uint8_t* window = nullptr;
@@ -120,24 +103,16 @@ struct File {
   uint32_t next_handle = 1;
   uint64_t next_dma = kDmaBase + kPage;
   std::atomic<int> submitting{0};
-  std::shared_ptr<const std::vector<std::pair<uint64_t, uint64_t>>> ranges = std::make_shared<std::vector<std::pair<uint64_t, uint64_t>>>();
+  rkd::test::driver_double::AddressRanges ranges;
   rkd::npu::DeviceMemory mem;
   rkd::npu::sim::SimCache cache;
   rkd::npu::sim::Quirks quirks;
 };
 
-bool mapped(const void* ctx, uint64_t lo, uint64_t hi) {
-  const File* f = static_cast<const File*>(ctx);
-  auto r = std::atomic_load(&f->ranges);
-  for (const auto& [a, b] : *r)
-    if (lo >= a && hi <= b) return true;
-  return false;
-}
-
 void publish_ranges(File& f) {
-  auto r = std::make_shared<std::vector<std::pair<uint64_t, uint64_t>>>();
-  for (const auto& [h, b] : f.bos) r->emplace_back(b.dma, b.dma + b.size);
-  std::atomic_store(&f.ranges, std::shared_ptr<const std::vector<std::pair<uint64_t, uint64_t>>>(std::move(r)));
+  rkd::test::driver_double::AddressRanges::List r;
+  for (const auto& [h, b] : f.bos) r.emplace_back(b.dma, b.dma + b.size);
+  f.ranges.publish(std::move(r));
 }
 
 std::mutex g_m;
@@ -151,22 +126,10 @@ std::shared_ptr<File> file_of(int fd) {
 
 int make_file() {
   auto f = std::make_shared<File>();
-  f->fd = static_cast<int>(syscall(SYS_memfd_create, "fake-rknpu", 0));
-  if (f->fd < 0) return -1;
-  if (ftruncate(f->fd, static_cast<off_t>(kWindow)) != 0) return -1;
-  void* w =
-      real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(nullptr, kWindow, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (w == MAP_FAILED) return -1;
-  f->window = static_cast<uint8_t*>(w);
+  if (!rkd::test::driver_double::open_window("fake-rknpu", kWindow, f->fd, f->window)) return -1;
   f->mem = rkd::npu::DeviceMemory::external(kDmaBase, std::span<uint8_t>(f->window, kWindow));
-  f->mem.set_mapped_check(&mapped, f.get());
-  const std::string knobs = env("RKD_FAKE_RKNPU_SIM");
-  for (size_t at = 0; at < knobs.size();) {
-    const size_t end = std::min(knobs.find(';', at), knobs.size());
-    if (auto st = rkd::npu::sim::set_knob(f->quirks, knobs.substr(at, end - at)); !st.ok())
-      logf("RKD_FAKE_RKNPU_SIM: %s", st.error().to_string().c_str());
-    at = end + 1;
-  }
+  f->mem.set_mapped_check(&rkd::test::driver_double::AddressRanges::check, &f->ranges);
+  rkd::test::driver_double::set_knobs_from_env(f->quirks, "RKD_FAKE_RKNPU_SIM", "fake_rknpu");
   std::lock_guard<std::mutex> l(g_m);
   g_files[f->fd] = f;
   return f->fd;
@@ -213,11 +176,7 @@ int do_mem_create(File& f, rkd_rknpu_mem_create* c) {
   b.dma = f.next_dma;
   b.obj = kObjBase + uint64_t{b.handle} * 0x1000;
   f.next_dma += size + kPage;
-  const off_t off = static_cast<off_t>(b.dma - kDmaBase);
-  void* m =
-      real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(f.window + off, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, f.fd, off);
-  if (m == MAP_FAILED) return -ENOMEM;
-  std::memset(m, 0, size);
+  if (!rkd::test::driver_double::map_into_window(f.fd, f.window, b.dma - kDmaBase, size)) return -ENOMEM;
   f.bos[b.handle] = b;
   publish_ranges(f);
   c->handle = b.handle;
@@ -239,8 +198,7 @@ int do_mem_destroy(File& f, const rkd_rknpu_mem_destroy* d) {
   std::lock_guard<std::mutex> l(f.m);
   auto it = f.bos.find(d->handle);
   if (it == f.bos.end()) return -EINVAL;
-  real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(f.window + (it->second.dma - kDmaBase), it->second.size, PROT_NONE,
-                                                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  rkd::test::driver_double::unmap_from_window(f.window, it->second.dma - kDmaBase, it->second.size);
   f.bos.erase(it);
   publish_ranges(f);
   return 0;
@@ -273,7 +231,7 @@ bool run_range(File& f, const uint8_t* table, uint32_t start, uint32_t number, i
     for (uint32_t t = start; t < start + number; ++t) {
       rkd_rknpu_task e;
       std::memcpy(&e, table + size_t{t} * sizeof e, sizeof e);
-      if (!mapped(&f, e.regcmd_addr, e.regcmd_addr + (uint64_t{e.regcfg_amount} + RKD_RKNPU_PC_EXTRA_WORDS) * 8)) {
+      if (!f.ranges.contains(e.regcmd_addr, e.regcmd_addr + (uint64_t{e.regcfg_amount} + RKD_RKNPU_PC_EXTRA_WORDS) * 8)) {
         why = "task entry " + std::to_string(t) + "'s words lie outside every buffer (an IOMMU fault)";
         return false;
       }
@@ -286,7 +244,7 @@ bool run_range(File& f, const uint8_t* table, uint32_t start, uint32_t number, i
   const size_t first_words = words;
   uint32_t enable = 0;
   for (uint32_t t = 0; t < number; ++t) {
-    if (!mapped(&f, at, at + words * 8)) {
+    if (!f.ranges.contains(at, at + words * 8)) {
       why = "task " + std::to_string(t) + "'s words at device address " + std::to_string(at) + " lie outside every buffer (an IOMMU fault)";
       return false;
     }
@@ -418,49 +376,9 @@ void close_file(int fd) {
     f = it->second;
     g_files.erase(it);
   }
-  real<int (*)(void*, size_t)>("munmap")(f->window, kWindow);
+  rkd::test::driver_double::close_window(f->window, kWindow);
 }
 
 }  // namespace
 
-EXPORT int open(const char* path, int flags, ...) {
-  OPEN_MODE(mode, flags);
-  if (claims(path)) return make_file();
-  return real<int (*)(const char*, int, ...)>("open")(path, flags, mode);
-}
-EXPORT int open64(const char* path, int flags, ...) {
-  OPEN_MODE(mode, flags);
-  if (claims(path)) return make_file();
-  return real<int (*)(const char*, int, ...)>("open64")(path, flags, mode);
-}
-EXPORT int openat(int dirfd, const char* path, int flags, ...) {
-  OPEN_MODE(mode, flags);
-  if (claims(path)) return make_file();
-  return real<int (*)(int, const char*, int, ...)>("openat")(dirfd, path, flags, mode);
-}
-EXPORT int openat64(int dirfd, const char* path, int flags, ...) {
-  OPEN_MODE(mode, flags);
-  if (claims(path)) return make_file();
-  return real<int (*)(int, const char*, int, ...)>("openat64")(dirfd, path, flags, mode);
-}
-
-EXPORT int ioctl(int fd, unsigned long req, ...) {
-  va_list ap;
-  va_start(ap, req);
-  void* arg = va_arg(ap, void*);
-  va_end(ap);
-  if (auto f = file_of(fd)) {
-    const int r = dispatch(*f, req, arg);
-    if (r < 0) {
-      errno = -r;
-      return -1;
-    }
-    return r;
-  }
-  return real<int (*)(int, unsigned long, void*)>("ioctl")(fd, req, arg);
-}
-
-EXPORT int close(int fd) {
-  if (file_of(fd)) close_file(fd);
-  return real<int (*)(int)>("close")(fd);
-}
+RKD_DRIVER_DOUBLE_ENTRY_POINTS(claims, make_file, file_of, dispatch, close_file)

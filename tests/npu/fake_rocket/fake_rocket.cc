@@ -35,12 +35,7 @@
 // RKD_FAKE_ROCKET_STALL=1 (no job ever runs: PREP_BO times out), RKD_FAKE_ROCKET_SIM (simulator
 // knobs NAME=VALUE;...), RKD_FAKE_ROCKET_TIMEOUT_MS (the reset delay, default 500),
 // RKD_FAKE_ROCKET_DUMP (a directory: every submitted task's words, see do_submit).
-#include <dlfcn.h>
-#include <sys/syscall.h>
 #include <fcntl.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -65,9 +60,7 @@
 #include "npu/memory.h"
 #include "npu/regcmd/regcmd.h"
 #include "npu/sim/sim.h"
-#include "npu/preload_open.h"
-
-#define EXPORT extern "C" __attribute__((visibility("default")))
+#include "npu/driver_double.h"
 
 namespace {
 
@@ -77,15 +70,7 @@ constexpr uint64_t kPage = 4096;
 constexpr uint32_t kDmaBase = 0x40000000u;       // not the lowering's default base: relocation is tested
 constexpr uint64_t kWindow = uint64_t{1} << 30;  // the device address space of one file
 
-template <typename F>
-F real(const char* name) {
-  return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
-}
-
-std::string env(const char* name, const char* def = "") {
-  const char* v = std::getenv(name);
-  return v ? v : def;
-}
+using rkd::test::driver_double::env;
 
 void logf(const char* fmt, ...) {
   va_list ap;
@@ -109,10 +94,6 @@ struct JobRec {
   bool running = false, done = false;
 };
 
-struct File;
-// The sorted mapped ranges a simulator access must lie in (an IOMMU's view).
-bool mapped(const void* ctx, uint64_t lo, uint64_t hi);
-
 struct File {
   int fd = -1;  // the memfd: the process mmaps BOs from it at their offsets
   uint8_t* window = nullptr;
@@ -127,7 +108,7 @@ struct File {
   bool flush = false, closing = false, stall = false;
   std::vector<std::thread> cores;
   std::mt19937_64 rng;
-  std::shared_ptr<const std::vector<std::pair<uint64_t, uint64_t>>> ranges = std::make_shared<std::vector<std::pair<uint64_t, uint64_t>>>();
+  rkd::test::driver_double::AddressRanges ranges;  // what a simulator access must lie in (an IOMMU's view)
   // The simulator's view of the window, its caches and its lock.
   std::mutex sim_m;
   rkd::npu::DeviceMemory mem;
@@ -135,14 +116,6 @@ struct File {
   rkd::npu::sim::Quirks quirks;
   int64_t runs = 0;
 };
-
-bool mapped(const void* ctx, uint64_t lo, uint64_t hi) {
-  const File* f = static_cast<const File*>(ctx);
-  auto r = std::atomic_load(&f->ranges);
-  for (const auto& [a, b] : *r)
-    if (lo >= a && hi <= b) return true;
-  return false;
-}
 
 std::mutex g_m;
 std::map<int, std::shared_ptr<File>> g_files;
@@ -168,9 +141,9 @@ std::shared_ptr<File> file_of(int fd) {
 }
 
 void publish_ranges(File& f) {
-  auto r = std::make_shared<std::vector<std::pair<uint64_t, uint64_t>>>();
-  for (const auto& [h, b] : f.bos) r->emplace_back(b.dma, b.dma + b.size);
-  std::atomic_store(&f.ranges, std::shared_ptr<const std::vector<std::pair<uint64_t, uint64_t>>>(std::move(r)));
+  rkd::test::driver_double::AddressRanges::List r;
+  for (const auto& [h, b] : f.bos) r.emplace_back(b.dma, b.dma + b.size);
+  f.ranges.publish(std::move(r));
 }
 
 // Runs one job's tasks on the simulator; false when the job "timed out" (the core reset).
@@ -260,24 +233,12 @@ void core_loop(std::shared_ptr<File> fp, int core) {
 
 int make_file() {
   auto f = std::make_shared<File>();
-  f->fd = static_cast<int>(syscall(SYS_memfd_create, "fake-rocket", 0));
-  if (f->fd < 0) return -1;
-  if (ftruncate(f->fd, static_cast<off_t>(kWindow)) != 0) return -1;
-  void* w =
-      real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(nullptr, kWindow, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (w == MAP_FAILED) return -1;
-  f->window = static_cast<uint8_t*>(w);
+  if (!rkd::test::driver_double::open_window("fake-rocket", kWindow, f->fd, f->window)) return -1;
   f->mem = rkd::npu::DeviceMemory::external(kDmaBase, std::span<uint8_t>(f->window, kWindow));
-  f->mem.set_mapped_check(&mapped, f.get());
+  f->mem.set_mapped_check(&rkd::test::driver_double::AddressRanges::check, &f->ranges);
   f->stall = env("RKD_FAKE_ROCKET_STALL") == "1";
   f->rng.seed(std::strtoull(env("RKD_FAKE_ROCKET_SEED", "1").c_str(), nullptr, 10));
-  const std::string knobs = env("RKD_FAKE_ROCKET_SIM");
-  for (size_t at = 0; at < knobs.size();) {
-    const size_t end = std::min(knobs.find(';', at), knobs.size());
-    if (auto st = rkd::npu::sim::set_knob(f->quirks, knobs.substr(at, end - at)); !st.ok())
-      logf("RKD_FAKE_ROCKET_SIM: %s", st.error().to_string().c_str());
-    at = end + 1;
-  }
+  rkd::test::driver_double::set_knobs_from_env(f->quirks, "RKD_FAKE_ROCKET_SIM", "fake_rocket");
   const int cores = std::max(1, std::atoi(env("RKD_FAKE_ROCKET_CORES", "3").c_str()));
   for (int c = 0; c < cores; ++c) f->cores.emplace_back(core_loop, f, c);
   std::lock_guard<std::mutex> l(g_m);
@@ -298,10 +259,7 @@ int do_create_bo(File& f, rkd_rocket_create_bo* a) {
   b.dma = f.next_dma;
   f.next_dma += size + kPage;  // a guard page: buffers are not contiguous
   const off_t off = static_cast<off_t>(b.dma - kDmaBase);
-  void* m =
-      real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(f.window + off, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, f.fd, off);
-  if (m == MAP_FAILED) return -ENOMEM;
-  std::memset(m, 0, size);  // fresh shmem pages
+  if (!rkd::test::driver_double::map_into_window(f.fd, f.window, b.dma - kDmaBase, size)) return -ENOMEM;  // fresh shmem pages
   f.bos[b.handle] = b;
   publish_ranges(f);
   a->handle = b.handle;
@@ -440,8 +398,7 @@ int do_gem_close(File& f, const rkd_drm_gem_close* c) {
   std::lock_guard<std::mutex> l(f.m);
   auto it = f.bos.find(c->handle);
   if (it == f.bos.end()) return -EINVAL;
-  real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(f.window + (it->second.dma - kDmaBase), it->second.size, PROT_NONE,
-                                                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  rkd::test::driver_double::unmap_from_window(f.window, it->second.dma - kDmaBase, it->second.size);
   f.bos.erase(it);
   publish_ranges(f);
   return 0;
@@ -491,52 +448,9 @@ void close_file(int fd) {
     f->cv.notify_all();
   }
   for (auto& t : f->cores) t.join();
-  real<int (*)(void*, size_t)>("munmap")(f->window, kWindow);
-}
-
-int open_common(const char* path, int flags, mode_t mode, int (*next)(const char*, int, ...)) {
-  if (claims(path)) return make_file();
-  return next(path, flags, mode);
+  rkd::test::driver_double::close_window(f->window, kWindow);
 }
 
 }  // namespace
 
-EXPORT int open(const char* path, int flags, ...) {
-  OPEN_MODE(mode, flags);
-  return open_common(path, flags, mode, real<int (*)(const char*, int, ...)>("open"));
-}
-EXPORT int open64(const char* path, int flags, ...) {
-  OPEN_MODE(mode, flags);
-  return open_common(path, flags, mode, real<int (*)(const char*, int, ...)>("open64"));
-}
-EXPORT int openat(int dirfd, const char* path, int flags, ...) {
-  OPEN_MODE(mode, flags);
-  if (claims(path)) return make_file();
-  return real<int (*)(int, const char*, int, ...)>("openat")(dirfd, path, flags, mode);
-}
-EXPORT int openat64(int dirfd, const char* path, int flags, ...) {
-  OPEN_MODE(mode, flags);
-  if (claims(path)) return make_file();
-  return real<int (*)(int, const char*, int, ...)>("openat64")(dirfd, path, flags, mode);
-}
-
-EXPORT int ioctl(int fd, unsigned long req, ...) {
-  va_list ap;
-  va_start(ap, req);
-  void* arg = va_arg(ap, void*);
-  va_end(ap);
-  if (auto f = file_of(fd)) {
-    const int r = dispatch(*f, req, arg);
-    if (r < 0) {
-      errno = -r;
-      return -1;
-    }
-    return r;
-  }
-  return real<int (*)(int, unsigned long, void*)>("ioctl")(fd, req, arg);
-}
-
-EXPORT int close(int fd) {
-  if (file_of(fd)) close_file(fd);
-  return real<int (*)(int)>("close")(fd);
-}
+RKD_DRIVER_DOUBLE_ENTRY_POINTS(claims, make_file, file_of, dispatch, close_file)
