@@ -1,8 +1,9 @@
 #!/bin/bash
 # The Debian packages of a build (cmake/packaging.cmake) installed and used as a board's user
-# would: cpack makes rkdeploy, librkdeploy-rt0 and librkdeploy-rt-dev; they are installed
-# (dpkg-deb -x) into an empty root; every file a user needs is there and every package's Depends
-# names each library its ELF files need; the example's source from the -dev package builds with
+# would: cpack makes rkdeploy, librkdeploy-rt0 and librkdeploy-rt-dev; they are unpacked
+# (dpkg-deb -x) into an empty root, their dependencies taken from the system (the arm64 Debian
+# root under qemu); every file a user needs is there and every package's Depends names real
+# Debian packages; the example's source from the -dev package builds with
 # pkg-config against that root, shared and static; the examples and the packaged rkdeploy run a
 # NanoDet artifact (compiled by the host's rkdeploy) on the simulator and print the detections the
 # host's `rkdeploy run --image` finds. Cross builds (SYSROOT given): built with the cross compiler,
@@ -39,6 +40,12 @@ for p in rkdeploy librkdeploy-rt0; do
   elf=$([ "$p" = rkdeploy ] && echo "$root/usr/bin/rkdeploy" || echo "$lib/librkdeploy_rt.so.0")
   [ "$(readelf -d "$elf" | grep -c NEEDED)" -gt 0 ]
   dpkg-deb -f "$deb" Depends | grep -q libc6
+  # The names are Debian 12's: natively, each is a package this machine has installed.
+  if [ -z "$sysroot" ]; then
+    for dep in $(dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed 's/(.*//; s/ //g' | grep -v '^librkdeploy'); do
+      dpkg -s "$dep" > /dev/null 2>&1 || { echo "$p depends on $dep, which is no installed Debian package"; exit 1; }
+    done
+  fi
 done
 # The example from the -dev package, against the installed root through pkg-config.
 export PKG_CONFIG_PATH="$lib/pkgconfig" PKG_CONFIG_LIBDIR="$lib/pkgconfig"
@@ -64,4 +71,4 @@ diff "$work/expected.txt" "$work/shared.txt"
 diff "$work/expected.txt" "$work/static.txt"
 env LD_LIBRARY_PATH="$lib" "${run[@]}" "$root/usr/bin/rkdeploy" run "$work/nanodet.rkd" --backend sim --image "$photo" --json 2> /dev/null > "$work/pkg.json"
 /usr/bin/python3 "$here/tests/cli/detections_text.py" < "$work/pkg.json" | diff "$work/expected.txt" -
-echo "$arch packages: installed into an empty root; examples/detect.c built from the -dev package (shared and static) and the packaged rkdeploy print the host's $(tail -1 "$work/expected.txt") on $(basename "$photo")"
+echo "$arch packages: unpacked into an empty root; examples/detect.c built from the -dev package (shared and static) and the packaged rkdeploy print the host's $(tail -1 "$work/expected.txt") on $(basename "$photo")"
