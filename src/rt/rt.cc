@@ -1,12 +1,14 @@
 // The C API of include/rkdeploy/rkdeploy.h over the executor's artifact loading
 // (runtime/load_artifact.h). Nothing here computes: every call checks its arguments, forwards,
 // and turns an Error into a status and the thread's message.
+#include <cstddef>
 #include <cstring>
 #include <exception>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ir/passes/shape_inference.h"
@@ -189,8 +191,11 @@ rkd_status rkd_open(const char* path, const rkd_options* options, rkd_model** mo
       }
       std::memcpy(&o, options, options->struct_size);
     }
-    if (o.backend != RKD_BACKEND_SIM && o.backend != RKD_BACKEND_DEVICE) {
-      return fail_invalid("rkd_open: options.backend " + std::to_string(static_cast<int>(o.backend)) + " is neither RKD_BACKEND_SIM nor RKD_BACKEND_DEVICE");
+    // Read as its integer first: a caller's value outside the enum is no rkd_backend to load.
+    std::underlying_type_t<rkd_backend> backend;
+    std::memcpy(&backend, reinterpret_cast<const char*>(&o) + offsetof(rkd_options, backend), sizeof backend);
+    if (backend != RKD_BACKEND_SIM && backend != RKD_BACKEND_DEVICE) {
+      return fail_invalid("rkd_open: options.backend " + std::to_string(backend) + " is neither RKD_BACKEND_SIM nor RKD_BACKEND_DEVICE");
     }
     runtime::LoadOptions lo;
     lo.compile.int8 = true;
