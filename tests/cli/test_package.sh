@@ -40,7 +40,8 @@ for p in rkdeploy librkdeploy-rt0; do
   deb=$(ls "$work/debs/${p}_"*"_$arch.deb")
   elf=$([ "$p" = rkdeploy ] && echo "$root/usr/bin/rkdeploy" || echo "$lib/librkdeploy_rt.so.0")
   [ "$(readelf -d "$elf" | grep -c NEEDED)" -gt 0 ]
-  dpkg-deb -f "$deb" Depends | grep -q libc6
+  depends=$(dpkg-deb -f "$deb" Depends)
+  [[ "$depends" == *libc6* ]] || { echo "$p: Depends lacks libc6: $depends"; exit 1; }
   # The names are Debian 12's: natively, each is a package this machine has installed.
   if [ -z "$sysroot" ]; then
     for dep in $(dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed 's/(.*//; s/ //g' | grep -v '^librkdeploy'); do
@@ -57,7 +58,8 @@ src="$root/usr/share/doc/librkdeploy-rt-dev/examples/detect.c"
 # shellcheck disable=SC2046
 "${cc[@]}" -std=c99 -Wall -Werror "$src" $(pkg-config --static --cflags rkdeploy_rt) -Wl,-Bstatic -lrkdeploy_rt -Wl,-Bdynamic \
   $(pkg-config --static --libs-only-l rkdeploy_rt | sed 's/-lrkdeploy_rt//') -L"$lib" -o "$work/detect_static"
-readelf -d "$work/detect_static" | grep -q 'librkdeploy_rt' && { echo "the static example links the shared library"; exit 1; }
+dynamic=$(readelf -d "$work/detect_static")
+[[ "$dynamic" != *librkdeploy_rt* ]] || { echo "the static example links the shared library"; exit 1; }
 # `make install`'s rules (natively): the same files under another prefix, and the example built
 # against them through the relocatable pkg-config file.
 if [ -z "$sysroot" ]; then
