@@ -23,7 +23,7 @@ struct rkd_model {
   std::string path;
   runtime::LoadedModel loaded;
   std::vector<std::string> input_names, output_names;
-  std::vector<Tensor> inputs;  // one per graph input, in the graph's order: rkd_run reads them in place
+  std::vector<Tensor> inputs;   // one per graph input, in the graph's order: rkd_run reads them in place
   std::vector<Tensor> outputs;  // the last run's, in the graph's order
   // The detector config and the last photo fed (rkd_set_image*): its geometry for decoding.
   std::optional<runtime::DetectorConfig> config;
@@ -37,14 +37,10 @@ thread_local std::string last_error;
 
 rkd_status status_of(ErrorKind k) {
   switch (k) {
-    case ErrorKind::invalid:
-      return RKD_ERROR_INVALID;
-    case ErrorKind::unsupported:
-      return RKD_ERROR_UNSUPPORTED;
-    case ErrorKind::io:
-      return RKD_ERROR_IO;
-    case ErrorKind::internal:
-      return RKD_ERROR_INTERNAL;
+    case ErrorKind::invalid: return RKD_ERROR_INVALID;
+    case ErrorKind::unsupported: return RKD_ERROR_UNSUPPORTED;
+    case ErrorKind::io: return RKD_ERROR_IO;
+    case ErrorKind::internal: return RKD_ERROR_INTERNAL;
   }
   return RKD_ERROR_INTERNAL;
 }
@@ -73,24 +69,15 @@ rkd_status guarded(F&& f) {
 
 rkd_dtype dtype_of(DType t) {
   switch (t) {
-    case DType::f32:
-      return RKD_FLOAT32;
-    case DType::f16:
-      return RKD_FLOAT16;
-    case DType::bf16:
-      return RKD_BFLOAT16;
-    case DType::i8:
-      return RKD_INT8;
-    case DType::u8:
-      return RKD_UINT8;
-    case DType::i16:
-      return RKD_INT16;
-    case DType::i32:
-      return RKD_INT32;
-    case DType::i64:
-      return RKD_INT64;
-    case DType::b8:
-      return RKD_BOOL;
+    case DType::f32: return RKD_FLOAT32;
+    case DType::f16: return RKD_FLOAT16;
+    case DType::bf16: return RKD_BFLOAT16;
+    case DType::i8: return RKD_INT8;
+    case DType::u8: return RKD_UINT8;
+    case DType::i16: return RKD_INT16;
+    case DType::i32: return RKD_INT32;
+    case DType::i64: return RKD_INT64;
+    case DType::b8: return RKD_BOOL;
   }
   return RKD_FLOAT32;
 }
@@ -157,16 +144,11 @@ const char* rkd_last_error(void) { return last_error.c_str(); }
 
 const char* rkd_status_name(rkd_status status) {
   switch (status) {
-    case RKD_OK:
-      return "ok";
-    case RKD_ERROR_INVALID:
-      return "invalid";
-    case RKD_ERROR_UNSUPPORTED:
-      return "unsupported";
-    case RKD_ERROR_IO:
-      return "io";
-    case RKD_ERROR_INTERNAL:
-      return "internal";
+    case RKD_OK: return "ok";
+    case RKD_ERROR_INVALID: return "invalid";
+    case RKD_ERROR_UNSUPPORTED: return "unsupported";
+    case RKD_ERROR_IO: return "io";
+    case RKD_ERROR_INTERNAL: return "internal";
   }
   return "unknown status";
 }
@@ -187,7 +169,8 @@ rkd_status rkd_open(const char* path, const rkd_options* options, rkd_model** mo
     rkd_options_init(&o);
     if (options) {
       if (options->struct_size < offsetof(rkd_options, threads) + sizeof(int) || options->struct_size > sizeof o) {
-        return fail_invalid("rkd_open: options.struct_size " + std::to_string(options->struct_size) + " is not sizeof(rkd_options) of any API version (call rkd_options_init)");
+        return fail_invalid("rkd_open: options.struct_size " + std::to_string(options->struct_size) +
+                            " is not sizeof(rkd_options) of any API version (call rkd_options_init)");
       }
       std::memcpy(&o, options, options->struct_size);
     }
@@ -205,7 +188,8 @@ rkd_status rkd_open(const char* path, const rkd_options* options, rkd_model** mo
       runtime::NpuDeviceOptions d;
       if (o.device) d.path = o.device;
       if (o.cores < 0 || o.cores > static_cast<int>(npu::arch::kRk3588.cores)) {
-        return fail_invalid("rkd_open: options.cores " + std::to_string(o.cores) + " is not 0 (all) or 1 to " + std::to_string(npu::arch::kRk3588.cores));
+        return fail_invalid("rkd_open: options.cores " + std::to_string(o.cores) + " is not 0 (all) or 1 to " +
+                            std::to_string(npu::arch::kRk3588.cores));
       }
       if (o.cores > 0) d.cores = o.cores;
       auto dev = runtime::NpuDevice::open(d);

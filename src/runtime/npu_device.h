@@ -21,7 +21,7 @@
 namespace rkd::runtime {
 
 struct NpuDeviceOptions {
-  std::string path;  // empty: npu::device::find_default_device()
+  std::string path;                                        // empty: npu::device::find_default_device()
   int cores = static_cast<int>(npu::arch::kRk3588.cores);  // jobs a convolution's tasks are split into (1 to the NPU's cores)
   int64_t wait_ms = npu::device::kDefaultWaitMs;
 };

@@ -485,7 +485,9 @@ Kernel kernel_of(std::shared_ptr<const NpuLoweredNode> ln, std::shared_ptr<NpuSe
       return {};
     };
     Status st = go();
-    return st.ok() ? st : st.error().with_context(what + (dn ? " (NPU device " + s->device->driver().path() + ", " + s->device->driver().name() + ")" : " (NPU simulator)"));
+    return st.ok() ? st
+                   : st.error().with_context(
+                         what + (dn ? " (NPU device " + s->device->driver().path() + ", " + s->device->driver().name() + ")" : " (NPU simulator)"));
   });
 }
 

@@ -80,7 +80,8 @@ Result<BenchResult> bench(const BenchOptions& a) {
   }
   r.environment = environment();
   if (a.device) {
-    r.environment["npu_device"] = a.device->options().path + " (" + a.device->driver().name() + ", " + std::to_string(a.device->options().cores) + " core(s))";
+    r.environment["npu_device"] =
+        a.device->options().path + " (" + a.device->driver().name() + ", " + std::to_string(a.device->options().cores) + " core(s))";
   }
   return r;
 }

@@ -59,7 +59,8 @@ class AddressRanges {
 inline bool open_window(const char* name, uint64_t size, int& fd, uint8_t*& window) {
   fd = static_cast<int>(syscall(SYS_memfd_create, name, 0));
   if (fd < 0 || ftruncate(fd, static_cast<off_t>(size)) != 0) return false;
-  void* w = real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* w =
+      real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (w == MAP_FAILED) return false;
   window = static_cast<uint8_t*>(w);
   return true;
@@ -74,8 +75,8 @@ inline bool map_into_window(int fd, uint8_t* window, uint64_t off, uint64_t size
   return true;
 }
 inline void unmap_from_window(uint8_t* window, uint64_t off, uint64_t size) {
-  real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(window + off, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1,
-                                                               0);
+  real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(window + off, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+                                                               -1, 0);
 }
 inline void close_window(uint8_t* window, uint64_t size) { real<int (*)(void*, size_t)>("munmap")(window, size); }
 
@@ -85,7 +86,8 @@ inline void set_knobs_from_env(npu::sim::Quirks& q, const char* var, const char*
   const std::string knobs = env(var);
   for (size_t at = 0; at < knobs.size();) {
     const size_t end = std::min(knobs.find(';', at), knobs.size());
-    if (auto st = npu::sim::set_knob(q, knobs.substr(at, end - at)); !st.ok()) std::fprintf(stderr, "%s: %s: %s\n", who, var, st.error().to_string().c_str());
+    if (auto st = npu::sim::set_knob(q, knobs.substr(at, end - at)); !st.ok())
+      std::fprintf(stderr, "%s: %s: %s\n", who, var, st.error().to_string().c_str());
     at = end + 1;
   }
 }
@@ -96,43 +98,43 @@ inline void set_knobs_from_env(npu::sim::Quirks& q, const char* var, const char*
 // return make_file(); ioctl on one of its files goes to dispatch(file, request, arg) (a negative
 // errno is returned as -1 with errno set); close(fd) of one of its files calls close_file(fd)
 // first. claims, make_file, file_of, dispatch and close_file are the double's own functions.
-#define RKD_DRIVER_DOUBLE_ENTRY_POINTS(claims, make_file, file_of, dispatch, close_file)                                  \
-  extern "C" __attribute__((visibility("default"))) int open(const char* path, int flags, ...) {                          \
-    OPEN_MODE(mode, flags);                                                                                                \
-    if (claims(path)) return make_file();                                                                                  \
-    return rkd::test::driver_double::real<int (*)(const char*, int, ...)>("open")(path, flags, mode);                     \
-  }                                                                                                                        \
-  extern "C" __attribute__((visibility("default"))) int open64(const char* path, int flags, ...) {                        \
-    OPEN_MODE(mode, flags);                                                                                                \
-    if (claims(path)) return make_file();                                                                                  \
-    return rkd::test::driver_double::real<int (*)(const char*, int, ...)>("open64")(path, flags, mode);                   \
-  }                                                                                                                        \
-  extern "C" __attribute__((visibility("default"))) int openat(int dirfd, const char* path, int flags, ...) {             \
-    OPEN_MODE(mode, flags);                                                                                                \
-    if (claims(path)) return make_file();                                                                                  \
-    return rkd::test::driver_double::real<int (*)(int, const char*, int, ...)>("openat")(dirfd, path, flags, mode);       \
-  }                                                                                                                        \
-  extern "C" __attribute__((visibility("default"))) int openat64(int dirfd, const char* path, int flags, ...) {           \
-    OPEN_MODE(mode, flags);                                                                                                \
-    if (claims(path)) return make_file();                                                                                  \
-    return rkd::test::driver_double::real<int (*)(int, const char*, int, ...)>("openat64")(dirfd, path, flags, mode);     \
-  }                                                                                                                        \
-  extern "C" __attribute__((visibility("default"))) int ioctl(int fd, unsigned long req, ...) {                           \
-    va_list ap;                                                                                                            \
-    va_start(ap, req);                                                                                                     \
-    void* arg = va_arg(ap, void*);                                                                                         \
-    va_end(ap);                                                                                                            \
-    if (auto f = file_of(fd)) {                                                                                            \
-      const int r = dispatch(*f, req, arg);                                                                                \
-      if (r < 0) {                                                                                                         \
-        errno = -r;                                                                                                        \
-        return -1;                                                                                                         \
-      }                                                                                                                    \
-      return r;                                                                                                            \
-    }                                                                                                                      \
-    return rkd::test::driver_double::real<int (*)(int, unsigned long, void*)>("ioctl")(fd, req, arg);                     \
-  }                                                                                                                        \
-  extern "C" __attribute__((visibility("default"))) int close(int fd) {                                                   \
-    if (file_of(fd)) close_file(fd);                                                                                       \
-    return rkd::test::driver_double::real<int (*)(int)>("close")(fd);                                                      \
+#define RKD_DRIVER_DOUBLE_ENTRY_POINTS(claims, make_file, file_of, dispatch, close_file)                              \
+  extern "C" __attribute__((visibility("default"))) int open(const char* path, int flags, ...) {                      \
+    OPEN_MODE(mode, flags);                                                                                           \
+    if (claims(path)) return make_file();                                                                             \
+    return rkd::test::driver_double::real<int (*)(const char*, int, ...)>("open")(path, flags, mode);                 \
+  }                                                                                                                   \
+  extern "C" __attribute__((visibility("default"))) int open64(const char* path, int flags, ...) {                    \
+    OPEN_MODE(mode, flags);                                                                                           \
+    if (claims(path)) return make_file();                                                                             \
+    return rkd::test::driver_double::real<int (*)(const char*, int, ...)>("open64")(path, flags, mode);               \
+  }                                                                                                                   \
+  extern "C" __attribute__((visibility("default"))) int openat(int dirfd, const char* path, int flags, ...) {         \
+    OPEN_MODE(mode, flags);                                                                                           \
+    if (claims(path)) return make_file();                                                                             \
+    return rkd::test::driver_double::real<int (*)(int, const char*, int, ...)>("openat")(dirfd, path, flags, mode);   \
+  }                                                                                                                   \
+  extern "C" __attribute__((visibility("default"))) int openat64(int dirfd, const char* path, int flags, ...) {       \
+    OPEN_MODE(mode, flags);                                                                                           \
+    if (claims(path)) return make_file();                                                                             \
+    return rkd::test::driver_double::real<int (*)(int, const char*, int, ...)>("openat64")(dirfd, path, flags, mode); \
+  }                                                                                                                   \
+  extern "C" __attribute__((visibility("default"))) int ioctl(int fd, unsigned long req, ...) {                       \
+    va_list ap;                                                                                                       \
+    va_start(ap, req);                                                                                                \
+    void* arg = va_arg(ap, void*);                                                                                    \
+    va_end(ap);                                                                                                       \
+    if (auto f = file_of(fd)) {                                                                                       \
+      const int r = dispatch(*f, req, arg);                                                                           \
+      if (r < 0) {                                                                                                    \
+        errno = -r;                                                                                                   \
+        return -1;                                                                                                    \
+      }                                                                                                               \
+      return r;                                                                                                       \
+    }                                                                                                                 \
+    return rkd::test::driver_double::real<int (*)(int, unsigned long, void*)>("ioctl")(fd, req, arg);                 \
+  }                                                                                                                   \
+  extern "C" __attribute__((visibility("default"))) int close(int fd) {                                               \
+    if (file_of(fd)) close_file(fd);                                                                                  \
+    return rkd::test::driver_double::real<int (*)(int)>("close")(fd);                                                 \
   }

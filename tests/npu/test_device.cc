@@ -235,7 +235,8 @@ std::unique_ptr<Rknpu> open_rknpu() {
 // The job's tasks with their enable masks (which interrupt ends each).
 Job rknpu_job(const lower::PlacedRegcmd& p, const std::vector<regcmd::Task>& tasks, int core) {
   Job j;
-  for (size_t i = 0; i < p.spans.size(); ++i) j.tasks.push_back({p.spans[i].address, static_cast<uint32_t>(p.spans[i].word_count), tasks[i].enable_mask});
+  for (size_t i = 0; i < p.spans.size(); ++i)
+    j.tasks.push_back({p.spans[i].address, static_cast<uint32_t>(p.spans[i].word_count), tasks[i].enable_mask});
   j.core = core;
   return j;
 }

@@ -66,8 +66,7 @@ std::string errno_meaning(const std::string& call, int err) {
     if (err == ENOMEM) means = "the kernel could not allocate or map the buffer (out of memory or NPU address space)";
     else if (err == EINVAL) means = "the kernel rejected the buffer size";
   } else if (call == "DRM_IOCTL_RKNPU_SUBMIT") {
-    if (err == ETIMEDOUT)
-      means = "the NPU did not finish the job in time: the driver reset the core (see dmesg for 'job timeout' and 'soft reset')";
+    if (err == ETIMEDOUT) means = "the NPU did not finish the job in time: the driver reset the core (see dmesg for 'job timeout' and 'soft reset')";
     else if (err == EINVAL) means = "the driver rejected the submission (a task range outside the task buffer, or no tasks)";
     else if (err == EFAULT) means = "the driver could not read the submission";
   } else if (call == "DRM_IOCTL_RKNPU_MEM_CREATE") {
@@ -114,7 +113,7 @@ Result<std::unique_ptr<Driver>> open_driver(const std::string& path) {
 }
 
 std::string find_default_device() {
-  struct stat st{};
+  struct stat st {};
   if (::stat(kDefaultDevice, &st) == 0) return kDefaultDevice;
   std::vector<std::string> cards;
   if (DIR* d = ::opendir("/dev/dri")) {

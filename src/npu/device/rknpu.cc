@@ -16,8 +16,7 @@
 namespace rkd::npu::device {
 
 static_assert(sizeof(rkd_rknpu_mem_create) == 48 && sizeof(rkd_rknpu_mem_map) == 16 && sizeof(rkd_rknpu_mem_destroy) == 16 &&
-              sizeof(rkd_rknpu_task) == 40 && sizeof(rkd_rknpu_submit) == 104 && sizeof(rkd_rknpu_mem_sync) == 32 &&
-              sizeof(rkd_rknpu_action) == 8);
+              sizeof(rkd_rknpu_task) == 40 && sizeof(rkd_rknpu_submit) == 104 && sizeof(rkd_rknpu_mem_sync) == 32 && sizeof(rkd_rknpu_action) == 8);
 
 namespace {
 
@@ -156,7 +155,8 @@ Status Rknpu::submit(const std::vector<Job>& jobs, int64_t timeout_ms) {
       const Bo* b = bo_of(lo, hi);
       if (k.regcmd_count < 4 || !b)
         return invalid(what + ": task " + std::to_string(t) + ": " + std::to_string(k.regcmd_count) + " register-command words at " + hex(k.regcmd) +
-                       (k.regcmd_count < 4 ? " (fewer than the 4-word trailer)" : " do not lie inside one buffer object (an NPU page fault: the job would hang)"));
+                       (k.regcmd_count < 4 ? " (fewer than the 4-word trailer)"
+                                           : " do not lie inside one buffer object (an NPU page fault: the job would hang)"));
       rkd_rknpu_task e{};
       e.enable_mask = k.enable_mask;
       e.int_mask = (k.enable_mask & arch::kDpuEnableBit) ? RKD_RKNPU_INT_DPU : RKD_RKNPU_INT_PPU;

@@ -60,14 +60,14 @@ struct rkd_rknpu_submit { /* 104 bytes */
   struct rkd_rknpu_subcore_task subcore_task[5];
 };
 struct rkd_rknpu_mem_sync { /* 32 bytes */
-  uint32_t flags; /* RKD_RKNPU_MEM_SYNC_* */
+  uint32_t flags;           /* RKD_RKNPU_MEM_SYNC_* */
   uint32_t reserved;
   uint64_t obj_addr;
   uint64_t offset;
   uint64_t size;
 };
 struct rkd_rknpu_action { /* 8 bytes */
-  uint32_t flags; /* RKD_RKNPU_GET_* / RKD_RKNPU_ACT_* */
+  uint32_t flags;         /* RKD_RKNPU_GET_* / RKD_RKNPU_ACT_* */
   uint32_t value;
 };
 
@@ -110,6 +110,5 @@ struct rkd_rknpu_action { /* 8 bytes */
 #define RKD_RKNPU_MEM_DESTROY_R RKD_RKNPU_IOCTL('r', 0x04, struct rkd_rknpu_mem_destroy)
 #define RKD_RKNPU_ACTION_D RKD_RKNPU_IOCTL('d', 0x40, struct rkd_rknpu_action)
 #define RKD_RKNPU_MEM_SYNC_D RKD_RKNPU_IOCTL('d', 0x45, struct rkd_rknpu_mem_sync)
-
 
 #endif

@@ -305,7 +305,8 @@ int do_submit(File& f, rkd_rknpu_submit* s) {
     std::lock_guard<std::mutex> l(f.m);
     const Bo* p = by_obj(f, s->task_obj_addr);
     if (!p) {
-      logf("SUBMIT: task_obj_addr 0x%llx is no object of this file (the kernel would dereference it)", static_cast<unsigned long long>(s->task_obj_addr));
+      logf("SUBMIT: task_obj_addr 0x%llx is no object of this file (the kernel would dereference it)",
+           static_cast<unsigned long long>(s->task_obj_addr));
       return -EINVAL;
     }
     task_bo = *p;
