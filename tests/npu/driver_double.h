@@ -10,16 +10,19 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "npu/device/rocket_uapi.h"
 #include "npu/preload_open.h"
 #include "npu/sim/sim.h"
 
@@ -90,6 +93,19 @@ inline void set_knobs_from_env(npu::sim::Quirks& q, const char* var, const char*
       std::fprintf(stderr, "%s: %s: %s\n", who, var, st.error().to_string().c_str());
     at = end + 1;
   }
+}
+
+// DRM_IOCTL_VERSION's answer: the driver `name` (copied up to name_len, which is set to the
+// name's length, as drm_copy_field does), no date or description, the version numbers.
+inline int answer_drm_version(rkd_drm_version* v, const std::string& name, int major, int minor, int patch) {
+  if (v->name && v->name_len) std::memcpy(v->name, name.data(), std::min(v->name_len, name.size()));
+  v->name_len = name.size();
+  v->date_len = 0;
+  v->desc_len = 0;
+  v->version_major = major;
+  v->version_minor = minor;
+  v->version_patchlevel = patch;
+  return 0;
 }
 
 }  // namespace rkd::test::driver_double
