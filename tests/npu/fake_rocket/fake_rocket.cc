@@ -25,8 +25,10 @@
 //    caches are told only then: a missing FINI_BO can leave stale weights in use).
 //
 // Scheduling: RKD_FAKE_ROCKET_CORES (default 3) core threads; submitted jobs wait until
-// someone waits (PREP_BO), the file closes or 64 jobs are queued, then every core takes a
-// random runnable job (RKD_FAKE_ROCKET_SEED, default 1), tasks of different jobs interleaving
+// someone waits (PREP_BO), the file closes or 64 jobs are queued. Each job is given a random
+// core when submitted (RKD_FAKE_ROCKET_SEED, default 1: which core runs which job is the seed's,
+// not the host scheduler's); every core takes a random runnable job of its own, tasks of
+// different jobs interleaving
 // (one task group at a time on the simulator). A job that reads what another writes without a
 // buffer dependency therefore usually reads it too early.
 //
@@ -91,6 +93,7 @@ struct JobRec {
   int64_t id = 0;
   std::vector<rkd_rocket_task> tasks;
   std::set<int64_t> deps;
+  int core = 0;  // the core that runs it, drawn at submit time
   bool running = false, done = false;
 };
 
@@ -106,8 +109,10 @@ struct File {
   std::set<int64_t> done;
   int64_t next_job = 0;
   bool flush = false, closing = false, stall = false;
+  int ncores = 3;
   std::vector<std::thread> cores;
-  std::mt19937_64 rng;
+  std::mt19937_64 rng;                             // the cores' picks among their runnable jobs
+  std::mt19937_64 core_rng;                        // the submitted jobs' cores (in submit order: independent of thread timing)
   rkd::test::driver_double::AddressRanges ranges;  // what a simulator access must lie in (an IOMMU's view)
   // The simulator's view of the window, its caches and its lock.
   std::mutex sim_m;
@@ -204,19 +209,22 @@ void core_loop(std::shared_ptr<File> fp, int core) {
   File& f = *fp;
   std::unique_lock<std::mutex> l(f.m);
   const bool stall = f.stall;
+  auto runnable = [&](const JobRec& j) {
+    return j.core == core && !j.running && std::all_of(j.deps.begin(), j.deps.end(), [&](int64_t d) { return f.done.count(d) > 0; });
+  };
   for (;;) {
     std::shared_ptr<JobRec> pick;
     f.cv.wait(l, [&] {
       if (f.closing) return true;
       if (stall || !f.flush) return false;
       for (auto& [id, j] : f.jobs)
-        if (!j->running && std::all_of(j->deps.begin(), j->deps.end(), [&](int64_t d) { return f.done.count(d) > 0; })) return true;
+        if (runnable(*j)) return true;
       return false;
     });
     if (f.closing) return;
     std::vector<std::shared_ptr<JobRec>> ready;
     for (auto& [id, j] : f.jobs)
-      if (!j->running && std::all_of(j->deps.begin(), j->deps.end(), [&](int64_t d) { return f.done.count(d) > 0; })) ready.push_back(j);
+      if (runnable(*j)) ready.push_back(j);
     pick = ready[static_cast<size_t>(f.rng() % ready.size())];
     pick->running = true;
     l.unlock();
@@ -237,10 +245,12 @@ int make_file() {
   f->mem = rkd::npu::DeviceMemory::external(kDmaBase, std::span<uint8_t>(f->window, kWindow));
   f->mem.set_mapped_check(&rkd::test::driver_double::AddressRanges::check, &f->ranges);
   f->stall = env("RKD_FAKE_ROCKET_STALL") == "1";
-  f->rng.seed(std::strtoull(env("RKD_FAKE_ROCKET_SEED", "1").c_str(), nullptr, 10));
+  const uint64_t seed = std::strtoull(env("RKD_FAKE_ROCKET_SEED", "1").c_str(), nullptr, 10);
+  f->rng.seed(seed);
+  f->core_rng.seed(seed ^ 0x9e3779b97f4a7c15ull);
   rkd::test::driver_double::set_knobs_from_env(f->quirks, "RKD_FAKE_ROCKET_SIM", "fake_rocket");
-  const int cores = std::max(1, std::atoi(env("RKD_FAKE_ROCKET_CORES", "3").c_str()));
-  for (int c = 0; c < cores; ++c) f->cores.emplace_back(core_loop, f, c);
+  f->ncores = std::max(1, std::atoi(env("RKD_FAKE_ROCKET_CORES", "3").c_str()));
+  for (int c = 0; c < f->ncores; ++c) f->cores.emplace_back(core_loop, f, c);
   std::lock_guard<std::mutex> l(g_m);
   g_files[f->fd] = f;
   return f->fd;
@@ -312,6 +322,7 @@ int do_submit(File& f, const rkd_rocket_submit* s) {
     std::vector<uint32_t> in, out;
     if (!handles(job.in_bo_handles, job.in_bo_handle_count, in) || !handles(job.out_bo_handles, job.out_bo_handle_count, out)) continue;
     rec->id = f.next_job++;
+    rec->core = static_cast<int>(f.core_rng() % static_cast<uint64_t>(f.ncores));
     for (uint32_t h : in)
       if (f.bos[h].last_writer >= 0 && !f.done.count(f.bos[h].last_writer)) rec->deps.insert(f.bos[h].last_writer);
     for (uint32_t h : out) {
