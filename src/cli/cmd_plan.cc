@@ -126,15 +126,12 @@ nlohmann::json stats_json(const workflows::LatencyStats& s) {
 void run_bench(const BenchArgs& a) {
   workflows::BenchOptions o;
   o.model = a.model;
-  o.backend = a.backend;
   o.image = a.image;
   o.config = a.config;
-  if (!a.strategy.empty()) o.strategy = take(npu::lower::parse_strategy(a.strategy));
-  if (a.backend == "device") {
-    o.device = open_npu_device(a.device, a.cores);
-  } else if (!a.device.empty() || a.cores != static_cast<int>(npu::arch::kRk3588.cores)) {
-    fail(invalid("--device and --cores need --backend device"));
-  }
+  o.backend.backend = a.backend;
+  o.backend.strategy = a.strategy;
+  o.backend.device = a.device;
+  o.backend.cores = a.cores;
   o.inputs = a.inputs;
   o.warmup = a.warmup;
   o.runs = a.runs;
@@ -208,7 +205,7 @@ void add_plan_commands(CLI::App& app) {
   bc->add_option("--backend", b->backend,
                  "cpu (float), int8 (integer kernels), sim (int8, NPU nodes on the RK3588 NPU simulator) or device (the same on a board's "
                  "NPU: docs/device.md)")
-      ->check(CLI::IsMember({"cpu", "int8", "sim", "device"}));
+      ->check(CLI::IsMember(workflows::backend_names()));
   bc->add_option("--device", b->device, "with --backend device: the NPU's device node (default: as for run)");
   bc->add_option("--cores", b->cores, "with --backend device: NPU cores a convolution's tasks are split over (1-3)")->check(CLI::Range(1, 3));
   bc->add_option("--strategy", b->strategy, "with --backend sim or device: " + strategy_help());

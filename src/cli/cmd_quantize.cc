@@ -68,10 +68,7 @@ void run_quantize(const QuantizeArgs& a) {
   opt.qdq.float_outputs = a.float_outputs;
   // The calibration set needs the model's inputs and detector config (photos are
   // preprocessed one at a time while calibrating).
-  auto probe = take(workflows::load_portable(a.model));
-  workflows::CalibrationInput ci{a.calib, a.images, a.config};
-  const auto samples = take(workflows::open_calibration(ci, *probe));
-  probe.reset();
+  const auto samples = take(workflows::open_calibration_for(a.model, {a.calib, a.images, a.config}));
   if (a.target != "none") opt.target = take(plan::find_target(a.target, plan::default_targets_dir()));
   opt.hybrid.min_ap50 = a.auto_hybrid;
   opt.hybrid.images = a.hybrid_images;

@@ -32,14 +32,7 @@ Result<BenchResult> bench(const BenchOptions& a) {
   if (a.runs < 1 || a.warmup < 0) return invalid("bench: --runs must be at least 1 and --warmup at least 0");
   runtime::LoadOptions lo;
   lo.batch = 1;
-  lo.compile.int8 = a.backend != "cpu";
-  if (a.backend == "sim" || a.backend == "device") lo.compile.npu_strategy = a.strategy.value_or(npu::lower::kDefaultStrategy);
-  else if (a.strategy) return invalid("--strategy needs --backend sim or device");
-  if (a.backend == "device") {
-    if (!a.device) return invalid("bench: --backend device without an opened device");
-    lo.compile.npu_mainline = a.device->mainline();
-    lo.exec.npu_device = a.device;
-  }
+  RKD_TRY(configure_backend(a.backend, lo.compile, lo.exec));
   lo.exec.threads = a.threads;
   RKD_ASSIGN(const auto inputs, runtime::model_inputs(a.model, a.image, a.config, a.inputs));
   RKD_TRY(runtime::check_real_inputs(inputs));
@@ -79,9 +72,8 @@ Result<BenchResult> bench(const BenchOptions& a) {
     r.end_to_end = latency_stats(e2e);
   }
   r.environment = environment();
-  if (a.device) {
-    r.environment["npu_device"] =
-        a.device->options().path + " (" + a.device->driver().name() + ", " + std::to_string(a.device->options().cores) + " core(s))";
+  if (const auto& d = lo.exec.npu_device) {
+    r.environment["npu_device"] = d->options().path + " (" + d->driver().name() + ", " + std::to_string(d->options().cores) + " core(s))";
   }
   return r;
 }

@@ -1,11 +1,10 @@
 // rkdeploy bench: latency of one model on this host, as percentiles of repeated runs.
 //
 // Contract:
-//  - bench() loads the model for `backend` (cpu: float; int8: the integer kernels; sim: int8
-//    with the convolutions on the NPU simulator, `strategy` or the default), runs `warmup`
-//    untimed and `runs` timed forward passes on the inputs (model_inputs(): a photo through
-//    the detector config, or NAME=FILE.npy specs), and, given a photo, as many end-to-end
-//    runs (preprocessing, forward pass, decoding).
+//  - bench() loads the model for `backend` (workflows/backend.h: cpu, int8, sim or device),
+//    runs `warmup` untimed and `runs` timed forward passes on the inputs (model_inputs(): a
+//    photo through the detector config, or NAME=FILE.npy specs), and, given a photo, as many
+//    end-to-end runs (preprocessing, forward pass, decoding).
 //  - Inputs must be real (check_real_inputs) and finite unless allow_nonfinite.
 //  - Percentiles are nearest-rank over the timed runs, in milliseconds.
 #pragma once
@@ -13,24 +12,18 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/result.h"
 #include "npu/lower/strategy.h"
-
-namespace rkd::runtime {
-class NpuDevice;
-}  // namespace rkd::runtime
+#include "workflows/backend.h"
 
 namespace rkd::workflows {
 
 struct BenchOptions {
-  std::string model, backend = "cpu", image, config;
-  std::optional<npu::lower::Strategy> strategy;  // with backend sim or device; unset: the default
-  // With backend "device": the NPU device, opened by the caller (runtime::NpuDevice::open).
-  std::shared_ptr<runtime::NpuDevice> device;
+  std::string model, image, config;
+  BackendChoice backend;  // configure_backend(): cpu, int8, sim or device (opened here)
   std::vector<std::string> inputs;
   int warmup = 3, runs = 20, threads = 0;
   bool allow_nonfinite = false;

@@ -8,6 +8,7 @@
 
 #include "core/npy.h"
 #include "core/progress.h"
+#include "ir/op_info.h"
 #include "runtime/executor.h"
 #include "runtime/model.h"
 
@@ -48,18 +49,34 @@ Result<CalibrationSet> open_calibration(const CalibrationInput& in, const ir::Gr
     if (n >= 0 && t.dim(0) != n) return invalid(in.path + ": members hold different sample counts");
     n = t.dim(0);
   }
-  for (const ir::Value* v : model.inputs) {
-    if (!m.count(v->name)) return invalid(in.path + ": no member named like the model input '" + v->name + "'");
-  }
+  std::vector<Sample> samples;
   for (int64_t i = 0; i < std::min<int64_t>(n, in.max_images); ++i) {
     Sample s;
     for (const auto& [name, t] : m) {
       RKD_ASSIGN(Tensor one, t.slice(0, i, i + 1));
       s[name] = one.contiguous();
     }
-    out.samples_.push_back(std::move(s));
+    samples.push_back(std::move(s));
   }
+  return calibration_from_samples(std::move(samples), model, in.path);
+}
+
+Result<CalibrationSet> calibration_from_samples(std::vector<Sample> samples, const ir::Graph& model, const std::string& source) {
+  if (samples.empty()) return invalid(source + ": no calibration sample");
+  for (size_t i = 0; i < samples.size(); ++i) {
+    for (const ir::Value* v : model.inputs) {
+      if (!samples[i].count(v->name))
+        return invalid(source + ": sample " + std::to_string(i) + " has no tensor named like the model input '" + v->name + "'");
+    }
+  }
+  CalibrationSet out;
+  out.samples_ = std::move(samples);
   return out;
+}
+
+Result<CalibrationSet> open_calibration_for(const std::string& model_path, const CalibrationInput& in) {
+  RKD_ASSIGN(auto probe, load_portable(model_path));
+  return open_calibration(in, *probe);
 }
 
 Result<std::unique_ptr<ir::Graph>> load_portable(const std::string& path) {

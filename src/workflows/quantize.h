@@ -56,6 +56,13 @@ class CalibrationSet {
 
  private:
   friend Result<CalibrationSet> open_calibration(const CalibrationInput& in, const ir::Graph& model);
+  // The same for the model file `model_path` (imported here as load_portable() does, to learn its
+  // inputs and default detector config).
+  Result<CalibrationSet> open_calibration_for(const std::string& model_path, const CalibrationInput& in);
+  // Samples given as tensors (batch 1 each; the Python package's arrays): every one must hold a
+  // tensor named like each model input (the error names `source` and the sample).
+  Result<CalibrationSet> calibration_from_samples(std::vector<Sample> samples, const ir::Graph& model, const std::string& source);
+  friend Result<CalibrationSet> calibration_from_samples(std::vector<Sample> samples, const ir::Graph& model, const std::string& source);
   std::vector<std::string> photos_;
   runtime::DetectorConfig config_;
   bool deim_ = false;
@@ -63,6 +70,12 @@ class CalibrationSet {
 };
 
 Result<CalibrationSet> open_calibration(const CalibrationInput& in, const ir::Graph& model);
+// The same for the model file `model_path` (imported here as load_portable() does, to learn its
+// inputs and default detector config).
+Result<CalibrationSet> open_calibration_for(const std::string& model_path, const CalibrationInput& in);
+// Samples given as tensors (batch 1 each; the Python package's arrays): every one must hold a
+// tensor named like each model input (the error names `source` and the sample).
+Result<CalibrationSet> calibration_from_samples(std::vector<Sample> samples, const ir::Graph& model, const std::string& source);
 
 // quantize --auto-hybrid: the smallest set of the most sensitive layers computed in float that
 // brings the quantized model's detections to `min_ap50` against the float model's.
