@@ -3,6 +3,7 @@
 #   rkdeploy            the command (bin/rkdeploy) and the target profiles (share/rkdeploy)
 #   librkdeploy-rt0     the embeddable runtime's shared library (SONAME librkdeploy_rt.so.0)
 #   librkdeploy-rt-dev  its headers, the static library, the pkg-config file, the example's source
+#   python3-rkdeploy    the Python package (lib/python3/dist-packages/rkdeploy), when it is built
 # Each package's Depends is derived at packaging time from the ELF files it holds (their NEEDED
 # entries, cmake/cpack_depends.cmake) through the one map below from a shared library to the
 # Debian 12 package that has it; a library missing from the map fails the packaging, naming it.
@@ -40,6 +41,18 @@ set(CPACK_COMPONENT_DEV_DESCRIPTION "rkdeploy embeddable runtime: C/C++ headers,
 # The ELF files of each component, whose NEEDED entries give its Depends.
 set(RKD_PACKAGE_ELF_cli $<TARGET_FILE:rkdeploy>)
 set(RKD_PACKAGE_ELF_runtime $<TARGET_FILE:rkdeploy_rt>)
+if(TARGET rkd_py_host)
+  list(APPEND CPACK_COMPONENTS_ALL python)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-rkdeploy)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
+  set(CPACK_COMPONENT_PYTHON_DESCRIPTION "rkdeploy for Python: the toolkit's workflows and the embeddable runtime (import rkdeploy)")
+  set(RKD_PACKAGE_ELF_python "$<TARGET_FILE:rkd_py_host>;$<TARGET_FILE:rkd_py_rt>")
+  # The interpreter the modules were built for (one minor version: CPython's extension ABI).
+  string(REGEX MATCH "^[0-9]+" py_major "${RKD_PYTHON_VERSION}")
+  string(REGEX MATCH "[0-9]+$" py_minor "${RKD_PYTHON_VERSION}")
+  math(EXPR py_next "${py_minor} + 1")
+  set(RKD_PYTHON_DEPENDS "python3 (>= ${RKD_PYTHON_VERSION}), python3 (<< ${py_major}.${py_next}), python3-numpy")
+endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/cpack_depends.cmake.in ${CMAKE_BINARY_DIR}/cpack_depends.cmake.gen @ONLY)
 file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/cpack_depends.cmake INPUT ${CMAKE_BINARY_DIR}/cpack_depends.cmake.gen)
 set(CPACK_PROJECT_CONFIG_FILE ${CMAKE_BINARY_DIR}/cpack_depends.cmake)

@@ -42,7 +42,8 @@ Status configure_backend(const BackendChoice& b, runtime::CompileOptions& c, run
     for (const std::string& k : b.sim_knobs) RKD_TRY(npu::sim::set_knob(c.npu_quirks, k));
     c.npu_fuse_add = b.fuse_npu_add;
   } else if (!b.strategy.empty() || !b.sim_knobs.empty() || b.fuse_npu_add || b.npu_round_trips) {
-    return invalid("--strategy, --sim, --fuse-npu-add and --npu-round-trips (Python: strategy=, sim=, fuse_npu_add=, npu_round_trips=) need --backend sim");
+    return invalid(
+        "--strategy, --sim, --fuse-npu-add and --npu-round-trips (Python: strategy=, sim=, fuse_npu_add=, npu_round_trips=) need --backend sim");
   }
   if (b.backend == "device") {
     if (b.npu_round_trips) return invalid("--npu-round-trips is a simulator check: not with --backend device");
@@ -82,7 +83,8 @@ std::vector<std::string> npu_report_lines(const BackendChoice& b, const runtime:
     if (auto it = f.npu.find(family.name); it != f.npu.end())
       for (const auto& r : it->second.on_cpu) lines.push_back("  on the CPU: " + r);
   }
-  lines.push_back("npu schedule: k = " + std::to_string(runtime::npu_device_switches(*m.graph)) + " switch(es) between the CPU and the NPU in execution order");
+  lines.push_back("npu schedule: k = " + std::to_string(runtime::npu_device_switches(*m.graph)) +
+                  " switch(es) between the CPU and the NPU in execution order");
   if (const runtime::NpuSession* s = m.executor->npu_session()) {
     lines.push_back("npu device memory: " + runtime::npu_chaining_text(runtime::npu_chaining(*s)));
   }

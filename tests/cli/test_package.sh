@@ -7,8 +7,11 @@
 # pkg-config against that root, shared and static; the examples and the packaged rkdeploy run a
 # NanoDet artifact (compiled by the host's rkdeploy) on the simulator and print the detections the
 # host's `rkdeploy run --image` finds; natively, so does the example built against `make install`'s
-# tree (cmake --install into a scratch prefix). Cross builds (SYSROOT given): built with the cross compiler,
-# run under qemu-user on the Cortex-A76 model.
+# tree (cmake --install into a scratch prefix). The Python package, where the build has it
+# (python3-rkdeploy; natively): from the unpacked root and from `make install`'s tree,
+# rkdeploy.Runtime prints the same detections and the vendor-flow example runs through. Cross
+# builds (SYSROOT given): built with the cross compiler, run under qemu-user on the Cortex-A76
+# model.
 #   test_package.sh BUILD_DIR HOST_RKDEPLOY HUMAN_DIR [SYSROOT]
 set -euo pipefail
 build="$1"; host_rk="$2"; human="$3"; sysroot="${4:-}"
@@ -24,7 +27,9 @@ else
   arch=amd64; triplet=x86_64-linux-gnu; cc=(gcc); run=()
 fi
 root="$work/root"
-for p in rkdeploy librkdeploy-rt0 librkdeploy-rt-dev; do
+packages=(rkdeploy librkdeploy-rt0 librkdeploy-rt-dev)
+if compgen -G "$work/debs/python3-rkdeploy_*_$arch.deb" > /dev/null; then packages+=(python3-rkdeploy); fi
+for p in "${packages[@]}"; do
   deb=$(ls "$work/debs/${p}_"*"_$arch.deb")
   dpkg-deb -x "$deb" "$root"
   echo "$(basename "$deb"): $(dpkg-deb -f "$deb" Depends)"
@@ -36,9 +41,14 @@ for f in usr/bin/rkdeploy usr/share/rkdeploy/targets/rk3588-rkdeploy.json "usr/l
   [ -e "$root/$f" ] || { echo "missing from the packages: /$f"; exit 1; }
 done
 # Depends covers every library the packaged ELF files need (the map in cmake/packaging.cmake).
-for p in rkdeploy librkdeploy-rt0; do
+for p in "${packages[@]}"; do
+  [ "$p" = librkdeploy-rt-dev ] && continue
   deb=$(ls "$work/debs/${p}_"*"_$arch.deb")
-  elf=$([ "$p" = rkdeploy ] && echo "$root/usr/bin/rkdeploy" || echo "$lib/librkdeploy_rt.so.0")
+  case "$p" in
+    rkdeploy) elf="$root/usr/bin/rkdeploy" ;;
+    librkdeploy-rt0) elf="$lib/librkdeploy_rt.so.0" ;;
+    python3-rkdeploy) elf=$(ls "$root"/usr/lib/python3*/dist-packages/rkdeploy/_host.*.so) ;;
+  esac
   [ "$(readelf -d "$elf" | grep -c NEEDED)" -gt 0 ]
   depends=$(dpkg-deb -f "$deb" Depends)
   [[ "$depends" == *libc6* ]] || { echo "$p: Depends lacks libc6: $depends"; exit 1; }
@@ -86,4 +96,27 @@ if [ -z "$sysroot" ]; then
 fi
 env LD_LIBRARY_PATH="$lib" "${run[@]}" "$root/usr/bin/rkdeploy" run "$work/nanodet.rkd" --backend sim --image "$photo" --json 2> /dev/null > "$work/pkg.json"
 /usr/bin/python3 "$here/tests/cli/detections_text.py" < "$work/pkg.json" | diff "$work/expected.txt" -
+# The Python package: from the unpacked root and from `make install`'s tree.
+if [[ " ${packages[*]} " == *" python3-rkdeploy "* ]]; then
+  pyrun() {  # PACKAGE_DIR LIBRARY_DIR ARGS...: python3 with the rkdeploy package of PACKAGE_DIR
+    local pkgdir="$1" libdir="$2"
+    shift 2
+    (cd "$work" && env PYTHONPATH="$pkgdir" LD_LIBRARY_PATH="$libdir" /usr/bin/python3 "$@")
+  }
+  detect_py='import sys, rkdeploy
+assert rkdeploy.__file__.startswith(sys.argv[1]), rkdeploy.__file__
+d = rkdeploy.Runtime(sys.argv[2]).detect(sys.argv[3])
+for e in d[:100]:
+    print("%-14s %.3f  [%.1f, %.1f, %.1f, %.1f]" % (e.name, e.score, e.x0, e.y0, e.x1, e.y1))
+print("%d detection(s)" % len(d))'
+  pyver=$(/usr/bin/python3 -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+  pkgdir="$root/usr/lib/python$pyver/dist-packages"
+  pyrun "$pkgdir" "$lib" -c "$detect_py" "$pkgdir" "$work/nanodet.rkd" "$photo" | diff "$work/expected.txt" -
+  instdir="$work/prefix/lib/python$pyver/dist-packages"
+  pyrun "$instdir" "$work/prefix/lib/$triplet" -c "$detect_py" "$instdir" "$work/nanodet.rkd" "$photo" | diff "$work/expected.txt" -
+  pyrun "$instdir" "$work/prefix/lib/$triplet" "$here/examples/vendor_flow.py" "$hm/nanodet.json" "$human/calib" "$photo" --config "$cfg" \
+    --out "$work" > "$work/flow.txt" 2> "$work/flow.err" || { cat "$work/flow.err"; exit 1; }
+  grep -q '^person' "$work/flow.txt"
+  echo "python3-rkdeploy and make install's package: rkdeploy.Runtime prints the same; examples/vendor_flow.py runs"
+fi
 echo "$arch packages: unpacked into an empty root; examples/detect.c built from the -dev package (shared and static) and the packaged rkdeploy print the host's $(tail -1 "$work/expected.txt") on $(basename "$photo")"
