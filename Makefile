@@ -23,13 +23,14 @@ build: deps
 
 # The rkdeploy binary on PATH (PREFIX/bin), the target profiles in PREFIX/share/rkdeploy, the
 # embeddable runtime (librkdeploy_rt, shared and static), its headers (PREFIX/include/rkdeploy)
-# and pkg-config file (rkdeploy_rt.pc); docs/install.md.
+# and pkg-config file (rkdeploy_rt.pc), the Python package (PREFIX/lib/python3.X/dist-packages:
+# docs/python.md).
 PREFIX ?= /usr/local
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 	@if [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
-# Debian packages (rkdeploy, librkdeploy-rt0, librkdeploy-rt-dev) of the build in $(BUILD).
+# Debian packages (rkdeploy, librkdeploy-rt0, librkdeploy-rt-dev, python3-rkdeploy) of the build in $(BUILD).
 package: build
 	cd $(BUILD) && cpack -G DEB
 

@@ -12,8 +12,10 @@ What a block shows must appear in what the command printed, line by line, in ord
 block leaves out are skipped, so a block may show only the stable part of an output); `...`
 within a shown line stands for any text (timings, paths), and trailing spaces are ignored.
 A command that exits with a non-zero status fails the test unless the block shows its
-`rkdeploy: ` error line. Blocks with another info string (`sh` for set-up commands and commands that need a board) are
-not run.
+`rkdeploy: ` error line. A block whose info string is `python` is a script: it runs, in its
+place among the commands, with the build's Python package on PYTHONPATH, and must exit with
+status 0. Blocks with another info string (`sh` for set-up commands and commands that need a
+board) are not run.
 
 Usage: doc_test.py BUILD_DIR FILE.md... [--keep]   exit status 1 names every mismatch.
 """
@@ -28,17 +30,22 @@ FENCE = re.compile(r"^```(\S*)\s*$")
 
 def transcripts(path):
     """[(line number, command, [shown output lines])] of the file's console blocks."""
-    out, block, cmd = [], None, None
+    out, block, cmd, script = [], None, None, None
     lines = open(path, encoding="utf-8").read().split("\n")
     i = 0
     while i < len(lines):
         line = lines[i]
         m = FENCE.match(line)
         if m:
+            if block == "python":
+                out.append((script[0], "/usr/bin/python3 - <<'RKD_DOC_PYTHON'\n" + "\n".join(script[1]) + "\nRKD_DOC_PYTHON", []))
             block = None if block is not None else m.group(1)
             cmd = None
+            script = (i + 2, []) if block == "python" else None
             i += 1
             continue
+        if block == "python":
+            script[1].append(line)
         if block == "console":
             if line.startswith("$ "):
                 text, start = line[2:], i + 1
@@ -82,14 +89,15 @@ def main():
         if not cmds:
             continue
         work = tempfile.mkdtemp(prefix="rkd_doc_")
-        for name in ("scripts", "tests", "fuzz", "targets", "docs"):
+        for name in ("scripts", "tests", "fuzz", "targets", "docs", "examples"):
             os.symlink(os.path.join(root, name), os.path.join(work, name))
         os.symlink(build, os.path.join(work, "build"))
         # One bash process per file: each command's output to its own file, then its status.
         script = ["cd " + work]
         for k, (_, text, _) in enumerate(cmds):
             script.append("{\n%s\n} > .out%d 2>&1; echo $? > .rc%d" % (text, k, k))
-        env = dict(os.environ, PATH=os.path.join(build, "src", "cli") + os.pathsep + os.environ["PATH"])
+        env = dict(os.environ, PATH=os.path.join(build, "src", "cli") + os.pathsep + os.environ["PATH"],
+                   PYTHONPATH=os.pathsep.join(p for p in (os.path.join(build, "python"), os.environ.get("PYTHONPATH")) if p))
         subprocess.run(["bash", "-c", "\n".join(script)], env=env, cwd=work, stdin=subprocess.DEVNULL)
         for k, (lineno, text, shown) in enumerate(cmds):
             commands += 1
