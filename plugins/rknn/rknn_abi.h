@@ -35,7 +35,12 @@ typedef enum _rknn_tensor_type {
   RKNN_TENSOR_TYPE_MAX
 } rknn_tensor_type;
 
-typedef enum _rknn_tensor_qnt_type { RKNN_TENSOR_QNT_NONE = 0, RKNN_TENSOR_QNT_DFP, RKNN_TENSOR_QNT_AFFINE_ASYMMETRIC, RKNN_TENSOR_QNT_MAX } rknn_tensor_qnt_type;
+typedef enum _rknn_tensor_qnt_type {
+  RKNN_TENSOR_QNT_NONE = 0,
+  RKNN_TENSOR_QNT_DFP,
+  RKNN_TENSOR_QNT_AFFINE_ASYMMETRIC,
+  RKNN_TENSOR_QNT_MAX
+} rknn_tensor_qnt_type;
 
 typedef enum _rknn_tensor_format {
   RKNN_TENSOR_NCHW = 0,

@@ -58,7 +58,7 @@ AttrValue ints(const std::vector<int64_t>& v, rknn_tensor_type type) {
 
 // The vendor runtime's function (exported by this executable: the plugin's weak reference binds to it).
 extern "C" __attribute__((visibility("default"))) void rknn_custom_op_get_op_attr(rknn_custom_op_context* ctx, const char* name,
-                                                                                    rknn_custom_op_attr* out) {
+                                                                                  rknn_custom_op_attr* out) {
   std::memset(out, 0, sizeof *out);
   auto c = g_attrs.find(ctx);
   if (c == g_attrs.end()) return;
@@ -236,8 +236,11 @@ TEST(RknnPlugin, MsDeformAttnEqualsTheExecutorsKernel) {
       ws.push_back(l.w);
     }
     const rknn_tensor_type at = it % 3 == 0 ? RKNN_TENSOR_INT64 : (it % 3 == 1 ? RKNN_TENSOR_INT32 : RKNN_TENSOR_FLOAT32);
-    const int rc = drive(msda_plugin(), {{contract::kLevelH, ints(hs, at)}, {contract::kLevelW, ints(ws, at)}, {contract::kPoints, ints(c.points, at)},
-                                         {contract::kMethod, ints({static_cast<int64_t>(c.method)}, at)}},
+    const int rc = drive(msda_plugin(),
+                         {{contract::kLevelH, ints(hs, at)},
+                          {contract::kLevelW, ints(ws, at)},
+                          {contract::kPoints, ints(c.points, at)},
+                          {contract::kMethod, ints({static_cast<int64_t>(c.method)}, at)}},
                          in, out);
     if (!want.ok()) {
       // The historical discrete clamp on a map taller than wide: the kernel refuses, so must the plugin.
@@ -325,7 +328,13 @@ TEST(RknnPlugin, MalformedRecordsAreRefusedByName) {
   attempt([](auto& in, auto&) { in[0].t.attr.n_elems = 5; }, good, "n_elems 5 but the dims hold 24");
   attempt([](auto&, auto& out) { out.t.attr.dims[3] = 3; }, good, "output 'out': dims [1, 2, 2, 3], the operator computes [1, 2, 2, 2]");
   attempt([](auto& in, auto&) { in.pop_back(); }, good, "1 inputs, the operator takes 2");
-  attempt([](auto& in, auto&) { in[1].t.attr.dims[3] = 3; in[1].t.attr.n_elems = 12; in[1].t.attr.size = 48; }, good, "grid");
+  attempt(
+      [](auto& in, auto&) {
+        in[1].t.attr.dims[3] = 3;
+        in[1].t.attr.n_elems = 12;
+        in[1].t.attr.size = 48;
+      },
+      good, "grid");
 }
 
 }  // namespace
