@@ -219,10 +219,11 @@ Result<std::unique_ptr<GridSampleState>> grid_sample_state(rknn_custom_op_contex
   RKD_ASSIGN(const int64_t mode, one_int(ctx, contract::kMode, contract::kModeCount));
   RKD_ASSIGN(const int64_t padding, one_int(ctx, contract::kPadding, contract::kPaddingCount));
   RKD_ASSIGN(const int64_t align, one_int(ctx, contract::kAlignCorners, 2));
+  RKD_ASSIGN(const int64_t convention, one_int(ctx, contract::kConvention, contract::kConventionCount));
   s->options.mode = static_cast<GridSampleMode>(mode);
   s->options.padding = static_cast<GridSamplePadding>(padding);
   s->options.align_corners = align != 0;
-  s->options.convention = GridSampleConvention::pytorch;
+  s->options.convention = static_cast<GridSampleConvention>(convention);
   return s;
 }
 

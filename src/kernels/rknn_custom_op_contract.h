@@ -12,7 +12,8 @@
 //   attributes (ints): level_h, level_w (one per level), points (one per level),
 //                      method (MsdaMethod as its code below).
 // cstGridSample(input [N, C, H, W], grid [N, Ho, Wo, 2]) -> [N, C, Ho, Wo], grid_sample.h's
-//   operation in PyTorch's convention; attributes (ints): mode, padding_mode, align_corners.
+//   operation; attributes (ints): mode, padding_mode, align_corners, convention (the
+//   unnormalisation's rounding: an ONNX GridSample node's is ONNX's, as the executor runs it).
 // The vendor toolkit requires a custom operator's type to start with "cst" (its examples:
 // cstSigmoid, cstSoftmax) and reads attributes as arrays of numbers; strings are avoided.
 #pragma once
@@ -33,10 +34,12 @@ inline constexpr const char* kMethod = "method";
 inline constexpr const char* kMode = "mode";
 inline constexpr const char* kPadding = "padding_mode";
 inline constexpr const char* kAlignCorners = "align_corners";
+inline constexpr const char* kConvention = "convention";
 
 // Codes: method 0 default (bilinear), 1 discrete, 2 discrete_fixed (MsdaMethod's order);
 // mode 0 bilinear, 1 nearest, 2 bicubic (GridSampleMode's order); padding_mode 0 zeros,
-// 1 border, 2 reflection (GridSamplePadding's order).
-inline constexpr int64_t kMethodCount = 3, kModeCount = 3, kPaddingCount = 3;
+// 1 border, 2 reflection (GridSamplePadding's order); convention 0 pytorch, 1 onnx
+// (GridSampleConvention's order).
+inline constexpr int64_t kMethodCount = 3, kModeCount = 3, kPaddingCount = 3, kConventionCount = 2;
 
 }  // namespace rkd::rknn_contract

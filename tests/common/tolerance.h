@@ -24,6 +24,10 @@
 //    and sums fuse): worst measured max|a - e| / max|e| (centernet's wh head, the worst of the
 //    five TF.js detectors) 0.9e-5 on AVX-512, 1.5e-5 with RKD_MAX_ISA=avx2, 1.7e-5 with sse4;
 //    the bound 6.1e-5 keeps a factor 3.6 over the worst ISA (2^-16 held on AVX-512 only).
+//    The Python-side comparisons of whole models or of a custom operator's NumPy simulation
+//    (tests/cli/test_rknn_custom_op.sh: ONNX Runtime on two graph forms of one model;
+//    tests/python/test_rknn_ops.py: the vendor toolkit's NumPy class against rkdeploy) apply
+//    the same bound.
 //    The tiny DEIM model: 1.8e-7.
 #pragma once
 

@@ -274,6 +274,7 @@ TEST(RknnPlugin, GridSampleEqualsTheExecutorsKernel) {
           o.mode = static_cast<GridSampleMode>(mode);
           o.padding = static_cast<GridSamplePadding>(pad);
           o.align_corners = align != 0;
+          o.convention = static_cast<GridSampleConvention>(variant % 2);
           const auto type = variant == 2 ? RKNN_TENSOR_FLOAT16 : RKNN_TENSOR_FLOAT32;
           const Tensor in_t = type == RKNN_TENSOR_FLOAT16 ? input.to(DType::f16).value() : input;
           const Tensor grid_t = type == RKNN_TENSOR_FLOAT16 ? grid.to(DType::f16).value() : grid;
@@ -287,7 +288,8 @@ TEST(RknnPlugin, GridSampleEqualsTheExecutorsKernel) {
           const int rc = drive(grid_plugin(),
                                {{contract::kMode, ints({mode}, RKNN_TENSOR_INT64)},
                                 {contract::kPadding, ints({pad}, RKNN_TENSOR_INT64)},
-                                {contract::kAlignCorners, ints({align}, RKNN_TENSOR_INT64)}},
+                                {contract::kAlignCorners, ints({align}, RKNN_TENSOR_INT64)},
+                                {contract::kConvention, ints({variant % 2}, RKNN_TENSOR_INT64)}},
                                in, out);
           ASSERT_EQ(rc, 0) << grid_plugin().last_error();
           EXPECT_TRUE(same_bits(output_of(out, out_shape), *want))
@@ -297,7 +299,7 @@ TEST(RknnPlugin, GridSampleEqualsTheExecutorsKernel) {
       }
     }
   }
-  std::printf("cstGridSample: %d problems (3 modes x 3 paddings x 2 align_corners x float32/NHWC/float16) bit-identical\n", cases);
+  std::printf("cstGridSample: %d problems (3 modes x 3 paddings x 2 align_corners x float32/NHWC/float16, both conventions) bit-identical\n", cases);
 }
 
 TEST(RknnPlugin, MalformedRecordsAreRefusedByName) {
@@ -305,7 +307,8 @@ TEST(RknnPlugin, MalformedRecordsAreRefusedByName) {
   const Tensor input = random_tensor(rng, {1, 2, 3, 4}, -1, 1), grid = random_tensor(rng, {1, 2, 2, 2}, -1, 1);
   const std::map<std::string, AttrValue> good{{contract::kMode, ints({0}, RKNN_TENSOR_INT64)},
                                               {contract::kPadding, ints({0}, RKNN_TENSOR_INT64)},
-                                              {contract::kAlignCorners, ints({0}, RKNN_TENSOR_INT64)}};
+                                              {contract::kAlignCorners, ints({0}, RKNN_TENSOR_INT64)},
+                                              {contract::kConvention, ints({1}, RKNN_TENSOR_INT64)}};
   auto attempt = [&](auto edit, std::map<std::string, AttrValue> attrs, const std::string& expect) {
     std::vector<Record> in{record(input, "input", RKNN_TENSOR_FLOAT32, RKNN_TENSOR_NCHW, 0),
                            record(grid, "grid", RKNN_TENSOR_FLOAT32, RKNN_TENSOR_UNDEFINED, 0)};

@@ -17,11 +17,12 @@ function readNpy(file) {
   const ab = d.buffer.slice(d.byteOffset, d.byteOffset + d.byteLength);
   if (descr === '<f4') return new ort.Tensor('float32', new Float32Array(ab), shape);
   if (descr === '<i4') return new ort.Tensor('int32', new Int32Array(ab), shape);
+  if (descr === '<i8') return new ort.Tensor('int64', new BigInt64Array(ab), shape);
   throw new Error(`${file}: unsupported descr ${descr}`);
 }
 
 function writeNpy(file, t) {
-  const descr = {float32: '<f4', int32: '<i4', int8: '|i1', uint8: '|u1'}[t.type];
+  const descr = {float32: '<f4', int32: '<i4', int64: '<i8', int8: '|i1', uint8: '|u1'}[t.type];
   if (!descr) throw new Error(`${file}: unsupported output type ${t.type}`);
   const shp = t.dims.length === 1 ? `(${t.dims[0]},)` : `(${t.dims.join(', ')})`;
   let header = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${shp}, }`;

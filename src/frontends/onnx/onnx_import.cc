@@ -1,5 +1,10 @@
 #include "frontends/onnx/onnx_import.h"
 
+#include <algorithm>
+
+#include "ir/passes/rknn_custom_op.h"
+#include "kernels/rknn_custom_op_contract.h"
+
 #include <limits>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -366,6 +371,16 @@ Result<Imported> import_onnx_bytes(std::span<const uint8_t> bytes, const std::st
     } catch (const std::exception& e) {
       out.notes.push_back(std::string("ONNX shape inference failed: ") + e.what());
     }
+  }
+  // The vendor runtime's custom nodes rkdeploy export --rknn-custom-op writes, expanded back into
+  // the operations they stand for (ir/passes/rknn_custom_op.h).
+  const bool custom = std::any_of(g.nodes().begin(), g.nodes().end(), [](const auto& n) {
+    return n->domain.empty() && (n->op_type == rknn_contract::kMsdaType || n->op_type == rknn_contract::kGridSampleType);
+  });
+  if (custom) {
+    const Status s = ir::from_rknn_custom_ops_pass().run(g);
+    if (!s.ok()) return s.error().with_context(what);
+    out.notes.push_back("the vendor runtime's custom nodes (cstMSDeformAttn, cstGridSample) expanded back into rkdeploy's operations");
   }
   return out;
 }

@@ -1,0 +1,32 @@
+// rkdeploy export: a model as standard ONNX, or, with --rknn-custom-op, for the vendor toolkit
+// with the sampling the NPU cannot run left to rkdeploy's plugins (docs/rknn-custom-op.md).
+//
+// Contract:
+//  - rknn_custom_op_graph(): imports the model (ONNX, TFLite, TF.js), folds it as export does
+//    (shape inference, constant folding, BatchNorm folding) and runs deform-attn-fusion, then
+//    ir::to_rknn_custom_ops_pass: one cstMSDeformAttn node per decoder layer's sampling site,
+//    one cstGridSample per remaining 4-D GridSample. The rest of the graph is standard ONNX
+//    as written. `report` lists every node replaced and every site kept, with the reason.
+//  - rknn_custom_ops_python(): the source of the Python module whose classes the vendor
+//    toolkit's reg_custom_op takes (shape inference and a NumPy compute for its host
+//    simulation), with the operator names of kernels/rknn_custom_op_contract.h.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "ir/ir.h"
+
+namespace rkd::workflows {
+
+struct RknnCustomOpReport {
+  int msda = 0, grid_sample = 0;
+  std::vector<std::string> lines;  // one per node replaced or site kept
+};
+
+Result<std::unique_ptr<ir::Graph>> rknn_custom_op_graph(const std::string& model, RknnCustomOpReport* report);
+std::string rknn_custom_ops_python();
+
+}  // namespace rkd::workflows

@@ -1,0 +1,58 @@
+#!/bin/bash
+# rkdeploy export --rknn-custom-op on the DEIMv2-S architecture (default and discrete sampling,
+# the models_tiny fixture): the file holds one cstMSDeformAttn node per decoder layer with
+# integer attributes and no rkdeploy-domain node; rkdeploy runs it (custom nodes expanded back)
+# with outputs byte-identical to the original's; the plugin libraries, driven through the
+# vendor header's callbacks on each site's inputs as the executor computed them, give the
+# executor's values byte for byte (tests/plugins/rknn_plugin_model.cc); with the custom nodes
+# expanded into standard operators by an independent script (rknn_expand.py), ONNX Runtime
+# gives the original's outputs within tests/common/tolerance.h's model_agree (ONNX Runtime's
+# kernels order the sums differently in the two graph forms) and the same labels.
+#   test_rknn_custom_op.sh RKDEPLOY PLUGIN_MODEL_HARNESS MSDA_PLUGIN GRID_SAMPLE_PLUGIN MODELS_DIR
+set -euo pipefail
+rk="$1"; harness="$2"; msda="$3"; grid="$4"; models="$5"
+here="$(cd "$(dirname "$0")/../.." && pwd)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+for stem in deimv2_s_arch_tiny deimv2_s_arch_discrete_tiny; do
+  ins=("images=$models/$stem.input_images.npy" "orig_target_sizes=$models/$stem.input_orig_target_sizes.npy")
+  "$rk" export "$models/$stem.onnx" --rknn-custom-op -o "$work/$stem.cst.onnx" > "$work/export.txt"
+  grep -q "wrote $work/$stem.cst.onnx: 2 cstMSDeformAttn" "$work/export.txt" || { cat "$work/export.txt"; exit 1; }
+  [ -s "$work/rkdeploy_rknn_ops.py" ]
+  /usr/bin/python3 - "$work/$stem.cst.onnx" <<'PY'
+import sys, onnx
+m = onnx.load(sys.argv[1])
+cst = [n for n in m.graph.node if n.op_type.startswith("cst")]
+assert [n.op_type for n in cst] == ["cstMSDeformAttn"] * 2, [n.op_type for n in cst]
+assert all(n.domain == "" for n in m.graph.node), "a node outside the default domain"
+for n in cst:
+    assert {a.name for a in n.attribute} == {"level_h", "level_w", "points", "method"}, n.attribute
+    assert all(a.type in (onnx.AttributeProto.INT, onnx.AttributeProto.INTS) for a in n.attribute)
+    assert [len(n.input), len(n.output)] == [3, 1]
+PY
+  "$rk" run "$models/$stem.onnx" "${ins[@]/#/--input=}" --output-dir "$work/orig" > /dev/null 2>&1
+  "$rk" run "$work/$stem.cst.onnx" "${ins[@]/#/--input=}" --output-dir "$work/cst" > /dev/null 2>&1
+  for f in "$work"/orig/*.npy; do cmp "$f" "$work/cst/$(basename "$f")"; done
+  "$harness" "$work/$stem.cst.onnx" "$msda" "$grid" "${ins[@]}" | tee "$work/harness.txt"
+  rm -rf "$work/orig" "$work/cst"
+  echo "$stem: exported with 2 custom nodes; rkdeploy runs it byte-identical to the original; the plugin equals the executor on every site"
+done
+# ONNX Runtime on the custom nodes expanded back (the default method: GridSample).
+stem=deimv2_s_arch_tiny
+ins=("images=$models/$stem.input_images.npy" "orig_target_sizes=$models/$stem.input_orig_target_sizes.npy")
+/usr/bin/python3 "$here/tests/cli/rknn_expand.py" "$work/$stem.cst.onnx" "$work/expanded.onnx"
+node "$here/scripts/models/human/ort_reference.js" "$models/$stem.onnx" "$work/ort.orig" "${ins[@]}"
+node "$here/scripts/models/human/ort_reference.js" "$work/expanded.onnx" "$work/ort.expanded" "${ins[@]}"
+/usr/bin/python3 - "$work" <<'PY'
+import sys
+import numpy as np
+d = sys.argv[1]
+for k in ("boxes", "scores", "labels"):
+    a, e = np.load(f"{d}/ort.expanded/{k}.npy"), np.load(f"{d}/ort.orig/{k}.npy")
+    if k == "labels":
+        assert (a == e).all(), k
+        continue
+    err = float(np.abs(a - e).max())
+    assert err <= float(np.abs(e).max()) / 16384, (k, err)  # tests/common/tolerance.h: model_agree
+    print(f"ONNX Runtime, custom nodes expanded back: {k} within {err:.3g} of the original's (model_agree)")
+PY
