@@ -16,7 +16,7 @@ namespace {
 
 struct ExportArgs {
   std::string model, output;
-  bool rknn_custom_op = false;
+  bool rknn_custom_op = false, unfused = false;
 };
 
 // OUT.onnx with the custom nodes, and beside it the module with the classes the vendor
@@ -27,7 +27,7 @@ void run_rknn_export(const ExportArgs& a) {
   const std::string py = (std::filesystem::path(a.output).parent_path() / "rkdeploy_rknn_ops.py").string();
   const std::string py_tmp = take(out_tx.file(py));
   workflows::RknnCustomOpReport r;
-  const auto g = take(workflows::rknn_custom_op_graph(a.model, &r));
+  const auto g = take(workflows::rknn_custom_op_graph(a.model, !a.unfused, &r));
   check(onnx_frontend::export_onnx_file(*g, tmp));
   write_text(py_tmp, workflows::rknn_custom_ops_python());
   check(out_tx.publish());
@@ -38,6 +38,7 @@ void run_rknn_export(const ExportArgs& a) {
 }
 
 void run_export(const ExportArgs& a) {
+  if (a.unfused && !a.rknn_custom_op) fail(invalid("--unfused goes with --rknn-custom-op"));
   if (a.rknn_custom_op) return run_rknn_export(a);
   OutputTransaction out_tx({a.model});
   const std::string tmp = take(out_tx.file(a.output));
@@ -58,6 +59,8 @@ void add_export_command(CLI::App& app) {
   c->add_flag("--rknn-custom-op", a->rknn_custom_op,
               "for the vendor toolkit: each decoder layer's sampling as one cstMSDeformAttn node and each GridSample as cstGridSample, "
               "computed on the board by rkdeploy's plugins; also writes rkdeploy_rknn_ops.py beside OUT (docs/rknn-custom-op.md)");
+  c->add_flag("--unfused", a->unfused,
+              "with --rknn-custom-op: no fusion; every GridSample as its own cstGridSample node (the planner's custom-op-cpu variant)");
   c->callback([a] { run_export(*a); });
 }
 

@@ -25,10 +25,14 @@ const std::vector<VariantInfo>& variant_table() {
       {Variant::as_run, "as-run",
        "the int8 graph `run --backend sim` executes: what the runtime placed on the NPU there, everything else on its CPU kernels (QDQ models)",
        GraphForm::runtime, false},
-      {Variant::custom_op_cpu, "custom-op-cpu", "every op the runtime cannot run on the NPU registered as a CPU custom op: one fallback per op",
+      {Variant::custom_op_cpu, "custom-op-cpu",
+       "every op the runtime cannot run on the NPU registered as a CPU custom op: one fallback per op (on RKNN, the GridSamples: "
+       "`rkdeploy export --rknn-custom-op --unfused` and rkdeploy's librkcst_grid_sample.so plugin, docs/rknn-custom-op.md)",
        GraphForm::imported},
       {Variant::custom_op_gpu, "custom-op-gpu", "the same, as GPU custom ops", GraphForm::imported},
-      {Variant::fused_fallback, "fused-fallback", "one fused deformable-attention op per decoder layer, on the CPU (rkdeploy's kernel)",
+      {Variant::fused_fallback, "fused-fallback",
+       "one fused deformable-attention op per decoder layer, on the CPU (rkdeploy's kernel; on RKNN: `rkdeploy export --rknn-custom-op` and "
+       "rkdeploy's librkcst_msdeform_attn.so plugin, docs/rknn-custom-op.md)",
        GraphForm::fused},
       {Variant::decoder_on_cpu, "decoder-on-cpu",
        "split at the encoder's feature levels: what computes them stays, everything after runs on the CPU (rkdeploy's kernels)", GraphForm::fused},

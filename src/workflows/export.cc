@@ -8,11 +8,11 @@
 
 namespace rkd::workflows {
 
-Result<std::unique_ptr<ir::Graph>> rknn_custom_op_graph(const std::string& model, RknnCustomOpReport* report) {
+Result<std::unique_ptr<ir::Graph>> rknn_custom_op_graph(const std::string& model, bool fuse, RknnCustomOpReport* report) {
   RKD_ASSIGN(runtime::ImportedModel imp, runtime::import_model(model, 1));
   auto g = std::make_unique<ir::Graph>(std::move(imp.graph));
   runtime::CompileOptions co;
-  co.fuse = true;
+  co.fuse = fuse;
   co.fuse_activations = false;  // standard ONNX around the custom nodes
   co.require_executable = false;
   runtime::FusionReport fusion;

@@ -3,9 +3,10 @@
 //
 // Contract:
 //  - rknn_custom_op_graph(): imports the model (ONNX, TFLite, TF.js), folds it as export does
-//    (shape inference, constant folding, BatchNorm folding) and runs deform-attn-fusion, then
-//    ir::to_rknn_custom_ops_pass: one cstMSDeformAttn node per decoder layer's sampling site,
-//    one cstGridSample per remaining 4-D GridSample. The rest of the graph is standard ONNX
+//    (shape inference, constant folding, BatchNorm folding) and, with `fuse`, runs
+//    deform-attn-fusion, then ir::to_rknn_custom_ops_pass: one cstMSDeformAttn node per decoder
+//    layer's sampling site (the planner's fused-fallback), one cstGridSample per remaining 4-D
+//    GridSample (without `fuse`, every GridSample: custom-op-cpu). The rest of the graph is standard ONNX
 //    as written. `report` lists every node replaced and every site kept, with the reason.
 //  - rknn_custom_ops_python(): the source of the Python module whose classes the vendor
 //    toolkit's reg_custom_op takes (shape inference and a NumPy compute for its host
@@ -26,7 +27,7 @@ struct RknnCustomOpReport {
   std::vector<std::string> lines;  // one per node replaced or site kept
 };
 
-Result<std::unique_ptr<ir::Graph>> rknn_custom_op_graph(const std::string& model, RknnCustomOpReport* report);
+Result<std::unique_ptr<ir::Graph>> rknn_custom_op_graph(const std::string& model, bool fuse, RknnCustomOpReport* report);
 std::string rknn_custom_ops_python();
 
 }  // namespace rkd::workflows

@@ -2,7 +2,8 @@
 # rkdeploy export --rknn-custom-op on the DEIMv2-S architecture (default and discrete sampling,
 # the models_tiny fixture): the file holds one cstMSDeformAttn node per decoder layer with
 # integer attributes and no rkdeploy-domain node; rkdeploy runs it (custom nodes expanded back)
-# with outputs byte-identical to the original's; the plugin libraries, driven through the
+# with outputs byte-identical to the original's; so does --unfused (every GridSample a
+# cstGridSample node); the plugin libraries, driven through the
 # vendor header's callbacks on each site's inputs as the executor computed them, give the
 # executor's values byte for byte (tests/plugins/rknn_plugin_model.cc); with the custom nodes
 # expanded into standard operators by an independent script (rknn_expand.py), ONNX Runtime
@@ -37,9 +38,20 @@ PY
   rm -rf "$work/orig" "$work/cst"
   echo "$stem: exported with 2 custom nodes; rkdeploy runs it byte-identical to the original; the plugin equals the executor on every site"
 done
-# ONNX Runtime on the custom nodes expanded back (the default method: GridSample).
+# --unfused (the planner's custom-op-cpu): every GridSample a cstGridSample node, computed by
+# librkcst_grid_sample.so as the executor computes the GridSample.
 stem=deimv2_s_arch_tiny
 ins=("images=$models/$stem.input_images.npy" "orig_target_sizes=$models/$stem.input_orig_target_sizes.npy")
+"$rk" export "$models/$stem.onnx" --rknn-custom-op --unfused -o "$work/unfused.onnx" > "$work/export.txt"
+grep -q "wrote $work/unfused.onnx: 0 cstMSDeformAttn and 6 cstGridSample" "$work/export.txt" || { cat "$work/export.txt"; exit 1; }
+"$rk" run "$models/$stem.onnx" "${ins[@]/#/--input=}" --output-dir "$work/orig" > /dev/null 2>&1
+"$rk" run "$work/unfused.onnx" "${ins[@]/#/--input=}" --output-dir "$work/unfused" > /dev/null 2>&1
+for f in "$work"/orig/*.npy; do cmp "$f" "$work/unfused/$(basename "$f")"; done
+"$harness" --unfused "$work/unfused.onnx" "$msda" "$grid" "${ins[@]}" > "$work/harness.txt"
+tail -1 "$work/harness.txt"
+grep -q "^6 custom site(s), 0 differing" "$work/harness.txt"
+echo "$stem --unfused: 6 cstGridSample nodes; rkdeploy runs it byte-identical to the original; the plugin equals the executor on every site"
+# ONNX Runtime on the custom nodes expanded back (the default method: GridSample).
 /usr/bin/python3 "$here/tests/cli/rknn_expand.py" "$work/$stem.cst.onnx" "$work/expanded.onnx"
 node "$here/scripts/models/human/ort_reference.js" "$models/$stem.onnx" "$work/ort.orig" "${ins[@]}"
 node "$here/scripts/models/human/ort_reference.js" "$work/expanded.onnx" "$work/ort.expanded" "${ins[@]}"

@@ -1,8 +1,9 @@
 // A model written by `rkdeploy export --rknn-custom-op`, its custom nodes computed by the
 // plugin libraries as the vendor runtime would call them, against rkdeploy's CPU executor:
-//   rknn_plugin_model MODEL.onnx MSDA_PLUGIN.so GRID_SAMPLE_PLUGIN.so NAME=FILE.npy...
+//   rknn_plugin_model [--unfused] MODEL.onnx MSDA_PLUGIN.so GRID_SAMPLE_PLUGIN.so NAME=FILE.npy...
 // rkdeploy loads the file (its importer expands the custom nodes back: the executor runs
-// MSDAPrepare + MSDeformAttn and GridSample) and runs it once, keeping every value a node
+// MSDAPrepare + MSDeformAttn and GridSample; with --unfused without deform-attn-fusion, which
+// would otherwise fuse a file's expanded GridSamples again) and runs it once, keeping every value a node
 // computes. For each custom site the plugin gets the site's input values as the runtime's
 // tensor records, its attributes as the file gives them (integer arrays, through this
 // harness's rknn_custom_op_get_op_attr), and the init / prepare / compute / destroy sequence; its
@@ -73,6 +74,11 @@ rknn_custom_op* load(const char* path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool unfused = argc > 1 && std::string(argv[1]) == "--unfused";
+  if (unfused) {
+    --argc;
+    ++argv;
+  }
   if (argc < 5) {
     std::fprintf(stderr, "usage: rknn_plugin_model MODEL.onnx MSDA_PLUGIN.so GRID_SAMPLE_PLUGIN.so NAME=FILE.npy...\n");
     return 2;
@@ -94,6 +100,7 @@ int main(int argc, char** argv) {
   std::map<std::string, Tensor> values;  // every value a node computed
   runtime::LoadOptions lo;
   lo.batch = 1;
+  lo.compile.fuse = !unfused;
   lo.exec.observe = [&](const ir::Value& v, const Tensor& t) { values[v.name] = t.contiguous().clone(); };
   auto m = runtime::load_model(argv[1], lo);
   if (!m.ok()) {
