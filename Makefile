@@ -30,7 +30,7 @@ install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 	@if [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
-# Debian packages (rkdeploy, librkdeploy-rt0, librkdeploy-rt-dev, python3-rkdeploy) of the build in $(BUILD).
+# Debian packages (rkdeploy, librkdeploy-rt0, librkdeploy-rt-dev, python3-rkdeploy, rkdeploy-rknn-plugins) of the build in $(BUILD).
 package: build
 	cd $(BUILD) && cpack -G DEB
 

@@ -3,7 +3,9 @@
 #   rkdeploy            the command (bin/rkdeploy) and the target profiles (share/rkdeploy)
 #   librkdeploy-rt0     the embeddable runtime's shared library (SONAME librkdeploy_rt.so.0)
 #   librkdeploy-rt-dev  its headers, the static library, the pkg-config file, the example's source
-#   python3-rkdeploy    the Python package (lib/python3/dist-packages/rkdeploy), when it is built
+#   python3-rkdeploy    the Python package (lib/python3.X/dist-packages/rkdeploy), when it is built
+#   rkdeploy-rknn-plugins  the vendor runtime's custom-operator plugins (lib/rknpu/op_plugins) and
+#                       their header (docs/rknn-custom-op.md)
 # Each package's Depends is derived at packaging time from the ELF files it holds (their NEEDED
 # entries, cmake/cpack_depends.cmake) through the one map below from a shared library to the
 # Debian 12 package that has it; a library missing from the map fails the packaging, naming it.
@@ -29,7 +31,7 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
-set(CPACK_COMPONENTS_ALL cli runtime dev)
+set(CPACK_COMPONENTS_ALL cli runtime dev rknn_plugins)
 set(CPACK_DEBIAN_CLI_PACKAGE_NAME rkdeploy)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME librkdeploy-rt0)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
@@ -37,10 +39,14 @@ set(CPACK_DEBIAN_DEV_PACKAGE_NAME librkdeploy-rt-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_COMPONENT_CLI_DESCRIPTION "rkdeploy command: quantize, evaluate, compile and run detection models for Rockchip NPUs")
 set(CPACK_COMPONENT_RUNTIME_DESCRIPTION "rkdeploy embeddable runtime: runs compiled .rkd models on a Rockchip NPU or its simulator")
+set(CPACK_DEBIAN_RKNN_PLUGINS_PACKAGE_NAME rkdeploy-rknn-plugins)
+set(CPACK_DEBIAN_RKNN_PLUGINS_PACKAGE_SECTION libs)
+set(CPACK_COMPONENT_RKNN_PLUGINS_DESCRIPTION "rkdeploy's custom operators for the RKNN runtime: exact fused deformable attention and GridSample on the CPU")
 set(CPACK_COMPONENT_DEV_DESCRIPTION "rkdeploy embeddable runtime: C/C++ headers, static library, pkg-config file and example")
 # The ELF files of each component, whose NEEDED entries give its Depends.
 set(RKD_PACKAGE_ELF_cli $<TARGET_FILE:rkdeploy>)
 set(RKD_PACKAGE_ELF_runtime $<TARGET_FILE:rkdeploy_rt>)
+set(RKD_PACKAGE_ELF_rknn_plugins "$<TARGET_FILE:rkcst_msdeform_attn>;$<TARGET_FILE:rkcst_grid_sample>")
 if(TARGET rkd_py_host)
   list(APPEND CPACK_COMPONENTS_ALL python)
   set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-rkdeploy)

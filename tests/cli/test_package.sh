@@ -27,7 +27,7 @@ else
   arch=amd64; triplet=x86_64-linux-gnu; cc=(gcc); run=()
 fi
 root="$work/root"
-packages=(rkdeploy librkdeploy-rt0 librkdeploy-rt-dev)
+packages=(rkdeploy librkdeploy-rt0 librkdeploy-rt-dev rkdeploy-rknn-plugins)
 if compgen -G "$work/debs/python3-rkdeploy_*_$arch.deb" > /dev/null; then packages+=(python3-rkdeploy); fi
 for p in "${packages[@]}"; do
   deb=$(ls "$work/debs/${p}_"*"_$arch.deb")
@@ -37,7 +37,8 @@ done
 lib="$root/usr/lib/$triplet"
 for f in usr/bin/rkdeploy usr/share/rkdeploy/targets/rk3588-rkdeploy.json "usr/lib/$triplet/librkdeploy_rt.so.0" "usr/lib/$triplet/librkdeploy_rt.so" \
   "usr/lib/$triplet/librkdeploy_rt.a" "usr/lib/$triplet/pkgconfig/rkdeploy_rt.pc" usr/include/rkdeploy/rkdeploy.h usr/include/rkdeploy/rkdeploy.hpp \
-  usr/share/doc/librkdeploy-rt-dev/examples/detect.c; do
+  usr/share/doc/librkdeploy-rt-dev/examples/detect.c usr/lib/rknpu/op_plugins/librkcst_msdeform_attn.so \
+  usr/lib/rknpu/op_plugins/librkcst_grid_sample.so usr/include/rkdeploy/rknn/rkdeploy_rknn_ops.h; do
   [ -e "$root/$f" ] || { echo "missing from the packages: /$f"; exit 1; }
 done
 # Depends covers every library the packaged ELF files need (the map in cmake/packaging.cmake).
@@ -47,6 +48,7 @@ for p in "${packages[@]}"; do
   case "$p" in
     rkdeploy) elf="$root/usr/bin/rkdeploy" ;;
     librkdeploy-rt0) elf="$lib/librkdeploy_rt.so.0" ;;
+    rkdeploy-rknn-plugins) elf="$root/usr/lib/rknpu/op_plugins/librkcst_msdeform_attn.so" ;;
     python3-rkdeploy) elf=$(ls "$root"/usr/lib/python3*/dist-packages/rkdeploy/_host.*.so) ;;
   esac
   [ "$(readelf -d "$elf" | grep -c NEEDED)" -gt 0 ]
