@@ -274,66 +274,57 @@ Status check_inputs(rknn_custom_op_tensor* in, uint32_t n_in, rknn_custom_op_ten
   return status_of(onnx_dims(out[0], tensor_name(out[0], "output")));
 }
 
-rknn_custom_op make_op(const char* type) {
-  rknn_custom_op op;
-  std::memset(&op, 0, sizeof op);
-  op.version = contract::kVersion;
-  op.target = RKNN_TARGET_TYPE_CPU;
-  std::snprintf(op.op_type, sizeof op.op_type, "%s", type);
-  return op;
+// An operator: its type, state, input count and compute.
+struct MsdaOp {
+  using State = MsdaState;
+  static constexpr const char* type = contract::kMsdaType;
+  static constexpr uint32_t inputs = 3;
+  static Result<std::unique_ptr<State>> make(rknn_custom_op_context* c) { return msda_state(c); }
+  static constexpr auto compute = msda_compute;
+};
+struct GridSampleOp {
+  using State = GridSampleState;
+  static constexpr const char* type = contract::kGridSampleType;
+  static constexpr uint32_t inputs = 2;
+  static Result<std::unique_ptr<State>> make(rknn_custom_op_context* c) { return grid_sample_state(c); }
+  static constexpr auto compute = grid_sample_compute;
+};
+
+// The operator's record with its callbacks (built once).
+template <typename Op>
+rknn_custom_op* record() {
+  static rknn_custom_op op = [] {
+    rknn_custom_op o;
+    std::memset(&o, 0, sizeof o);
+    o.version = contract::kVersion;
+    o.target = RKNN_TARGET_TYPE_CPU;
+    std::snprintf(o.op_type, sizeof o.op_type, "%s", Op::type);
+    o.init = [](rknn_custom_op_context* c, rknn_custom_op_tensor*, uint32_t, rknn_custom_op_tensor*, uint32_t) {
+      return init_state<typename Op::State>(Op::type, c, Op::make);
+    };
+    o.prepare = [](rknn_custom_op_context*, rknn_custom_op_tensor* in, uint32_t n_in, rknn_custom_op_tensor* out, uint32_t n_out) {
+      const Status s = check_inputs(in, n_in, out, n_out, Op::inputs);
+      return s.ok() ? 0 : fail(Op::type, s.error());
+    };
+    o.compute = [](rknn_custom_op_context* c, rknn_custom_op_tensor* in, uint32_t n_in, rknn_custom_op_tensor* out, uint32_t n_out) {
+      return callback<Op::compute>(Op::type, c, in, n_in, out, n_out);
+    };
+    o.destroy = [](rknn_custom_op_context* c) {
+      if (c) {
+        delete static_cast<typename Op::State*>(c->priv_data);
+        c->priv_data = nullptr;
+      }
+      return 0;
+    };
+    return o;
+  }();
+  return &op;
 }
 
 }  // namespace
 
-rknn_custom_op* msdeform_attn_op() {
-  static rknn_custom_op op = [] {
-    rknn_custom_op o = make_op(contract::kMsdaType);
-    o.init = [](rknn_custom_op_context* c, rknn_custom_op_tensor*, uint32_t, rknn_custom_op_tensor*, uint32_t) {
-      return init_state<MsdaState>(contract::kMsdaType, c, msda_state);
-    };
-    o.prepare = [](rknn_custom_op_context*, rknn_custom_op_tensor* in, uint32_t n_in, rknn_custom_op_tensor* out, uint32_t n_out) {
-      const Status s = check_inputs(in, n_in, out, n_out, 3);
-      return s.ok() ? 0 : fail(contract::kMsdaType, s.error());
-    };
-    o.compute = [](rknn_custom_op_context* c, rknn_custom_op_tensor* in, uint32_t n_in, rknn_custom_op_tensor* out, uint32_t n_out) {
-      return callback<msda_compute>(contract::kMsdaType, c, in, n_in, out, n_out);
-    };
-    o.destroy = [](rknn_custom_op_context* c) {
-      if (c) {
-        delete static_cast<MsdaState*>(c->priv_data);
-        c->priv_data = nullptr;
-      }
-      return 0;
-    };
-    return o;
-  }();
-  return &op;
-}
-
-rknn_custom_op* grid_sample_op() {
-  static rknn_custom_op op = [] {
-    rknn_custom_op o = make_op(contract::kGridSampleType);
-    o.init = [](rknn_custom_op_context* c, rknn_custom_op_tensor*, uint32_t, rknn_custom_op_tensor*, uint32_t) {
-      return init_state<GridSampleState>(contract::kGridSampleType, c, grid_sample_state);
-    };
-    o.prepare = [](rknn_custom_op_context*, rknn_custom_op_tensor* in, uint32_t n_in, rknn_custom_op_tensor* out, uint32_t n_out) {
-      const Status s = check_inputs(in, n_in, out, n_out, 2);
-      return s.ok() ? 0 : fail(contract::kGridSampleType, s.error());
-    };
-    o.compute = [](rknn_custom_op_context* c, rknn_custom_op_tensor* in, uint32_t n_in, rknn_custom_op_tensor* out, uint32_t n_out) {
-      return callback<grid_sample_compute>(contract::kGridSampleType, c, in, n_in, out, n_out);
-    };
-    o.destroy = [](rknn_custom_op_context* c) {
-      if (c) {
-        delete static_cast<GridSampleState*>(c->priv_data);
-        c->priv_data = nullptr;
-      }
-      return 0;
-    };
-    return o;
-  }();
-  return &op;
-}
+rknn_custom_op* msdeform_attn_op() { return record<MsdaOp>(); }
+rknn_custom_op* grid_sample_op() { return record<GridSampleOp>(); }
 
 const char* last_error() { return g_error.c_str(); }
 
