@@ -68,3 +68,9 @@ for k in ("boxes", "scores", "labels"):
     assert err <= float(np.abs(e).max()) / 16384, (k, err)  # tests/common/tolerance.h: model_agree
     print(f"ONNX Runtime, custom nodes expanded back: {k} within {err:.3g} of the original's (model_agree)")
 PY
+# The planner names the plugins as the way to its custom-op-cpu and fused-fallback variants.
+"$rk" plan "$models/$stem.onnx" --target rk3588-rknn-2.3.2 "${ins[@]/#/--input=}" --variant fused-fallback --variant custom-op-cpu \
+  --runs 1 --warmup 0 > "$work/plan.txt" 2> /dev/null
+grep -q "^fused-fallback: .*rknn-custom-op.*librkcst_msdeform_attn.so" "$work/plan.txt"
+grep -q "^custom-op-cpu: .*rknn-custom-op --unfused.*librkcst_grid_sample.so" "$work/plan.txt"
+echo "plan: fused-fallback and custom-op-cpu name the plugins"
