@@ -8,8 +8,9 @@
 # NanoDet artifact (compiled by the host's rkdeploy) on the simulator and print the detections the
 # host's `rkdeploy run --image` finds; natively, so does the example built against `make install`'s
 # tree (cmake --install into a scratch prefix). The Python package, where the build has it
-# (python3-rkdeploy; natively): from the unpacked root and from `make install`'s tree,
-# rkdeploy.Runtime prints the same detections and the vendor-flow example runs through. Cross
+# (python3-rkdeploy): from the unpacked root rkdeploy.Runtime prints the same detections (arm64:
+# the sysroot's python3 under qemu); natively also from `make install`'s tree, where the
+# vendor-flow example runs through. Cross
 # builds (SYSROOT given): built with the cross compiler, run under qemu-user on the Cortex-A76
 # model.
 #   test_package.sh BUILD_DIR HOST_RKDEPLOY HUMAN_DIR [SYSROOT]
@@ -98,27 +99,46 @@ if [ -z "$sysroot" ]; then
 fi
 env LD_LIBRARY_PATH="$lib" "${run[@]}" "$root/usr/bin/rkdeploy" run "$work/nanodet.rkd" --backend sim --image "$photo" --json 2> /dev/null > "$work/pkg.json"
 /usr/bin/python3 "$here/tests/cli/detections_text.py" < "$work/pkg.json" | diff "$work/expected.txt" -
-# The Python package: from the unpacked root and from `make install`'s tree.
+# The Python package: from the unpacked root (on arm64 with the sysroot's python3 under qemu:
+# the board's Debian interpreter), and natively from `make install`'s tree too.
 if [[ " ${packages[*]} " == *" python3-rkdeploy "* ]]; then
-  pyrun() {  # PACKAGE_DIR LIBRARY_DIR ARGS...: python3 with the rkdeploy package of PACKAGE_DIR
-    local pkgdir="$1" libdir="$2"
-    shift 2
-    (cd "$work" && env PYTHONPATH="$pkgdir" LD_LIBRARY_PATH="$libdir" /usr/bin/python3 "$@")
-  }
+  if [ -n "$sysroot" ]; then
+    pybin=""
+    for p in "$sysroot"/usr/bin/python3.[0-9]*; do
+      if [[ "$p" =~ python3\.[0-9]+$ ]]; then pybin="$p"; break; fi
+    done
+    pyver=${pybin##*python}
+    pyrun() {  # PACKAGE_DIR LIBRARY_DIR ARGS...: the arm64 python3 with the rkdeploy package of PACKAGE_DIR
+      local pkgdir="$1" libdir="$2"
+      shift 2
+      # NumPy's BLAS and LAPACK sit behind alternatives links, which an extracted root lacks.
+      (cd "$work" && "${run[@]}" -E PYTHONPATH="$pkgdir" \
+        -E LD_LIBRARY_PATH="$libdir:/usr/lib/$triplet/blas:/usr/lib/$triplet/lapack" "$pybin" "$@")
+    }
+  else
+    pyver=$(/usr/bin/python3 -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+    pyrun() {  # PACKAGE_DIR LIBRARY_DIR ARGS...: python3 with the rkdeploy package of PACKAGE_DIR
+      local pkgdir="$1" libdir="$2"
+      shift 2
+      (cd "$work" && env PYTHONPATH="$pkgdir" LD_LIBRARY_PATH="$libdir" /usr/bin/python3 "$@")
+    }
+  fi
   detect_py='import sys, rkdeploy
 assert rkdeploy.__file__.startswith(sys.argv[1]), rkdeploy.__file__
 d = rkdeploy.Runtime(sys.argv[2]).detect(sys.argv[3])
 for e in d[:100]:
     print("%-14s %.3f  [%.1f, %.1f, %.1f, %.1f]" % (e.name, e.score, e.x0, e.y0, e.x1, e.y1))
 print("%d detection(s)" % len(d))'
-  pyver=$(/usr/bin/python3 -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
   pkgdir="$root/usr/lib/python$pyver/dist-packages"
   pyrun "$pkgdir" "$lib" -c "$detect_py" "$pkgdir" "$work/nanodet.rkd" "$photo" | diff "$work/expected.txt" -
-  instdir="$work/prefix/lib/python$pyver/dist-packages"
-  pyrun "$instdir" "$work/prefix/lib/$triplet" -c "$detect_py" "$instdir" "$work/nanodet.rkd" "$photo" | diff "$work/expected.txt" -
-  pyrun "$instdir" "$work/prefix/lib/$triplet" "$here/examples/vendor_flow.py" "$hm/nanodet.json" "$human/calib" "$photo" --config "$cfg" \
-    --out "$work" > "$work/flow.txt" 2> "$work/flow.err" || { cat "$work/flow.err"; exit 1; }
-  grep -q '^person' "$work/flow.txt"
-  echo "python3-rkdeploy and make install's package: rkdeploy.Runtime prints the same; examples/vendor_flow.py runs"
+  if [ -z "$sysroot" ]; then
+    instdir="$work/prefix/lib/python$pyver/dist-packages"
+    pyrun "$instdir" "$work/prefix/lib/$triplet" -c "$detect_py" "$instdir" "$work/nanodet.rkd" "$photo" | diff "$work/expected.txt" -
+    pyrun "$instdir" "$work/prefix/lib/$triplet" "$here/examples/vendor_flow.py" "$hm/nanodet.json" "$human/calib" "$photo" --config "$cfg" \
+      --out "$work" > "$work/flow.txt" 2> "$work/flow.err" || { cat "$work/flow.err"; exit 1; }
+    grep -q '^person' "$work/flow.txt"
+    echo "make install's Python package: rkdeploy.Runtime prints the same; examples/vendor_flow.py runs"
+  fi
+  echo "python3-rkdeploy ($arch): rkdeploy.Runtime prints the host's detections"
 fi
 echo "$arch packages: unpacked into an empty root; examples/detect.c built from the -dev package (shared and static) and the packaged rkdeploy print the host's $(tail -1 "$work/expected.txt") on $(basename "$photo")"
