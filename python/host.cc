@@ -25,6 +25,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "core/json_style.h"
 #include "core/npy.h"
 #include "core/output.h"
 #include "core/progress.h"
@@ -352,43 +353,9 @@ py::dict quantize(const std::string& model, const py::object& calib, const std::
     return r;
   }));
   check(out_tx.publish());  // not when the progress callback raised (work() throws)
-  const quant::QdqReport& r = q.report;
-  py::dict d;
+  py::dict d = json_of(workflows::quantize_summary_json(q, o, target));
   d["model"] = model;
   d["output"] = output;
-  d["samples"] = q.samples;
-  d["method"] = method;
-  d["dtype"] = dtype;
-  d["weights"] = o.qdq.per_channel ? "per-channel" : "per-tensor";
-  d["activations"] = symmetric_activations ? "symmetric" : "asymmetric";
-  d["quantized_activations"] = r.activations;
-  d["quantized_weights"] = r.weights;
-  d["int32_biases"] = r.biases;
-  d["bias_rescaled_channels"] = r.bias_rescaled;
-  d["shared_scale_groups"] = r.shared_groups;
-  d["fused_activations"] = r.fused_activations;
-  d["mixed_range_concats"] = r.mixed_range_concats;
-  d["collapse_kept"] = r.collapse_kept;
-  d["float_selection"] = r.float_selection;
-  d["float_decoder"] = r.float_decoder;
-  d["kept_float"] = r.kept_float;
-  d["target"] = target;
-  d["cpu_placed"] = q.cpu_placed;
-  d["warnings"] = r.warnings;
-  if (q.hybrid) {
-    py::dict h;
-    h["min_ap50"] = auto_hybrid;
-    h["photos"] = q.hybrid->photos;
-    h["layers"] = q.hybrid->layers;
-    h["evaluations"] = q.hybrid->evaluations;
-    h["ap50_all_quantized"] = q.hybrid->ap50_all;
-    h["ap50"] = q.hybrid->ap50;
-    py::list kept;
-    for (const auto& l : q.hybrid->kept)
-      kept.append(py::dict(py::arg("node") = l.node, py::arg("op") = l.op, py::arg("ap50_alone") = l.ap50_alone, py::arg("ap_alone") = l.ap_alone));
-    h["kept_float"] = kept;
-    d["auto_hybrid"] = h;
-  }
   return d;
 }
 
@@ -523,17 +490,11 @@ py::dict bench(const std::string& model, const workflows::BackendChoice& b, cons
   o.threads = threads;
   o.allow_nonfinite = allow_nonfinite;
   const auto r = take(work(progress, [&] { return workflows::bench(o); }));
-  auto stats = [](const workflows::LatencyStats& s) {
-    return py::dict(py::arg("p50") = s.p50, py::arg("p95") = s.p95, py::arg("min") = s.min, py::arg("max") = s.max, py::arg("mean") = s.mean);
-  };
-  py::dict d;
+  py::dict d = json_of(workflows::bench_json(r));
   d["model"] = model;
   d["backend"] = b.backend;
   d["warmup"] = warmup;
   d["runs"] = runs;
-  d["forward_ms"] = stats(r.forward);
-  d["end_to_end_ms"] = r.end_to_end ? py::object(stats(*r.end_to_end)) : py::none();
-  d["environment"] = r.environment;
   return d;
 }
 
@@ -568,7 +529,9 @@ PYBIND11_MODULE(_host, m) {
     for (const auto s : npu::lower::all_strategies()) v.push_back(npu::lower::strategy_name(s));
     return v;
   }();
-  m.def("environment", &workflows::environment, "this host and build, as measurement reports record them");
+  m.def(
+      "environment", [] { return json_of(json_record<nlohmann::json>(workflows::environment()).dump()); },
+      "this host and build, as measurement reports record them (bench's environment)");
 
   py::class_<Model>(m, "Model", "a model file (ONNX, TFLite, TF.js or a compiled .rkd) loaded on one back end")
       .def(py::init([](const std::string& path, const std::string& backend, const std::optional<std::string>& strategy,

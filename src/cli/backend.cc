@@ -5,12 +5,8 @@
 
 #include "cli/commands.h"
 #include "npu/device/driver.h"
-#include "npu/lower/lower.h"
-#include "npu/sim/sim.h"
 #include "quant/requant.h"
-#include "runtime/npu_conv.h"
 #include "runtime/npu_device.h"
-#include "runtime/npu_ops.h"
 
 namespace rkd::cli {
 

@@ -112,26 +112,19 @@ void run_plan(const PlanArgs& a) {
 }
 
 struct BenchArgs {
-  std::string model, backend = "cpu", image, config, strategy, device;
-  int cores = static_cast<int>(npu::arch::kRk3588.cores);
+  std::string model, image, config;
+  workflows::BackendChoice backend;  // --backend, --strategy, --device, --cores
   std::vector<std::string> inputs;
   int warmup = 3, runs = 20, threads = 0;
   bool json = false, allow_nonfinite = false;
 };
-
-nlohmann::json stats_json(const workflows::LatencyStats& s) {
-  return {{"p50", s.p50}, {"p95", s.p95}, {"min", s.min}, {"max", s.max}, {"mean", s.mean}};
-}
 
 void run_bench(const BenchArgs& a) {
   workflows::BenchOptions o;
   o.model = a.model;
   o.image = a.image;
   o.config = a.config;
-  o.backend.backend = a.backend;
-  o.backend.strategy = a.strategy;
-  o.backend.device = a.device;
-  o.backend.cores = a.cores;
+  o.backend = a.backend;
   o.inputs = a.inputs;
   o.warmup = a.warmup;
   o.runs = a.runs;
@@ -139,21 +132,18 @@ void run_bench(const BenchArgs& a) {
   o.allow_nonfinite = a.allow_nonfinite;
   const workflows::BenchResult r = take(workflows::bench(o));
   const workflows::LatencyStats& f = r.forward;
-  nlohmann::json j;
+  nlohmann::json j = nlohmann::json::parse(workflows::bench_json(r));
   j["command"] = "bench";
   j["model"] = a.model;
-  j["backend"] = a.backend;
+  j["backend"] = a.backend.backend;
   j["warmup"] = a.warmup;
   j["runs"] = a.runs;
-  j["forward_ms"] = stats_json(f);
-  j["end_to_end_ms"] = r.end_to_end ? stats_json(*r.end_to_end) : nlohmann::json(nullptr);
   const auto& env = r.environment;
-  j["environment"] = json_record<nlohmann::json>(env);
   if (a.json) {
     std::cout << json_text(j);
     return;
   }
-  std::printf("%s on %s (%s), %d runs after %d warm-up\n", a.model.c_str(), a.backend.c_str(), env.at("cpu").c_str(), a.runs, a.warmup);
+  std::printf("%s on %s (%s), %d runs after %d warm-up\n", a.model.c_str(), a.backend.backend.c_str(), env.at("cpu").c_str(), a.runs, a.warmup);
   if (env.count("npu_device")) std::printf("  npu device   %s\n", env.at("npu_device").c_str());
   std::printf("  dispatch     Highway %s, oneDNN %s, int8 products %s, vectorised loops %s (ISA ceiling %s)\n", env.at("highway_target").c_str(),
               env.at("onednn_isa").c_str(), env.at("int8_products").c_str(), env.at("vectorised_loops").c_str(), env.at("isa_ceiling").c_str());
@@ -202,13 +192,13 @@ void add_plan_commands(CLI::App& app) {
                                     "Latency on this host: forward-only and end-to-end P50/P95 with the environment recorded: "
                                     "rkdeploy bench MODEL --image PHOTO");
   bc->add_option("model", b->model, "the model (ONNX, TFLite, TensorFlow.js, or an artifact of compile: .rkd)")->required();
-  bc->add_option("--backend", b->backend,
+  bc->add_option("--backend", b->backend.backend,
                  "cpu (float), int8 (integer kernels), sim (int8, NPU nodes on the RK3588 NPU simulator) or device (the same on a board's "
                  "NPU: docs/device.md)")
       ->check(CLI::IsMember(workflows::backend_names()));
-  bc->add_option("--device", b->device, "with --backend device: the NPU's device node (default: as for run)");
-  bc->add_option("--cores", b->cores, "with --backend device: NPU cores a convolution's tasks are split over (1-3)")->check(CLI::Range(1, 3));
-  bc->add_option("--strategy", b->strategy, "with --backend sim or device: " + strategy_help());
+  bc->add_option("--device", b->backend.device, "with --backend device: the NPU's device node (default: as for run)");
+  bc->add_option("--cores", b->backend.cores, "with --backend device: NPU cores a convolution's tasks are split over (1-3)")->check(CLI::Range(1, 3));
+  bc->add_option("--strategy", b->backend.strategy, "with --backend sim or device: " + strategy_help());
   bc->add_option("--image", b->image, "a photo (also enables the end-to-end measurement)");
   bc->add_option("--config", b->config, "detector config JSON");
   bc->add_option("--input", b->inputs, "NAME=FILE.npy, one per graph input (instead of --image)");

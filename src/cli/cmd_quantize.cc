@@ -97,48 +97,16 @@ void run_quantize(const QuantizeArgs& a) {
   }
   for (const std::string& w : r.warnings) std::fprintf(stderr, "rkdeploy: warning: %s\n", w.c_str());
   if (a.json) {
-    nlohmann::json j;
+    nlohmann::json j = nlohmann::json::parse(workflows::quantize_summary_json(q, opt, a.target));
     j["command"] = "quantize";
     j["model"] = a.model;
     j["output"] = a.output;
-    j["samples"] = q.samples;
-    j["method"] = a.method;
-    j["dtype"] = a.dtype;
-    j["weights"] = per_tensor ? "per-tensor" : "per-channel";
-    j["activations"] = a.symmetric ? "symmetric" : "asymmetric";
-    j["quantized_activations"] = r.activations;
-    j["quantized_weights"] = r.weights;
-    j["int32_biases"] = r.biases;
-    j["bias_rescaled_channels"] = r.bias_rescaled;
-    j["shared_scale_groups"] = r.shared_groups;
-    j["fused_activations"] = r.fused_activations;
-    j["mixed_range_concats"] = r.mixed_range_concats;
-    j["collapse_kept"] = r.collapse_kept;
-    j["float_selection"] = r.float_selection;
-    j["float_decoder"] = r.float_decoder;
-    if (q.hybrid) {
-      nlohmann::json h;
-      h["min_ap50"] = a.auto_hybrid;
-      h["photos"] = q.hybrid->photos;
-      h["layers"] = q.hybrid->layers;
-      h["evaluations"] = q.hybrid->evaluations;
-      h["ap50_all_quantized"] = q.hybrid->ap50_all;
-      h["ap50"] = q.hybrid->ap50;
-      h["kept_float"] = nlohmann::json::array();
-      for (const auto& l : q.hybrid->kept)
-        h["kept_float"].push_back({{"node", l.node}, {"op", l.op}, {"ap50_alone", l.ap50_alone}, {"ap_alone", l.ap_alone}});
-      if (trade) {
-        h["planned"] = {{"target", opt.target->name},
-                        {"variant", "as-run"},
-                        {"all_int8", {{"k", trade->first.k}, {"ms", trade->first.terms.total()}}},
-                        {"hybrid", {{"k", trade->second.k}, {"ms", trade->second.terms.total()}}}};
-      }
-      j["auto_hybrid"] = h;
+    if (trade) {
+      j["auto_hybrid"]["planned"] = {{"target", opt.target->name},
+                                     {"variant", "as-run"},
+                                     {"all_int8", {{"k", trade->first.k}, {"ms", trade->first.terms.total()}}},
+                                     {"hybrid", {{"k", trade->second.k}, {"ms", trade->second.terms.total()}}}};
     }
-    j["kept_float"] = r.kept_float;
-    j["target"] = a.target;
-    j["cpu_placed"] = q.cpu_placed;
-    j["warnings"] = r.warnings;
     std::cout << json_text(j);
     return;
   }

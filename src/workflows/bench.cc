@@ -4,6 +4,9 @@
 #include <chrono>
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
+#include "core/json_style.h"
 #include "core/progress.h"
 #include "npu/lower/lower.h"
 #include "runtime/detect.h"
@@ -76,6 +79,17 @@ Result<BenchResult> bench(const BenchOptions& a) {
     r.environment["npu_device"] = d->options().path + " (" + d->driver().name() + ", " + std::to_string(d->options().cores) + " core(s))";
   }
   return r;
+}
+
+std::string bench_json(const BenchResult& r) {
+  auto stats = [](const LatencyStats& s) -> nlohmann::json {
+    return {{"p50", s.p50}, {"p95", s.p95}, {"min", s.min}, {"max", s.max}, {"mean", s.mean}};
+  };
+  nlohmann::json j;
+  j["forward_ms"] = stats(r.forward);
+  j["end_to_end_ms"] = r.end_to_end ? stats(*r.end_to_end) : nlohmann::json(nullptr);
+  j["environment"] = json_record<nlohmann::json>(r.environment);
+  return j.dump();
 }
 
 }  // namespace rkd::workflows

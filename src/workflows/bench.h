@@ -42,4 +42,9 @@ struct BenchResult {
 
 Result<BenchResult> bench(const BenchOptions& o);
 
+// What `bench --json` reports of a result (docs/cli-json.md, "bench"), as JSON text:
+// forward_ms and end_to_end_ms (p50, p95, min, max, mean; null without a photo) and the
+// environment (core/json_style.h json_record: digit-only values as numbers).
+std::string bench_json(const BenchResult& r);
+
 }  // namespace rkd::workflows

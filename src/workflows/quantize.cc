@@ -6,6 +6,8 @@
 
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "core/npy.h"
 #include "core/progress.h"
 #include "ir/op_info.h"
@@ -170,6 +172,44 @@ Result<QuantizedModel> quantize_model(const std::string& model_path, const Calib
   RKD_ASSIGN(q.report, quant::insert_qdq(*q.graph, q.ranges, qo));
   q.samples = total;
   return q;
+}
+
+std::string quantize_summary_json(const QuantizedModel& q, const QuantizeOptions& opt, const std::string& target) {
+  const quant::QdqReport& r = q.report;
+  nlohmann::json j;
+  j["samples"] = q.samples;
+  j["method"] = quant::calib_method_name(opt.method);
+  j["dtype"] = opt.qdq.dtype == DType::u8 ? "uint8" : "int8";
+  j["weights"] = opt.qdq.per_channel ? "per-channel" : "per-tensor";
+  j["activations"] = opt.qdq.symmetric_activations ? "symmetric" : "asymmetric";
+  j["quantized_activations"] = r.activations;
+  j["quantized_weights"] = r.weights;
+  j["int32_biases"] = r.biases;
+  j["bias_rescaled_channels"] = r.bias_rescaled;
+  j["shared_scale_groups"] = r.shared_groups;
+  j["fused_activations"] = r.fused_activations;
+  j["mixed_range_concats"] = r.mixed_range_concats;
+  j["collapse_kept"] = r.collapse_kept;
+  j["float_selection"] = r.float_selection;
+  j["float_decoder"] = r.float_decoder;
+  if (q.hybrid) {
+    nlohmann::json h;
+    h["min_ap50"] = opt.hybrid.min_ap50;
+    h["photos"] = q.hybrid->photos;
+    h["layers"] = q.hybrid->layers;
+    h["evaluations"] = q.hybrid->evaluations;
+    h["ap50_all_quantized"] = q.hybrid->ap50_all;
+    h["ap50"] = q.hybrid->ap50;
+    h["kept_float"] = nlohmann::json::array();
+    for (const auto& l : q.hybrid->kept)
+      h["kept_float"].push_back({{"node", l.node}, {"op", l.op}, {"ap50_alone", l.ap50_alone}, {"ap_alone", l.ap_alone}});
+    j["auto_hybrid"] = h;
+  }
+  j["kept_float"] = r.kept_float;
+  j["target"] = target;
+  j["cpu_placed"] = q.cpu_placed;
+  j["warnings"] = r.warnings;
+  return j.dump();
 }
 
 }  // namespace rkd::workflows

@@ -131,6 +131,11 @@ struct QuantizedModel {
 
 Result<QuantizedModel> quantize_model(const std::string& model_path, const CalibrationSet& calibration, const QuantizeOptions& opt);
 
+// What `quantize --json` reports of a quantization (docs/cli-json.md, "quantize"), as JSON text:
+// every field but the command's own (command, model, output) and the planned trade-off of
+// --auto-hybrid. `target` as the user named it ("none" without one).
+std::string quantize_summary_json(const QuantizedModel& q, const QuantizeOptions& opt, const std::string& target);
+
 // The --auto-hybrid search (HybridOptions), starting from the quantization `qdq` describes.
 Result<HybridReport> search_hybrid(const std::string& model_path, const CalibrationSet& calibration,
                                    const std::map<std::string, quant::Range>& ranges, const quant::QdqOptions& qdq, const QuantizeOptions& opt);

@@ -1,6 +1,7 @@
 // The vendor runtime's custom operators in the graph (contract in rknn_custom_op.h).
 #include "ir/passes/rknn_custom_op.h"
 
+#include "ir/passes/fold.h"
 #include "kernels/deform_attn.h"
 #include "kernels/grid_sample.h"
 #include "kernels/rknn_custom_op_contract.h"
@@ -114,8 +115,7 @@ Status expand_grid_sample(Graph& g, Node* n) {
   return {};
 }
 
-// Runs `f` on every node of type `type` (a snapshot: f adds nodes), then drops the replaced nodes
-// and restores topological order.
+// Runs `f` on every node of type `type` (a snapshot: f adds nodes), then restores topological order.
 template <typename F>
 Status rewrite(Graph& g, const std::string& type, const std::string& domain, F f) {
   std::vector<Node*> sites;
@@ -125,29 +125,13 @@ Status rewrite(Graph& g, const std::string& type, const std::string& domain, F f
   return g.sort_topologically();
 }
 
-// Nodes whose outputs nothing reads any more (the replaced ones and their MSDAPrepare).
-void drop_unread(Graph& g) {
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    g.remove_nodes([&](const Node& n) {
-      for (const Value* v : n.outputs) {
-        if (v && (v->producer == &n) && (!v->consumers.empty() || std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end())) return false;
-      }
-      changed = true;
-      return true;
-    });
-  }
-}
-
 }  // namespace
 
 Pass to_rknn_custom_ops_pass(std::vector<std::string>* report) {
   return Pass{"to-rknn-custom-ops", [report](Graph& g) -> Status {
                 RKD_TRY(rewrite(g, "MSDeformAttn", "rkdeploy", [&](Node* n) { return replace_msda(g, n, report); }));
                 RKD_TRY(rewrite(g, "GridSample", "", [&](Node* n) { return replace_grid_sample(g, n, report); }));
-                drop_unread(g);
-                return {};
+                return dead_code_elimination_pass().run(g);  // the replaced nodes (and MSDAPrepare)
               }};
 }
 
@@ -155,8 +139,7 @@ Pass from_rknn_custom_ops_pass() {
   return Pass{"from-rknn-custom-ops", [](Graph& g) -> Status {
                 RKD_TRY(rewrite(g, contract::kMsdaType, "", [&](Node* n) { return expand_msda(g, n); }));
                 RKD_TRY(rewrite(g, contract::kGridSampleType, "", [&](Node* n) { return expand_grid_sample(g, n); }));
-                drop_unread(g);
-                return {};
+                return dead_code_elimination_pass().run(g);  // the custom nodes replaced
               }};
 }
 
