@@ -95,16 +95,19 @@ def test_errors_name_the_cause(models, tmp_path, cli):
 
 
 def test_run_releases_the_gil(models):
-    """Another Python thread runs while the model runs (the binding drops the GIL)."""
+    """Another Python thread runs while the model runs (the binding drops the GIL). The worker
+    runs until the main thread has looked often enough (at most 200 runs): with the GIL held,
+    the main thread could look only between the flag and the call, a handful of times."""
     stem = os.path.join(models, "deimv2_s_arch_tiny")
     inputs = {n: np.load(f"{stem}.input_{n}.npy") for n in ("images", "orig_target_sizes")}
     m = rkdeploy.load(stem + ".onnx", threads=1)
-    inside = threading.Event()
-    stop = threading.Event()
-    seen = [0]
+    inside, enough, stop = threading.Event(), threading.Event(), threading.Event()
+    seen = 0
 
     def worker():
-        for _ in range(10):
+        for _ in range(200):
+            if enough.is_set():
+                break
             inside.set()
             m.run(inputs)
             inside.clear()
@@ -114,10 +117,11 @@ def test_run_releases_the_gil(models):
     t.start()
     while not stop.is_set():
         if inside.is_set():
-            seen[0] += 1
+            seen += 1
+            if seen > 1000:
+                enough.set()
     t.join()
-    # Held GIL: the loop could look only between the flag and the call, a handful of times.
-    assert seen[0] > 1000, seen[0]
+    assert seen > 1000, seen
 
 
 def test_detect_equals_cli(nanodet, cli):
