@@ -12,7 +12,7 @@
 set(RKD_DEBIAN_SHLIB_PACKAGES
     "ld-linux-x86-64.so.2=libc6" "ld-linux-aarch64.so.1=libc6" "libc.so.6=libc6" "libm.so.6=libc6" "libgcc_s.so.1=libgcc-s1"
     "libstdc++.so.6=libstdc++6" "libgomp.so.1=libgomp1" "libdnnl.so.2=libdnnl2" "libXNNPACK.so.0=libxnnpack0"
-    "libpthreadpool.so.0=libpthreadpool0" "libhwy.so.1=libhwy1" "libstb.so.0=libstb0" "libzip.so.4=libzip4" "libonnx.so.1=libonnx1"
+    "libpthreadpool.so.0=libpthreadpool0" "libhwy.so.1=libhwy1" "libstb.so.0=libstb0" "libzip.so.4=libzip4" "libcrypto.so.3=libssl3" "libonnx.so.1=libonnx1"
     "libonnx_proto.so.1=libonnx1" "libprotobuf.so.32=libprotobuf32")
 
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64")

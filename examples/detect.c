@@ -2,7 +2,9 @@
  * through rkdeploy's embeddable runtime.
  *   detect MODEL.rkd PHOTO [--device [NODE]] [--cores N] [--dump DIR]
  * --device runs the NPU tasks on the board's NPU (default: the simulator); --dump writes each
- * output's bytes to DIR/NAME.bin. Prints one line per detection: class, score, box in pixels. */
+ * output's bytes to DIR/NAME.bin, NAME the output's name with every character but letters,
+ * digits, '-', '_' and inner '.' made '_' (ONNX names hold '/': nothing is written outside DIR).
+ * Prints one line per detection: class, score, box in pixels. */
 #include <rkdeploy/rkdeploy.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +22,15 @@ static int dump_outputs(const rkd_model* model, const char* dir) {
     const void* data;
     size_t bytes;
     if (rkd_output_info(model, i, &info) != RKD_OK || rkd_output(model, i, &data, &bytes) != RKD_OK) return 1;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.bin", dir, info.name);
+    char name[256], path[4096];
+    size_t n = 0;
+    for (const char* c = info.name; *c && n + 1 < sizeof name; ++c, ++n) {
+      const int keep = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_' ||
+                       (*c == '.' && n > 0);
+      name[n] = keep ? *c : '_';
+    }
+    name[n] = 0;
+    snprintf(path, sizeof path, "%s/%s.bin", dir, n ? name : "_");
     FILE* f = fopen(path, "wb");
     if (!f || fwrite(data, 1, bytes, f) != bytes || fclose(f) != 0) {
       fprintf(stderr, "detect: cannot write %s\n", path);

@@ -186,8 +186,14 @@ py::list detections_of(const std::vector<runtime::Detection>& d) {
 
 runtime::Image image_of(const py::handle& obj) {
   if (py::isinstance<py::str>(obj)) return take(runtime::load_image(obj.cast<std::string>()));
-  auto a = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>::ensure(obj);
-  if (!a || a.ndim() != 3 || a.shape(2) != 3) throw py::value_error("image: a file path or an H x W x 3 uint8 array (RGB)");
+  py::array any = py::array::ensure(obj);
+  if (!any || any.ndim() != 3 || any.shape(2) != 3) throw py::value_error("image: a file path or an H x W x 3 uint8 array (RGB)");
+  // Refused, not cast: a float image in [0, 1] would become black.
+  if (!any.dtype().is(py::dtype::of<uint8_t>())) {
+    raise(invalid("image: the array is " + py::str(any.dtype()).cast<std::string>() +
+                  "; it must be uint8 RGB in 0..255 (a float image in [0, 1]: (image * 255).round().astype(numpy.uint8))"));
+  }
+  auto a = py::array_t<uint8_t, py::array::c_style>::ensure(any);
   runtime::Image img;
   img.height = a.shape(0);
   img.width = a.shape(1);
@@ -250,13 +256,15 @@ class Model {
     for (const ir::Value* v : g().outputs) l.append(tensor_info(v));
     return l;
   }
-  py::dict run(const py::object& inputs) {
+  py::dict run(const py::object& inputs, bool allow_nonfinite) {
     const auto in = tensors_of(inputs, only_input(g()), "input");
-    check(runtime::check_detector_inputs(in));
+    check(runtime::check_run_inputs(in, allow_nonfinite));
+    const auto lock = exclusive();
     return arrays_of(take(work(py::none(), [&] { return m().executor->run(in); })));
   }
   py::list detect(const py::object& image, const std::optional<std::string>& config) {
     const runtime::Image img = image_of(image);
+    const auto lock = exclusive();
     const auto dets = work(py::none(), [&]() -> Result<std::vector<runtime::Detection>> {
       RKD_ASSIGN(const runtime::DetectorConfig cfg, runtime::detector_config(g(), opt(config)));
       RKD_ASSIGN(const runtime::Prepared prep, runtime::preprocess(img, cfg, runtime::takes_target_sizes(g())));
@@ -275,6 +283,15 @@ class Model {
   std::string path_;
   workflows::BackendChoice backend_;
   Result<runtime::LoadedModel> m_ = invalid("not loaded");
+  // One run at a time per Model (the executor's buffers and NPU session are its state): a
+  // second thread waits, without the GIL so that the running one can take it back.
+  std::mutex mu_;
+  std::unique_lock<std::mutex> exclusive() {
+    std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+    py::gil_scoped_release nogil;
+    lock.lock();
+    return lock;
+  }
   const runtime::LoadedModel& m() const { return m_.value(); }
   runtime::LoadedModel& m() { return m_.value(); }
   const ir::Graph& g() const { return *m().graph; }
@@ -547,7 +564,8 @@ PYBIND11_MODULE(_host, m) {
       .def_property_readonly("backend", &Model::backend)
       .def_property_readonly("placement", &Model::placement, "with sim or device: what the NPU took and what stayed on the CPU")
       .def_property_readonly("notes", &Model::notes)
-      .def("run", &Model::run, py::arg("inputs"), "inputs: dict name -> array (or one array); returns dict name -> array")
+      .def("run", &Model::run, py::arg("inputs"), py::arg("allow_nonfinite") = false,
+           "inputs: dict name -> array (or one array); returns dict name -> array. NaN or infinite float inputs are refused unless allow_nonfinite")
       .def("detect", &Model::detect, py::arg("image"), py::arg("config") = py::none(),
            "a photo (path or H x W x 3 uint8 RGB array) through the detector config -> detections, best first");
 
@@ -595,7 +613,7 @@ PYBIND11_MODULE(_host, m) {
                      runs, threads, allow_nonfinite, progress);
       },
       py::arg("model"), py::kw_only(), py::arg("image") = py::none(), py::arg("config") = py::none(), py::arg("inputs") = std::vector<std::string>{},
-      py::arg("warmup") = 3, py::arg("runs") = 20, RKD_BACKEND_ARGS, py::arg("threads") = 0, py::arg("allow_nonfinite") = false,
-      py::arg("progress") = py::none(), "P50/P95 latency on this host (rkdeploy bench)");
+      py::arg("warmup") = 3, py::arg("runs") = 20, RKD_BACKEND_ARGS, py::arg("threads") = 1, py::arg("allow_nonfinite") = false,
+      py::arg("progress") = py::none(), "P50/P95 latency on this host (rkdeploy bench; P95 None with fewer than 20 runs)");
   m.def("export", &export_onnx, py::arg("model"), py::arg("output"), "the model as standard ONNX, folded (rkdeploy export)");
 }

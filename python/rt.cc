@@ -18,7 +18,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -38,6 +41,29 @@ py::object g_errors[5];  // per rkd_status: the exception class (index 0 unused)
 
 void check(rkd_status s) {
   if (s != RKD_OK) raise_status(s);
+}
+
+[[noreturn]] void raise_invalid(const std::string& msg) {
+  PyErr_SetString(g_errors[RKD_ERROR_INVALID].ptr(), msg.c_str());
+  throw py::error_already_set();
+}
+
+std::string shape_text(const std::vector<int64_t>& dims) {
+  std::string s = "(";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + (dims.size() == 1 ? ",)" : ")");
+}
+
+// detect()'s photo as an H x W x 3 uint8 C-contiguous array. Another element type is refused,
+// not cast: a float image in [0, 1] would become black.
+py::array_t<uint8_t, py::array::c_style> rgb_image(const py::object& image) {
+  py::array a = py::array::ensure(image);
+  if (!a || a.ndim() != 3 || a.shape(2) != 3) raise_invalid("detect: the image must be a file path or an H x W x 3 uint8 array");
+  if (!a.dtype().is(py::dtype::of<uint8_t>())) {
+    raise_invalid("detect: the image is " + py::str(a.dtype()).cast<std::string>() +
+                  "; it must be uint8 RGB in 0..255 (a float image in [0, 1]: (image * 255).round().astype(numpy.uint8))");
+  }
+  return py::array_t<uint8_t, py::array::c_style>::ensure(a);
 }
 
 // The numpy dtype of an rkd_dtype (bfloat16 has none).
@@ -66,7 +92,8 @@ Info info_of(const rkd_tensor_info& t) {
 
 class Runtime {
  public:
-  Runtime(const std::string& path, const std::string& backend, const std::optional<std::string>& device, int cores, int threads) {
+  Runtime(const std::string& path, const std::string& backend, const std::optional<std::string>& device, int cores, int threads,
+          bool allow_nonfinite) {
     rkd_options o;
     rkd_options_init(&o);
     if (backend == "sim") {
@@ -80,6 +107,7 @@ class Runtime {
     if (device) o.device = device->c_str();
     o.cores = cores;
     o.threads = threads;
+    o.allow_nonfinite = allow_nonfinite ? 1 : 0;
     rkd_model* m = nullptr;
     rkd_status s;
     {
@@ -106,6 +134,7 @@ class Runtime {
   }
 
   py::dict run(const py::object& inputs) {
+    const auto lock = exclusive();
     if (!inputs.is_none()) set_inputs(inputs);
     rkd_status s;
     {
@@ -129,14 +158,14 @@ class Runtime {
   }
 
   py::list detect(const py::object& image) {
+    const auto lock = exclusive();
     rkd_status s;
     if (py::isinstance<py::str>(image)) {
       const std::string path = image.cast<std::string>();
       py::gil_scoped_release nogil;
       s = rkd_set_image_file(model_.get(), path.c_str());
     } else {
-      auto a = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>::ensure(image);
-      if (!a || a.ndim() != 3 || a.shape(2) != 3) throw py::value_error("detect: the image must be a file path or an H x W x 3 uint8 array");
+      auto a = rgb_image(image);
       py::gil_scoped_release nogil;
       s = rkd_set_image(model_.get(), a.data(), static_cast<int>(a.shape(1)), static_cast<int>(a.shape(0)));
     }
@@ -164,6 +193,16 @@ class Runtime {
     void operator()(rkd_model* p) const { rkd_close(p); }
   };
   std::unique_ptr<rkd_model, Close> model_;
+  // One call at a time per Runtime, from setting the inputs to copying the outputs (the C API
+  // serialises each call; this keeps a run and its outputs together). Waited for without the
+  // GIL, so that the thread holding it can take the GIL back.
+  std::mutex mu_;
+  std::unique_lock<std::mutex> exclusive() {
+    std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+    py::gil_scoped_release nogil;
+    lock.lock();
+    return lock;
+  }
 
   const rkd_model* m() const { return model_.get(); }
 
@@ -197,10 +236,13 @@ class Runtime {
       py::array a = py::array::ensure(v, py::array::c_style);
       if (!a) throw py::value_error("input '" + name + "': not an array");
       if (!a.dtype().is(numpy_dtype(t.dtype))) {
-        PyErr_SetString(g_errors[RKD_ERROR_INVALID].ptr(), ("input '" + name + "': dtype " + py::str(a.dtype()).cast<std::string>() +
-                                                            ", the model expects " + py::str(numpy_dtype(t.dtype)).cast<std::string>())
-                                                               .c_str());
-        throw py::error_already_set();
+        raise_invalid("input '" + name + "': dtype " + py::str(a.dtype()).cast<std::string>() + ", the model expects " +
+                      py::str(numpy_dtype(t.dtype)).cast<std::string>());
+      }
+      // The same bytes in another shape (NHWC for NCHW, flattened) would run on scrambled data.
+      if (a.ndim() != t.rank || !std::equal(t.dims, t.dims + t.rank, a.shape())) {
+        raise_invalid("input '" + name + "': shape " + shape_text(std::vector<int64_t>(a.shape(), a.shape() + a.ndim())) + ", the model expects " +
+                      shape_text(std::vector<int64_t>(t.dims, t.dims + t.rank)));
       }
       check(rkd_set_input(model_.get(), i, a.data(), static_cast<size_t>(a.nbytes())));
     }
@@ -219,8 +261,9 @@ PYBIND11_MODULE(_rt, m) {
   m.attr("runtime_version") = rkd_version();
   py::object tensor_info = types.attr("TensorInfo");
   py::class_<Runtime>(m, "Runtime", "A compiled artifact (.rkd) loaded on the NPU simulator or a board's NPU (docs/python.md)")
-      .def(py::init<const std::string&, const std::string&, const std::optional<std::string>&, int, int>(), py::arg("path"),
-           py::arg("backend") = "sim", py::arg("device") = py::none(), py::arg("cores") = 0, py::arg("threads") = 0)
+      .def(py::init<const std::string&, const std::string&, const std::optional<std::string>&, int, int, bool>(), py::arg("path"),
+           py::arg("backend") = "sim", py::arg("device") = py::none(), py::arg("cores") = 0, py::arg("threads") = 0,
+           py::arg("allow_nonfinite") = false)
       .def_property_readonly("inputs",
                              [tensor_info](const Runtime& r) {
                                py::list l;

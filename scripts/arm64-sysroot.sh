@@ -7,7 +7,7 @@
 # Usage: bash scripts/arm64-sysroot.sh DIR
 set -euo pipefail
 dir=${1:?usage: arm64-sysroot.sh DIR}
-pkgs=libstdc++-12-dev,libc6-dev,libdnnl-dev,ocl-icd-opencl-dev,libprotobuf-dev,libonnx-dev,libflatbuffers-dev,libfmt-dev,libstb-dev,libgtest-dev,libgmock-dev,libhwy-dev,libzip-dev,nlohmann-json3-dev,libcli11-dev,libxnnpack-dev,libpthreadpool-dev,libpython3.11-dev,python3.11,python3-numpy,pybind11-dev
+pkgs=libstdc++-12-dev,libc6-dev,libdnnl-dev,ocl-icd-opencl-dev,libprotobuf-dev,libonnx-dev,libflatbuffers-dev,libfmt-dev,libstb-dev,libgtest-dev,libgmock-dev,libhwy-dev,libzip-dev,libssl-dev,nlohmann-json3-dev,libcli11-dev,libxnnpack-dev,libpthreadpool-dev,libpython3.11-dev,python3.11,python3-numpy,pybind11-dev
 if [ -f "$dir/.rkdeploy-packages" ] && [ "$(cat "$dir/.rkdeploy-packages")" = "$pkgs" ]; then
   echo "arm64-sysroot: $dir is up to date"
   exit 0

@@ -30,8 +30,10 @@ pkgs=(build-essential cmake ninja-build pkg-config git ca-certificates
       libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libfmt-dev
       libhwy-dev libzip-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
       libdnnl-dev ocl-icd-opencl-dev libstb-dev python3-torch python3-numpy python3-skimage python3-onnx nodejs npm chromium qemu-user
-      libflatbuffers-dev flatbuffers-compiler libgemmlowp-dev libxnnpack-dev libpthreadpool-dev file
+      libflatbuffers-dev flatbuffers-compiler libssl-dev libgemmlowp-dev libxnnpack-dev libpthreadpool-dev file
       python3-dev pybind11-dev python3-pytest)
+# libssl-dev: OpenSSL's libcrypto computes the artifact's SHA-256 digest (libzip4 already depends
+# on its library package).
 # file: CPack's DEB generator reads ELF types with it (make package, the package test).
 # libpthreadpool-dev: libxnnpack-dev's header includes pthreadpool.h but the package does not
 # depend on it.

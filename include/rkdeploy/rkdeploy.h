@@ -7,7 +7,10 @@
  *  - Every call returns an rkd_status; RKD_OK is 0. On any other status, rkd_last_error()
  *    gives a message naming the cause (the file, tensor, index or device) for the calling
  *    thread, valid until that thread's next call into this library.
- *  - A model is used by one thread at a time; different models may run concurrently.
+ *  - Calls on one model are serialised: a thread that calls while another thread's call on
+ *    the same model is running waits for it (rkd_close() excepted: no call may be running).
+ *    Writing into rkd_input_buffer()'s memory is the caller's to order with rkd_run().
+ *    Different models may run concurrently.
  *  - Indices count from 0. Tensors are dense and row-major, of the dtype and dims their info
  *    gives.
  *  - Pointers the library returns (names, input buffers, outputs) stay valid until
@@ -25,7 +28,7 @@
 extern "C" {
 #endif
 
-#define RKD_API_VERSION 1
+#define RKD_API_VERSION 2
 #define RKD_MAX_DIMS 8
 
 #if defined(__GNUC__)
@@ -64,7 +67,10 @@ typedef struct rkd_options {
   rkd_backend backend; /* RKD_BACKEND_SIM by default */
   const char* device;  /* the device node for RKD_BACKEND_DEVICE; NULL: /dev/accel/accel0 */
   int cores;           /* NPU cores a convolution's tasks are split over; 0: all (3 on RK3588) */
-  int threads;         /* CPU threads for the graph's CPU part; 0: every core */
+  int threads;         /* CPU threads for the graph's CPU part; 0: every core; at most 1024 */
+  /* API version 2: */
+  int allow_nonfinite; /* non-zero: NaN and infinities in float inputs pass (IEEE semantics in
+                          every kernel); 0: rkd_run() refuses them, naming the input and element */
 } rkd_options;
 
 typedef struct rkd_tensor_info {
@@ -111,6 +117,9 @@ RKD_EXPORT rkd_status rkd_find_output(const rkd_model* model, const char* name, 
 RKD_EXPORT rkd_status rkd_input_buffer(rkd_model* model, size_t index, void** data);
 /* Copies `bytes` (exactly the input's info.bytes) into the input's buffer. */
 RKD_EXPORT rkd_status rkd_set_input(rkd_model* model, size_t index, const void* data, size_t bytes);
+/* Runs the model on its input buffers. The inputs are checked as `rkdeploy run` checks them:
+ * a detector's orig_target_sizes holds positive sizes, float inputs are finite (unless
+ * options.allow_nonfinite). */
 RKD_EXPORT rkd_status rkd_run(rkd_model* model);
 /* The output of the last rkd_run(): its bytes in place (info.bytes of them). */
 RKD_EXPORT rkd_status rkd_output(const rkd_model* model, size_t index, const void** data, size_t* bytes);

@@ -68,17 +68,23 @@ void run_accuracy(const AccuracyArgs& a) {
                 static_cast<long long>(det->metrics.ground_truth()), static_cast<long long>(det->metrics.matched50()), det->metrics.summary.ap50,
                 det->metrics.summary.ap);
   }
-  std::printf("outputs (entire / single):\n");
-  for (const auto& l : rep.layers) {
-    if (std::find(rep.outputs.begin(), rep.outputs.end(), l.name) == rep.outputs.end()) continue;
-    std::printf("  %-36s cosine %.6f / %.6f  max abs %.4g  (%.1f LSB)\n", l.name.c_str(), l.entire.cosine, l.has_single ? l.single.cosine : NAN,
-                l.entire.max_abs, l.entire.lsb);
-  }
+  // Every model output, quantized or computed in float after the last quantized layer; a
+  // quantized one also with its single-mode figure and its error in LSB of its scale.
+  std::printf("model outputs (entire mode; single mode where the output is itself quantized):\n");
   for (const auto& o : rep.model_outputs) {
+    const workflows::LayerAccuracy* l = nullptr;
+    for (const auto& x : rep.layers)
+      if (x.name == o.name) l = &x;
+    if (l) {
+      std::printf("  %-36s cosine %.6f / %.6f  max abs %.4g  (%.1f LSB)\n", o.name.c_str(), o.error.cosine, l->has_single ? l->single.cosine : NAN,
+                  o.error.max_abs, l->entire.lsb);
+    } else {
+      std::printf("  %-36s cosine %.6f  max abs %.4g  (float)\n", o.name.c_str(), o.error.cosine, o.error.max_abs);
+    }
     if (o.branches.empty()) continue;
-    std::printf("output %s (entire mode: cosine %.6f) concatenates:\n", o.name.c_str(), o.error.cosine);
+    std::printf("    concatenates:\n");
     for (const auto& b : o.branches) {
-      std::printf("  %-44s cosine %.6f  max abs %.4g\n", b.name.size() > 44 ? ("..." + b.name.substr(b.name.size() - 41)).c_str() : b.name.c_str(),
+      std::printf("    %-42s cosine %.6f  max abs %.4g\n", b.name.size() > 44 ? ("..." + b.name.substr(b.name.size() - 41)).c_str() : b.name.c_str(),
                   b.error.cosine, b.error.max_abs);
     }
   }

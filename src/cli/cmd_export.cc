@@ -24,7 +24,8 @@ struct ExportArgs {
 void run_rknn_export(const ExportArgs& a) {
   OutputTransaction out_tx({a.model});
   const std::string tmp = take(out_tx.file(a.output));
-  const std::string py = (std::filesystem::path(a.output).parent_path() / "rkdeploy_rknn_ops.py").string();
+  const std::string py = workflows::rknn_ops_module_path(a.output);
+  check(workflows::check_rknn_ops_module(py));
   const std::string py_tmp = take(out_tx.file(py));
   workflows::RknnCustomOpReport r;
   const auto g = take(workflows::rknn_custom_op_graph(a.model, !a.unfused, &r));

@@ -115,7 +115,7 @@ struct BenchArgs {
   std::string model, image, config;
   workflows::BackendChoice backend;  // --backend, --strategy, --device, --cores
   std::vector<std::string> inputs;
-  int warmup = 3, runs = 20, threads = 0;
+  int warmup = 3, runs = 20, threads = 1;
   bool json = false, allow_nonfinite = false;
 };
 
@@ -147,10 +147,17 @@ void run_bench(const BenchArgs& a) {
   if (env.count("npu_device")) std::printf("  npu device   %s\n", env.at("npu_device").c_str());
   std::printf("  dispatch     Highway %s, oneDNN %s, int8 products %s, vectorised loops %s (ISA ceiling %s)\n", env.at("highway_target").c_str(),
               env.at("onednn_isa").c_str(), env.at("int8_products").c_str(), env.at("vectorised_loops").c_str(), env.at("isa_ceiling").c_str());
-  std::printf("  forward      P50 %9.3f ms  P95 %9.3f ms  (min %.3f, max %.3f)\n", f.p50, f.p95, f.min, f.max);
+  // The 95th percentile of fewer than 20 runs would be their maximum: not printed as a P95.
+  auto p95 = [](const workflows::LatencyStats& s) {
+    char b[64];
+    if (s.p95) std::snprintf(b, sizeof b, "P95 %9.3f ms", *s.p95);
+    else std::snprintf(b, sizeof b, "P95 n/a (< %d runs)", workflows::kMinRunsForP95);
+    return std::string(b);
+  };
+  std::printf("  forward      P50 %9.3f ms  %s  (min %.3f, max %.3f)\n", f.p50, p95(f).c_str(), f.min, f.max);
   if (r.end_to_end) {
     const workflows::LatencyStats& e = *r.end_to_end;
-    std::printf("  end to end   P50 %9.3f ms  P95 %9.3f ms  (min %.3f, max %.3f; preprocessing and decoding included)\n", e.p50, e.p95, e.min, e.max);
+    std::printf("  end to end   P50 %9.3f ms  %s  (min %.3f, max %.3f; preprocessing and decoding included)\n", e.p50, p95(e).c_str(), e.min, e.max);
   }
 }
 
@@ -204,7 +211,7 @@ void add_plan_commands(CLI::App& app) {
   bc->add_option("--input", b->inputs, "NAME=FILE.npy, one per graph input (instead of --image)");
   bc->add_option("--warmup", b->warmup, "runs before measuring")->check(CLI::Range(0, kMaxCount));
   bc->add_option("--runs", b->runs, "measured runs")->check(CLI::Range(1, kMaxCount));
-  add_threads_option(bc, b->threads, "threads (0 = all cores)");
+  add_threads_option(bc, b->threads, "CPU threads (default 1, as plan measures: a figure that does not depend on the host's load and core count; 0 = one per core)");
   bc->add_flag("--json", b->json, "print JSON (docs/cli-json.md)");
   add_nonfinite_option(bc, b->allow_nonfinite);
   bc->callback([b] { run_bench(*b); });

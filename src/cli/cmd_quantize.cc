@@ -169,7 +169,8 @@ void add_quantize_command(CLI::App& app) {
   c->add_flag("--float-outputs", a->float_outputs,
               "the model's outputs stay float: the node computing each output reads int8 and writes float (score logits, box regressions)");
   c->add_option("--keep-float", a->keep_float,
-                "node names or op types that stay float (computed on the CPU; repeatable): e.g. Softmax, or a node a quantize warning names");
+                "node names or op types that stay float (computed on the CPU; repeatable): e.g. Softmax, a node a quantize warning names, "
+                "a glob over node names ('*/attn/*') or a scope prefix ending in '/' ('/model.22/')");
   c->add_option("--target", a->target,
                 "quantize only what this target profile runs on its NPU (NAME in targets/ or a .json; the rest computes in float "
                 "on the CPU), or none: every op (default rk3588-rkdeploy)");

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/limits.h"
 #include "core/result.h"
 
 namespace rkd::cli {
@@ -37,9 +38,8 @@ T take(Result<T> r) {
 inline void check(const Status& s) {
   if (!s.ok()) fail(s.error());
 }
-// The largest --threads any subcommand takes: more workers than this is a typo, and creating them
-// can fail at the OS's thread limit after the work has begun.
-constexpr int kMaxThreads = 1024;
+// The largest --threads any subcommand takes (core/limits.h, shared with the C API and Python).
+using rkd::kMaxThreads;
 // A floating-point option's check: a finite number in [lo, hi] (CLI::Range lets NaN through,
 // since every comparison with NaN is false).
 CLI::Validator finite_range(double lo, double hi);

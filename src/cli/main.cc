@@ -26,13 +26,29 @@ bool g_json_errors = false;
 
 void set_json_errors(bool on) { g_json_errors = on; }
 
+// A message as a terminal should show it: control characters other than newline and tab (an
+// escape sequence inside a tensor or file name) as \xNN.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\x%02x", c);
+      out += b;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 void print_error(const std::string& kind, const std::string& message, int code) {
   if (g_json_errors) {
     nlohmann::ordered_json j;
     j["error"] = {{"kind", kind}, {"message", message}, {"exit_code", code}};
     std::cerr << json_text(j);
   } else {
-    std::cerr << "rkdeploy: " << kind << ": " << message << "\n";
+    std::cerr << "rkdeploy: " << kind << ": " << printable(message) << "\n";
   }
 }
 

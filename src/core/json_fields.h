@@ -30,6 +30,15 @@ Status json_number(const Json& j, const char* key, T& into, const std::string& n
   return {};
 }
 
+// A JSON true or false.
+template <typename Json>
+Status json_bool(const Json& j, const char* key, bool& into, const std::string& name) {
+  if (!j.contains(key)) return {};
+  if (!j[key].is_boolean()) return invalid(name + ": must be true or false");
+  into = j[key].template get<bool>();
+  return {};
+}
+
 // A JSON integer within int64 (a number with a fraction or an exponent is refused).
 template <typename Json>
 Status json_integer(const Json& j, const char* key, int64_t& into, const std::string& name) {

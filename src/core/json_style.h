@@ -11,9 +11,11 @@ namespace rkd {
 
 constexpr int kJsonIndent = 2;
 
+// Strings that are not UTF-8 (a file name or a tensor name of other bytes) print with U+FFFD
+// in place of each bad byte instead of failing: the document still says what happened.
 template <typename Json>
 std::string json_text(const Json& j) {
-  return j.dump(kJsonIndent) + "\n";
+  return j.dump(kJsonIndent, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 // A string record (the environment of bench and plan) as a JSON object: a value of decimal

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 namespace rkd {
 
@@ -34,14 +35,38 @@ std::string size_text(uint64_t bytes) {
   return b;
 }
 
+// /proc/meminfo's MemAvailable, or nullopt.
+std::optional<uint64_t> available_bytes() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return std::nullopt;
+  char line[256];
+  std::optional<uint64_t> kib;
+  while (std::fgets(line, sizeof line, f)) {
+    unsigned long long v = 0;
+    if (std::sscanf(line, "MemAvailable: %llu kB", &v) == 1) {
+      kib = v;
+      break;
+    }
+  }
+  std::fclose(f);
+  if (!kib) return std::nullopt;
+  return *kib * 1024;
+}
+
 }  // namespace
 
+Status check_thread_count(int threads, const std::string& what) {
+  if (threads >= 0 && threads <= kMaxThreads) return {};
+  return invalid(what + " " + std::to_string(threads) + ": must be 0 (one per core) to " + std::to_string(kMaxThreads));
+}
+
 uint64_t usable_memory_bytes() {
-  // The limits do not change while rkdeploy runs: read once.
-  static const uint64_t physical = [] {
+  // Physical memory does not change while rkdeploy runs (read once); what is available does.
+  static const uint64_t physical_total = [] {
     const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
     return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : UINT64_MAX;
   }();
+  const uint64_t physical = available_bytes().value_or(physical_total);
   static const uint64_t address_limit = std::min(rlimit_bytes(RLIMIT_AS), rlimit_bytes(RLIMIT_DATA));
   if (address_limit == UINT64_MAX) return physical;
   // Under `ulimit -v`/`-d`: what is left of the limit after the mappings made so far and the
@@ -55,7 +80,7 @@ Status check_memory_estimate(uint64_t bytes, const std::string& what) {
   const uint64_t usable = usable_memory_bytes();
   if (bytes <= usable) return {};
   return invalid(what + ": needs about " + size_text(bytes) + " of memory, more than the " + size_text(usable) +
-                 " this process may use (physical memory; under ulimit -v or -d, what the limit leaves after rkdeploy's own " +
+                 " this process may use (the memory available now; under ulimit -v or -d, what the limit leaves after rkdeploy's own " +
                  size_text(mapped_bytes()) + " and " + size_text(kAddressSpaceHeadroomBytes) + " of headroom for its libraries)");
 }
 

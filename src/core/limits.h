@@ -24,8 +24,17 @@ inline constexpr uint64_t kMaxFileBytes = kMaxTensorBytes + (uint64_t{1} << 20);
 // failing when an mmap is refused.
 inline constexpr uint64_t kAddressSpaceHeadroomBytes = uint64_t{256} << 20;
 
-// The memory this process may still use: physical memory; under `ulimit -v` / `-d` at most
-// the limit less what is mapped now and kAddressSpaceHeadroomBytes.
+// The most CPU threads any caller may ask for (the command line's --threads, the C API's
+// options.threads, the Python package's threads=): more workers than this is a typo, and
+// creating them can fail at the OS's thread limit after the work has begun. 0 means one per core.
+inline constexpr int kMaxThreads = 1024;
+// "WHAT N: must be 0 (one per core) to kMaxThreads" (invalid) unless 0 <= threads <= kMaxThreads.
+Status check_thread_count(int threads, const std::string& what);
+
+// The memory this process may still use: what the kernel reports available now (MemAvailable:
+// free memory plus what it can reclaim; physical memory where /proc/meminfo is unreadable);
+// under `ulimit -v` / `-d` at most the limit less what is mapped now and
+// kAddressSpaceHeadroomBytes.
 uint64_t usable_memory_bytes();
 
 // Refuses a run whose working memory, estimated before any of it is allocated, exceeds

@@ -127,7 +127,7 @@ const std::vector<OpInfo>& op_table() {
       {"", "MatMul", matmul_op, F | kAbsorbsActivation},
       {"", "Gemm", gemm_op, F | kAbsorbsActivation},
       {"", "Einsum", einsum_op, F},
-      {"", "Resize", resize_op, kSameScale | kCommutesWithDequantize},  // other modes: float only (the kernel says so)
+      {"", "Resize", resize_maybe_edge_padded, kSameScale | kCommutesWithDequantize},  // other modes: float only (the kernel says so)
       {"", "GridSample", grid_sample_op, F},
       // Quantized.
       {"", "QuantizeLinear", quantize_linear, 0},
@@ -135,30 +135,30 @@ const std::vector<OpInfo>& op_table() {
       {"", "QLinearConv", qlinear_conv, 0},
       {"", "QLinearMatMul", qlinear_matmul, 0},
       // rkdeploy's own ops (runtime/ops_rkdeploy.cc has their kernels).
-      {"rkdeploy", "MSDAPrepare", nullptr, kShapeFromCreator},
-      {"rkdeploy", "MSDeformAttn", nullptr, kShapeFromCreator},
-      {"rkdeploy", "QLinearAdd", nullptr, kShapeFromCreator},
-      {"rkdeploy", "QLinearMul", nullptr, kShapeFromCreator},
-      {"rkdeploy", "QLinearSub", nullptr, kShapeFromCreator},
-      {"rkdeploy", "QLinearMax", nullptr, kShapeFromCreator},
-      {"rkdeploy", "QLinearMin", nullptr, kShapeFromCreator},
-      {"rkdeploy", "QLinearTflite", nullptr, kShapeFromCreator},
-      {"rkdeploy", "QLinearLut", nullptr, kShapeFromCreator},
-      {"rkdeploy", "NpuConv", nullptr, kShapeFromCreator | kOnNpu},          // a QLinearConv on the NPU simulator
-      {"rkdeploy", "NpuMatMul", nullptr, kShapeFromCreator | kOnNpu},        // a QLinearMatMul of constant B as a 1 x 1 convolution over its rows
-      {"rkdeploy", "NpuAdd", nullptr, kShapeFromCreator | kOnNpu},           // a QLinearAdd as a DPU-only task on the NPU simulator
-      {"rkdeploy", "NpuMul", nullptr, kShapeFromCreator | kOnNpu},           // a QLinearMul as a DPU-only task (the EW stage's multiply)
-      {"rkdeploy", "NpuSub", nullptr, kShapeFromCreator | kOnNpu},           // a QLinearSub as a DPU-only task (EW_ALU_ALGO 4)
-      {"rkdeploy", "NpuMax", nullptr, kShapeFromCreator | kOnNpu},           // a QLinearMax as a DPU-only task (EW_ALU_ALGO 0)
-      {"rkdeploy", "NpuMin", nullptr, kShapeFromCreator | kOnNpu},           // a QLinearMin as a DPU-only task (EW_ALU_ALGO 1)
-      {"rkdeploy", "NpuLeakyRelu", nullptr, kShapeFromCreator | kOnNpu},     // a LeakyRelu table as a DPU-only task on the NPU simulator
-      {"rkdeploy", "NpuLut", nullptr, kShapeFromCreator | kOnNpu},           // any other table through the DPU's lookup table
-      {"rkdeploy", "NpuMaxPool", nullptr, kShapeFromCreator | kOnNpu},       // an integer MaxPool as a PPU task
-      {"rkdeploy", "NpuPad", nullptr, kShapeFromCreator | kOnNpu},           // an integer channel Pad as a DPU task
-      {"rkdeploy", "NpuResize", nullptr, kShapeFromCreator | kOnNpu},        // an integer nearest x2 Resize as DPU copy tasks
-      {"rkdeploy", "NpuDepthToSpace", nullptr, kShapeFromCreator | kOnNpu},  // an integer DepthToSpace (DCR, 2) as DPU copy tasks
-      {"rkdeploy", "NpuConcat", nullptr, kShapeFromCreator | kOnNpu},        // an integer channel Concat as DPU-only copy tasks
-      {"rkdeploy", "NpuSplit", nullptr, kShapeFromCreator | kOnNpu},         // an integer channel Split as DPU-only copy tasks
+      {"rkdeploy", "MSDAPrepare", msda_prepare_shape, 0},
+      {"rkdeploy", "MSDeformAttn", msda_attention_shape, 0},
+      {"rkdeploy", "QLinearAdd", qlinear_binary, 0},
+      {"rkdeploy", "QLinearMul", qlinear_binary, 0},
+      {"rkdeploy", "QLinearSub", qlinear_binary, 0},
+      {"rkdeploy", "QLinearMax", qlinear_binary, 0},
+      {"rkdeploy", "QLinearMin", qlinear_binary, 0},
+      {"rkdeploy", "QLinearTflite", qlinear_tflite, 0},
+      {"rkdeploy", "QLinearLut", qlinear_lut, 0},
+      {"rkdeploy", "NpuConv", qlinear_conv, kOnNpu},          // a QLinearConv on the NPU simulator
+      {"rkdeploy", "NpuMatMul", qlinear_matmul, kOnNpu},        // a QLinearMatMul of constant B as a 1 x 1 convolution over its rows
+      {"rkdeploy", "NpuAdd", qlinear_binary, kOnNpu},           // a QLinearAdd as a DPU-only task on the NPU simulator
+      {"rkdeploy", "NpuMul", qlinear_binary, kOnNpu},           // a QLinearMul as a DPU-only task (the EW stage's multiply)
+      {"rkdeploy", "NpuSub", qlinear_binary, kOnNpu},           // a QLinearSub as a DPU-only task (EW_ALU_ALGO 4)
+      {"rkdeploy", "NpuMax", qlinear_binary, kOnNpu},           // a QLinearMax as a DPU-only task (EW_ALU_ALGO 0)
+      {"rkdeploy", "NpuMin", qlinear_binary, kOnNpu},           // a QLinearMin as a DPU-only task (EW_ALU_ALGO 1)
+      {"rkdeploy", "NpuLeakyRelu", qlinear_lut, kOnNpu},     // a LeakyRelu table as a DPU-only task on the NPU simulator
+      {"rkdeploy", "NpuLut", qlinear_lut, kOnNpu},           // any other table through the DPU's lookup table
+      {"rkdeploy", "NpuMaxPool", pool, kOnNpu},       // an integer MaxPool as a PPU task
+      {"rkdeploy", "NpuPad", pad, kOnNpu},           // an integer channel Pad as a DPU task
+      {"rkdeploy", "NpuResize", resize_maybe_edge_padded, kOnNpu},        // an integer nearest x2 Resize as DPU copy tasks
+      {"rkdeploy", "NpuDepthToSpace", depth_to_space, kOnNpu},  // an integer DepthToSpace (DCR, 2) as DPU copy tasks
+      {"rkdeploy", "NpuConcat", concat, kOnNpu},        // an integer channel Concat as DPU-only copy tasks
+      {"rkdeploy", "NpuSplit", split, kOnNpu},         // an integer channel Split as DPU-only copy tasks
   };
   return t;
 }

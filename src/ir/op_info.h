@@ -5,7 +5,9 @@
 //
 // Contract:
 //  - Domains: "" is ONNX's default domain ("ai.onnx" is the same domain), "rkdeploy" holds the
-//    ops rkdeploy's passes create (their shapes are set by the pass that creates them).
+//    ops rkdeploy's passes create. The creating pass sets their output shapes; their shape
+//    functions derive the same from inputs and attributes (a placed NPU node has its source
+//    op's), so that a graph read from an artifact is checked like an imported one.
 //  - A trait states a property of the op's semantics that holds for every attribute value,
 //    unless its comment names the condition a user of the trait must still check.
 //  - find_op() is nullptr for an op the table does not know; such a node gets no inferred
@@ -59,9 +61,6 @@ enum OpTrait : uint32_t {
   // Known so that passes treat it right, but with no CPU kernel: the executor refuses a
   // graph that still holds it (detectors' NMS runs in runtime/detect.h, not in the graph).
   kNoKernel = 1u << 8,
-  // No shape function: the pass that creates the node sets its output shapes (the rkdeploy
-  // domain).
-  kShapeFromCreator = 1u << 9,
   // Runs on the NPU (simulator or device): the runtime's NPU placement
   // (runtime/npu_conv.h) created it; the planner's as-run variant places it on the NPU.
   kOnNpu = 1u << 10,
@@ -70,7 +69,7 @@ enum OpTrait : uint32_t {
 struct OpInfo {
   std::string_view domain;  // "" or "rkdeploy"
   std::string_view op_type;
-  ShapeFn shape;  // nullptr: none (kShapeFromCreator, or a kNoKernel op with no shape rule)
+  ShapeFn shape;  // nullptr: none (a kNoKernel op with no shape rule)
   uint32_t traits;
   bool has(uint32_t t) const { return (traits & t) == t; }
 };

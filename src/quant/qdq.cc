@@ -1,6 +1,8 @@
 // Float graph -> QDQ graph (contract in qdq.h).
 #include "quant/qdq.h"
 
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -291,13 +293,35 @@ ir::Node* matmul_bias_add(const ir::Graph& g, const ir::Node& mm) {
   return a;
 }
 
-Status check_keep_float(const Graph& g, const std::set<std::string>& keep_float) {
-  std::set<std::string> unused = keep_float;
-  for (const auto& n : g.nodes()) {
-    unused.erase(n->name);
-    unused.erase(n->op_type);
+bool keep_float_matches(const std::string& entry, const Node& n) {
+  if (entry.empty()) return false;
+  if (entry == n.name || entry == n.op_type) return true;
+  if (entry.find_first_of("*?[") != std::string::npos) return ::fnmatch(entry.c_str(), n.name.c_str(), 0) == 0;
+  return entry.back() == '/' && n.name.compare(0, entry.size(), entry) == 0;
+}
+
+Status check_keep_float(const Graph& g, const std::set<std::string>& keep_float, const Graph* before_folding) {
+  for (const std::string& e : keep_float) {
+    if (std::any_of(g.nodes().begin(), g.nodes().end(), [&](const auto& n) { return keep_float_matches(e, *n); })) continue;
+    const std::string what = "quantize: --keep-float '" + e + "': ";
+    if (before_folding) {
+      for (const auto& n : before_folding->nodes()) {
+        if (n->name != e) continue;
+        for (const Value* o : n->outputs) {
+          const Value* now = o ? g.find(o->name) : nullptr;
+          if (now && now->producer) {
+            return invalid(what + "node '" + e + "' (" + n->op_type + ") was folded by rkdeploy's passes: its output '" + o->name +
+                           "' is computed by " + now->producer->describe() + " now; --keep-float '" + now->producer->name + "' keeps that in float");
+          }
+        }
+        return invalid(what + "node '" + e + "' (" + n->op_type +
+                       ") was folded away by rkdeploy's passes (constant folding, BatchNorm folding or dead-code elimination): nothing of it "
+                       "runs to keep in float");
+      }
+    }
+    return invalid(what + "the model has no node and no op type of that name, and no node name matches it as a pattern (a glob such as "
+                   "'*/attn/*', or a prefix ending in '/')");
   }
-  if (!unused.empty()) return invalid("quantize: --keep-float '" + *unused.begin() + "': the model has no node and no op type of that name");
   return {};
 }
 
@@ -401,8 +425,9 @@ Result<QdqReport> insert_qdq(Graph& g, const std::map<std::string, Range>& range
     RKD_TRY(check_keep_float(g, opt.keep_float));
     for (const auto& n : g.nodes()) {
       const bool cpu = opt.cpu_nodes.count(n->name) > 0;
-      if (!kept.count(n.get()) && !opt.keep_float.count(n->name) && !opt.keep_float.count(n->op_type) && !cpu) continue;
-      const bool whole = kept.count(n.get()) || opt.keep_float.count(n->name) || opt.keep_float.count(n->op_type);
+      const bool named = std::any_of(opt.keep_float.begin(), opt.keep_float.end(), [&](const std::string& e) { return keep_float_matches(e, *n); });
+      if (!kept.count(n.get()) && !named && !cpu) continue;
+      const bool whole = kept.count(n.get()) || named;
       if (whole) whole_kept.insert(n.get());
       kept.insert(n.get());
       for (Value* o : n->outputs)

@@ -67,7 +67,8 @@ struct QdqOptions {
   DType dtype = DType::i8;
   // Node names or op types that compute in float (`quantize --keep-float`): their outputs are
   // not quantized, they read their inputs unquantized (an input only they read is not
-  // quantized at all), their weights stay float. A name that matches nothing is an error.
+  // quantized at all), their weights stay float. An entry matches as keep_float_matches()
+  // says; one that matches nothing is an error.
   std::set<std::string> keep_float;
   // Node names a target runs on its CPU (`quantize --target`): they compute in float as
   // keep_float's do, but an output that a quantized node reads is quantized for it (the
@@ -97,9 +98,15 @@ struct QdqReport {
   std::vector<std::string> warnings;  // each names the node and what one scale would cost
 };
 
-// Every entry of keep_float names a node or an op type of `g` (an invalid error naming the
-// first that does not).
-Status check_keep_float(const ir::Graph& g, const std::set<std::string>& keep_float);
+// Whether a keep_float entry takes node n: the entry is n's name or op type; or, holding a glob
+// character (* ? [), matches n's name as fnmatch(3) does (without FNM_PATHNAME: * crosses '/');
+// or, ending in '/', is a prefix of n's name ("/model.22/": every node under that scope).
+bool keep_float_matches(const std::string& entry, const ir::Node& n);
+// Every entry of keep_float takes a node of `g` (an invalid error naming the first that does
+// not). With `before_folding` (the model as imported, before rkdeploy's passes), an entry that
+// named a node the passes removed says what became of it: the node now computing its output
+// (to keep that one in float instead), or that nothing of it runs.
+Status check_keep_float(const ir::Graph& g, const std::set<std::string>& keep_float, const ir::Graph* before_folding = nullptr);
 // A fully connected layer as PyTorch exports it for inputs of rank 3 or more: `mm` a MatMul
 // with a constant float B [K, N] whose only reader is an Add of a constant float of N values
 // along the last axis (either operand). Returns that Add: insert_qdq makes its constant the

@@ -6,6 +6,7 @@
 #include <exception>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -23,8 +24,15 @@ struct rkd_model {
   std::string path;
   runtime::LoadedModel loaded;
   std::vector<std::string> input_names, output_names;
-  std::vector<Tensor> inputs;   // one per graph input, in the graph's order: rkd_run reads them in place
-  std::vector<Tensor> outputs;  // the last run's, in the graph's order
+  std::vector<Tensor> inputs;  // one per graph input, in the graph's order: rkd_run reads them in place
+  // One per graph output, in the graph's order, allocated once at rkd_open (the pointers
+  // rkd_output gives stay valid until rkd_close); each run copies its results into them.
+  std::vector<Tensor> outputs;
+  bool has_outputs = false;  // a run has filled `outputs`
+  bool allow_nonfinite = false;  // options.allow_nonfinite
+  // Calls on one model are serialised: a second thread waits (the executor's buffers, the
+  // NPU session and the fed photo are the model's state).
+  std::mutex mu;
   // The detector config and the last photo fed (rkd_set_image*): its geometry for decoding.
   std::optional<runtime::DetectorConfig> config;
   std::optional<runtime::Image> image;
@@ -183,6 +191,7 @@ rkd_status rkd_open(const char* path, const rkd_options* options, rkd_model** mo
     runtime::LoadOptions lo;
     lo.compile.int8 = true;
     lo.compile.npu_strategy = npu::lower::kDefaultStrategy;  // the artifact's own strategy is what runs
+    if (Status t = check_thread_count(o.threads, "rkd_open: options.threads"); !t.ok()) return fail(t.error());
     lo.exec.threads = o.threads;
     if (o.backend == RKD_BACKEND_DEVICE) {
       runtime::NpuDeviceOptions d;
@@ -201,6 +210,7 @@ rkd_status rkd_open(const char* path, const rkd_options* options, rkd_model** mo
     if (!loaded.ok()) return fail(loaded.error());
     auto m = std::make_unique<rkd_model>();
     m->path = path;
+    m->allow_nonfinite = o.allow_nonfinite != 0;
     m->loaded = std::move(loaded).value();
     const ir::Graph& g = *m->loaded.graph;
     for (const ir::Value* v : g.inputs) {
@@ -209,7 +219,12 @@ rkd_status rkd_open(const char* path, const rkd_options* options, rkd_model** mo
       m->input_names.push_back(v->name);
       m->inputs.push_back(Tensor::empty(*v->dtype, *shape));
     }
-    for (const ir::Value* v : g.outputs) m->output_names.push_back(v->name);
+    for (const ir::Value* v : g.outputs) {
+      const auto shape = ir::static_shape(v);
+      if (!shape || !v->dtype) return fail(unsupported(m->path + ": output '" + v->name + "' has no static shape"));
+      m->output_names.push_back(v->name);
+      m->outputs.push_back(Tensor::empty(*v->dtype, *shape));
+    }
     *model = m.release();
     return RKD_OK;
   });
@@ -235,10 +250,8 @@ rkd_status rkd_output_info(const rkd_model* model, size_t index, rkd_tensor_info
     if (rkd_status s = check_model(model, "rkd_output_info")) return s;
     if (!info) return fail_invalid("rkd_output_info: info is NULL");
     if (rkd_status s = check_index(model, index, model->output_names.size(), "output")) return s;
-    const ir::Value* v = model->loaded.graph->outputs[index];
-    const auto shape = ir::static_shape(v);
-    if (!shape || !v->dtype) return fail(unsupported(model->path + ": output '" + v->name + "' has no static shape"));
-    return info_of(model->output_names[index], *v->dtype, *shape, info);
+    const Tensor& t = model->outputs[index];
+    return info_of(model->output_names[index], t.dtype(), t.shape(), info);
   });
 }
 
@@ -268,6 +281,7 @@ rkd_status rkd_input_buffer(rkd_model* model, size_t index, void** data) {
     if (rkd_status s = check_model(model, "rkd_input_buffer")) return s;
     if (!data) return fail_invalid("rkd_input_buffer: data is NULL");
     if (rkd_status s = check_index(model, index, model->inputs.size(), "input")) return s;
+    std::lock_guard<std::mutex> lock(model->mu);
     *data = model->inputs[index].raw();
     model->image.reset();
     return RKD_OK;
@@ -284,6 +298,7 @@ rkd_status rkd_set_input(rkd_model* model, size_t index, const void* data, size_
                           dtype_name(t.dtype()) + " " + shape_to_string(t.shape()) + "), got " + std::to_string(bytes));
     }
     if (!data && bytes) return fail_invalid("rkd_set_input: data is NULL");
+    std::lock_guard<std::mutex> lock(model->mu);
     if (bytes) std::memcpy(t.raw(), data, bytes);
     model->image.reset();
     return RKD_OK;
@@ -293,12 +308,25 @@ rkd_status rkd_set_input(rkd_model* model, size_t index, const void* data, size_
 rkd_status rkd_run(rkd_model* model) {
   return guarded([&]() -> rkd_status {
     if (rkd_status s = check_model(model, "rkd_run")) return s;
+    std::lock_guard<std::mutex> lock(model->mu);
     std::map<std::string, Tensor> in;
     for (size_t i = 0; i < model->inputs.size(); ++i) in[model->input_names[i]] = model->inputs[i];
+    // The same checks as `rkdeploy run` (a detector's orig_target_sizes, runtime/model.h).
+    if (Status c = runtime::check_run_inputs(in, model->allow_nonfinite); !c.ok()) return fail(c.error().with_context(model->path));
+    model->has_outputs = false;
     auto out = model->loaded.executor->run(in);
-    model->outputs.clear();
     if (!out.ok()) return fail(out.error().with_context(model->path));
-    for (const std::string& name : model->output_names) model->outputs.push_back(out->at(name).contiguous());
+    for (size_t i = 0; i < model->output_names.size(); ++i) {
+      const Tensor src = out->at(model->output_names[i]).contiguous();
+      Tensor& dst = model->outputs[i];
+      if (src.dtype() != dst.dtype() || src.nbytes() != dst.nbytes()) {
+        return fail(Error{ErrorKind::internal, model->path + ": output '" + model->output_names[i] + "' came out " + dtype_name(src.dtype()) + " " +
+                                                   shape_to_string(src.shape()) + ", declared " + dtype_name(dst.dtype()) + " " +
+                                                   shape_to_string(dst.shape())});
+      }
+      std::memcpy(dst.raw(), src.raw(), dst.nbytes());
+    }
+    model->has_outputs = true;
     return RKD_OK;
   });
 }
@@ -308,7 +336,8 @@ rkd_status rkd_output(const rkd_model* model, size_t index, const void** data, s
     if (rkd_status s = check_model(model, "rkd_output")) return s;
     if (!data || !bytes) return fail_invalid("rkd_output: data or bytes is NULL");
     if (rkd_status s = check_index(model, index, model->output_names.size(), "output")) return s;
-    if (model->outputs.empty()) return fail_invalid(model->path + ": no output yet (rkd_run first)");
+    std::lock_guard<std::mutex> lock(const_cast<rkd_model*>(model)->mu);
+    if (!model->has_outputs) return fail_invalid(model->path + ": no output yet (rkd_run first)");
     *data = model->outputs[index].raw();
     *bytes = model->outputs[index].nbytes();
     return RKD_OK;
@@ -327,6 +356,7 @@ rkd_status rkd_set_image(rkd_model* model, const uint8_t* rgb, int width, int he
     img.width = width;
     img.height = height;
     img.rgb.assign(rgb, rgb + static_cast<size_t>(width) * static_cast<size_t>(height) * 3);
+    std::lock_guard<std::mutex> lock(model->mu);
     return feed_image(model, std::move(img));
   });
 }
@@ -337,6 +367,7 @@ rkd_status rkd_set_image_file(rkd_model* model, const char* path) {
     if (!path) return fail_invalid("rkd_set_image_file: path is NULL");
     auto img = runtime::load_image(path);
     if (!img.ok()) return fail(img.error());
+    std::lock_guard<std::mutex> lock(model->mu);
     return feed_image(model, std::move(img).value());
   });
 }
@@ -345,8 +376,9 @@ rkd_status rkd_detections(const rkd_model* model, rkd_detection* out, size_t cap
   return guarded([&]() -> rkd_status {
     if (rkd_status s = check_model(model, "rkd_detections")) return s;
     if (!count || (!out && capacity)) return fail_invalid("rkd_detections: count is NULL, or out is NULL with a capacity");
+    std::lock_guard<std::mutex> lock(const_cast<rkd_model*>(model)->mu);
     if (!model->image) return fail_invalid(model->path + ": no photo fed since the inputs were last set (rkd_set_image or rkd_set_image_file first)");
-    if (model->outputs.empty()) return fail_invalid(model->path + ": no output yet (rkd_run first)");
+    if (!model->has_outputs) return fail_invalid(model->path + ": no output yet (rkd_run first)");
     std::map<std::string, Tensor> outputs;
     for (size_t i = 0; i < model->outputs.size(); ++i) outputs[model->output_names[i]] = model->outputs[i];
     auto dets = runtime::postprocess(outputs, *model->config, model->prepared, *model->image);

@@ -1,6 +1,14 @@
 // The .rkd artifact's writer and its checked reader (artifact.h; schema artifact.fbs).
 #include "runtime/artifact.h"
 
+#include <openssl/evp.h>
+
+#include <array>
+#include <memory>
+#include <optional>
+
+#include "ir/passes/shape_inference.h"
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -51,6 +59,50 @@ Status check_sizes(const ir::Graph& g) {
 
 }  // namespace
 
+namespace {
+
+constexpr size_t kDigestBytes = 32;
+
+// Where the digest's 32 bytes sit in a verified buffer, or nullopt when it has none of that size.
+std::optional<size_t> digest_offset(std::span<const uint8_t> bytes) {
+  const fb::Artifact* fa = fb::GetArtifact(bytes.data());
+  if (!fa->digest() || fa->digest()->size() != kDigestBytes) return std::nullopt;
+  return static_cast<size_t>(fa->digest()->data() - bytes.data());
+}
+
+// SHA-256 of `bytes` with the kDigestBytes at `at` read as zeros.
+Result<std::array<uint8_t, kDigestBytes>> digest_of(std::span<const uint8_t> bytes, size_t at) {
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  const std::array<uint8_t, kDigestBytes> zeros{};
+  std::array<uint8_t, kDigestBytes> out{};
+  unsigned int len = 0;
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1 || EVP_DigestUpdate(ctx.get(), bytes.data(), at) != 1 ||
+      EVP_DigestUpdate(ctx.get(), zeros.data(), zeros.size()) != 1 ||
+      EVP_DigestUpdate(ctx.get(), bytes.data() + at + kDigestBytes, bytes.size() - at - kDigestBytes) != 1 ||
+      EVP_DigestFinal_ex(ctx.get(), out.data(), &len) != 1 || len != kDigestBytes) {
+    return Error{ErrorKind::internal, "SHA-256 (OpenSSL's libcrypto) failed"};
+  }
+  return out;
+}
+
+// The buffer's alignment and identifier as parse_artifact needs them, then the verifier.
+bool verified(std::span<const uint8_t> bytes) {
+  if (bytes.size() < 8 || !fb::ArtifactBufferHasIdentifier(bytes.data())) return false;
+  flatbuffers::Verifier v(bytes.data(), bytes.size(), 64, 10000000);
+  return fb::VerifyArtifactBuffer(v);
+}
+
+}  // namespace
+
+Status stamp_artifact_digest(std::vector<uint8_t>& bytes) {
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % alignof(uint64_t) != 0 || !verified(bytes)) return invalid("not a verifiable artifact buffer");
+  const auto at = digest_offset(bytes);
+  if (!at) return invalid("the artifact has no 32-byte digest field");
+  RKD_ASSIGN(const auto d, digest_of(bytes, *at));
+  std::memcpy(bytes.data() + *at, d.data(), d.size());
+  return {};
+}
+
 Result<std::vector<uint8_t>> serialize_artifact(const Artifact& a, const ir::Graph& g) {
   RKD_TRY(check_sizes(g));
   flatbuffers::FlatBufferBuilder b(1 << 20);
@@ -90,10 +142,14 @@ Result<std::vector<uint8_t>> serialize_artifact(const Artifact& a, const ir::Gra
   std::vector<flatbuffers::Offset<fb::Chunk>> chunks;
   for (const Artifact::Chunk& c : a.device_chunks) chunks.push_back(fb::CreateChunk(b, c.offset, b.CreateVector(c.bytes)));
   const auto cv = b.CreateVector(chunks);
+  const auto digest = b.CreateVector(std::vector<uint8_t>(kDigestBytes, 0));
   const auto root = fb::CreateArtifact(b, a.format_version, b.CreateString(a.written_by), b.CreateString(a.source_model), b.CreateString(a.target),
-                                       b.CreateString(a.strategy), a.mainline, graph, a.device_base, a.device_size, cv, b.CreateString(a.preprocess));
+                                       b.CreateString(a.strategy), a.mainline, graph, a.device_base, a.device_size, cv, b.CreateString(a.preprocess),
+                                       digest);
   fb::FinishArtifactBuffer(b, root);
-  return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  std::vector<uint8_t> bytes(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  RKD_TRY(stamp_artifact_digest(bytes));
+  return bytes;
 }
 
 namespace {
@@ -146,6 +202,15 @@ Result<ir::Attribute> attr_from(const fb::Attr& a, const std::string& what) {
   return invalid(what + ": unknown attribute kind " + std::to_string(static_cast<int>(a.kind())));
 }
 
+// Names reach terminals and file names (inspect, run, the C example's --dump): no control
+// characters (an escape sequence would act on the terminal).
+Status printable(const std::string& s, const std::string& at) {
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) return invalid(at + ": holds the control character " + std::to_string(c) + "; names must be printable");
+  }
+  return {};
+}
+
 Result<std::unique_ptr<ir::Graph>> graph_from(const fb::Graph* fg, const std::string& what) {
   if (!fg) return invalid(what + ": no graph");
   auto g = std::make_unique<ir::Graph>();
@@ -160,6 +225,7 @@ Result<std::unique_ptr<ir::Graph>> graph_from(const fb::Graph* fg, const std::st
       const fb::Value* fv = fg->values()->Get(i);
       const std::string at = what + ": value " + std::to_string(i);
       if (!fv->name() || fv->name()->size() == 0) return invalid(at + ": no name");
+      RKD_TRY(printable(fv->name()->str(), at + ": name"));
       auto v = g->add_value(fv->name()->str());
       if (!v.ok()) return invalid(at + " '" + fv->name()->str() + "': the name is taken");
       ir::Value* val = v.value();
@@ -197,6 +263,9 @@ Result<std::unique_ptr<ir::Graph>> graph_from(const fb::Graph* fg, const std::st
       const fb::Node* fn = fg->nodes()->Get(k);
       const std::string at = what + ": node " + std::to_string(k) + " '" + str(fn->name()) + "'";
       if (!fn->op_type() || fn->op_type()->size() == 0) return invalid(at + ": no op type");
+      RKD_TRY(printable(str(fn->name()), what + ": node " + std::to_string(k) + ": name"));
+      RKD_TRY(printable(fn->op_type()->str(), at + ": op type"));
+      RKD_TRY(printable(str(fn->domain()), at + ": domain"));
       std::vector<ir::Value*> ins;
       if (fn->inputs())
         for (flatbuffers::uoffset_t i = 0; i < fn->inputs()->size(); ++i) {
@@ -223,6 +292,7 @@ Result<std::unique_ptr<ir::Graph>> graph_from(const fb::Graph* fg, const std::st
         for (const fb::Attr* a : *fn->attrs()) {
           const std::string an = str(a->name());
           if (an.empty()) return invalid(at + ": an attribute without a name");
+          RKD_TRY(printable(an, at + ": attribute name"));
           RKD_ASSIGN(ir::Attribute v, attr_from(*a, at + ": attribute '" + an + "'"));
           if (!n->attrs.emplace(an, std::move(v)).second) return invalid(at + ": attribute '" + an + "' twice");
         }
@@ -246,7 +316,7 @@ Result<std::unique_ptr<ir::Graph>> graph_from(const fb::Graph* fg, const std::st
 
 }  // namespace
 
-Result<LoadedArtifact> parse_artifact(std::span<const uint8_t> bytes0, const std::string& what) {
+Result<LoadedArtifact> parse_artifact(std::span<const uint8_t> bytes0, const std::string& what, bool verify_shapes) {
   // Tables' 8-byte fields are aligned relative to the buffer's start: an unaligned start is
   // copied to aligned storage first.
   std::vector<uint64_t> aligned;
@@ -258,12 +328,19 @@ Result<LoadedArtifact> parse_artifact(std::span<const uint8_t> bytes0, const std
   }
   if (bytes.size() < 8 || !fb::ArtifactBufferHasIdentifier(bytes.data()))
     return invalid(what + ": not an rkdeploy artifact (no \"RKD1\" identifier)");
-  flatbuffers::Verifier v(bytes.data(), bytes.size(), 64, 10000000);
-  if (!fb::VerifyArtifactBuffer(v)) return invalid(what + ": damaged artifact (rejected by the schema verifier)");
+  if (!verified(bytes)) return invalid(what + ": damaged artifact (rejected by the schema verifier)");
   const fb::Artifact* fa = fb::GetArtifact(bytes.data());
   if (fa->format_version() != kArtifactFormatVersion) {
     return invalid(what + ": artifact format " + std::to_string(fa->format_version()) + "; this rkdeploy reads format " +
                    std::to_string(kArtifactFormatVersion) + " (compile the model again)");
+  }
+  // Every byte is covered: a part no check below can judge (a CPU node's scale, a table, the
+  // detector config) changes results silently when edited.
+  const auto at = digest_offset(bytes);
+  if (!at) return invalid(what + ": the artifact holds no SHA-256 digest (field 'digest' must be 32 bytes)");
+  RKD_ASSIGN(const auto digest, digest_of(bytes, *at));
+  if (std::memcmp(digest.data(), bytes.data() + *at, kDigestBytes) != 0) {
+    return invalid(what + ": damaged or edited artifact: its SHA-256 digest does not match its contents (compile the model again)");
   }
   LoadedArtifact la;
   Artifact& a = la.info;
@@ -292,6 +369,11 @@ Result<LoadedArtifact> parse_artifact(std::span<const uint8_t> bytes0, const std
   }
   a.preprocess = str(fa->preprocess());
   RKD_ASSIGN(la.graph, graph_from(fa->graph(), what));
+  // The executor sizes every buffer from the declared types and shapes: they must be the ones
+  // the operators compute (an imported model's pass the same shape functions).
+  if (verify_shapes) {
+    if (Status st = ir::verify_declared_shapes(*la.graph); !st.ok()) return invalid(what + ": " + st.error().message);
+  }
   return la;
 }
 

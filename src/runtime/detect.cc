@@ -13,6 +13,12 @@
 
 #include <stb/stb_image.h>
 #include <stb/stb_image_write.h>
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wconversion"
+#include <stb/stb_easy_font.h>
+#pragma GCC diagnostic pop
 
 namespace rkd::runtime {
 
@@ -393,30 +399,104 @@ Result<std::vector<Detection>> postprocess(const std::map<std::string, Tensor>& 
   }
   std::stable_sort(dets.begin(), dets.end(), [](const Detection& a, const Detection& b) { return a.score > b.score; });
   if (static_cast<int64_t>(dets.size()) > cfg.max_detections) dets.resize(static_cast<size_t>(cfg.max_detections));
+  if (cfg.clip_boxes) {
+    const float w = static_cast<float>(img.width), h = static_cast<float>(img.height);
+    for (Detection& d : dets) {
+      d.x0 = std::clamp(d.x0, 0.f, w);
+      d.x1 = std::clamp(d.x1, 0.f, w);
+      d.y0 = std::clamp(d.y0, 0.f, h);
+      d.y1 = std::clamp(d.y1, 0.f, h);
+    }
+  }
   return dets;
 }
 
+namespace {
+
+// Ultralytics' annotation palette (ultralytics/utils/plotting.py Colors): one saturated colour
+// per class, label modulo 20.
+constexpr uint8_t kPalette[20][3] = {{0xFF, 0x38, 0x38}, {0xFF, 0x9D, 0x97}, {0xFF, 0x70, 0x1F}, {0xFF, 0xB2, 0x1D}, {0xCF, 0xD2, 0x31},
+                                     {0x48, 0xF9, 0x0A}, {0x92, 0xCC, 0x17}, {0x3D, 0xDB, 0x86}, {0x1A, 0x93, 0x34}, {0x00, 0xD4, 0xBB},
+                                     {0x2C, 0x99, 0xA8}, {0x00, 0xC2, 0xFF}, {0x34, 0x45, 0x93}, {0x64, 0x73, 0xFF}, {0x00, 0x18, 0xEC},
+                                     {0x84, 0x38, 0xFF}, {0x52, 0x00, 0x85}, {0xCB, 0x38, 0xFF}, {0xFF, 0x95, 0xC8}, {0xFF, 0x37, 0xC7}};
+
+void fill_rect(Image& img, int64_t x0, int64_t y0, int64_t x1, int64_t y1, const uint8_t* col) {  // [x0, x1) x [y0, y1), clipped
+  x0 = std::max<int64_t>(x0, 0), y0 = std::max<int64_t>(y0, 0);
+  x1 = std::min<int64_t>(x1, img.width), y1 = std::min<int64_t>(y1, img.height);
+  for (int64_t y = y0; y < y1; ++y)
+    for (int64_t x = x0; x < x1; ++x) std::memcpy(&img.rgb[static_cast<size_t>((y * img.width + x) * 3)], col, 3);
+}
+
+// stb_easy_font's glyphs of `text` as rectangles in font units ({x0, y0, x1, y1}; stb's quads,
+// whose first and third vertices are opposite corners). Characters outside printable ASCII
+// (which stb's table does not cover) become '?'.
+std::vector<std::array<float, 4>> text_rects(const std::string& text) {
+  std::vector<char> t;
+  for (char c : text) t.push_back(c >= 32 && c < 127 ? c : '?');
+  t.push_back(0);
+  std::vector<uint8_t> buf(t.size() * 1024);  // stb_easy_font: 64 bytes a quad, under 16 quads a glyph
+  const int quads = stb_easy_font_print(0, 0, t.data(), nullptr, buf.data(), static_cast<int>(buf.size()));
+  std::vector<std::array<float, 4>> rects(static_cast<size_t>(quads));
+  for (size_t q = 0; q < rects.size(); ++q) {
+    std::memcpy(&rects[q][0], &buf[q * 64], 8);
+    std::memcpy(&rects[q][2], &buf[q * 64 + 32], 8);
+  }
+  return rects;
+}
+
+}  // namespace
+
+DrawStyle draw_style(int64_t width, int64_t height) {
+  DrawStyle st;
+  st.line = std::max<int64_t>(2, std::llround(static_cast<double>(width + height) / 2 * 0.003));
+  st.font = std::max<int64_t>(2, st.line * 2 / 3);
+  return st;
+}
+
+std::array<uint8_t, 3> class_colour(int64_t label) {
+  const auto& c = kPalette[static_cast<size_t>(((label % 20) + 20) % 20)];
+  return {c[0], c[1], c[2]};
+}
+
+std::string detection_label(const Detection& d) {
+  const auto& names = coco_class_names();
+  char score[16];
+  std::snprintf(score, sizeof score, "%.2f", static_cast<double>(d.score));
+  const std::string name =
+      d.label >= 0 && d.label < static_cast<int64_t>(names.size()) ? names[static_cast<size_t>(d.label)] : "class " + std::to_string(d.label);
+  return name + " " + score;
+}
+
 void draw_detections(Image& img, const std::vector<Detection>& dets) {
+  const DrawStyle st = draw_style(img.width, img.height);
+  auto px = [](float v, int64_t hi) { return std::isfinite(v) ? std::clamp<int64_t>(static_cast<int64_t>(std::lround(v)), 0, hi) : int64_t{0}; };
+  // Boxes first, then every label over them (a label is never hidden by another box).
   for (const Detection& d : dets) {
-    const uint8_t col[3] = {static_cast<uint8_t>(80 + (d.label * 67) % 176), static_cast<uint8_t>(80 + (d.label * 131) % 176),
-                            static_cast<uint8_t>(80 + (d.label * 199) % 176)};
-    const int64_t x0 = std::clamp<int64_t>(static_cast<int64_t>(d.x0), 0, img.width - 1);
-    const int64_t x1 = std::clamp<int64_t>(static_cast<int64_t>(d.x1), 0, img.width - 1);
-    const int64_t y0 = std::clamp<int64_t>(static_cast<int64_t>(d.y0), 0, img.height - 1);
-    const int64_t y1 = std::clamp<int64_t>(static_cast<int64_t>(d.y1), 0, img.height - 1);
-    auto put = [&](int64_t x, int64_t y) {
-      if (x < 0 || y < 0 || x >= img.width || y >= img.height) return;
-      std::memcpy(&img.rgb[static_cast<size_t>((y * img.width + x) * 3)], col, 3);
-    };
-    for (int t = 0; t < 2; ++t) {
-      for (int64_t x = x0; x <= x1; ++x) {
-        put(x, y0 + t);
-        put(x, y1 - t);
-      }
-      for (int64_t y = y0; y <= y1; ++y) {
-        put(x0 + t, y);
-        put(x1 - t, y);
-      }
+    const auto col = class_colour(d.label);
+    const int64_t x0 = px(d.x0, img.width), x1 = px(d.x1, img.width), y0 = px(d.y0, img.height), y1 = px(d.y1, img.height);
+    fill_rect(img, x0, y0, x1, y0 + st.line, col.data());
+    fill_rect(img, x0, y1 - st.line, x1, y1, col.data());
+    fill_rect(img, x0, y0, x0 + st.line, y1, col.data());
+    fill_rect(img, x1 - st.line, y0, x1, y1, col.data());
+  }
+  for (const Detection& d : dets) {
+    const auto col = class_colour(d.label);
+    const auto rects = text_rects(detection_label(d));
+    float w = 0, h = 0;
+    for (const auto& r : rects) w = std::max(w, r[2]), h = std::max(h, r[3]);
+    const int64_t pad = st.font, s = st.font;
+    const int64_t tw = static_cast<int64_t>(std::ceil(w)) * s + 2 * pad, th = static_cast<int64_t>(std::ceil(h)) * s + 2 * pad;
+    const int64_t x0 = px(d.x0, img.width), y0 = px(d.y0, img.height);
+    // Above the box where there is room, else inside its top edge.
+    const int64_t ly = y0 - th >= 0 ? y0 - th : y0;
+    const int64_t lx = std::min(x0, std::max<int64_t>(0, img.width - tw));
+    fill_rect(img, lx, ly, lx + tw, ly + th, col.data());
+    // Dark text on a light colour, white on a dark one (ITU-R BT.601 luma).
+    const bool light = 0.299 * col[0] + 0.587 * col[1] + 0.114 * col[2] > 150;
+    const uint8_t ink[3] = {static_cast<uint8_t>(light ? 0 : 255), static_cast<uint8_t>(light ? 0 : 255), static_cast<uint8_t>(light ? 0 : 255)};
+    for (const auto& r : rects) {
+      fill_rect(img, lx + pad + std::lround(r[0] * static_cast<float>(s)), ly + pad + std::lround(r[1] * static_cast<float>(s)),
+                lx + pad + std::lround(r[2] * static_cast<float>(s)), ly + pad + std::lround(r[3] * static_cast<float>(s)), ink);
     }
   }
 }
@@ -436,6 +516,62 @@ const std::vector<std::string>& coco_class_names() {
       "toaster",        "sink",       "refrigerator",  "book",          "clock",        "vase",          "scissors",
       "teddy bear",     "hair drier", "toothbrush"};
   return names;
+}
+
+Status check_detector_inputs(const std::map<std::string, Tensor>& inputs) {
+  auto it = inputs.find("orig_target_sizes");
+  if (it == inputs.end()) return {};
+  const Tensor& t = it->second;
+  const std::string what = "input 'orig_target_sizes' ([w, h] of the original image per batch item)";
+  if (t.dtype() != DType::i64 && t.dtype() != DType::i32) {
+    return invalid(what + ": must be int64 or int32, got " + dtype_name(t.dtype()));
+  }
+  if (t.rank() != 2 || t.dim(1) != 2) return invalid(what + ": shape must be [N, 2], got " + shape_to_string(t.shape()));
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double v = t.get_as_double(i);
+    if (v <= 0) {
+      return invalid(what + ": row " + std::to_string(i / 2) + " holds " + std::to_string(static_cast<int64_t>(v)) + " for the " +
+                     (i % 2 ? "height" : "width") + "; sizes must be positive, otherwise every box would be scaled to zero");
+    }
+    if (v > static_cast<double>(kMaxImageSide)) {
+      return invalid(what + ": row " + std::to_string(i / 2) + " holds " + std::to_string(static_cast<int64_t>(v)) + ", more than " +
+                     std::to_string(kMaxImageSide) + " pixels");
+    }
+  }
+  return {};
+}
+
+Status check_finite_inputs(const std::map<std::string, Tensor>& inputs, const std::string& what) {
+  for (const auto& [name, t] : inputs) {
+    if (t.dtype() != DType::f32 && t.dtype() != DType::f16 && t.dtype() != DType::bf16) continue;
+    int64_t bad = 0, first = -1;
+    double value = 0;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const double v = t.get_as_double(i);
+      if (std::isfinite(v)) continue;
+      if (bad++ == 0) first = i, value = v;
+    }
+    if (!bad) continue;
+    std::string index;
+    int64_t rem = first;
+    for (int d = t.rank() - 1; d >= 0; --d) {
+      index = std::to_string(rem % t.dim(d)) + (index.empty() ? "" : ", ") + index;
+      rem /= t.dim(d);
+    }
+    return invalid(what + " '" + name + "': element [" + index + "] is " +
+                   (std::isnan(value) ? "NaN"
+                    : value > 0       ? "+inf"
+                                      : "-inf") +
+                   (bad > 1 ? " (" + std::to_string(bad) + " non-finite values in all)" : "") +
+                   "; inputs must be finite (--allow-nonfinite runs with them, IEEE semantics in every kernel)");
+  }
+  return {};
+}
+
+Status check_run_inputs(const std::map<std::string, Tensor>& inputs, bool allow_nonfinite) {
+  RKD_TRY(check_detector_inputs(inputs));
+  if (!allow_nonfinite) RKD_TRY(check_finite_inputs(inputs));
+  return {};
 }
 
 }  // namespace rkd::runtime

@@ -19,10 +19,15 @@
 //                cell (x, y) at ((x + 0.5) stride, (y + 0.5) stride); then as yolo.
 //      Boxes map back to photo pixels through the resize (stretch or letterbox).
 //    default_config() picks "deim" when the model has an `orig_target_sizes` input.
-//  - draw_detections() draws 2-pixel boxes in a per-class colour; write_png() is atomic
-//    (temporary file, then rename).
+//  - draw_detections() draws each box in its class's colour (class_colour: Ultralytics'
+//    palette), lines draw_style().line pixels wide (2, or 0.3 % of the image's mean side), and
+//    over the boxes a filled label in that colour with the class name and score
+//    (detection_label: "person 0.87"; labels past the COCO names "class N") in stb_easy_font's
+//    glyphs draw_style().font pixels a unit, above the box or inside its top when there is no
+//    room. write_png() is atomic (temporary file, then rename).
 #pragma once
 
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
@@ -76,7 +81,28 @@ Result<Prepared> preprocess(const Image& img, const DetectorConfig& cfg, bool wi
 Result<std::vector<Detection>> postprocess(const std::map<std::string, Tensor>& outputs, const DetectorConfig& cfg, const Prepared& prep,
                                            const Image& img);
 
+struct DrawStyle {
+  int64_t line = 2, font = 2;
+};
+DrawStyle draw_style(int64_t width, int64_t height);
+std::array<uint8_t, 3> class_colour(int64_t label);
+std::string detection_label(const Detection& d);
 void draw_detections(Image& img, const std::vector<Detection>& dets);
 const std::vector<std::string>& coco_class_names();  // the 80 COCO class names, index = label
+
+// The checks on a model's inputs, one for every caller (the command line, the C API, Python):
+//  - check_detector_inputs(): for a DEIM/D-FINE/RT-DETR-style model (an input named
+//    `orig_target_sizes`), that input must be integer [N, 2] holding [width, height] of the
+//    original image, both in [1, kMaxImageSide]; [0, 0] or negatives are refused with an error
+//    saying that every box would be scaled to zero.
+//  - check_finite_inputs(): the trust boundary for values (docs/cli.md, "Non-finite values"):
+//    every floating-point input element finite, or an invalid Error naming the input (`what`:
+//    "input", "calibration sample 3"), the first offending element's index and value and how
+//    many there are. The kernels keep IEEE semantics for NaN and infinities (--allow-nonfinite
+//    passes them).
+//  - check_run_inputs(): what every run applies: both, the second unless allow_nonfinite.
+Status check_detector_inputs(const std::map<std::string, Tensor>& inputs);
+Status check_finite_inputs(const std::map<std::string, Tensor>& inputs, const std::string& what = "input");
+Status check_run_inputs(const std::map<std::string, Tensor>& inputs, bool allow_nonfinite);
 
 }  // namespace rkd::runtime

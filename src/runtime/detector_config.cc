@@ -23,7 +23,7 @@ Result<DetectorConfig> parse_config(const std::string& text, const std::string& 
   DetectorConfig c = base;
   static const std::set<std::string> known = {
       "input",         "width",  "height", "resize", "pad_value",       "scale",   "mean",           "std",
-      "channel_order", "layout", "dtype",  "output", "score_threshold", "nms_iou", "max_detections", "anchors"};
+      "channel_order", "layout", "dtype",  "output", "score_threshold", "nms_iou", "max_detections", "anchors", "clip_boxes"};
   for (const auto& [k, v] : j.items()) {
     if (!known.count(k)) return invalid(path + ": unknown field '" + k + "'");
   }
@@ -67,6 +67,7 @@ Result<DetectorConfig> parse_config(const std::string& text, const std::string& 
   RKD_TRY(num("score_threshold", c.score_threshold));
   RKD_TRY(num("nms_iou", c.nms_iou));
   RKD_TRY(integer("max_detections", c.max_detections));
+  RKD_TRY(json_bool(j, "clip_boxes", c.clip_boxes, name("clip_boxes")));
   if (c.width < 1 || c.height < 1 || c.width > 8192 || c.height > 8192) return invalid(path + ": width/height must be 1..8192");
   if (c.resize != "stretch" && c.resize != "letterbox") return invalid(path + ": field 'resize' must be stretch or letterbox");
   if (c.channel_order != "rgb" && c.channel_order != "bgr") return invalid(path + ": field 'channel_order' must be rgb or bgr");

@@ -29,6 +29,9 @@ struct DetectorConfig {
   float score_threshold = 0.25f;
   float nms_iou = 0.45f;
   int64_t max_detections = 100;
+  // Boxes clipped to the photo (x in [0, width], y in [0, height]), as detection tools report
+  // them; false keeps what the head computed (a box may reach past the border).
+  bool clip_boxes = true;
 };
 
 // Reads a JSON config (fields as above; unknown fields are an error naming them). A field the

@@ -82,7 +82,10 @@ Status check_graph_memory(const ir::Graph& g) {
 
 struct ExecutorBuilder {
   static Result<std::unique_ptr<Executor>> build(const ir::Graph& g, const ExecutorOptions& opt, int depth = 0) {
-    if (depth == 0) RKD_TRY(check_graph_memory(g));
+    if (depth == 0) {
+      RKD_TRY(check_thread_count(opt.threads, "threads"));
+      RKD_TRY(check_graph_memory(g));
+    }
     std::unique_ptr<Executor> e(new Executor());
     e->g_ = &g;
     e->opt_ = opt;

@@ -37,29 +37,6 @@ Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt) 
   return m;
 }
 
-Status check_detector_inputs(const std::map<std::string, Tensor>& inputs) {
-  auto it = inputs.find("orig_target_sizes");
-  if (it == inputs.end()) return {};
-  const Tensor& t = it->second;
-  const std::string what = "input 'orig_target_sizes' ([w, h] of the original image per batch item)";
-  if (t.dtype() != DType::i64 && t.dtype() != DType::i32) {
-    return invalid(what + ": must be int64 or int32, got " + dtype_name(t.dtype()));
-  }
-  if (t.rank() != 2 || t.dim(1) != 2) return invalid(what + ": shape must be [N, 2], got " + shape_to_string(t.shape()));
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    const double v = t.get_as_double(i);
-    if (v <= 0) {
-      return invalid(what + ": row " + std::to_string(i / 2) + " holds " + std::to_string(static_cast<int64_t>(v)) + " for the " +
-                     (i % 2 ? "height" : "width") + "; sizes must be positive, otherwise every box would be scaled to zero");
-    }
-    if (v > static_cast<double>(kMaxImageSide)) {
-      return invalid(what + ": row " + std::to_string(i / 2) + " holds " + std::to_string(static_cast<int64_t>(v)) + ", more than " +
-                     std::to_string(kMaxImageSide) + " pixels");
-    }
-  }
-  return {};
-}
-
 Result<std::map<std::string, Tensor>> model_inputs(const std::string& model, const std::string& image, const std::string& config,
                                                    const std::vector<std::string>& specs) {
   std::map<std::string, Tensor> inputs;
@@ -80,33 +57,6 @@ Result<std::map<std::string, Tensor>> model_inputs(const std::string& model, con
     RKD_ASSIGN(inputs[name], read_npy(spec.substr(eq + 1)));
   }
   return inputs;
-}
-
-Status check_finite_inputs(const std::map<std::string, Tensor>& inputs, const std::string& what) {
-  for (const auto& [name, t] : inputs) {
-    if (t.dtype() != DType::f32 && t.dtype() != DType::f16 && t.dtype() != DType::bf16) continue;
-    int64_t bad = 0, first = -1;
-    double value = 0;
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      const double v = t.get_as_double(i);
-      if (std::isfinite(v)) continue;
-      if (bad++ == 0) first = i, value = v;
-    }
-    if (!bad) continue;
-    std::string index;
-    int64_t rem = first;
-    for (int d = t.rank() - 1; d >= 0; --d) {
-      index = std::to_string(rem % t.dim(d)) + (index.empty() ? "" : ", ") + index;
-      rem /= t.dim(d);
-    }
-    return invalid(what + " '" + name + "': element [" + index + "] is " +
-                   (std::isnan(value) ? "NaN"
-                    : value > 0       ? "+inf"
-                                      : "-inf") +
-                   (bad > 1 ? " (" + std::to_string(bad) + " non-finite values in all)" : "") +
-                   "; inputs must be finite (--allow-nonfinite runs with them, IEEE semantics in every kernel)");
-  }
-  return {};
 }
 
 Status check_real_inputs(const std::map<std::string, Tensor>& inputs) {

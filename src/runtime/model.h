@@ -6,10 +6,6 @@
 //    LoadOptions::batch (1 when 0), runs optimize() (executor.h) and creates the
 //    Executor; an artifact (.rkd) goes to load_artifact() (load_artifact.h). Errors name the
 //    file.
-//  - check_detector_inputs(): for a DEIM/D-FINE/RT-DETR-style model (an input named
-//    `orig_target_sizes`), that input must be integer [N, 2] holding [width, height] of
-//    the original image, both in [1, kMaxImageSide]; [0, 0] or negatives are refused with
-//    an error saying that every box would be scaled to zero.
 #pragma once
 
 #include <map>
@@ -33,8 +29,6 @@ Result<LoadedModel> load_model(const std::string& path, const LoadOptions& opt);
 using frontends::ImportedModel;
 Result<ImportedModel> import_model(const std::string& path, int64_t batch);
 
-// See the contract above.
-Status check_detector_inputs(const std::map<std::string, Tensor>& inputs);
 // A model's inputs: a photo preprocessed by the detector config (`config`, or the default for
 // the model; a DEIM-style model also gets orig_target_sizes), or NAME=FILE.npy specs - one of
 // the two. Errors name the spec or file.
@@ -43,10 +37,5 @@ Result<std::map<std::string, Tensor>> model_inputs(const std::string& model, con
 // For measurements (bench, plan): check_detector_inputs, and no input whose elements are all
 // equal (an all-zero image takes one path through data-dependent ops such as TopK).
 Status check_real_inputs(const std::map<std::string, Tensor>& inputs);
-// The trust boundary for values (docs/cli.md, "Non-finite values"): every floating-point
-// input element finite, or an invalid Error naming the input (`what`: "input", "calibration
-// sample 3"), the first offending element's index and value and how many there are. The
-// kernels keep IEEE semantics for NaN and infinities (--allow-nonfinite passes them).
-Status check_finite_inputs(const std::map<std::string, Tensor>& inputs, const std::string& what = "input");
 
 }  // namespace rkd::runtime

@@ -654,6 +654,7 @@ NpuOpFamily conv_family() {
       .npu_ops = {"NpuConv"},
       .lowered = "int8 convolutions",
       .sources = {"Conv", "QLinearConv", "ConvTranspose", "AveragePool", "GlobalAveragePool", "ReduceMean", "Relu", "Clip"},
+      .float_forms = {"Conv", "ConvTranspose"},
       .section = "convolutions",
       .entry_prefix = "conv",
       .candidate = &conv_candidate,
@@ -676,6 +677,7 @@ NpuOpFamily matmul_family() {
       .npu_ops = {"NpuMatMul"},
       .lowered = "matrix products with a constant operand (1 x 1 convolutions over the rows)",
       .sources = {"MatMul", "Gemm", "QLinearMatMul"},
+      .float_forms = {"MatMul", "Gemm"},
       .section = "convolutions",
       .entry_prefix = "matmul",
       .candidate = [](const Node& n) { return n.op_type == "QLinearMatMul" && n.domain.empty(); },
@@ -759,8 +761,14 @@ ir::Pass npu_placement_pass(const NpuPlacementOptions& o, ir::FusionReport* repo
                     for (const NpuOpFamily& f : npu_op_families()) {
                       ir::NpuFamilyPlacement& p = r.npu[f.name];
                       std::vector<Node*> candidates;
-                      for (const auto& np : g.nodes())
+                      for (const auto& np : g.nodes()) {
                         if (f.candidate(*np)) candidates.push_back(np.get());
+                        // A float node of the family's kind (kept in float by the quantizer's plan) is
+                        // one of its operations on the CPU too.
+                        for (const char* op : f.float_forms) {
+                          if (np->domain.empty() && np->op_type == op) p.on_cpu.push_back(np->name + ": float (not quantized), runs on the CPU");
+                        }
+                      }
                       bool resort = false;
                       for (Node* n : candidates) {
                         Status lowerable = f.lowerable(*n, o);

@@ -65,6 +65,9 @@ struct NpuOpFamily {
   // The ONNX op types of the float graph it takes over (through qdq-to-qlinear's integer forms):
   // the rk3588-rkdeploy profile has a lowered NPU rule for each, and for nothing else (a test).
   std::vector<const char*> sources;
+  // The float op types of its kind that the quantizer's plan may keep in float (a layer kept
+  // for accuracy, --keep-float): they run on the CPU, and `run` counts them as such.
+  std::vector<const char*> float_forms = {};
   const char* section;       // compile's manifest array: "convolutions" or "elementwise"
   const char* entry_prefix;  // its entries' folders: PREFIXnnn
   // Its nodes take rows - a [..., P, C] tensor of rank other than 4 in the token map

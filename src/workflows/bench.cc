@@ -24,7 +24,7 @@ LatencyStats latency_stats(std::vector<double> v) {
     return v[std::min(v.size(), std::max<size_t>(r, 1)) - 1];
   };
   s.p50 = rank(0.5);
-  s.p95 = rank(0.95);
+  if (v.size() >= static_cast<size_t>(kMinRunsForP95)) s.p95 = rank(0.95);
   s.min = v.front();
   s.max = v.back();
   for (double x : v) s.mean += x / static_cast<double>(v.size());
@@ -83,13 +83,13 @@ Result<BenchResult> bench(const BenchOptions& a) {
 
 std::string bench_json(const BenchResult& r) {
   auto stats = [](const LatencyStats& s) -> nlohmann::json {
-    return {{"p50", s.p50}, {"p95", s.p95}, {"min", s.min}, {"max", s.max}, {"mean", s.mean}};
+    return {{"p50", s.p50}, {"p95", s.p95 ? nlohmann::json(*s.p95) : nlohmann::json(nullptr)}, {"min", s.min}, {"max", s.max}, {"mean", s.mean}};
   };
   nlohmann::json j;
   j["forward_ms"] = stats(r.forward);
   j["end_to_end_ms"] = r.end_to_end ? stats(*r.end_to_end) : nlohmann::json(nullptr);
   j["environment"] = json_record<nlohmann::json>(r.environment);
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace rkd::workflows

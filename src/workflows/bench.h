@@ -25,12 +25,17 @@ struct BenchOptions {
   std::string model, image, config;
   BackendChoice backend;  // configure_backend(): cpu, int8, sim or device (opened here)
   std::vector<std::string> inputs;
-  int warmup = 3, runs = 20, threads = 0;
+  int warmup = 3, runs = 20, threads = 1;
   bool allow_nonfinite = false;
 };
 
+// The 95th percentile needs at least this many samples: of fewer, the smallest sample with 95 %
+// at or below it is the maximum.
+inline constexpr int kMinRunsForP95 = 20;
+
 struct LatencyStats {
-  double p50 = 0, p95 = 0, min = 0, max = 0, mean = 0;
+  double p50 = 0, min = 0, max = 0, mean = 0;
+  std::optional<double> p95;  // nullopt with fewer than kMinRunsForP95 samples
 };
 LatencyStats latency_stats(std::vector<double> ms);  // ms not empty
 

@@ -11,6 +11,11 @@
 //  - rknn_custom_ops_python(): the source of the Python module whose classes the vendor
 //    toolkit's reg_custom_op takes (shape inference and a NumPy compute for its host
 //    simulation), with the operator names of kernels/rknn_custom_op_contract.h.
+//  - rknn_ops_module_path(): where that module goes: rkdeploy_rknn_ops.py beside the ONNX file.
+//    check_rknn_ops_module(): the module is a file the user did not name, so an existing one is
+//    replaced only when it is a regular file that export wrote (it begins with the module's
+//    first line); a symbolic link, anything else of that name, or another file is refused
+//    (invalid), naming it: nothing the command did not write is replaced.
 #pragma once
 
 #include <memory>
@@ -29,5 +34,7 @@ struct RknnCustomOpReport {
 
 Result<std::unique_ptr<ir::Graph>> rknn_custom_op_graph(const std::string& model, bool fuse, RknnCustomOpReport* report);
 std::string rknn_custom_ops_python();
+std::string rknn_ops_module_path(const std::string& onnx_output);
+Status check_rknn_ops_module(const std::string& path);
 
 }  // namespace rkd::workflows

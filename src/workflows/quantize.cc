@@ -118,7 +118,12 @@ Result<QuantizedModel> quantize_model(const std::string& model_path, const Calib
   if (total == 0) return invalid(model_path + ": no calibration samples");
   QuantizedModel q;
   RKD_ASSIGN(q.graph, load_portable(model_path));
-  RKD_TRY(quant::check_keep_float(*q.graph, opt.qdq.keep_float));
+  if (Status k = quant::check_keep_float(*q.graph, opt.qdq.keep_float); !k.ok()) {
+    // Say what became of a name the passes folded away: the model as imported knows it.
+    auto imported = runtime::import_model(model_path, 1);
+    if (!imported.ok()) return k;
+    return quant::check_keep_float(*q.graph, opt.qdq.keep_float, &imported->graph);
+  }
   RKD_ASSIGN(auto probe, load_portable(model_path));
   std::map<std::string, quant::TensorStats> stats;
   int pass = 1;
@@ -209,7 +214,7 @@ std::string quantize_summary_json(const QuantizedModel& q, const QuantizeOptions
   j["target"] = target;
   j["cpu_placed"] = q.cpu_placed;
   j["warnings"] = r.warnings;
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace rkd::workflows

@@ -24,8 +24,7 @@ Status run_repeated(RunResult& r, const std::map<std::string, Tensor>& inputs, i
 
 Result<RunResult> run_tensors(const std::string& model, const std::map<std::string, Tensor>& inputs, RunOptions o) {
   if (o.repeat < 1) return invalid("run: --repeat must be at least 1");
-  RKD_TRY(runtime::check_detector_inputs(inputs));
-  if (!o.allow_nonfinite) RKD_TRY(runtime::check_finite_inputs(inputs));
+  RKD_TRY(runtime::check_run_inputs(inputs, o.allow_nonfinite));
   o.load.batch = 0;
   for (const auto& [name, t] : inputs) {
     if (t.rank() > 0) {

@@ -1,10 +1,13 @@
 // The .rkd artifact's format (runtime/artifact.h): a graph with every attribute kind, symbolic
 // and unknown dims, omitted inputs and constants of every type comes back the same (dump()
 // text, device memory, fields); every truncation and single-byte change of a serialized
-// artifact is either refused with an invalid error naming the file or parses into a graph that
-// validates; a newer format is refused by name.
+// artifact is refused by its digest; with the digest stamped again, every change is either
+// refused with an invalid error naming the file or parses into a graph that validates; a newer
+// format is refused by name; a model's declared types and shapes must be its operators' own.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <functional>
 #include <random>
 
 #include "runtime/artifact.h"
@@ -76,7 +79,7 @@ TEST(Artifact, RoundTripKeepsTheGraphAndEveryField) {
   const runtime::Artifact info = sample_info();
   auto bytes = runtime::serialize_artifact(info, *g);
   ASSERT_TRUE(bytes.ok()) << bytes.error().to_string();
-  auto back = runtime::parse_artifact(bytes.value(), "t.rkd");
+  auto back = runtime::parse_artifact(bytes.value(), "t.rkd", /*verify_shapes=*/false);
   ASSERT_TRUE(back.ok()) << back.error().to_string();
   EXPECT_EQ(back.value().graph->dump(), g->dump());
   EXPECT_EQ(back.value().graph->metadata, g->metadata);
@@ -141,13 +144,28 @@ TEST(Artifact, AnotherFormatVersionIsRefusedByName) {
       << back.error().message;
 }
 
-// Every prefix, and single bytes changed at random (seeded), never crash: an invalid error that
-// names the file, or a graph that validates.
+// Every prefix, and single bytes changed at random (seeded): refused by the digest (an invalid
+// error naming the file; a changed digest byte likewise). With the digest stamped again, never a
+// crash: an invalid error that names the file, or a graph that validates.
 TEST(Artifact, DamagedBytesAreRefusedOrValidate) {
   auto g = sample_graph();
   const std::vector<uint8_t> bytes = runtime::serialize_artifact(sample_info(), *g).value();
-  auto check = [](const std::vector<uint8_t>& b, const std::string& what) {
-    auto r = runtime::parse_artifact(b, "bad.rkd");
+  ASSERT_TRUE(runtime::parse_artifact(bytes, "good.rkd", false).ok());
+  {
+    const unsigned seed = 20261207;
+    std::mt19937 rng(seed);
+    for (int t = 0; t < 300; ++t) {
+      std::vector<uint8_t> b = bytes;
+      const size_t at = rng() % b.size();
+      b[at] ^= static_cast<uint8_t>(1 + rng() % 255);
+      auto r = runtime::parse_artifact(b, "edited.rkd", false);
+      ASSERT_FALSE(r.ok()) << "seed " << seed << " trial " << t << " byte " << at << " accepted";
+      EXPECT_EQ(r.error().message.rfind("edited.rkd: ", 0), 0u) << r.error().message;
+    }
+  }
+  auto check = [](std::vector<uint8_t> b, const std::string& what) {
+    (void)runtime::stamp_artifact_digest(b);
+    auto r = runtime::parse_artifact(b, "bad.rkd", false);
     if (r.ok()) {
       EXPECT_TRUE(r.value().graph->validate().ok()) << what;
     } else {
@@ -155,7 +173,12 @@ TEST(Artifact, DamagedBytesAreRefusedOrValidate) {
       EXPECT_EQ(r.error().message.rfind("bad.rkd: ", 0), 0u) << what << ": " << r.error().message;
     }
   };
-  for (size_t n = 0; n < bytes.size(); n += 1 + n / 64) check(std::vector<uint8_t>(bytes.begin(), bytes.begin() + static_cast<long>(n)), "prefix");
+  for (size_t n = 0; n < bytes.size(); n += 1 + n / 64) {
+    const std::vector<uint8_t> prefix(bytes.begin(), bytes.begin() + static_cast<long>(n));
+    auto r = runtime::parse_artifact(prefix, "cut.rkd", false);
+    ASSERT_FALSE(r.ok()) << "a prefix of " << n << " bytes was accepted";
+    EXPECT_EQ(r.error().message.rfind("cut.rkd: ", 0), 0u) << r.error().message;
+  }
   const unsigned seed = 20261206;
   std::mt19937 rng(seed);
   for (int t = 0; t < 3000; ++t) {
@@ -164,6 +187,107 @@ TEST(Artifact, DamagedBytesAreRefusedOrValidate) {
     b[at] = static_cast<uint8_t>(rng());
     check(b, "seed " + std::to_string(seed) + " trial " + std::to_string(t) + " byte " + std::to_string(at));
   }
+}
+
+// A small model whose declared types and shapes are its operators' own: a float Conv, a
+// Transpose and an NPU convolution (a QLinearConv's shape function).
+std::unique_ptr<ir::Graph> model_graph() {
+  auto g = std::make_unique<ir::Graph>();
+  g->opset = 17;
+  ir::Value* x = *g->add_value("x");
+  x->dtype = DType::f32;
+  x->shape = ir::to_dims({1, 3, 8, 8});
+  g->inputs.push_back(x);
+  auto scalar = [&](const std::string& name, DType t, double v) {
+    Tensor s = Tensor::empty(t, {});
+    if (t == DType::f32) s.data<float>()[0] = static_cast<float>(v);
+    else static_cast<int8_t*>(s.raw())[0] = static_cast<int8_t>(v);
+    return g->add_constant(name, s);
+  };
+  Tensor w = Tensor::empty(DType::f32, {4, 3, 3, 3});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = 0.01f * static_cast<float>(i % 7);
+  ir::Node* conv = *g->add_node("conv", "Conv", "", {x, g->add_constant("w", w)}, {"y"});
+  conv->attrs["strides"] = std::vector<int64_t>{1, 1};
+  conv->outputs[0]->dtype = DType::f32;
+  conv->outputs[0]->shape = ir::to_dims({1, 4, 6, 6});
+  ir::Node* q = *g->add_node("q", "QuantizeLinear", "", {conv->outputs[0], scalar("qs", DType::f32, 0.05), scalar("qz", DType::i8, 0)}, {"yq"});
+  q->outputs[0]->dtype = DType::i8;
+  q->outputs[0]->shape = ir::to_dims({1, 4, 6, 6});
+  Tensor wq = Tensor::empty(DType::i8, {2, 4, 3, 3});
+  for (int64_t i = 0; i < wq.numel(); ++i) static_cast<int8_t*>(wq.raw())[i] = static_cast<int8_t>(i % 5 - 2);
+  ir::Node* npu = *g->add_node("npu", "NpuConv", "rkdeploy",
+                               {q->outputs[0], g->find("qs"), g->find("qz"), g->add_constant("wq", wq), scalar("ws", DType::f32, 0.02),
+                                scalar("wz", DType::i8, 0), scalar("ys", DType::f32, 0.1), scalar("yz", DType::i8, 0)},
+                               {"z"});
+  npu->attrs["strides"] = std::vector<int64_t>{2, 2};
+  npu->outputs[0]->dtype = DType::i8;
+  npu->outputs[0]->shape = ir::to_dims({1, 2, 2, 2});
+  ir::Node* t = *g->add_node("t", "Transpose", "", {npu->outputs[0]}, {"zt"});
+  t->attrs["perm"] = std::vector<int64_t>{0, 2, 3, 1};
+  t->outputs[0]->dtype = DType::i8;
+  t->outputs[0]->shape = ir::to_dims({1, 2, 2, 2});
+  g->outputs = {t->outputs[0]};
+  EXPECT_TRUE(g->validate().ok());
+  return g;
+}
+
+// What a structurally valid artifact may not declare: every case the executor would have sized
+// wrongly (a hostile round crashed on each), refused by name before anything is allocated.
+TEST(Artifact, DeclaredShapesMustBeTheOperatorsOwn) {
+  {
+    auto g = model_graph();
+    auto r = runtime::parse_artifact(runtime::serialize_artifact(sample_info(), *g).value(), "m.rkd");
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+  }
+  struct Case {
+    std::string name, expect;
+    std::function<void(ir::Graph&)> edit;
+  };
+  const std::vector<Case> cases = {
+      {"an output declared int8", "node 't' (Transpose): output 'zt' is declared uint8", [](ir::Graph& g) { g.find("zt")->dtype = DType::u8; }},
+      {"a larger declared output", "output 'zt' is declared int8 [1, 2, 2, 3]",
+       [](ir::Graph& g) { g.find("zt")->shape = ir::to_dims({1, 2, 2, 3}); }},
+      {"zero strides on the NPU convolution", "node 'npu' (NpuConv): kernel_shape, strides and dilations must be positive",
+       [](ir::Graph& g) { g.nodes()[2]->attrs["strides"] = std::vector<int64_t>{0, 0}; }},
+      {"an impossible perm", "node 't' (Transpose)", [](ir::Graph& g) { g.nodes()[3]->attrs["perm"] = std::vector<int64_t>{0, 5, 3, 1}; }},
+      {"a node whose inputs were emptied", "node 't' (Transpose)", [](ir::Graph& g) { g.set_input(g.nodes()[3].get(), 0, nullptr); }},
+      {"a symbolic input", "graph input 'x': needs a type and a static shape",
+       [](ir::Graph& g) { (*g.find("x")->shape)[0] = ir::Dim{-1, "N"}; }},
+      {"an unknown operator", "node 't' (Frobnicate): no shape rule", [](ir::Graph& g) { g.nodes()[3]->op_type = "Frobnicate"; }},
+  };
+  for (const Case& c : cases) {
+    auto g = model_graph();
+    c.edit(*g);
+    auto bytes = runtime::serialize_artifact(sample_info(), *g);
+    ASSERT_TRUE(bytes.ok()) << c.name;
+    auto r = runtime::parse_artifact(bytes.value(), "m.rkd");
+    ASSERT_FALSE(r.ok()) << c.name << ": accepted";
+    EXPECT_EQ(r.error().kind, ErrorKind::invalid) << c.name;
+    EXPECT_EQ(r.error().message.rfind("m.rkd: ", 0), 0u) << c.name << ": " << r.error().message;
+    EXPECT_NE(r.error().message.find(c.expect), std::string::npos) << c.name << ": " << r.error().message;
+  }
+}
+
+// The stamped digest covers every byte: a changed scale of a CPU node, which no other check can
+// judge, is refused.
+TEST(Artifact, AnEditedConstantIsRefusedByTheDigest) {
+  auto g = model_graph();
+  const std::vector<uint8_t> bytes = runtime::serialize_artifact(sample_info(), *g).value();
+  const float want = 0.05f;
+  std::vector<uint8_t> b = bytes;
+  size_t found = 0;
+  for (size_t i = 0; i + 4 <= b.size(); ++i) {
+    if (std::memcmp(&b[i], &want, 4) == 0) {
+      const float other = 0.07f;
+      std::memcpy(&b[i], &other, 4);
+      ++found;
+    }
+  }
+  ASSERT_GE(found, 1u);
+  auto r = runtime::parse_artifact(b, "scale.rkd");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("scale.rkd: damaged or edited artifact: its SHA-256 digest does not match"), std::string::npos)
+      << r.error().message;
 }
 
 }  // namespace

@@ -130,12 +130,22 @@ TEST(Postprocess, DeimOutputsAreOnlyThresholded) {
     for (int k = 0; k < 4; ++k) boxes.data<float>()[i * 4 + k] = static_cast<float>(10 * i + k);
   }
   runtime::DetectorConfig c;
+  c.clip_boxes = false;
   auto d = runtime::postprocess({{"labels", labels}, {"boxes", boxes}, {"scores", scores}}, c, {}, gradient(2, 2));
   ASSERT_TRUE(d.ok());
   ASSERT_EQ(d->size(), 2u);  // 0.9 and 0.5 pass 0.25; 0.1 does not
   EXPECT_EQ((*d)[1].label, 6);
   EXPECT_FLOAT_EQ((*d)[1].x0, 10.f);
   EXPECT_FLOAT_EQ((*d)[1].y1, 13.f);
+  // By default (clip_boxes) every box is clipped to the 12 x 11 photo.
+  c.clip_boxes = true;
+  auto clipped = runtime::postprocess({{"labels", labels}, {"boxes", boxes}, {"scores", scores}}, c, {}, gradient(12, 11));
+  ASSERT_TRUE(clipped.ok());
+  EXPECT_FLOAT_EQ((*clipped)[1].x0, 10.f);
+  EXPECT_FLOAT_EQ((*clipped)[1].y0, 11.f);
+  EXPECT_FLOAT_EQ((*clipped)[1].x1, 12.f);
+  EXPECT_FLOAT_EQ((*clipped)[1].y1, 11.f);
+  EXPECT_FLOAT_EQ((*clipped)[0].x1, 2.f);
   auto missing = runtime::postprocess({{"labels", labels}}, c, {}, gradient(2, 2));
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message.find("'boxes'"), std::string::npos);
@@ -220,6 +230,13 @@ TEST(Config, UnknownFieldsAndBadValuesAreNamed) {
   ASSERT_TRUE(ok.ok()) << ok.error().to_string();
   EXPECT_EQ(ok->width, 320);
   EXPECT_FLOAT_EQ(ok->mean[2], 0.3f);
+  EXPECT_TRUE(ok->clip_boxes);
+  auto unclipped = runtime::read_config(write("nc.json", R"({"clip_boxes": false})"));
+  ASSERT_TRUE(unclipped.ok());
+  EXPECT_FALSE(unclipped->clip_boxes);
+  auto not_bool = runtime::read_config(write("nb.json", R"({"clip_boxes": 1})"));
+  ASSERT_FALSE(not_bool.ok());
+  EXPECT_NE(not_bool.error().message.find("field 'clip_boxes': must be true or false"), std::string::npos) << not_bool.error().message;
   auto unknown = runtime::read_config(write("u.json", R"({"widht": 320})"));
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.error().message.find("'widht'"), std::string::npos);
@@ -261,6 +278,52 @@ TEST(Images, PngRoundTripAndBadFiles) {
   auto junk = runtime::load_image(dir + "junk.png");
   ASSERT_FALSE(junk.ok());
   EXPECT_NE(junk.error().message.find("junk.png"), std::string::npos);
+}
+
+// A drawn detection is what a person looks for: the box in its class's colour at the style's
+// line width, a filled label of that colour above it holding text in a contrasting ink; a box
+// at the top edge gets its label inside; the style grows with the image.
+TEST(Images, DrawnDetectionsAreLabelledBoxes) {
+  runtime::Image img;
+  img.width = 320;
+  img.height = 240;
+  img.rgb.assign(320 * 240 * 3, 0);
+  const runtime::Detection person{0, 0.87f, 50.f, 60.f, 150.f, 160.f};
+  const runtime::Detection far{1000, 0.5f, 200.f, 0.f, 300.f, 100.f};
+  runtime::draw_detections(img, {person, far});
+  EXPECT_EQ(runtime::detection_label(person), "person 0.87");
+  EXPECT_EQ(runtime::detection_label(far), "class 1000 0.50");
+  const runtime::DrawStyle st = runtime::draw_style(img.width, img.height);
+  EXPECT_EQ(st.line, 2);
+  EXPECT_GT(runtime::draw_style(1920, 1080).line, st.line);
+  auto at = [&](int64_t x, int64_t y) {
+    const uint8_t* p = &img.rgb[static_cast<size_t>((y * img.width + x) * 3)];
+    return std::array<uint8_t, 3>{p[0], p[1], p[2]};
+  };
+  const auto red = runtime::class_colour(0), black = std::array<uint8_t, 3>{0, 0, 0}, white = std::array<uint8_t, 3>{255, 255, 255};
+  EXPECT_NE(red, runtime::class_colour(1));
+  for (int64_t t = 0; t < st.line; ++t) {
+    EXPECT_EQ(at(100, 60 + t), red) << t;   // top edge
+    EXPECT_EQ(at(100, 159 - t), red) << t;  // bottom edge
+    EXPECT_EQ(at(50 + t, 120), red) << t;   // left edge
+  }
+  EXPECT_EQ(at(100, 60 + st.line), black);  // inside the box: untouched
+  EXPECT_EQ(at(50 + st.line, 120), black);
+  // The label above the box: its colour, and white ink (the red is dark).
+  int64_t fill = 0, ink = 0;
+  for (int64_t y = 0; y < 60; ++y) {
+    for (int64_t x = 50; x < 150; ++x) {
+      fill += at(x, y) == red;
+      ink += at(x, y) == white;
+    }
+  }
+  EXPECT_GT(fill, 300);
+  EXPECT_GT(ink, 60);
+  // The box touching the top: its label inside, under the top edge.
+  int64_t inside = 0;
+  for (int64_t y = st.line; y < 40; ++y)
+    for (int64_t x = 200; x < 300; ++x) inside += at(x, y) == runtime::class_colour(1000);
+  EXPECT_GT(inside, 300);
 }
 
 }  // namespace

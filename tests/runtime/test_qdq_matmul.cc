@@ -119,5 +119,54 @@ TEST(QdqMatMul, ATargetsCpuNodeBetweenQuantizedProductsIsABoundary) {
   }
 }
 
+// --keep-float's entries: a name, an op type, a glob over names, a scope prefix; an entry that
+// matches nothing is refused, and one naming a node the passes folded says what became of it.
+TEST(KeepFloat, NamesTypesGlobsAndPrefixes) {
+  auto node = [](const std::string& name, const std::string& op) {
+    ir::Node n;
+    n.name = name;
+    n.op_type = op;
+    return n;
+  };
+  const ir::Node conv = node("/model.22/cv2/conv/Conv", "Conv"), sig = node("/model.22/act/Sigmoid", "Sigmoid"), mul = node("/head/Mul", "Mul");
+  EXPECT_TRUE(quant::keep_float_matches("/head/Mul", mul));
+  EXPECT_TRUE(quant::keep_float_matches("Sigmoid", sig));
+  EXPECT_TRUE(quant::keep_float_matches("/model.22/", conv));
+  EXPECT_TRUE(quant::keep_float_matches("/model.22/", sig));
+  EXPECT_FALSE(quant::keep_float_matches("/model.22/", mul));
+  EXPECT_FALSE(quant::keep_float_matches("/model.2/", conv));  // a prefix ends at a '/': not /model.22
+  EXPECT_TRUE(quant::keep_float_matches("*/cv2/*", conv));
+  EXPECT_FALSE(quant::keep_float_matches("*/cv2/*", sig));
+  EXPECT_TRUE(quant::keep_float_matches("/model.2[0-9]/*", sig));
+  EXPECT_FALSE(quant::keep_float_matches("/model.22", conv));  // neither a name, a glob nor a prefix
+  EXPECT_FALSE(quant::keep_float_matches("", conv));
+
+  // Before folding: bn reads the conv and writes y; after: the conv writes y itself.
+  ir::Graph before, after;
+  for (ir::Graph* g : {&before, &after}) {
+    ir::Value* x = *g->add_value("x");
+    x->dtype = DType::f32;
+    g->inputs.push_back(x);
+  }
+  ir::Node* c0 = *before.add_node("conv", "Conv", "", {before.find("x")}, {"c"});
+  ir::Node* bn = *before.add_node("bn", "BatchNormalization", "", {c0->outputs[0]}, {"y"});
+  (void)*before.add_node("const_shape", "Shape", "", {before.find("x")}, {"s"});
+  before.outputs = {bn->outputs[0]};
+  ir::Node* c1 = *after.add_node("conv", "Conv", "", {after.find("x")}, {"y"});
+  after.outputs = {c1->outputs[0]};
+  EXPECT_TRUE(quant::check_keep_float(after, {"conv", "Conv", "co*"}).ok());
+  auto none = quant::check_keep_float(after, {"/nowhere/"});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("--keep-float '/nowhere/': the model has no node"), std::string::npos) << none.error().message;
+  auto folded = quant::check_keep_float(after, {"bn"}, &before);
+  ASSERT_FALSE(folded.ok());
+  EXPECT_NE(folded.error().message.find("node 'bn' (BatchNormalization) was folded by rkdeploy's passes: its output 'y' is computed by node 'conv' (Conv) now; --keep-float 'conv'"),
+            std::string::npos)
+      << folded.error().message;
+  auto gone = quant::check_keep_float(after, {"const_shape"}, &before);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_NE(gone.error().message.find("node 'const_shape' (Shape) was folded away"), std::string::npos) << gone.error().message;
+}
+
 }  // namespace
 }  // namespace rkd

@@ -604,6 +604,69 @@ Status infer_node(Node& n, int64_t opset) {
   return op->shape(detail::Ctx{n, opset});
 }
 
+namespace {
+
+std::string type_and_shape(const std::optional<DType>& t, const std::optional<Dims>& d) {
+  return (t ? std::string(dtype_name(*t)) : std::string("no type")) + " " + (d ? dims_to_string(*d) : std::string("[unknown rank]"));
+}
+
+bool all_static(const std::optional<Dims>& d) {
+  if (!d) return false;
+  for (const Dim& x : *d)
+    if (!x.is_static()) return false;
+  return true;
+}
+
+bool same_static(const Dims& a, const Dims& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].value != b[i].value) return false;
+  return true;
+}
+
+}  // namespace
+
+Status verify_declared_shapes(Graph& g) {
+  for (const Value* v : g.inputs) {
+    if (!v->dtype || !all_static(v->shape)) {
+      return invalid("graph input '" + v->name + "': needs a type and a static shape, declared " + type_and_shape(v->dtype, v->shape));
+    }
+  }
+  for (const auto& v : g.values()) {
+    if (!v->constant) continue;
+    const Dims t = to_dims(v->constant->shape());
+    if (!v->dtype || *v->dtype != v->constant->dtype() || !v->shape || !same_static(*v->shape, t)) {
+      return invalid("constant '" + v->name + "': declared " + type_and_shape(v->dtype, v->shape) + ", its tensor is " +
+                     type_and_shape(v->constant->dtype(), t));
+    }
+  }
+  for (const auto& np : g.nodes()) {
+    Node& n = *np;
+    const OpInfo* op = find_op(n.domain, n.op_type);
+    if (!op || !op->shape) return invalid(n.describe() + ": no shape rule for this operator, so its outputs cannot be checked");
+    std::vector<std::pair<std::optional<DType>, std::optional<Dims>>> declared;
+    for (Value* o : n.outputs) {
+      declared.emplace_back(o ? o->dtype : std::nullopt, o ? o->shape : std::nullopt);
+      if (o) o->dtype.reset(), o->shape.reset();
+    }
+    RKD_TRY(infer_node(n, g.opset));
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      Value* o = n.outputs[i];
+      if (!o) continue;
+      const auto& [dt, dims] = declared[i];
+      if (!o->dtype || !all_static(o->shape)) {
+        return invalid(n.describe() + ": output '" + o->name + "' is declared " + type_and_shape(dt, dims) +
+                       " but its type and shape do not follow from the node's inputs and attributes (derived " + type_and_shape(o->dtype, o->shape) + ")");
+      }
+      if (!dt || *dt != *o->dtype || !dims || !same_static(*dims, *o->shape)) {
+        return invalid(n.describe() + ": output '" + o->name + "' is declared " + type_and_shape(dt, dims) + ", its inputs and attributes give " +
+                       type_and_shape(o->dtype, o->shape));
+      }
+    }
+  }
+  return {};
+}
+
 Pass shape_inference_pass() {
   return Pass{"shape-inference", [](Graph& g) -> Status {
                 for (const auto& n : g.nodes()) RKD_TRY(infer_node(*n, g.opset));

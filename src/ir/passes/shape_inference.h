@@ -61,4 +61,14 @@ Result<EinsumEquation> parse_einsum(const std::string& equation);
 // shape-inference: infer_node() over the graph in topological order.
 Pass shape_inference_pass();
 
+// For a graph read from outside whose values all carry a declared type and shape (a compiled
+// artifact): every graph input and constant has a type and a static shape (a constant's those
+// of its tensor), and every node's outputs, derived again by infer_node() from its inputs and
+// attributes in topological order, equal the declared ones exactly (dtype, static dims). An op
+// with no shape function, an output the derivation leaves open, or any difference is an
+// "invalid" Error naming the node and the output with both forms; the derivation's own errors
+// (an attribute out of range, inputs that do not fit) name the node. What this accepts, the
+// executor can size its buffers from.
+Status verify_declared_shapes(Graph& g);
+
 }  // namespace rkd::ir

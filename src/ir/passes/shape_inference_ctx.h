@@ -139,5 +139,12 @@ Status qlinear_conv(const Ctx& c);
 Status qlinear_matmul(const Ctx& c);
 Status quantize_linear(const Ctx& c);
 Status dequantize_linear(const Ctx& c);
+// The "rkdeploy" domain (shape_inference_rkdeploy.cc).
+Status qlinear_binary(const Ctx& c);
+Status resize_maybe_edge_padded(const Ctx& c);
+Status qlinear_lut(const Ctx& c);
+Status qlinear_tflite(const Ctx& c);
+Status msda_prepare_shape(const Ctx& c);
+Status msda_attention_shape(const Ctx& c);
 
 }  // namespace rkd::ir::detail
