@@ -25,8 +25,8 @@ static int dump_outputs(const rkd_model* model, const char* dir) {
     char name[256], path[4096];
     size_t n = 0;
     for (const char* c = info.name; *c && n + 1 < sizeof name; ++c, ++n) {
-      const int keep = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_' ||
-                       (*c == '.' && n > 0);
+      const int keep =
+          (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_' || (*c == '.' && n > 0);
       name[n] = keep ? *c : '_';
     }
     name[n] = 0;

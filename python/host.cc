@@ -67,10 +67,18 @@ void check(const Status& s) {
   if (!s.ok()) raise(s.error());
 }
 
+// Set while this thread runs a progress callback: rkdeploy's calls are refused there (the
+// callback runs inside another call, which holds the progress sink).
+thread_local bool in_progress_callback = false;
+
 // Runs f() (which returns a Result or Status) without the GIL, with `progress` as the progress
-// sink for its duration.
+// sink for its duration. A signal that arrived meanwhile (Ctrl-C: KeyboardInterrupt) is raised
+// as soon as f() returns, before the caller publishes anything.
 template <typename F>
 auto work(const py::object& progress, F f) {
+  if (in_progress_callback) {
+    raise(invalid("an rkdeploy call from inside a progress callback: the callback reports another call's progress; make the call after it returns"));
+  }
   static std::mutex one_at_a_time;
   std::unique_ptr<py::error_already_set> raised;
   std::unique_lock<std::mutex> lock(one_at_a_time, std::defer_lock);
@@ -82,11 +90,13 @@ auto work(const py::object& progress, F f) {
     set_progress_sink([&progress, &raised](const std::string& stage, int64_t done, int64_t total) {
       py::gil_scoped_acquire gil;
       if (raised) return;
+      in_progress_callback = true;
       try {
         progress(stage, done, total);
       } catch (py::error_already_set& e) {
         raised = std::make_unique<py::error_already_set>(std::move(e));
       }
+      in_progress_callback = false;
     });
   }
   struct Reset {
@@ -100,6 +110,7 @@ auto work(const py::object& progress, F f) {
     return f();
   }();
   if (raised) throw std::move(*raised);
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
   return r;
 }
 
@@ -239,6 +250,8 @@ workflows::BackendChoice backend_of(const std::string& backend, const std::optio
 class Model {
  public:
   Model(const std::string& path, const workflows::BackendChoice& b, int threads, int64_t batch) : path_(path), backend_(b) {
+    if (batch < 1 || batch > kMaxBatch) raise(invalid("batch " + std::to_string(batch) + ": must be 1 to " + std::to_string(kMaxBatch)));
+    check(check_thread_count(threads, "threads"));
     runtime::LoadOptions lo;
     lo.batch = batch;
     lo.exec.threads = threads;
@@ -307,8 +320,14 @@ workflows::CalibrationSet calibration_of(const std::string& model, const py::obj
   auto g = take(workflows::load_portable(model));
   const std::string only = only_input(*g);
   std::vector<workflows::Sample> samples;
+  if (images < 1) raise(invalid("images " + std::to_string(images) + ": must be at least 1"));
+  // Whether `images` samples are taken (an endless iterator stops there); Ctrl-C stops the reading.
+  auto full = [&] {
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    return static_cast<int>(samples.size()) >= images;
+  };
   auto add = [&](const py::handle& item) {
-    if (static_cast<int>(samples.size()) < images) samples.push_back(tensors_of(item, only, "calibration sample " + std::to_string(samples.size())));
+    if (!full()) samples.push_back(tensors_of(item, only, "calibration sample " + std::to_string(samples.size())));
   };
   if (py::isinstance<py::dict>(calib)) {
     // name -> array of samples along axis 0.
@@ -321,7 +340,7 @@ workflows::CalibrationSet calibration_of(const std::string& model, const py::obj
       n = a.shape(0);
       members[py::str(k)] = a;
     }
-    for (py::ssize_t i = 0; i < n; ++i) {
+    for (py::ssize_t i = 0; i < n && !full(); ++i) {
       py::dict d;
       for (auto& [k, a] : members) d[py::str(k)] = a[py::slice(i, i + 1, 1)];
       add(d);
@@ -330,10 +349,13 @@ workflows::CalibrationSet calibration_of(const std::string& model, const py::obj
     // One input's samples along axis 0.
     py::array a = calib.cast<py::array>();
     if (a.ndim() < 1) raise(invalid("calibration array needs a leading sample axis"));
-    for (py::ssize_t i = 0; i < a.shape(0); ++i) add(a[py::slice(i, i + 1, 1)]);
+    for (py::ssize_t i = 0; i < a.shape(0) && !full(); ++i) add(a[py::slice(i, i + 1, 1)]);
   } else {
     // An iterable of samples (arrays for a one-input model, or dicts), each batch 1.
-    for (const py::handle item : calib) add(item);
+    for (const py::handle item : calib) {
+      if (full()) break;
+      add(item);
+    }
   }
   return take(workflows::calibration_from_samples(std::move(samples), *g, "calibration samples"));
 }
@@ -363,6 +385,7 @@ py::dict quantize(const std::string& model, const py::object& calib, const std::
   o.hybrid.images = opt(hybrid_images);
   o.allow_nonfinite = allow_nonfinite;
   o.source = py::isinstance<py::str>(calib) ? calib.cast<std::string>() : "calibration samples";
+  check(workflows::check_quantize_options(o));
   const workflows::CalibrationSet samples = calibration_of(model, calib, images, config);
   const auto q = take(work(progress, [&]() -> Result<workflows::QuantizedModel> {
     RKD_ASSIGN(auto r, workflows::quantize_model(model, samples, o));

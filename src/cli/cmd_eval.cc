@@ -130,6 +130,7 @@ void run_eval(const EvalArgs& a) {
     if (a.annotations.empty()) fail(invalid("--results needs --annotations"));
     const auto gt = take(workflows::read_coco_annotations(a.annotations));
     const auto dets = take(workflows::read_coco_results(a.results));
+    check(workflows::check_results_against(gt, dets, a.results, a.annotations));
     print_result(a, workflows::evaluate_results(gt, dets), gt, dets.size(), 0);
     return;
   }

@@ -211,7 +211,8 @@ void add_plan_commands(CLI::App& app) {
   bc->add_option("--input", b->inputs, "NAME=FILE.npy, one per graph input (instead of --image)");
   bc->add_option("--warmup", b->warmup, "runs before measuring")->check(CLI::Range(0, kMaxCount));
   bc->add_option("--runs", b->runs, "measured runs")->check(CLI::Range(1, kMaxCount));
-  add_threads_option(bc, b->threads, "CPU threads (default 1, as plan measures: a figure that does not depend on the host's load and core count; 0 = one per core)");
+  add_threads_option(bc, b->threads,
+                     "CPU threads (default 1, as plan measures: a figure that does not depend on the host's load and core count; 0 = one per core)");
   bc->add_flag("--json", b->json, "print JSON (docs/cli-json.md)");
   add_nonfinite_option(bc, b->allow_nonfinite);
   bc->callback([b] { run_bench(*b); });

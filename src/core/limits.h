@@ -31,6 +31,10 @@ inline constexpr int kMaxThreads = 1024;
 // "WHAT N: must be 0 (one per core) to kMaxThreads" (invalid) unless 0 <= threads <= kMaxThreads.
 Status check_thread_count(int threads, const std::string& what);
 
+// The largest batch a model may be bound to (a symbolic batch dimension; Python's
+// rkdeploy.load(batch=)): beyond it, a typo.
+inline constexpr int64_t kMaxBatch = 65536;
+
 // The memory this process may still use: what the kernel reports available now (MemAvailable:
 // free memory plus what it can reclaim; physical memory where /proc/meminfo is unreadable);
 // under `ulimit -v` / `-d` at most the limit less what is mapped now and

@@ -144,21 +144,21 @@ const std::vector<OpInfo>& op_table() {
       {"rkdeploy", "QLinearMin", qlinear_binary, 0},
       {"rkdeploy", "QLinearTflite", qlinear_tflite, 0},
       {"rkdeploy", "QLinearLut", qlinear_lut, 0},
-      {"rkdeploy", "NpuConv", qlinear_conv, kOnNpu},          // a QLinearConv on the NPU simulator
-      {"rkdeploy", "NpuMatMul", qlinear_matmul, kOnNpu},        // a QLinearMatMul of constant B as a 1 x 1 convolution over its rows
-      {"rkdeploy", "NpuAdd", qlinear_binary, kOnNpu},           // a QLinearAdd as a DPU-only task on the NPU simulator
-      {"rkdeploy", "NpuMul", qlinear_binary, kOnNpu},           // a QLinearMul as a DPU-only task (the EW stage's multiply)
-      {"rkdeploy", "NpuSub", qlinear_binary, kOnNpu},           // a QLinearSub as a DPU-only task (EW_ALU_ALGO 4)
-      {"rkdeploy", "NpuMax", qlinear_binary, kOnNpu},           // a QLinearMax as a DPU-only task (EW_ALU_ALGO 0)
-      {"rkdeploy", "NpuMin", qlinear_binary, kOnNpu},           // a QLinearMin as a DPU-only task (EW_ALU_ALGO 1)
-      {"rkdeploy", "NpuLeakyRelu", qlinear_lut, kOnNpu},     // a LeakyRelu table as a DPU-only task on the NPU simulator
-      {"rkdeploy", "NpuLut", qlinear_lut, kOnNpu},           // any other table through the DPU's lookup table
-      {"rkdeploy", "NpuMaxPool", pool, kOnNpu},       // an integer MaxPool as a PPU task
-      {"rkdeploy", "NpuPad", pad, kOnNpu},           // an integer channel Pad as a DPU task
-      {"rkdeploy", "NpuResize", resize_maybe_edge_padded, kOnNpu},        // an integer nearest x2 Resize as DPU copy tasks
-      {"rkdeploy", "NpuDepthToSpace", depth_to_space, kOnNpu},  // an integer DepthToSpace (DCR, 2) as DPU copy tasks
-      {"rkdeploy", "NpuConcat", concat, kOnNpu},        // an integer channel Concat as DPU-only copy tasks
-      {"rkdeploy", "NpuSplit", split, kOnNpu},         // an integer channel Split as DPU-only copy tasks
+      {"rkdeploy", "NpuConv", qlinear_conv, kOnNpu},                // a QLinearConv on the NPU simulator
+      {"rkdeploy", "NpuMatMul", qlinear_matmul, kOnNpu},            // a QLinearMatMul of constant B as a 1 x 1 convolution over its rows
+      {"rkdeploy", "NpuAdd", qlinear_binary, kOnNpu},               // a QLinearAdd as a DPU-only task on the NPU simulator
+      {"rkdeploy", "NpuMul", qlinear_binary, kOnNpu},               // a QLinearMul as a DPU-only task (the EW stage's multiply)
+      {"rkdeploy", "NpuSub", qlinear_binary, kOnNpu},               // a QLinearSub as a DPU-only task (EW_ALU_ALGO 4)
+      {"rkdeploy", "NpuMax", qlinear_binary, kOnNpu},               // a QLinearMax as a DPU-only task (EW_ALU_ALGO 0)
+      {"rkdeploy", "NpuMin", qlinear_binary, kOnNpu},               // a QLinearMin as a DPU-only task (EW_ALU_ALGO 1)
+      {"rkdeploy", "NpuLeakyRelu", qlinear_lut, kOnNpu},            // a LeakyRelu table as a DPU-only task on the NPU simulator
+      {"rkdeploy", "NpuLut", qlinear_lut, kOnNpu},                  // any other table through the DPU's lookup table
+      {"rkdeploy", "NpuMaxPool", pool, kOnNpu},                     // an integer MaxPool as a PPU task
+      {"rkdeploy", "NpuPad", pad, kOnNpu},                          // an integer channel Pad as a DPU task
+      {"rkdeploy", "NpuResize", resize_maybe_edge_padded, kOnNpu},  // an integer nearest x2 Resize as DPU copy tasks
+      {"rkdeploy", "NpuDepthToSpace", depth_to_space, kOnNpu},      // an integer DepthToSpace (DCR, 2) as DPU copy tasks
+      {"rkdeploy", "NpuConcat", concat, kOnNpu},                    // an integer channel Concat as DPU-only copy tasks
+      {"rkdeploy", "NpuSplit", split, kOnNpu},                      // an integer channel Split as DPU-only copy tasks
   };
   return t;
 }

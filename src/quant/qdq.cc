@@ -319,7 +319,8 @@ Status check_keep_float(const Graph& g, const std::set<std::string>& keep_float,
                        "runs to keep in float");
       }
     }
-    return invalid(what + "the model has no node and no op type of that name, and no node name matches it as a pattern (a glob such as "
+    return invalid(what +
+                   "the model has no node and no op type of that name, and no node name matches it as a pattern (a glob such as "
                    "'*/attn/*', or a prefix ending in '/')");
   }
   return {};

@@ -28,7 +28,7 @@ struct rkd_model {
   // One per graph output, in the graph's order, allocated once at rkd_open (the pointers
   // rkd_output gives stay valid until rkd_close); each run copies its results into them.
   std::vector<Tensor> outputs;
-  bool has_outputs = false;  // a run has filled `outputs`
+  bool has_outputs = false;      // a run has filled `outputs`
   bool allow_nonfinite = false;  // options.allow_nonfinite
   // Calls on one model are serialised: a second thread waits (the executor's buffers, the
   // NPU session and the fed photo are the model's state).

@@ -143,9 +143,9 @@ Result<std::vector<uint8_t>> serialize_artifact(const Artifact& a, const ir::Gra
   for (const Artifact::Chunk& c : a.device_chunks) chunks.push_back(fb::CreateChunk(b, c.offset, b.CreateVector(c.bytes)));
   const auto cv = b.CreateVector(chunks);
   const auto digest = b.CreateVector(std::vector<uint8_t>(kDigestBytes, 0));
-  const auto root = fb::CreateArtifact(b, a.format_version, b.CreateString(a.written_by), b.CreateString(a.source_model), b.CreateString(a.target),
-                                       b.CreateString(a.strategy), a.mainline, graph, a.device_base, a.device_size, cv, b.CreateString(a.preprocess),
-                                       digest);
+  const auto root =
+      fb::CreateArtifact(b, a.format_version, b.CreateString(a.written_by), b.CreateString(a.source_model), b.CreateString(a.target),
+                         b.CreateString(a.strategy), a.mainline, graph, a.device_base, a.device_size, cv, b.CreateString(a.preprocess), digest);
   fb::FinishArtifactBuffer(b, root);
   std::vector<uint8_t> bytes(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
   RKD_TRY(stamp_artifact_digest(bytes));

@@ -44,12 +44,20 @@ Result<Image> load_image(const std::string& path) {
 
 Result<std::vector<std::string>> list_photos(const std::string& dir) {
   std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) return invalid(dir + ": not a folder of photos");
+  const auto st = std::filesystem::status(dir, ec);
+  if (st.type() == std::filesystem::file_type::not_found) return io_error(dir + ": no such folder");
+  if (ec) return io_error(dir + ": " + ec.message());
+  if (st.type() != std::filesystem::file_type::directory) return invalid(dir + ": not a folder of photos");
   std::vector<std::string> photos;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     std::string ext = e.path().extension().string();
     std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (e.is_regular_file() && (ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".bmp")) photos.push_back(e.path().string());
+    if (ext != ".png" && ext != ".jpg" && ext != ".jpeg" && ext != ".bmp") continue;
+    // A link that loops or leads nowhere is named, not thrown as a filesystem exception.
+    std::error_code fe;
+    const bool regular = e.is_regular_file(fe);
+    if (fe) return io_error(e.path().string() + ": " + fe.message());
+    if (regular) photos.push_back(e.path().string());
   }
   if (ec) return io_error(dir + ": " + ec.message());
   std::sort(photos.begin(), photos.end());

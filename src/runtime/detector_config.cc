@@ -22,8 +22,8 @@ Result<DetectorConfig> parse_config(const std::string& text, const std::string& 
   if (!j.is_object()) return invalid(path + ": not a JSON object");
   DetectorConfig c = base;
   static const std::set<std::string> known = {
-      "input",         "width",  "height", "resize", "pad_value",       "scale",   "mean",           "std",
-      "channel_order", "layout", "dtype",  "output", "score_threshold", "nms_iou", "max_detections", "anchors", "clip_boxes"};
+      "input",  "width", "height", "resize",          "pad_value", "scale",          "mean",    "std",       "channel_order",
+      "layout", "dtype", "output", "score_threshold", "nms_iou",   "max_detections", "anchors", "clip_boxes"};
   for (const auto& [k, v] : j.items()) {
     if (!known.count(k)) return invalid(path + ": unknown field '" + k + "'");
   }

@@ -84,6 +84,7 @@ Result<CocoDataset> parse_coco_annotations(const std::string& text, const std::s
     if (!cname.empty()) d.category_names[id] = cname;
   }
   d.categories.assign(category_ids.begin(), category_ids.end());
+  std::set<int64_t> annotation_ids;
   for (size_t i = 0; i < j["annotations"].size(); ++i) {
     const json& e = j["annotations"][i];
     const std::string name = path + ": annotations[" + std::to_string(i) + "]";
@@ -91,6 +92,11 @@ Result<CocoDataset> parse_coco_annotations(const std::string& text, const std::s
     quant::GroundTruthBox g;
     RKD_TRY(required_integer(e, "image_id", g.image, name));
     RKD_TRY(required_integer(e, "category_id", g.category, name));
+    if (e.contains("id")) {
+      int64_t id = 0;
+      RKD_TRY(required_integer(e, "id", id, name));
+      if (!annotation_ids.insert(id).second) return invalid(name + ": annotation id " + std::to_string(id) + " given twice");
+    }
     if (!image_ids.count(g.image)) return invalid(name + ": image_id " + std::to_string(g.image) + " is not among the file's images");
     if (!category_ids.count(g.category)) return invalid(name + ": category_id " + std::to_string(g.category) + " is not among the file's categories");
     RKD_TRY(read_bbox(e, name, g.x, g.y, g.w, g.h));
@@ -142,6 +148,22 @@ std::string coco_results_json(const std::vector<quant::DetectionBox>& detections
     arr.push_back({{"image_id", d.image}, {"category_id", d.category}, {"bbox", {d.x, d.y, d.w, d.h}}, {"score", d.score}});
   }
   return json_text(arr);
+}
+
+Status check_results_against(const CocoDataset& gt, const std::vector<quant::DetectionBox>& detections, const std::string& results_path,
+                             const std::string& annotations_path) {
+  std::set<int64_t> images;
+  for (const CocoImage& i : gt.images) images.insert(i.id);
+  const std::set<int64_t> categories(gt.categories.begin(), gt.categories.end());
+  for (size_t k = 0; k < detections.size(); ++k) {
+    const quant::DetectionBox& d = detections[k];
+    const std::string name = results_path + ": [" + std::to_string(k) + "]";
+    if (!images.count(d.image)) return invalid(name + ": image_id " + std::to_string(d.image) + " is not among the images of " + annotations_path);
+    if (!categories.count(d.category)) {
+      return invalid(name + ": category_id " + std::to_string(d.category) + " is not among the categories of " + annotations_path);
+    }
+  }
+  return {};
 }
 
 quant::CocoEvaluation evaluate_results(const CocoDataset& gt, const std::vector<quant::DetectionBox>& detections) {

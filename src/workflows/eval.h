@@ -6,8 +6,9 @@
 // Contract:
 //  - COCO annotation files (parse_coco_annotations): an object with "images" ({id,
 //    file_name[, width, height]}), "annotations" ({image_id, category_id, bbox [x, y, w, h]
-//    [, area (default w * h), iscrowd 0/1]}) and "categories" ({id[, name]}). Every field is
-//    checked; errors name the file and the entry ("gt.json: annotations[3].bbox: ...").
+//    [, area (default w * h), iscrowd 0/1][, id]}) and "categories" ({id[, name]}). Every field is
+//    checked (an annotation id given twice is refused: it would count the box twice); errors
+//    name the file and the entry ("gt.json: annotations[3].bbox: ...").
 //  - COCO results files (parse_coco_results / coco_results_json): an array of {image_id,
 //    category_id, bbox [x, y, w, h], score}.
 //  - Model labels and categories: with annotations, label k is the k-th category by id (the
@@ -83,6 +84,11 @@ Result<EvalResult> evaluate_model(const std::string& model, const EvalOptions& o
 // A detection as a COCO box [x, y, w, h] of `image` and `category`.
 quant::DetectionBox to_box(const runtime::Detection& d, int64_t image, int64_t category);
 // The metrics of detections given in COCO's results format against an annotation file.
+// Refused first (check_results_against): a detection whose image_id is not among the annotation
+// file's images or whose category_id is not among its categories (COCO's tools score against
+// the annotations' ids; an id of another dataset would count as a miss, not as an error).
+Status check_results_against(const CocoDataset& gt, const std::vector<quant::DetectionBox>& detections, const std::string& results_path,
+                             const std::string& annotations_path);
 quant::CocoEvaluation evaluate_results(const CocoDataset& gt, const std::vector<quant::DetectionBox>& detections);
 
 }  // namespace rkd::workflows

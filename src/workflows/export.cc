@@ -56,7 +56,8 @@ Status check_rknn_ops_module(const std::string& path) {
   const auto st = std::filesystem::symlink_status(path, ec);
   if (ec || st.type() == std::filesystem::file_type::not_found) return {};
   const std::string why = path + ": exists and export --rknn-custom-op writes its module there (beside the ONNX file); ";
-  if (st.type() == std::filesystem::file_type::symlink) return invalid(why + "it is a symbolic link, which is never followed: remove it or write the ONNX file elsewhere");
+  if (st.type() == std::filesystem::file_type::symlink)
+    return invalid(why + "it is a symbolic link, which is never followed: remove it or write the ONNX file elsewhere");
   if (st.type() != std::filesystem::file_type::regular) return invalid(why + "it is not a regular file");
   const std::string module = rknn_custom_ops_python();
   const std::string first = module.substr(0, module.find('\n') + 1);

@@ -113,7 +113,17 @@ std::vector<const ir::Node*> cpu_placed_nodes(const ir::Graph& g, const plan::Ta
   return out;
 }
 
+Status check_quantize_options(const QuantizeOptions& opt) {
+  if (!(opt.percentile >= 50 && opt.percentile <= 100))
+    return invalid("quantize: percentile " + std::to_string(opt.percentile) + ": must be 50 to 100");
+  if (!(opt.hybrid.min_ap50 >= 0 && opt.hybrid.min_ap50 <= 1)) {
+    return invalid("quantize: auto-hybrid " + std::to_string(opt.hybrid.min_ap50) + ": must be an AP50 in [0, 1] (0: off)");
+  }
+  return check_thread_count(opt.threads, "quantize: threads");
+}
+
 Result<QuantizedModel> quantize_model(const std::string& model_path, const CalibrationSet& calibration, const QuantizeOptions& opt) {
+  RKD_TRY(check_quantize_options(opt));
   const int total = calibration.size();
   if (total == 0) return invalid(model_path + ": no calibration samples");
   QuantizedModel q;

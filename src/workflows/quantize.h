@@ -129,6 +129,10 @@ struct QuantizedModel {
   int samples = 0;
 };
 
+// The options' ranges, for every caller (the command line checks them while parsing too):
+// percentile in [50, 100], hybrid.min_ap50 in [0, 1] (0: no search), threads as
+// check_thread_count. An invalid error names the option.
+Status check_quantize_options(const QuantizeOptions& opt);
 Result<QuantizedModel> quantize_model(const std::string& model_path, const CalibrationSet& calibration, const QuantizeOptions& opt);
 
 // What `quantize --json` reports of a quantization (docs/cli-json.md, "quantize"), as JSON text:

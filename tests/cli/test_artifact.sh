@@ -5,9 +5,12 @@
 # quantized ONNX file byte for byte, and through `--backend device` under the rocket test double
 # (mainline artifacts) equal to the simulator; `bench` and `eval` take it; damaged, truncated and foreign
 # files, the wrong back end and an output over its input are refused with an error naming the file.
-#   test_artifact.sh RKDEPLOY FAKE_ROCKET MODELS_DIR HUMAN_DIR
+# The C API (RT_OUTPUTS, tests/rt/rt_outputs.cc) refuses the DETR's zero orig_target_sizes and a
+# NaN image as `run` does. An artifact edited anywhere is refused by its digest; restamped, a
+# changed device byte is still refused by the relowering's comparison.
+#   test_artifact.sh RKDEPLOY FAKE_ROCKET MODELS_DIR HUMAN_DIR RT_OUTPUTS
 set -euo pipefail
-rk="$1"; fake="$2"; models="$3"; human="$4"
+rk="$1"; fake="$2"; models="$3"; human="$4"; rt_outputs="$5"
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -103,17 +106,35 @@ small="$here/fuzz/corpus/tflite/int8_conv_per_axis.tflite"
 /usr/bin/python3 -c "import numpy as np, sys; np.save(sys.argv[1], np.arange(50, dtype=np.int8).reshape(1, 5, 5, 2))" "$work/x.npy"
 "$rk" run "$work/small.rkd" --backend sim --input "x=$work/x.npy" > /dev/null 2>&1
 flatc --json --strict-json -o "$work/json" "$here/src/runtime/artifact.fbs" -- "$work/small.rkd"
+# The digest marked (0xAB x 32) so that it can be found in the rebuilt file and stamped again.
 /usr/bin/python3 - "$work/json/small.json" <<'PY'
 import json, sys
 a = json.load(open(sys.argv[1]))
 a["device_chunks"][0]["data"][0] ^= 1
+a["digest"] = [0xAB] * 32
 json.dump(a, open(sys.argv[1], "w"))
 PY
 flatc -b -o "$work/json" "$here/src/runtime/artifact.fbs" "$work/json/small.json"
 mv "$work/json/small.rkd" "$work/tampered.rkd"
-if "$rk" run "$work/tampered.rkd" --backend sim --input "x=$work/x.npy" > /dev/null 2> "$work/err"; then
-  echo "a changed byte went unnoticed"
-  exit 1
-fi
-grep -q "tampered.rkd: the NPU nodes lowered by this rkdeploy differ from the artifact" "$work/err" || { cat "$work/err"; exit 1; }
-echo "refusals: wrong back end, PPU tasks on mainline, damaged, foreign, output over its input, changed bytes"
+expect_error "tampered.rkd: damaged or edited artifact: its SHA-256 digest does not match" "$rk" run "$work/tampered.rkd" --backend sim --input "x=$work/x.npy"
+/usr/bin/python3 - "$work/tampered.rkd" <<'PY'
+import hashlib, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+at = b.find(bytes([0xAB] * 32))
+assert at >= 0 and b.find(bytes([0xAB] * 32), at + 1) < 0
+b[at:at + 32] = bytes(32)
+b[at:at + 32] = hashlib.sha256(b).digest()
+open(sys.argv[1], "wb").write(b)
+PY
+expect_error "tampered.rkd: the NPU nodes lowered by this rkdeploy differ from the artifact" "$rk" run "$work/tampered.rkd" --backend sim --input "x=$work/x.npy"
+# The C API checks a run's inputs as run does: the DETR artifact with zero target sizes, and with
+# a NaN in its image (passed with allow_nonfinite... not an option of rt_outputs: refused).
+/usr/bin/python3 -c "import numpy as np, sys; np.save(sys.argv[1], np.zeros((1, 2), np.int64))" "$work/zero_sizes.npy"
+expect_error "deim.rkd: input 'orig_target_sizes' (\[w, h\] of the original image per batch item): row 0 holds 0 for the width" \
+  "$rt_outputs" "$work/deim.rkd" "$work/rt.out" "images=$d.input_images.npy" "orig_target_sizes=$work/zero_sizes.npy"
+/usr/bin/python3 -c "
+import numpy as np, sys
+x = np.load(sys.argv[1]); x.flat[7] = np.nan; np.save(sys.argv[2], x)" "$d.input_images.npy" "$work/nan_images.npy"
+expect_error "deim.rkd: input 'images': element \[0, 0, 0, 7\] is NaN" \
+  "$rt_outputs" "$work/deim.rkd" "$work/rt.out" "images=$work/nan_images.npy" "orig_target_sizes=$d.input_orig_target_sizes.npy"
+echo "refusals: wrong back end, PPU tasks on mainline, damaged, foreign, output over its input, edited bytes (digest), changed device bytes, the C API's inputs"

@@ -101,6 +101,14 @@ b = o[0]["branches"]
 print("YOLO layout accuracy: output0 cosine %.6f; branches %s" % (o[0]["entire"]["cosine"], ", ".join("%s %.6f" % (x["name"], x["cosine"]) for x in b)))
 assert o[0]["name"] == "output0" and len(b) == 2 and "Sigmoid" in b[1]["name"] and min(x["cosine"] for x in b) > 0.99, o' "$work/yolo.acc.json" \
     || fails=$((fails + 1))
+  # The text report lists every model output, with its branches.
+  "$rkd" accuracy "$yolo" "$work/yolo.onnx" --image "$skimage/astronaut.png" 2> /dev/null > "$work/yolo.acc.txt"
+  /usr/bin/python3 -c '
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+at = next(i for i, l in enumerate(lines) if l.startswith("model outputs"))
+assert lines[at + 1].split()[:2] == ["output0", "cosine"] and lines[at + 2] == "    concatenates:", lines[at:at + 4]' "$work/yolo.acc.txt" ||
+    { cat "$work/yolo.acc.txt"; fail "accuracy's text report leaves out output0"; }
   "$rkd" quantize "$yolo" --calib "$dir/calib" -o "$work/kept.onnx" --keep-float Sigmoid --json 2> /dev/null > "$work/kept.json"
   grep -q '"kept_float": [1-9]' "$work/kept.json" || fail "--keep-float Sigmoid kept nothing"
 else
@@ -155,6 +163,17 @@ outs = {o for n in m.graph.node if n.name in {l["node"] for l in kept} for o in 
 assert len({l["node"] for l in kept} & {n.name for n in m.graph.node}) == len(kept), "kept nodes missing"
 assert not [n.name for n in m.graph.node if n.op_type == "QuantizeLinear" and n.input[0] in outs]
 PY
+# On the simulator, run counts the convolutions the hybrid kept in float among those on the CPU
+# (not "0 on the CPU"), each named.
+"$rkd" run "$work/bf.onnx" --backend sim --image "$skimage/astronaut.png" --config "$bcfg" > /dev/null 2> "$work/bf.run.err"
+/usr/bin/python3 - "$work/bf.run.err" "$work/bf.q.json" <<'PY' || fails=$((fails + 1))
+import re, sys
+err = open(sys.argv[1]).read()
+m = re.search(r"convolution\(s\) on the RK3588 simulator \(strategy [^,]*, \d+ with the following Add fused\), (\d+) on the CPU", err)
+floats = err.count(": float (not quantized), runs on the CPU")
+assert m and int(m.group(1)) > 0 and floats > 0, err[:2000]
+print("run of the hybrid on the simulator: %s convolution(s) counted on the CPU, %d of them float" % (m.group(1), floats))
+PY
 # accuracy with a photo and a config compares detections too: BlazeFace's int8 model matches
 # grace_hopper's one face but ranks boxes the float model does not give above it.
 "$rkd" quantize "$models/blazeface.json" --calib "$dir/calib" --config "$bcfg" -o "$work/bf8.onnx" > /dev/null 2>&1
@@ -186,6 +205,30 @@ sed 's/"gfl"/"none"/' "$cfg" > "$work/none.json"
 expect_error "output 'none'" eval "$models/nanodet.json" --images "$work/photos" --reference "$models/nanodet.json" \
   --config "$work/none.json" --detections "$work/never.json"
 [ -e "$work/never.json" ] && fail "a refused eval wrote --detections"
+# Detections of images or categories the annotations do not have are refused, not scored as
+# misses; an annotation id given twice would count its box twice.
+echo '[{"image_id": 99, "category_id": 1, "bbox": [0, 0, 3, 4], "score": 0.5}]' > "$work/otherimage.json"
+expect_error "otherimage.json: \[0\]: image_id 99 is not among the images of" eval --results "$work/otherimage.json" --annotations "$work/gt.json"
+echo '[{"image_id": 10, "category_id": 12, "bbox": [0, 0, 3, 4], "score": 0.5}]' > "$work/othercat.json"
+expect_error "othercat.json: \[0\]: category_id 12 is not among the categories of" eval --results "$work/othercat.json" --annotations "$work/gt.json"
+echo '{"images": [{"id": 1, "file_name": "a.png"}], "annotations": [{"id": 7, "image_id": 1, "category_id": 1, "bbox": [0, 0, 3, 4]},
+  {"id": 7, "image_id": 1, "category_id": 1, "bbox": [0, 0, 3, 4]}], "categories": [{"id": 1}]}' > "$work/twice.json"
+expect_error "twice.json: annotations\[1\]: annotation id 7 given twice" eval --results "$work/dets.json" --annotations "$work/twice.json"
+# A photo folder with a link that loops, and a folder that is not there: I/O errors (exit 1) naming them.
+expect_io() {  # expect_io PATTERN ARGS...
+  local pattern="$1"; shift
+  local rc=0
+  "$rkd" "$@" > "$work/out" 2> "$work/err" || rc=$?
+  if [ "$rc" != 1 ] || ! grep -q -- "$pattern" "$work/err"; then fail "rkdeploy $* -> exit $rc, $(cat "$work/err")"; fi
+}
+mkdir -p "$work/loop"
+cp "$skimage/astronaut.png" "$work/loop/"
+ln -s loop.png "$work/loop/loop.png"
+expect_io "loop/loop.png: Too many levels of symbolic links" quantize "$models/nanodet.json" --calib "$work/loop" --config "$cfg" -o "$work/never.onnx"
+expect_io "loop/loop.png: Too many levels of symbolic links" eval "$models/nanodet.json" --images "$work/loop" --reference "$models/nanodet.json" --config "$cfg"
+expect_io "nowhere: no such folder" quantize "$models/nanodet.json" --calib "$work/photos" --config "$cfg" --auto-hybrid 0.9 \
+  --hybrid-images "$work/nowhere" -o "$work/never.onnx"
+[ -e "$work/never.onnx" ] && fail "a refused quantize wrote its output"
 expect_error "keep-float 'NoSuchNode'" quantize "$models/nanodet.json" --calib "$dir/calib" --config "$cfg" --keep-float NoSuchNode -o "$work/never.onnx"
 [ -e "$work/never.onnx" ] && fail "a refused quantize wrote its output"
 expect_error "auto-hybrid judges detections" quantize "$models/blazeface.json" --calib "$work/one.npz" --config "$bcfg" --auto-hybrid 0.9 -o "$work/never.onnx"

@@ -180,6 +180,26 @@ def main():
     expect("a yolo config on a model with three outputs", ["run", d + ".onnx", "--image", PHOTO, "--config", "yolo.json"], [2],
            "needs --config CFG.json")
 
+    # A file name that is not UTF-8: with --json the error is still the real one (the bad bytes as
+    # U+FFFD), not the JSON library's complaint; without it, a control character in a name (an
+    # escape sequence) is shown as \xNN, never sent to the terminal.
+    import json
+    p = subprocess.run([RK.encode(), b"inspect", b"missing-\xff\xfe.onnx", b"--json"], capture_output=True, timeout=60)
+    try:
+        e = json.loads(p.stderr.decode("utf-8"))["error"]
+        ok = p.returncode == 1 and e["kind"] == "io" and "missing-\ufffd\ufffd.onnx" in e["message"] and "json.exception" not in e["message"]
+    except (ValueError, KeyError, UnicodeDecodeError) as x:
+        ok, e = False, "%r: %r" % (x, p.stderr)
+    if ok:
+        passed += 1
+    else:
+        failures.append("a non-UTF-8 file name with --json: exit %s, %s" % (p.returncode, e))
+    p = subprocess.run([RK.encode(), b"inspect", b"esc-\x1b[31m.onnx"], capture_output=True, timeout=60)
+    if p.returncode == 1 and b"\x1b" not in p.stderr and b"esc-\\x1b[31m.onnx" in p.stderr:
+        passed += 1
+    else:
+        failures.append("an escape sequence in a file name reached the terminal: exit %s, %r" % (p.returncode, p.stderr))
+
     for f in failures:
         print("FAIL:", f)
     print("hostile: %d passed, %d failed" % (passed, len(failures)))

@@ -51,6 +51,22 @@ for f in "$work"/orig/*.npy; do cmp "$f" "$work/unfused/$(basename "$f")"; done
 tail -1 "$work/harness.txt"
 grep -q "^6 custom site(s), 0 differing" "$work/harness.txt"
 echo "$stem --unfused: 6 cstGridSample nodes; rkdeploy runs it byte-identical to the original; the plugin equals the executor on every site"
+# The module beside OUT is replaced only when a previous export wrote it: a user's own file of
+# that name, and a symbolic link of that name, are refused and left as they were.
+mkdir -p "$work/own" "$work/link" "$work/outside"
+echo "my own module" > "$work/own/rkdeploy_rknn_ops.py"
+echo "outside the folder" > "$work/outside/target.py"
+ln -s "$work/outside/target.py" "$work/link/rkdeploy_rknn_ops.py"
+for d in own link; do
+  rc=0
+  "$rk" export "$models/$stem.onnx" --rknn-custom-op -o "$work/$d/m.onnx" > /dev/null 2> "$work/err" || rc=$?
+  [ "$rc" = 2 ] && grep -q "$d/rkdeploy_rknn_ops.py: exists and export --rknn-custom-op writes its module there" "$work/err" ||
+    { echo "export over $d/rkdeploy_rknn_ops.py: exit $rc"; cat "$work/err"; exit 1; }
+  [ ! -e "$work/$d/m.onnx" ] || { echo "a refused export wrote $d/m.onnx"; exit 1; }
+done
+[ "$(cat "$work/own/rkdeploy_rknn_ops.py")" = "my own module" ] && [ "$(cat "$work/outside/target.py")" = "outside the folder" ]
+"$rk" export "$models/$stem.onnx" --rknn-custom-op --unfused -o "$work/again.onnx" > /dev/null  # its own module, written before: replaced
+echo "export --rknn-custom-op: a module it did not write, and a link, refused and left alone"
 # ONNX Runtime on the custom nodes expanded back (the default method: GridSample).
 /usr/bin/python3 "$here/tests/cli/rknn_expand.py" "$work/$stem.cst.onnx" "$work/expanded.onnx"
 node "$here/scripts/models/human/ort_reference.js" "$models/$stem.onnx" "$work/ort.orig" "${ins[@]}"

@@ -117,6 +117,84 @@ def test_compile_and_runtime(nanodet, cli, tmp_path):
         rkdeploy.Runtime(str(tmp_path / "missing.rkd"))
     with pytest.raises(rkdeploy.InvalidError, match="backend 'cpu'"):
         rkdeploy.Runtime(str(rkd), backend="cpu")
+    # The right byte count in another shape is refused, not run on scrambled data.
+    with pytest.raises(rkdeploy.InvalidError, match=r"input 'input_1': shape \(1, 416, 416, 3\), the model expects \(1, 3, 416, 416\)"):
+        rt.run(np.ascontiguousarray(nanodet.input.transpose(0, 2, 3, 1)))
+    with pytest.raises(rkdeploy.InvalidError, match="shape"):
+        rt.run(nanodet.input.reshape(-1))
+    # NaN inputs: refused unless allow_nonfinite.
+    nan = nanodet.input.copy()
+    nan.flat[5] = np.nan
+    with pytest.raises(rkdeploy.InvalidError, match=r"input 'input_1': element \[0, 0, 0, 5\] is NaN"):
+        rt.run(nan)
+    rkdeploy.Runtime(str(rkd), allow_nonfinite=True).run(nan)
+    # A float photo in [0, 1] is refused with how to convert it, not cast to black.
+    photo = np.zeros((64, 48, 3), np.float32)
+    with pytest.raises(rkdeploy.InvalidError, match="must be uint8 RGB in 0..255"):
+        rt.detect(photo)
+    with pytest.raises(rkdeploy.InvalidError, match="must be uint8 RGB in 0..255"):
+        rkdeploy.load(nanodet.qdq).detect(photo, nanodet.config)
+    with pytest.raises(rkdeploy.InvalidError, match="options.threads 100000: must be 0"):
+        rkdeploy.Runtime(str(rkd), threads=100000)
+
+
+def test_threads_share_a_model_and_a_runtime(nanodet, tmp_path):
+    """Python threads sharing one Model or Runtime: each call waits for the other (no crash),
+    and every thread gets the single-threaded answer."""
+    import threading
+
+    rkd = tmp_path / "t.rkd"
+    rkdeploy.compile(nanodet.qdq, str(rkd), config=nanodet.config)
+    for obj in (rkdeploy.Runtime(str(rkd)), rkdeploy.load(nanodet.qdq, backend="sim")):
+        want = obj.run(nanodet.input)
+        bad = []
+
+        def work():
+            for _ in range(3):
+                got = obj.run(nanodet.input)
+                if not all(same_arrays(got[k], want[k]) for k in want):
+                    bad.append(type(obj).__name__)
+
+        threads = [threading.Thread(target=work) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert bad == []
+
+
+def test_options_are_bounded(nanodet, tmp_path):
+    """Out-of-range options are refused as the command line refuses them."""
+    out = str(tmp_path / "q.onnx")
+    with pytest.raises(rkdeploy.InvalidError, match="percentile 200"):
+        rkdeploy.quantize(nanodet.model, nanodet.input, out, method="percentile", percentile=200)
+    with pytest.raises(rkdeploy.InvalidError, match="auto-hybrid -1"):
+        rkdeploy.quantize(nanodet.model, nanodet.input, out, auto_hybrid=-1)
+    with pytest.raises(rkdeploy.InvalidError, match="threads -3"):
+        rkdeploy.quantize(nanodet.model, nanodet.input, out, threads=-3)
+    with pytest.raises(rkdeploy.InvalidError, match="batch 1099511627776: must be 1 to 65536"):
+        rkdeploy.load(nanodet.qdq, batch=2**40)
+    with pytest.raises(rkdeploy.InvalidError, match="threads 100000"):
+        rkdeploy.load(nanodet.qdq, threads=100000)
+    assert os.listdir(tmp_path) == []
+
+
+def test_endless_calibration_and_reentrant_progress(nanodet, tmp_path):
+    """An endless iterator of samples stops at `images`; a progress callback that calls rkdeploy
+    is refused (it would wait for itself), and nothing is written."""
+    import itertools
+
+    out = tmp_path / "q.onnx"
+    q = rkdeploy.quantize(nanodet.model, itertools.repeat(nanodet.input), str(out), images=2)
+    assert q["samples"] == 2 and out.exists()
+    out.unlink()
+
+    def nested(stage, done, total):
+        rkdeploy.load(nanodet.qdq)
+
+    with pytest.raises(rkdeploy.InvalidError, match="from inside a progress callback"):
+        rkdeploy.quantize(nanodet.model, nanodet.input, str(out), progress=nested)
+    assert not out.exists()
 
 
 def test_plan_bench_export(nanodet, models, cli, tmp_path):

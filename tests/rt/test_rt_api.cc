@@ -4,7 +4,9 @@
 // one-convolution TFLite model compiled by rkdeploy, input x int8 [1, 5, 5, 2]).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -123,6 +125,65 @@ TEST(RtApi, RunsAndRefusesMisuse) {
   EXPECT_EQ(rkd_output(m, 0, nullptr, &bytes), RKD_ERROR_INVALID);
   rkd_close(m);
   rkd_close(nullptr);
+}
+
+// Threads sharing one model: every call serialised (no crash, every run the single-threaded
+// answer); the output pointer stays the same buffer from run to run until rkd_close, as the
+// header says; options.threads is bounded like the command line's --threads.
+TEST(RtApi, ThreadsShareAModelAndOutputsStayPut) {
+  rkd_options o;
+  rkd_options_init(&o);
+  o.threads = 100000;
+  rkd_model* m = nullptr;
+  EXPECT_EQ(rkd_open(artifact().c_str(), &o, &m), RKD_ERROR_INVALID);
+  EXPECT_NE(last().find("options.threads 100000: must be 0 (one per core) to 1024"), std::string::npos) << last();
+  o.threads = -3;
+  EXPECT_EQ(rkd_open(artifact().c_str(), &o, &m), RKD_ERROR_INVALID);
+  o.threads = 1;
+  ASSERT_EQ(rkd_open(artifact().c_str(), &o, &m), RKD_OK) << last();
+  std::vector<int8_t> x(50);
+  for (int i = 0; i < 50; ++i) x[static_cast<size_t>(i)] = static_cast<int8_t>(3 * i - 70);
+  ASSERT_EQ(rkd_set_input(m, 0, x.data(), x.size()), RKD_OK);
+  ASSERT_EQ(rkd_run(m), RKD_OK) << last();
+  const void* out = nullptr;
+  size_t bytes = 0;
+  ASSERT_EQ(rkd_output(m, 0, &out, &bytes), RKD_OK);
+  const std::vector<uint8_t> want(static_cast<const uint8_t*>(out), static_cast<const uint8_t*>(out) + bytes);
+  std::atomic<int> failures{0}, moved{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int k = 0; k < 40; ++k) {
+        if (rkd_set_input(m, 0, x.data(), x.size()) != RKD_OK || rkd_run(m) != RKD_OK) {
+          ++failures;
+          continue;
+        }
+        const void* p = nullptr;
+        size_t n = 0;
+        if (rkd_output(m, 0, &p, &n) != RKD_OK || n != want.size()) ++failures;
+        if (p != out) ++moved;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(moved.load(), 0) << "rkd_output's pointer changed between runs";
+  // The pointer taken before the threads still holds the answer (every run wrote the same).
+  EXPECT_EQ(std::vector<uint8_t>(static_cast<const uint8_t*>(out), static_cast<const uint8_t*>(out) + bytes), want);
+  rkd_close(m);
+}
+
+// An artifact edited anywhere (one byte in its middle) is refused by its digest, naming the file.
+TEST(RtApi, AnEditedArtifactIsRefused) {
+  std::ifstream in(artifact(), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 100u);
+  bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x10);
+  const std::string edited = testing::TempDir() + "rt_api_edited.rkd";
+  std::ofstream(edited, std::ios::binary) << bytes;
+  rkd_model* m = nullptr;
+  EXPECT_EQ(rkd_open(edited.c_str(), nullptr, &m), RKD_ERROR_INVALID);
+  EXPECT_NE(last().find("rt_api_edited.rkd: damaged"), std::string::npos) << last();
 }
 
 TEST(RtApi, CppWrapperThrowsWithTheStatus) {

@@ -246,13 +246,22 @@ TEST(Artifact, DeclaredShapesMustBeTheOperatorsOwn) {
   const std::vector<Case> cases = {
       {"an output declared int8", "node 't' (Transpose): output 'zt' is declared uint8", [](ir::Graph& g) { g.find("zt")->dtype = DType::u8; }},
       {"a larger declared output", "output 'zt' is declared int8 [1, 2, 2, 3]",
-       [](ir::Graph& g) { g.find("zt")->shape = ir::to_dims({1, 2, 2, 3}); }},
+       [](ir::Graph& g) {
+         g.find("zt")->shape = ir::to_dims({1, 2, 2, 3});
+       }},
       {"zero strides on the NPU convolution", "node 'npu' (NpuConv): kernel_shape, strides and dilations must be positive",
-       [](ir::Graph& g) { g.nodes()[2]->attrs["strides"] = std::vector<int64_t>{0, 0}; }},
-      {"an impossible perm", "node 't' (Transpose)", [](ir::Graph& g) { g.nodes()[3]->attrs["perm"] = std::vector<int64_t>{0, 5, 3, 1}; }},
+       [](ir::Graph& g) {
+         g.nodes()[2]->attrs["strides"] = std::vector<int64_t>{0, 0};
+       }},
+      {"an impossible perm", "node 't' (Transpose)",
+       [](ir::Graph& g) {
+         g.nodes()[3]->attrs["perm"] = std::vector<int64_t>{0, 5, 3, 1};
+       }},
       {"a node whose inputs were emptied", "node 't' (Transpose)", [](ir::Graph& g) { g.set_input(g.nodes()[3].get(), 0, nullptr); }},
       {"a symbolic input", "graph input 'x': needs a type and a static shape",
-       [](ir::Graph& g) { (*g.find("x")->shape)[0] = ir::Dim{-1, "N"}; }},
+       [](ir::Graph& g) {
+         (*g.find("x")->shape)[0] = ir::Dim{-1, "N"};
+       }},
       {"an unknown operator", "node 't' (Frobnicate): no shape rule", [](ir::Graph& g) { g.nodes()[3]->op_type = "Frobnicate"; }},
   };
   for (const Case& c : cases) {

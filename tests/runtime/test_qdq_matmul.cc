@@ -160,7 +160,8 @@ TEST(KeepFloat, NamesTypesGlobsAndPrefixes) {
   EXPECT_NE(none.error().message.find("--keep-float '/nowhere/': the model has no node"), std::string::npos) << none.error().message;
   auto folded = quant::check_keep_float(after, {"bn"}, &before);
   ASSERT_FALSE(folded.ok());
-  EXPECT_NE(folded.error().message.find("node 'bn' (BatchNormalization) was folded by rkdeploy's passes: its output 'y' is computed by node 'conv' (Conv) now; --keep-float 'conv'"),
+  EXPECT_NE(folded.error().message.find("node 'bn' (BatchNormalization) was folded by rkdeploy's passes: its output 'y' is computed by node 'conv' "
+                                        "(Conv) now; --keep-float 'conv'"),
             std::string::npos)
       << folded.error().message;
   auto gone = quant::check_keep_float(after, {"const_shape"}, &before);

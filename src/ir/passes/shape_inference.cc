@@ -656,7 +656,8 @@ Status verify_declared_shapes(Graph& g) {
       const auto& [dt, dims] = declared[i];
       if (!o->dtype || !all_static(o->shape)) {
         return invalid(n.describe() + ": output '" + o->name + "' is declared " + type_and_shape(dt, dims) +
-                       " but its type and shape do not follow from the node's inputs and attributes (derived " + type_and_shape(o->dtype, o->shape) + ")");
+                       " but its type and shape do not follow from the node's inputs and attributes (derived " + type_and_shape(o->dtype, o->shape) +
+                       ")");
       }
       if (!dt || *dt != *o->dtype || !dims || !same_static(*dims, *o->shape)) {
         return invalid(n.describe() + ": output '" + o->name + "' is declared " + type_and_shape(dt, dims) + ", its inputs and attributes give " +
