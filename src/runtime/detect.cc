@@ -478,7 +478,8 @@ std::string detection_label(const Detection& d) {
 void draw_detections(Image& img, const std::vector<Detection>& dets) {
   const DrawStyle st = draw_style(img.width, img.height);
   auto px = [](float v, int64_t hi) { return std::isfinite(v) ? std::clamp<int64_t>(static_cast<int64_t>(std::lround(v)), 0, hi) : int64_t{0}; };
-  // Boxes first, then every label over them (a label is never hidden by another box).
+  // Boxes first, then every label over them (a label is never hidden by another box), the best
+  // detection's last (on top where labels overlap).
   for (const Detection& d : dets) {
     const auto col = class_colour(d.label);
     const int64_t x0 = px(d.x0, img.width), x1 = px(d.x1, img.width), y0 = px(d.y0, img.height), y1 = px(d.y1, img.height);
@@ -487,7 +488,8 @@ void draw_detections(Image& img, const std::vector<Detection>& dets) {
     fill_rect(img, x0, y0, x0 + st.line, y1, col.data());
     fill_rect(img, x1 - st.line, y0, x1, y1, col.data());
   }
-  for (const Detection& d : dets) {
+  for (auto it = dets.rbegin(); it != dets.rend(); ++it) {
+    const Detection& d = *it;
     const auto col = class_colour(d.label);
     const auto rects = text_rects(detection_label(d));
     float w = 0, h = 0;

@@ -131,8 +131,9 @@ Result<QuantizedModel> quantize_model(const std::string& model_path, const Calib
   if (Status k = quant::check_keep_float(*q.graph, opt.qdq.keep_float); !k.ok()) {
     // Say what became of a name the passes folded away: the model as imported knows it.
     auto imported = runtime::import_model(model_path, 1);
-    if (!imported.ok()) return k;
-    return quant::check_keep_float(*q.graph, opt.qdq.keep_float, &imported->graph);
+    if (!imported.ok()) return k.error();
+    const Status named = quant::check_keep_float(*q.graph, opt.qdq.keep_float, &imported->graph);
+    return named.ok() ? k.error() : named.error();
   }
   RKD_ASSIGN(auto probe, load_portable(model_path));
   std::map<std::string, quant::TensorStats> stats;

@@ -175,7 +175,10 @@ assert m and int(m.group(1)) > 0 and floats > 0, err[:2000]
 print("run of the hybrid on the simulator: %s convolution(s) counted on the CPU, %d of them float" % (m.group(1), floats))
 PY
 # accuracy with a photo and a config compares detections too: BlazeFace's int8 model matches
-# grace_hopper's one face but ranks boxes the float model does not give above it.
+# grace_hopper's one face at IoU 0.5 but loosely (AP over IoU 0.5:0.95 below 0.5). Its many
+# collapsed scores tie (0.804 for the face and for a box the float model does not give): which of
+# a tie ranks first follows the float QDQ simulation's last bits, which differ between CPUs (AP50 below
+# 0.5 on the AVX-512 VNNI host it was written on, 1.0 on an AVX2 one), so AP50 is not asserted.
 "$rkd" quantize "$models/blazeface.json" --calib "$dir/calib" --config "$bcfg" -o "$work/bf8.onnx" > /dev/null 2>&1
 "$rkd" accuracy "$models/blazeface.json" "$work/bf8.onnx" --image /usr/share/matplotlib/mpl-data/sample_data/grace_hopper.jpg --config "$bcfg" \
   --json 2> /dev/null > "$work/bf8.acc.json"
@@ -183,7 +186,7 @@ PY
 import json, sys
 d = json.load(open(sys.argv[1]))["detections"]
 print("blazeface int8 on grace_hopper: %d float detection(s), %d matched, AP50 %.3f" % (d["reference"], d["matched50"], d["AP50"]))
-assert d["reference"] == 1 and d["AP50"] < 0.5, d' "$work/bf8.acc.json" || fails=$((fails + 1))
+assert d["reference"] == 1 and d["matched50"] == 1 and d["AP"] < 0.5, d' "$work/bf8.acc.json" || fails=$((fails + 1))
 /usr/bin/python3 -c "import numpy as np; np.savez('$work/one.npz', input=np.zeros((1, 256, 256, 3), np.float32))"
 
 # Refusals: exit 2, the message names the file and the entry, nothing written.
