@@ -23,6 +23,8 @@
 #include <pybind11/stl.h>
 
 #include <mutex>
+
+#include "lock_without_gil.h"
 #include <nlohmann/json.hpp>
 
 #include "core/json_style.h"
@@ -296,15 +298,9 @@ class Model {
   std::string path_;
   workflows::BackendChoice backend_;
   Result<runtime::LoadedModel> m_ = invalid("not loaded");
-  // One run at a time per Model (the executor's buffers and NPU session are its state): a
-  // second thread waits, without the GIL so that the running one can take it back.
+  // One run at a time per Model (the executor's buffers and NPU session are its state).
   std::mutex mu_;
-  std::unique_lock<std::mutex> exclusive() {
-    std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
-    py::gil_scoped_release nogil;
-    lock.lock();
-    return lock;
-  }
+  std::unique_lock<std::mutex> exclusive() { return rkd_python::lock_without_gil(mu_); }
   const runtime::LoadedModel& m() const { return m_.value(); }
   runtime::LoadedModel& m() { return m_.value(); }
   const ir::Graph& g() const { return *m().graph; }

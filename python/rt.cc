@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "lock_without_gil.h"
 #include "rkdeploy/rkdeploy.h"
 
 namespace py = pybind11;
@@ -194,15 +195,9 @@ class Runtime {
   };
   std::unique_ptr<rkd_model, Close> model_;
   // One call at a time per Runtime, from setting the inputs to copying the outputs (the C API
-  // serialises each call; this keeps a run and its outputs together). Waited for without the
-  // GIL, so that the thread holding it can take the GIL back.
+  // serialises each call; this keeps a run and its outputs together).
   std::mutex mu_;
-  std::unique_lock<std::mutex> exclusive() {
-    std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
-    py::gil_scoped_release nogil;
-    lock.lock();
-    return lock;
-  }
+  std::unique_lock<std::mutex> exclusive() { return rkd_python::lock_without_gil(mu_); }
 
   const rkd_model* m() const { return model_.get(); }
 

@@ -32,7 +32,7 @@ struct rkd_model {
   bool allow_nonfinite = false;  // options.allow_nonfinite
   // Calls on one model are serialised: a second thread waits (the executor's buffers, the
   // NPU session and the fed photo are the model's state).
-  std::mutex mu;
+  mutable std::mutex mu;
   // The detector config and the last photo fed (rkd_set_image*): its geometry for decoding.
   std::optional<runtime::DetectorConfig> config;
   std::optional<runtime::Image> image;
@@ -311,7 +311,7 @@ rkd_status rkd_run(rkd_model* model) {
     std::lock_guard<std::mutex> lock(model->mu);
     std::map<std::string, Tensor> in;
     for (size_t i = 0; i < model->inputs.size(); ++i) in[model->input_names[i]] = model->inputs[i];
-    // The same checks as `rkdeploy run` (a detector's orig_target_sizes, runtime/model.h).
+    // The same checks as `rkdeploy run` (runtime/detect.h check_run_inputs).
     if (Status c = runtime::check_run_inputs(in, model->allow_nonfinite); !c.ok()) return fail(c.error().with_context(model->path));
     model->has_outputs = false;
     auto out = model->loaded.executor->run(in);
@@ -336,7 +336,7 @@ rkd_status rkd_output(const rkd_model* model, size_t index, const void** data, s
     if (rkd_status s = check_model(model, "rkd_output")) return s;
     if (!data || !bytes) return fail_invalid("rkd_output: data or bytes is NULL");
     if (rkd_status s = check_index(model, index, model->output_names.size(), "output")) return s;
-    std::lock_guard<std::mutex> lock(const_cast<rkd_model*>(model)->mu);
+    std::lock_guard<std::mutex> lock(model->mu);
     if (!model->has_outputs) return fail_invalid(model->path + ": no output yet (rkd_run first)");
     *data = model->outputs[index].raw();
     *bytes = model->outputs[index].nbytes();
@@ -376,7 +376,7 @@ rkd_status rkd_detections(const rkd_model* model, rkd_detection* out, size_t cap
   return guarded([&]() -> rkd_status {
     if (rkd_status s = check_model(model, "rkd_detections")) return s;
     if (!count || (!out && capacity)) return fail_invalid("rkd_detections: count is NULL, or out is NULL with a capacity");
-    std::lock_guard<std::mutex> lock(const_cast<rkd_model*>(model)->mu);
+    std::lock_guard<std::mutex> lock(model->mu);
     if (!model->image) return fail_invalid(model->path + ": no photo fed since the inputs were last set (rkd_set_image or rkd_set_image_file first)");
     if (!model->has_outputs) return fail_invalid(model->path + ": no output yet (rkd_run first)");
     std::map<std::string, Tensor> outputs;

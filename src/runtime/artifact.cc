@@ -3,19 +3,17 @@
 
 #include <openssl/evp.h>
 
-#include <array>
-#include <memory>
-#include <optional>
-
-#include "ir/passes/shape_inference.h"
-
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
+#include <optional>
 
 #include "artifact_generated.h"
 #include "core/npy.h"
+#include "ir/passes/shape_inference.h"
 
 namespace rkd::runtime {
 
@@ -85,7 +83,7 @@ Result<std::array<uint8_t, kDigestBytes>> digest_of(std::span<const uint8_t> byt
   return out;
 }
 
-// The buffer's alignment and identifier as parse_artifact needs them, then the verifier.
+// The identifier, then the FlatBuffers verifier (bounds, nesting).
 bool verified(std::span<const uint8_t> bytes) {
   if (bytes.size() < 8 || !fb::ArtifactBufferHasIdentifier(bytes.data())) return false;
   flatbuffers::Verifier v(bytes.data(), bytes.size(), 64, 10000000);
