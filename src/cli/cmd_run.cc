@@ -77,7 +77,8 @@ void run_on_image(const RunArgs& a, workflows::RunOptions o) {
   }
   if (!a.draw.empty()) {
     runtime::Image out = img;
-    runtime::draw_detections(out, dets);
+    // The labels as the table names them (--classes ids: "class N").
+    runtime::draw_detections(out, dets, a.classes == "coco" ? names : std::vector<std::string>{});
     check(runtime::write_png(draw_tmp, out));
     check(out_tx.publish());
     if (!a.json) std::printf("wrote %s\n", a.draw.c_str());

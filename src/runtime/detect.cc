@@ -466,8 +466,7 @@ std::array<uint8_t, 3> class_colour(int64_t label) {
   return {c[0], c[1], c[2]};
 }
 
-std::string detection_label(const Detection& d) {
-  const auto& names = coco_class_names();
+std::string detection_label(const Detection& d, const std::vector<std::string>& names) {
   char score[16];
   std::snprintf(score, sizeof score, "%.2f", static_cast<double>(d.score));
   const std::string name =
@@ -475,7 +474,7 @@ std::string detection_label(const Detection& d) {
   return name + " " + score;
 }
 
-void draw_detections(Image& img, const std::vector<Detection>& dets) {
+void draw_detections(Image& img, const std::vector<Detection>& dets, const std::vector<std::string>& names) {
   const DrawStyle st = draw_style(img.width, img.height);
   auto px = [](float v, int64_t hi) { return std::isfinite(v) ? std::clamp<int64_t>(static_cast<int64_t>(std::lround(v)), 0, hi) : int64_t{0}; };
   // Boxes first, then every label over them (a label is never hidden by another box), the best
@@ -491,7 +490,7 @@ void draw_detections(Image& img, const std::vector<Detection>& dets) {
   for (auto it = dets.rbegin(); it != dets.rend(); ++it) {
     const Detection& d = *it;
     const auto col = class_colour(d.label);
-    const auto rects = text_rects(detection_label(d));
+    const auto rects = text_rects(detection_label(d, names));
     float w = 0, h = 0;
     for (const auto& r : rects) w = std::max(w, r[2]), h = std::max(h, r[3]);
     const int64_t pad = st.font, s = st.font;

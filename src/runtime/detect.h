@@ -22,7 +22,7 @@
 //  - draw_detections() draws each box in its class's colour (class_colour: Ultralytics'
 //    palette), lines draw_style().line pixels wide (2, or 0.3 % of the image's mean side), and
 //    over the boxes a filled label in that colour with the class name and score
-//    (detection_label: "person 0.87"; labels past the COCO names "class N") in stb_easy_font's
+//    (detection_label: "person 0.87"; a label past `names`, COCO's by default, "class N") in stb_easy_font's
 //    glyphs draw_style().font pixels a unit, above the box or inside its top when there is no
 //    room. write_png() is atomic (temporary file, then rename).
 #pragma once
@@ -81,14 +81,15 @@ Result<Prepared> preprocess(const Image& img, const DetectorConfig& cfg, bool wi
 Result<std::vector<Detection>> postprocess(const std::map<std::string, Tensor>& outputs, const DetectorConfig& cfg, const Prepared& prep,
                                            const Image& img);
 
+const std::vector<std::string>& coco_class_names();  // the 80 COCO class names, index = label
 struct DrawStyle {
   int64_t line = 2, font = 2;
 };
 DrawStyle draw_style(int64_t width, int64_t height);
 std::array<uint8_t, 3> class_colour(int64_t label);
-std::string detection_label(const Detection& d);
-void draw_detections(Image& img, const std::vector<Detection>& dets);
-const std::vector<std::string>& coco_class_names();  // the 80 COCO class names, index = label
+// `names`: the class names labels index (run --classes ids passes none: "class N").
+std::string detection_label(const Detection& d, const std::vector<std::string>& names = coco_class_names());
+void draw_detections(Image& img, const std::vector<Detection>& dets, const std::vector<std::string>& names = coco_class_names());
 
 // The checks on a model's inputs, one for every caller (the command line, the C API, Python):
 //  - check_detector_inputs(): for a DEIM/D-FINE/RT-DETR-style model (an input named

@@ -1,9 +1,5 @@
 #include "runtime/model.h"
 
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-
 #include "core/npy.h"
 #include "runtime/artifact.h"
 #include "runtime/detect.h"

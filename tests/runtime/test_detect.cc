@@ -293,6 +293,7 @@ TEST(Images, DrawnDetectionsAreLabelledBoxes) {
   runtime::draw_detections(img, {person, far});
   EXPECT_EQ(runtime::detection_label(person), "person 0.87");
   EXPECT_EQ(runtime::detection_label(far), "class 1000 0.50");
+  EXPECT_EQ(runtime::detection_label(person, {}), "class 0 0.87");  // run --classes ids
   const runtime::DrawStyle st = runtime::draw_style(img.width, img.height);
   EXPECT_EQ(st.line, 2);
   EXPECT_GT(runtime::draw_style(1920, 1080).line, st.line);
