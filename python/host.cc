@@ -13,8 +13,9 @@
 //    command line prints after "rkdeploy: KIND: ".
 //  - Long work releases the GIL. progress=callable(stage, done, total) is called (with the GIL)
 //    as the workflow reports progress (core/progress.h); the sink is process-wide, so one call
-//    with progress runs at a time. An exception the callable raises stops further calls and is
-//    raised when the work returns.
+//    with progress runs at a time. Every progress point is also where the work stops early: an
+//    exception the callable raises, or a signal (Ctrl-C: KeyboardInterrupt; with or without a
+//    callable), ends the work there, nothing is published, and the exception is raised.
 //  - Files written (quantize, compile) follow the command line's output discipline
 //    (core/output.h): a temporary beside the destination, renamed when complete.
 #include <pybind11/functional.h>
@@ -107,6 +108,15 @@ auto work(const py::object& progress, F f) {
       if (on) set_progress_sink(nullptr);
     }
   } reset{!progress.is_none()};
+  // At every progress point: a pending signal (Ctrl-C) or the callback's exception stops the
+  // work there; it unwinds through its Result and the exception is raised below.
+  ScopedCancelCheck cancel([&raised] {
+    py::gil_scoped_acquire gil;
+    if (raised) return true;
+    if (PyErr_CheckSignals() == 0) return false;
+    raised = std::make_unique<py::error_already_set>();
+    return true;
+  });
   auto r = [&] {
     py::gil_scoped_release nogil;
     return f();

@@ -202,7 +202,7 @@ Result<AccuracyReport> analyze_accuracy(const std::string& float_model, const st
 
   int64_t done_sites = 0;
   for (const QdqSite& s : sites) {
-    report_progress("accuracy: layers", ++done_sites, static_cast<int64_t>(sites.size()));
+    RKD_TRY(report_progress("accuracy: layers", ++done_sites, static_cast<int64_t>(sites.size())));
     LayerAccuracy la;
     la.name = s.name;
     la.scale = s.scale;

@@ -104,7 +104,7 @@ Result<NpuAnalysis> analyze_npu(const std::string& model, const std::map<std::st
   std::map<std::string, StrategyResult> totals;
   int64_t done_convs = 0;
   for (const Node* n : convs) {
-    report_progress("analyze: lowering and simulating convolutions", ++done_convs, static_cast<int64_t>(convs.size()));
+    RKD_TRY(report_progress("analyze: lowering and simulating convolutions", ++done_convs, static_cast<int64_t>(convs.size())));
     ConvResult c;
     c.node = n->name;
     auto spec = npu_conv_spec(*n);

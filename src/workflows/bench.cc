@@ -46,8 +46,8 @@ Result<BenchResult> bench(const BenchOptions& a) {
   auto timed = [&](auto f) -> Result<std::vector<double>> {
     std::vector<double> ms;
     for (int i = 0; i < a.warmup + a.runs; ++i) {
-      report_progress(i < a.warmup ? "bench: warm-up" : "bench: measuring", i < a.warmup ? i + 1 : i + 1 - a.warmup,
-                      i < a.warmup ? a.warmup : a.runs);
+      RKD_TRY(report_progress(i < a.warmup ? "bench: warm-up" : "bench: measuring", i < a.warmup ? i + 1 : i + 1 - a.warmup,
+                              i < a.warmup ? a.warmup : a.runs));
       const auto t0 = std::chrono::steady_clock::now();
       RKD_TRY(f());
       if (i >= a.warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());

@@ -285,7 +285,7 @@ Result<EvalResult> evaluate_model(const std::string& model, const EvalOptions& o
         labels.insert(d.label);
       }
     }
-    report_progress("evaluating", n + 1, total);
+    RKD_TRY(report_progress("evaluating", n + 1, total));
   }
   if (!opt.reference.empty()) r.ground_truth.categories.assign(labels.begin(), labels.end());
   r.metrics = evaluate_results(r.ground_truth, r.detections);

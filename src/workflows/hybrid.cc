@@ -172,7 +172,7 @@ Result<HybridReport> search_hybrid(const std::string& model_path, const Calibrat
     for (size_t k = 0; k < sites.size(); ++k) {
       current = &sites[k];
       RKD_ASSIGN(alone[k], agreement(*ex, sample));
-      report_progress("auto-hybrid: sensitivity", static_cast<int64_t>(k) + 1, static_cast<int64_t>(sites.size()));
+      RKD_TRY(report_progress("auto-hybrid: sensitivity", static_cast<int64_t>(k) + 1, static_cast<int64_t>(sites.size())));
     }
   }
   std::vector<size_t> order(sites.size());
@@ -194,7 +194,7 @@ Result<HybridReport> search_hybrid(const std::string& model_path, const Calibrat
     double good_ap = -1;
     for (;; k = std::min(sites.size(), k * 2)) {
       RKD_ASSIGN(const double a, evaluate(keep_of(k)));
-      report_progress("auto-hybrid: search", static_cast<int64_t>(k), static_cast<int64_t>(sites.size()));
+      RKD_TRY(report_progress("auto-hybrid: search", static_cast<int64_t>(k), static_cast<int64_t>(sites.size())));
       if (a >= opt.hybrid.min_ap50) {
         good = k;
         good_ap = a;

@@ -33,7 +33,7 @@ Result<std::map<std::string, std::vector<double>>> measure(ir::Graph& g, const P
   RKD_ASSIGN(auto ex, Executor::create(g, eo));
   std::map<std::string, std::vector<double>> samples;
   for (int i = 0; i < o.warmup + o.runs; ++i) {
-    report_progress("plan: measuring on this host", i + 1, o.warmup + o.runs);
+    RKD_TRY(report_progress("plan: measuring on this host", i + 1, o.warmup + o.runs));
     RKD_ASSIGN(auto out, ex->run(o.inputs));
     if (i < o.warmup) continue;
     for (const NodeTime& t : ex->last_profile()) samples[t.node].push_back(t.micros / 1e3);
@@ -171,7 +171,7 @@ Result<plan::FitResult> calibrate_set(const CalibrationSetOptions& o, plan::Targ
   std::vector<plan::CalibrationRow> rows;
   for (size_t i = 0; i < mine.size(); ++i) {
     const plan::Measurement& m = *mine[i];
-    report_progress("plan: the calibration set's models", i + 1, mine.size());
+    RKD_TRY(report_progress("plan: the calibration set's models", i + 1, mine.size()));
     namespace fs = std::filesystem;
     const fs::path model = fs::path(o.models_dir) / m.model;
     PlanOptions po;

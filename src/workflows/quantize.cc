@@ -164,13 +164,14 @@ Result<QuantizedModel> quantize_model(const std::string& model_path, const Calib
         if (pass == 1) stats[name].observe_minmax(t);
         else stats[name].observe_histogram(t);
       }
-      report_progress(passes == 1 ? "calibrating" : pass == 1 ? "calibrating: ranges" : "calibrating: histograms", i + 1, total);
+      RKD_TRY(report_progress(passes == 1 ? "calibrating" : pass == 1 ? "calibrating: ranges" : "calibrating: histograms", i + 1, total));
     }
   }
   int64_t chosen = 0;
   for (const auto& [name, st] : stats) {
     if (st.seen()) q.ranges[name] = st.choose_range(opt.method, opt.percentile, opt.qdq.symmetric_activations);
-    report_progress(std::string("choosing ranges (") + quant::calib_method_name(opt.method) + ")", ++chosen, static_cast<int64_t>(stats.size()));
+    RKD_TRY(
+        report_progress(std::string("choosing ranges (") + quant::calib_method_name(opt.method) + ")", ++chosen, static_cast<int64_t>(stats.size())));
   }
   quant::QdqOptions qo = opt.qdq;
   if (opt.target) {

@@ -52,7 +52,7 @@ def test_quantize_errors(nanodet, tmp_path):
     with pytest.raises(rkdeploy.InvalidError, match="NaN|non-finite|not finite"):
         rkdeploy.quantize(nanodet.model, np.full_like(nanodet.input, np.nan), str(out))
 
-    # An exception in the progress callback is raised once the work returns; nothing written.
+    # An exception in the progress callback stops the work there and is raised; nothing written.
     def boom(stage, done, total):
         raise KeyError("stop here")
 
@@ -195,6 +195,48 @@ def test_endless_calibration_and_reentrant_progress(nanodet, tmp_path):
     with pytest.raises(rkdeploy.InvalidError, match="from inside a progress callback"):
         rkdeploy.quantize(nanodet.model, nanodet.input, str(out), progress=nested)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("signum,exc", [("SIGALRM", KeyboardInterrupt), ("SIGTERM", SystemExit)])
+def test_signal_stops_calibration_at_its_next_step(nanodet, tmp_path, signum, exc):
+    """A signal whose handler raises (Ctrl-C's KeyboardInterrupt; a SIGTERM handler that calls
+    sys.exit, as docs/python.md suggests) arriving while the C++ work runs stops the work at its
+    next progress point: the calibration does not run to its end, the exception is raised, and
+    neither the output nor its temporary is left. The handler raises only where rkdeploy checks
+    for signals: run inside the progress callable (Python code), it sends the signal again."""
+    import signal
+    import threading
+
+    sig = getattr(signal, signum)
+    x = np.repeat(nanodet.input, 80, axis=0)
+    out = tmp_path / "q.onnx"
+    steps = []
+
+    def record(stage, done, total):
+        steps.append((stage, done, total))
+
+    def send(delay):
+        t = threading.Timer(delay, os.kill, (os.getpid(), sig))
+        t.daemon = True
+        t.start()
+
+    def handler(signum, frame):
+        if frame is not None and frame.f_code is record.__code__:
+            send(0.01)
+            return
+        raise exc(1)
+
+    before = signal.signal(sig, handler)
+    try:
+        send(1.0)
+        with pytest.raises(exc):
+            rkdeploy.quantize(nanodet.model, x, str(out), images=80, progress=record)
+    finally:
+        signal.signal(sig, before)
+    calibrating = [d for s, d, t in steps if s == "calibrating"]
+    assert calibrating, "the signal came before the calibration began; the model loads in under 1 s on every host"
+    assert calibrating[-1] < 80 and all(s == "calibrating" for s, _, _ in steps), steps[-1]
+    assert os.listdir(tmp_path) == []
 
 
 def test_plan_bench_export(nanodet, models, cli, tmp_path):
