@@ -90,7 +90,7 @@ ParamsOrder = ["cores", "int8_macs_per_cycle_per_core", "clock_hz", "cbuf_banks"
                "depthwise_weight_atomic_channels", "feature_c2_int8", "input_channel_alignment",
                "output_channel_alignment", "depthwise_output_channel_alignment", "weight_input_group",
                "weight_output_group", "bs_operand_bytes_per_8_channels", "size_field_max", "min_height",
-               "ew_surface_min_pixels", "lut_entries", "ppu_rdma_int8_in_precision", "regcmd_alignment_bytes", "per_task_overhead_cycles", "ddr_bytes_per_second"]
+               "ew_surface_min_pixels", "lut_entries", "ppu_rdma_int8_in_precision", "regcmd_alignment_bytes"]
 
 if __name__ == "__main__":
     main()

@@ -100,7 +100,9 @@ void run_plan(const PlanArgs& a) {
     rep.host["cpu_times"] = a.cpu_times + " (" + std::to_string(covered) + " CPU nodes over all variants measured on the board)";
   }
   if (!a.calibrate.empty()) {
-    const auto ms = take(plan::read_measurements(a.calibrate));
+    std::vector<std::string> free;
+    const auto ms = take(plan::read_measurements(a.calibrate, &free));
+    if (!free.empty()) rep.target.free_parameters = free;
     auto fit = plan::calibrate(rep.target, rep.plans, ms);
     if (!fit.ok()) fail(fit.error().with_context(a.calibrate));
     rep.fit = std::move(fit).value();

@@ -41,7 +41,7 @@ struct LoweredTime {
 };
 LoweredTime lowered_time(const NpuNodeCost& c, const Target& t) {
   const double mac_rate = t.npu.macs_per_cycle * t.npu.clock_mhz * 1e6 * t.npu.utilization;  // one core, MAC/s
-  const double ddr = t.npu.ddr_gbps * 1e9, over = t.npu.task_overhead_us / 1e3;
+  const double ddr = t.npu.ddr_gbps * 1e9, over = (t.npu.task_overhead_us + t.npu.task_submit_us) / 1e3;
   std::vector<double> task_ms(c.tasks.size()), compute_ms(c.tasks.size());
   for (size_t i = 0; i < c.tasks.size(); ++i) {
     const double mac = c.tasks[i].padded_macs / mac_rate * 1e3, dma = (c.tasks[i].read_bytes + c.tasks[i].write_bytes) / ddr * 1e3;
@@ -103,7 +103,7 @@ void price(VariantPlan& p, const Target& t) {
           }
           // The MAC array and the DMA overlap: the longer of the two, in its term.
           const double compute = n.macs / mac_rate * 1e3, traffic = (n.weight_bytes + n.feature_bytes) / ddr * 1e3,
-                       over = t.npu.task_overhead_us / 1e3;
+                       over = (t.npu.task_overhead_us + t.npu.task_submit_us) / 1e3;
           (compute >= traffic ? p.terms.npu_compute : p.terms.npu_traffic) += std::max(compute, traffic);
           p.terms.npu_overhead += over;
           n.ms = std::max(compute, traffic) + over;
@@ -239,11 +239,23 @@ int apply_board_times(VariantPlan& p, const BoardTimes& bt) {
   return n;
 }
 
-Result<std::vector<Measurement>> read_measurements(const std::string& path) {
+Result<std::vector<Measurement>> read_measurements(const std::string& path, std::vector<std::string>* free) {
   RKD_ASSIGN(nlohmann::json j, read_json_file(path, "measurements"));
   if (!j.is_object() || j.value("schema", nlohmann::json()) != "rkdeploy-measurements/1")
     return invalid(path + ": schema: expected \"rkdeploy-measurements/1\"");
   if (!j.contains("measurements") || !j["measurements"].is_array()) return invalid(path + ": measurements: missing or not an array");
+  if (j.contains("free")) {
+    const auto& f = j["free"];
+    if (!f.is_array() || f.empty()) return invalid(path + ": free: must be a non-empty array of parameter names");
+    for (size_t i = 0; i < f.size(); ++i) {
+      const std::string where = path + ": free[" + std::to_string(i) + "]";
+      if (!f[i].is_string()) return invalid(where + ": must be a string");
+      const std::string name = f[i].get<std::string>();
+      const auto& known = parameter_names();
+      if (std::find(known.begin(), known.end(), name) == known.end()) return invalid(where + ": unknown parameter '" + name + "'");
+      if (free) free->push_back(name);
+    }
+  }
   std::vector<Measurement> v;
   for (size_t i = 0; i < j["measurements"].size(); ++i) {
     const auto& e = j["measurements"][i];

@@ -69,12 +69,18 @@ struct OpRule {
   bool lowered = true;            // false: the hardware can, this runtime's lowering does not yet (never NPU time: the fallback device)
 };
 
+// The hardware's constants (macs_per_cycle, clock_mhz, utilization, task_overhead_us,
+// ddr_gbps; the CPU and GPU; the boundary's layout and copy rates) come from the SoC description
+// (targets/soc/<soc>.json) that every profile of the chip shares; a profile gives what its
+// runtime does with them (cores_used, bytes_per_element, task_submit_us, boundary.sync_us).
 struct NpuCost {
+  int cores = 1;       // the SoC's NPU cores
   int cores_used = 1;
   double macs_per_cycle = 1024;  // per core, at the profile's precision
   double clock_mhz = 1000;
   double utilization = 0.5;      // fraction of the MAC array busy on average
   double task_overhead_us = 10;  // per NPU op (register programming, kick, interrupt)
+  double task_submit_us = 0;     // the runtime's own cost per task beyond it (a submit per task)
   double ddr_gbps = 10;          // achieved DDR bandwidth for weights and features
   int bytes_per_element = 1;     // int8 = 1, fp16 = 2
 };
@@ -97,6 +103,7 @@ struct BoundaryCost {
 
 struct Target {
   std::string path, name, soc, runtime, version, summary;
+  std::string soc_path;  // the SoC description read for `soc`
   std::vector<std::string> sources;
   NpuCost npu;
   CpuCost cpu;
@@ -119,12 +126,15 @@ Result<Target> load_target(const std::string& path);
 // NAME (targets/NAME.json in dir) or a path to a .json file.
 Result<Target> find_target(const std::string& name_or_path, const std::string& dir);
 Result<std::vector<Target>> load_targets(const std::string& dir);  // every *.json, by name
+// The SoC description of `soc` (e.g. "RK3588"): targets/soc/<soc in lower case>.json in the
+// profile's folder, else in default_targets_dir(). Fills the hardware's fields of `t` (above).
+Status read_soc(const std::string& profile_path, const std::string& soc, Target& t);
 // Where the profiles are: $RKDEPLOY_TARGETS, else the source tree's targets/ (compiled in) if it
 // exists, else PREFIX/share/rkdeploy/targets beside an installed PREFIX/bin/rkdeploy.
 std::string default_targets_dir();
 
 // Calibratable parameters, by name: npu.utilization, npu.task_overhead_us, npu.ddr_gbps,
-// cpu.host_factor, gpu.host_factor, gpu.op_overhead_us, boundary.sync_us,
+// npu.task_submit_us, cpu.host_factor, gpu.host_factor, gpu.op_overhead_us, boundary.sync_us,
 // boundary.layout_us_per_mb, boundary.copy_gbps.
 const std::vector<std::string>& parameter_names();
 Result<double> get_parameter(const Target& t, const std::string& name);
@@ -257,7 +267,10 @@ struct Measurement {
   double latency_ms = 0;
   std::string model;  // optional: the model file (relative to --models-dir) of a calibration set
 };
-Result<std::vector<Measurement>> read_measurements(const std::string& path);
+// A file may name the parameters it fits ("free", e.g. the SoC's NPU rates for a model zoo's
+// latencies, the runtime's fallback costs for a model with CPU fallbacks): `free` receives them
+// (empty: the profile's calibration.free applies).
+Result<std::vector<Measurement>> read_measurements(const std::string& path, std::vector<std::string>* free = nullptr);
 struct FitResult {
   std::map<std::string, double> before, after;  // free parameters
   struct Row {

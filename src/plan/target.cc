@@ -1,6 +1,7 @@
 // Target profiles: reading targets/*.json (docs/target-profile.md), placing nodes, and the
 // supported-ops table generated from the same data.
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -250,54 +251,29 @@ Result<Target> load_target(const std::string& path) {
     if (!j["rkdeploy_lowering"].is_boolean()) return r.err("rkdeploy_lowering", "must be true or false");
     t.rkdeploy_lowering = j["rkdeploy_lowering"].get<bool>();
   }
+  RKD_TRY(read_soc(path, t.soc, t));
   if (!j.contains("npu")) return r.err("npu", "missing");
   const json& n = j["npu"];
-  RKD_TRY(r.only_keys(n, "npu",
-                      {"arch", "cores_used", "macs_per_cycle", "clock_mhz", "utilization", "task_overhead_us", "ddr_gbps", "bytes_per_element"}));
-  // With npu.arch: every core of the NPU unless the profile says fewer (the device back end
-  // splits a convolution's tasks over all of them by default).
-  const double arch_cores = n.contains("arch") ? static_cast<double>(npu::arch::kRk3588.cores) : 64;
-  RKD_ASSIGN(double cores, r.num(n, "npu", "cores_used", 1, arch_cores, n.contains("arch") ? std::optional<double>(arch_cores) : std::nullopt));
-  t.npu.cores_used = static_cast<int>(cores);
-  RKD_ASSIGN(t.npu.utilization, r.num(n, "npu", "utilization", 1e-4, 1));
-  if (n.contains("arch")) {
-    // The hardware's own numbers (src/npu/arch/rk3588.json), the set `analyze` reads too.
-    RKD_ASSIGN(const std::string arch, r.str(n, "npu", "arch"));
-    if (arch != npu::arch::kRk3588.name) return r.err("npu.arch", "'" + arch + "': the one NPU description is " + npu::arch::kRk3588.name);
-    for (const char* k : {"macs_per_cycle", "clock_mhz", "task_overhead_us", "ddr_gbps"}) {
-      if (n.contains(k)) return r.err(std::string("npu.") + k, "given with npu.arch: the arch description holds it");
-    }
-    const auto& a = npu::arch::kRk3588;
-    t.npu.macs_per_cycle = static_cast<double>(a.int8_macs_per_cycle_per_core);
-    t.npu.clock_mhz = static_cast<double>(a.clock_hz) / 1e6;
-    t.npu.task_overhead_us = static_cast<double>(a.per_task_overhead_cycles) / static_cast<double>(a.clock_hz) * 1e6;
-    t.npu.ddr_gbps = static_cast<double>(a.ddr_bytes_per_second) / 1e9;
-  } else {
-    RKD_ASSIGN(t.npu.macs_per_cycle, r.num(n, "npu", "macs_per_cycle", 1, 1e6));
-    RKD_ASSIGN(t.npu.clock_mhz, r.num(n, "npu", "clock_mhz", 1, 1e5));
-    RKD_ASSIGN(t.npu.task_overhead_us, r.num(n, "npu", "task_overhead_us", 0, 1e6));
-    RKD_ASSIGN(t.npu.ddr_gbps, r.num(n, "npu", "ddr_gbps", 1e-3, 1e4));
+  for (const char* k : {"arch", "macs_per_cycle", "clock_mhz", "utilization", "task_overhead_us", "ddr_gbps"}) {
+    if (n.is_object() && n.contains(k)) return r.err(std::string("npu.") + k, "the SoC description " + t.soc_path + " holds the chip's constants");
   }
+  RKD_TRY(r.only_keys(n, "npu", {"cores_used", "bytes_per_element", "task_submit_us"}));
+  // Every core of the NPU unless the profile says fewer (the device back end splits a
+  // convolution's tasks over all of them by default).
+  RKD_ASSIGN(double cores, r.num(n, "npu", "cores_used", 1, t.npu.cores, static_cast<double>(t.npu.cores)));
+  t.npu.cores_used = static_cast<int>(cores);
+  RKD_ASSIGN(t.npu.task_submit_us, r.num(n, "npu", "task_submit_us", 0, 1e6, 0.0));
   RKD_ASSIGN(double bpe, r.num(n, "npu", "bytes_per_element", 1, 4));
   t.npu.bytes_per_element = static_cast<int>(bpe);
-  if (!j.contains("cpu")) return r.err("cpu", "missing");
-  RKD_TRY(r.only_keys(j["cpu"], "cpu", {"name", "cores", "host_factor"}));
-  RKD_ASSIGN(t.cpu.name, r.str(j["cpu"], "cpu", "name"));
-  RKD_ASSIGN(double cpu_cores, r.num(j["cpu"], "cpu", "cores", 1, 64));
-  t.cpu.cores = static_cast<int>(cpu_cores);
-  RKD_ASSIGN(t.cpu.host_factor, r.num(j["cpu"], "cpu", "host_factor", 1e-3, 1e3));
-  if (j.contains("gpu")) {
-    RKD_TRY(r.only_keys(j["gpu"], "gpu", {"name", "host_factor", "op_overhead_us"}));
-    t.gpu.present = true;
-    RKD_ASSIGN(t.gpu.name, r.str(j["gpu"], "gpu", "name"));
-    RKD_ASSIGN(t.gpu.host_factor, r.num(j["gpu"], "gpu", "host_factor", 1e-3, 1e3));
-    RKD_ASSIGN(t.gpu.op_overhead_us, r.num(j["gpu"], "gpu", "op_overhead_us", 0, 1e6));
+  for (const char* k : {"cpu", "gpu"}) {
+    if (j.contains(k)) return r.err(k, "the SoC description " + t.soc_path + " holds the chip's constants");
   }
   if (!j.contains("boundary")) return r.err("boundary", "missing");
-  RKD_TRY(r.only_keys(j["boundary"], "boundary", {"sync_us", "layout_us_per_mb", "copy_gbps"}));
+  for (const char* k : {"layout_us_per_mb", "copy_gbps"}) {
+    if (j["boundary"].is_object() && j["boundary"].contains(k)) return r.err(std::string("boundary.") + k, "the SoC description " + t.soc_path + " holds the chip's constants");
+  }
+  RKD_TRY(r.only_keys(j["boundary"], "boundary", {"sync_us"}));
   RKD_ASSIGN(t.boundary.sync_us, r.num(j["boundary"], "boundary", "sync_us", 0, 1e7));
-  RKD_ASSIGN(t.boundary.layout_us_per_mb, r.num(j["boundary"], "boundary", "layout_us_per_mb", 0, 1e7));
-  RKD_ASSIGN(t.boundary.copy_gbps, r.num(j["boundary"], "boundary", "copy_gbps", 1e-3, 1e4));
   RKD_ASSIGN(t.custom_op_devices, read_devices(r, j, "profile", "custom_op_devices"));
   RKD_ASSIGN(auto zc, r.strings(j, "profile", "zero_cost_ops"));
   t.zero_cost_ops.insert(zc.begin(), zc.end());
@@ -318,6 +294,76 @@ Result<Target> load_target(const std::string& path) {
     }
   }
   return t;
+}
+
+Status read_soc(const std::string& profile_path, const std::string& soc, Target& t) {
+  std::string lower = soc;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower.empty() || lower.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_") != std::string::npos)
+    return invalid(profile_path + ": soc: '" + soc + "' is not a SoC name (letters, digits, '-', '_')");
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path path = fs::path(profile_path).parent_path() / "soc" / (lower + ".json");
+  if (!fs::exists(path, ec)) path = fs::path(default_targets_dir()) / "soc" / (lower + ".json");
+  if (!fs::exists(path, ec)) return invalid(profile_path + ": soc: no SoC description " + lower + ".json in soc/ beside the profile or in " + default_targets_dir() + "/soc");
+  t.soc_path = path.string();
+  auto text = read_file_bytes(t.soc_path);
+  if (!text.ok()) return text.error().with_context(profile_path + ": soc");
+  json j;
+  try {
+    j = json::parse(*text);
+  } catch (const json::exception& e) {
+    return invalid(t.soc_path + ": not valid JSON: " + e.what());
+  }
+  const Reader r{t.soc_path};
+  RKD_TRY(r.only_keys(j, "soc description", {"schema", "soc", "summary", "sources", "npu", "cpu", "gpu", "boundary"}));
+  RKD_ASSIGN(const std::string schema, r.str(j, "soc description", "schema"));
+  if (schema != "rkdeploy-soc/1") return r.err("schema", "'" + schema + "' (this build reads rkdeploy-soc/1)");
+  RKD_ASSIGN(const std::string name, r.str(j, "soc description", "soc"));
+  if (name != soc) return r.err("soc", "'" + name + "', but the profile " + profile_path + " names '" + soc + "'");
+  RKD_ASSIGN(const auto sources, r.strings(j, "soc description", "sources"));
+  t.sources.insert(t.sources.end(), sources.begin(), sources.end());
+  if (!j.contains("npu")) return r.err("npu", "missing");
+  const json& n = j["npu"];
+  RKD_TRY(r.only_keys(n, "npu", {"arch", "cores", "macs_per_cycle", "clock_mhz", "utilization", "task_overhead_us", "ddr_gbps"}));
+  if (n.contains("arch")) {
+    // The lowering's own description (src/npu/arch/rk3588.json): cores, MAC rate and clock.
+    RKD_ASSIGN(const std::string arch, r.str(n, "npu", "arch"));
+    if (arch != npu::arch::kRk3588.name) return r.err("npu.arch", "'" + arch + "': the one NPU description is " + npu::arch::kRk3588.name);
+    for (const char* k : {"cores", "macs_per_cycle", "clock_mhz"}) {
+      if (n.contains(k)) return r.err(std::string("npu.") + k, "given with npu.arch: the arch description holds it");
+    }
+    const auto& a = npu::arch::kRk3588;
+    t.npu.cores = static_cast<int>(a.cores);
+    t.npu.macs_per_cycle = static_cast<double>(a.int8_macs_per_cycle_per_core);
+    t.npu.clock_mhz = static_cast<double>(a.clock_hz) / 1e6;
+  } else {
+    RKD_ASSIGN(const double cores, r.num(n, "npu", "cores", 1, 64));
+    t.npu.cores = static_cast<int>(cores);
+    RKD_ASSIGN(t.npu.macs_per_cycle, r.num(n, "npu", "macs_per_cycle", 1, 1e6));
+    RKD_ASSIGN(t.npu.clock_mhz, r.num(n, "npu", "clock_mhz", 1, 1e5));
+  }
+  RKD_ASSIGN(t.npu.utilization, r.num(n, "npu", "utilization", 1e-4, 1));
+  RKD_ASSIGN(t.npu.task_overhead_us, r.num(n, "npu", "task_overhead_us", 0, 1e6));
+  RKD_ASSIGN(t.npu.ddr_gbps, r.num(n, "npu", "ddr_gbps", 1e-3, 1e4));
+  if (!j.contains("cpu")) return r.err("cpu", "missing");
+  RKD_TRY(r.only_keys(j["cpu"], "cpu", {"name", "cores", "host_factor"}));
+  RKD_ASSIGN(t.cpu.name, r.str(j["cpu"], "cpu", "name"));
+  RKD_ASSIGN(double cpu_cores, r.num(j["cpu"], "cpu", "cores", 1, 64));
+  t.cpu.cores = static_cast<int>(cpu_cores);
+  RKD_ASSIGN(t.cpu.host_factor, r.num(j["cpu"], "cpu", "host_factor", 1e-3, 1e3));
+  if (j.contains("gpu")) {
+    RKD_TRY(r.only_keys(j["gpu"], "gpu", {"name", "host_factor", "op_overhead_us"}));
+    t.gpu.present = true;
+    RKD_ASSIGN(t.gpu.name, r.str(j["gpu"], "gpu", "name"));
+    RKD_ASSIGN(t.gpu.host_factor, r.num(j["gpu"], "gpu", "host_factor", 1e-3, 1e3));
+    RKD_ASSIGN(t.gpu.op_overhead_us, r.num(j["gpu"], "gpu", "op_overhead_us", 0, 1e6));
+  }
+  if (!j.contains("boundary")) return r.err("boundary", "missing");
+  RKD_TRY(r.only_keys(j["boundary"], "boundary", {"layout_us_per_mb", "copy_gbps"}));
+  RKD_ASSIGN(t.boundary.layout_us_per_mb, r.num(j["boundary"], "boundary", "layout_us_per_mb", 0, 1e7));
+  RKD_ASSIGN(t.boundary.copy_gbps, r.num(j["boundary"], "boundary", "copy_gbps", 1e-3, 1e4));
+  return {};
 }
 
 std::string default_targets_dir() {
@@ -371,6 +417,7 @@ double* parameter_slot(Target& t, const std::string& name) {
   if (name == "npu.utilization") return &t.npu.utilization;
   if (name == "npu.task_overhead_us") return &t.npu.task_overhead_us;
   if (name == "npu.ddr_gbps") return &t.npu.ddr_gbps;
+  if (name == "npu.task_submit_us") return &t.npu.task_submit_us;
   if (name == "cpu.host_factor") return &t.cpu.host_factor;
   if (name == "gpu.host_factor") return &t.gpu.host_factor;
   if (name == "gpu.op_overhead_us") return &t.gpu.op_overhead_us;
@@ -383,7 +430,7 @@ double* parameter_slot(Target& t, const std::string& name) {
 }  // namespace
 
 const std::vector<std::string>& parameter_names() {
-  static const std::vector<std::string> n = {"npu.utilization",  "npu.task_overhead_us",      "npu.ddr_gbps",
+  static const std::vector<std::string> n = {"npu.utilization",  "npu.task_overhead_us",      "npu.ddr_gbps", "npu.task_submit_us",
                                              "cpu.host_factor",  "gpu.host_factor",           "gpu.op_overhead_us",
                                              "boundary.sync_us", "boundary.layout_us_per_mb", "boundary.copy_gbps"};
   return n;

@@ -13,6 +13,7 @@
 #include "ir/passes/shape_inference.h"
 #include "npu/arch/arch.h"
 #include "npu/regcmd/regcmd.h"
+#include "plan/plan.h"
 #include "quant/requant.h"
 #include "core/html.h"
 #include "runtime/executor.h"
@@ -28,8 +29,9 @@ namespace {
 using ir::Node;
 using npu::lower::ConvSpec;
 
+// task_cycles: the SoC description's per-task overhead in NPU cycles (targets/soc/rk3588.json).
 StrategyResult run_strategy(const ConvSpec& s, const Tensor& x, const Tensor& ref, npu::lower::Strategy st, const npu::sim::Quirks& q,
-                            const npu::lower::LowerOptions& lo) {
+                            const npu::lower::LowerOptions& lo, int64_t task_cycles) {
   StrategyResult r;
   r.strategy = npu::lower::strategy_name(st);
   auto go = [&]() -> Status {
@@ -44,7 +46,7 @@ StrategyResult run_strategy(const ConvSpec& s, const Tensor& x, const Tensor& re
     r.operand_bytes = static_cast<int64_t>(l.operand_bytes);
     r.row_slices = l.row_slices;
     for (const auto& ts : stats) {
-      r.est_cycles += ts.padded_macs / npu::arch::kRk3588.int8_macs_per_cycle_per_core + npu::arch::kRk3588.per_task_overhead_cycles;
+      r.est_cycles += ts.padded_macs / npu::arch::kRk3588.int8_macs_per_cycle_per_core + task_cycles;
     }
     int64_t sum = 0;
     for (int64_t i = 0; i < y.numel(); ++i) {
@@ -101,6 +103,9 @@ Result<NpuAnalysis> analyze_npu(const std::string& model, const std::map<std::st
   RKD_ASSIGN(auto ex, Executor::create(g, eo));
   RKD_ASSIGN(auto vals, ex->run(inputs));
   for (const auto& [k, t] : inputs) vals.emplace(k, t);
+  plan::Target soc;
+  RKD_TRY(plan::read_soc(plan::default_targets_dir() + "/analyze.json", "RK3588", soc));
+  const auto task_cycles = static_cast<int64_t>(std::llround(soc.npu.task_overhead_us * soc.npu.clock_mhz));
   std::map<std::string, StrategyResult> totals;
   int64_t done_convs = 0;
   for (const Node* n : convs) {
@@ -125,7 +130,7 @@ Result<NpuAnalysis> analyze_npu(const std::string& model, const std::map<std::st
     const Tensor& x = vals.at(n->inputs[0]->name);
     const Tensor& ref = vals.at(n->outputs[0]->name);
     std::vector<StrategyResult> results;
-    for (npu::lower::Strategy st : strategies) results.push_back(run_strategy(s, x, ref, st, quirks, lower_options));
+    for (npu::lower::Strategy st : strategies) results.push_back(run_strategy(s, x, ref, st, quirks, lower_options, task_cycles));
     // No strategy lowers it: it stays on the CPU, as in run --backend sim and compile.
     if (std::all_of(results.begin(), results.end(), [](const StrategyResult& r) { return !r.error.empty(); })) {
       c.skipped = results.front().error;

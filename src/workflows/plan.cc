@@ -158,7 +158,9 @@ Result<std::vector<plan::VariantPlan>> plan_model(const PlanOptions& o, const pl
 }
 
 Result<plan::FitResult> calibrate_set(const CalibrationSetOptions& o, plan::Target& t) {
-  RKD_ASSIGN(const std::vector<plan::Measurement> ms, plan::read_measurements(o.file));
+  std::vector<std::string> free;
+  RKD_ASSIGN(const std::vector<plan::Measurement> ms, plan::read_measurements(o.file, &free));
+  if (!free.empty()) t.free_parameters = free;
   std::vector<const plan::Measurement*> mine;
   for (const plan::Measurement& m : ms) {
     if (m.target != t.name) continue;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <unistd.h>
@@ -22,22 +23,44 @@ using ir::Dim;
 
 const std::string kTargets = std::string(RKD_SOURCE_DIR) + "/targets";
 
+// The test profiles' folder (one per process: CTest runs the cases side by side), with the SoC
+// description of their chip "T" in soc/t.json; removed at exit.
+struct TempDir {
+  std::filesystem::path path = std::filesystem::temp_directory_path() / ("rkd_plan_" + std::to_string(::getpid()));
+  TempDir() {
+    std::filesystem::create_directories(path / "soc");
+    std::ofstream(path / "soc" / "t.json") << R"({
+  "schema": "rkdeploy-soc/1", "soc": "T", "sources": ["test"],
+  "npu": {"cores": 2, "macs_per_cycle": 500, "clock_mhz": 1000, "utilization": 0.5, "task_overhead_us": 10, "ddr_gbps": 2},
+  "cpu": {"name": "c", "cores": 2, "host_factor": 2},
+  "boundary": {"layout_us_per_mb": 1000, "copy_gbps": 1}})";
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+const std::filesystem::path& temp_dir() {
+  static TempDir d;
+  return d.path;
+}
+
 struct TempFile {
   std::string path;
   explicit TempFile(const std::string& name, const std::string& text) {
-    path = (std::filesystem::temp_directory_path() / ("rkd_plan_" + std::to_string(::getpid()) + "_" + name)).string();
+    path = (temp_dir() / name).string();
     std::ofstream(path) << text;
   }
   ~TempFile() { std::filesystem::remove(path); }
 };
 
 // A small profile: Conv and Add on the NPU, GridSample missing (custom op on the CPU), the
-// rest on the CPU; round numbers so the terms are easy to recompute.
+// rest on the CPU; round numbers so the terms are easy to recompute (its chip's constants are
+// soc/t.json's, above).
 const char* kProfile = R"({
   "schema": "rkdeploy-target/1", "name": "test", "soc": "T", "runtime": "R", "version": "1",
-  "npu": {"cores_used": 2, "macs_per_cycle": 500, "clock_mhz": 1000, "utilization": 0.5, "task_overhead_us": 10, "ddr_gbps": 2, "bytes_per_element": 1},
-  "cpu": {"name": "c", "cores": 2, "host_factor": 2},
-  "boundary": {"sync_us": 100, "layout_us_per_mb": 1000, "copy_gbps": 1},
+  "npu": {"cores_used": 2, "bytes_per_element": 1},
+  "boundary": {"sync_us": 100},
   "custom_op_devices": ["cpu"],
   "zero_cost_ops": ["Reshape"],
   "default": {"device": "cpu", "reason": "default"},
@@ -102,7 +125,8 @@ TEST(TargetProfiles, ErrorsNameTheFileAndTheField) {
       {R"("check": "max_kernel")", R"("check": "max_kernal")", "ops[0].requires[0].check"},
       {R"("device": "none", "custom_op")", R"("device": "tpu", "custom_op")", "ops[3].device"},
       {R"("reason": "no kernel")", R"("note": "x")", "ops[3].note"},
-      {R"("utilization": 0.5)", R"("utilization": 1.5)", "npu.utilization"},
+      {R"("cores_used": 2)", R"("cores_used": 3)", "npu.cores_used"},
+      {R"("sync_us": 100)", R"("sync_us": -1)", "boundary.sync_us"},
       {R"("schema": "rkdeploy-target/1")", R"("schema": "rkdeploy-target/9")", "schema"},
       {R"("free": ["boundary.sync_us"])", R"("free": ["npu.speed"])", "calibration.free"},
   };
@@ -121,8 +145,7 @@ TEST(TargetProfiles, ErrorsNameTheFileAndTheField) {
   auto t = plan::load_target(junk.path);
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.error().message.find("not valid JSON"), std::string::npos);
-  const std::string self = "rkd_plan_" + std::to_string(::getpid()) + "_loop.json";
-  TempFile loop("loop.json", "{\"extends\": \"" + self + "\"}");
+  TempFile loop("loop.json", "{\"extends\": \"loop.json\"}");
   EXPECT_FALSE(plan::load_target(loop.path).ok());
 }
 
@@ -168,15 +191,83 @@ TEST(Placement, RequirementsDecideAndTheirReasonsAreReported) {
   EXPECT_EQ(plan::place(t, *sig).reason, "float32 input: fp16 tables only");
 }
 
+// One description per chip: every profile of a SoC prices the hardware with the same constants
+// (targets/soc/<soc>.json; the RK3588's MAC rate and cores are the lowering's arch description),
+// whatever its runtime places and emits.
+TEST(Targets, EveryProfileOfAChipReadsItsOneDescription) {
+  const auto all = plan::load_targets(kTargets);
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  std::map<std::string, const plan::Target*> first;
+  for (const plan::Target& t : *all) {
+    SCOPED_TRACE(t.name);
+    EXPECT_NE(t.soc_path.find("/soc/"), std::string::npos) << t.soc_path;
+    const plan::Target*& f = first[t.soc];
+    if (!f) {
+      f = &t;
+      continue;
+    }
+    EXPECT_EQ(t.soc_path, f->soc_path);
+    EXPECT_EQ(t.npu.cores, f->npu.cores);
+    EXPECT_EQ(t.npu.macs_per_cycle, f->npu.macs_per_cycle);
+    EXPECT_EQ(t.npu.clock_mhz, f->npu.clock_mhz);
+    EXPECT_EQ(t.npu.utilization, f->npu.utilization);
+    EXPECT_EQ(t.npu.task_overhead_us, f->npu.task_overhead_us);
+    EXPECT_EQ(t.npu.ddr_gbps, f->npu.ddr_gbps);
+    EXPECT_EQ(t.cpu.name, f->cpu.name);
+    EXPECT_EQ(t.cpu.host_factor, f->cpu.host_factor);
+    EXPECT_EQ(t.gpu.present, f->gpu.present);
+    EXPECT_EQ(t.gpu.host_factor, f->gpu.host_factor);
+    EXPECT_EQ(t.boundary.layout_us_per_mb, f->boundary.layout_us_per_mb);
+    EXPECT_EQ(t.boundary.copy_gbps, f->boundary.copy_gbps);
+  }
+  EXPECT_EQ(first.size(), 2u);  // RK3588, RK3576
+  const plan::Target& rk3588 = *first.at("RK3588");
+  const auto& a = npu::arch::kRk3588;
+  EXPECT_EQ(rk3588.npu.macs_per_cycle, static_cast<double>(a.int8_macs_per_cycle_per_core));
+  EXPECT_EQ(rk3588.npu.cores, a.cores);
+  EXPECT_EQ(rk3588.npu.clock_mhz * 1e6, static_cast<double>(a.clock_hz));
+}
+
+// A profile that gives one of the chip's constants itself is refused, naming the SoC file.
+TEST(Targets, AProfileCannotRestateTheChipsConstants) {
+  const std::string dir = ::testing::TempDir() + "/rkd_soc_profiles";
+  std::filesystem::create_directories(dir + "/soc");
+  std::filesystem::copy_file(std::string(kTargets) + "/soc/rk3588.json", dir + "/soc/rk3588.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  const std::string head = R"({"schema": "rkdeploy-target/1", "name": "x", "soc": "RK3588", "runtime": "r", "version": "1", "sources": [],
+    "custom_op_devices": [], "zero_cost_ops": [], "default": {"device": "cpu", "reason": "r"}, "ops": [], )";
+  auto write = [&](const std::string& name, const std::string& rest) {
+    std::ofstream(dir + "/" + name) << head << rest << "}";
+    return plan::load_target(dir + "/" + name);
+  };
+  auto ok = write("ok.json", R"("npu": {"bytes_per_element": 1}, "boundary": {"sync_us": 10})");
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok->npu.cores_used, 3);
+  EXPECT_EQ(ok->soc_path, dir + "/soc/rk3588.json");
+  auto ddr = write("ddr.json", R"("npu": {"bytes_per_element": 1, "ddr_gbps": 30}, "boundary": {"sync_us": 10})");
+  ASSERT_FALSE(ddr.ok());
+  EXPECT_EQ(ddr.error().message, dir + "/ddr.json: npu.ddr_gbps: the SoC description " + dir + "/soc/rk3588.json holds the chip's constants");
+  auto cpu = write("cpu.json", R"("npu": {"bytes_per_element": 1}, "boundary": {"sync_us": 10}, "cpu": {"name": "a", "cores": 1, "host_factor": 1})");
+  ASSERT_FALSE(cpu.ok());
+  EXPECT_NE(cpu.error().message.find("cpu: the SoC description"), std::string::npos) << cpu.error().message;
+  std::ofstream(dir + "/other.json") << head << R"("npu": {"bytes_per_element": 1}, "boundary": {"sync_us": 10}})";
+  std::string text;
+  {
+    std::ifstream in(dir + "/other.json");
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const auto pos = text.find("RK3588");
+  text.replace(pos, 6, "RK9999");
+  std::ofstream(dir + "/other.json") << text;
+  auto none = plan::load_target(dir + "/other.json");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("soc: no SoC description rk9999.json"), std::string::npos) << none.error().message;
+}
+
 // The rk3588-rkdeploy profile places a convolution on the NPU exactly when the lowering's own
-// constraints (npu/lower/constraints.h) take its geometry, and its NPU cost parameters are
-// the arch description's (the numbers analyze reads).
+// constraints (npu/lower/constraints.h) take its geometry.
 TEST(Placement, TheRkdeployProfileAgreesWithTheLoweringConstraints) {
   const plan::Target t = *plan::find_target("rk3588-rkdeploy", kTargets);
-  const auto& a = npu::arch::kRk3588;
-  EXPECT_EQ(t.npu.macs_per_cycle, static_cast<double>(a.int8_macs_per_cycle_per_core));
-  EXPECT_EQ(t.npu.task_overhead_us, static_cast<double>(a.per_task_overhead_cycles) / static_cast<double>(a.clock_hz) * 1e6);
-  EXPECT_EQ(t.npu.ddr_gbps, static_cast<double>(a.ddr_bytes_per_second) / 1e9);
   const auto& l = npu::lower::conv_limits();
   struct G {
     int64_t c, oc, h, w, k, stride, pad, dilation, group;
