@@ -1,6 +1,7 @@
 #include "ir/ir.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -218,6 +219,29 @@ Status Graph::sort_topologically() {
       return invalid(who + ": on a cycle (or reads a value nothing produces)");
     }
   }
+  nodes_ = std::move(sorted);
+  return {};
+}
+
+Status Graph::set_node_order(const std::vector<const Node*>& order) {
+  if (order.size() != nodes_.size()) {
+    return invalid("node order: " + std::to_string(order.size()) + " nodes for a graph of " + std::to_string(nodes_.size()));
+  }
+  std::map<const Node*, size_t> at;
+  for (size_t i = 0; i < nodes_.size(); ++i) at[nodes_[i].get()] = i;
+  std::set<const Node*> placed;
+  for (const Node* n : order) {
+    if (!at.count(n) || placed.count(n))
+      return invalid("node order: " + (n ? n->describe() : std::string("null")) + " is not one of the graph's nodes, once");
+    for (const Value* v : n->inputs) {
+      if (v && v->producer && !placed.count(v->producer))
+        return invalid("node order: " + n->describe() + " before the producer of its input '" + v->name + "'");
+    }
+    placed.insert(n);
+  }
+  std::vector<std::unique_ptr<Node>> sorted;
+  sorted.reserve(nodes_.size());
+  for (const Node* n : order) sorted.push_back(std::move(nodes_[at.at(n)]));
   nodes_ = std::move(sorted);
   return {};
 }

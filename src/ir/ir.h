@@ -134,6 +134,9 @@ class Graph {
   // Reorders nodes topologically (stable: keeps the current order where it is valid);
   // fails naming a node on a cycle.
   Status sort_topologically();
+  // Puts the nodes in `order`, which must hold every node once, each after the producers of its
+  // inputs; else fails naming the node, and the order is unchanged.
+  Status set_node_order(const std::vector<const Node*>& order);
 
   // Checks topological order, producer/consumer links, unique names, and that every graph
   // output is defined. Errors name the node and value.

@@ -27,7 +27,7 @@
 #include "core/result.h"
 #include "ir/ir.h"
 #include "npu/lower/constraints.h"
-#include "plan/npu_geometry.h"
+#include "npu/lower/node_geometry.h"
 
 namespace rkd::plan {
 
@@ -74,7 +74,7 @@ struct OpRule {
 // (targets/soc/<soc>.json) that every profile of the chip shares; a profile gives what its
 // runtime does with them (cores_used, bytes_per_element, task_submit_us, boundary.sync_us).
 struct NpuCost {
-  int cores = 1;       // the SoC's NPU cores
+  int cores = 1;  // the SoC's NPU cores
   int cores_used = 1;
   double macs_per_cycle = 1024;  // per core, at the profile's precision
   double clock_mhz = 1000;

@@ -19,6 +19,13 @@
 namespace rkd::plan {
 
 using nlohmann::json;
+using npu::lower::npu_binary_geometry;
+using npu::lower::npu_conv_geometry;
+using npu::lower::npu_matmul_geometry;
+using npu::lower::npu_parts_geometry;
+using npu::lower::npu_patch_embedding_as_1x1;
+using npu::lower::npu_pool_geometry;
+using npu::lower::weight_constant;
 
 const char* device_name(Device d) {
   switch (d) {
@@ -270,7 +277,8 @@ Result<Target> load_target(const std::string& path) {
   }
   if (!j.contains("boundary")) return r.err("boundary", "missing");
   for (const char* k : {"layout_us_per_mb", "copy_gbps"}) {
-    if (j["boundary"].is_object() && j["boundary"].contains(k)) return r.err(std::string("boundary.") + k, "the SoC description " + t.soc_path + " holds the chip's constants");
+    if (j["boundary"].is_object() && j["boundary"].contains(k))
+      return r.err(std::string("boundary.") + k, "the SoC description " + t.soc_path + " holds the chip's constants");
   }
   RKD_TRY(r.only_keys(j["boundary"], "boundary", {"sync_us"}));
   RKD_ASSIGN(t.boundary.sync_us, r.num(j["boundary"], "boundary", "sync_us", 0, 1e7));
@@ -305,7 +313,8 @@ Status read_soc(const std::string& profile_path, const std::string& soc, Target&
   std::error_code ec;
   fs::path path = fs::path(profile_path).parent_path() / "soc" / (lower + ".json");
   if (!fs::exists(path, ec)) path = fs::path(default_targets_dir()) / "soc" / (lower + ".json");
-  if (!fs::exists(path, ec)) return invalid(profile_path + ": soc: no SoC description " + lower + ".json in soc/ beside the profile or in " + default_targets_dir() + "/soc");
+  if (!fs::exists(path, ec))
+    return invalid(profile_path + ": soc: no SoC description " + lower + ".json in soc/ beside the profile or in " + default_targets_dir() + "/soc");
   t.soc_path = path.string();
   auto text = read_file_bytes(t.soc_path);
   if (!text.ok()) return text.error().with_context(profile_path + ": soc");
@@ -430,9 +439,9 @@ double* parameter_slot(Target& t, const std::string& name) {
 }  // namespace
 
 const std::vector<std::string>& parameter_names() {
-  static const std::vector<std::string> n = {"npu.utilization",  "npu.task_overhead_us",      "npu.ddr_gbps", "npu.task_submit_us",
-                                             "cpu.host_factor",  "gpu.host_factor",           "gpu.op_overhead_us",
-                                             "boundary.sync_us", "boundary.layout_us_per_mb", "boundary.copy_gbps"};
+  static const std::vector<std::string> n = {"npu.utilization",           "npu.task_overhead_us", "npu.ddr_gbps",       "npu.task_submit_us",
+                                             "cpu.host_factor",           "gpu.host_factor",      "gpu.op_overhead_us", "boundary.sync_us",
+                                             "boundary.layout_us_per_mb", "boundary.copy_gbps"};
   return n;
 }
 

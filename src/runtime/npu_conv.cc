@@ -9,7 +9,7 @@
 #include "kernels/tensor_ops.h"
 #include "ir/passes/shape_inference.h"
 #include "npu/regcmd/regcmd.h"
-#include "plan/npu_geometry.h"
+#include "npu/lower/node_geometry.h"
 #include "runtime/op_registry_detail.h"
 
 namespace rkd::runtime {
@@ -93,7 +93,7 @@ Result<ConvSpec> npu_matmul_spec(const Node& n) {
   RKD_TRY(constant_parameters(n));
   const Tensor* b = constant_of(n, 3);
   if (!b || b->rank() != 2) return unsupported("B is not a constant 2-D tensor (a product of two activations)");
-  RKD_ASSIGN(npu::lower::ConvGeometry geo, plan::npu_matmul_geometry(n));
+  RKD_ASSIGN(npu::lower::ConvGeometry geo, npu::lower::npu_matmul_geometry(n));
   RKD_TRY(npu::lower::conv_supported(geo, "npu lowering: "));
   ConvSpec s = spec_of_geometry(geo);
   s.dtype = b->dtype();
@@ -115,7 +115,7 @@ Result<ConvSpec> npu_conv_spec(const Node& n) {
   if (!w || w->rank() != 4) return unsupported("weights are not a constant 4-D tensor");
   // The node-level limits (batch, per-axis activations, dilation, groups) before the spec is
   // built; check_spec() reads the rest of constraints.h.
-  RKD_ASSIGN(npu::lower::ConvGeometry geo, plan::npu_conv_geometry(n));
+  RKD_ASSIGN(npu::lower::ConvGeometry geo, npu::lower::npu_conv_geometry(n));
   RKD_TRY(npu::lower::conv_supported(geo, "npu lowering: "));
   ConvSpec s = spec_of_geometry(geo);
   const auto ys = ir::static_shape(n.outputs[0]);
@@ -186,7 +186,7 @@ Result<BinaryOperands> binary_operands(const Node& n) {
     if (!constant_of(n, i)) return unsupported("scale or zero point " + std::to_string(i) + " is not a constant");
   }
   const auto as = ir::static_shape(n.inputs[0]), bs = ir::static_shape(n.inputs[3]), ys = ir::static_shape(n.outputs[0]);
-  const auto view = as ? plan::npu_map_view(*as) : std::nullopt;
+  const auto view = as ? npu::lower::npu_map_view(*as) : std::nullopt;
   if (!as || !bs || !ys || !view || *ys != *as) return unsupported("operands are not static maps or rows of the output's shape");
   if (!n.inputs[0]->dtype || !n.inputs[3]->dtype || *n.inputs[0]->dtype != *n.inputs[3]->dtype) return unsupported("operands of different types");
   BinaryOperands r;
@@ -206,7 +206,7 @@ Result<BinaryOperands> binary_operands(const Node& n) {
   q.act_min = npu::lower::qmin_of(r.map.dtype);
   q.act_max = npu::lower::qmax_of(r.map.dtype);
   q.convention = quant::Requant::rknpu_out_cvt;
-  RKD_ASSIGN(r.g, plan::npu_binary_geometry(n));
+  RKD_ASSIGN(r.g, npu::lower::npu_binary_geometry(n));
   return r;
 }
 
@@ -248,7 +248,7 @@ Result<npu::lower::LeakyReluSpec> npu_leaky_relu_spec(const Node& n) {
   RKD_ASSIGN(std::string op, n.attr_string("rkd_op", ""));
   if (op != "LeakyRelu") return unsupported("not a LeakyRelu table (other tables go through the DPU's LUT: npu_lut_spec)");
   const auto xs = ir::static_shape(n.inputs[0]), ys = ir::static_shape(n.outputs[0]);
-  const auto view = xs ? plan::npu_map_view(*xs) : std::nullopt;
+  const auto view = xs ? npu::lower::npu_map_view(*xs) : std::nullopt;
   if (!xs || !ys || !view || *xs != *ys) return unsupported("input is not a static map or rows of the output's shape");
   if (!n.inputs[0]->dtype || !n.outputs[0]->dtype || *n.inputs[0]->dtype != *n.outputs[0]->dtype)
     return unsupported("input and output of different types");
@@ -288,7 +288,7 @@ Result<npu::lower::LutSpec> npu_lut_spec(const Node& n) {
   const bool lut = n.domain == "rkdeploy" && (n.op_type == "QLinearLut" || n.op_type == "NpuLut");
   if (!lut || n.inputs.size() < 2 || n.outputs.empty()) return invalid(n.describe() + ": not a QLinearLut");
   const auto xs = ir::static_shape(n.inputs[0]), ys = ir::static_shape(n.outputs[0]);
-  const auto view = xs ? plan::npu_map_view(*xs) : std::nullopt;
+  const auto view = xs ? npu::lower::npu_map_view(*xs) : std::nullopt;
   if (!xs || !ys || !view || *xs != *ys) return unsupported("input is not a static map or rows of the output's shape");
   if (!n.inputs[0]->dtype || !n.outputs[0]->dtype || *n.inputs[0]->dtype != *n.outputs[0]->dtype)
     return unsupported("input and output of different types");
@@ -318,7 +318,7 @@ Result<npu::lower::MaxPoolSpec> npu_max_pool_spec(const Node& n) {
   if (!npu_max_pool_candidate(n) || n.outputs.empty() || !n.outputs[0]) return invalid(n.describe() + ": not a MaxPool of 8-bit integers");
   const auto xs = ir::static_shape(n.inputs[0]), ys = ir::static_shape(n.outputs[0]);
   if (!xs || !ys || xs->size() != 4 || ys->size() != 4) return unsupported("input is not a static [N, C, H, W] map");
-  RKD_ASSIGN(npu::lower::PoolGeometry g, plan::npu_pool_geometry(n));
+  RKD_ASSIGN(npu::lower::PoolGeometry g, npu::lower::npu_pool_geometry(n));
   RKD_TRY(npu::lower::pool_supported(g, "npu MaxPool: "));
   npu::lower::MaxPoolSpec s;
   static_cast<npu::lower::MapShape&>(s) = npu::lower::MapShape{g.dtype, g.C, g.H, g.W};

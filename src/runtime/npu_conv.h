@@ -30,7 +30,7 @@ Result<npu::lower::ConvSpec> npu_conv_spec(const ir::Node& n);
 // The NPU convolution of a QLinearMatMul / NpuMatMul with a constant 2-D B [K, N] (per-column
 // or one weight scale, per-tensor A and Y, optional int32 bias [N] as input 8): B^T as the
 // weights [N, K, 1, 1] of a 1 x 1 convolution over A's rows folded into the token map
-// (plan::npu_token_map: C = K, H x W = A's rows); the host's A [..., P, K] and Y [..., P, N]
+// (npu::lower::npu_token_map: C = K, H x W = A's rows); the host's A [..., P, K] and Y [..., P, N]
 // are that map channels-last (the kernel converts them).
 Result<npu::lower::ConvSpec> npu_matmul_spec(const ir::Node& n);
 bool npu_matmul_node(const ir::Node& n);
@@ -40,7 +40,7 @@ bool npu_matmul_node(const ir::Node& n);
 Status npu_try_lower(const npu::lower::ConvSpec& spec, npu::lower::Strategy strategy);
 
 // The NPU add of an rkdeploy.QLinearAdd node (static [1, C, H, W] operands, or rows
-// (plan::npu_map_view), of one shape and type, per-tensor constant scales and zero points), within constraints.h's eltwise rules
+// (npu::lower::npu_map_view), of one shape and type, per-tensor constant scales and zero points), within constraints.h's eltwise rules
 // and the converters' ranges (npu::lower::check_add), or why not.
 // rkdeploy.QLinearSub / QLinearMax / QLinearMin (and their Npu nodes) alike, with AddSpec::alu
 // from the op (binary_alu_of: QLinearAdd / NpuAdd add, ...; none for other nodes).

@@ -13,7 +13,7 @@
 #include "npu/lower/eltwise.h"
 #include "npu/lower/lower.h"
 #include "kernels/tensor_ops.h"
-#include "plan/npu_geometry.h"
+#include "npu/lower/node_geometry.h"
 #include "runtime/npu_conv.h"
 #include "runtime/npu_device.h"
 #include "runtime/npu_ops.h"
@@ -282,11 +282,11 @@ Status map_to_rows(const Tensor& m, Tensor& y) {
 }
 
 // Whether a placed node's family takes rows (NpuOpFamily::rows) and its data are rows
-// (plan::npu_map_view of its first input): its kernel converts the host's tensors.
+// (npu::lower::npu_map_view of its first input): its kernel converts the host's tensors.
 bool rows_node(const Node& n) {
   const NpuOpFamily* f = npu_family_of(n);
   const auto xs = n.inputs.empty() ? std::nullopt : ir::static_shape(n.inputs[0]);
-  const auto view = xs ? plan::npu_map_view(*xs) : std::nullopt;
+  const auto view = xs ? npu::lower::npu_map_view(*xs) : std::nullopt;
   return f && f->rows && view && view->rows;
 }
 

@@ -71,7 +71,7 @@ struct NpuOpFamily {
   const char* section;       // compile's manifest array: "convolutions" or "elementwise"
   const char* entry_prefix;  // its entries' folders: PREFIXnnn
   // Its nodes take rows - a [..., P, C] tensor of rank other than 4 in the token map
-  // (plan::npu_map_view) - as well as maps; the kernel converts the host's rows.
+  // (npu::lower::npu_map_view) - as well as maps; the kernel converts the host's rows.
   bool rows = false;
   bool next_to_npu = false;
   bool ppu_only = false;        // its tasks end in the PPU: not on a mainline device
@@ -106,6 +106,15 @@ std::string npu_placement_text(const ir::FusionReport& f, const std::string& whe
 // NPU nodes (kOnNpu) and of CPU nodes, views (kView: no computation) joining the run they are
 // in; k = runs - 1 (the planner's as-run variant counts the same).
 int npu_device_switches(const ir::Graph& g);
+// npu-schedule: the node order the executor, `compile`, the artifact, the device back end and the
+// planner's as-run all read - a topological order of g that runs its NPU nodes in as few runs as
+// it finds. Greedy: the next node is a ready view (it joins any run), else a ready node of the
+// device of the last one, else one of the other device (a switch); among those, the first in the
+// order before. Started from either device, the order with fewer switches is kept (a tie: the
+// one starting on the device of the graph's first node). Values keep their data; only the order
+// changes, so every result stays bit for bit.
+std::vector<const ir::Node*> npu_schedule(const ir::Graph& g);
+ir::Pass npu_schedule_pass();
 // "int8 convolutions, Adds, ... and channel Concats": what the NPU back end lowers.
 std::string npu_lowered_ops_text();
 // "conv007": an entry's folder (prefix, index in its section), a task's file name.

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "npu/lower/eltwise.h"
-#include "plan/npu_geometry.h"
+#include "npu/lower/node_geometry.h"
 #include "runtime/npu_conv.h"
 
 namespace rkd::runtime {
@@ -73,11 +73,11 @@ Status patch_embeddings_as_1x1(ir::Graph& g) {
     if (n.op_type != "QLinearConv" || !n.domain.empty() || n.inputs.size() < 8 || !n.inputs[3] || !n.inputs[3]->constant ||
         n.attrs.count("rkd_residual"))
       continue;
-    auto geo = plan::npu_conv_geometry(n);
-    if (geo.ok() && plan::npu_patch_embedding_as_1x1(*geo)) sites.push_back(np.get());
+    auto geo = npu::lower::npu_conv_geometry(n);
+    if (geo.ok() && npu::lower::npu_patch_embedding_as_1x1(*geo)) sites.push_back(np.get());
   }
   for (Node* n : sites) {
-    const auto geo = *plan::npu_conv_geometry(*n);
+    const auto geo = *npu::lower::npu_conv_geometry(*n);
     const int64_t C = geo.C, KH = geo.KH, KW = geo.KW, OH = geo.H / KH, OW = geo.W / KW;
     const DType t = *n->inputs[0]->dtype;
     auto shape_const = [&](const std::string& base, const Shape& s) {

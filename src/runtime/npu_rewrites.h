@@ -13,7 +13,7 @@ namespace rkd::runtime {
 // rounding where the Add rounds twice), when the lowering can express it. Returns the fused node,
 // or nullptr (the graph unchanged).
 ir::Node* fuse_residual_add(ir::Graph& g, ir::Node* n);
-// Every QLinearConv that is a patch embedding (plan::npu_patch_embedding_as_1x1) as a
+// Every QLinearConv that is a patch embedding (npu::lower::npu_patch_embedding_as_1x1) as a
 // space-to-depth on the CPU and the 1 x 1 convolution of its weights reshaped: the same
 // products summed, so the same integers.
 Status patch_embeddings_as_1x1(ir::Graph& g);

@@ -69,6 +69,8 @@ Status optimize(ir::Graph& g, const CompileOptions& opt, FusionReport* report) {
   ir::Pass dce2 = ir::dead_code_elimination_pass();
   dce2.name = "dead-code-elimination-2";
   pm.add(dce2);
+  // Last: the order every consumer of the NPU graph runs (and the planner's as-run prices).
+  if (opt.int8 && !opt.portable && opt.npu_strategy) pm.add(npu_schedule_pass());
   ir::PassOptions po;
   po.dump_after = opt.dump_after;
   po.dump = opt.dump;

@@ -232,8 +232,7 @@ TEST(Targets, EveryProfileOfAChipReadsItsOneDescription) {
 TEST(Targets, AProfileCannotRestateTheChipsConstants) {
   const std::string dir = ::testing::TempDir() + "/rkd_soc_profiles";
   std::filesystem::create_directories(dir + "/soc");
-  std::filesystem::copy_file(std::string(kTargets) + "/soc/rk3588.json", dir + "/soc/rk3588.json",
-                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(std::string(kTargets) + "/soc/rk3588.json", dir + "/soc/rk3588.json", std::filesystem::copy_options::overwrite_existing);
   const std::string head = R"({"schema": "rkdeploy-target/1", "name": "x", "soc": "RK3588", "runtime": "r", "version": "1", "sources": [],
     "custom_op_devices": [], "zero_cost_ops": [], "default": {"device": "cpu", "reason": "r"}, "ops": [], )";
   auto write = [&](const std::string& name, const std::string& rest) {

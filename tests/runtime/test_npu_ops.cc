@@ -391,7 +391,7 @@ TEST(NpuMatMul, RandomShapesEqualTheReferenceBitForBit) {
 
 // A transformer block's pattern on rows [1, P, K]: a product, a table (Sigmoid) and a residual
 // Add of the rows and a per-channel (last-axis) Mul, then a second product: every node on the
-// NPU (the element-wise families on rows: plan::npu_map_view), the outputs the int8 reference's
+// NPU (the element-wise families on rows: npu::lower::npu_map_view), the outputs the int8 reference's
 // bit for bit, and the rows passed from node to node in device memory.
 TEST(NpuMatMul, RowsStayOnTheNpuBetweenProducts) {
   for (const int64_t P : {35, 64, 13}) {
@@ -448,14 +448,14 @@ TEST(NpuMatMul, RowsStayOnTheNpuBetweenProducts) {
 
 // The token map: H x W = P, W the largest divisor not above the square root.
 TEST(NpuMatMul, TokenMapFoldsRowsIntoAMap) {
-  EXPECT_EQ(plan::npu_token_map(1600).H, 40);
-  EXPECT_EQ(plan::npu_token_map(1600).W, 40);
-  EXPECT_EQ(plan::npu_token_map(300).H, 20);
-  EXPECT_EQ(plan::npu_token_map(300).W, 15);
-  EXPECT_EQ(plan::npu_token_map(97).H, 97);
-  EXPECT_EQ(plan::npu_token_map(97).W, 1);
+  EXPECT_EQ(npu::lower::npu_token_map(1600).H, 40);
+  EXPECT_EQ(npu::lower::npu_token_map(1600).W, 40);
+  EXPECT_EQ(npu::lower::npu_token_map(300).H, 20);
+  EXPECT_EQ(npu::lower::npu_token_map(300).W, 15);
+  EXPECT_EQ(npu::lower::npu_token_map(97).H, 97);
+  EXPECT_EQ(npu::lower::npu_token_map(97).W, 1);
   for (int64_t P = 1; P < 500; ++P) {
-    const plan::TokenMap m = plan::npu_token_map(P);
+    const npu::lower::TokenMap m = npu::lower::npu_token_map(P);
     EXPECT_EQ(m.H * m.W, P);
     EXPECT_GE(m.H, m.W);
   }

@@ -1,10 +1,10 @@
-// npu_geometry.h: a node as npu/lower/constraints.h reads it.
+// node_geometry.h: a node as npu/lower/constraints.h reads it.
 #include <algorithm>
 
 #include "ir/passes/shape_inference.h"
-#include "plan/npu_geometry.h"
+#include "npu/lower/node_geometry.h"
 
-namespace rkd::plan {
+namespace rkd::npu::lower {
 
 namespace {
 
@@ -228,4 +228,4 @@ Result<npu::lower::EltwiseGeometry> npu_parts_geometry(const ir::Node& n) {
   return g;
 }
 
-}  // namespace rkd::plan
+}  // namespace rkd::npu::lower

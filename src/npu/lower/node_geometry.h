@@ -12,7 +12,7 @@
 #include "ir/ir.h"
 #include "npu/lower/constraints.h"
 
-namespace rkd::plan {
+namespace rkd::npu::lower {
 
 // Conv / QLinearConv / NpuConv: the window resolved (auto_pad), the four pads.
 Result<npu::lower::ConvGeometry> npu_conv_geometry(const ir::Node& n);
@@ -55,4 +55,4 @@ Result<npu::lower::EltwiseGeometry> npu_binary_geometry(const ir::Node& n);
 // Concat / Split along the channels: the parts (a Concat's inputs, a Split's outputs).
 Result<npu::lower::EltwiseGeometry> npu_parts_geometry(const ir::Node& n);
 
-}  // namespace rkd::plan
+}  // namespace rkd::npu::lower
