@@ -202,8 +202,9 @@ def test_signal_stops_calibration_at_its_next_step(nanodet, tmp_path, signum, ex
     """A signal whose handler raises (Ctrl-C's KeyboardInterrupt; a SIGTERM handler that calls
     sys.exit, as docs/python.md suggests) arriving while the C++ work runs stops the work at its
     next progress point: the calibration does not run to its end, the exception is raised, and
-    neither the output nor its temporary is left. The handler raises only where rkdeploy checks
-    for signals: run inside the progress callable (Python code), it sends the signal again."""
+    neither the output nor its temporary is left. The first signal is sent at the first progress
+    report; the handler raises only where rkdeploy checks for signals: run inside the progress
+    callable (Python code), it sends the signal again."""
     import signal
     import threading
 
@@ -214,6 +215,8 @@ def test_signal_stops_calibration_at_its_next_step(nanodet, tmp_path, signum, ex
 
     def record(stage, done, total):
         steps.append((stage, done, total))
+        if len(steps) == 1:
+            send(0)  # the first signal once the calibration runs, whatever the host's speed
 
     def send(delay):
         t = threading.Timer(delay, os.kill, (os.getpid(), sig))
@@ -228,13 +231,12 @@ def test_signal_stops_calibration_at_its_next_step(nanodet, tmp_path, signum, ex
 
     before = signal.signal(sig, handler)
     try:
-        send(1.0)
         with pytest.raises(exc):
             rkdeploy.quantize(nanodet.model, x, str(out), images=80, progress=record)
     finally:
         signal.signal(sig, before)
     calibrating = [d for s, d, t in steps if s == "calibrating"]
-    assert calibrating, "the signal came before the calibration began; the model loads in under 1 s on every host"
+    assert calibrating
     assert calibrating[-1] < 80 and all(s == "calibrating" for s, _, _ in steps), steps[-1]
     assert os.listdir(tmp_path) == []
 

@@ -501,3 +501,57 @@ TEST(NpuOpTable, KnobAssignmentsRoundTrip) {
 
 }  // namespace
 }  // namespace rkd
+
+namespace rkd {
+namespace {
+
+// npu-schedule on a graph whose order alternates devices on independent branches: the order
+// it gives is topological, groups each device's nodes into as few runs as the dependences allow
+// (k 4 -> 2), puts a view with whatever run it falls in, and is the executor's order afterwards.
+TEST(NpuSchedule, GroupsEachDevicesNodesIntoFewRuns) {
+  ir::Graph g;
+  ir::Value* x = *g.add_value("x");
+  g.inputs.push_back(x);
+  auto node = [&](const std::string& name, const char* op, const char* domain, ir::Value* in) {
+    return *g.add_node(name, op, domain, {in}, {name + "_out"});
+  };
+  ir::Node* n1 = node("n1", "NpuAdd", "rkdeploy", x);
+  ir::Node* c2 = node("c2", "Sigmoid", "", x);
+  ir::Node* n3 = node("n3", "NpuAdd", "rkdeploy", x);
+  ir::Node* v1 = node("v1", "Reshape", "", n1->outputs[0]);
+  ir::Node* c1 = node("c1", "Sigmoid", "", v1->outputs[0]);
+  ir::Node* n2 = node("n2", "NpuAdd", "rkdeploy", c2->outputs[0]);
+  for (ir::Node* n : {c1, n2, n3}) g.outputs.push_back(n->outputs[0]);
+  ASSERT_TRUE(g.validate().ok());
+  EXPECT_EQ(runtime::npu_device_switches(g), 4);  // n1 | c2 | n3 | c1 | n2 (the view joins a run)
+  ir::PassManager pm;
+  pm.add(runtime::npu_schedule_pass());
+  ASSERT_TRUE(pm.run(g, {}).ok());
+  ASSERT_TRUE(g.validate().ok());
+  std::vector<std::string> order;
+  for (const auto& np : g.nodes()) order.push_back(np->name);
+  // From the first node's device (NPU): n1, its view, n3; then the CPU's c2 and c1; then n2.
+  EXPECT_EQ(order, (std::vector<std::string>{"n1", "v1", "n3", "c2", "c1", "n2"}));
+  EXPECT_EQ(runtime::npu_device_switches(g), 2);
+}
+
+// An order that is not a permutation of the nodes, or puts a node before its input's producer,
+// is refused by name and leaves the order as it was.
+TEST(NpuSchedule, SetNodeOrderRefusesWhatIsNotTopological) {
+  ir::Graph g;
+  ir::Value* x = *g.add_value("x");
+  g.inputs.push_back(x);
+  ir::Node* a = *g.add_node("a", "Relu", "", {x}, {"a_out"});
+  ir::Node* b = *g.add_node("b", "Relu", "", {a->outputs[0]}, {"b_out"});
+  g.outputs.push_back(b->outputs[0]);
+  const Status backwards = g.set_node_order({b, a});
+  ASSERT_FALSE(backwards.ok());
+  EXPECT_NE(backwards.error().message.find("before the producer of its input 'a_out'"), std::string::npos) << backwards.error().message;
+  EXPECT_FALSE(g.set_node_order({a}).ok());
+  EXPECT_FALSE(g.set_node_order({a, a}).ok());
+  EXPECT_EQ(g.nodes()[0].get(), a);
+  EXPECT_TRUE(g.set_node_order({a, b}).ok());
+}
+
+}  // namespace
+}  // namespace rkd
