@@ -83,6 +83,31 @@ Result<std::array<uint8_t, kDigestBytes>> digest_of(std::span<const uint8_t> byt
   return out;
 }
 
+// Names reach terminals and file names (inspect, run, the C example's --dump): no control
+// characters (an escape sequence would act on the terminal).
+Status printable(const std::string& s, const std::string& at) {
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) return invalid(at + ": holds the control character " + std::to_string(c) + "; names must be printable");
+  }
+  return {};
+}
+
+// What the reader checks with printable(), checked before anything is written: a graph whose
+// names the reader would refuse is not written.
+Status check_names(const ir::Graph& g) {
+  size_t i = 0;
+  for (const auto& v : g.values()) RKD_TRY(printable(v->name, "value " + std::to_string(i++) + ": name"));
+  i = 0;
+  for (const auto& n : g.nodes()) {
+    const std::string at = "node " + std::to_string(i++);
+    RKD_TRY(printable(n->name, at + ": name"));
+    RKD_TRY(printable(n->op_type, at + ": op type"));
+    RKD_TRY(printable(n->domain, at + ": domain"));
+    for (const auto& [k, v] : n->attrs) RKD_TRY(printable(k, at + ": attribute name"));
+  }
+  return {};
+}
+
 // The identifier, then the FlatBuffers verifier (bounds, nesting).
 bool verified(std::span<const uint8_t> bytes) {
   if (bytes.size() < 8 || !fb::ArtifactBufferHasIdentifier(bytes.data())) return false;
@@ -103,6 +128,7 @@ Status stamp_artifact_digest(std::vector<uint8_t>& bytes) {
 
 Result<std::vector<uint8_t>> serialize_artifact(const Artifact& a, const ir::Graph& g) {
   RKD_TRY(check_sizes(g));
+  RKD_TRY(check_names(g));
   flatbuffers::FlatBufferBuilder b(1 << 20);
   std::map<const ir::Value*, int32_t> index;
   std::vector<flatbuffers::Offset<fb::Value>> values;
@@ -198,15 +224,6 @@ Result<ir::Attribute> attr_from(const fb::Attr& a, const std::string& what) {
     }
   }
   return invalid(what + ": unknown attribute kind " + std::to_string(static_cast<int>(a.kind())));
-}
-
-// Names reach terminals and file names (inspect, run, the C example's --dump): no control
-// characters (an escape sequence would act on the terminal).
-Status printable(const std::string& s, const std::string& at) {
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) return invalid(at + ": holds the control character " + std::to_string(c) + "; names must be printable");
-  }
-  return {};
 }
 
 Result<std::unique_ptr<ir::Graph>> graph_from(const fb::Graph* fg, const std::string& what) {

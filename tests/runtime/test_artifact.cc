@@ -6,6 +6,7 @@
 // format is refused by name; a model's declared types and shapes must be its operators' own.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -279,6 +280,30 @@ TEST(Artifact, DeclaredShapesMustBeTheOperatorsOwn) {
 
 // The stamped digest covers every byte: a changed scale of a CPU node, which no other check can
 // judge, is refused.
+// Names reach terminals and file names: a control character (an escape sequence) in one is
+// refused by the writer (compile writes nothing) and, in a file made another way, by the reader.
+TEST(Artifact, ControlCharactersInNamesAreRefusedOnBothSides) {
+  auto g = sample_graph();
+  const std::vector<uint8_t> bytes = runtime::serialize_artifact(sample_info(), *g).value();
+  std::vector<uint8_t> b = bytes;
+  const std::string name = "unknown_rank";
+  auto at = std::search(b.begin(), b.end(), name.begin(), name.end());
+  ASSERT_NE(at, b.end());
+  at[7] = 0x1b;  // "unknown\x1brank": same length, the buffer's layout unchanged
+  ASSERT_TRUE(runtime::stamp_artifact_digest(b).ok());
+  auto r = runtime::parse_artifact(b, "escape.rkd", false);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::invalid);
+  EXPECT_EQ(r.error().message.rfind("escape.rkd: ", 0), 0u) << r.error().message;
+  EXPECT_NE(r.error().message.find("holds the control character 27; names must be printable"), std::string::npos) << r.error().message;
+
+  ir::Node* n = g->nodes().front().get();
+  n->name = "a\x07";
+  auto w = runtime::serialize_artifact(sample_info(), *g);
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.error().message, "node 0: name: holds the control character 7; names must be printable");
+}
+
 TEST(Artifact, AnEditedConstantIsRefusedByTheDigest) {
   auto g = model_graph();
   const std::vector<uint8_t> bytes = runtime::serialize_artifact(sample_info(), *g).value();
