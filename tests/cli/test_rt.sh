@@ -79,6 +79,26 @@ for name in nanodet yolo; do
 done
 grep -q '^person' "$work/nanodet.ex.sim.txt"
 
+# --dump writes each output as DIR/NAME.bin with NAME made a plain file name: an output named
+# "../escape/output0" (the YOLO fixture's, renamed) lands inside DIR as "_._escape_output0.bin",
+# and nothing is written beside DIR.
+/usr/bin/python3 - "$work/yolo.qdq.onnx" "$work/escape.qdq.onnx" <<'PY'
+import sys, onnx
+m = onnx.load(sys.argv[1])
+old, new = m.graph.output[0].name, "../escape/output0"
+for n in m.graph.node:
+    n.output[:] = [new if o == old else o for o in n.output]
+    n.input[:] = [new if i == old else i for i in n.input]
+m.graph.output[0].name = new
+onnx.save(m, sys.argv[2])
+PY
+"$rk" compile "$work/escape.qdq.onnx" -o "$work/escape.rkd" > /dev/null
+mkdir -p "$work/dump/inner"
+"$detect" "$work/escape.rkd" "$photo" --dump "$work/dump/inner" > /dev/null
+[ ! -e "$work/dump/escape" ] && [ ! -e "$work/escape" ] || { echo "--dump wrote outside its folder"; exit 1; }
+[ "$(ls "$work/dump/inner")" = "_._escape_output0.bin" ] || { echo "--dump wrote: $(ls "$work/dump/inner")"; exit 1; }
+echo "examples/detect --dump: an output named ../escape/output0 written as _._escape_output0.bin inside its folder"
+
 # Refusals name the cause and exit non-zero.
 if "$detect" "$work/missing.rkd" "$photo" > /dev/null 2> "$work/err"; then echo "a missing model ran"; exit 1; fi
 grep -q "missing.rkd" "$work/err"
