@@ -291,7 +291,8 @@ Result<Target> load_target(const std::string& path) {
   if (!j.contains("ops") || !j["ops"].is_array()) return r.err("ops", "missing or not an array");
   for (size_t i = 0; i < j["ops"].size(); ++i) {
     RKD_ASSIGN(OpRule o, read_rule(r, j["ops"][i], "ops[" + std::to_string(i) + "]", true));
-    if (o.device == Device::gpu && !t.gpu.present) return r.err("ops[" + std::to_string(i) + "].device", "gpu, but the profile has no gpu section");
+    if (o.device == Device::gpu && !t.gpu.present)
+      return r.err("ops[" + std::to_string(i) + "].device", "gpu, but the SoC description has no gpu section");
     t.ops.push_back(std::move(o));
   }
   if (j.contains("calibration")) {
@@ -304,20 +305,22 @@ Result<Target> load_target(const std::string& path) {
   return t;
 }
 
-Status read_soc(const std::string& profile_path, const std::string& soc, Target& t) {
+namespace {
+
+Status read_soc_file(const std::string& profile_path, const std::string& soc, Target& t) {
   std::string lower = soc;
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (lower.empty() || lower.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_") != std::string::npos)
-    return invalid(profile_path + ": soc: '" + soc + "' is not a SoC name (letters, digits, '-', '_')");
+    return invalid("'" + soc + "' is not a SoC name (letters, digits, '-', '_')");
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::path path = fs::path(profile_path).parent_path() / "soc" / (lower + ".json");
   if (!fs::exists(path, ec)) path = fs::path(default_targets_dir()) / "soc" / (lower + ".json");
   if (!fs::exists(path, ec))
-    return invalid(profile_path + ": soc: no SoC description " + lower + ".json in soc/ beside the profile or in " + default_targets_dir() + "/soc");
+    return invalid("no SoC description " + lower + ".json in soc/ beside the profile or in " + default_targets_dir() + "/soc");
   t.soc_path = path.string();
   auto text = read_file_bytes(t.soc_path);
-  if (!text.ok()) return text.error().with_context(profile_path + ": soc");
+  if (!text.ok()) return text.error();
   json j;
   try {
     j = json::parse(*text);
@@ -372,6 +375,15 @@ Status read_soc(const std::string& profile_path, const std::string& soc, Target&
   RKD_TRY(r.only_keys(j["boundary"], "boundary", {"layout_us_per_mb", "copy_gbps"}));
   RKD_ASSIGN(t.boundary.layout_us_per_mb, r.num(j["boundary"], "boundary", "layout_us_per_mb", 0, 1e7));
   RKD_ASSIGN(t.boundary.copy_gbps, r.num(j["boundary"], "boundary", "copy_gbps", 1e-3, 1e4));
+  return {};
+}
+
+}  // namespace
+
+// Every error names the profile, then the SoC file and its field.
+Status read_soc(const std::string& profile_path, const std::string& soc, Target& t) {
+  const Status s = read_soc_file(profile_path, soc, t);
+  if (!s.ok()) return s.error().with_context(profile_path + ": soc");
   return {};
 }
 

@@ -104,7 +104,7 @@ Result<NpuAnalysis> analyze_npu(const std::string& model, const std::map<std::st
   RKD_ASSIGN(auto vals, ex->run(inputs));
   for (const auto& [k, t] : inputs) vals.emplace(k, t);
   plan::Target soc;
-  RKD_TRY(plan::read_soc(plan::default_targets_dir() + "/analyze.json", "RK3588", soc));
+  RKD_TRY(plan::read_soc(plan::default_targets_dir() + "/rk3588-rkdeploy.json", "RK3588", soc));
   const auto task_cycles = static_cast<int64_t>(std::llround(soc.npu.task_overhead_us * soc.npu.clock_mhz));
   std::map<std::string, StrategyResult> totals;
   int64_t done_convs = 0;
