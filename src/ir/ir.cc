@@ -246,6 +246,54 @@ Status Graph::set_node_order(const std::vector<const Node*>& order) {
   return {};
 }
 
+std::vector<const Node*> device_grouped_order(const Graph& g, const std::function<int(const Node&)>& device_of, std::optional<int> start) {
+  const auto& nodes = g.nodes();
+  std::map<const Node*, size_t> index;
+  for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i].get()] = i;
+  std::vector<int> pending(nodes.size(), 0), device(nodes.size());
+  std::vector<std::vector<size_t>> readers(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    device[i] = device_of(*nodes[i]);
+    std::set<size_t> producers;
+    for (const Value* v : nodes[i]->inputs) {
+      if (v && v->producer && index.count(v->producer)) producers.insert(index.at(v->producer));
+    }
+    pending[i] = static_cast<int>(producers.size());
+    for (size_t q : producers) readers[q].push_back(i);
+  }
+  std::map<int, std::set<size_t>> ready;  // by device; views under -1
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (pending[i] == 0) ready[std::max(device[i], -1)].insert(i);
+  }
+  std::optional<int> cur = start;
+  std::vector<const Node*> order;
+  order.reserve(nodes.size());
+  while (order.size() < nodes.size()) {
+    std::set<size_t>* from = nullptr;
+    if (!ready[-1].empty()) {
+      from = &ready[-1];
+    } else if (cur && !ready[*cur].empty()) {
+      from = &ready[*cur];
+    } else {
+      // A switch: the device of the earliest ready node.
+      for (auto& [d, r] : ready) {
+        if (d >= 0 && !r.empty() && (!from || *r.begin() < *from->begin())) {
+          from = &r;
+          cur = d;
+        }
+      }
+      if (!from) break;  // a cycle
+    }
+    const size_t i = *from->begin();
+    from->erase(from->begin());
+    order.push_back(nodes[i].get());
+    for (size_t r : readers[i]) {
+      if (--pending[r] == 0) ready[std::max(device[r], -1)].insert(r);
+    }
+  }
+  return order;
+}
+
 Node* produced_by(const Value* v, const char* op) {
   return v && v->producer && v->producer->op_type == op && v->producer->domain.empty() ? v->producer : nullptr;
 }

@@ -150,6 +150,15 @@ class Graph {
   std::map<std::string, Value*> by_name_;
 };
 
+// A topological order of g that keeps each device's nodes together (a serial schedule that
+// switches devices only when it must): the next node is a ready view (device_of < 0: it does no
+// work and joins any run), else a ready node of the current device, else - a switch - the
+// earliest ready node (in g's order) and its device. `start`: the device to begin on (none: the
+// earliest ready node's). Ties go to the earlier node. Fewer nodes than g's when g has a cycle.
+// The planner's schedule of a variant and the runtime's npu-schedule are this order.
+std::vector<const Node*> device_grouped_order(const Graph& g, const std::function<int(const Node&)>& device_of,
+                                              std::optional<int> start = std::nullopt);
+
 // v's producer when it is a default-domain node of type `op`, else nullptr (pattern matching).
 Node* produced_by(const Value* v, const char* op);
 

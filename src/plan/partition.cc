@@ -1,6 +1,5 @@
 // Variants, device assignment and the serial schedule's segments (plan.h).
 #include <algorithm>
-#include <queue>
 
 #include "ir/op_info.h"
 #include "plan/plan.h"
@@ -232,10 +231,9 @@ Result<VariantPlan> plan_variant(const ir::Graph& g, const Target& t, Variant v,
     p.notes.push_back(std::to_string(count) + " " + op +
                       " node(s) the hardware could run on the NPU, on the CPU: the lowering does not emit them yet");
   }
-  // The serial schedule. As run: the executor's, the graph's node order (views join the current
-  // segment). Otherwise: Kahn's algorithm, preferring the current device (views join the
-  // current segment as soon as they are ready), switching to the device of the earliest ready
-  // node only when the current one has nothing ready.
+  // The serial schedule. As run: the executor's, the graph's node order (the runtime's
+  // npu-schedule made it; views join the current segment). Otherwise: ir::device_grouped_order
+  // over the placement's devices (views join the current segment as soon as they are ready).
   const size_t N = p.nodes.size();
   if (v == Variant::as_run) {
     for (size_t i = 0; i < N; ++i) {
@@ -255,63 +253,16 @@ Result<VariantPlan> plan_variant(const ir::Graph& g, const Target& t, Variant v,
     }
     return finish_plan(g, t, index, p);
   }
-  std::vector<int> pending(N, 0);
-  std::vector<std::vector<size_t>> readers(N);
-  {
-    size_t i = 0;
-    for (const auto& np : g.nodes()) {
-      std::set<size_t> producers;
-      for (const ir::Value* in : np->inputs) {
-        if (in && in->producer && index.count(in->producer)) producers.insert(index[in->producer]);
-      }
-      pending[i] = static_cast<int>(producers.size());
-      for (size_t q : producers) readers[q].push_back(i);
-      ++i;
-    }
-  }
-  using MinHeap = std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>>;
-  std::map<Device, MinHeap> ready;
-  MinHeap ready_views;
-  auto make_ready = [&](size_t i) {
-    if (p.nodes[i].zero_cost) ready_views.push(i);
-    else ready[p.nodes[i].device].push(i);
-  };
-  for (size_t i = 0; i < N; ++i) {
-    if (pending[i] == 0) make_ready(i);
-  }
+  const auto order = ir::device_grouped_order(g, [&](const ir::Node& n) {
+    const PlannedNode& pn = p.nodes[index.at(&n)];
+    return pn.zero_cost ? -1 : static_cast<int>(pn.device);
+  });
+  if (order.size() != N) return Error{ErrorKind::internal, "plan: the graph has a cycle"};
   std::optional<Device> cur;
-  auto finish = [&](size_t i) {
-    if (p.segments.empty()) {
-      p.segments.push_back(Segment{});
-      p.segments.back().device = cur.value_or(Device::cpu);
-    }
-    p.nodes[i].segment = static_cast<int>(p.segments.size() - 1);
-    if (p.nodes[i].zero_cost) p.nodes[i].device = p.segments.back().device;
-    p.segments.back().nodes.push_back(i);
-    for (size_t r : readers[i]) {
-      if (--pending[r] == 0) make_ready(r);
-    }
-  };
-  size_t done = 0;
-  while (done < N) {
-    if (!ready_views.empty()) {
-      const size_t i = ready_views.top();
-      ready_views.pop();
-      finish(i);
-      ++done;
-      continue;
-    }
-    if (!cur || ready[*cur].empty()) {
-      std::optional<Device> next;
-      size_t best = N;
-      for (auto& [d, h] : ready) {
-        if (!h.empty() && h.top() < best) {
-          best = h.top();
-          next = d;
-        }
-      }
-      if (!next) return Error{ErrorKind::internal, "plan: the graph has a cycle"};
-      cur = next;
+  for (const ir::Node* n : order) {
+    const size_t i = index.at(n);
+    if (!p.nodes[i].zero_cost && cur != p.nodes[i].device) {
+      cur = p.nodes[i].device;
       if (p.segments.empty() || p.segments.back().device != *cur) {
         if (!p.segments.empty() && p.segments.back().nodes.empty()) p.segments.back().device = *cur;
         else {
@@ -320,10 +271,13 @@ Result<VariantPlan> plan_variant(const ir::Graph& g, const Target& t, Variant v,
         }
       }
     }
-    const size_t i = ready[*cur].top();
-    ready[*cur].pop();
-    finish(i);
-    ++done;
+    if (p.segments.empty()) {
+      p.segments.push_back(Segment{});
+      p.segments.back().device = cur.value_or(Device::cpu);
+    }
+    p.nodes[i].segment = static_cast<int>(p.segments.size() - 1);
+    if (p.nodes[i].zero_cost) p.nodes[i].device = p.segments.back().device;
+    p.segments.back().nodes.push_back(i);
   }
   // A leading segment of views only (graph inputs reshaped first) belongs to the next one.
   if (p.segments.size() > 1) {

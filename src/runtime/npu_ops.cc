@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <map>
-#include <set>
 
 #include "core/dtype.h"
 #include "ir/op_info.h"
@@ -810,83 +808,44 @@ std::string npu_placement_text(const ir::FusionReport& f, const std::string& whe
   return s;
 }
 
-int npu_device_switches(const ir::Graph& g) {
-  int runs = 0;
-  std::optional<bool> npu;
-  for (const auto& np : g.nodes()) {
-    if (ir::op_has(*np, ir::kView)) continue;
-    const bool on = ir::op_has(*np, ir::kOnNpu);
-    if (!npu || *npu != on) ++runs;
-    npu = on;
-  }
-  return std::max(runs - 1, 0);
-}
-
 namespace {
 
-// 0: a CPU node, 1: an NPU node, 2: a view (no computation: it joins whichever run it is in).
-int schedule_class(const ir::Node& n) {
-  if (ir::op_has(n, ir::kView)) return 2;
+// The executor's devices: -1 a view (no computation: it joins whichever run it is in), 1 an NPU
+// node, 0 a CPU node.
+int executor_device(const ir::Node& n) {
+  if (ir::op_has(n, ir::kView)) return -1;
   return ir::op_has(n, ir::kOnNpu) ? 1 : 0;
 }
 
-int switches_of(const std::vector<const ir::Node*>& order) {
+int switches_in(const std::vector<const ir::Node*>& order) {
   int runs = 0, last = -1;
   for (const ir::Node* n : order) {
-    const int c = schedule_class(*n);
-    if (c == 2) continue;
-    runs += c != last;
-    last = c;
+    const int d = executor_device(*n);
+    if (d < 0) continue;
+    runs += d != last;
+    last = d;
   }
   return std::max(runs - 1, 0);
-}
-
-std::vector<const ir::Node*> greedy_schedule(const ir::Graph& g, int start) {
-  const auto& nodes = g.nodes();
-  std::map<const ir::Node*, size_t> index;
-  for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i].get()] = i;
-  std::vector<int> missing(nodes.size(), 0);
-  std::vector<std::vector<size_t>> readers(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    for (const ir::Value* v : nodes[i]->inputs) {
-      if (!v || !v->producer) continue;
-      ++missing[i];
-      readers[index.at(v->producer)].push_back(i);
-    }
-  }
-  std::set<size_t> ready[3];
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (missing[i] == 0) ready[schedule_class(*nodes[i])].insert(i);
-  }
-  std::vector<const ir::Node*> order;
-  order.reserve(nodes.size());
-  int cur = start;
-  while (order.size() < nodes.size()) {
-    std::set<size_t>* from = !ready[2].empty() ? &ready[2] : !ready[cur].empty() ? &ready[cur] : &ready[1 - cur];
-    if (from->empty()) break;  // a cycle: the caller's validation names it
-    if (from == &ready[1 - cur]) cur = 1 - cur;
-    const size_t i = *from->begin();
-    from->erase(from->begin());
-    order.push_back(nodes[i].get());
-    for (size_t r : readers[i]) {
-      if (--missing[r] == 0) ready[schedule_class(*nodes[r])].insert(r);
-    }
-  }
-  return order;
 }
 
 }  // namespace
 
+int npu_device_switches(const ir::Graph& g) {
+  std::vector<const ir::Node*> order;
+  for (const auto& np : g.nodes()) order.push_back(np.get());
+  return switches_in(order);
+}
+
 std::vector<const ir::Node*> npu_schedule(const ir::Graph& g) {
   int first = 0;
   for (const auto& np : g.nodes()) {
-    if (schedule_class(*np) != 2) {
-      first = schedule_class(*np);
+    if (executor_device(*np) >= 0) {
+      first = executor_device(*np);
       break;
     }
   }
-  std::vector<const ir::Node*> a = greedy_schedule(g, first), b = greedy_schedule(g, 1 - first);
-  if (b.size() == g.nodes().size() && (a.size() != g.nodes().size() || switches_of(b) < switches_of(a))) return b;
+  std::vector<const ir::Node*> a = ir::device_grouped_order(g, executor_device, first), b = ir::device_grouped_order(g, executor_device, 1 - first);
+  if (b.size() == g.nodes().size() && (a.size() != g.nodes().size() || switches_in(b) < switches_in(a))) return b;
   return a;
 }
 

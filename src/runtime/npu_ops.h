@@ -107,10 +107,8 @@ std::string npu_placement_text(const ir::FusionReport& f, const std::string& whe
 // in; k = runs - 1 (the planner's as-run variant counts the same).
 int npu_device_switches(const ir::Graph& g);
 // npu-schedule: the node order the executor, `compile`, the artifact, the device back end and the
-// planner's as-run all read - a topological order of g that runs its NPU nodes in as few runs as
-// it finds. Greedy: the next node is a ready view (it joins any run), else a ready node of the
-// device of the last one, else one of the other device (a switch); among those, the first in the
-// order before. Started from either device, the order with fewer switches is kept (a tie: the
+// planner's as-run all read: ir::device_grouped_order over the CPU and the NPU (the planner's
+// serial schedule), started from either device, the order with fewer switches kept (a tie: the
 // one starting on the device of the graph's first node). Values keep their data; only the order
 // changes, so every result stays bit for bit.
 std::vector<const ir::Node*> npu_schedule(const ir::Graph& g);
