@@ -34,7 +34,8 @@ namespace {
 // core's array (at the profile's utilization) and its DMA bytes at the DDR rate (the CNA reads
 // while the array computes); a job its tasks in turn plus one task_overhead_us (its submission,
 // register fetch, kick and completion interrupt); a stage's jobs run on cores_used cores (longest
-// first, each on the least loaded core); the stages in turn. The terms split the node's time in
+// first, each on the least loaded core), and no faster than the stage's bytes at the DDR rate
+// (the cores share the DDR); the stages in turn. The terms split the node's time in
 // the proportions of its tasks' compute-bound and traffic-bound parts.
 struct LoweredTime {
   double compute = 0, traffic = 0, overhead = 0;
@@ -49,6 +50,7 @@ LoweredTime lowered_time(const NpuNodeCost& c, const Target& t) {
     compute_ms[i] = mac >= dma ? task_ms[i] : 0;
   }
   std::map<int, std::vector<double>> stages;  // per stage: each job's time
+  std::map<int, double> stage_dma;            // per stage: its tasks' DMA time at the whole DDR rate
   double busy = 0, compute = 0, jobs = 0;
   for (const NpuJob& j : c.jobs) {
     double ms = over;
@@ -57,6 +59,7 @@ LoweredTime lowered_time(const NpuNodeCost& c, const Target& t) {
       ms += task_ms[i];
       busy += task_ms[i];
       compute += compute_ms[i];
+      stage_dma[j.stage] += (c.tasks[i].read_bytes + c.tasks[i].write_bytes) / ddr * 1e3;
     }
     stages[j.stage].push_back(ms);
     jobs += 1;
@@ -67,7 +70,8 @@ LoweredTime lowered_time(const NpuNodeCost& c, const Target& t) {
     std::sort(ms.begin(), ms.end(), std::greater<double>());
     std::vector<double> load(std::min(cores, ms.size()), 0.0);
     for (double m : ms) *std::min_element(load.begin(), load.end()) += m;
-    total += *std::max_element(load.begin(), load.end());
+    // The cores share one DDR: a stage takes at least its bytes at the DDR rate.
+    total += std::max(*std::max_element(load.begin(), load.end()), stage_dma[stage]);
   }
   // The makespan in the proportions of the serial sums: overhead, compute-bound, traffic-bound.
   const double serial = busy + jobs * over;
@@ -146,6 +150,36 @@ void price(VariantPlan& p, const Target& t) {
   }
 }
 
+NpuWork npu_work(double macs, const NodeTraffic& minimum, const NpuNodeCost& c) {
+  NpuWork w;
+  w.tasks = static_cast<int>(c.tasks.size());
+  w.jobs = static_cast<int>(c.jobs.size());
+  w.macs = macs;
+  w.min_bytes = minimum.weight_bytes + minimum.feature_bytes;
+  for (const NpuTaskCost& tc : c.tasks) {
+    w.padded_macs += tc.padded_macs;
+    w.bytes += tc.read_bytes + tc.write_bytes;
+  }
+  return w;
+}
+
+std::vector<NpuNodeEfficiency> npu_efficiency(const VariantPlan& p, const Target& t) {
+  const double mac_rate = t.npu.macs_per_cycle * std::max(1, t.npu.cores_used) * t.npu.clock_mhz * 1e6 * t.npu.utilization;  // MAC/s
+  const double ddr = t.npu.ddr_gbps * 1e9, over = (t.npu.task_overhead_us + t.npu.task_submit_us) / 1e3;
+  std::vector<NpuNodeEfficiency> v;
+  for (const PlannedNode& n : p.nodes) {
+    if (n.device != Device::npu || n.zero_cost || !n.lowered_tasks) continue;
+    NpuNodeEfficiency e;
+    e.node = &n;
+    e.work = npu_work(n.macs, {n.weight_bytes, n.feature_bytes}, *n.lowered_tasks);
+    e.ms = n.ms;
+    e.ideal_ms = std::max(n.macs / mac_rate * 1e3, e.work.min_bytes / ddr * 1e3) + over;
+    v.push_back(e);
+  }
+  std::stable_sort(v.begin(), v.end(), [](const NpuNodeEfficiency& a, const NpuNodeEfficiency& b) { return a.excess_ms() > b.excess_ms(); });
+  return v;
+}
+
 std::optional<double> node_macs(const ir::Node& n) {
   auto numel_batch1 = [](const ir::Value* v) -> std::optional<double> {
     if (!v || !v->shape) return std::nullopt;
@@ -176,7 +210,8 @@ std::optional<double> node_macs(const ir::Node& n) {
     auto in = numel_batch1(n.inputs[0]);
     return in ? std::optional<double>(*in * per) : std::nullopt;
   }
-  if ((n.op_type == "MatMul" || n.op_type == "Gemm") && n.inputs.size() >= 2 && !n.outputs.empty() && n.outputs[0]) {
+  const bool qmatmul = n.op_type == "QLinearMatMul" || (n.op_type == "NpuMatMul" && n.domain == "rkdeploy");
+  if ((n.op_type == "MatMul" || n.op_type == "Gemm" || qmatmul) && n.inputs.size() >= 2 && !n.outputs.empty() && n.outputs[0]) {
     auto out = numel_batch1(n.outputs[0]);
     const ir::Value* a = n.inputs[0];
     if (!out || !a || !a->shape || a->shape->empty()) return std::nullopt;

@@ -78,6 +78,22 @@ double value_numel(const ir::Value* v) {
 }
 double value_bytes(const ir::Value* v) { return v && v->dtype ? value_numel(v) * static_cast<double>(dtype_size(*v->dtype)) : 0; }
 
+}  // namespace
+
+NodeTraffic node_traffic(const ir::Node& n, int bytes_per_element) {
+  NodeTraffic r;
+  for (const ir::Value* in : n.inputs) {
+    if (!in) continue;
+    const bool weight =
+        in->constant || (in->producer && in->producer->op_type == "DequantizeLinear" && in->producer->inputs[0] && in->producer->inputs[0]->constant);
+    (weight ? r.weight_bytes : r.feature_bytes) += value_numel(in) * bytes_per_element;
+  }
+  for (const ir::Value* o : n.outputs) r.feature_bytes += value_numel(o) * bytes_per_element;
+  return r;
+}
+
+namespace {
+
 // The bytes that enter each segment from another device (each value read once per segment),
 // k, and the prices.
 VariantPlan finish_plan(const ir::Graph& g, const Target& t, std::map<const ir::Node*, size_t>& index, VariantPlan& p) {
@@ -213,14 +229,9 @@ Result<VariantPlan> plan_variant(const ir::Graph& g, const Target& t, Variant v,
       p.failures.push_back("node '" + n.name + "' (" + pn.op_type + "): " + pn.reason);
     }
     if (auto m = node_macs(n)) pn.macs = *m;
-    // NPU traffic: every input and output once, at the profile's element size.
-    for (const ir::Value* in : n.inputs) {
-      if (!in) continue;
-      const bool weight = in->constant || (in->producer && in->producer->op_type == "DequantizeLinear" && in->producer->inputs[0] &&
-                                           in->producer->inputs[0]->constant);
-      (weight ? pn.weight_bytes : pn.feature_bytes) += value_numel(in) * t.npu.bytes_per_element;
-    }
-    for (const ir::Value* o : n.outputs) pn.feature_bytes += value_numel(o) * t.npu.bytes_per_element;
+    const NodeTraffic traffic = node_traffic(n, t.npu.bytes_per_element);
+    pn.weight_bytes = traffic.weight_bytes;
+    pn.feature_bytes = traffic.feature_bytes;
     if (auto it = host_ms.find(n.name); it != host_ms.end()) pn.host_ms = it->second;
     if (auto it = host_runs.find(n.name); it != host_runs.end()) pn.host_runs = it->second;
     if (auto it = runtime.lowered.find(n.name); it != runtime.lowered.end() && pn.device == Device::npu) pn.lowered_tasks = it->second;

@@ -196,6 +196,26 @@ struct NpuNodeCost {
   std::vector<NpuJob> jobs;
 };
 
+// The least an NPU node's work needs: its weights (constants, or a QDQ graph's dequantized
+// constants) and its feature maps (every other input, every output), each read or written once,
+// at bytes_per_element bytes per element - the traffic the planner prices a node without
+// lowered tasks at, and the minimum a lowered node's bytes are compared with.
+struct NodeTraffic {
+  double weight_bytes = 0, feature_bytes = 0;
+};
+NodeTraffic node_traffic(const ir::Node& n, int bytes_per_element);
+// A lowered NPU node's work against that minimum: the MACs its tasks' array passes compute
+// (channels and kernels padded to the atomic sizes, every channel group and tile: MAC
+// utilisation = the node's MACs / these) and the bytes their DMA moves (inputs re-read per
+// group or tile, weights re-read per slice, scratch maps; traffic ratio = these / the minimum).
+struct NpuWork {
+  int tasks = 0, jobs = 0;
+  double macs = 0, padded_macs = 0, bytes = 0, min_bytes = 0;
+  double mac_utilization() const { return padded_macs > 0 ? macs / padded_macs : 0; }
+  double traffic_ratio() const { return min_bytes > 0 ? bytes / min_bytes : 0; }
+};
+NpuWork npu_work(double macs, const NodeTraffic& minimum, const NpuNodeCost& c);
+
 struct PlannedNode {
   std::string name, op_type;
   Device device = Device::cpu;
@@ -246,6 +266,18 @@ Result<VariantPlan> plan_variant(const ir::Graph& g, const Target& t, Variant v,
 // Recomputes the times of a plan under (possibly re-calibrated) cost parameters.
 void price(VariantPlan& p, const Target& t);
 
+// A priced plan's lowered NPU node against its ideal: its time against the longer of its MACs
+// on cores_used cores at the profile's rate and its minimum bytes at the DDR rate, plus one
+// job's overhead (one submission) - what `plan` lists so that the next inefficiency is visible.
+struct NpuNodeEfficiency {
+  const PlannedNode* node = nullptr;
+  NpuWork work;
+  double ms = 0, ideal_ms = 0;
+  double excess_ms() const { return ms - ideal_ms; }
+};
+// Every NPU node of p priced from its lowered tasks, the most time above its ideal first.
+std::vector<NpuNodeEfficiency> npu_efficiency(const VariantPlan& p, const Target& t);
+
 // --cpu-times: CPU node times measured on the board itself, which replace host time x
 // host_factor: {"schema": "rkdeploy-cpu-times/1", "nodes": {NAME: ms}, "ops": {OP_TYPE: ms per node}}
 // (a node's own entry wins over its op type's).
@@ -256,8 +288,8 @@ Result<BoardTimes> read_board_times(const std::string& path);
 // Sets board_ms of the plan's CPU nodes the times cover; returns how many.
 int apply_board_times(VariantPlan& p, const BoardTimes& bt);
 
-// Multiply-accumulates of a Conv/ConvTranspose/QLinearConv/MatMul/Gemm node with known shapes
-// (a symbolic batch counts as 1).
+// Multiply-accumulates of a Conv/ConvTranspose/QLinearConv/MatMul/Gemm/QLinearMatMul node (or
+// their rkdeploy.NpuConv / NpuMatMul forms) with known shapes (a symbolic batch counts as 1).
 std::optional<double> node_macs(const ir::Node& n);
 
 // --calibrate: measured latencies; role "fit" entries fit the free parameters, "check"

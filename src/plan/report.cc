@@ -56,6 +56,25 @@ json target_json(const Target& t) {
   return {{"name", t.name}, {"soc", t.soc}, {"runtime", t.runtime}, {"version", t.version}, {"path", t.path}, {"parameters", params}};
 }
 
+json efficiency_json(const NpuNodeEfficiency& e) {
+  return {{"name", e.node->name},
+          {"op", e.node->op_type},
+          {"ms", e.ms},
+          {"ideal_ms", e.ideal_ms},
+          {"excess_ms", e.excess_ms()},
+          {"tasks", e.work.tasks},
+          {"jobs", e.work.jobs},
+          {"macs", e.work.macs},
+          {"padded_macs", e.work.padded_macs},
+          {"mac_utilization", e.work.mac_utilization()},
+          {"bytes", e.work.bytes},
+          {"min_bytes", e.work.min_bytes},
+          {"traffic_ratio", e.work.traffic_ratio()}};
+}
+
+// The rows of the "least efficient NPU nodes" tables.
+constexpr size_t kEfficiencyRows = 8;
+
 }  // namespace
 
 std::string plan_json(const PlanReport& r) {
@@ -113,6 +132,10 @@ std::string plan_json(const PlanReport& r) {
           {{"name", n->name}, {"op", n->op_type}, {"device", device_name(n->device)}, {"ms", n->ms}, {"macs", n->macs}, {"segment", n->segment}});
     }
     v["layers"] = layers;
+    // Every lowered NPU node against its ideal, the most time above it first.
+    json eff = json::array();
+    for (const NpuNodeEfficiency& e : npu_efficiency(p, r.target)) eff.push_back(efficiency_json(e));
+    v["npu_efficiency"] = eff;
     vs.push_back(v);
   }
   j["variants"] = vs;
@@ -177,6 +200,18 @@ std::string plan_text(const PlanReport& r) {
       std::snprintf(line, sizeof line, "  %4d x %-22s on %-4s %9.2f ms  ", f.count, f.op.c_str(), device_name(f.device), f.ms);
       o << line << f.reason << "\n";
     }
+    const std::vector<NpuNodeEfficiency> eff = npu_efficiency(p, r.target);
+    if (!eff.empty()) {
+      o << "  NPU nodes furthest from their ideal (MACs on " << r.target.npu.cores_used << " core(s), every byte once, one job; --json lists all):\n";
+      std::snprintf(line, sizeof line, "  %9s %9s %6s %6s %8s %8s  %s\n", "ms", "ideal", "tasks", "jobs", "MAC use", "bytes x", "node");
+      o << line;
+      for (size_t i = 0; i < eff.size() && i < kEfficiencyRows; ++i) {
+        const NpuNodeEfficiency& e = eff[i];
+        std::snprintf(line, sizeof line, "  %9.3f %9.3f %6d %6d %7.0f%% %8.2f  ", e.ms, e.ideal_ms, e.work.tasks, e.work.jobs,
+                      100 * e.work.mac_utilization(), e.work.traffic_ratio());
+        o << line << e.node->name << " (" << e.node->op_type << ")\n";
+      }
+    }
   }
   if (r.fit) {
     o << "\ncalibration (" << r.target.name << "): ";
@@ -231,6 +266,17 @@ std::string plan_markdown(const PlanReport& r) {
     for (const PlannedNode* n : slowest(p, static_cast<size_t>(r.layers))) {
       o << "| " << n->name << " | " << n->op_type << " | " << device_name(n->device) << " | " << fmt("%.3f", n->ms) << " | " << fmt("%.3g", n->macs)
         << " |\n";
+    }
+    const std::vector<NpuNodeEfficiency> eff = npu_efficiency(p, r.target);
+    if (!eff.empty()) {
+      o << "\n| NPU nodes furthest from their ideal | op | ms | ideal ms | tasks | jobs | MAC utilisation | bytes / minimum |\n"
+           "|---|---|---|---|---|---|---|---|\n";
+      for (size_t i = 0; i < eff.size() && i < kEfficiencyRows; ++i) {
+        const NpuNodeEfficiency& e = eff[i];
+        o << "| " << e.node->name << " | " << e.node->op_type << " | " << fmt("%.3f", e.ms) << " | " << fmt("%.3f", e.ideal_ms) << " | "
+          << e.work.tasks << " | " << e.work.jobs << " | " << fmt("%.0f%%", 100 * e.work.mac_utilization()) << " | "
+          << fmt("%.2f", e.work.traffic_ratio()) << " |\n";
+      }
     }
   }
   if (r.fit) {

@@ -95,6 +95,14 @@ npu = [s for s in r['segments'] if s['device'] == 'npu']
 assert npu and sum(s['nodes'] for s in npu) > 0, r['segments']
 fb = {x['op']: x for x in r['fallbacks']}
 assert 'rkdeploy.NpuConv' not in fb and 'rkdeploy.NpuAdd' not in fb, fb.keys()   # NPU nodes are not fallbacks
+# Every NPU node priced from its lowered tasks against its ideal, the most time above it first.
+eff = r['npu_efficiency']
+assert len(eff) == r['nodes_by_device']['npu'], (len(eff), r['nodes_by_device'])
+assert [e['excess_ms'] for e in eff] == sorted((e['excess_ms'] for e in eff), reverse=True)
+for e in eff:
+    assert e['tasks'] >= 1 and e['jobs'] >= 1 and e['bytes'] > 0 and abs(e['excess_ms'] - (e['ms'] - e['ideal_ms'])) < 1e-9, e
+    if e['op'] == 'rkdeploy.NpuConv':
+        assert 0 < e['mac_utilization'] <= 1 and e['padded_macs'] >= e['macs'] > 0, e
 print('plan: quantized yolov8n as run: k = %d (as-is %d), %d nodes on the NPU' % (r['k'], v['as-is']['k'], sum(s['nodes'] for s in npu)))" \
   "$work/yolo_run_float.json" "$work/yolo_run.json"
 

@@ -93,26 +93,51 @@ TEST(NpuLowerSim, SingleOutCvtStrategiesAreExactWhenEveryChannelHasOneScale) {
   }
 }
 
+TEST(NpuLowerSim, SortedBsMultiplierSplitsPastItsSpreadAndStaysWithinOneStep) {
+  // Weight scales over four decades (a 10^4 spread, past the default's 2^7 per task): several
+  // tasks, each within the bound, so at most one step everywhere.
+  std::mt19937 rng(12);
+  for (int trial = 0; trial < 8; ++trial) {
+    Case c = random_case(rng, trial % 4 == 0, DType::i8, 4.0, trial % 3 == 1);
+    const Tensor ref = reference(c, quant::Requant::onnx_float);
+    size_t tasks = 0, one = 0;
+    auto y = simulate(c, lower::Strategy::sorted_bs_multiplier, &tasks);
+    ASSERT_TRUE(y.ok()) << "trial " << trial << ": " << y.error().to_string();
+    ASSERT_TRUE(simulate(c, lower::Strategy::bs_multiplier_opt, &one).ok());
+    EXPECT_LE(compare(*y, ref).max, 1) << "trial " << trial;
+    EXPECT_GT(tasks, one) << "trial " << trial;
+  }
+}
+
 TEST(NpuLowerSim, PerAxisStrategiesOnScalesSpreadOverTwoDecades) {
   std::mt19937 rng(4);
   std::map<std::string, Diff> total;
+  std::map<std::string, size_t> task_count;
+  // sorted-bs-multiplier at a spread of 4 per task (13 bits per multiplier), beside the default's.
+  lower::LowerOptions narrow;
+  narrow.sorted_bs_spread_log2 = 2;
+  const std::string narrow_name = "sorted-bs-multiplier (spread 4)";
   for (int trial = 0; trial < 16; ++trial) {
     Case c = random_case(rng, trial % 4 == 0, DType::i8, 2.0, trial % 3 == 1);
     const Tensor ref = reference(c, quant::Requant::onnx_float);
     const Tensor ref_npu = reference(c, quant::Requant::rknpu_out_cvt);
-    for (lower::Strategy st : lower::all_strategies()) {
+    std::vector<std::pair<std::string, lower::Strategy>> runs;
+    for (lower::Strategy st : lower::all_strategies()) runs.emplace_back(lower::strategy_name(st), st);
+    runs.emplace_back(narrow_name, lower::Strategy::sorted_bs_multiplier);
+    for (const auto& [name, st] : runs) {
       size_t tasks = 0;
-      auto y = simulate(c, st, &tasks);
-      ASSERT_TRUE(y.ok()) << "trial " << trial << " " << lower::strategy_name(st) << ": " << y.error().to_string();
+      auto y = simulate(c, st, &tasks, name == narrow_name ? narrow : lower::LowerOptions{});
+      ASSERT_TRUE(y.ok()) << "trial " << trial << " " << name << ": " << y.error().to_string();
       // One OUT_CVT per channel: the NPU convention's reference bit for bit.
       if (st == lower::Strategy::per_channel) {
         EXPECT_EQ(compare(*y, ref_npu).max, 0) << "trial " << trial;
       }
       const Diff d = compare(*y, ref);
-      Diff& t = total[lower::strategy_name(st)];
+      Diff& t = total[name];
       t.max = std::max(t.max, d.max);
       t.exact += d.exact;
       t.n += d.n;
+      task_count[name] += tasks;
     }
   }
   for (const auto& [name, d] : total) {
@@ -128,15 +153,20 @@ TEST(NpuLowerSim, PerAxisStrategiesOnScalesSpreadOverTwoDecades) {
     EXPECT_GE(share(n), 0.999) << n;
   }
   // int16 multipliers in the BS stage: a channel at 1/100 of the largest scale keeps about 9
-  // bits, so near-ties flip more often; never beyond one step. Sorting channels into tasks of
-  // spread <= 4 restores 13 bits; the joint choice beats the vendor's per-channel ratio.
-  EXPECT_LE(total["sorted-bs-multiplier"].max, 1);
-  EXPECT_GE(share("sorted-bs-multiplier"), 0.995);
-  for (const char* n : {"bs-multiplier", "bs-multiplier-opt"}) {
+  // bits, so near-ties flip more often; never beyond one step. The joint choice beats the
+  // vendor's per-channel ratio. The default sorted-bs-multiplier splits only past a spread of
+  // 2^7, so two decades are one task: bs-multiplier-opt's values at its task count. Tasks of
+  // spread <= 4 restore 13 bits, at more tasks.
+  for (const char* n : {"bs-multiplier", "bs-multiplier-opt", "sorted-bs-multiplier"}) {
     EXPECT_LE(total[n].max, 1) << n;
     EXPECT_GE(share(n), 0.98) << n;
   }
   EXPECT_GT(share("bs-multiplier-opt"), share("bs-multiplier"));
+  EXPECT_EQ(total["sorted-bs-multiplier"].exact, total["bs-multiplier-opt"].exact);
+  EXPECT_EQ(task_count["sorted-bs-multiplier"], task_count["bs-multiplier-opt"]);
+  EXPECT_LE(total[narrow_name].max, 1);
+  EXPECT_GE(share(narrow_name.c_str()), 0.995);
+  EXPECT_GT(task_count[narrow_name], task_count["sorted-bs-multiplier"]);
 }
 
 // Inputs taller than the data banks hold (row slices, overlapping by KH - stride rows, the

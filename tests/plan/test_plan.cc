@@ -447,6 +447,50 @@ TEST(Partition, KCountsDeviceSwitchesNotUnsupportedNodes) {
   EXPECT_NE(bad.error().message.find("fused-fallback"), std::string::npos);
 }
 
+TEST(Efficiency, LoweredNodesAgainstTheirIdeal) {
+  // Two convolutions priced from lowered tasks: c1 as one task that computes and moves just its
+  // work, c2 as four tasks that pad its MACs to 4x and move 40 kB each over two jobs on the two
+  // cores - bound by the DDR they share. The efficiency list puts c2 first, with the figures
+  // recomputed here.
+  TempFile f("e.json", kProfile);
+  const plan::Target t = *plan::load_target(f.path);
+  ir::Graph g;
+  g.opset = 17;
+  ir::Value* x = input(g, "x", {1, 4, 8, 8});
+  ir::Node* c1 = conv(g, x, 4, 4, 3, 8);
+  ir::Node* c2 = conv(g, c1->outputs[0], 4, 4, 3, 8);
+  g.outputs.push_back(c2->outputs[0]);
+  const double macs = 8.0 * 8 * 4 * 4 * 9, min_bytes = 256 + 144 + 256;
+  plan::RuntimePlacement rt;
+  rt.lowered[c1->name] = plan::NpuNodeCost{{{macs, 400, 256}}, {{0, {0}}}};
+  rt.lowered[c2->name] =
+      plan::NpuNodeCost{{{macs, 30000, 10000}, {macs, 30000, 10000}, {macs, 30000, 10000}, {macs, 30000, 10000}}, {{0, {0, 1}}, {0, {2, 3}}}};
+  auto p = plan::plan_variant(g, t, plan::Variant::as_is, {}, {}, rt);
+  ASSERT_TRUE(p.ok()) << p.error().to_string();
+  const auto eff = plan::npu_efficiency(*p, t);
+  ASSERT_EQ(eff.size(), 2u);
+  EXPECT_EQ(eff[0].node->name, c2->name);
+  EXPECT_EQ(eff[0].work.tasks, 4);
+  EXPECT_EQ(eff[0].work.jobs, 2);
+  EXPECT_DOUBLE_EQ(eff[0].work.mac_utilization(), 0.25);
+  EXPECT_DOUBLE_EQ(eff[0].work.traffic_ratio(), 4 * 40000 / min_bytes);
+  // Each job 10 us + two tasks of 40 kB at 2 GB/s on its own core: 0.05 ms; the four tasks'
+  // 160 kB through the one DDR take 0.08 ms, the node's time.
+  EXPECT_NEAR(eff[0].ms, 4 * 40000 / 2e9 * 1e3, 1e-12);
+  EXPECT_NEAR(eff[1].ms, 0.010 + min_bytes / 2e9 * 1e3, 1e-12);
+  EXPECT_DOUBLE_EQ(eff[1].work.mac_utilization(), 1.0);
+  EXPECT_DOUBLE_EQ(eff[1].work.traffic_ratio(), 1.0);
+  // The ideal: the longer of the MACs on both cores (500 MAC/cycle, 1 GHz, utilisation 0.5)
+  // and the minimum bytes at 2 GB/s, plus one job's 10 us.
+  const double ideal = std::max(macs / (500.0 * 2 * 1000e6 * 0.5), min_bytes / 2e9) * 1e3 + 0.010;
+  for (const auto& e : eff) {
+    EXPECT_NEAR(e.ideal_ms, ideal, 1e-12);
+    EXPECT_DOUBLE_EQ(e.ms, e.node->ms);
+  }
+  EXPECT_NEAR(eff[1].excess_ms(), 0.0, 1e-12);  // one task, every byte once: the ideal itself
+  EXPECT_GT(eff[0].excess_ms(), 0.0);
+}
+
 TEST(SupportedOpsDoc, MatchesTheProfiles) {
   auto all = plan::load_targets(kTargets);
   ASSERT_TRUE(all.ok());

@@ -21,8 +21,9 @@
 //                      own rounding, so each channel's effective multiplier MUL[k] SCALE /
 //                      2^(15 + SHIFT) is the nearest one the hardware can apply;
 //   sorted-bs-multiplier  channels sorted by M into the fewest tasks whose spread is at most
-//                      2^sorted_bs_spread_log2 (default 4: every MUL keeps at least 13
-//                      significant bits), each task bs-multiplier-opt. The default strategy.
+//                      2^sorted_bs_spread_log2 (default 2^7: every MUL keeps at least 8
+//                      significant bits, the error stays under half a step), each task
+//                      bs-multiplier-opt. The default strategy.
 // OUT_CVT: SCALE in [2^14, 2^15) (signed 16-bit register), SHIFT so that SCALE / 2^SHIFT is
 // the multiplier rounded to 15 bits, OFFSET = z_y (int8) or z_y - 128 (uint8). A fused ReLU
 // (act_min = z_y) is the BS ReLU (v >= 0 <=> y >= z_y); an upper bound below the type's

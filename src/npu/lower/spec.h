@@ -68,7 +68,11 @@ struct ConvSpec {
 
 struct LowerOptions {
   double hybrid_ratio = 1.0 + 1.0 / 1024;  // hybrid: split groups whose max/min M exceeds this
-  int sorted_bs_spread_log2 = 2;           // sorted-bs-multiplier: spread per task <= 2^this (docs/npu.md)
+  // sorted-bs-multiplier: spread per task <= 2^this. The default is the widest the one-step bound
+  // allows with a margin: a channel at ratio r of its task's largest multiplier is off by at most
+  // |y| 2^-16 / r steps, and |y| <= 256 for an 8-bit output, so 2^7 keeps that <= 1/2 step
+  // (docs/npu.md, "Strategies and their error bounds").
+  int sorted_bs_spread_log2 = 7;
   // false: no kernel chunks or row slices, whatever the CBUF holds (not for hardware: the
   // simulator does not model CBUF capacity, so tests compare tiled and whole lowerings).
   bool cbuf_tiling = true;
