@@ -758,6 +758,16 @@ ir::Pass npu_placement_pass(const NpuPlacementOptions& o, ir::FusionReport* repo
                     // The rewrites first: they change which nodes are candidates, not where any is placed.
                     for (const NpuOpFamily& f : npu_op_families())
                       if (f.before) RKD_TRY(f.before(g, o));
+                    // Places n (lowerable) in family f; true when a rewrite replaced it (a re-sort is due).
+                    auto place = [&](const NpuOpFamily& f, ir::NpuFamilyPlacement& p, Node* n) {
+                      Node* m = f.rewrite ? f.rewrite(g, n, o, p) : n;
+                      m->op_type = f.npu_op(*m);
+                      m->domain = "rkdeploy";
+                      m->attrs["rkd_npu_knobs"] = knobs;
+                      ++p.placed;
+                      return m != n;
+                    };
+                    std::vector<std::pair<const NpuOpFamily*, Node*>> alone;  // lowerable, but no NPU neighbour yet
                     for (const NpuOpFamily& f : npu_op_families()) {
                       ir::NpuFamilyPlacement& p = r.npu[f.name];
                       std::vector<Node*> candidates;
@@ -772,28 +782,37 @@ ir::Pass npu_placement_pass(const NpuPlacementOptions& o, ir::FusionReport* repo
                       bool resort = false;
                       for (Node* n : candidates) {
                         Status lowerable = f.lowerable(*n, o);
-                        if (lowerable.ok() && f.next_to_npu && !next_to_npu_node(*n))
-                          lowerable = unsupported(f.alone ? f.alone : "its producer and every reader run on the CPU");
                         if (lowerable.ok() && f.ppu_only && !o.ppu_only_tasks)
                           lowerable = unsupported(
                               "a PPU-only task: mainline's rocket driver learns of a task's end only through the DPU's "
                               "interrupt, so it would never complete (docs/device.md)");
+                        if (lowerable.ok() && f.next_to_npu && !next_to_npu_node(*n)) {
+                          // Alone for now: a family placed later may put a neighbour on the NPU.
+                          alone.push_back({&f, n});
+                          continue;
+                        }
                         if (!lowerable.ok()) {
                           p.on_cpu.push_back(n->name + ": " + lowerable.error().message);
                           continue;
                         }
-                        if (f.rewrite) {
-                          Node* m = f.rewrite(g, n, o, p);
-                          resort = resort || m != n;
-                          n = m;
-                        }
-                        n->op_type = f.npu_op(*n);
-                        n->domain = "rkdeploy";
-                        n->attrs["rkd_npu_knobs"] = knobs;
-                        ++p.placed;
+                        resort = place(f, p, n) || resort;
                       }
                       if (resort) RKD_TRY(g.sort_topologically());
                     }
+                    // The nodes that were alone, until none has a new NPU neighbour (placing one can
+                    // give another its neighbour: a table between a Split and a copy). Their
+                    // rewrites never replace the node (only the convolution's does; it is not next_to_npu).
+                    for (bool placed_one = true; placed_one;) {
+                      placed_one = false;
+                      for (auto& [f, n] : alone) {
+                        if (!n || !next_to_npu_node(*n)) continue;
+                        place(*f, r.npu[f->name], n);
+                        n = nullptr;
+                        placed_one = true;
+                      }
+                    }
+                    for (const auto& [f, n] : alone)
+                      if (n) r.npu[f->name].on_cpu.push_back(n->name + ": " + (f->alone ? f->alone : "its producer and every reader run on the CPU"));
                     return {};
                   }};
 }

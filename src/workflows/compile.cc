@@ -12,12 +12,14 @@
 #include "core/npy.h"
 #include "ir/op_info.h"
 #include "npu/regcmd/regcmd.h"
+#include "plan/plan.h"
 #include "runtime/artifact.h"
 #include "runtime/detect.h"
 #include "runtime/executor.h"
 #include "runtime/model.h"
 #include "runtime/npu_conv.h"
 #include "runtime/npu_ops.h"
+#include "workflows/plan.h"
 
 namespace rkd::workflows {
 
@@ -87,6 +89,11 @@ Status add_npu_node(const ir::Node& n, const NpuOpFamily& f, const std::shared_p
   const std::string at = "/" + std::string(f.section) + "/" + std::to_string(index);
   c.host_reads = [&host_reads, &at](const std::string& rel, std::function<bool()> reads) { host_reads.emplace_back(at + rel, std::move(reads)); };
   RKD_ASSIGN(Manifest entry, f.manifest(n, *ln, c));
+  // Its work against the least it needs (plan::npu_work; `plan` prices it): the next inefficiency.
+  RKD_ASSIGN(const plan::NpuNodeCost cost, npu_node_cost(*session, *ln, cores));
+  const plan::NpuWork w = plan::npu_work(plan::node_macs(n).value_or(0), plan::node_traffic(n, 1), cost);
+  entry["work"] = {{"macs", w.macs},   {"padded_macs", w.padded_macs}, {"mac_utilization", w.mac_utilization()},
+                   {"bytes", w.bytes}, {"min_bytes", w.min_bytes},     {"traffic_ratio", w.traffic_ratio()}};
   section.push_back(std::move(entry));
   (ln->conv ? sum.convs_on_npu : sum.eltwise_on_npu) += 1;
   sum.tasks += static_cast<int>(ln->regcmd.spans.size());

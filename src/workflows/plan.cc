@@ -59,16 +59,21 @@ Result<std::map<std::string, plan::NpuNodeCost>> lowered_costs(const ir::Graph& 
   for (const auto& np : g.nodes()) {
     if (!npu_family_of(*np)) continue;
     RKD_ASSIGN(auto ln, lower_npu_node(*np, session));
-    RKD_ASSIGN(auto work, npu_node_work(*session, *ln));
-    plan::NpuNodeCost& c = costs[np->name];
-    for (const npu::sim::TaskWork& w : work)
-      c.tasks.push_back({static_cast<double>(w.padded_macs), static_cast<double>(w.read_bytes), static_cast<double>(w.write_bytes)});
-    for (const NpuJobPlan& j : npu_node_jobs(*ln, cores)) c.jobs.push_back({j.stage, j.tasks});
+    RKD_ASSIGN(costs[np->name], npu_node_cost(*session, *ln, cores));
   }
   return costs;
 }
 
 }  // namespace
+
+Result<plan::NpuNodeCost> npu_node_cost(const NpuSession& s, const NpuLoweredNode& ln, int cores) {
+  RKD_ASSIGN(auto work, npu_node_work(s, ln));
+  plan::NpuNodeCost c;
+  for (const npu::sim::TaskWork& w : work)
+    c.tasks.push_back({static_cast<double>(w.padded_macs), static_cast<double>(w.read_bytes), static_cast<double>(w.write_bytes)});
+  for (const NpuJobPlan& j : npu_node_jobs(ln, cores)) c.jobs.push_back({j.stage, j.tasks});
+  return c;
+}
 
 Result<std::vector<plan::VariantPlan>> plan_model(const PlanOptions& o, const plan::Target& t) {
   if (o.runs < 1 || o.warmup < 0) return invalid("plan: --runs must be at least 1 and --warmup at least 0");

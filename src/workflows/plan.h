@@ -16,6 +16,7 @@
 
 #include "core/tensor.h"
 #include "plan/plan.h"
+#include "runtime/npu_conv.h"
 
 namespace rkd::workflows {
 
@@ -27,6 +28,10 @@ struct PlanOptions {
 };
 
 Result<std::vector<plan::VariantPlan>> plan_model(const PlanOptions& o, const plan::Target& t);
+
+// One NPU node lowered into a session, as the planner prices it: its tasks' work from their
+// register commands (npu::sim::chain_work) and its jobs on `cores` cores (runtime::npu_node_jobs).
+Result<plan::NpuNodeCost> npu_node_cost(const runtime::NpuSession& s, const runtime::NpuLoweredNode& ln, int cores);
 
 // A calibration set (`plan --calibrate FILE` without a MODEL): every measurement of t names its
 // model file (relative to models_dir) and variant; each model is planned with its saved inputs

@@ -27,6 +27,13 @@ for t in c["tasks"]:
     channels += [k for k in t["output"]["channels"] if k >= 0]
 assert sorted(channels) == [0, 1, 2], channels          # every output channel, once
 assert all(x["reason"] for x in m["cpu"])
+# Its work against the least it needs: the node's MACs from its geometry; its tasks compute 16
+# input channels and 32 output channels of it (the atomic sizes) and move at least its bytes.
+g, w = c["geometry"], c["work"]
+assert w["macs"] == g["OH"] * g["OW"] * g["OC"] * g["C"] * g["KH"] * g["KW"], (w, g)
+assert w["padded_macs"] >= g["OH"] * g["OW"] * 32 * 16 * g["KH"] * g["KW"], w
+assert abs(w["mac_utilization"] - w["macs"] / w["padded_macs"]) < 1e-12 and abs(w["traffic_ratio"] - w["bytes"] / w["min_bytes"]) < 1e-12, w
+assert w["bytes"] >= w["min_bytes"] > 0, w
 print("manifest ok:", len(c["tasks"]), "tasks")
 PY
 for f in "$tmp"/out/conv000/*.regcmd; do

@@ -149,19 +149,23 @@ Result<std::vector<TaskPlan>> plan_tasks(const ConvSpec& s, Strategy st, const L
       return std::vector<TaskPlan>{p};
     }
     case Strategy::sorted_bs_multiplier: {
+      // Sorted to form the groups; within a task its channels in their own order, so that a
+      // convolution that needs one task writes its output in order (no compaction pass).
       std::vector<TaskPlan> plans;
       const double spread = std::ldexp(1.0, opt.sorted_bs_spread_log2);
       std::vector<int64_t> cur;
+      auto close = [&]() -> Status {
+        std::sort(cur.begin(), cur.end());
+        RKD_ASSIGN(TaskPlan p, bs_task(s, cur, true));
+        plans.push_back(std::move(p));
+        cur.clear();
+        return {};
+      };
       for (int64_t k : sorted) {
-        if (!cur.empty() && real_multiplier(s, k) > real_multiplier(s, cur.front()) * spread) {
-          RKD_ASSIGN(TaskPlan p, bs_task(s, cur, true));
-          plans.push_back(std::move(p));
-          cur.clear();
-        }
+        if (!cur.empty() && real_multiplier(s, k) > real_multiplier(s, cur.front()) * spread) RKD_TRY(close());
         cur.push_back(k);
       }
-      RKD_ASSIGN(TaskPlan p, bs_task(s, cur, true));
-      plans.push_back(std::move(p));
+      RKD_TRY(close());
       return plans;
     }
   }
