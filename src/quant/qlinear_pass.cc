@@ -220,7 +220,14 @@ Status commute_data_movement(ir::Graph& g, std::set<const Node*>& gone) {
   for (const auto& np : g.nodes()) nodes.push_back(np.get());
   for (Node* q : nodes) {
     if (gone.count(q) || q->op_type != "QuantizeLinear" || !q->domain.empty() || q->inputs.size() < 3 || !q->inputs[2]) continue;
-    auto dq = dequantized(q->inputs[0]);
+    // Through a name-giving float Identity that only this Q reads (a graph output's): DQ ->
+    // Identity -> Q is the integers as well; the float Identity is left dead.
+    Value* src = q->inputs[0];
+    if (Node* id0 = ir::produced_by(src, "Identity"); id0 && id0->domain.empty() && id0->inputs.size() == 1 && id0->inputs[0] &&
+                                                      src->consumers.size() == 1 &&
+                                                      std::find(g.outputs.begin(), g.outputs.end(), src) == g.outputs.end())
+      src = id0->inputs[0];
+    auto dq = dequantized(src);
     if (!dq || !dq->zp || !per_tensor(dq->scale) || !per_tensor(q->inputs[1]) || !q->inputs[2]->constant) continue;
     const Tensor& z1 = *dq->zp->constant;
     const Tensor& z2 = *q->inputs[2]->constant;

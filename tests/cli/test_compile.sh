@@ -38,7 +38,7 @@ print("manifest ok:", len(c["tasks"]), "tasks")
 PY
 for f in "$tmp"/out/conv000/*.regcmd; do
   "$rk" regcmd decode "$f" > "$tmp/dis.txt"
-  ! grep -q "problem:" "$tmp/dis.txt"
+  if grep -q "problem:" "$tmp/dis.txt"; then echo "test_compile.sh: unexpected match: grep -q problem: $tmp/dis.txt" >&2; exit 1; fi
 done
 # A failing compile leaves the previous output as it was.
 before=$(cat "$tmp/out/manifest.json" | md5sum)

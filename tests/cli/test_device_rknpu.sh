@@ -30,7 +30,7 @@ check_model() {  # NAME MODEL INPUT
     same_dirs "$work/$name.sim" "$work/$name.dev$cores"
     # The same placement as the simulator's (PPU-only tasks included).
     diff <(grep '^npu:' "$work/sim.err" | sed 's/the RK3588 simulator//') <(grep '^npu:' "$work/err" | sed 's/the NPU device [^ ]* ([0-9] core(s))//')
-    ! grep -q hazard "$work/log.jsonl" "$work/err"
+    if grep -q hazard "$work/log.jsonl" "$work/err"; then echo "test_device_rknpu.sh: unexpected match: grep -q hazard $work/log.jsonl $work/err" >&2; exit 1; fi
     /usr/bin/python3 - "$work/log.jsonl" "$cores" "$name" <<'PY'
 import collections, json, sys
 runs = collections.Counter(json.loads(l)["core"] for l in open(sys.argv[1]) if '"run"' in l)

@@ -83,7 +83,7 @@ PY
 if "$rk" regcmd diff "$work/c0.regcmd" "$work/d0.regcmd" > "$work/diff"; then echo "expected the addresses to differ"; exit 1; fi
 awk '/^task/ && NF > 2 {print $3}' "$work/diff" | sort -u > "$work/regs"
 cat "$work/regs"
-! grep -v ADDR "$work/regs"
+if grep -v ADDR "$work/regs"; then echo "test_intercept.sh: unexpected match: grep -v ADDR $work/regs" >&2; exit 1; fi
 "$rk" regcmd summary "$work/cap2" > "$work/sum3"
 head -3 "$work/sum3"
 # A capture that is not one: named.

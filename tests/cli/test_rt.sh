@@ -47,7 +47,7 @@ check() {
     env LD_PRELOAD="$rknpu" RKD_FAKE_RKNPU_LOG="$work/rknpu.log" "$rt" "$work/$name.rkd" "$work/$name.rknpu$cores" "$@" --device "$node" \
       --cores $cores 2> "$work/err" || { cat "$work/err"; exit 1; }
     same_dirs "$work/$name.onnx" "$work/$name.rknpu$cores"
-    ! grep -q hazard "$work/rknpu.log" "$work/err"
+    if grep -q hazard "$work/rknpu.log" "$work/err"; then echo "test_rt.sh: unexpected match: grep -q hazard $work/rknpu.log $work/err" >&2; exit 1; fi
     used=$(/usr/bin/python3 -c "import json, sys; print(len({json.loads(l)['core'] for l in open(sys.argv[1]) if '\"run\"' in l}))" "$work/rknpu.log")
     [ "$used" -eq "$cores" ] || { echo "$name: --cores $cores ran on $used core(s)"; exit 1; }
   done
