@@ -115,6 +115,41 @@ TEST_P(QLinearLut, TablesAndIntegerPoolAndPadEqualTheFloatQdqGraphBitForBit) {
   }
 }
 
+// A graph output as a TensorFlow.js detector's head ends: the op's Q -> DQ, a name-giving
+// Identity, then Q -> DQ again with the same parameters (NanoDet's six outputs). On the integers
+// the second pair is the identity: one DequantizeLinear per output remains, the same floats.
+TEST_P(QLinearLut, AnOutputsRequantizationThroughItsIdentityStaysOnTheIntegers) {
+  auto build_out = [](Builder& b) {
+    ir::Graph& g = b.g;
+    ir::Value* x = b.input(2, 5, 6);
+    ir::Value* v = b.dq(b.q(x, 0.05f, 3), 0.05f, 3);
+    ir::Node* sg = b.op("Sigmoid", {v});
+    ir::Value* s = b.dq(b.q(sg->outputs[0], 1.f / 256, -128), 1.f / 256, -128);
+    ir::Node* id = b.op("Identity", {s});
+    ir::Value* y = b.dq(b.q(id->outputs[0], 1.f / 256, -128), 1.f / 256, -128);
+    ASSERT_TRUE(g.rename_value(y, "y").ok());
+    g.outputs.push_back(y);
+  };
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-9.f, 9.f);
+  Tensor x = Tensor::empty(DType::f32, {1, 2, 5, 6});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(rng);
+  Builder fb{{}, GetParam()}, ib{{}, GetParam()};
+  build_out(fb);
+  build_out(ib);
+  std::map<std::string, int> ops;
+  const auto want = run(fb, false, x, nullptr);
+  const auto got = run(ib, true, x, &ops);
+  EXPECT_EQ(ops["QuantizeLinear"], 1);    // the input's
+  EXPECT_EQ(ops["DequantizeLinear"], 1);  // the output's
+  EXPECT_EQ(ops["QLinearLut"], 1);
+  const Tensor& w = want.at("y");
+  const Tensor& g = got.at("y");
+  ASSERT_EQ(w.dtype(), DType::f32);
+  ASSERT_EQ(w.shape(), g.shape());
+  EXPECT_EQ(std::memcmp(w.raw(), g.raw(), w.nbytes()), 0);
+}
+
 // Hard-swish as TensorFlow.js exports a quantized MobileNetV3 (centernet's 20 sites): its
 // constants are themselves quantized, (x * DQ(Q(1/6))) * relu6(x + DQ(Q(3))), each product and
 // sum between DequantizeLinear and QuantizeLinear. The scalar product becomes a table (a
