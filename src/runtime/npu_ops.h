@@ -10,7 +10,9 @@
 //    Concat, ...); every candidate is either placed or listed with its reason;
 //  - lowerable: the node's spec within constraints.h (npu_conv.h's *_spec functions) and
 //    whatever else the lowering needs; placed only next to an NPU node when next_to_npu (a copy
-//    or table between CPU nodes only would add two device switches for no arithmetic);
+//    or table between CPU nodes only would add two device switches for no arithmetic) - asked
+//    again once every family is placed, until none gains an NPU neighbour (a table that reads
+//    a Split placed after the tables);
 //  - the placed node: domain rkdeploy, op type npu_op(node), attributes rkd_npu_knobs (and a
 //    convolution's rkd_npu_strategy);
 //  - lower: the placed node into an NpuSession (npu_kernels.cc);
