@@ -4,6 +4,7 @@
 #include "runtime/npu_rewrites.h"
 
 #include <algorithm>
+#include <map>
 #include <cstdio>
 
 #include "core/dtype.h"
@@ -767,7 +768,12 @@ ir::Pass npu_placement_pass(const NpuPlacementOptions& o, ir::FusionReport* repo
                       ++p.placed;
                       return m != n;
                     };
-                    std::vector<std::pair<const NpuOpFamily*, Node*>> alone;  // lowerable, but no NPU neighbour yet
+                    struct Alone {
+                      const NpuOpFamily* family;
+                      Node* node;
+                      std::string name;
+                    };
+                    std::vector<Alone> alone;  // lowerable, but no NPU neighbour yet
                     for (const NpuOpFamily& f : npu_op_families()) {
                       ir::NpuFamilyPlacement& p = r.npu[f.name];
                       std::vector<Node*> candidates;
@@ -788,7 +794,7 @@ ir::Pass npu_placement_pass(const NpuPlacementOptions& o, ir::FusionReport* repo
                               "interrupt, so it would never complete (docs/device.md)");
                         if (lowerable.ok() && f.next_to_npu && !next_to_npu_node(*n)) {
                           // Alone for now: a family placed later may put a neighbour on the NPU.
-                          alone.push_back({&f, n});
+                          alone.push_back({&f, n, n->name});
                           continue;
                         }
                         if (!lowerable.ok()) {
@@ -801,18 +807,27 @@ ir::Pass npu_placement_pass(const NpuPlacementOptions& o, ir::FusionReport* repo
                     }
                     // The nodes that were alone, until none has a new NPU neighbour (placing one can
                     // give another its neighbour: a table between a Split and a copy). Their
-                    // rewrites never replace the node (only the convolution's does; it is not next_to_npu).
+                    // rewrites never replace the node (only the convolution's does; it is not
+                    // next_to_npu); one a later family's rewrite removed is forgotten.
+                    std::map<std::string, Node*> by_name;
+                    for (const auto& np : g.nodes()) by_name[np->name] = np.get();
+                    for (Alone& a : alone) {
+                      auto it = by_name.find(a.name);
+                      if (it == by_name.end() || it->second != a.node || !a.family->candidate(*a.node)) a.node = nullptr;
+                    }
                     for (bool placed_one = true; placed_one;) {
                       placed_one = false;
-                      for (auto& [f, n] : alone) {
-                        if (!n || !next_to_npu_node(*n)) continue;
-                        place(*f, r.npu[f->name], n);
-                        n = nullptr;
+                      for (Alone& a : alone) {
+                        if (!a.node || !next_to_npu_node(*a.node)) continue;
+                        place(*a.family, r.npu[a.family->name], a.node);
+                        a.node = nullptr;
                         placed_one = true;
                       }
                     }
-                    for (const auto& [f, n] : alone)
-                      if (n) r.npu[f->name].on_cpu.push_back(n->name + ": " + (f->alone ? f->alone : "its producer and every reader run on the CPU"));
+                    for (const Alone& a : alone)
+                      if (a.node)
+                        r.npu[a.family->name].on_cpu.push_back(a.name + ": " +
+                                                               (a.family->alone ? a.family->alone : "its producer and every reader run on the CPU"));
                     return {};
                   }};
 }
