@@ -30,6 +30,28 @@ const std::vector<std::pair<std::string, double Terms::*>>& term_fields() {
 
 namespace {
 
+// The profile's NPU rates: one core's MACs per second, the DDR's bytes per second, one job's
+// milliseconds (its overhead and the runtime's submission).
+struct NpuRates {
+  double core_macs = 0, ddr = 0, job_ms = 0;
+};
+NpuRates npu_rates(const Target& t) {
+  return {t.npu.macs_per_cycle * t.npu.clock_mhz * 1e6 * t.npu.utilization, t.npu.ddr_gbps * 1e9,
+          (t.npu.task_overhead_us + t.npu.task_submit_us) / 1e3};
+}
+
+// A node priced from its work alone: its MACs on cores_used cores and its minimum bytes at the
+// DDR rate overlap (the longer counts, in its term), plus one job. A node without lowered tasks
+// is priced so; a lowered node's ideal is this.
+struct WorkTime {
+  double compute = 0, traffic = 0, overhead = 0;
+  double ms() const { return std::max(compute, traffic) + overhead; }
+};
+WorkTime work_time(double macs, double bytes, const Target& t) {
+  const NpuRates r = npu_rates(t);
+  return {macs / (r.core_macs * std::max(1, t.npu.cores_used)) * 1e3, bytes / r.ddr * 1e3, r.job_ms};
+}
+
 // A lowered node's milliseconds, split into the terms. A task takes the longer of its MACs on one
 // core's array (at the profile's utilization) and its DMA bytes at the DDR rate (the CNA reads
 // while the array computes); a job its tasks in turn plus one task_overhead_us (its submission,
@@ -41,8 +63,8 @@ struct LoweredTime {
   double compute = 0, traffic = 0, overhead = 0;
 };
 LoweredTime lowered_time(const NpuNodeCost& c, const Target& t) {
-  const double mac_rate = t.npu.macs_per_cycle * t.npu.clock_mhz * 1e6 * t.npu.utilization;  // one core, MAC/s
-  const double ddr = t.npu.ddr_gbps * 1e9, over = (t.npu.task_overhead_us + t.npu.task_submit_us) / 1e3;
+  const NpuRates rates = npu_rates(t);
+  const double mac_rate = rates.core_macs, ddr = rates.ddr, over = rates.job_ms;
   std::vector<double> task_ms(c.tasks.size()), compute_ms(c.tasks.size());
   for (size_t i = 0; i < c.tasks.size(); ++i) {
     const double mac = c.tasks[i].padded_macs / mac_rate * 1e3, dma = (c.tasks[i].read_bytes + c.tasks[i].write_bytes) / ddr * 1e3;
@@ -87,8 +109,6 @@ LoweredTime lowered_time(const NpuNodeCost& c, const Target& t) {
 
 void price(VariantPlan& p, const Target& t) {
   p.terms = Terms{};
-  const double mac_rate = t.npu.macs_per_cycle * t.npu.cores_used * t.npu.clock_mhz * 1e6 * t.npu.utilization;  // MAC/s
-  const double ddr = t.npu.ddr_gbps * 1e9;                                                                      // B/s
   for (Segment& s : p.segments) {
     s.ms = 0;
     for (size_t i : s.nodes) {
@@ -105,12 +125,10 @@ void price(VariantPlan& p, const Target& t) {
             n.ms = lt.compute + lt.traffic + lt.overhead;
             break;
           }
-          // The MAC array and the DMA overlap: the longer of the two, in its term.
-          const double compute = n.macs / mac_rate * 1e3, traffic = (n.weight_bytes + n.feature_bytes) / ddr * 1e3,
-                       over = (t.npu.task_overhead_us + t.npu.task_submit_us) / 1e3;
-          (compute >= traffic ? p.terms.npu_compute : p.terms.npu_traffic) += std::max(compute, traffic);
-          p.terms.npu_overhead += over;
-          n.ms = std::max(compute, traffic) + over;
+          const WorkTime w = work_time(n.macs, n.weight_bytes + n.feature_bytes, t);
+          (w.compute >= w.traffic ? p.terms.npu_compute : p.terms.npu_traffic) += std::max(w.compute, w.traffic);
+          p.terms.npu_overhead += w.overhead;
+          n.ms = w.ms();
           break;
         }
         case Device::cpu:
@@ -164,8 +182,6 @@ NpuWork npu_work(double macs, const NodeTraffic& minimum, const NpuNodeCost& c) 
 }
 
 std::vector<NpuNodeEfficiency> npu_efficiency(const VariantPlan& p, const Target& t) {
-  const double mac_rate = t.npu.macs_per_cycle * std::max(1, t.npu.cores_used) * t.npu.clock_mhz * 1e6 * t.npu.utilization;  // MAC/s
-  const double ddr = t.npu.ddr_gbps * 1e9, over = (t.npu.task_overhead_us + t.npu.task_submit_us) / 1e3;
   std::vector<NpuNodeEfficiency> v;
   for (const PlannedNode& n : p.nodes) {
     if (n.device != Device::npu || n.zero_cost || !n.lowered_tasks) continue;
@@ -173,7 +189,7 @@ std::vector<NpuNodeEfficiency> npu_efficiency(const VariantPlan& p, const Target
     e.node = &n;
     e.work = npu_work(n.macs, {n.weight_bytes, n.feature_bytes}, *n.lowered_tasks);
     e.ms = n.ms;
-    e.ideal_ms = std::max(n.macs / mac_rate * 1e3, e.work.min_bytes / ddr * 1e3) + over;
+    e.ideal_ms = work_time(n.macs, e.work.min_bytes, t).ms();
     v.push_back(e);
   }
   std::stable_sort(v.begin(), v.end(), [](const NpuNodeEfficiency& a, const NpuNodeEfficiency& b) { return a.excess_ms() > b.excess_ms(); });

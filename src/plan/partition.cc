@@ -243,32 +243,19 @@ Result<VariantPlan> plan_variant(const ir::Graph& g, const Target& t, Variant v,
                       " node(s) the hardware could run on the NPU, on the CPU: the lowering does not emit them yet");
   }
   // The serial schedule. As run: the executor's, the graph's node order (the runtime's
-  // npu-schedule made it; views join the current segment). Otherwise: ir::device_grouped_order
-  // over the placement's devices (views join the current segment as soon as they are ready).
+  // npu-schedule made it). Otherwise: ir::device_grouped_order over the placement's devices.
+  // Views join the current segment.
   const size_t N = p.nodes.size();
+  std::vector<const ir::Node*> order;
   if (v == Variant::as_run) {
-    for (size_t i = 0; i < N; ++i) {
-      PlannedNode& pn = p.nodes[i];
-      if (p.segments.empty() || (!pn.zero_cost && p.segments.back().device != pn.device)) {
-        if (!p.segments.empty() &&
-            std::all_of(p.segments.back().nodes.begin(), p.segments.back().nodes.end(), [&](size_t j) { return p.nodes[j].zero_cost; })) {
-          p.segments.back().device = pn.device;  // a leading run of views
-        } else {
-          p.segments.push_back(Segment{});
-          p.segments.back().device = pn.device;
-        }
-      }
-      pn.segment = static_cast<int>(p.segments.size() - 1);
-      if (pn.zero_cost) pn.device = p.segments.back().device;
-      p.segments.back().nodes.push_back(i);
-    }
-    return finish_plan(g, t, index, p);
+    for (const auto& np : g.nodes()) order.push_back(np.get());
+  } else {
+    order = ir::device_grouped_order(g, [&](const ir::Node& n) {
+      const PlannedNode& pn = p.nodes[index.at(&n)];
+      return pn.zero_cost ? -1 : static_cast<int>(pn.device);
+    });
+    if (order.size() != N) return Error{ErrorKind::internal, "plan: the graph has a cycle"};
   }
-  const auto order = ir::device_grouped_order(g, [&](const ir::Node& n) {
-    const PlannedNode& pn = p.nodes[index.at(&n)];
-    return pn.zero_cost ? -1 : static_cast<int>(pn.device);
-  });
-  if (order.size() != N) return Error{ErrorKind::internal, "plan: the graph has a cycle"};
   std::optional<Device> cur;
   for (const ir::Node* n : order) {
     const size_t i = index.at(n);

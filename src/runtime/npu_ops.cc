@@ -4,8 +4,8 @@
 #include "runtime/npu_rewrites.h"
 
 #include <algorithm>
-#include <map>
 #include <cstdio>
+#include <map>
 
 #include "core/dtype.h"
 #include "ir/op_info.h"

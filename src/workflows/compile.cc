@@ -89,7 +89,8 @@ Status add_npu_node(const ir::Node& n, const NpuOpFamily& f, const std::shared_p
   const std::string at = "/" + std::string(f.section) + "/" + std::to_string(index);
   c.host_reads = [&host_reads, &at](const std::string& rel, std::function<bool()> reads) { host_reads.emplace_back(at + rel, std::move(reads)); };
   RKD_ASSIGN(Manifest entry, f.manifest(n, *ln, c));
-  // Its work against the least it needs (plan::npu_work; `plan` prices it): the next inefficiency.
+  // Its work against the least it needs (plan::npu_work, as `plan` reports it; the lowering's
+  // elements are int8: one byte each): the next inefficiency.
   RKD_ASSIGN(const plan::NpuNodeCost cost, npu_node_cost(*session, *ln, cores));
   const plan::NpuWork w = plan::npu_work(plan::node_macs(n).value_or(0), plan::node_traffic(n, 1), cost);
   entry["work"] = {{"macs", w.macs},   {"padded_macs", w.padded_macs}, {"mac_utilization", w.mac_utilization()},

@@ -16,7 +16,11 @@
 
 #include "core/tensor.h"
 #include "plan/plan.h"
-#include "runtime/npu_conv.h"
+
+namespace rkd::runtime {
+struct NpuSession;
+struct NpuLoweredNode;
+}  // namespace rkd::runtime
 
 namespace rkd::workflows {
 
